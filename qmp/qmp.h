@@ -1,0 +1,64 @@
+/* A small QMP client over a connected stream fd (our end of the socketpair).
+ * Synchronous commands with a timeout; events received meanwhile are queued
+ * and handed out by qp_qmp_next_event(). */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+#define QP_QMP_ERROR (qp_qmp_error_quark())
+GQuark qp_qmp_error_quark(void);
+
+typedef enum {
+  QP_QMP_ERROR_IO,       /* read/write failed, peer closed */
+  QP_QMP_ERROR_TIMEOUT,  /* no answer in time */
+  QP_QMP_ERROR_PROTOCOL, /* garbage, unexpected message */
+  QP_QMP_ERROR_COMMAND,  /* QEMU answered with an error */
+} QpQmpError;
+
+typedef struct QpQmp QpQmp;
+
+/* Takes ownership of FD. TIMEOUT_MS bounds every wait for the peer. */
+QpQmp *qp_qmp_new(int fd, guint timeout_ms);
+void qp_qmp_free(QpQmp *qmp);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpQmp, qp_qmp_free)
+
+int qp_qmp_get_fd(const QpQmp *qmp);
+
+/* Reads the greeting and negotiates capabilities. */
+gboolean qp_qmp_handshake(QpQmp *qmp, GError **error);
+
+/* Runs COMMAND with ARGUMENTS (may be NULL; not consumed) and returns its
+ * "return" member (a new reference). */
+JsonNode *qp_qmp_execute(QpQmp *qmp, const char *command,
+                         JsonObject *arguments, GError **error);
+
+/* The next event (a new reference to the whole message), waiting up to
+ * TIMEOUT_MS (-1: forever). NULL without error on timeout; NULL with error on
+ * I/O or protocol failure (peer closed: QP_QMP_ERROR_IO). */
+JsonObject *qp_qmp_next_event(QpQmp *qmp, int timeout_ms, GError **error);
+
+/* TRUE if an event is already queued (poll() on the fd would not show it). */
+gboolean qp_qmp_has_event(const QpQmp *qmp);
+
+typedef struct {
+  int cpu_index;
+  int thread_id;
+  int node_id;   /* -1 if absent */
+  int socket_id, die_id, cluster_id, core_id, smt_id; /* -1 if absent */
+  char *qom_path;
+} QpVcpu;
+
+typedef struct {
+  char *id;
+  int thread_id;
+} QpIothread;
+
+/* query-cpus-fast: GArray of QpVcpu (with a clear func). */
+GArray *qp_qmp_query_cpus(QpQmp *qmp, GError **error);
+/* query-iothreads: GArray of QpIothread (with a clear func). */
+GArray *qp_qmp_query_iothreads(QpQmp *qmp, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,93 @@
+/* The host as qemu-pin sees it: allowed CPUs, cores and SMT siblings, NUMA
+ * nodes with memory and hugepage pools, CPU kinds, the SLIT distance matrix,
+ * and the node of each PCI device.
+ *
+ * Built from hwloc (live, a recorded XML file, or a synthetic description);
+ * once built it is plain data, so the planner stays a pure function. */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+#include <hwloc.h>
+
+#include "topology/cpulist.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  guint64 page_kib; /* 2048, 1048576, ... */
+  guint64 total;    /* pages in the pool */
+  guint64 free;     /* pages free now (== total for recorded hosts) */
+} QpHugePool;
+
+typedef struct {
+  int id;                  /* OS node number */
+  guint64 total_mib;       /* memory of the node */
+  guint64 free_mib;        /* free now (== total for recorded hosts) */
+  hwloc_bitmap_t cpus;     /* CPUs of the node this process may use */
+  hwloc_bitmap_t all_cpus; /* every CPU of the node */
+  GArray *hugepages;       /* of QpHugePool, ascending page size */
+} QpNode;
+
+typedef struct {
+  int id;      /* OS index of the PU */
+  int core;    /* index into QpHost.cores */
+  int node;    /* OS node id of the nearest node with memory, -1 if none */
+  int package; /* OS index of the package */
+  int kind;    /* index into kinds, 0 on homogeneous hosts */
+  gboolean allowed;
+} QpCpu;
+
+typedef struct {
+  int package;
+  int node;           /* OS node id, -1 if none */
+  hwloc_bitmap_t pus; /* every PU (SMT sibling) of the core */
+} QpCore;
+
+typedef struct {
+  char *bdf; /* "0000:3b:00.0" */
+  int node;  /* OS node id, -1 if unknown */
+} QpPciDevice;
+
+typedef struct {
+  char *source;          /* "live", an XML path, or a synthetic description */
+  guint n_nodes;
+  QpNode *nodes;         /* ascending id */
+  guint n_cores;
+  QpCore *cores;         /* ascending first PU */
+  guint n_cpus;
+  QpCpu *cpus;           /* ascending id */
+  guint *distance;       /* n_nodes * n_nodes, by index into nodes[] */
+  hwloc_bitmap_t allowed; /* CPUs this process may use */
+  guint n_kinds;         /* >= 1 */
+  GArray *pci;           /* of QpPciDevice */
+} QpHost;
+
+/* Loads the live host (XML_PATH == NULL) or a recorded hwloc XML file.
+ * Live: allowed CPUs are this process's cgroup cpuset minus
+ * /sys/devices/system/cpu/isolated; free memory from libnuma. */
+QpHost *qp_host_load(const char *xml_path, GError **error);
+
+/* Builds a host from an hwloc synthetic description, e.g.
+ * "pack:2 numa:2(memory=16GiB) core:4 pu:2". For tests and benchmarks. */
+QpHost *qp_host_load_synthetic(const char *description, GError **error);
+
+void qp_host_free(QpHost *host);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpHost, qp_host_free)
+
+/* Index of node ID in host->nodes, or -1. */
+int qp_host_node_index(const QpHost *host, int id);
+
+/* Index of CPU ID in host->cpus, or -1. */
+int qp_host_cpu_index(const QpHost *host, int id);
+
+/* SLIT distance between node ids A and B (10 for A == B when unknown). */
+guint qp_host_distance(const QpHost *host, int a, int b);
+
+/* The host as JSON, for `qemu-pin topology --json`. */
+JsonNode *qp_host_to_json(const QpHost *host);
+
+/* The host as text, for `qemu-pin topology`. */
+char *qp_host_to_text(const QpHost *host);
+
+G_END_DECLS

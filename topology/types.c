@@ -1,0 +1,149 @@
+/* Constructors, destructors and names of the planner's data types. */
+#include "topology/plan.h"
+
+#include <string.h>
+
+typedef struct {
+  const char *name;
+  int value;
+} NameValue;
+
+static const char *
+name_of(const NameValue *table, gsize n, int value)
+{
+  for (gsize i = 0; i < n; i++)
+    if (table[i].value == value)
+      return table[i].name;
+  return "?";
+}
+
+static gboolean
+value_of(const NameValue *table, gsize n, const char *text, int *out)
+{
+  for (gsize i = 0; i < n; i++)
+    if (text != NULL && strcmp(table[i].name, text) == 0) {
+      *out = table[i].value;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+#define DEFINE_NAMES(prefix, Type, ...)                                        \
+  static const NameValue prefix##_names[] = {__VA_ARGS__};                     \
+  const char *qp_##prefix##_name(Type v)                                       \
+  {                                                                            \
+    return name_of(prefix##_names, G_N_ELEMENTS(prefix##_names), (int)v);      \
+  }                                                                            \
+  gboolean qp_##prefix##_parse(const char *text, Type *out)                    \
+  {                                                                            \
+    int v;                                                                     \
+    if (!value_of(prefix##_names, G_N_ELEMENTS(prefix##_names), text, &v))     \
+      return FALSE;                                                            \
+    *out = (Type)v;                                                            \
+    return TRUE;                                                               \
+  }
+
+DEFINE_NAMES(mode, QpMode, {"auto", QP_MODE_AUTO}, {"none", QP_MODE_NONE},
+             {"balanced", QP_MODE_BALANCED}, {"numa", QP_MODE_NUMA},
+             {"one-to-one", QP_MODE_ONE_TO_ONE})
+DEFINE_NAMES(policy, QpPolicy, {"default", QP_POLICY_DEFAULT},
+             {"bind", QP_POLICY_BIND}, {"preferred", QP_POLICY_PREFERRED},
+             {"interleave", QP_POLICY_INTERLEAVE})
+DEFINE_NAMES(strategy, QpStrategy, {"spread", QP_STRATEGY_SPREAD},
+             {"pack", QP_STRATEGY_PACK})
+DEFINE_NAMES(smt, QpSmt, {"prefer", QP_SMT_PREFER}, {"strict", QP_SMT_STRICT})
+DEFINE_NAMES(device_locality, QpDeviceLocality,
+             {"preferred", QP_DEVLOC_PREFERRED},
+             {"required", QP_DEVLOC_REQUIRED}, {"ignore", QP_DEVLOC_IGNORE})
+
+QpRequest *
+qp_request_new(void)
+{
+  QpRequest *req = g_new0(QpRequest, 1);
+  req->vcpus = 1;
+  req->maxcpus = 1;
+  req->sockets = req->dies = req->clusters = req->cores = req->threads = 1;
+  req->mem_mib = 128; /* QEMU's default RAM size */
+  return req;
+}
+
+void
+qp_request_free(QpRequest *req)
+{
+  if (req == NULL)
+    return;
+  for (guint i = 0; i < req->n_gnodes; i++) {
+    hwloc_bitmap_free(req->gnodes[i].vcpus);
+    hwloc_bitmap_free(req->gnodes[i].host_nodes);
+    g_free(req->gnodes[i].memdev);
+  }
+  g_free(req->gnodes);
+  g_free(req->gdistance);
+  g_strfreev(req->vfio);
+  g_free(req);
+}
+
+void
+qp_placement_options_init(QpPlacementOptions *opts)
+{
+  memset(opts, 0, sizeof(*opts));
+  opts->mode = QP_MODE_AUTO;
+  opts->strategy = QP_STRATEGY_SPREAD;
+  opts->policy = QP_POLICY_BIND;
+  opts->smt = QP_SMT_PREFER;
+  opts->device_locality = QP_DEVLOC_PREFERRED;
+}
+
+void
+qp_placement_options_clear(QpPlacementOptions *opts)
+{
+  g_clear_pointer(&opts->affinity, hwloc_bitmap_free);
+  g_clear_pointer(&opts->hostnodes, hwloc_bitmap_free);
+  g_clear_pointer(&opts->node_reserve, g_array_unref);
+}
+
+QpClaim *
+qp_claim_new(void)
+{
+  QpClaim *c = g_new0(QpClaim, 1);
+  c->mem = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
+  c->huge = g_array_new(FALSE, TRUE, sizeof(QpHugeClaim));
+  c->load = g_array_new(FALSE, TRUE, sizeof(QpNodeLoad));
+  c->dedicated = hwloc_bitmap_alloc();
+  return c;
+}
+
+void
+qp_claim_free(QpClaim *c)
+{
+  if (c == NULL)
+    return;
+  g_free(c->id);
+  g_free(c->name);
+  g_array_unref(c->mem);
+  g_array_unref(c->huge);
+  g_array_unref(c->load);
+  hwloc_bitmap_free(c->dedicated);
+  g_free(c);
+}
+
+QpClaims *
+qp_claims_new(void)
+{
+  QpClaims *s = g_new0(QpClaims, 1);
+  s->claims = g_ptr_array_new_with_free_func((GDestroyNotify)qp_claim_free);
+  s->blocked_nodes = hwloc_bitmap_alloc();
+  s->warnings = g_ptr_array_new_with_free_func(g_free);
+  return s;
+}
+
+void
+qp_claims_free(QpClaims *s)
+{
+  if (s == NULL)
+    return;
+  g_ptr_array_unref(s->claims);
+  hwloc_bitmap_free(s->blocked_nodes);
+  g_ptr_array_unref(s->warnings);
+  g_free(s);
+}

@@ -1,1 +1,449 @@
-/* to be written */
+/* `qemu-pin status`: what the ledger holds, per host node and per VM, as
+ * JSON for machines and as text for people. Pure functions of (host,
+ * claims, options): the caller reads the ledger. */
+#include "topology/ledger.h"
+
+#include <string.h>
+
+#define BAR_COLUMNS 40
+
+/* ---- Capacity --------------------------------------------------------------- */
+
+guint64
+qp_node_reserve_mib(const QpPlacementOptions *opts, int node)
+{
+  if (opts == NULL)
+    return 0;
+  if (opts->node_reserve != NULL)
+    for (guint i = 0; i < opts->node_reserve->len; i++) {
+      const QpNodeAmount *a =
+          &g_array_index(opts->node_reserve, QpNodeAmount, i);
+      if (a->node == node)
+        return a->mib;
+    }
+  return opts->reserve_mib;
+}
+
+guint64
+qp_claims_node_mem_mib(const QpClaims *claims, int node)
+{
+  guint64 sum = 0;
+  for (guint i = 0; claims && i < claims->claims->len; i++) {
+    const QpClaim *c = claims->claims->pdata[i];
+    for (guint j = 0; j < c->mem->len; j++) {
+      const QpNodeAmount *a = &g_array_index(c->mem, QpNodeAmount, j);
+      if (a->node == node)
+        sum += a->mib;
+    }
+  }
+  return sum;
+}
+
+guint64
+qp_claims_node_huge_pages(const QpClaims *claims, int node, guint64 page_kib)
+{
+  guint64 sum = 0;
+  for (guint i = 0; claims && i < claims->claims->len; i++) {
+    const QpClaim *c = claims->claims->pdata[i];
+    for (guint j = 0; j < c->huge->len; j++) {
+      const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, j);
+      if (h->node == node && h->page_kib == page_kib)
+        sum += h->pages;
+    }
+  }
+  return sum;
+}
+
+guint
+qp_claims_node_vcpus(const QpClaims *claims, int node)
+{
+  guint sum = 0;
+  for (guint i = 0; claims && i < claims->claims->len; i++) {
+    const QpClaim *c = claims->claims->pdata[i];
+    for (guint j = 0; j < c->load->len; j++) {
+      const QpNodeLoad *l = &g_array_index(c->load, QpNodeLoad, j);
+      if (l->node == node)
+        sum += l->vcpus;
+    }
+  }
+  return sum;
+}
+
+hwloc_bitmap_t
+qp_claims_dedicated(const QpClaims *claims)
+{
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (guint i = 0; claims && i < claims->claims->len; i++) {
+    const QpClaim *c = claims->claims->pdata[i];
+    hwloc_bitmap_or(set, set, c->dedicated);
+  }
+  return set;
+}
+
+void
+qp_node_capacity(const QpHost *host, const QpClaims *claims,
+                 const QpPlacementOptions *opts, guint index,
+                 QpNodeCapacity *out)
+{
+  const QpNode *n = &host->nodes[index];
+  memset(out, 0, sizeof(*out));
+  out->node = n->id;
+  out->total_mib = n->total_mib;
+  out->reserve_mib = qp_node_reserve_mib(opts, n->id);
+  out->claimed_mib = qp_claims_node_mem_mib(claims, n->id);
+  out->blocked = claims != NULL &&
+                 hwloc_bitmap_isset(claims->blocked_nodes, (unsigned)n->id);
+  guint64 used = out->reserve_mib + out->claimed_mib;
+  out->uncommitted_mib =
+      (out->blocked || used >= out->total_mib) ? 0 : out->total_mib - used;
+
+  g_auto(hwloc_bitmap_t) all = qp_claims_dedicated(claims);
+  out->dedicated = hwloc_bitmap_alloc();
+  if (n->all_cpus != NULL)
+    hwloc_bitmap_and(out->dedicated, all, n->all_cpus);
+  out->shared_vcpus = qp_claims_node_vcpus(claims, n->id);
+  if (n->cpus != NULL) {
+    g_auto(hwloc_bitmap_t) free_cpus = hwloc_bitmap_alloc();
+    hwloc_bitmap_andnot(free_cpus, n->cpus, out->dedicated);
+    int w = hwloc_bitmap_weight(free_cpus);
+    out->shared_cpus = w > 0 ? (guint)w : 0;
+  }
+}
+
+void
+qp_node_capacity_clear(QpNodeCapacity *cap)
+{
+  g_clear_pointer(&cap->dedicated, hwloc_bitmap_free);
+}
+
+static double
+load_per_cpu(const QpNodeCapacity *cap)
+{
+  return cap->shared_cpus > 0 ? (double)cap->shared_vcpus / cap->shared_cpus
+                              : 0.0;
+}
+
+/* Page sizes of the node's pools plus any a claim names on the node. */
+static GArray *
+page_sizes(const QpNode *n, const QpClaims *claims)
+{
+  GArray *sizes = g_array_new(FALSE, FALSE, sizeof(guint64));
+  if (n->hugepages)
+    for (guint i = 0; i < n->hugepages->len; i++)
+      g_array_append_val(
+          sizes, g_array_index(n->hugepages, QpHugePool, i).page_kib);
+  for (guint i = 0; claims && i < claims->claims->len; i++) {
+    const QpClaim *c = claims->claims->pdata[i];
+    for (guint j = 0; j < c->huge->len; j++) {
+      const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, j);
+      gboolean seen = FALSE;
+      for (guint k = 0; k < sizes->len; k++)
+        seen |= g_array_index(sizes, guint64, k) == h->page_kib;
+      if (h->node == n->id && !seen)
+        g_array_append_val(sizes, h->page_kib);
+    }
+  }
+  return sizes;
+}
+
+static const QpHugePool *
+find_pool(const QpNode *n, guint64 page_kib)
+{
+  for (guint i = 0; n->hugepages && i < n->hugepages->len; i++) {
+    const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, i);
+    if (p->page_kib == page_kib)
+      return p;
+  }
+  return NULL;
+}
+
+/* ---- JSON ----------------------------------------------------------------- */
+
+static void
+add_uint(JsonBuilder *b, const char *key, guint64 v)
+{
+  json_builder_set_member_name(b, key);
+  json_builder_add_int_value(b, (gint64)v);
+}
+
+static void
+add_str(JsonBuilder *b, const char *key, const char *v)
+{
+  json_builder_set_member_name(b, key);
+  if (v)
+    json_builder_add_string_value(b, v);
+  else
+    json_builder_add_null_value(b);
+}
+
+static void
+add_list(JsonBuilder *b, const char *key, hwloc_const_bitmap_t set)
+{
+  g_autofree char *s = set ? qp_list_format(set) : g_strdup("");
+  add_str(b, key, s);
+}
+
+static void
+add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
+              const QpPlacementOptions *opts, guint index)
+{
+  const QpNode *n = &host->nodes[index];
+  QpNodeCapacity cap;
+  qp_node_capacity(host, claims, opts, index, &cap);
+
+  json_builder_begin_object(b);
+  add_uint(b, "id", (guint64)n->id);
+  json_builder_set_member_name(b, "memory-mib");
+  json_builder_begin_object(b);
+  add_uint(b, "total", cap.total_mib);
+  add_uint(b, "reserve", cap.reserve_mib);
+  add_uint(b, "claimed", cap.claimed_mib);
+  add_uint(b, "uncommitted", cap.uncommitted_mib);
+  json_builder_end_object(b);
+  json_builder_set_member_name(b, "blocked");
+  json_builder_add_boolean_value(b, cap.blocked);
+
+  json_builder_set_member_name(b, "hugepages");
+  json_builder_begin_array(b);
+  g_autoptr(GArray) sizes = page_sizes(n, claims);
+  for (guint i = 0; i < sizes->len; i++) {
+    guint64 kib = g_array_index(sizes, guint64, i);
+    const QpHugePool *p = find_pool(n, kib);
+    json_builder_begin_object(b);
+    add_uint(b, "page-kib", kib);
+    add_uint(b, "total", p ? p->total : 0);
+    add_uint(b, "free", p ? p->free : 0);
+    add_uint(b, "claimed", qp_claims_node_huge_pages(claims, n->id, kib));
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+
+  add_list(b, "cpus", n->cpus);
+  add_list(b, "dedicated-cpus", cap.dedicated);
+  add_uint(b, "shared-vcpus", cap.shared_vcpus);
+  json_builder_set_member_name(b, "load-per-cpu");
+  json_builder_add_double_value(b, load_per_cpu(&cap));
+  json_builder_end_object(b);
+  qp_node_capacity_clear(&cap);
+}
+
+static void
+add_vm_json(JsonBuilder *b, const QpClaim *c)
+{
+  json_builder_begin_object(b);
+  add_str(b, "id", c->id);
+  add_str(b, "name", c->name);
+  add_uint(b, "qemu-pid", (guint64)MAX(c->qemu_pid, 0));
+  if (c->launcher_pid > 0)
+    add_uint(b, "launcher-pid", (guint64)c->launcher_pid);
+  add_uint(b, "keeper-pid", (guint64)MAX(c->keeper_pid, 0));
+  add_str(b, "mode", qp_mode_name(c->mode));
+  json_builder_set_member_name(b, "memory-mib");
+  json_builder_begin_object(b);
+  for (guint i = 0; i < c->mem->len; i++) {
+    const QpNodeAmount *a = &g_array_index(c->mem, QpNodeAmount, i);
+    char key[16];
+    g_snprintf(key, sizeof key, "%d", a->node);
+    add_uint(b, key, a->mib);
+  }
+  json_builder_end_object(b);
+  json_builder_set_member_name(b, "hugepages");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < c->huge->len; i++) {
+    const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, i);
+    json_builder_begin_object(b);
+    add_uint(b, "node", (guint64)h->node);
+    add_uint(b, "page-kib", h->page_kib);
+    add_uint(b, "pages", h->pages);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  add_list(b, "dedicated-cpus", c->dedicated);
+  json_builder_set_member_name(b, "load");
+  json_builder_begin_object(b);
+  for (guint i = 0; i < c->load->len; i++) {
+    const QpNodeLoad *l = &g_array_index(c->load, QpNodeLoad, i);
+    char key[16];
+    g_snprintf(key, sizeof key, "%d", l->node);
+    add_uint(b, key, l->vcpus);
+  }
+  json_builder_end_object(b);
+  json_builder_set_member_name(b, "since");
+  json_builder_add_int_value(b, c->time);
+  json_builder_end_object(b);
+}
+
+JsonNode *
+qp_status_to_json(const QpHost *host, const QpClaims *claims,
+                  const QpPlacementOptions *opts)
+{
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "nodes");
+  json_builder_begin_array(b);
+  for (guint i = 0; host && i < host->n_nodes; i++)
+    add_node_json(b, host, claims, opts, i);
+  json_builder_end_array(b);
+  json_builder_set_member_name(b, "vms");
+  json_builder_begin_array(b);
+  for (guint i = 0; claims && i < claims->claims->len; i++)
+    add_vm_json(b, claims->claims->pdata[i]);
+  json_builder_end_array(b);
+  json_builder_set_member_name(b, "warnings");
+  json_builder_begin_array(b);
+  for (guint i = 0; claims && i < claims->warnings->len; i++)
+    json_builder_add_string_value(b, claims->warnings->pdata[i]);
+  json_builder_end_array(b);
+  json_builder_end_object(b);
+  return json_builder_get_root(b);
+}
+
+/* ---- Text ----------------------------------------------------------------- */
+
+static guint
+columns(guint64 part, guint64 total)
+{
+  if (total == 0)
+    return 0;
+  /* Round to nearest, but never show a non-zero part as empty. */
+  guint64 c = (part * BAR_COLUMNS + total / 2) / total;
+  if (c == 0 && part > 0)
+    c = 1;
+  return (guint)MIN(c, (guint64)BAR_COLUMNS);
+}
+
+static void
+append_bar(GString *s, const QpNodeCapacity *cap)
+{
+  guint claimed = columns(cap->claimed_mib, cap->total_mib);
+  guint reserve = columns(cap->reserve_mib, cap->total_mib);
+  if (claimed + reserve > BAR_COLUMNS)
+    reserve = BAR_COLUMNS - claimed;
+  g_string_append(s, "  memory [");
+  for (guint i = 0; i < BAR_COLUMNS; i++) {
+    char ch = '.';
+    if (cap->blocked)
+      ch = 'X';
+    else if (i < claimed)
+      ch = '#';
+    else if (i < claimed + reserve)
+      ch = '+';
+    g_string_append_c(s, ch);
+  }
+  g_string_append(s, cap->blocked
+                         ? "]  X blocked\n"
+                         : "]  # claimed, + host reserve, . free\n");
+}
+
+static void
+append_cpus(GString *s, const QpNode *n, const QpNodeCapacity *cap)
+{
+  if (n->all_cpus == NULL || hwloc_bitmap_iszero(n->all_cpus))
+    return;
+  g_autofree char *list = qp_list_format(n->all_cpus);
+  g_string_append_printf(s, "  cpus %s [", list);
+  int cpu;
+  hwloc_bitmap_foreach_begin(cpu, n->all_cpus)
+  {
+    char ch = '.';
+    if (hwloc_bitmap_isset(cap->dedicated, (unsigned)cpu))
+      ch = 'D';
+    else if (n->cpus == NULL || !hwloc_bitmap_isset(n->cpus, (unsigned)cpu))
+      ch = '-';
+    else if (cap->shared_vcpus > 0)
+      ch = 'S';
+    g_string_append_c(s, ch);
+  }
+  hwloc_bitmap_foreach_end();
+  g_string_append_printf(s,
+                         "]  D dedicated, S shared (%u vCPUs, %.2f per CPU), "
+                         ". free, - not usable\n",
+                         cap->shared_vcpus, load_per_cpu(cap));
+}
+
+static void
+append_vm(GString *s, const QpClaim *c)
+{
+  g_autoptr(GDateTime) t = g_date_time_new_from_unix_utc(c->time);
+  g_autofree char *since =
+      t ? g_date_time_format(t, "%Y-%m-%d %H:%M:%S UTC") : g_strdup("?");
+  g_string_append_printf(s, "  %s  %s  qemu pid %d", c->name ? c->name : "-",
+                         c->id, c->qemu_pid);
+  if (c->launcher_pid > 0)
+    g_string_append_printf(s, ", launcher pid %d", c->launcher_pid);
+  g_string_append_printf(s, ", keeper pid %d, mode %s, since %s\n",
+                         c->keeper_pid, qp_mode_name(c->mode), since);
+  g_string_append(s, "    memory");
+  if (c->mem->len == 0)
+    g_string_append(s, " none");
+  for (guint i = 0; i < c->mem->len; i++) {
+    const QpNodeAmount *a = &g_array_index(c->mem, QpNodeAmount, i);
+    g_string_append_printf(s, "%s node %d %" G_GUINT64_FORMAT " MiB",
+                           i ? "," : "", a->node, a->mib);
+  }
+  for (guint i = 0; i < c->huge->len; i++) {
+    const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, i);
+    g_string_append_printf(s,
+                           "; hugepages node %d %" G_GUINT64_FORMAT
+                           " x %" G_GUINT64_FORMAT " KiB",
+                           h->node, h->pages, h->page_kib);
+  }
+  if (!hwloc_bitmap_iszero(c->dedicated)) {
+    g_autofree char *list = qp_list_format(c->dedicated);
+    g_string_append_printf(s, "; dedicated cpus %s", list);
+  }
+  for (guint i = 0; i < c->load->len; i++) {
+    const QpNodeLoad *l = &g_array_index(c->load, QpNodeLoad, i);
+    g_string_append_printf(s, "; %u shared vCPUs on node %d", l->vcpus,
+                           l->node);
+  }
+  g_string_append_c(s, '\n');
+}
+
+char *
+qp_status_to_text(const QpHost *host, const QpClaims *claims,
+                  const QpPlacementOptions *opts)
+{
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; host && i < host->n_nodes; i++) {
+    const QpNode *n = &host->nodes[i];
+    QpNodeCapacity cap;
+    qp_node_capacity(host, claims, opts, i, &cap);
+    g_string_append_printf(s,
+                           "node %d: %" G_GUINT64_FORMAT " MiB total, %"
+                           G_GUINT64_FORMAT " reserved, %" G_GUINT64_FORMAT
+                           " claimed, %" G_GUINT64_FORMAT " free%s\n",
+                           n->id, cap.total_mib, cap.reserve_mib,
+                           cap.claimed_mib, cap.uncommitted_mib,
+                           cap.blocked ? " (blocked by an unreadable record)"
+                                       : "");
+    append_bar(s, &cap);
+    g_autoptr(GArray) sizes = page_sizes(n, claims);
+    for (guint j = 0; j < sizes->len; j++) {
+      guint64 kib = g_array_index(sizes, guint64, j);
+      const QpHugePool *p = find_pool(n, kib);
+      g_string_append_printf(s,
+                             "  hugepages %" G_GUINT64_FORMAT " KiB: %"
+                             G_GUINT64_FORMAT " total, %" G_GUINT64_FORMAT
+                             " free, %" G_GUINT64_FORMAT " claimed\n",
+                             kib, p ? p->total : 0, p ? p->free : 0,
+                             qp_claims_node_huge_pages(claims, n->id, kib));
+    }
+    append_cpus(s, n, &cap);
+    qp_node_capacity_clear(&cap);
+  }
+
+  guint n_vms = claims ? claims->claims->len : 0;
+  if (n_vms == 0)
+    g_string_append(s, "no VM holds a claim\n");
+  else
+    g_string_append_printf(s, "%u VM%s holding claims:\n", n_vms,
+                           n_vms == 1 ? "" : "s");
+  for (guint i = 0; i < n_vms; i++)
+    append_vm(s, claims->claims->pdata[i]);
+
+  for (guint i = 0; claims && i < claims->warnings->len; i++)
+    g_string_append_printf(s, "warning: %s\n",
+                           (const char *)claims->warnings->pdata[i]);
+  return g_string_free(s, FALSE);
+}

@@ -1,1 +1,756 @@
-/* to be written */
+/* The host model: hwloc (live, recorded XML or synthetic) turned into plain
+ * data once, so that the planner never touches hwloc objects.
+ * What each field means and where it comes from is in host.h. */
+#include "topology/host.h"
+
+#include <errno.h>
+#include <numa.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+G_DEFINE_AUTO_CLEANUP_FREE_FUNC(hwloc_topology_t, hwloc_topology_destroy, NULL)
+
+/* Used when the host reports no NUMA distances: the ACPI SLIT convention
+ * for "local" and "remote, distance unknown". */
+#define QP_DISTANCE_LOCAL 10
+#define QP_DISTANCE_REMOTE 20
+
+#define QP_ISOLATED_PATH "/sys/devices/system/cpu/isolated"
+#define QP_SYS_NODE "/sys/devices/system/node"
+
+typedef enum {
+  SOURCE_LIVE,
+  SOURCE_XML,
+  SOURCE_SYNTHETIC,
+} Source;
+
+/* ---- hwloc helpers ---- */
+
+/* Lowest-id NUMA node among the memory children of OBJ (memory-side
+ * caches may sit between OBJ and its nodes), or NULL. */
+static hwloc_obj_t
+first_memory_node(hwloc_obj_t obj)
+{
+  hwloc_obj_t best = NULL;
+  for (hwloc_obj_t m = obj->memory_first_child; m != NULL; m = m->next_sibling) {
+    hwloc_obj_t n = m->type == HWLOC_OBJ_NUMANODE ? m : first_memory_node(m);
+    if (n != NULL && (best == NULL || n->os_index < best->os_index))
+      best = n;
+  }
+  return best;
+}
+
+/* The node a PU belongs to: the node attached nearest above it. */
+static int
+node_of_pu(hwloc_obj_t pu)
+{
+  for (hwloc_obj_t a = pu->parent; a != NULL; a = a->parent) {
+    hwloc_obj_t n = first_memory_node(a);
+    if (n != NULL)
+      return (int)n->os_index;
+  }
+  return -1;
+}
+
+static int
+package_of(hwloc_topology_t topo, hwloc_obj_t obj)
+{
+  hwloc_obj_t p = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, obj);
+  return p != NULL ? (int)p->os_index : 0;
+}
+
+/* ---- live-host readers ---- */
+
+static gboolean
+read_isolated(hwloc_bitmap_t *out, GError **error)
+{
+  g_autofree char *text = NULL;
+  *out = NULL;
+  if (!g_file_get_contents(QP_ISOLATED_PATH, &text, NULL, NULL))
+    return TRUE; /* no such file: nothing is isolated */
+  g_strstrip(text);
+  if (*text == '\0')
+    return TRUE;
+  return qp_list_parse(text, QP_ISOLATED_PATH, QP_LIST_MAX_INDEX, out, error);
+}
+
+static gboolean
+read_affinity(hwloc_bitmap_t out, GError **error)
+{
+  for (int ncpus = 1024; ncpus <= 1 << 20; ncpus *= 2) {
+    cpu_set_t *set = CPU_ALLOC(ncpus);
+    size_t size = CPU_ALLOC_SIZE(ncpus);
+    CPU_ZERO_S(size, set);
+    if (sched_getaffinity(0, size, set) == 0) {
+      hwloc_bitmap_zero(out);
+      for (int c = 0; c < ncpus; c++)
+        if (CPU_ISSET_S(c, size, set))
+          hwloc_bitmap_set(out, (unsigned)c);
+      CPU_FREE(set);
+      return TRUE;
+    }
+    int e = errno;
+    CPU_FREE(set);
+    if (e != EINVAL) {
+      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LOAD,
+                  "cannot read this process's CPU affinity: %s",
+                  g_strerror(e));
+      return FALSE;
+    }
+  }
+  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LOAD,
+              "cannot read this process's CPU affinity: more than %d CPUs",
+              1 << 20);
+  return FALSE;
+}
+
+static gboolean
+read_sys_u64(const char *path, guint64 *out)
+{
+  g_autofree char *text = NULL;
+  char *end = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return FALSE;
+  g_strstrip(text);
+  guint64 v = g_ascii_strtoull(text, &end, 10);
+  if (end == text || *end != '\0')
+    return FALSE;
+  *out = v;
+  return TRUE;
+}
+
+/* ---- building the model ---- */
+
+static gint
+compare_pool(gconstpointer a, gconstpointer b)
+{
+  const QpHugePool *x = a, *y = b;
+  return x->page_kib < y->page_kib ? -1 : x->page_kib > y->page_kib;
+}
+
+static gint
+compare_pci(gconstpointer a, gconstpointer b)
+{
+  const QpPciDevice *x = a, *y = b;
+  return strcmp(x->bdf, y->bdf);
+}
+
+static gint
+compare_node(gconstpointer a, gconstpointer b)
+{
+  const QpNode *x = a, *y = b;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+static void
+fill_node(QpNode *n, hwloc_obj_t obj, Source source)
+{
+  const struct hwloc_numanode_attr_s *attr = &obj->attr->numanode;
+  n->id = (int)obj->os_index;
+  n->total_mib = attr->local_memory / (1024 * 1024);
+  n->free_mib = n->total_mib;
+  n->cpus = hwloc_bitmap_alloc();
+  n->all_cpus = hwloc_bitmap_alloc();
+  n->hugepages = g_array_new(FALSE, TRUE, sizeof(QpHugePool));
+
+  if (source == SOURCE_LIVE && numa_available() >= 0) {
+    long long free_bytes = 0;
+    if (numa_node_size64(n->id, &free_bytes) >= 0 && free_bytes >= 0)
+      n->free_mib = MIN((guint64)free_bytes / (1024 * 1024), n->total_mib);
+  }
+
+  /* The smallest page type is the base page; the others are hugepages. */
+  guint64 base = G_MAXUINT64;
+  for (unsigned i = 0; i < attr->page_types_len; i++)
+    if (attr->page_types[i].size != 0)
+      base = MIN(base, attr->page_types[i].size);
+  for (unsigned i = 0; i < attr->page_types_len; i++) {
+    const guint64 size = attr->page_types[i].size;
+    if (size == 0 || size == base)
+      continue;
+    QpHugePool pool = {
+      .page_kib = size / 1024,
+      .total = attr->page_types[i].count,
+      .free = attr->page_types[i].count,
+    };
+    if (source == SOURCE_LIVE) {
+      g_autofree char *dir = g_strdup_printf(
+          QP_SYS_NODE "/node%d/hugepages/hugepages-%" G_GUINT64_FORMAT "kB",
+          n->id, pool.page_kib);
+      g_autofree char *nr = g_build_filename(dir, "nr_hugepages", NULL);
+      g_autofree char *fr = g_build_filename(dir, "free_hugepages", NULL);
+      read_sys_u64(nr, &pool.total);
+      if (!read_sys_u64(fr, &pool.free))
+        pool.free = pool.total;
+    }
+    g_array_append_val(n->hugepages, pool);
+  }
+  g_array_sort(n->hugepages, compare_pool);
+}
+
+static void
+fill_distances(QpHost *host, hwloc_topology_t topo)
+{
+  const guint n = host->n_nodes;
+  host->distance = g_new(guint, (gsize)n * n);
+  for (guint i = 0; i < n; i++)
+    for (guint j = 0; j < n; j++)
+      host->distance[i * n + j] = i == j ? QP_DISTANCE_LOCAL : QP_DISTANCE_REMOTE;
+
+  struct hwloc_distances_s *found[8];
+  unsigned nr = G_N_ELEMENTS(found);
+  if (hwloc_distances_get_by_type(topo, HWLOC_OBJ_NUMANODE, &nr, found,
+                                  HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) < 0)
+    return;
+  nr = MIN(nr, G_N_ELEMENTS(found));
+  /* Prefer the OS's matrix (ACPI SLIT, "NUMALatency") over a user one. */
+  struct hwloc_distances_s *d = NULL;
+  for (unsigned k = 0; k < nr; k++) {
+    const char *name = hwloc_distances_get_name(topo, found[k]);
+    if (d == NULL || (name != NULL && strcmp(name, "NUMALatency") == 0))
+      d = found[k];
+  }
+  if (d != NULL) {
+    for (unsigned i = 0; i < d->nbobjs; i++) {
+      int a = qp_host_node_index(host, (int)d->objs[i]->os_index);
+      for (unsigned j = 0; j < d->nbobjs && a >= 0; j++) {
+        int b = qp_host_node_index(host, (int)d->objs[j]->os_index);
+        if (b >= 0)
+          host->distance[(guint)a * n + (guint)b] =
+              (guint)MIN(d->values[i * d->nbobjs + j], (hwloc_uint64_t)G_MAXUINT);
+      }
+    }
+  }
+  for (unsigned k = 0; k < nr; k++)
+    hwloc_distances_release(topo, found[k]);
+}
+
+static void
+fill_kinds(QpHost *host, hwloc_topology_t topo)
+{
+  int nr = hwloc_cpukinds_get_nr(topo, 0);
+  if (nr <= 0) {
+    host->n_kinds = 1;
+    host->kind_names = g_new0(char *, 2);
+    host->kind_names[0] = g_strdup("kind0");
+    host->kind_efficiency = g_new(int, 1);
+    host->kind_efficiency[0] = -1;
+    return;
+  }
+  host->n_kinds = (guint)nr;
+  host->kind_names = g_new0(char *, (gsize)nr + 1);
+  host->kind_efficiency = g_new(int, nr);
+  g_auto(hwloc_bitmap_t) set = hwloc_bitmap_alloc();
+  for (int k = 0; k < nr; k++) {
+    int efficiency = -1;
+    unsigned n_infos = 0;
+    struct hwloc_info_s *infos = NULL;
+    const char *name = NULL;
+    hwloc_bitmap_zero(set);
+    if (hwloc_cpukinds_get_info(topo, (unsigned)k, set, &efficiency, &n_infos,
+                                &infos, 0) < 0)
+      efficiency = -1;
+    for (unsigned i = 0; i < n_infos; i++)
+      if (strcmp(infos[i].name, "CoreType") == 0)
+        name = infos[i].value;
+    host->kind_names[k] = name != NULL ? g_strdup(name) : g_strdup_printf("kind%d", k);
+    host->kind_efficiency[k] = efficiency;
+    for (guint c = 0; c < host->n_cpus; c++)
+      if (hwloc_bitmap_isset(set, (unsigned)host->cpus[c].id))
+        host->cpus[c].kind = k;
+  }
+}
+
+/* The node of a PCI device: the one node near its hwloc parent. Nodes with
+ * CPUs win over CPU-less ones attached at the same place. */
+static int
+pci_node(const QpHost *host, hwloc_topology_t topo, hwloc_obj_t dev)
+{
+  hwloc_obj_t parent = hwloc_get_non_io_ancestor_obj(topo, dev);
+  if (parent == NULL || parent->nodeset == NULL)
+    return -1;
+  int with_cpus = -1, n_with_cpus = 0, any = -1, n_any = 0;
+  for (guint i = 0; i < host->n_nodes; i++) {
+    const QpNode *n = &host->nodes[i];
+    if (!hwloc_bitmap_isset(parent->nodeset, (unsigned)n->id))
+      continue;
+    any = n->id;
+    n_any++;
+    if (!hwloc_bitmap_iszero(n->all_cpus)) {
+      with_cpus = n->id;
+      n_with_cpus++;
+    }
+  }
+  if (n_with_cpus == 1)
+    return with_cpus;
+  if (n_with_cpus == 0 && n_any == 1)
+    return any;
+  return -1;
+}
+
+static void
+fill_pci(QpHost *host, hwloc_topology_t topo)
+{
+  host->pci = g_array_new(FALSE, TRUE, sizeof(QpPciDevice));
+  for (hwloc_obj_t d = hwloc_get_next_pcidev(topo, NULL); d != NULL;
+       d = hwloc_get_next_pcidev(topo, d)) {
+    const struct hwloc_pcidev_attr_s *a = &d->attr->pcidev;
+    QpPciDevice dev = {
+      .bdf = g_strdup_printf("%04x:%02x:%02x.%01x", (unsigned)a->domain,
+                             (unsigned)a->bus, (unsigned)a->dev,
+                             (unsigned)a->func),
+      .node = pci_node(host, topo, d),
+    };
+    g_array_append_val(host->pci, dev);
+  }
+  g_array_sort(host->pci, compare_pci);
+}
+
+/* Recomputes cpus[].allowed and nodes[].cpus from host->allowed. */
+static void
+apply_allowed(QpHost *host)
+{
+  for (guint c = 0; c < host->n_cpus; c++)
+    host->cpus[c].allowed = hwloc_bitmap_isset(host->allowed,
+                                               (unsigned)host->cpus[c].id);
+  for (guint i = 0; i < host->n_nodes; i++)
+    hwloc_bitmap_and(host->nodes[i].cpus, host->nodes[i].all_cpus,
+                     host->allowed);
+}
+
+static gboolean
+fill_allowed(QpHost *host, hwloc_topology_t topo, hwloc_const_bitmap_t all,
+             Source source, GError **error)
+{
+  host->allowed = hwloc_bitmap_dup(hwloc_topology_get_allowed_cpuset(topo));
+  hwloc_bitmap_and(host->allowed, host->allowed, all);
+  host->allowed_nodes =
+      hwloc_bitmap_dup(hwloc_topology_get_allowed_nodeset(topo));
+
+  if (source == SOURCE_LIVE) {
+    g_auto(hwloc_bitmap_t) affinity = hwloc_bitmap_alloc();
+    g_auto(hwloc_bitmap_t) isolated = NULL;
+    if (!read_affinity(affinity, error) || !read_isolated(&isolated, error))
+      return FALSE;
+    hwloc_bitmap_and(host->allowed, host->allowed, affinity);
+    if (isolated != NULL)
+      hwloc_bitmap_andnot(host->allowed, host->allowed, isolated);
+  }
+  apply_allowed(host);
+  return TRUE;
+}
+
+static QpHost *
+build_host(hwloc_topology_t topo, Source source, const char *name,
+           GError **error)
+{
+  g_autoptr(QpHost) host = g_new0(QpHost, 1);
+  host->source = g_strdup(name);
+
+  /* Nodes, ascending id. */
+  host->n_nodes = (guint)MAX(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE), 0);
+  host->nodes = g_new0(QpNode, MAX(host->n_nodes, 1));
+  guint i = 0;
+  for (hwloc_obj_t o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, NULL);
+       o != NULL && i < host->n_nodes;
+       o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, o))
+    fill_node(&host->nodes[i++], o, source);
+  host->n_nodes = i;
+  qsort(host->nodes, host->n_nodes, sizeof(QpNode), compare_node);
+
+  /* CPUs, ascending id, and cores in order of their first PU. */
+  g_autoptr(GPtrArray) pus = g_ptr_array_new();
+  for (hwloc_obj_t o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, NULL);
+       o != NULL; o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, o))
+    g_ptr_array_add(pus, o);
+  if (pus->len == 0) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LOAD,
+                "host %s has no CPUs: expected at least one PU", name);
+    return NULL;
+  }
+  g_autoptr(GHashTable) pu_of_id = g_hash_table_new(NULL, NULL);
+  for (guint k = 0; k < pus->len; k++) {
+    hwloc_obj_t pu = g_ptr_array_index(pus, k);
+    g_hash_table_insert(pu_of_id, GUINT_TO_POINTER(pu->os_index), pu);
+  }
+  g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
+  for (guint k = 0; k < pus->len; k++)
+    hwloc_bitmap_set(all, ((hwloc_obj_t)g_ptr_array_index(pus, k))->os_index);
+
+  host->n_cpus = pus->len;
+  host->cpus = g_new0(QpCpu, host->n_cpus);
+  g_autoptr(GHashTable) core_of = g_hash_table_new(NULL, NULL);
+  GArray *cores = g_array_new(FALSE, TRUE, sizeof(QpCore));
+  guint c = 0;
+  int id;
+  hwloc_bitmap_foreach_begin(id, all)
+  {
+    hwloc_obj_t pu = g_hash_table_lookup(pu_of_id, GUINT_TO_POINTER((guint)id));
+    hwloc_obj_t core_obj = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu);
+    gpointer key = core_obj != NULL ? (gpointer)core_obj : (gpointer)pu;
+    QpCpu *cpu = &host->cpus[c++];
+    cpu->id = id;
+    cpu->node = node_of_pu(pu);
+    cpu->package = package_of(topo, pu);
+    gpointer found;
+    if (g_hash_table_lookup_extended(core_of, key, NULL, &found)) {
+      cpu->core = GPOINTER_TO_INT(found);
+    } else {
+      QpCore core = {
+        .package = cpu->package,
+        .node = cpu->node,
+        .pus = hwloc_bitmap_alloc(),
+      };
+      cpu->core = (int)cores->len;
+      g_array_append_val(cores, core);
+      g_hash_table_insert(core_of, key, GINT_TO_POINTER(cpu->core));
+    }
+    hwloc_bitmap_set(g_array_index(cores, QpCore, cpu->core).pus, (unsigned)id);
+    int ni = qp_host_node_index(host, cpu->node);
+    if (ni >= 0)
+      hwloc_bitmap_set(host->nodes[ni].all_cpus, (unsigned)id);
+  }
+  hwloc_bitmap_foreach_end();
+  host->n_cores = cores->len;
+  host->cores = (QpCore *)(void *)g_array_free(cores, FALSE);
+
+  if (!fill_allowed(host, topo, all, source, error))
+    return NULL;
+  fill_kinds(host, topo);
+  fill_distances(host, topo);
+  fill_pci(host, topo);
+  return g_steal_pointer(&host);
+}
+
+static hwloc_topology_t
+new_topology(void)
+{
+  hwloc_topology_t topo = NULL;
+  if (hwloc_topology_init(&topo) < 0)
+    g_error("hwloc_topology_init failed: out of memory");
+  /* See disallowed CPUs and nodes too; they are marked, not dropped. */
+  hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+  /* PCI devices of every class (vfio-pci takes any), only the bridges that
+   * lead to them, no OS devices. */
+  hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  hwloc_topology_set_type_filter(topo, HWLOC_OBJ_PCI_DEVICE,
+                                 HWLOC_TYPE_FILTER_KEEP_ALL);
+  hwloc_topology_set_type_filter(topo, HWLOC_OBJ_OS_DEVICE,
+                                 HWLOC_TYPE_FILTER_KEEP_NONE);
+  return topo;
+}
+
+QpHost *
+qp_host_load(const char *xml_path, GError **error)
+{
+  g_auto(hwloc_topology_t) topo = new_topology();
+
+  if (xml_path != NULL) {
+    if (!g_file_test(xml_path, G_FILE_TEST_IS_REGULAR)) {
+      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LOAD,
+                  "topology file %s: %s: expected a recorded hwloc XML file "
+                  "(lstopo --of xml FILE)", xml_path,
+                  g_file_test(xml_path, G_FILE_TEST_EXISTS)
+                      ? "not a regular file" : "no such file");
+      return NULL;
+    }
+    if (hwloc_topology_set_xml(topo, xml_path) < 0 ||
+        hwloc_topology_load(topo) < 0) {
+      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+                  "topology file %s is not a valid hwloc XML topology: "
+                  "expected a file written by lstopo --of xml", xml_path);
+      return NULL;
+    }
+    return build_host(topo, SOURCE_XML, xml_path, error);
+  }
+
+  if (hwloc_topology_load(topo) < 0) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LOAD,
+                "cannot read this host's topology with hwloc: %s",
+                g_strerror(errno));
+    return NULL;
+  }
+  return build_host(topo, SOURCE_LIVE, "live", error);
+}
+
+QpHost *
+qp_host_load_synthetic(const char *description, GError **error)
+{
+  g_auto(hwloc_topology_t) topo = new_topology();
+  if (description == NULL || hwloc_topology_set_synthetic(topo, description) < 0 ||
+      hwloc_topology_load(topo) < 0) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+                "synthetic topology '%s' is not valid: expected an hwloc "
+                "description such as \"pack:2 numa:2(memory=16GiB) core:4 pu:2\"",
+                description != NULL ? description : "");
+    return NULL;
+  }
+  return build_host(topo, SOURCE_SYNTHETIC, description, error);
+}
+
+void
+qp_host_set_distances(QpHost *host, const guint *matrix)
+{
+  memcpy(host->distance, matrix, sizeof(guint) * host->n_nodes * host->n_nodes);
+}
+
+void
+qp_host_set_allowed(QpHost *host, hwloc_const_bitmap_t allowed)
+{
+  g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
+  for (guint c = 0; c < host->n_cpus; c++)
+    hwloc_bitmap_set(all, (unsigned)host->cpus[c].id);
+  hwloc_bitmap_and(host->allowed, allowed, all);
+  apply_allowed(host);
+}
+
+void
+qp_host_free(QpHost *host)
+{
+  if (host == NULL)
+    return;
+  g_free(host->source);
+  for (guint i = 0; host->nodes != NULL && i < host->n_nodes; i++) {
+    hwloc_bitmap_free(host->nodes[i].cpus);
+    hwloc_bitmap_free(host->nodes[i].all_cpus);
+    if (host->nodes[i].hugepages != NULL)
+      g_array_unref(host->nodes[i].hugepages);
+  }
+  g_free(host->nodes);
+  for (guint i = 0; host->cores != NULL && i < host->n_cores; i++)
+    hwloc_bitmap_free(host->cores[i].pus);
+  g_free(host->cores);
+  g_free(host->cpus);
+  g_free(host->distance);
+  hwloc_bitmap_free(host->allowed);
+  hwloc_bitmap_free(host->allowed_nodes);
+  if (host->pci != NULL) {
+    for (guint i = 0; i < host->pci->len; i++)
+      g_free(g_array_index(host->pci, QpPciDevice, i).bdf);
+    g_array_unref(host->pci);
+  }
+  g_strfreev(host->kind_names);
+  g_free(host->kind_efficiency);
+  g_free(host);
+}
+
+int
+qp_host_node_index(const QpHost *host, int id)
+{
+  for (guint i = 0; i < host->n_nodes; i++)
+    if (host->nodes[i].id == id)
+      return (int)i;
+  return -1;
+}
+
+int
+qp_host_cpu_index(const QpHost *host, int id)
+{
+  guint lo = 0, hi = host->n_cpus;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (host->cpus[mid].id == id)
+      return (int)mid;
+    if (host->cpus[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return -1;
+}
+
+guint
+qp_host_distance(const QpHost *host, int a, int b)
+{
+  int i = qp_host_node_index(host, a), j = qp_host_node_index(host, b);
+  if (i < 0 || j < 0)
+    return a == b ? QP_DISTANCE_LOCAL : QP_DISTANCE_REMOTE;
+  return host->distance[(guint)i * host->n_nodes + (guint)j];
+}
+
+/* ---- output ---- */
+
+static void
+add_list(JsonBuilder *b, const char *member, hwloc_const_bitmap_t set)
+{
+  g_autofree char *s = qp_list_format(set);
+  json_builder_set_member_name(b, member);
+  json_builder_add_string_value(b, s);
+}
+
+static void
+add_int(JsonBuilder *b, const char *member, gint64 v)
+{
+  json_builder_set_member_name(b, member);
+  json_builder_add_int_value(b, v);
+}
+
+static hwloc_bitmap_t
+kind_cpus(const QpHost *host, guint k)
+{
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (guint c = 0; c < host->n_cpus; c++)
+    if (host->cpus[c].kind == (int)k)
+      hwloc_bitmap_set(set, (unsigned)host->cpus[c].id);
+  return set;
+}
+
+JsonNode *
+qp_host_to_json(const QpHost *host)
+{
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "source");
+  json_builder_add_string_value(b, host->source);
+
+  json_builder_set_member_name(b, "nodes");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < host->n_nodes; i++) {
+    const QpNode *n = &host->nodes[i];
+    json_builder_begin_object(b);
+    add_int(b, "id", n->id);
+    add_int(b, "total_mib", (gint64)n->total_mib);
+    add_int(b, "free_mib", (gint64)n->free_mib);
+    add_list(b, "cpus", n->cpus);
+    add_list(b, "all_cpus", n->all_cpus);
+    json_builder_set_member_name(b, "hugepages");
+    json_builder_begin_array(b);
+    for (guint h = 0; h < n->hugepages->len; h++) {
+      const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, h);
+      json_builder_begin_object(b);
+      add_int(b, "page_kib", (gint64)p->page_kib);
+      add_int(b, "total", (gint64)p->total);
+      add_int(b, "free", (gint64)p->free);
+      json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "distances");
+    json_builder_begin_array(b);
+    for (guint j = 0; j < host->n_nodes; j++)
+      json_builder_add_int_value(b, host->distance[i * host->n_nodes + j]);
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+
+  json_builder_set_member_name(b, "cores");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < host->n_cores; i++) {
+    json_builder_begin_object(b);
+    add_int(b, "package", host->cores[i].package);
+    add_int(b, "node", host->cores[i].node);
+    add_list(b, "cpus", host->cores[i].pus);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+
+  add_list(b, "allowed", host->allowed);
+  add_list(b, "allowed_nodes", host->allowed_nodes);
+
+  json_builder_set_member_name(b, "kinds");
+  json_builder_begin_array(b);
+  for (guint k = 0; k < host->n_kinds; k++) {
+    g_auto(hwloc_bitmap_t) set = kind_cpus(host, k);
+    json_builder_begin_object(b);
+    add_int(b, "index", k);
+    json_builder_set_member_name(b, "name");
+    json_builder_add_string_value(b, host->kind_names[k]);
+    add_int(b, "efficiency", host->kind_efficiency[k]);
+    add_list(b, "cpus", set);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+
+  json_builder_set_member_name(b, "pci");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < host->pci->len; i++) {
+    const QpPciDevice *d = &g_array_index(host->pci, QpPciDevice, i);
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "bdf");
+    json_builder_add_string_value(b, d->bdf);
+    add_int(b, "node", d->node);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+
+  json_builder_end_object(b);
+  return json_builder_get_root(b);
+}
+
+char *
+qp_host_to_text(const QpHost *host)
+{
+  GString *s = g_string_new(NULL);
+  g_auto(hwloc_bitmap_t) ids = hwloc_bitmap_alloc();
+  for (guint i = 0; i < host->n_nodes; i++)
+    hwloc_bitmap_set(ids, (unsigned)host->nodes[i].id);
+  g_autofree char *id_list = qp_list_format(ids);
+
+  g_string_append_printf(s, "source: %s\n", host->source);
+  g_string_append_printf(s, "available: %u nodes (%s)\n", host->n_nodes, id_list);
+  for (guint i = 0; i < host->n_nodes; i++) {
+    const QpNode *n = &host->nodes[i];
+    g_autofree char *all = qp_list_format(n->all_cpus);
+    g_autofree char *cpus = qp_list_format(n->cpus);
+    g_string_append_printf(s, "node %d cpus: %s", n->id,
+                           *all != '\0' ? all : "(none: memory only)");
+    if (!hwloc_bitmap_isequal(n->cpus, n->all_cpus))
+      g_string_append_printf(s, " (allowed: %s)", *cpus != '\0' ? cpus : "none");
+    g_string_append_printf(s, "\nnode %d size: %" G_GUINT64_FORMAT " MiB\n",
+                           n->id, n->total_mib);
+    g_string_append_printf(s, "node %d free: %" G_GUINT64_FORMAT " MiB\n",
+                           n->id, n->free_mib);
+    for (guint h = 0; h < n->hugepages->len; h++) {
+      const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, h);
+      g_string_append_printf(s, "node %d hugepages %" G_GUINT64_FORMAT
+                             " kB: %" G_GUINT64_FORMAT " total, %"
+                             G_GUINT64_FORMAT " free\n",
+                             n->id, p->page_kib, p->total, p->free);
+    }
+  }
+  g_string_append(s, "node distances:\nnode ");
+  for (guint j = 0; j < host->n_nodes; j++)
+    g_string_append_printf(s, " %3d", host->nodes[j].id);
+  g_string_append_c(s, '\n');
+  for (guint i = 0; i < host->n_nodes; i++) {
+    g_string_append_printf(s, "%3d: ", host->nodes[i].id);
+    for (guint j = 0; j < host->n_nodes; j++)
+      g_string_append_printf(s, " %3u", host->distance[i * host->n_nodes + j]);
+    g_string_append_c(s, '\n');
+  }
+
+  guint max_threads = 0;
+  for (guint i = 0; i < host->n_cores; i++)
+    max_threads = MAX(max_threads, (guint)hwloc_bitmap_weight(host->cores[i].pus));
+  g_string_append_printf(s, "cores: %u, CPUs: %u, up to %u thread%s per core\n",
+                         host->n_cores, host->n_cpus, max_threads,
+                         max_threads == 1 ? "" : "s");
+  for (guint i = 0; i < host->n_cores; i++) {
+    g_autofree char *pus = qp_list_format(host->cores[i].pus);
+    g_string_append_printf(s, "  core %u: cpus %s, package %d, node %d\n", i,
+                           pus, host->cores[i].package, host->cores[i].node);
+  }
+  g_string_append_printf(s, "kinds: %u\n", host->n_kinds);
+  for (guint k = 0; k < host->n_kinds; k++) {
+    g_auto(hwloc_bitmap_t) set = kind_cpus(host, k);
+    g_autofree char *cpus = qp_list_format(set);
+    g_string_append_printf(s, "  kind %u: %s, efficiency %d, cpus %s\n", k,
+                           host->kind_names[k], host->kind_efficiency[k], cpus);
+  }
+  g_autofree char *allowed = qp_list_format(host->allowed);
+  g_autofree char *allowed_nodes = qp_list_format(host->allowed_nodes);
+  g_string_append_printf(s, "allowed cpus: %s\nallowed nodes: %s\n", allowed,
+                         allowed_nodes);
+  g_string_append_printf(s, "pci devices: %u\n", host->pci->len);
+  for (guint i = 0; i < host->pci->len; i++) {
+    const QpPciDevice *d = &g_array_index(host->pci, QpPciDevice, i);
+    if (d->node >= 0)
+      g_string_append_printf(s, "  %s: node %d\n", d->bdf, d->node);
+    else
+      g_string_append_printf(s, "  %s: node unknown\n", d->bdf);
+  }
+  return g_string_free(s, FALSE);
+}

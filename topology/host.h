@@ -61,16 +61,45 @@ typedef struct {
   hwloc_bitmap_t allowed; /* CPUs this process may use */
   guint n_kinds;         /* >= 1 */
   GArray *pci;           /* of QpPciDevice */
+  /* Added by the host model (issue 8): */
+  char **kind_names;      /* n_kinds names: hwloc CoreType info ("IntelAtom",
+                           * "IntelCore"), else "kindN" */
+  int *kind_efficiency;   /* n_kinds hwloc efficiencies, -1 if unknown */
+  hwloc_bitmap_t allowed_nodes; /* nodes this process may bind memory to */
 } QpHost;
 
 /* Loads the live host (XML_PATH == NULL) or a recorded hwloc XML file.
  * Live: allowed CPUs are this process's cgroup cpuset minus
  * /sys/devices/system/cpu/isolated; free memory from libnuma. */
+/* How the host model reads hwloc (issue 8):
+ * - allowed: live = hwloc's allowed cpuset (cgroup) & sched_getaffinity()
+ *   - isolated CPUs; XML = the recorded allowed_cpuset; synthetic = all.
+ * - A CPU belongs to one node: the NUMA node attached nearest above it
+ *   (lowest id when several share that level). Nodes attached higher up
+ *   (CXL, NVDIMM, HBM with no CPUs of their own) have empty cpus/all_cpus.
+ * - kinds: hwloc cpukinds order, lowest efficiency first (E-cores = kind 0
+ *   on a hybrid host, P-cores the last kind); n_kinds == 1 without cpukinds.
+ * - distances: hwloc's NUMA latency matrix (ACPI SLIT); when the host has
+ *   none (synthetic hosts, some VMs), 10 on the diagonal and 20 elsewhere.
+ * - hugepages: every hwloc page type but the smallest (the base page);
+ *   live free counts from /sys/devices/system/node/nodeN/hugepages.
+ * - PCI devices of every class (a vfio-pci device may be anything); node is
+ *   the single node near the device's hwloc parent, -1 when not one. */
 QpHost *qp_host_load(const char *xml_path, GError **error);
 
 /* Builds a host from an hwloc synthetic description, e.g.
  * "pack:2 numa:2(memory=16GiB) core:4 pu:2". For tests and benchmarks. */
 QpHost *qp_host_load_synthetic(const char *description, GError **error);
+
+/* Replaces the distance matrix: MATRIX holds n_nodes * n_nodes values,
+ * row-major by index into host->nodes. hwloc synthetic descriptions cannot
+ * carry distances, so tests and benchmarks set them with this. */
+void qp_host_set_distances(QpHost *host, const guint *matrix);
+
+/* Restricts the CPUs this process may use to ALLOWED (intersected with the
+ * host's CPUs): updates host->allowed, cpus[].allowed and nodes[].cpus.
+ * For tests that model a cgroup subset on a synthetic host. */
+void qp_host_set_allowed(QpHost *host, hwloc_const_bitmap_t allowed);
 
 void qp_host_free(QpHost *host);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpHost, qp_host_free)

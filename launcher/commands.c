@@ -1,1 +1,240 @@
-/* to be written */
+#include <glib.h>
+
+#include "launcher/commands.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "launcher/launch.h"
+#include "launcher/options.h"
+#include "launcher/qemu-args.h"
+#include "topology/host.h"
+#include "topology/ledger.h"
+
+gboolean
+qp_is_qemu_name(const char *name)
+{
+  return g_str_has_prefix(name, "qemu-system-") || strcmp(name, "kvm") == 0 ||
+         strcmp(name, "qemu-kvm") == 0;
+}
+
+char *
+qp_find_real_qemu(const char *argv0, GError **error)
+{
+  g_autofree char *base = g_path_get_basename(argv0);
+  struct stat self;
+  if (stat("/proc/self/exe", &self) < 0) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot stat /proc/self/exe: %s", g_strerror(errno));
+    return NULL;
+  }
+  const char *path = g_getenv("PATH");
+  g_auto(GStrv) dirs = g_strsplit(path ? path : "/usr/local/bin:/usr/bin:/bin",
+                                  ":", -1);
+  for (guint i = 0; dirs[i] != NULL; i++) {
+    const char *d = *dirs[i] ? dirs[i] : ".";
+    g_autofree char *cand = g_build_filename(d, base, NULL);
+    struct stat st;
+    if (stat(cand, &st) < 0 || !S_ISREG(st.st_mode) ||
+        access(cand, X_OK) < 0)
+      continue;
+    if (st.st_dev == self.st_dev && st.st_ino == self.st_ino)
+      continue;
+    return g_steal_pointer(&cand);
+  }
+  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+              "no real QEMU binary named '%s' on PATH other than qemu-pin "
+              "itself: set QEMU_PIN_QEMU or the config key 'qemu'",
+              base);
+  return NULL;
+}
+
+static int
+usage_error(GError *error)
+{
+  g_printerr("qemu-pin: %s\n", error->message);
+  return 2;
+}
+
+static int
+cmd_topology(QpOptions *opts)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) host = qp_host_load(opts->topology, &error);
+  if (host == NULL) {
+    g_printerr("qemu-pin: %s\n", error->message);
+    return 1;
+  }
+  if (opts->json) {
+    g_autoptr(JsonNode) node = qp_host_to_json(host);
+    g_autofree char *text = json_to_string(node, TRUE);
+    g_print("%s\n", text);
+  } else {
+    g_autofree char *text = qp_host_to_text(host);
+    g_print("%s", text);
+  }
+  return 0;
+}
+
+static int
+cmd_status(QpOptions *opts)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) host = qp_host_load(opts->topology, &error);
+  if (host == NULL) {
+    g_printerr("qemu-pin: %s\n", error->message);
+    return 1;
+  }
+  g_autofree char *dir =
+      opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir();
+  g_autoptr(QpLedger) ledger = qp_ledger_open(dir, &error);
+  if (ledger == NULL || !qp_ledger_lock(ledger, &error)) {
+    g_printerr("qemu-pin: %s\n", error->message);
+    return 1;
+  }
+  /* Reading prunes the records of VMs that are gone. */
+  g_autoptr(QpClaims) claims = qp_ledger_read(ledger, host, &error);
+  qp_ledger_unlock(ledger);
+  if (claims == NULL) {
+    g_printerr("qemu-pin: %s\n", error->message);
+    return 1;
+  }
+  if (opts->json) {
+    g_autoptr(JsonNode) node = qp_status_to_json(host, claims, &opts->placement);
+    g_autofree char *text = json_to_string(node, TRUE);
+    g_print("%s\n", text);
+  } else {
+    g_autofree char *text = qp_status_to_text(host, claims, &opts->placement);
+    g_print("%s", text);
+  }
+  return 0;
+}
+
+/* Parses the QEMU command, resolves settings, and launches or plans. */
+static int
+run_qemu(QpOptions *opts, const char *binary, const char *argv0, int argc,
+         char **argv, gboolean plan_only)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpQemuArgs) args =
+      qp_qemu_args_parse((guint)argc, argv, &error);
+  if (args == NULL) {
+    g_printerr("qemu-pin: %s\n", error->message);
+    return 1;
+  }
+  if (!qp_options_parse_env(opts, &error) ||
+      !qp_options_load_config(opts, args, &error))
+    return usage_error(error);
+  if (args->passthrough && !plan_only) {
+    g_autofree char **full = g_new0(char *, (gsize)argc + 2);
+    full[0] = (char *)argv0;
+    for (int i = 0; i < argc; i++)
+      full[i + 1] = argv[i];
+    int rc = qp_exec(binary, full, &error);
+    g_printerr("qemu-pin: %s\n", error->message);
+    return rc;
+  }
+  if (plan_only || opts->dry_run)
+    return qp_dry_run(opts, args);
+  if (opts->placement.mode == QP_MODE_NONE) {
+    g_autofree char **full = g_new0(char *, (gsize)argc + 2);
+    full[0] = (char *)argv0;
+    for (int i = 0; i < argc; i++)
+      full[i + 1] = argv[i];
+    int rc = qp_exec(binary, full, &error);
+    g_printerr("qemu-pin: %s\n", error->message);
+    return rc;
+  }
+  return qp_launch(opts, binary, argv0, args);
+}
+
+int
+qp_main(int argc, char **argv)
+{
+  g_autoptr(GError) error = NULL;
+  QpOptions opts;
+  int rc;
+
+  qp_options_init(&opts);
+  g_autofree char *self = g_path_get_basename(argv[0]);
+
+  /* Drop-in: installed or linked under a QEMU binary's name, every argument
+   * is QEMU's; qemu-pin's settings come from the environment and config. */
+  if (qp_is_qemu_name(self)) {
+    /* The config may name the binary: read it before looking on PATH. */
+    if (!qp_options_parse_env(&opts, &error) ||
+        !qp_options_load_config(&opts, NULL, &error)) {
+      rc = usage_error(error);
+      goto out;
+    }
+    g_autofree char *real =
+        opts.qemu ? g_strdup(opts.qemu) : qp_find_real_qemu(argv[0], &error);
+    if (real == NULL) {
+      g_printerr("qemu-pin: %s\n", error->message);
+      rc = 1;
+      goto out;
+    }
+    rc = run_qemu(&opts, real, argv[0], argc - 1, argv + 1, FALSE);
+    goto out;
+  }
+
+  const char *cmd = argc > 1 ? argv[1] : NULL;
+  gboolean plan_only = FALSE;
+  int shift = 0;
+  if (cmd != NULL && (strcmp(cmd, "topology") == 0 ||
+                      strcmp(cmd, "status") == 0 || strcmp(cmd, "plan") == 0))
+    shift = 1;
+  if (cmd != NULL && (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0)) {
+    g_print("%s", qp_options_help());
+    rc = 0;
+    goto out;
+  }
+  if (cmd != NULL && strcmp(cmd, "--version") == 0) {
+    g_print("qemu-pin %s\n", QP_VERSION);
+    rc = 0;
+    goto out;
+  }
+
+  int qemu_index;
+  gboolean takes_qemu = shift == 0 || strcmp(cmd, "plan") == 0;
+  if (!qp_options_parse_cli(&opts, argc - shift, argv + shift, takes_qemu,
+                            &qemu_index, &error)) {
+    rc = usage_error(error);
+    goto out;
+  }
+  qemu_index += shift;
+
+  if (shift == 1 && strcmp(cmd, "topology") == 0) {
+    if (!qp_options_parse_env(&opts, &error)) {
+      rc = usage_error(error);
+      goto out;
+    }
+    rc = cmd_topology(&opts);
+    goto out;
+  }
+  if (shift == 1 && strcmp(cmd, "status") == 0) {
+    if (!qp_options_parse_env(&opts, &error) ||
+        !qp_options_load_config(&opts, NULL, &error)) {
+      rc = usage_error(error);
+      goto out;
+    }
+    rc = cmd_status(&opts);
+    goto out;
+  }
+  plan_only = shift == 1;
+
+  if (qemu_index >= argc) {
+    g_printerr("qemu-pin: no QEMU binary given: usage: qemu-pin [OPTIONS] "
+               "[--] QEMU_BINARY [QEMU_ARGS...] (see --help)\n");
+    rc = 2;
+    goto out;
+  }
+  rc = run_qemu(&opts, argv[qemu_index], argv[qemu_index],
+                argc - qemu_index - 1, argv + qemu_index + 1, plan_only);
+out:
+  qp_options_clear(&opts);
+  return rc;
+}

@@ -1,1 +1,431 @@
-/* to be written */
+/* The keeper: a detached process per VM that talks to QEMU over the private
+ * monitor, applies the plan to every thread, resumes the guest, re-applies
+ * the plan whenever the guest is resumed by someone else, and releases the
+ * VM's claim when QEMU exits. */
+#include "launcher/launch.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "qmp/qmp.h"
+
+typedef struct {
+  const QpKeeperConfig *cfg;
+  QpQmp *qmp;
+  int qemu_pid;
+  int pidfd;
+  gint64 t0;
+} Keeper;
+
+static void
+klog(Keeper *k, int level, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+static void
+klog(Keeper *k, int level, const char *fmt, ...)
+{
+  if (k->cfg->verbose < level)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_printerr("qemu-pin: keeper: +%.3f ms: %s\n",
+             (double)(g_get_monotonic_time() - k->t0) / 1000.0, msg);
+}
+
+/* Closes every inherited descriptor but stdio and the ones we use: above
+ * all the ledger's lock, whose flock a copy would keep held if the launcher
+ * died holding it. */
+static void
+close_inherited(const QpKeeperConfig *cfg)
+{
+  DIR *d = opendir("/proc/self/fd");
+  if (d == NULL)
+    return;
+  int dfd = dirfd(d);
+  GArray *fds = g_array_new(FALSE, FALSE, sizeof(int));
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (!g_ascii_isdigit(e->d_name[0]))
+      continue;
+    int fd = atoi(e->d_name);
+    if (fd > 2 && fd != dfd && fd != cfg->qmp_fd && fd != cfg->status_fd)
+      g_array_append_val(fds, fd);
+  }
+  closedir(d);
+  for (guint i = 0; i < fds->len; i++)
+    close(g_array_index(fds, int, i));
+  g_array_free(fds, TRUE);
+}
+
+static void
+to_dev_null(int fd, int flags)
+{
+  int n = open("/dev/null", flags | O_CLOEXEC);
+  if (n >= 0) {
+    dup2(n, fd);
+    close(n);
+  }
+}
+
+static int
+tgid_of(int tid)
+{
+  g_autofree char *path = g_strdup_printf("/proc/%d/status", tid);
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return -1;
+  const char *p = strstr(text, "\nTgid:");
+  return p ? atoi(p + 6) : -1;
+}
+
+static gboolean
+pin_and_verify(int tid, hwloc_const_bitmap_t set, const char *what,
+               GError **error)
+{
+  if (set == NULL || hwloc_bitmap_iszero(set))
+    return TRUE;
+  if (!qp_set_affinity(tid, set, error)) {
+    g_prefix_error(error, "%s: ", what);
+    return FALSE;
+  }
+  g_auto(hwloc_bitmap_t) got = qp_get_affinity(tid, error);
+  if (got == NULL)
+    return FALSE;
+  if (!hwloc_bitmap_isequal(got, set)) {
+    g_autofree char *want = qp_list_format(set);
+    g_autofree char *have = qp_list_format(got);
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "%s (thread %d) was pinned to CPUs %s but runs on %s", what,
+                tid, want, have);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Applies the plan to every thread of QEMU: vCPUs to their sets, iothreads
+ * to theirs, every other thread (main loop, RCU, workers) to the emulator
+ * set. Returns the number of threads whose affinity had to change. */
+static gboolean
+apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
+           GError **error)
+{
+  const QpPlan *plan = k->cfg->plan;
+  g_autoptr(GHashTable) done = g_hash_table_new(g_direct_hash, g_direct_equal);
+  guint n_changed = 0;
+
+  for (guint i = 0; i < vcpus->len; i++) {
+    QpVcpu *v = &g_array_index(vcpus, QpVcpu, i);
+    if (v->cpu_index < 0 || (guint)v->cpu_index >= plan->n_vcpus) {
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                  "QEMU reports vCPU %d but the plan has %u vCPUs",
+                  v->cpu_index, plan->n_vcpus);
+      return FALSE;
+    }
+    hwloc_const_bitmap_t want = plan->vcpu_cpus[v->cpu_index];
+    g_auto(hwloc_bitmap_t) had = qp_get_affinity(v->thread_id, NULL);
+    g_autofree char *what = g_strdup_printf("vCPU %d", v->cpu_index);
+    if (had == NULL) {
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                  "vCPU %d: thread %d is gone", v->cpu_index, v->thread_id);
+      return FALSE;
+    }
+    if (want != NULL && !hwloc_bitmap_isequal(had, want)) {
+      if (!pin_and_verify(v->thread_id, want, what, error))
+        return FALSE;
+      n_changed++;
+    }
+    g_hash_table_add(done, GINT_TO_POINTER(v->thread_id));
+  }
+  for (guint i = 0; iothreads != NULL && i < iothreads->len; i++) {
+    QpIothread *t = &g_array_index(iothreads, QpIothread, i);
+    g_autofree char *what = g_strdup_printf("iothread %s", t->id);
+    g_auto(hwloc_bitmap_t) had = qp_get_affinity(t->thread_id, NULL);
+    if (had != NULL && plan->iothread_cpus != NULL &&
+        !hwloc_bitmap_isequal(had, plan->iothread_cpus)) {
+      if (!pin_and_verify(t->thread_id, plan->iothread_cpus, what, error))
+        return FALSE;
+      n_changed++;
+    }
+    g_hash_table_add(done, GINT_TO_POINTER(t->thread_id));
+  }
+
+  /* Every other thread: the emulator's set. Threads come and go (QEMU's
+   * worker pool), so one that vanished meanwhile is not an error. */
+  g_autofree char *task = g_strdup_printf("/proc/%d/task", k->qemu_pid);
+  g_autoptr(GDir) dir = g_dir_open(task, 0, NULL);
+  const char *name;
+  while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
+    int tid = atoi(name);
+    if (tid <= 0 || g_hash_table_contains(done, GINT_TO_POINTER(tid)))
+      continue;
+    if (plan->emulator_cpus == NULL || hwloc_bitmap_iszero(plan->emulator_cpus))
+      continue;
+    g_auto(hwloc_bitmap_t) had = qp_get_affinity(tid, NULL);
+    if (had == NULL || hwloc_bitmap_isequal(had, plan->emulator_cpus))
+      continue;
+    g_autoptr(GError) local = NULL;
+    if (!qp_set_affinity(tid, plan->emulator_cpus, &local)) {
+      if (tid == k->qemu_pid) {
+        g_propagate_prefixed_error(error, g_steal_pointer(&local),
+                                   "emulator thread: ");
+        return FALSE;
+      }
+      continue;
+    }
+    n_changed++;
+  }
+  if (changed)
+    *changed = n_changed;
+  return TRUE;
+}
+
+static gboolean
+query_and_apply(Keeper *k, guint *changed, GError **error)
+{
+  g_autoptr(GArray) vcpus = qp_qmp_query_cpus(k->qmp, error);
+  if (vcpus == NULL)
+    return FALSE;
+  g_autoptr(GArray) iothreads = qp_qmp_query_iothreads(k->qmp, error);
+  if (iothreads == NULL)
+    return FALSE;
+  return apply_plan(k, vcpus, iothreads, changed, error);
+}
+
+/* Waits until the monitor has something to say, QEMU exits, or the start
+ * timeout passes. */
+static gboolean
+wait_for_greeting(Keeper *k, GError **error)
+{
+  struct pollfd p[2] = {{qp_qmp_get_fd(k->qmp), POLLIN, 0},
+                        {k->pidfd, POLLIN, 0}};
+  int n = k->pidfd >= 0 ? 2 : 1;
+  gint64 deadline =
+      g_get_monotonic_time() + (gint64)k->cfg->start_timeout_ms * 1000;
+  for (;;) {
+    gint64 left = (deadline - g_get_monotonic_time()) / 1000;
+    if (left <= 0) {
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                  "QEMU's monitor did not greet within %u ms (see "
+                  "--start-timeout)",
+                  k->cfg->start_timeout_ms);
+      return FALSE;
+    }
+    int r = poll(p, (nfds_t)n, (int)MIN(left, G_MAXINT));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED, "poll: %s",
+                  g_strerror(errno));
+      return FALSE;
+    }
+    if (p[0].revents)
+      return TRUE;
+    if (n == 2 && p[1].revents) {
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                  "QEMU exited before its monitor answered");
+      return FALSE;
+    }
+  }
+}
+
+static void
+remove_record(Keeper *k)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpLedger) ledger = qp_ledger_open(k->cfg->state_dir, &error);
+  if (ledger == NULL || !qp_ledger_remove(ledger, k->cfg->claim->id, &error))
+    g_printerr("qemu-pin: keeper: cannot release the claim: %s\n",
+               error->message);
+}
+
+static gboolean
+update_record(Keeper *k, GError **error)
+{
+  QpClaim *claim = k->cfg->claim;
+  claim->qemu_pid = k->qemu_pid;
+  claim->qemu_start = qp_proc_start_time(k->qemu_pid);
+  g_autoptr(QpLedger) ledger = qp_ledger_open(k->cfg->state_dir, error);
+  if (ledger == NULL || !qp_ledger_lock(ledger, error))
+    return FALSE;
+  gboolean ok = qp_ledger_write(ledger, claim, error);
+  qp_ledger_unlock(ledger);
+  return ok;
+}
+
+static void
+report(Keeper *k, const char *line)
+{
+  int fd = k->cfg->status_fd;
+  if (fd < 0)
+    return;
+  (void)!write(fd, line, strlen(line));
+  close(fd);
+  /* The caller may read our stderr until it closes: let it go now that
+   * QEMU runs as a daemon. */
+  to_dev_null(STDERR_FILENO, O_WRONLY);
+}
+
+/* Something went wrong after QEMU started: QEMU must not run (or stay
+ * paused) without the plan. Kill it, release the claim, say why. */
+G_GNUC_NORETURN static void
+fail(Keeper *k, GError *error)
+{
+  if (k->pidfd >= 0) {
+    pidfd_send_signal(k->pidfd, SIGKILL, NULL, 0);
+    struct pollfd p = {k->pidfd, POLLIN, 0};
+    poll(&p, 1, 5000);
+  }
+  remove_record(k);
+  g_autofree char *line = g_strdup_printf(
+      "QEMU was stopped: %s", error ? error->message : "unknown error");
+  if (k->cfg->status_fd >= 0) {
+    g_autofree char *l = g_strdup_printf("%s\n", line);
+    report(k, l);
+  } else {
+    g_printerr("qemu-pin: %s\n", line);
+  }
+  _exit(1);
+}
+
+static void
+on_event(Keeper *k, JsonObject *ev)
+{
+  const char *name = json_object_get_string_member_with_default(ev, "event", "");
+  if (strcmp(name, "RESUME") != 0)
+    return;
+  g_autoptr(GError) error = NULL;
+  guint changed = 0;
+  if (!query_and_apply(k, &changed, &error))
+    g_printerr("qemu-pin: keeper: re-applying the plan on resume: %s\n",
+               error->message);
+  else if (changed > 0)
+    klog(k, 1, "re-applied the plan to %u threads on resume", changed);
+}
+
+/* Holds the claim until QEMU exits, re-applying the plan on RESUME. */
+static void
+hold(Keeper *k)
+{
+  gboolean monitor_open = TRUE;
+  for (;;) {
+    while (monitor_open && qp_qmp_has_event(k->qmp)) {
+      g_autoptr(JsonObject) ev = qp_qmp_next_event(k->qmp, 0, NULL);
+      if (ev == NULL)
+        break;
+      on_event(k, ev);
+    }
+    struct pollfd p[2] = {{k->pidfd, POLLIN, 0},
+                          {monitor_open ? qp_qmp_get_fd(k->qmp) : -1, POLLIN, 0}};
+    int r = poll(p, 2, -1);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (p[0].revents)
+      return; /* QEMU exited */
+    if (p[1].revents) {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(JsonObject) ev = qp_qmp_next_event(k->qmp, 0, &error);
+      if (ev != NULL)
+        on_event(k, ev);
+      else if (error != NULL)
+        monitor_open = FALSE; /* QEMU is going away: wait for it */
+    }
+  }
+}
+
+void
+qp_keeper_main(const QpKeeperConfig *cfg)
+{
+  Keeper keeper = {.cfg = cfg, .qemu_pid = cfg->qemu_pid, .pidfd = -1,
+                   .t0 = g_get_monotonic_time()};
+  Keeper *k = &keeper;
+  GError *error = NULL;
+
+  prctl(PR_SET_NAME, "qemu-pin-keeper", 0, 0, 0);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  signal(SIGPIPE, SIG_IGN);
+  close_inherited(cfg);
+  to_dev_null(STDIN_FILENO, O_RDONLY);
+  to_dev_null(STDOUT_FILENO, O_WRONLY);
+  if (chdir("/") < 0) {
+    /* harmless */
+  }
+
+  if (k->qemu_pid > 0)
+    k->pidfd = pidfd_open(k->qemu_pid, 0);
+  k->qmp = qp_qmp_new(cfg->qmp_fd, cfg->qmp_timeout_ms);
+
+  if (!wait_for_greeting(k, &error))
+    fail(k, error);
+  if (!qp_qmp_handshake(k->qmp, &error))
+    fail(k, error);
+  klog(k, 1, "QMP greeting and capabilities");
+
+  g_autoptr(GArray) vcpus = qp_qmp_query_cpus(k->qmp, &error);
+  if (vcpus == NULL)
+    fail(k, error);
+  if (vcpus->len == 0) {
+    g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "query-cpus-fast reports no vCPU");
+    fail(k, error);
+  }
+  int tgid = tgid_of(g_array_index(vcpus, QpVcpu, 0).thread_id);
+  if (tgid <= 0) {
+    g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "vCPU 0: thread %d is gone",
+                g_array_index(vcpus, QpVcpu, 0).thread_id);
+    fail(k, error);
+  }
+  if (k->qemu_pid > 0 && tgid != k->qemu_pid) {
+    g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "vCPU threads belong to process %d, not to QEMU (%d)", tgid,
+                k->qemu_pid);
+    fail(k, error);
+  }
+  if (k->pidfd < 0) {
+    k->qemu_pid = tgid;
+    k->pidfd = pidfd_open(tgid, 0);
+    if (k->pidfd < 0) {
+      g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                  "cannot watch QEMU (pid %d): %s", tgid, g_strerror(errno));
+      fail(k, error);
+    }
+  }
+  klog(k, 1, "QEMU is pid %d with %u vCPUs", k->qemu_pid, vcpus->len);
+
+  g_autoptr(GArray) iothreads = qp_qmp_query_iothreads(k->qmp, &error);
+  if (iothreads == NULL)
+    fail(k, error);
+  guint changed = 0;
+  if (!apply_plan(k, vcpus, iothreads, &changed, &error))
+    fail(k, error);
+  klog(k, 1, "pinned %u threads (%u vCPUs, %u iothreads)", changed,
+       vcpus->len, iothreads->len);
+
+  if (cfg->daemonize && !update_record(k, &error))
+    fail(k, error);
+
+  if (cfg->send_cont) {
+    g_autoptr(JsonNode) r = qp_qmp_execute(k->qmp, "cont", NULL, &error);
+    if (r == NULL)
+      fail(k, error);
+    klog(k, 1, "cont");
+  }
+  report(k, "ok\n");
+
+  hold(k);
+  klog(k, 1, "QEMU exited; releasing the claim");
+  remove_record(k);
+  _exit(0);
+}

@@ -1,1 +1,423 @@
-/* to be written */
+#include "launcher/launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <numaif.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- Affinity ----------------------------------------------------------- */
+
+#define QP_MAX_CPUS (QP_LIST_MAX_INDEX + 1)
+
+gboolean
+qp_set_affinity(int tid, hwloc_const_bitmap_t set, GError **error)
+{
+  cpu_set_t *mask = CPU_ALLOC(QP_MAX_CPUS);
+  size_t size = CPU_ALLOC_SIZE(QP_MAX_CPUS);
+  int i;
+  CPU_ZERO_S(size, mask);
+  hwloc_bitmap_foreach_begin(i, set) {
+    if (i < QP_MAX_CPUS)
+      CPU_SET_S((size_t)i, size, mask);
+  }
+  hwloc_bitmap_foreach_end();
+  int rc = sched_setaffinity(tid, size, mask);
+  int saved = errno;
+  CPU_FREE(mask);
+  if (rc < 0) {
+    g_autofree char *list = qp_list_format(set);
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot pin thread %d to CPUs %s: %s", tid, list,
+                g_strerror(saved));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+hwloc_bitmap_t
+qp_get_affinity(int tid, GError **error)
+{
+  cpu_set_t *mask = CPU_ALLOC(QP_MAX_CPUS);
+  size_t size = CPU_ALLOC_SIZE(QP_MAX_CPUS);
+  CPU_ZERO_S(size, mask);
+  if (sched_getaffinity(tid, size, mask) < 0) {
+    int saved = errno;
+    CPU_FREE(mask);
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot read the CPU affinity of thread %d: %s", tid,
+                g_strerror(saved));
+    return NULL;
+  }
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (int i = 0; i < QP_MAX_CPUS; i++)
+    if (CPU_ISSET_S((size_t)i, size, mask))
+      hwloc_bitmap_set(set, (unsigned)i);
+  CPU_FREE(mask);
+  return set;
+}
+
+static gboolean
+set_mempolicy_nodes(QpPolicy policy, hwloc_const_bitmap_t nodes,
+                    GError **error)
+{
+  unsigned long mask[QP_MAX_CPUS / (8 * sizeof(unsigned long))] = {0};
+  int i, mode;
+  switch (policy) {
+  case QP_POLICY_PREFERRED:
+    mode = MPOL_PREFERRED;
+    /* MPOL_PREFERRED takes one node: the first. */
+    i = hwloc_bitmap_first(nodes);
+    if (i >= 0)
+      mask[i / (8 * sizeof(unsigned long))] |= 1UL << (i % (8 * sizeof(unsigned long)));
+    break;
+  case QP_POLICY_INTERLEAVE:
+    mode = MPOL_INTERLEAVE;
+    break;
+  default:
+    mode = MPOL_BIND;
+    break;
+  }
+  if (mode != MPOL_PREFERRED) {
+    hwloc_bitmap_foreach_begin(i, nodes) {
+      if (i < QP_MAX_CPUS)
+        mask[i / (8 * sizeof(unsigned long))] |=
+            1UL << (i % (8 * sizeof(unsigned long)));
+    }
+    hwloc_bitmap_foreach_end();
+  }
+  if (set_mempolicy(mode, mask, QP_MAX_CPUS + 1) < 0) {
+    g_autofree char *list = qp_list_format(nodes);
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot set memory policy %s on nodes %s: %s",
+                qp_policy_name(policy), list, g_strerror(errno));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* ---- Exec --------------------------------------------------------------- */
+
+int
+qp_exec(const char *binary, char **argv, GError **error)
+{
+  if (strchr(binary, '/') != NULL)
+    execv(binary, argv);
+  else
+    execvp(binary, argv);
+  int saved = errno;
+  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+              "cannot run QEMU binary '%s': %s", binary, g_strerror(saved));
+  return saved == ENOENT ? 127 : 126;
+}
+
+/* ---- Planning ------------------------------------------------------------ */
+
+static void
+print_warnings(GPtrArray *warnings)
+{
+  for (guint i = 0; warnings != NULL && i < warnings->len; i++)
+    g_printerr("qemu-pin: warning: %s\n", (const char *)warnings->pdata[i]);
+}
+
+/* Loads the host, opens and locks the ledger, reads the claims and plans.
+ * On success the ledger stays locked. */
+static QpPlan *
+plan_locked(QpOptions *opts, QpQemuArgs *args, QpLedger **ledger_out,
+            GError **error)
+{
+  g_autoptr(QpHost) host = qp_host_load(opts->topology, error);
+  if (host == NULL)
+    return NULL;
+  g_autofree char *dir =
+      opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir();
+  g_autoptr(QpLedger) ledger = qp_ledger_open(dir, error);
+  if (ledger == NULL)
+    return NULL;
+  if (!qp_ledger_lock(ledger, error))
+    return NULL;
+  g_autoptr(QpClaims) claims = qp_ledger_read(ledger, host, error);
+  if (claims == NULL) {
+    qp_ledger_unlock(ledger);
+    return NULL;
+  }
+  print_warnings(claims->warnings);
+  QpPlan *plan =
+      qp_plan_compute(host, claims, args->req, &opts->placement, error);
+  if (plan == NULL) {
+    qp_ledger_unlock(ledger);
+    return NULL;
+  }
+  *ledger_out = g_steal_pointer(&ledger);
+  return plan;
+}
+
+int
+qp_dry_run(QpOptions *opts, QpQemuArgs *args)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpLedger) ledger = NULL;
+
+  if (opts->placement.mode == QP_MODE_NONE) {
+    if (opts->human)
+      g_print("mode none: QEMU runs as it would without qemu-pin\n");
+    else
+      g_print("{\n  \"mode\" : \"none\"\n}\n");
+    return 0;
+  }
+  g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, &error);
+  if (plan == NULL) {
+    g_printerr("qemu-pin: %s\n", error->message);
+    return 1;
+  }
+  qp_ledger_unlock(ledger);
+  print_warnings(plan->warnings);
+  if (opts->human) {
+    g_autoptr(QpHost) host = qp_host_load(opts->topology, NULL);
+    g_autofree char *text = qp_plan_to_human(plan, host);
+    g_print("%s", text);
+  } else {
+    g_autoptr(JsonNode) node = qp_plan_to_json(plan);
+    g_autofree char *text = json_to_string(node, TRUE);
+    g_print("%s\n", text);
+  }
+  return 0;
+}
+
+/* ---- Launch -------------------------------------------------------------- */
+
+static gboolean
+write_all(int fd, const void *buf, gsize len)
+{
+  const char *p = buf;
+  while (len > 0) {
+    ssize_t n = write(fd, p, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return FALSE;
+    p += n;
+    len -= (gsize)n;
+  }
+  return TRUE;
+}
+
+/* Forks the keeper as a grandchild (so that no zombie is left under QEMU)
+ * in a session of its own. Returns its PID, or -1. */
+static int
+spawn_keeper(QpKeeperConfig *cfg, int qemu_end, GError **error)
+{
+  int pfd[2];
+  if (pipe2(pfd, O_CLOEXEC) < 0) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot create a pipe: %s", g_strerror(errno));
+    return -1;
+  }
+  pid_t child = fork();
+  if (child < 0) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot fork the keeper: %s", g_strerror(errno));
+    close(pfd[0]);
+    close(pfd[1]);
+    return -1;
+  }
+  if (child == 0) {
+    close(pfd[0]);
+    setsid();
+    pid_t keeper = fork();
+    if (keeper == 0) {
+      close(pfd[1]);
+      close(qemu_end);
+      qp_keeper_main(cfg);
+    }
+    int k = (int)keeper;
+    (void)!write(pfd[1], &k, sizeof(k));
+    _exit(keeper < 0 ? 1 : 0);
+  }
+  close(pfd[1]);
+  int keeper = -1;
+  ssize_t n;
+  do
+    n = read(pfd[0], &keeper, sizeof(keeper));
+  while (n < 0 && errno == EINTR);
+  close(pfd[0]);
+  while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+    ;
+  if (n != sizeof(keeper) || keeper <= 0) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot fork the keeper");
+    return -1;
+  }
+  return keeper;
+}
+
+static void
+release_claim(QpLedger *ledger, const char *id)
+{
+  g_autoptr(GError) error = NULL;
+  if (!qp_ledger_remove(ledger, id, &error))
+    g_printerr("qemu-pin: %s\n", error->message);
+}
+
+/* Confines this process (and so QEMU, which inherits it) to the plan's
+ * startup CPUs and memory policy. */
+static gboolean
+apply_process_plan(const QpPlan *plan, GError **error)
+{
+  if (plan->startup_cpus != NULL && !hwloc_bitmap_iszero(plan->startup_cpus) &&
+      !qp_set_affinity(0, plan->startup_cpus, error))
+    return FALSE;
+  if (plan->mem_nodes != NULL && !hwloc_bitmap_iszero(plan->mem_nodes) &&
+      !set_mempolicy_nodes(plan->mem_policy, plan->mem_nodes, error))
+    return FALSE;
+  return TRUE;
+}
+
+/* -daemonize: QEMU runs as our child; its first process exits 0 once the
+ * daemon is ready, and the keeper then tells us whether the plan is in
+ * force. We exit 0 only when both say so. */
+static int
+wait_daemonized(pid_t child, int status_fd, QpLedger *ledger, const char *id)
+{
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+    ;
+  g_autoptr(GString) line = g_string_new(NULL);
+  char buf[512];
+  ssize_t n;
+  while ((n = read(status_fd, buf, sizeof(buf))) != 0) {
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      break;
+    g_string_append_len(line, buf, n);
+  }
+  close(status_fd);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    /* QEMU said why itself. */
+    release_claim(ledger, id);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  if (strcmp(line->str, "ok\n") != 0) {
+    g_strchomp(line->str);
+    g_printerr("qemu-pin: %s\n",
+               line->len ? line->str : "the keeper died before QEMU was ready");
+    release_claim(ledger, id);
+    return 1;
+  }
+  return 0;
+}
+
+int
+qp_launch(QpOptions *opts, const char *binary, const char *argv0,
+          QpQemuArgs *args)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpLedger) ledger = NULL;
+
+  g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, &error);
+  if (plan == NULL) {
+    g_printerr("qemu-pin: %s\n", error->message);
+    return 1;
+  }
+  print_warnings(plan->warnings);
+
+  int sv[2] = {-1, -1};
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+    g_printerr("qemu-pin: cannot create the monitor socket pair: %s\n",
+               g_strerror(errno));
+    qp_ledger_unlock(ledger);
+    return 1;
+  }
+  g_auto(GStrv) qemu_argv =
+      qp_qemu_args_rewrite(args, argv0, plan, sv[1], &error);
+  if (qemu_argv == NULL) {
+    g_printerr("qemu-pin: %s\n", error->message);
+    qp_ledger_unlock(ledger);
+    return 1;
+  }
+
+  g_autofree char *id = qp_ledger_new_id();
+  g_autoptr(QpClaim) claim = qp_claim_from_plan(plan, id, args->name);
+  int status_pipe[2] = {-1, -1};
+  if (args->daemonize) {
+    if (pipe2(status_pipe, O_CLOEXEC) < 0) {
+      g_printerr("qemu-pin: cannot create a pipe: %s\n", g_strerror(errno));
+      qp_ledger_unlock(ledger);
+      return 1;
+    }
+    claim->launcher_pid = getpid();
+    claim->launcher_start = qp_proc_start_time(getpid());
+  } else {
+    claim->qemu_pid = getpid();
+    claim->qemu_start = qp_proc_start_time(getpid());
+  }
+
+  QpKeeperConfig cfg = {
+      .plan = plan,
+      .state_dir = qp_ledger_dir(ledger),
+      .claim = claim,
+      .qmp_fd = sv[0],
+      .qemu_pid = args->daemonize ? 0 : getpid(),
+      .daemonize = args->daemonize,
+      .send_cont = !args->has_S && args->incoming == NULL,
+      .status_fd = status_pipe[1],
+      .qmp_timeout_ms = opts->qmp_timeout_ms,
+      .start_timeout_ms = opts->start_timeout_ms,
+      .verbose = opts->verbose,
+  };
+  int keeper = spawn_keeper(&cfg, sv[1], &error);
+  close(sv[0]);
+  if (status_pipe[1] >= 0)
+    close(status_pipe[1]);
+  if (keeper < 0) {
+    g_printerr("qemu-pin: %s\n", error->message);
+    qp_ledger_unlock(ledger);
+    return 1;
+  }
+  claim->keeper_pid = keeper;
+  if (!qp_ledger_write(ledger, claim, &error)) {
+    /* The keeper sees the monitor close when we exit, and leaves. */
+    g_printerr("qemu-pin: %s\n", error->message);
+    qp_ledger_unlock(ledger);
+    return 1;
+  }
+  qp_ledger_unlock(ledger);
+
+  if (args->daemonize) {
+    pid_t child = fork();
+    if (child < 0) {
+      g_printerr("qemu-pin: cannot fork QEMU: %s\n", g_strerror(errno));
+      release_claim(ledger, id);
+      return 1;
+    }
+    if (child == 0) {
+      if (!apply_process_plan(plan, &error)) {
+        g_printerr("qemu-pin: %s\n", error->message);
+        _exit(1);
+      }
+      fcntl(sv[1], F_SETFD, 0);
+      int rc = qp_exec(binary, qemu_argv, &error);
+      g_printerr("qemu-pin: %s\n", error->message);
+      _exit(rc);
+    }
+    close(sv[1]);
+    return wait_daemonized(child, status_pipe[0], ledger, id);
+  }
+
+  if (!apply_process_plan(plan, &error)) {
+    g_printerr("qemu-pin: %s\n", error->message);
+    release_claim(ledger, id);
+    return 1;
+  }
+  fcntl(sv[1], F_SETFD, 0);
+  int rc = qp_exec(binary, qemu_argv, &error);
+  g_printerr("qemu-pin: %s\n", error->message);
+  release_claim(ledger, id);
+  return rc;
+}

@@ -1,1 +1,10 @@
-int main(void) { return 0; }
+/* qemu-pin: see launcher/commands.c. */
+#include <glib.h>
+
+#include "launcher/commands.h"
+
+int
+main(int argc, char **argv)
+{
+  return qp_main(argc, argv);
+}

@@ -1,1 +1,387 @@
-/* test support */
+#include "tests/common/qp-test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *
+qp_test_binary(void)
+{
+  const char *b = g_getenv("QP_BINARY");
+  g_assert_nonnull(b);
+  return b;
+}
+
+const char *
+qp_test_qemu(void)
+{
+  const char *q = g_getenv("QP_TEST_QEMU");
+  return q ? q : "/usr/bin/qemu-system-x86_64";
+}
+
+char *
+qp_test_tmpdir(void)
+{
+  GError *error = NULL;
+  char *dir = g_dir_make_tmp("qp-test-XXXXXX", &error);
+  g_assert_no_error(error);
+  return dir;
+}
+
+void
+qp_test_rmtree(const char *dir)
+{
+  if (dir == NULL)
+    return;
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *p = g_build_filename(dir, name, NULL);
+    struct stat st;
+    if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+      qp_test_rmtree(p);
+    else
+      unlink(p);
+  }
+  rmdir(dir);
+}
+
+char *
+qp_test_firmware(const char *dir, QpTestFirmware kind)
+{
+  static const guint8 exit_code[] = {0xB0, 0x00, 0xE6, 0xF4, 0xF4};
+  static const guint8 halt_code[] = {0xFA, 0xF4, 0xEB, 0xFD};
+  guint8 *image = g_malloc0(65536);
+  if (kind == QP_TEST_FW_EXIT)
+    memcpy(image + 0xFFF0, exit_code, sizeof(exit_code));
+  else
+    memcpy(image + 0xFFF0, halt_code, sizeof(halt_code));
+  char *path = g_build_filename(
+      dir, kind == QP_TEST_FW_EXIT ? "exit.fw" : "halt.fw", NULL);
+  GError *error = NULL;
+  g_file_set_contents(path, (const char *)image, 65536, &error);
+  g_assert_no_error(error);
+  g_free(image);
+  return path;
+}
+
+void
+qp_test_run_clear(QpTestRun *r)
+{
+  g_clear_pointer(&r->out, g_free);
+  g_clear_pointer(&r->err, g_free);
+}
+
+static int
+decode_status(int wstatus)
+{
+  if (WIFEXITED(wstatus))
+    return WEXITSTATUS(wstatus);
+  if (WIFSIGNALED(wstatus))
+    return 128 + WTERMSIG(wstatus);
+  return -1;
+}
+
+void
+qp_test_run(char **argv, char **envp, QpTestRun *r)
+{
+  GError *error = NULL;
+  int wstatus = 0;
+  memset(r, 0, sizeof(*r));
+  g_spawn_sync(NULL, argv, envp, G_SPAWN_DEFAULT, NULL, NULL, &r->out,
+               &r->err, &wstatus, &error);
+  g_assert_no_error(error);
+  r->status = decode_status(wstatus);
+}
+
+GPid
+qp_test_spawn(char **argv, char **envp, const char *dir)
+{
+  g_autofree char *out = g_build_filename(dir, "stdout", NULL);
+  g_autofree char *err = g_build_filename(dir, "stderr", NULL);
+  int ofd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int efd = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  g_assert_cmpint(ofd, >=, 0);
+  g_assert_cmpint(efd, >=, 0);
+  GPid pid = 0;
+  GError *error = NULL;
+  g_spawn_async_with_fds(NULL, argv, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL,
+                         NULL, &pid, -1, ofd, efd, &error);
+  g_assert_no_error(error);
+  close(ofd);
+  close(efd);
+  return pid;
+}
+
+int
+qp_test_wait(GPid pid, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  for (;;) {
+    int wstatus;
+    pid_t r = waitpid(pid, &wstatus, WNOHANG);
+    if (r == pid)
+      return decode_status(wstatus);
+    if (g_get_monotonic_time() > deadline)
+      return -1;
+    g_usleep(5000);
+  }
+}
+
+char *
+qp_test_task_field(int pid, int tid, const char *field)
+{
+  g_autofree char *path = g_strdup_printf("/proc/%d/task/%d/status", pid, tid);
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return NULL;
+  g_autofree char *key = g_strdup_printf("\n%s:", field);
+  const char *p = strstr(text, key);
+  if (p == NULL)
+    return NULL;
+  p += strlen(key);
+  const char *e = strchr(p, '\n');
+  return g_strstrip(g_strndup(p, e ? (gsize)(e - p) : strlen(p)));
+}
+
+GArray *
+qp_test_vcpu_threads(int pid)
+{
+  GArray *tids = g_array_new(FALSE, TRUE, sizeof(int));
+  g_autofree char *task = g_strdup_printf("/proc/%d/task", pid);
+  g_autoptr(GDir) d = g_dir_open(task, 0, NULL);
+  const char *name;
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *comm_path = g_strdup_printf("%s/%s/comm", task, name);
+    g_autofree char *comm = NULL;
+    if (!g_file_get_contents(comm_path, &comm, NULL, NULL))
+      continue;
+    int idx;
+    if (sscanf(comm, "CPU %d/", &idx) != 1 || idx < 0 || idx > 4096)
+      continue;
+    if ((guint)idx >= tids->len)
+      g_array_set_size(tids, (guint)idx + 1);
+    g_array_index(tids, int, idx) = atoi(name);
+  }
+  return tids;
+}
+
+gboolean
+qp_test_wait_vcpu_affinity(int pid, const char *const *want, guint timeout_ms)
+{
+  guint n = g_strv_length((char **)want);
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  do {
+    g_autoptr(GArray) tids = qp_test_vcpu_threads(pid);
+    gboolean ok = tids->len == n;
+    for (guint i = 0; ok && i < n; i++) {
+      int tid = g_array_index(tids, int, i);
+      g_autofree char *have =
+          tid ? qp_test_task_field(pid, tid, "Cpus_allowed_list") : NULL;
+      ok = have != NULL && strcmp(have, want[i]) == 0;
+    }
+    if (ok)
+      return TRUE;
+    g_usleep(10000);
+  } while (g_get_monotonic_time() < deadline);
+  return FALSE;
+}
+
+char *
+qp_test_policy_of_mapping(int pid, guint64 size_kib)
+{
+  g_autofree char *smaps_path = g_strdup_printf("/proc/%d/smaps", pid);
+  g_autofree char *maps_text = NULL;
+  if (!g_file_get_contents(smaps_path, &maps_text, NULL, NULL))
+    return NULL;
+  /* Start addresses of mappings of exactly SIZE_KIB. */
+  g_autoptr(GPtrArray) starts = g_ptr_array_new_with_free_func(g_free);
+  g_auto(GStrv) lines = g_strsplit(maps_text, "\n", -1);
+  const char *current = NULL;
+  for (guint i = 0; lines[i] != NULL; i++) {
+    const char *l = lines[i];
+    if (g_ascii_isxdigit(l[0]) && strchr(l, '-') != NULL &&
+        strchr(l, '-') < strchr(l, ' ')) {
+      current = l;
+      continue;
+    }
+    guint64 kib;
+    if (current != NULL && sscanf(l, "Size: %" G_GUINT64_FORMAT " kB", &kib) == 1 &&
+        kib == size_kib)
+      g_ptr_array_add(starts, g_strndup(current, (gsize)(strchr(current, '-') - current)));
+  }
+  if (starts->len == 0)
+    return NULL;
+  g_autofree char *numa_path = g_strdup_printf("/proc/%d/numa_maps", pid);
+  g_autofree char *numa = NULL;
+  if (!g_file_get_contents(numa_path, &numa, NULL, NULL))
+    return NULL;
+  g_auto(GStrv) nl = g_strsplit(numa, "\n", -1);
+  for (guint i = 0; nl[i] != NULL; i++) {
+    g_auto(GStrv) f = g_strsplit(nl[i], " ", 3);
+    if (f[0] == NULL || f[1] == NULL)
+      continue;
+    /* numa_maps has no leading zeros; smaps pads to 8 digits. */
+    for (guint j = 0; j < starts->len; j++) {
+      const char *s = starts->pdata[j];
+      while (*s == '0' && s[1] != '\0')
+        s++;
+      if (g_ascii_strcasecmp(s, f[0]) == 0)
+        return g_strdup(f[1]);
+    }
+  }
+  return NULL;
+}
+
+GArray *
+qp_test_pids_with(const char *marker)
+{
+  GArray *pids = g_array_new(FALSE, FALSE, sizeof(int));
+  g_autoptr(GDir) d = g_dir_open("/proc", 0, NULL);
+  const char *name;
+  int self = getpid();
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+    int pid = atoi(name);
+    if (pid <= 0 || pid == self)
+      continue;
+    g_autofree char *path = g_strdup_printf("/proc/%d/cmdline", pid);
+    g_autofree char *cmd = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(path, &cmd, &len, NULL) || len == 0)
+      continue;
+    for (gsize i = 0; i + 1 < len; i++)
+      if (cmd[i] == '\0')
+        cmd[i] = ' ';
+    if (strstr(cmd, marker) != NULL) {
+      /* A zombie is gone for our purposes. */
+      g_autofree char *stat_path = g_strdup_printf("/proc/%d/stat", pid);
+      g_autofree char *st = NULL;
+      if (g_file_get_contents(stat_path, &st, NULL, NULL)) {
+        const char *p = strrchr(st, ')');
+        if (p != NULL && p[1] == ' ' && p[2] == 'Z')
+          continue;
+      }
+      g_array_append_val(pids, pid);
+    }
+  }
+  return pids;
+}
+
+gboolean
+qp_test_wait_no_process(const char *marker, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  do {
+    g_autoptr(GArray) pids = qp_test_pids_with(marker);
+    if (pids->len == 0)
+      return TRUE;
+    g_usleep(10000);
+  } while (g_get_monotonic_time() < deadline);
+  return FALSE;
+}
+
+guint
+qp_test_count_records(const char *dir)
+{
+  guint n = 0;
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL)
+    if (g_str_has_suffix(name, ".json") && name[0] != '.')
+      n++;
+  return n;
+}
+
+JsonObject *
+qp_test_plan(char **args)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_ptr_array_add(argv, (char *)qp_test_binary());
+  g_ptr_array_add(argv, "plan");
+  for (guint i = 0; args[i] != NULL; i++)
+    g_ptr_array_add(argv, args[i]);
+  g_ptr_array_add(argv, NULL);
+  QpTestRun r;
+  qp_test_run((char **)argv->pdata, NULL, &r);
+  if (r.status != 0)
+    g_test_message("qemu-pin plan: %s", r.err);
+  g_assert_cmpint(r.status, ==, 0);
+  g_autoptr(JsonParser) p = json_parser_new();
+  GError *error = NULL;
+  json_parser_load_from_data(p, r.out, -1, &error);
+  g_assert_no_error(error);
+  JsonObject *o = json_object_ref(json_node_get_object(json_parser_get_root(p)));
+  qp_test_run_clear(&r);
+  return o;
+}
+
+char **
+qp_test_plan_vcpu_sets(JsonObject *plan)
+{
+  JsonArray *a = json_object_get_array_member(plan, "vcpus");
+  guint n = json_array_get_length(a);
+  char **sets = g_new0(char *, n + 1);
+  for (guint i = 0; i < n; i++) {
+    JsonObject *v = json_array_get_object_element(a, i);
+    guint idx = (guint)json_object_get_int_member(v, "index");
+    g_assert_cmpuint(idx, <, n);
+    sets[idx] = g_strdup(json_object_get_string_member(v, "cpus"));
+  }
+  return sets;
+}
+
+static gboolean
+read_line(int fd, GString *buf)
+{
+  g_string_truncate(buf, 0);
+  char c;
+  for (;;) {
+    ssize_t n = read(fd, &c, 1);
+    if (n <= 0)
+      return FALSE;
+    if (c == '\n')
+      return TRUE;
+    g_string_append_c(buf, c);
+  }
+}
+
+JsonNode *
+qp_test_qmp_command(const char *path, const char *command)
+{
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+  if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+    close(fd);
+    return NULL;
+  }
+  g_autoptr(GString) line = g_string_new(NULL);
+  g_autofree char *cmd = g_strdup_printf(
+      "{\"execute\":\"qmp_capabilities\"}\n{\"execute\":\"%s\",\"id\":1}\n",
+      command);
+  JsonNode *result = NULL;
+  if (!read_line(fd, line) || write(fd, cmd, strlen(cmd)) < 0)
+    goto out;
+  while (read_line(fd, line)) {
+    g_autoptr(JsonParser) p = json_parser_new();
+    if (!json_parser_load_from_data(p, line->str, -1, NULL))
+      continue;
+    JsonObject *o = json_node_get_object(json_parser_get_root(p));
+    if (o == NULL || !json_object_has_member(o, "id"))
+      continue;
+    if (json_object_has_member(o, "return"))
+      result = json_node_copy(json_object_get_member(o, "return"));
+    break;
+  }
+out:
+  close(fd);
+  return result;
+}

@@ -1,0 +1,70 @@
+/* qemu-pin's own settings, from four sources in order of precedence:
+ * command line, environment (QEMU_PIN_*), the VM's group of the config file
+ * ([name:NAME], [uuid:UUID] or [id:N]), and the config's [defaults] group. */
+#pragma once
+
+#include <glib.h>
+
+#include "launcher/qemu-args.h"
+#include "topology/plan.h"
+
+G_BEGIN_DECLS
+
+#define QP_LAUNCH_ERROR (qp_launch_error_quark())
+GQuark qp_launch_error_quark(void);
+
+typedef enum {
+  QP_LAUNCH_ERROR_USAGE,   /* bad option, value or config */
+  QP_LAUNCH_ERROR_FAILED,  /* launch failed */
+} QpLaunchError;
+
+#define QP_DEFAULT_CONFIG "/etc/qemu-pin/qemu-pin.conf"
+
+typedef struct {
+  QpPlacementOptions placement;
+  char *config;         /* config file; NULL: the default, if it exists */
+  gboolean config_explicit;
+  char *state_dir;      /* NULL: qp_ledger_default_dir() */
+  char *qemu;           /* real QEMU binary (drop-in) */
+  char *topology;       /* recorded hwloc XML instead of the live host */
+  gboolean dry_run;
+  gboolean human;       /* plan: readable table instead of JSON */
+  gboolean json;        /* topology/status: JSON */
+  gboolean prune;       /* status --prune */
+  int verbose;
+  guint qmp_timeout_ms;   /* every QMP reply */
+  guint start_timeout_ms; /* QEMU's greeting */
+  /* Which settings the command line and environment gave (by name), so
+   * that the config file does not override them. */
+  GHashTable *given;
+} QpOptions;
+
+void qp_options_init(QpOptions *opts);
+void qp_options_clear(QpOptions *opts);
+
+/* Applies the setting NAME (e.g. "mode", "affinity") = VALUE from ORIGIN
+ * ("--mode", "QEMU_PIN_MODE", "FILE:LINE: mode"). */
+gboolean qp_options_set(QpOptions *opts, const char *name, const char *value,
+                        const char *origin, GError **error);
+
+/* Splits ARGV (from index 1) into qemu-pin's options and the QEMU command:
+ * parses the options into OPTS and returns the index of the QEMU binary in
+ * ARGV (ARGC when there is none). */
+gboolean qp_options_parse_cli(QpOptions *opts, int argc, char **argv,
+                              gboolean allow_qemu, int *qemu_index,
+                              GError **error);
+
+/* Environment twins (QEMU_PIN_MODE, ...) for settings the command line did
+ * not give. */
+gboolean qp_options_parse_env(QpOptions *opts, GError **error);
+
+/* The config file: [defaults], then the VM's group matched by ARGS' -name,
+ * -uuid or -id (ARGS may be NULL), for settings not given above. A missing
+ * default config file is fine; a missing explicit one is an error. */
+gboolean qp_options_load_config(QpOptions *opts, const QpQemuArgs *args,
+                                GError **error);
+
+/* The --help text. */
+const char *qp_options_help(void);
+
+G_END_DECLS

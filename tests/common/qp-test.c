@@ -195,50 +195,51 @@ qp_test_wait_vcpu_affinity(int pid, const char *const *want, guint timeout_ms)
   return FALSE;
 }
 
-char *
-qp_test_policy_of_mapping(int pid, guint64 size_kib)
+char **
+qp_test_policies_of_mappings(int pid, guint64 size_kib)
 {
+  g_autoptr(GPtrArray) policies = g_ptr_array_new();
   g_autofree char *smaps_path = g_strdup_printf("/proc/%d/smaps", pid);
+  g_autofree char *numa_path = g_strdup_printf("/proc/%d/numa_maps", pid);
   g_autofree char *maps_text = NULL;
-  if (!g_file_get_contents(smaps_path, &maps_text, NULL, NULL))
-    return NULL;
-  /* Start addresses of mappings of exactly SIZE_KIB. */
-  g_autoptr(GPtrArray) starts = g_ptr_array_new_with_free_func(g_free);
+  g_autofree char *numa = NULL;
+  if (!g_file_get_contents(smaps_path, &maps_text, NULL, NULL) ||
+      !g_file_get_contents(numa_path, &numa, NULL, NULL)) {
+    g_ptr_array_add(policies, NULL);
+    return (char **)g_ptr_array_free(g_steal_pointer(&policies), FALSE);
+  }
+  /* Start addresses of mappings of exactly SIZE_KIB, as numa_maps writes
+   * them (no leading zeros). */
+  g_autoptr(GHashTable) starts =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_auto(GStrv) lines = g_strsplit(maps_text, "\n", -1);
   const char *current = NULL;
   for (guint i = 0; lines[i] != NULL; i++) {
     const char *l = lines[i];
-    if (g_ascii_isxdigit(l[0]) && strchr(l, '-') != NULL &&
-        strchr(l, '-') < strchr(l, ' ')) {
+    const char *dash = strchr(l, '-');
+    const char *space = strchr(l, ' ');
+    if (g_ascii_isxdigit(l[0]) && dash != NULL && space != NULL && dash < space) {
       current = l;
       continue;
     }
     guint64 kib;
-    if (current != NULL && sscanf(l, "Size: %" G_GUINT64_FORMAT " kB", &kib) == 1 &&
-        kib == size_kib)
-      g_ptr_array_add(starts, g_strndup(current, (gsize)(strchr(current, '-') - current)));
+    if (current != NULL &&
+        sscanf(l, "Size: %" G_GUINT64_FORMAT " kB", &kib) == 1 &&
+        kib == size_kib) {
+      const char *s = current;
+      while (*s == '0' && s[1] != '-')
+        s++;
+      g_hash_table_add(starts, g_ascii_strdown(s, strchr(s, '-') - s));
+    }
   }
-  if (starts->len == 0)
-    return NULL;
-  g_autofree char *numa_path = g_strdup_printf("/proc/%d/numa_maps", pid);
-  g_autofree char *numa = NULL;
-  if (!g_file_get_contents(numa_path, &numa, NULL, NULL))
-    return NULL;
   g_auto(GStrv) nl = g_strsplit(numa, "\n", -1);
   for (guint i = 0; nl[i] != NULL; i++) {
     g_auto(GStrv) f = g_strsplit(nl[i], " ", 3);
-    if (f[0] == NULL || f[1] == NULL)
-      continue;
-    /* numa_maps has no leading zeros; smaps pads to 8 digits. */
-    for (guint j = 0; j < starts->len; j++) {
-      const char *s = starts->pdata[j];
-      while (*s == '0' && s[1] != '\0')
-        s++;
-      if (g_ascii_strcasecmp(s, f[0]) == 0)
-        return g_strdup(f[1]);
-    }
+    if (f[0] != NULL && f[1] != NULL && g_hash_table_contains(starts, f[0]))
+      g_ptr_array_add(policies, g_strdup(f[1]));
   }
-  return NULL;
+  g_ptr_array_add(policies, NULL);
+  return (char **)g_ptr_array_free(g_steal_pointer(&policies), FALSE);
 }
 
 GArray *

@@ -51,9 +51,9 @@ GArray *qp_test_vcpu_threads(int pid);
 gboolean qp_test_wait_vcpu_affinity(int pid, const char *const *want,
                                     guint timeout_ms);
 
-/* The numa_maps policy ("bind:0", "default", ...) of the mapping of exactly
- * SIZE_KIB in PID, or NULL when there is none. */
-char *qp_test_policy_of_mapping(int pid, guint64 size_kib);
+/* The numa_maps policies ("bind:0", "default", ...) of every mapping of
+ * exactly SIZE_KIB in PID, in address order (NULL-terminated, maybe empty). */
+char **qp_test_policies_of_mappings(int pid, guint64 size_kib);
 
 /* PIDs of processes other than this one whose command line contains
  * MARKER. */

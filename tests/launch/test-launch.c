@@ -1,0 +1,451 @@
+/* The launch spine with real QEMU (TCG): pinning, memory binding, -S,
+ * -daemonize, signals, pass-through and failing launches. Affinity is read
+ * from /proc/PID/task/TID/status, memory policy from /proc/PID/numa_maps. */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/common/qp-test.h"
+
+typedef struct {
+  char *dir;     /* per-test directory; its name marks our processes */
+  char *state;   /* ledger directory */
+  char *halt_fw;
+  char *exit_fw;
+  char *qmp;     /* the caller's own monitor socket */
+  char *marker;
+} Fixture;
+
+static void
+setup(Fixture *f, gconstpointer data)
+{
+  f->dir = qp_test_tmpdir();
+  f->state = g_build_filename(f->dir, "state", NULL);
+  f->halt_fw = qp_test_firmware(f->dir, QP_TEST_FW_HALT);
+  f->exit_fw = qp_test_firmware(f->dir, QP_TEST_FW_EXIT);
+  f->qmp = g_build_filename(f->dir, "qmp.sock", NULL);
+  f->marker = g_path_get_basename(f->dir);
+}
+
+static void
+teardown(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GArray) left = qp_test_pids_with(f->marker);
+  for (guint i = 0; i < left->len; i++)
+    kill(g_array_index(left, int, i), SIGKILL);
+  qp_test_rmtree(f->dir);
+  g_free(f->dir);
+  g_free(f->state);
+  g_free(f->halt_fw);
+  g_free(f->exit_fw);
+  g_free(f->qmp);
+  g_free(f->marker);
+}
+
+/* argv: qemu-pin --state-dir=S OPTS... -- QEMU common-args EXTRA... */
+static GPtrArray *
+command(Fixture *f, const char *const *opts, const char *fw,
+        const char *const *extra)
+{
+  GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(a, g_strdup(qp_test_binary()));
+  g_ptr_array_add(a, g_strdup_printf("--state-dir=%s", f->state));
+  for (guint i = 0; opts && opts[i]; i++)
+    g_ptr_array_add(a, g_strdup(opts[i]));
+  g_ptr_array_add(a, g_strdup("--"));
+  const char *common[] = {"-accel", "tcg", "-machine", "q35", "-nodefaults",
+                          "-display", "none", "-device",
+                          "isa-debug-exit,iobase=0xf4,iosize=4", NULL};
+  g_ptr_array_add(a, g_strdup(qp_test_qemu()));
+  for (guint i = 0; common[i]; i++)
+    g_ptr_array_add(a, g_strdup(common[i]));
+  g_ptr_array_add(a, g_strdup("-bios"));
+  g_ptr_array_add(a, g_strdup(fw));
+  g_ptr_array_add(a, g_strdup("-name"));
+  g_ptr_array_add(a, g_strdup_printf("%s,debug-threads=on", f->marker));
+  for (guint i = 0; extra && extra[i]; i++)
+    g_ptr_array_add(a, g_strdup(extra[i]));
+  g_ptr_array_add(a, NULL);
+  return a;
+}
+
+/* The plan qemu-pin would make for CMD (same options and QEMU args). */
+static JsonObject *
+plan_of(GPtrArray *cmd)
+{
+  return qp_test_plan((char **)cmd->pdata + 1);
+}
+
+static char *
+query_status(const char *sock)
+{
+  g_autoptr(JsonNode) r = qp_test_qmp_command(sock, "query-status");
+  if (r == NULL)
+    return NULL;
+  return g_strdup(json_object_get_string_member(json_node_get_object(r),
+                                                "status"));
+}
+
+static gboolean
+wait_status(const char *sock, const char *want, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  do {
+    g_autofree char *s = query_status(sock);
+    if (s != NULL && strcmp(s, want) == 0)
+      return TRUE;
+    g_usleep(20000);
+  } while (g_get_monotonic_time() < deadline);
+  return FALSE;
+}
+
+static void
+stop_and_check_released(Fixture *f, GPid pid)
+{
+  kill(pid, SIGTERM);
+  g_assert_cmpint(qp_test_wait(pid, 20000), >=, 0);
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+}
+
+static void
+test_one_to_one_pins(Fixture *f, gconstpointer data)
+{
+  g_autofree char *qmparg = g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  const char *opts[] = {"--mode=one-to-one", NULL};
+  const char *extra[] = {"-smp", "2", "-m", "64", "-qmp", qmparg, NULL};
+  g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
+
+  g_autoptr(JsonObject) plan = plan_of(cmd);
+  g_assert_cmpstr(json_object_get_string_member(plan, "mode"), ==, "one-to-one");
+  g_auto(GStrv) want = qp_test_plan_vcpu_sets(plan);
+  g_assert_cmpuint(g_strv_length(want), ==, 2);
+  /* One CPU each, not the same one. */
+  g_assert_null(strpbrk(want[0], ",-"));
+  g_assert_null(strpbrk(want[1], ",-"));
+  g_assert_cmpstr(want[0], !=, want[1]);
+
+  GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
+  g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 30000));
+  g_assert_true(wait_status(f->qmp, "running", 10000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
+  /* QEMU is the process the caller started: exec in place. */
+  g_autofree char *exe_path = g_strdup_printf("/proc/%d/exe", pid);
+  g_autofree char *exe = g_file_read_link(exe_path, NULL);
+  g_autofree char *real = realpath(qp_test_qemu(), NULL);
+  g_assert_cmpstr(exe, ==, real);
+  stop_and_check_released(f, pid);
+}
+
+static void
+test_guest_exit_status(Fixture *f, gconstpointer data)
+{
+  const char *opts[] = {"--mode=one-to-one", NULL};
+  const char *extra[] = {"-smp", "2", "-m", "64", NULL};
+  g_autoptr(GPtrArray) cmd = command(f, opts, f->exit_fw, extra);
+  QpTestRun direct, pinned;
+
+  /* The same command without qemu-pin: everything after "--". */
+  guint dash = 0;
+  while (strcmp(cmd->pdata[dash], "--") != 0)
+    dash++;
+  qp_test_run((char **)cmd->pdata + dash + 1, NULL, &direct);
+  qp_test_run((char **)cmd->pdata, NULL, &pinned);
+  g_assert_cmpint(direct.status, ==, 1); /* isa-debug-exit: (0 << 1) | 1 */
+  g_assert_cmpint(pinned.status, ==, direct.status);
+  g_assert_cmpstr(pinned.err, ==, direct.err);
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+  qp_test_run_clear(&direct);
+  qp_test_run_clear(&pinned);
+}
+
+typedef struct {
+  const char *name;
+  const char *mode;
+  guint64 sizes_mib[2]; /* guest RAM mappings to find */
+  const char *extra[16];
+} MemCase;
+
+static const MemCase mem_cases[] = {
+  {"balanced-without-numa", "--mode=balanced", {64, 0},
+   {"-smp", "2", "-m", "64", NULL}},
+  {"balanced-machine-memory-backend", "--mode=balanced", {96, 0},
+   {"-smp", "2", "-m", "96", "-object", "memory-backend-ram,id=pc.ram,size=96M",
+    "-machine", "memory-backend=pc.ram", NULL}},
+  {"numa-caller-backends-keyvalue", "--mode=auto", {48, 80},
+   {"-smp", "2", "-m", "128",
+    "-object", "memory-backend-ram,id=m0,size=48M",
+    "-object", "memory-backend-ram,id=m1,size=80M",
+    "-numa", "node,nodeid=0,cpus=0,memdev=m0",
+    "-numa", "node,nodeid=1,cpus=1,memdev=m1", NULL}},
+  {"numa-caller-backends-json", "--mode=numa", {48, 80},
+   {"-smp", "2", "-m", "128",
+    "-object", "{\"qom-type\":\"memory-backend-ram\",\"id\":\"m0\",\"size\":50331648}",
+    "-object", "{\"qom-type\":\"memory-backend-ram\",\"id\":\"m1\",\"size\":83886080}",
+    "-numa", "node,nodeid=0,cpus=0,memdev=m0",
+    "-numa", "node,nodeid=1,cpus=1,memdev=m1", NULL}},
+};
+
+static void
+test_memory_bound(Fixture *f, gconstpointer data)
+{
+  const MemCase *c = data;
+  g_autofree char *qmparg = g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  g_autoptr(GPtrArray) extra = g_ptr_array_new();
+  for (guint i = 0; c->extra[i]; i++)
+    g_ptr_array_add(extra, (char *)c->extra[i]);
+  g_ptr_array_add(extra, "-qmp");
+  g_ptr_array_add(extra, qmparg);
+  g_ptr_array_add(extra, NULL);
+  const char *opts[] = {c->mode, NULL};
+  g_autoptr(GPtrArray) cmd =
+      command(f, opts, f->halt_fw, (const char *const *)extra->pdata);
+
+  /* Where the plan binds memory: the expected policy string. */
+  g_autoptr(JsonObject) plan = plan_of(cmd);
+  JsonArray *mem = json_object_get_array_member(plan, "memory");
+  g_assert_cmpuint(json_array_get_length(mem), >=, 1);
+  JsonObject *m0 = json_array_get_object_element(mem, 0);
+  g_autofree char *want = g_strdup_printf(
+      "%s:%s", json_object_get_string_member(m0, "policy"),
+      json_object_get_string_member(m0, "host-nodes"));
+
+  GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
+  g_assert_true(wait_status(f->qmp, "running", 30000));
+  for (guint i = 0; i < G_N_ELEMENTS(c->sizes_mib) && c->sizes_mib[i]; i++) {
+    g_auto(GStrv) pol = qp_test_policies_of_mappings(pid, c->sizes_mib[i] * 1024);
+    g_test_message("%s: %" G_GUINT64_FORMAT " MiB mappings: %s", c->name,
+                   c->sizes_mib[i], pol[0] ? pol[0] : "(none)");
+    g_assert_cmpuint(g_strv_length(pol), ==, 1);
+    g_assert_cmpstr(pol[0], ==, want);
+  }
+  stop_and_check_released(f, pid);
+}
+
+static void
+test_caller_S_replan_on_cont(Fixture *f, gconstpointer data)
+{
+  g_autofree char *qmparg = g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  const char *opts[] = {"--mode=one-to-one", NULL};
+  const char *extra[] = {"-smp", "2", "-m", "64", "-S", "-qmp", qmparg, NULL};
+  g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
+  g_autoptr(JsonObject) plan = plan_of(cmd);
+  g_auto(GStrv) want = qp_test_plan_vcpu_sets(plan);
+
+  GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
+  g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 30000));
+  /* The caller asked for -S: qemu-pin must not have resumed. */
+  g_usleep(300000);
+  g_autofree char *st = query_status(f->qmp);
+  g_assert_cmpstr(st, ==, "prelaunch");
+
+  /* Someone else (libvirt does this) resets vCPU 0 to every CPU. */
+  g_autoptr(GArray) tids = qp_test_vcpu_threads(pid);
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (int c = 0; c < 2; c++)
+    CPU_SET(c, &all);
+  g_assert_cmpint(sched_setaffinity(g_array_index(tids, int, 0), sizeof(all), &all), ==, 0);
+  g_autofree char *changed =
+      qp_test_task_field(pid, g_array_index(tids, int, 0), "Cpus_allowed_list");
+  g_assert_cmpstr(changed, ==, "0-1");
+
+  gint64 t0 = g_get_monotonic_time();
+  g_autoptr(JsonNode) r = qp_test_qmp_command(f->qmp, "cont");
+  g_assert_nonnull(r);
+  g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 10000));
+  g_test_message("plan back %.1f ms after the caller's cont",
+                 (double)(g_get_monotonic_time() - t0) / 1000.0);
+  g_assert_true(wait_status(f->qmp, "running", 5000));
+  stop_and_check_released(f, pid);
+}
+
+static void
+test_daemonize(Fixture *f, gconstpointer data)
+{
+  g_autofree char *qmparg = g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  g_autofree char *pidfile = g_build_filename(f->dir, "vm.pid", NULL);
+  const char *opts[] = {"--mode=one-to-one", NULL};
+  const char *extra[] = {"-smp", "2", "-m", "64", "-daemonize", "-pidfile",
+                         pidfile, "-qmp", qmparg, NULL};
+  g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
+  g_autoptr(JsonObject) plan = plan_of(cmd);
+  g_auto(GStrv) want = qp_test_plan_vcpu_sets(plan);
+
+  QpTestRun r;
+  qp_test_run((char **)cmd->pdata, NULL, &r);
+  g_assert_cmpstr(r.err, ==, "");
+  g_assert_cmpint(r.status, ==, 0);
+  qp_test_run_clear(&r);
+
+  /* When the first process has exited, the plan is already in force. */
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(pidfile, &text, NULL, NULL));
+  int pid = atoi(text);
+  g_assert_cmpint(pid, >, 0);
+  g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 0));
+  g_autofree char *cmdline_path = g_strdup_printf("/proc/%d/cmdline", pid);
+  g_autofree char *cmdline = NULL;
+  g_assert_true(g_file_get_contents(cmdline_path, &cmdline, NULL, NULL));
+  g_assert_cmpstr(cmdline, ==, qp_test_qemu()); /* argv[0] as the caller gave it */
+  g_autofree char *st = query_status(f->qmp);
+  g_assert_cmpstr(st, ==, "running");
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
+
+  kill(pid, SIGTERM);
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+}
+
+static int
+sigterm_status(GPtrArray *cmd, const char *dir, gboolean via_qemu_pin,
+               const char *qmp)
+{
+  guint start = 0;
+  if (!via_qemu_pin)
+    while (strcmp(cmd->pdata[start++], "--") != 0)
+      ;
+  GPid pid = qp_test_spawn((char **)cmd->pdata + start, NULL, dir);
+  g_assert_true(wait_status(qmp, "running", 30000));
+  kill(pid, SIGTERM);
+  return qp_test_wait(pid, 20000);
+}
+
+static void
+test_sigterm_status(Fixture *f, gconstpointer data)
+{
+  g_autofree char *qmparg = g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  const char *extra[] = {"-smp", "2", "-m", "64", "-qmp", qmparg, NULL};
+  const char *opts[] = {"--mode=one-to-one", NULL};
+  g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
+  int direct = sigterm_status(cmd, f->dir, FALSE, f->qmp);
+  int pinned = sigterm_status(cmd, f->dir, TRUE, f->qmp);
+  g_assert_cmpint(direct, >=, 0);
+  g_assert_cmpint(pinned, ==, direct);
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+}
+
+static const char *const passthrough_cases[][4] = {
+  {"-version", NULL},
+  {"-machine", "help", NULL},
+  {"-device", "help", NULL},
+  {"-cpu", "help", NULL},
+  {"-device", "virtio-net-pci,help", NULL},
+  {"-M", "none", "-version"},
+};
+
+static void
+test_passthrough(Fixture *f, gconstpointer data)
+{
+  const char *const *args = data;
+  g_autofree char *link = g_build_filename(f->dir, "qemu-system-x86_64", NULL);
+  g_assert_cmpint(symlink(qp_test_binary(), link), ==, 0);
+  g_autofree char *path_env =
+      g_strdup_printf("PATH=%s:/usr/local/bin:/usr/bin:/bin", f->dir);
+  char *env[] = {path_env, NULL};
+
+  GPtrArray *forms[3];
+  for (int i = 0; i < 3; i++)
+    forms[i] = g_ptr_array_new();
+  g_ptr_array_add(forms[0], (char *)qp_test_qemu());   /* QEMU itself */
+  g_ptr_array_add(forms[1], (char *)qp_test_binary()); /* prefix form */
+  g_ptr_array_add(forms[1], (char *)qp_test_qemu());
+  g_ptr_array_add(forms[2], link);                      /* drop-in */
+  for (int i = 0; i < 3; i++) {
+    for (guint j = 0; args[j]; j++)
+      g_ptr_array_add(forms[i], (char *)args[j]);
+    g_ptr_array_add(forms[i], NULL);
+  }
+  QpTestRun r[3];
+  for (int i = 0; i < 3; i++)
+    qp_test_run((char **)forms[i]->pdata, env, &r[i]);
+  g_assert_cmpuint(strlen(r[0].out) + strlen(r[0].err), >, 0);
+  for (int i = 1; i < 3; i++) {
+    g_assert_cmpint(r[i].status, ==, r[0].status);
+    g_assert_cmpstr(r[i].out, ==, r[0].out);
+    g_assert_cmpstr(r[i].err, ==, r[0].err);
+  }
+  /* Nothing planned, nothing claimed. */
+  g_assert_false(g_file_test(f->state, G_FILE_TEST_EXISTS));
+  for (int i = 0; i < 3; i++) {
+    qp_test_run_clear(&r[i]);
+    g_ptr_array_unref(forms[i]);
+  }
+}
+
+typedef struct {
+  const char *name;
+  const char *opt;      /* a qemu-pin option, or NULL */
+  const char *extra[4]; /* QEMU arguments */
+  const char *needle;   /* the one line names this */
+} FailCase;
+
+static const FailCase fail_cases[] = {
+  {"unknown-qemu-option", NULL, {"-bogus-option", NULL}, "-bogus-option"},
+  {"bad-smp", NULL, {"-smp", "4,sockets=3,cores=1", NULL}, "4,sockets=3,cores=1"},
+  {"bad-affinity", "--affinity=3-1", {NULL}, "3-1"},
+  {"affinity-outside-host", "--affinity=4000", {NULL}, "4000"},
+};
+
+static void
+test_failing_launch(Fixture *f, gconstpointer data)
+{
+  const FailCase *c = data;
+  const char *opts[] = {"--mode=one-to-one", c->opt, NULL};
+  g_autoptr(GPtrArray) extra = g_ptr_array_new();
+  g_ptr_array_add(extra, "-m");
+  g_ptr_array_add(extra, "64");
+  for (guint i = 0; c->extra[i]; i++)
+    g_ptr_array_add(extra, (char *)c->extra[i]);
+  g_ptr_array_add(extra, NULL);
+  g_autoptr(GPtrArray) cmd =
+      command(f, opts, f->halt_fw, (const char *const *)extra->pdata);
+  QpTestRun r;
+  qp_test_run((char **)cmd->pdata, NULL, &r);
+  g_test_message("%s: status %d, stderr: %s", c->name, r.status, r.err);
+  g_assert_cmpint(r.status, !=, 0);
+  /* Exactly one line, naming the problem. */
+  g_assert_true(g_str_has_suffix(r.err, "\n"));
+  guint lines = 0;
+  for (const char *p = r.err; *p; p++)
+    lines += *p == '\n';
+  g_assert_cmpuint(lines, ==, 1);
+  g_assert_nonnull(strstr(r.err, c->needle));
+  /* Nothing left: no QEMU (paused or not), no keeper, no claim. */
+  g_assert_true(qp_test_wait_no_process(f->marker, 10000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+  qp_test_run_clear(&r);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+#define ADD(path, fn, data) \
+  g_test_add(path, Fixture, data, setup, fn, teardown)
+  ADD("/launch/one-to-one/pins-each-vcpu-to-its-planned-cpu", test_one_to_one_pins, NULL);
+  ADD("/launch/exit-status/is-the-guest-s", test_guest_exit_status, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS(mem_cases); i++) {
+    g_autofree char *p = g_strdup_printf("/launch/memory/%s", mem_cases[i].name);
+    ADD(p, test_memory_bound, &mem_cases[i]);
+  }
+  ADD("/launch/caller-S/stays-paused-and-replans-on-cont", test_caller_S_replan_on_cont, NULL);
+  ADD("/launch/daemonize/returns-after-pinning-with-pidfile", test_daemonize, NULL);
+  ADD("/launch/sigterm/same-status-as-plain-qemu", test_sigterm_status, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS(passthrough_cases); i++) {
+    g_autofree char *joined = g_strjoinv("_", (char **)passthrough_cases[i]);
+    g_autofree char *p = g_strdup_printf("/launch/passthrough/%s", joined);
+    ADD(p, test_passthrough, passthrough_cases[i]);
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS(fail_cases); i++) {
+    g_autofree char *p = g_strdup_printf("/launch/failing/%s", fail_cases[i].name);
+    ADD(p, test_failing_launch, &fail_cases[i]);
+  }
+  return g_test_run();
+}

@@ -1,0 +1,1222 @@
+/* The ledger with real files in a temporary directory and real processes:
+ * directory checks, record format, quarantine of corrupt records, liveness
+ * by PID and start time, atomic writes, the lock under concurrent writers,
+ * and the status views. */
+#include "topology/ledger.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <unistd.h>
+
+/* ---- Fixture: a fresh state directory under a private temp dir ---------- */
+
+typedef struct {
+  char *tmp;   /* g_dir_make_tmp() */
+  char *state; /* TMP/state, not yet created */
+} Fixture;
+
+static void
+remove_tree(const char *path)
+{
+  struct stat st;
+  if (lstat(path, &st) < 0)
+    return;
+  if (S_ISDIR(st.st_mode)) {
+    chmod(path, 0700);
+    GDir *d = g_dir_open(path, 0, NULL);
+    const char *name;
+    while (d && (name = g_dir_read_name(d)) != NULL) {
+      g_autofree char *child = g_build_filename(path, name, NULL);
+      remove_tree(child);
+    }
+    if (d)
+      g_dir_close(d);
+    rmdir(path);
+  } else {
+    unlink(path);
+  }
+}
+
+static void
+fixture_setup(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  f->tmp = g_dir_make_tmp("qp-ledger-XXXXXX", &error);
+  g_assert_no_error(error);
+  f->state = g_build_filename(f->tmp, "state", NULL);
+}
+
+static void
+fixture_teardown(Fixture *f, gconstpointer data)
+{
+  remove_tree(f->tmp);
+  g_free(f->tmp);
+  g_free(f->state);
+}
+
+static char *
+state_file(Fixture *f, const char *name)
+{
+  return g_build_filename(f->state, name, NULL);
+}
+
+static QpLedger *
+open_ok(Fixture *f)
+{
+  g_autoptr(GError) error = NULL;
+  QpLedger *l = qp_ledger_open(f->state, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(l);
+  return l;
+}
+
+static QpClaim *
+make_claim(const char *id, int pid, guint64 start, int node, guint64 mib)
+{
+  QpClaim *c = qp_claim_new();
+  c->id = g_strdup(id);
+  c->qemu_pid = pid;
+  c->qemu_start = start;
+  c->mode = QP_MODE_NUMA;
+  c->time = 1700000000;
+  QpNodeAmount a = {.node = node, .mib = mib};
+  g_array_append_val(c->mem, a);
+  return c;
+}
+
+static QpClaim *
+make_live_claim(const char *id, int node, guint64 mib)
+{
+  return make_claim(id, getpid(), qp_proc_start_time(getpid()), node, mib);
+}
+
+static void
+write_ok(QpLedger *l, const QpClaim *c)
+{
+  g_autoptr(GError) error = NULL;
+  g_assert_true(qp_ledger_write(l, c, &error));
+  g_assert_no_error(error);
+}
+
+static QpClaims *
+read_ok(QpLedger *l, const QpHost *host)
+{
+  g_autoptr(GError) error = NULL;
+  QpClaims *c = qp_ledger_read(l, host, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(c);
+  return c;
+}
+
+static gboolean
+warnings_contain(const QpClaims *c, const char *needle)
+{
+  for (guint i = 0; i < c->warnings->len; i++)
+    if (strstr(c->warnings->pdata[i], needle) != NULL)
+      return TRUE;
+  return FALSE;
+}
+
+static void
+set_file(const char *path, const char *text, gssize len)
+{
+  g_autoptr(GError) error = NULL;
+  g_assert_true(g_file_set_contents(path, text, len, &error));
+  g_assert_no_error(error);
+  chmod(path, 0600);
+}
+
+/* ---- A small host by hand: 2 nodes x 4 CPUs (0-3, 4-7), 16 GiB each,
+ * 2 MiB pages on node 0. ---------------------------------------------------- */
+
+static QpHost *
+host_new(void)
+{
+  QpHost *h = g_new0(QpHost, 1);
+  h->source = g_strdup("test");
+  h->n_nodes = 2;
+  h->nodes = g_new0(QpNode, 2);
+  h->n_cpus = 8;
+  h->cpus = g_new0(QpCpu, 8);
+  h->n_kinds = 1;
+  h->allowed = hwloc_bitmap_alloc();
+  hwloc_bitmap_set_range(h->allowed, 0, 7);
+  for (int n = 0; n < 2; n++) {
+    QpNode *node = &h->nodes[n];
+    node->id = n;
+    node->total_mib = node->free_mib = 16384;
+    node->cpus = hwloc_bitmap_alloc();
+    node->all_cpus = hwloc_bitmap_alloc();
+    hwloc_bitmap_set_range(node->cpus, n * 4, n * 4 + 3);
+    hwloc_bitmap_set_range(node->all_cpus, n * 4, n * 4 + 3);
+    node->hugepages = g_array_new(FALSE, TRUE, sizeof(QpHugePool));
+    if (n == 0) {
+      QpHugePool p = {.page_kib = 2048, .total = 512, .free = 500};
+      g_array_append_val(node->hugepages, p);
+    }
+  }
+  for (int i = 0; i < 8; i++) {
+    h->cpus[i].id = i;
+    h->cpus[i].core = i;
+    h->cpus[i].node = i / 4;
+    h->cpus[i].allowed = TRUE;
+  }
+  return h;
+}
+
+static void
+host_free(QpHost *h)
+{
+  for (guint n = 0; n < h->n_nodes; n++) {
+    hwloc_bitmap_free(h->nodes[n].cpus);
+    hwloc_bitmap_free(h->nodes[n].all_cpus);
+    g_array_unref(h->nodes[n].hugepages);
+  }
+  g_free(h->nodes);
+  g_free(h->cpus);
+  hwloc_bitmap_free(h->allowed);
+  g_free(h->source);
+  g_free(h);
+}
+
+/* host.h's autoptr calls qp_host_free() of host.c; this host is ours. */
+typedef QpHost TestHost;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TestHost, host_free)
+
+/* ---- Real processes --------------------------------------------------------- */
+
+static int
+spawn_sleep(void)
+{
+  pid_t pid = fork();
+  g_assert_cmpint(pid, >=, 0);
+  if (pid == 0) {
+    execlp("sleep", "sleep", "1000", (char *)NULL);
+    _exit(127);
+  }
+  return pid;
+}
+
+static void
+kill_and_reap(int pid)
+{
+  int status;
+  g_assert_cmpint(kill(pid, SIGKILL), ==, 0);
+  g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+}
+
+/* ---- State directory ------------------------------------------------------- */
+
+static void
+test_dir_created_private(Fixture *f, gconstpointer data)
+{
+  mode_t old = umask(0);
+  g_autoptr(QpLedger) l = open_ok(f);
+  umask(old);
+  struct stat st;
+  g_assert_cmpint(lstat(f->state, &st), ==, 0);
+  g_assert_true(S_ISDIR(st.st_mode));
+  g_assert_cmpint(st.st_mode & 07777, ==, 0700);
+  g_assert_cmpint(st.st_uid, ==, geteuid());
+  g_assert_cmpstr(qp_ledger_dir(l), ==, f->state);
+
+  g_autofree char *lock = state_file(f, "lock");
+  g_assert_cmpint(lstat(lock, &st), ==, 0);
+  g_assert_cmpint(st.st_mode & 07777, ==, 0600);
+
+  g_assert_true(qp_ledger_lock(l, NULL));
+  g_autoptr(QpClaim) c = make_live_claim("vm-a", 0, 1024);
+  write_ok(l, c);
+  qp_ledger_unlock(l);
+  g_autofree char *rec = state_file(f, "vm-a.json");
+  g_assert_cmpint(lstat(rec, &st), ==, 0);
+  g_assert_true(S_ISREG(st.st_mode));
+  g_assert_cmpint(st.st_mode & 07777, ==, 0600);
+
+  /* Reopening an existing directory is fine. */
+  g_autoptr(QpLedger) again = open_ok(f);
+}
+
+static void
+assert_open_fails(const char *dir, const char *needle1, const char *needle2)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpLedger) l = qp_ledger_open(dir, &error);
+  g_assert_null(l);
+  g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER);
+  g_assert_null(strchr(error->message, '\n'));
+  g_assert_nonnull(strstr(error->message, dir));
+  if (needle1)
+    g_assert_nonnull(strstr(error->message, needle1));
+  if (needle2)
+    g_assert_nonnull(strstr(error->message, needle2));
+}
+
+static void
+test_dir_refuses_symlink(Fixture *f, gconstpointer data)
+{
+  g_autofree char *real = g_build_filename(f->tmp, "real", NULL);
+  g_assert_cmpint(mkdir(real, 0700), ==, 0);
+  g_assert_cmpint(symlink(real, f->state), ==, 0);
+  assert_open_fails(f->state, "symlink", "expected a real directory");
+  /* Nothing was created through the link. */
+  g_autofree char *lock = g_build_filename(real, "lock", NULL);
+  g_assert_false(g_file_test(lock, G_FILE_TEST_EXISTS));
+
+  /* A symlink to nowhere is refused too, not followed to create it. */
+  g_autofree char *dangling = g_build_filename(f->tmp, "dangling", NULL);
+  g_autofree char *nowhere = g_build_filename(f->tmp, "nowhere", NULL);
+  g_assert_cmpint(symlink(nowhere, dangling), ==, 0);
+  assert_open_fails(dangling, "symlink", NULL);
+  g_assert_false(g_file_test(nowhere, G_FILE_TEST_EXISTS));
+}
+
+static void
+test_dir_refuses_foreign_owner(Fixture *f, gconstpointer data)
+{
+  if (geteuid() != 0) {
+    g_test_skip("needs root to chown");
+    return;
+  }
+  g_assert_cmpint(mkdir(f->state, 0700), ==, 0);
+  g_assert_cmpint(chown(f->state, 65534, 65534), ==, 0);
+  assert_open_fails(f->state, "owned by uid 65534", "expected uid 0");
+}
+
+static void
+test_dir_refuses_group_writable(Fixture *f, gconstpointer data)
+{
+  g_assert_cmpint(mkdir(f->state, 0700), ==, 0);
+  g_assert_cmpint(chmod(f->state, 0770), ==, 0);
+  assert_open_fails(f->state, "0770", "expected 0700");
+  g_assert_cmpint(chmod(f->state, 0702), ==, 0);
+  assert_open_fails(f->state, "0702", NULL);
+  /* Readable by others is not a hole: records are 0600 anyway. */
+  g_assert_cmpint(chmod(f->state, 0755), ==, 0);
+  g_autoptr(QpLedger) l = open_ok(f);
+}
+
+static void
+test_dir_refuses_file(Fixture *f, gconstpointer data)
+{
+  set_file(f->state, "x", -1);
+  assert_open_fails(f->state, "not a directory", NULL);
+}
+
+static void
+test_dir_parent_must_exist(Fixture *f, gconstpointer data)
+{
+  g_autofree char *deep = g_build_filename(f->tmp, "a", "b", NULL);
+  assert_open_fails(deep, "parent must exist", NULL);
+  g_autofree char *a = g_build_filename(f->tmp, "a", NULL);
+  g_assert_false(g_file_test(a, G_FILE_TEST_EXISTS));
+}
+
+static void
+test_dir_default(void)
+{
+  g_autofree char *d = qp_ledger_default_dir();
+  if (geteuid() == 0) {
+    g_assert_cmpstr(d, ==, "/run/qemu-pin");
+  } else {
+    const char *xdg = g_getenv("XDG_RUNTIME_DIR");
+    if (xdg && *xdg) {
+      g_autofree char *want = g_build_filename(xdg, "qemu-pin", NULL);
+      g_assert_cmpstr(d, ==, want);
+    } else {
+      g_autofree char *want = g_strdup_printf("/tmp/qemu-pin-%u", geteuid());
+      g_assert_cmpstr(d, ==, want);
+    }
+  }
+}
+
+/* ---- Records ---------------------------------------------------------------- */
+
+static QpClaim *
+full_claim(void)
+{
+  QpClaim *c = qp_claim_new();
+  c->id = qp_ledger_new_id();
+  c->name = g_strdup("web \"1\"");
+  c->qemu_pid = 4242;
+  c->qemu_start = 987654321;
+  c->launcher_pid = 4240;
+  c->launcher_start = 987654300;
+  c->keeper_pid = 4241;
+  c->mode = QP_MODE_ONE_TO_ONE;
+  QpNodeAmount m0 = {0, 8192}, m1 = {3, 512};
+  g_array_append_val(c->mem, m0);
+  g_array_append_val(c->mem, m1);
+  QpHugeClaim h = {.node = 0, .page_kib = 2048, .pages = 512};
+  g_array_append_val(c->huge, h);
+  hwloc_bitmap_set_range(c->dedicated, 0, 3);
+  hwloc_bitmap_set(c->dedicated, 8);
+  QpNodeLoad ld = {.node = 3, .vcpus = 4};
+  g_array_append_val(c->load, ld);
+  c->time = 1764450000;
+  return c;
+}
+
+static void
+test_record_round_trip(void)
+{
+  g_autoptr(QpClaim) c = full_claim();
+  g_autofree char *text = qp_claim_to_json(c);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpClaim) back = qp_claim_from_json(text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(back);
+  g_assert_cmpstr(back->id, ==, c->id);
+  g_assert_cmpstr(back->name, ==, "web \"1\"");
+  g_assert_cmpint(back->qemu_pid, ==, 4242);
+  g_assert_cmpuint(back->qemu_start, ==, 987654321);
+  g_assert_cmpint(back->launcher_pid, ==, 4240);
+  g_assert_cmpuint(back->launcher_start, ==, 987654300);
+  g_assert_cmpint(back->keeper_pid, ==, 4241);
+  g_assert_cmpint(back->mode, ==, QP_MODE_ONE_TO_ONE);
+  g_assert_cmpuint(back->mem->len, ==, 2);
+  g_assert_cmpint(g_array_index(back->mem, QpNodeAmount, 0).node, ==, 0);
+  g_assert_cmpuint(g_array_index(back->mem, QpNodeAmount, 0).mib, ==, 8192);
+  g_assert_cmpint(g_array_index(back->mem, QpNodeAmount, 1).node, ==, 3);
+  g_assert_cmpuint(g_array_index(back->mem, QpNodeAmount, 1).mib, ==, 512);
+  g_assert_cmpuint(back->huge->len, ==, 1);
+  g_assert_cmpuint(g_array_index(back->huge, QpHugeClaim, 0).page_kib, ==,
+                   2048);
+  g_assert_cmpuint(g_array_index(back->huge, QpHugeClaim, 0).pages, ==, 512);
+  g_autofree char *cpus = qp_list_format(back->dedicated);
+  g_assert_cmpstr(cpus, ==, "0-3,8");
+  g_assert_cmpuint(back->load->len, ==, 1);
+  g_assert_cmpint(g_array_index(back->load, QpNodeLoad, 0).node, ==, 3);
+  g_assert_cmpuint(g_array_index(back->load, QpNodeLoad, 0).vcpus, ==, 4);
+  g_assert_cmpint(back->time, ==, 1764450000);
+
+  /* The documented field names are on disk. */
+  const char *keys[] = {"\"version\" : 1", "\"qemu-pid\"", "\"qemu-start\"",
+                        "\"launcher-pid\"", "\"launcher-start\"",
+                        "\"keeper-pid\"", "\"mode\" : \"one-to-one\"",
+                        "\"memory-mib\"", "\"page-kib\"",
+                        "\"dedicated-cpus\" : \"0-3,8\"", "\"load\"",
+                        "\"time\""};
+  for (gsize i = 0; i < G_N_ELEMENTS(keys); i++)
+    g_assert_nonnull(strstr(text, keys[i]));
+
+  /* A claim without name and without dedicated CPUs. */
+  g_autoptr(QpClaim) small = make_claim("x", 1, 2, 0, 1);
+  g_autofree char *t2 = qp_claim_to_json(small);
+  g_assert_nonnull(strstr(t2, "\"dedicated-cpus\" : \"\""));
+  g_autoptr(QpClaim) b2 = qp_claim_from_json(t2, strlen(t2), &error);
+  g_assert_no_error(error);
+  g_assert_null(b2->name);
+  g_assert_true(hwloc_bitmap_iszero(b2->dedicated));
+}
+
+typedef struct {
+  const char *member;
+  const char *json; /* new value, NULL to remove the member */
+  const char *needle;
+} BadField;
+
+static void
+test_record_strict(void)
+{
+  static const BadField cases[] = {
+      {"qemu-pid", "\"12\"", "\"qemu-pid\" is a string"},
+      {"qemu-pid", "-5", "\"qemu-pid\" is -5"},
+      {"qemu-pid", "4294967296", "\"qemu-pid\""},
+      {"qemu-start", "1.5", "\"qemu-start\""},
+      {"keeper-pid", "null", "\"keeper-pid\" is null"},
+      {"mode", "\"fast\"", "\"mode\" is \"fast\""},
+      {"mode", "3", "\"mode\""},
+      {"dedicated-cpus", "\"0-\"", "dedicated-cpus"},
+      {"dedicated-cpus", "[0]", "\"dedicated-cpus\" is an array"},
+      {"memory-mib", "{\"0\": -1}", "\"memory-mib\" node \"0\" is -1"},
+      {"memory-mib", "{\"x\": 1}", "\"memory-mib\" has key \"x\""},
+      {"memory-mib", "[]", "\"memory-mib\" is an array"},
+      {"hugepages", "[{\"node\":0,\"page-kib\":\"2048\",\"pages\":1}]",
+       "\"hugepages[0].page-kib\" is a string"},
+      {"hugepages", "[{\"node\":0,\"page-kib\":0,\"pages\":1}]",
+       "\"hugepages[0].page-kib\" is 0"},
+      {"hugepages", "{}", "\"hugepages\" is an object"},
+      {"load", "[]", "\"load\" is an array"},
+      {"load", "{\"1\": true}", "\"load\" node \"1\" is a boolean"},
+      {"version", "2", "\"version\" is 2"},
+      {"time", NULL, "\"time\" is missing"},
+      {"id", "\"../etc\"", "\"id\" is \"../etc\""},
+      {"name", "7", "\"name\" is an integer"},
+  };
+  g_autoptr(QpClaim) c = full_claim();
+  g_autofree char *base = qp_claim_to_json(c);
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(JsonParser) p = json_parser_new();
+    g_assert_true(json_parser_load_from_data(p, base, -1, NULL));
+    JsonObject *o = json_node_get_object(json_parser_get_root(p));
+    if (cases[i].json) {
+      g_autoptr(JsonParser) vp = json_parser_new();
+      g_assert_true(json_parser_load_from_data(vp, cases[i].json, -1, NULL));
+      json_object_set_member(o, cases[i].member,
+                             json_node_copy(json_parser_get_root(vp)));
+    } else {
+      json_object_remove_member(o, cases[i].member);
+    }
+    g_autoptr(JsonGenerator) g = json_generator_new();
+    json_generator_set_root(g, json_parser_get_root(p));
+    g_autofree char *text = json_generator_to_data(g, NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QpClaim) bad = qp_claim_from_json(text, strlen(text), &error);
+    g_assert_null(bad);
+    g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID);
+    g_assert_null(strchr(error->message, '\n'));
+    if (strstr(error->message, cases[i].needle) == NULL)
+      g_error("case %s=%s: \"%s\" lacks \"%s\"", cases[i].member,
+              cases[i].json, error->message, cases[i].needle);
+  }
+
+  const char *not_json[] = {"", "{", "[1]", "{\"version\":1", "null"};
+  for (gsize i = 0; i < G_N_ELEMENTS(not_json); i++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QpClaim) bad =
+        qp_claim_from_json(not_json[i], strlen(not_json[i]), &error);
+    g_assert_null(bad);
+    g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID);
+  }
+}
+
+static void
+test_record_requires_lock(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpLedger) l = open_ok(f);
+  g_autoptr(QpClaim) c = make_live_claim("vm-a", 0, 1);
+  g_autoptr(GError) error = NULL;
+  g_assert_false(qp_ledger_write(l, c, &error));
+  g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER);
+  g_assert_nonnull(strstr(error->message, "lock"));
+  g_clear_error(&error);
+  g_assert_null(qp_ledger_read(l, NULL, &error));
+  g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER);
+  g_clear_error(&error);
+
+  /* A bad id is refused before anything touches the directory. */
+  g_assert_true(qp_ledger_lock(l, NULL));
+  g_free(c->id);
+  c->id = g_strdup("../escape");
+  g_assert_false(qp_ledger_write(l, c, &error));
+  g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "../escape"));
+  qp_ledger_unlock(l);
+}
+
+static void
+test_record_new_id(void)
+{
+  g_autoptr(GHashTable) seen =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (int i = 0; i < 1000; i++) {
+    char *id = qp_ledger_new_id();
+    g_assert_nonnull(id);
+    for (const char *p = id; *p; p++)
+      g_assert_true(g_ascii_isalnum(*p) || *p == '-');
+    g_assert_false(g_hash_table_contains(seen, id));
+    g_hash_table_add(seen, id);
+  }
+}
+
+static void
+test_record_remove(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpLedger) l = open_ok(f);
+  g_assert_true(qp_ledger_lock(l, NULL));
+  g_autoptr(QpClaim) c = make_live_claim("vm-a", 0, 1);
+  write_ok(l, c);
+  qp_ledger_unlock(l);
+  g_autofree char *rec = state_file(f, "vm-a.json");
+  g_assert_true(g_file_test(rec, G_FILE_TEST_EXISTS));
+  g_autoptr(GError) error = NULL;
+  g_assert_true(qp_ledger_remove(l, "vm-a", &error));
+  g_assert_no_error(error);
+  g_assert_false(g_file_test(rec, G_FILE_TEST_EXISTS));
+  g_assert_false(qp_ledger_is_locked(l));
+  /* Missing is not an error. */
+  g_assert_true(qp_ledger_remove(l, "vm-a", &error));
+  g_assert_no_error(error);
+}
+
+static void
+test_claim_from_plan(void)
+{
+  QpPlan plan = {0};
+  plan.mode = QP_MODE_NUMA;
+  plan.claim_mem = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
+  plan.claim_huge = g_array_new(FALSE, TRUE, sizeof(QpHugeClaim));
+  plan.load = g_array_new(FALSE, TRUE, sizeof(QpNodeLoad));
+  plan.dedicated = hwloc_bitmap_alloc();
+  QpNodeAmount m = {1, 2048};
+  g_array_append_val(plan.claim_mem, m);
+  QpHugeClaim h = {1, 1048576, 2};
+  g_array_append_val(plan.claim_huge, h);
+  QpNodeLoad ld = {1, 6};
+  g_array_append_val(plan.load, ld);
+  hwloc_bitmap_set(plan.dedicated, 5);
+
+  gint64 before = g_get_real_time() / G_USEC_PER_SEC;
+  g_autoptr(QpClaim) c = qp_claim_from_plan(&plan, "id-1", "vm");
+  g_assert_cmpstr(c->id, ==, "id-1");
+  g_assert_cmpstr(c->name, ==, "vm");
+  g_assert_cmpint(c->mode, ==, QP_MODE_NUMA);
+  g_assert_cmpuint(c->mem->len, ==, 1);
+  g_assert_cmpuint(g_array_index(c->mem, QpNodeAmount, 0).mib, ==, 2048);
+  g_assert_cmpuint(g_array_index(c->huge, QpHugeClaim, 0).pages, ==, 2);
+  g_assert_cmpuint(g_array_index(c->load, QpNodeLoad, 0).vcpus, ==, 6);
+  g_assert_true(hwloc_bitmap_isequal(c->dedicated, plan.dedicated));
+  g_assert_cmpint(c->time, >=, before);
+  g_assert_cmpint(c->qemu_pid, ==, 0);
+  /* A copy, not shared. */
+  hwloc_bitmap_set(plan.dedicated, 6);
+  g_assert_false(hwloc_bitmap_isset(c->dedicated, 6));
+
+  g_array_unref(plan.claim_mem);
+  g_array_unref(plan.claim_huge);
+  g_array_unref(plan.load);
+  hwloc_bitmap_free(plan.dedicated);
+}
+
+/* ---- Corrupt records ---------------------------------------------------- */
+
+static void
+test_corrupt_truncated_blocks_all(Fixture *f, gconstpointer data)
+{
+  g_autoptr(TestHost) host = host_new();
+  g_autoptr(QpLedger) l = open_ok(f);
+  g_autoptr(QpClaim) c = make_live_claim("vm-a", 1, 4096);
+  g_autofree char *text = qp_claim_to_json(c);
+  /* Cut inside "memory-mib": nothing says which nodes it held. */
+  const char *cut = strstr(text, "\"memory-mib\"");
+  g_assert_nonnull(cut);
+  g_autofree char *rec = state_file(f, "vm-a.json");
+  set_file(rec, text, cut - text + 20);
+
+  g_assert_true(qp_ledger_lock(l, NULL));
+  g_autoptr(QpClaims) claims = read_ok(l, host);
+  g_assert_cmpuint(claims->claims->len, ==, 0);
+  g_autofree char *corrupt = state_file(f, "vm-a.json.corrupt");
+  g_assert_false(g_file_test(rec, G_FILE_TEST_EXISTS));
+  g_assert_true(g_file_test(corrupt, G_FILE_TEST_IS_REGULAR));
+  g_autofree char *blocked = qp_list_format(claims->blocked_nodes);
+  g_assert_cmpstr(blocked, ==, "0-1");
+  g_assert_true(warnings_contain(claims, "could not be read"));
+  g_autofree char *w = g_strdup_printf("ledger record %s is unreadable", corrupt);
+  g_assert_true(warnings_contain(claims, w));
+  g_assert_true(warnings_contain(claims, "all nodes 0-1 are held until an "
+                                         "operator removes it"));
+
+  /* The status shows both nodes full. */
+  QpNodeCapacity cap;
+  qp_node_capacity(host, claims, NULL, 1, &cap);
+  g_assert_true(cap.blocked);
+  g_assert_cmpuint(cap.uncommitted_mib, ==, 0);
+  qp_node_capacity_clear(&cap);
+  qp_ledger_unlock(l);
+}
+
+static void
+test_corrupt_salvages_nodes(Fixture *f, gconstpointer data)
+{
+  g_autoptr(TestHost) host = host_new();
+  g_autoptr(QpLedger) l = open_ok(f);
+
+  /* Wrong type in a field: the nodes are still readable. */
+  g_autoptr(QpClaim) c = make_live_claim("vm-a", 1, 4096);
+  g_autofree char *text = qp_claim_to_json(c);
+  g_autofree char *pid = g_strdup_printf("\"qemu-pid\" : %d", getpid());
+  char *at = strstr(text, pid);
+  g_assert_nonnull(at);
+  g_autoptr(GString) s = g_string_new_len(text, at - text);
+  g_string_append(s, "\"qemu-pid\": \"oops\"");
+  g_string_append(s, at + strlen(pid));
+  g_autofree char *rec = state_file(f, "vm-a.json");
+  set_file(rec, s->str, -1);
+
+  /* Truncated at the very end: everything naming nodes is complete; its
+   * dedicated CPU 2 lies on node 0. */
+  g_autoptr(QpClaim) d = make_live_claim("vm-b", 1, 1024);
+  hwloc_bitmap_set(d->dedicated, 2);
+  g_autofree char *dtext = qp_claim_to_json(d);
+  g_autofree char *rec_b = state_file(f, "vm-b.json");
+  set_file(rec_b, dtext, strlen(dtext) - 4);
+
+  g_assert_true(qp_ledger_lock(l, NULL));
+  g_autoptr(QpClaims) claims = read_ok(l, host);
+  g_assert_cmpuint(claims->claims->len, ==, 0);
+  g_autofree char *blocked = qp_list_format(claims->blocked_nodes);
+  g_assert_cmpstr(blocked, ==, "0-1");
+  g_assert_true(warnings_contain(claims, "\"qemu-pid\" is a string"));
+  g_assert_true(warnings_contain(claims, "vm-a.json.corrupt is unreadable: "
+                                         "its nodes 1 are held"));
+  g_assert_true(warnings_contain(claims, "vm-b.json.corrupt is unreadable: "
+                                         "its nodes 0-1 are held"));
+
+  /* Once vm-b is removed, only node 1 stays blocked. */
+  g_autofree char *cb = state_file(f, "vm-b.json.corrupt");
+  g_assert_cmpint(unlink(cb), ==, 0);
+  g_autoptr(QpClaims) again = read_ok(l, host);
+  g_autofree char *blocked2 = qp_list_format(again->blocked_nodes);
+  g_assert_cmpstr(blocked2, ==, "1");
+  qp_ledger_unlock(l);
+}
+
+static void
+test_corrupt_warns_until_removed(Fixture *f, gconstpointer data)
+{
+  g_autoptr(TestHost) host = host_new();
+  g_autoptr(QpLedger) l = open_ok(f);
+  g_autofree char *rec = state_file(f, "vm-a.json");
+  set_file(rec, "{\"version\": 1, \"id\": \"vm-a\", \"memory-mib\": {\"0\"",
+           -1);
+  g_autoptr(QpClaim) good = make_live_claim("vm-b", 0, 100);
+  g_assert_true(qp_ledger_lock(l, NULL));
+  write_ok(l, good);
+  for (int round = 0; round < 3; round++) {
+    g_autoptr(QpClaims) claims = read_ok(l, host);
+    g_assert_cmpuint(claims->claims->len, ==, 1);
+    g_assert_cmpstr(((QpClaim *)claims->claims->pdata[0])->id, ==, "vm-b");
+    g_assert_true(warnings_contain(claims, "vm-a.json.corrupt is unreadable"));
+    /* The "moved aside" note is only for the read that moved it. */
+    g_assert_cmpint(warnings_contain(claims, "could not be read"), ==,
+                    round == 0);
+    g_autofree char *blocked = qp_list_format(claims->blocked_nodes);
+    g_assert_cmpstr(blocked, ==, "0-1");
+  }
+  g_autofree char *corrupt = state_file(f, "vm-a.json.corrupt");
+  g_assert_cmpint(unlink(corrupt), ==, 0);
+  g_autoptr(QpClaims) after = read_ok(l, host);
+  g_assert_cmpuint(after->warnings->len, ==, 0);
+  g_assert_true(hwloc_bitmap_iszero(after->blocked_nodes));
+  g_assert_cmpuint(after->claims->len, ==, 1);
+  qp_ledger_unlock(l);
+}
+
+static void
+test_corrupt_id_mismatch(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpLedger) l = open_ok(f);
+  g_autoptr(QpClaim) c = make_live_claim("other", 0, 100);
+  g_autofree char *text = qp_claim_to_json(c);
+  g_autofree char *rec = state_file(f, "vm-a.json");
+  set_file(rec, text, -1);
+  g_assert_true(qp_ledger_lock(l, NULL));
+  g_autoptr(QpClaims) claims = read_ok(l, NULL);
+  g_assert_cmpuint(claims->claims->len, ==, 0);
+  g_assert_true(warnings_contain(claims, "differs from its file name"));
+  g_assert_true(warnings_contain(claims, "its nodes 0 are held"));
+  qp_ledger_unlock(l);
+}
+
+/* ---- Liveness ---------------------------------------------------------------- */
+
+static void
+test_proc_start_time(void)
+{
+  guint64 me = qp_proc_start_time(getpid());
+  g_assert_cmpuint(me, >, 0);
+  g_assert_cmpuint(qp_proc_start_time(0), ==, 0);
+  g_assert_cmpuint(qp_proc_start_time(-1), ==, 0);
+
+  /* A comm with spaces and parentheses does not shift the fields. */
+  int to_child[2], to_parent[2];
+  g_assert_cmpint(pipe(to_child), ==, 0);
+  g_assert_cmpint(pipe(to_parent), ==, 0);
+  pid_t pid = fork();
+  g_assert_cmpint(pid, >=, 0);
+  if (pid == 0) {
+    char b;
+    if (read(to_child[0], &b, 1) != 1)
+      _exit(1);
+    prctl(PR_SET_NAME, "a) b (c) 9 9", 0, 0, 0);
+    if (write(to_parent[1], "x", 1) != 1)
+      _exit(1);
+    pause();
+    _exit(0);
+  }
+  guint64 before = qp_proc_start_time(pid);
+  g_assert_cmpuint(before, >=, me);
+  g_assert_cmpint(write(to_child[1], "x", 1), ==, 1);
+  char b;
+  g_assert_cmpint(read(to_parent[0], &b, 1), ==, 1);
+  g_autofree char *path = g_strdup_printf("/proc/%d/stat", pid);
+  g_autofree char *stat = NULL;
+  g_assert_true(g_file_get_contents(path, &stat, NULL, NULL));
+  g_assert_nonnull(strstr(stat, "(a) b (c) 9 9)"));
+  g_assert_cmpuint(qp_proc_start_time(pid), ==, before);
+
+  /* A zombie is gone: it holds neither memory nor CPUs. */
+  kill(pid, SIGKILL);
+  siginfo_t si;
+  g_assert_cmpint(waitid(P_PID, pid, &si, WEXITED | WNOWAIT), ==, 0);
+  g_assert_cmpuint(qp_proc_start_time(pid), ==, 0);
+  g_assert_cmpint(waitpid(pid, NULL, 0), ==, pid);
+  g_assert_cmpuint(qp_proc_start_time(pid), ==, 0);
+  for (int i = 0; i < 2; i++) {
+    close(to_child[i]);
+    close(to_parent[i]);
+  }
+}
+
+static void
+test_liveness_process(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpLedger) l = open_ok(f);
+  int pid = spawn_sleep();
+  guint64 start = qp_proc_start_time(pid);
+  g_assert_cmpuint(start, >, 0);
+  g_autoptr(QpClaim) c = make_claim("vm-a", pid, start, 0, 1024);
+  g_autofree char *rec = state_file(f, "vm-a.json");
+
+  g_assert_true(qp_ledger_lock(l, NULL));
+  write_ok(l, c);
+  {
+    g_autoptr(QpClaims) claims = read_ok(l, NULL);
+    g_assert_cmpuint(claims->claims->len, ==, 1);
+    QpClaim *got = claims->claims->pdata[0];
+    g_assert_cmpint(got->qemu_pid, ==, pid);
+    g_assert_cmpuint(got->qemu_start, ==, start);
+    g_assert_true(g_file_test(rec, G_FILE_TEST_EXISTS));
+  }
+  qp_ledger_unlock(l);
+
+  kill_and_reap(pid);
+  g_assert_true(qp_ledger_lock(l, NULL));
+  {
+    g_autoptr(QpClaims) claims = read_ok(l, NULL);
+    g_assert_cmpuint(claims->claims->len, ==, 0);
+    g_assert_cmpuint(claims->warnings->len, ==, 0);
+    g_assert_false(g_file_test(rec, G_FILE_TEST_EXISTS));
+  }
+  qp_ledger_unlock(l);
+}
+
+static void
+test_liveness_pid_reuse(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpLedger) l = open_ok(f);
+  int pid = spawn_sleep();
+  guint64 start = qp_proc_start_time(pid);
+  g_autoptr(QpClaim) reused = make_claim("vm-a", pid, start + 1, 0, 1024);
+  g_autoptr(QpClaim) right = make_claim("vm-b", pid, start, 0, 1024);
+  g_assert_true(qp_ledger_lock(l, NULL));
+  write_ok(l, reused);
+  write_ok(l, right);
+  g_autoptr(QpClaims) claims = read_ok(l, NULL);
+  g_assert_cmpuint(claims->claims->len, ==, 1);
+  g_assert_cmpstr(((QpClaim *)claims->claims->pdata[0])->id, ==, "vm-b");
+  g_autofree char *rec = state_file(f, "vm-a.json");
+  g_assert_false(g_file_test(rec, G_FILE_TEST_EXISTS));
+  qp_ledger_unlock(l);
+  kill_and_reap(pid);
+}
+
+static void
+test_liveness_launcher(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpLedger) l = open_ok(f);
+  /* QEMU's PID is not known yet (-daemonize): the launcher holds it. */
+  int dead = spawn_sleep();
+  guint64 dead_start = qp_proc_start_time(dead);
+  kill_and_reap(dead);
+  g_autoptr(QpClaim) c = make_claim("vm-a", dead, dead_start, 0, 1024);
+  c->launcher_pid = getpid();
+  c->launcher_start = qp_proc_start_time(getpid());
+  g_autoptr(QpClaim) nobody = make_claim("vm-b", 0, 0, 0, 1024);
+  g_assert_true(qp_ledger_lock(l, NULL));
+  write_ok(l, c);
+  write_ok(l, nobody);
+  {
+    g_autoptr(QpClaims) claims = read_ok(l, NULL);
+    g_assert_cmpuint(claims->claims->len, ==, 1);
+    g_assert_cmpstr(((QpClaim *)claims->claims->pdata[0])->id, ==, "vm-a");
+  }
+  /* A launcher whose start time differs does not keep it. */
+  c->launcher_start += 1;
+  write_ok(l, c);
+  {
+    g_autoptr(QpClaims) claims = read_ok(l, NULL);
+    g_assert_cmpuint(claims->claims->len, ==, 0);
+  }
+  qp_ledger_unlock(l);
+}
+
+static void
+test_temp_files(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpLedger) l = open_ok(f);
+  int dead = spawn_sleep();
+  kill_and_reap(dead);
+  g_autofree char *n_dead = g_strdup_printf(".vm-a.json.tmp-%d", dead);
+  g_autofree char *n_live = g_strdup_printf(".vm-b.json.tmp-%d", getpid());
+  g_autofree char *p_dead = state_file(f, n_dead);
+  g_autofree char *p_live = state_file(f, n_live);
+  set_file(p_dead, "{\"half", -1);
+  set_file(p_live, "{\"half", -1);
+  g_assert_true(qp_ledger_lock(l, NULL));
+  g_autoptr(QpClaims) claims = read_ok(l, NULL);
+  qp_ledger_unlock(l);
+  g_assert_cmpuint(claims->claims->len, ==, 0);
+  g_assert_cmpuint(claims->warnings->len, ==, 0);
+  g_assert_false(g_file_test(p_dead, G_FILE_TEST_EXISTS));
+  g_assert_true(g_file_test(p_live, G_FILE_TEST_EXISTS));
+}
+
+/* ---- Atomicity and the lock -------------------------------------------------- */
+
+/* Reads and parses every record in DIR; FALSE on the first that fails. */
+static gboolean
+parse_all(const char *dir, guint *parsed)
+{
+  DIR *d = opendir(dir);
+  if (d == NULL)
+    return FALSE;
+  struct dirent *de;
+  gboolean ok = TRUE;
+  while (ok && (de = readdir(d)) != NULL) {
+    if (de->d_name[0] == '.' || !g_str_has_suffix(de->d_name, ".json"))
+      continue;
+    g_autofree char *path = g_build_filename(dir, de->d_name, NULL);
+    g_autofree char *text = NULL;
+    gsize len;
+    g_autoptr(GError) error = NULL;
+    if (!g_file_get_contents(path, &text, &len, &error)) {
+      if (g_error_matches(error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        continue;
+      ok = FALSE;
+      break;
+    }
+    g_autoptr(QpClaim) c = qp_claim_from_json(text, len, NULL);
+    if (c == NULL || c->mem->len != 2000)
+      ok = FALSE;
+    else
+      (*parsed)++;
+  }
+  closedir(d);
+  return ok;
+}
+
+static void
+test_atomic_writes(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpLedger) l = open_ok(f);
+  int stop[2];
+  g_assert_cmpint(pipe(stop), ==, 0);
+  pid_t reader = fork();
+  g_assert_cmpint(reader, >=, 0);
+  if (reader == 0) {
+    close(stop[1]);
+    guint parsed = 0;
+    for (;;) {
+      struct pollfd p = {.fd = stop[0], .events = POLLIN};
+      gboolean done = poll(&p, 1, 0) > 0;
+      if (!parse_all(f->state, &parsed))
+        _exit(1);
+      if (done)
+        break;
+    }
+    _exit(parsed > 0 ? 0 : 2);
+  }
+  close(stop[0]);
+
+  /* Large records (2000 nodes, ~40 KB), each rewritten many times. */
+  g_autoptr(QpClaim) c = make_live_claim("r0", 0, 1);
+  for (int n = 1; n < 2000; n++) {
+    QpNodeAmount a = {.node = n, .mib = 1000000 + n};
+    g_array_append_val(c->mem, a);
+  }
+  g_assert_true(qp_ledger_lock(l, NULL));
+  for (int i = 0; i < 400; i++) {
+    g_free(c->id);
+    c->id = g_strdup_printf("r%d", i % 20);
+    c->time = i;
+    write_ok(l, c);
+  }
+  qp_ledger_unlock(l);
+  close(stop[1]);
+  int status;
+  g_assert_cmpint(waitpid(reader, &status, 0), ==, reader);
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+
+  /* No temp file left behind. */
+  g_autoptr(GDir) d = g_dir_open(f->state, 0, NULL);
+  const char *name;
+  guint records = 0;
+  while ((name = g_dir_read_name(d)) != NULL) {
+    g_assert_false(name[0] == '.');
+    records += g_str_has_suffix(name, ".json");
+  }
+  g_assert_cmpuint(records, ==, 20);
+}
+
+#define CHILDREN 16
+#define CAPACITY_MIB 1000
+#define EACH_MIB 100
+
+enum { CHILD_WROTE = 0, CHILD_NOFIT = 10, CHILD_OVER = 20, CHILD_ERROR = 30 };
+
+static int
+concurrent_child(const char *dir, int index, int owner, guint64 owner_start)
+{
+  g_autoptr(QpLedger) l = qp_ledger_open(dir, NULL);
+  if (l == NULL || !qp_ledger_lock(l, NULL))
+    return CHILD_ERROR;
+  g_autoptr(QpClaims) claims = qp_ledger_read(l, NULL, NULL);
+  if (claims == NULL)
+    return CHILD_ERROR;
+  guint64 sum = qp_claims_node_mem_mib(claims, 0);
+  if (sum > CAPACITY_MIB)
+    return CHILD_OVER;
+  /* Widen the window between read and write: without the lock, others
+   * would plan on the same snapshot. */
+  g_usleep(2000);
+  int rc = CHILD_NOFIT;
+  if (sum + EACH_MIB <= CAPACITY_MIB) {
+    g_autofree char *id = g_strdup_printf("child-%d", index);
+    g_autoptr(QpClaim) c = make_claim(id, owner, owner_start, 0, EACH_MIB);
+    if (!qp_ledger_write(l, c, NULL))
+      return CHILD_ERROR;
+    rc = CHILD_WROTE;
+  }
+  qp_ledger_unlock(l);
+  return rc;
+}
+
+static void
+test_concurrent_claims(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpLedger) l = open_ok(f);
+  int owner = getpid();
+  guint64 owner_start = qp_proc_start_time(owner);
+  int go[2];
+  g_assert_cmpint(pipe(go), ==, 0);
+  pid_t pids[CHILDREN];
+  for (int i = 0; i < CHILDREN; i++) {
+    pids[i] = fork();
+    g_assert_cmpint(pids[i], >=, 0);
+    if (pids[i] == 0) {
+      close(go[1]);
+      char b;
+      /* Start together: wait until the parent closes the pipe. */
+      while (read(go[0], &b, 1) < 0 && errno == EINTR)
+        ;
+      _exit(concurrent_child(f->state, i, owner, owner_start));
+    }
+  }
+  close(go[0]);
+  close(go[1]);
+  int wrote = 0, nofit = 0;
+  for (int i = 0; i < CHILDREN; i++) {
+    int status;
+    g_assert_cmpint(waitpid(pids[i], &status, 0), ==, pids[i]);
+    g_assert_true(WIFEXITED(status));
+    int rc = WEXITSTATUS(status);
+    g_assert_true(rc == CHILD_WROTE || rc == CHILD_NOFIT);
+    wrote += rc == CHILD_WROTE;
+    nofit += rc == CHILD_NOFIT;
+  }
+  g_assert_cmpint(wrote, ==, CAPACITY_MIB / EACH_MIB);
+  g_assert_cmpint(nofit, ==, CHILDREN - CAPACITY_MIB / EACH_MIB);
+  g_assert_true(qp_ledger_lock(l, NULL));
+  g_autoptr(QpClaims) claims = read_ok(l, NULL);
+  qp_ledger_unlock(l);
+  g_assert_cmpuint(claims->claims->len, ==, CAPACITY_MIB / EACH_MIB);
+  g_assert_cmpuint(qp_claims_node_mem_mib(claims, 0), ==, CAPACITY_MIB);
+}
+
+/* ---- Status ------------------------------------------------------------------ */
+
+static QpClaims *
+status_claims(void)
+{
+  QpClaims *claims = qp_claims_new();
+  QpClaim *a = make_claim("id-a", 100, 5, 0, 4096);
+  a->name = g_strdup("alpha");
+  a->keeper_pid = 101;
+  a->mode = QP_MODE_ONE_TO_ONE;
+  hwloc_bitmap_set_range(a->dedicated, 0, 1);
+  a->time = 0;
+  g_ptr_array_add(claims->claims, a);
+  QpClaim *b = make_claim("id-b", 200, 5, 0, 2048);
+  b->keeper_pid = 201;
+  QpNodeAmount m = {1, 1024};
+  g_array_append_val(b->mem, m);
+  QpNodeLoad l0 = {0, 2}, l1 = {1, 2};
+  g_array_append_val(b->load, l0);
+  g_array_append_val(b->load, l1);
+  QpHugeClaim h = {0, 2048, 100};
+  g_array_append_val(b->huge, h);
+  g_ptr_array_add(claims->claims, b);
+  g_ptr_array_add(claims->warnings, g_strdup("something to see"));
+  return claims;
+}
+
+static void
+status_opts(QpPlacementOptions *opts)
+{
+  qp_placement_options_init(opts);
+  opts->reserve_mib = 1024;
+  opts->node_reserve = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
+  QpNodeAmount r = {1, 512};
+  g_array_append_val(opts->node_reserve, r);
+}
+
+static void
+test_status_json(void)
+{
+  g_autoptr(TestHost) host = host_new();
+  g_autoptr(QpClaims) claims = status_claims();
+  QpPlacementOptions opts;
+  status_opts(&opts);
+  g_autoptr(JsonNode) root = qp_status_to_json(host, claims, &opts);
+  JsonObject *o = json_node_get_object(root);
+  JsonArray *nodes = json_object_get_array_member(o, "nodes");
+  g_assert_cmpuint(json_array_get_length(nodes), ==, 2);
+
+  JsonObject *n0 = json_array_get_object_element(nodes, 0);
+  g_assert_cmpint(json_object_get_int_member(n0, "id"), ==, 0);
+  JsonObject *m0 = json_object_get_object_member(n0, "memory-mib");
+  g_assert_cmpint(json_object_get_int_member(m0, "total"), ==, 16384);
+  g_assert_cmpint(json_object_get_int_member(m0, "reserve"), ==, 1024);
+  g_assert_cmpint(json_object_get_int_member(m0, "claimed"), ==, 6144);
+  g_assert_cmpint(json_object_get_int_member(m0, "uncommitted"), ==, 9216);
+  g_assert_false(json_object_get_boolean_member(n0, "blocked"));
+  g_assert_cmpstr(json_object_get_string_member(n0, "cpus"), ==, "0-3");
+  g_assert_cmpstr(json_object_get_string_member(n0, "dedicated-cpus"), ==,
+                  "0-1");
+  g_assert_cmpint(json_object_get_int_member(n0, "shared-vcpus"), ==, 2);
+  g_assert_cmpfloat(json_object_get_double_member(n0, "load-per-cpu"), ==,
+                    1.0);
+  JsonArray *hp = json_object_get_array_member(n0, "hugepages");
+  g_assert_cmpuint(json_array_get_length(hp), ==, 1);
+  JsonObject *p = json_array_get_object_element(hp, 0);
+  g_assert_cmpint(json_object_get_int_member(p, "page-kib"), ==, 2048);
+  g_assert_cmpint(json_object_get_int_member(p, "total"), ==, 512);
+  g_assert_cmpint(json_object_get_int_member(p, "free"), ==, 500);
+  g_assert_cmpint(json_object_get_int_member(p, "claimed"), ==, 100);
+
+  JsonObject *n1 = json_array_get_object_element(nodes, 1);
+  JsonObject *m1 = json_object_get_object_member(n1, "memory-mib");
+  g_assert_cmpint(json_object_get_int_member(m1, "reserve"), ==, 512);
+  g_assert_cmpint(json_object_get_int_member(m1, "claimed"), ==, 1024);
+  g_assert_cmpint(json_object_get_int_member(m1, "uncommitted"), ==, 14848);
+  g_assert_cmpstr(json_object_get_string_member(n1, "dedicated-cpus"), ==,
+                  "");
+  g_assert_cmpint(json_object_get_int_member(n1, "shared-vcpus"), ==, 2);
+  g_assert_cmpfloat(json_object_get_double_member(n1, "load-per-cpu"), ==,
+                    0.5);
+  g_assert_cmpuint(
+      json_array_get_length(json_object_get_array_member(n1, "hugepages")),
+      ==, 0);
+
+  JsonArray *vms = json_object_get_array_member(o, "vms");
+  g_assert_cmpuint(json_array_get_length(vms), ==, 2);
+  JsonObject *va = json_array_get_object_element(vms, 0);
+  g_assert_cmpstr(json_object_get_string_member(va, "id"), ==, "id-a");
+  g_assert_cmpstr(json_object_get_string_member(va, "name"), ==, "alpha");
+  g_assert_cmpint(json_object_get_int_member(va, "qemu-pid"), ==, 100);
+  g_assert_cmpint(json_object_get_int_member(va, "keeper-pid"), ==, 101);
+  g_assert_cmpstr(json_object_get_string_member(va, "mode"), ==,
+                  "one-to-one");
+  g_assert_cmpstr(json_object_get_string_member(va, "dedicated-cpus"), ==,
+                  "0-1");
+  g_assert_cmpint(json_object_get_int_member(
+                      json_object_get_object_member(va, "memory-mib"), "0"),
+                  ==, 4096);
+  g_assert_cmpint(json_object_get_int_member(va, "since"), ==, 0);
+  JsonObject *vb = json_array_get_object_element(vms, 1);
+  g_assert_true(json_object_get_null_member(vb, "name"));
+  JsonArray *w = json_object_get_array_member(o, "warnings");
+  g_assert_cmpuint(json_array_get_length(w), ==, 1);
+  g_assert_cmpstr(json_array_get_string_element(w, 0), ==,
+                  "something to see");
+  qp_placement_options_clear(&opts);
+}
+
+static void
+test_status_text(void)
+{
+  g_autoptr(TestHost) host = host_new();
+  g_autoptr(QpClaims) claims = status_claims();
+  QpPlacementOptions opts;
+  status_opts(&opts);
+  g_autofree char *text = qp_status_to_text(host, claims, &opts);
+  if (g_test_verbose())
+    g_printerr("%s", text);
+  const char *want[] = {
+      "node 0: 16384 MiB total, 1024 reserved, 6144 claimed, 9216 free\n",
+      /* 6144/16384 of 40 columns claimed (15), 1024/16384 reserved (3). */
+      "  memory [###############+++......................]",
+      "  hugepages 2048 KiB: 512 total, 500 free, 100 claimed\n",
+      "  cpus 0-3 [DDSS]  D dedicated, S shared (2 vCPUs, 1.00 per CPU)",
+      "node 1: 16384 MiB total, 512 reserved, 1024 claimed, 14848 free\n",
+      "  cpus 4-7 [SSSS]  D dedicated, S shared (2 vCPUs, 0.50 per CPU)",
+      "2 VMs holding claims:\n",
+      "  alpha  id-a  qemu pid 100, keeper pid 101, mode one-to-one, since "
+      "1970-01-01 00:00:00 UTC\n",
+      "    memory node 0 4096 MiB; dedicated cpus 0-1\n",
+      "    memory node 0 2048 MiB, node 1 1024 MiB; hugepages node 0 100 x "
+      "2048 KiB; 2 shared vCPUs on node 0; 2 shared vCPUs on node 1\n",
+      "warning: something to see\n",
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(want); i++)
+    if (strstr(text, want[i]) == NULL)
+      g_error("status text lacks \"%s\":\n%s", want[i], text);
+
+  /* Empty ledger. */
+  g_autoptr(QpClaims) none = qp_claims_new();
+  g_autofree char *empty = qp_status_to_text(host, none, NULL);
+  g_assert_nonnull(strstr(empty, "node 0: 16384 MiB total, 0 reserved, 0 "
+                                 "claimed, 16384 free\n"));
+  g_assert_nonnull(strstr(empty, "[........................................]"));
+  g_assert_nonnull(strstr(empty, "cpus 0-3 [....]"));
+  g_assert_nonnull(strstr(empty, "no VM holds a claim\n"));
+  qp_placement_options_clear(&opts);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+#define FT(path, fn) \
+  g_test_add(path, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+  FT("/ledger/dir/created-private", test_dir_created_private);
+  FT("/ledger/dir/refuses-symlink", test_dir_refuses_symlink);
+  FT("/ledger/dir/refuses-foreign-owner", test_dir_refuses_foreign_owner);
+  FT("/ledger/dir/refuses-group-writable", test_dir_refuses_group_writable);
+  FT("/ledger/dir/refuses-file", test_dir_refuses_file);
+  FT("/ledger/dir/parent-must-exist", test_dir_parent_must_exist);
+  g_test_add_func("/ledger/dir/default", test_dir_default);
+  g_test_add_func("/ledger/record/round-trip", test_record_round_trip);
+  g_test_add_func("/ledger/record/strict-fields-named", test_record_strict);
+  FT("/ledger/record/requires-lock", test_record_requires_lock);
+  g_test_add_func("/ledger/record/new-id-unique", test_record_new_id);
+  FT("/ledger/record/remove", test_record_remove);
+  g_test_add_func("/ledger/record/from-plan", test_claim_from_plan);
+  FT("/ledger/corrupt/truncated-blocks-all-nodes",
+     test_corrupt_truncated_blocks_all);
+  FT("/ledger/corrupt/salvages-nodes", test_corrupt_salvages_nodes);
+  FT("/ledger/corrupt/warns-until-removed", test_corrupt_warns_until_removed);
+  FT("/ledger/corrupt/id-mismatch", test_corrupt_id_mismatch);
+  g_test_add_func("/ledger/liveness/start-time-after-last-paren",
+                  test_proc_start_time);
+  FT("/ledger/liveness/dead-qemu-pruned", test_liveness_process);
+  FT("/ledger/liveness/pid-reuse-pruned", test_liveness_pid_reuse);
+  FT("/ledger/liveness/launcher-keeps-record", test_liveness_launcher);
+  FT("/ledger/liveness/dead-writer-temp-removed", test_temp_files);
+  FT("/ledger/atomic/reader-never-sees-partial", test_atomic_writes);
+  FT("/ledger/lock/sixteen-writers-ten-fit", test_concurrent_claims);
+  g_test_add_func("/ledger/status/json", test_status_json);
+  g_test_add_func("/ledger/status/text", test_status_text);
+  return g_test_run();
+}

@@ -61,4 +61,14 @@ GArray *qp_qmp_query_cpus(QpQmp *qmp, GError **error);
 /* query-iothreads: GArray of QpIothread (with a clear func). */
 GArray *qp_qmp_query_iothreads(QpQmp *qmp, GError **error);
 
+/* Additions for tests and fuzzing (the reader without the socket). */
+
+/* Parses one line from the peer (without its line end): a JSON object, or
+ * NULL with QP_QMP_ERROR_PROTOCOL naming a short excerpt of the line. */
+JsonObject *qp_qmp_parse_line(const char *line, gsize len, GError **error);
+/* The "return" member of query-cpus-fast / query-iothreads as the arrays
+ * above (QP_QMP_ERROR_PROTOCOL if it does not have the documented shape). */
+GArray *qp_qmp_parse_cpus(JsonNode *ret, GError **error);
+GArray *qp_qmp_parse_iothreads(JsonNode *ret, GError **error);
+
 G_END_DECLS

@@ -1,0 +1,257 @@
+/* fake-qemu: a stand-in QEMU binary for launcher fault tests.
+ *
+ * It understands just enough of QEMU's command line to play QEMU's part for
+ * qemu-pin and ignores every other argument:
+ *   -chardev ...,fd=N   the private monitor: QMP is spoken on fd N (the first
+ *                       -chardev with fd= wins; its id does not matter)
+ *   -S                  query-status says "prelaunch" until "cont"
+ *   -smp N / cpus=N     number of vCPU threads (unless FAKE_QEMU_VCPUS)
+ *   -object iothread,id=X  one iothread thread per object
+ *   -pidfile F          writes its PID to F
+ *   -daemonize          the first process exits 0 once the daemon is ready
+ *                       (1 if the daemon dies first), like QEMU
+ *   -version/--version  prints a version line and exits 0
+ *
+ * Environment:
+ *   FAKE_QEMU_SCRIPT    behaviour[:command], e.g. "normal" (default),
+ *                       "no-greeting", "garbage" (instead of the greeting),
+ *                       "garbage:query-cpus-fast" (instead of that reply),
+ *                       "command-error:cont", "never-reply:query-cpus-fast",
+ *                       "close-after-greeting", "vanish-threads",
+ *                       "exit-during-startup" (greeting, then exit 1)
+ *   FAKE_QEMU_VCPUS     number of vCPU threads (default: -smp, else 1);
+ *                       their real tids are what query-cpus-fast reports
+ *   FAKE_QEMU_LOG       file to append each QMP command name to, one a line
+ *   FAKE_QEMU_LIFETIME  seconds before it gives up and exits 3 (default 120),
+ *                       so a test that forgets it leaves nothing behind
+ *
+ * Otherwise it lives like a VM: after "quit" it exits 0; on SIGTERM, SIGINT
+ * or SIGHUP it prints QEMU's "terminating on signal" line and exits 0; when
+ * the monitor's peer goes away it keeps running. "cont" emits RESUME. */
+#include "tests/common/fake-qmp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void
+on_signal(int sig)
+{
+  char msg[80];
+  int n;
+
+  if (sig == SIGALRM) {
+    static const char m[] = "fake-qemu: lifetime over (FAKE_QEMU_LIFETIME)\n";
+    if (write(2, m, sizeof m - 1) < 0) {
+    }
+    _exit(3);
+  }
+  n = snprintf(msg, sizeof msg, "fake-qemu: terminating on signal %d\n", sig);
+  if (n > 0 && write(2, msg, (size_t)n) < 0) {
+  }
+  _exit(0);
+}
+
+/* Value of KEY in a QEMU "k=v,k=v" option string (a bare first value is the
+ * implied key's; ",," escapes are not needed here). */
+static char *
+opt_value(const char *opts, const char *key)
+{
+  g_auto(GStrv) parts = g_strsplit(opts, ",", -1);
+  gsize klen = strlen(key);
+
+  for (gsize i = 0; parts[i] != NULL; i++) {
+    if (strncmp(parts[i], key, klen) == 0 && parts[i][klen] == '=')
+      return g_strdup(parts[i] + klen + 1);
+  }
+  return NULL;
+}
+
+static gboolean
+is_opt(const char *arg, const char *name)
+{
+  if (arg[0] != '-')
+    return FALSE;
+  if (arg[1] == '-')
+    arg++;
+  return g_str_equal(arg + 1, name);
+}
+
+static guint
+smp_count(const char *smp)
+{
+  g_autofree char *cpus = opt_value(smp, "cpus");
+  const char *s = cpus != NULL ? cpus : smp;
+  guint64 n = g_ascii_strtoull(s, NULL, 10);
+
+  return n > 0 && n < 1024 ? (guint)n : 1;
+}
+
+static void
+write_pidfile(const char *path)
+{
+  g_autofree char *text = g_strdup_printf("%d\n", (int)getpid());
+  g_autoptr(GError) error = NULL;
+
+  if (!g_file_set_contents(path, text, -1, &error)) {
+    fprintf(stderr, "fake-qemu: pidfile: %s\n", error->message);
+    exit(1);
+  }
+}
+
+/* QEMU's -daemonize: the caller's process waits until the daemon is ready.
+ * Returns the fd to write one byte to when ready. */
+static int
+daemonize(void)
+{
+  int p[2];
+  pid_t pid;
+
+  if (pipe(p) < 0) {
+    perror("fake-qemu: pipe");
+    exit(1);
+  }
+  pid = fork();
+  if (pid < 0) {
+    perror("fake-qemu: fork");
+    exit(1);
+  }
+  if (pid > 0) {
+    char c;
+    ssize_t n;
+
+    close(p[1]);
+    do
+      n = read(p[0], &c, 1);
+    while (n < 0 && errno == EINTR);
+    _exit(n == 1 ? 0 : 1);
+  }
+  close(p[0]);
+  setsid();
+  pid = fork();
+  if (pid < 0)
+    _exit(1);
+  if (pid > 0)
+    _exit(0); /* the daemon is reparented; the first process waits on p */
+  return p[1];
+}
+
+int
+main(int argc, char **argv)
+{
+  const char *script_env = g_getenv("FAKE_QEMU_SCRIPT");
+  const char *vcpus_env = g_getenv("FAKE_QEMU_VCPUS");
+  const char *log_env = g_getenv("FAKE_QEMU_LOG");
+  const char *life_env = g_getenv("FAKE_QEMU_LIFETIME");
+  g_autoptr(GPtrArray) iothreads = g_ptr_array_new_with_free_func(g_free);
+  g_auto(GStrv) script_parts = NULL;
+  FakeQmpScript script = { 0 };
+  const char *pidfile = NULL;
+  gboolean do_daemonize = FALSE;
+  int fd = -1, ready_fd = -1;
+  guint n_vcpus = 1;
+  FakeQmp *peer;
+  FakeQmpEnd end;
+  struct sigaction sa = { .sa_handler = on_signal };
+
+  for (int i = 1; i < argc; i++) {
+    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+
+    if (is_opt(argv[i], "version")) {
+      printf("QEMU emulator version 7.2.0 (fake-qemu)\n"
+             "Copyright (c) 2003-2022 Fabrice Bellard and the QEMU Project "
+             "developers\n");
+      return 0;
+    } else if (is_opt(argv[i], "S")) {
+      script.paused = TRUE;
+    } else if (is_opt(argv[i], "daemonize")) {
+      do_daemonize = TRUE;
+    } else if (next != NULL && is_opt(argv[i], "pidfile")) {
+      pidfile = next;
+      i++;
+    } else if (next != NULL && is_opt(argv[i], "smp")) {
+      n_vcpus = smp_count(next);
+      i++;
+    } else if (next != NULL && is_opt(argv[i], "chardev")) {
+      g_autofree char *v = opt_value(next, "fd");
+      if (v != NULL && fd < 0) {
+        gint64 n = g_ascii_strtoll(v, NULL, 10);
+        fd = n >= 0 && n < G_MAXINT ? (int)n : -1;
+      }
+      i++;
+    } else if (next != NULL && is_opt(argv[i], "object")) {
+      if (g_str_has_prefix(next, "iothread,")) {
+        char *id = opt_value(next, "id");
+        if (id != NULL)
+          g_ptr_array_add(iothreads, id);
+      }
+      i++;
+    }
+  }
+
+  if (vcpus_env != NULL)
+    n_vcpus = smp_count(vcpus_env);
+  script.n_vcpus = n_vcpus;
+  g_ptr_array_add(iothreads, NULL);
+  script.iothreads = (const char *const *)iothreads->pdata;
+
+  script_parts = g_strsplit(script_env != NULL ? script_env : "normal", ":",
+                            2);
+  if (!fake_qmp_behaviour_from_name(script_parts[0], &script.behaviour)) {
+    fprintf(stderr, "fake-qemu: unknown FAKE_QEMU_SCRIPT '%s'\n",
+            script_parts[0]);
+    return 2;
+  }
+  script.command = script_parts[1];
+
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  sigaction(SIGALRM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  alarm(life_env != NULL ? (unsigned)g_ascii_strtoull(life_env, NULL, 10)
+                         : 120);
+
+  if (log_env != NULL) {
+    script.log_fd = open(log_env, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+                         0644);
+    if (script.log_fd < 0) {
+      fprintf(stderr, "fake-qemu: FAKE_QEMU_LOG '%s': %s\n", log_env,
+              g_strerror(errno));
+      return 1;
+    }
+  }
+
+  if (do_daemonize)
+    ready_fd = daemonize();
+  if (pidfile != NULL)
+    write_pidfile(pidfile);
+
+  peer = fake_qmp_new_peer(&script, fd);
+  /* Startup failure must reach -daemonize's waiting parent as exit 1. */
+  if (ready_fd >= 0 && script.behaviour != FAKE_QMP_EXIT_DURING_STARTUP) {
+    if (write(ready_fd, "", 1) < 0) {
+    }
+    close(ready_fd);
+  }
+
+  end = fd >= 0 ? fake_qmp_serve(peer, -1) : FAKE_QMP_END_CLOSED;
+  if (end == FAKE_QMP_END_EXIT) {
+    fprintf(stderr, "fake-qemu: exiting during startup "
+                    "(FAKE_QEMU_SCRIPT=exit-during-startup)\n");
+    exit(1);
+  }
+  if (end == FAKE_QMP_END_QUIT) {
+    if (fd >= 0)
+      close(fd);
+    fake_qmp_free_peer(peer);
+    return 0;
+  }
+  /* The monitor's peer is gone (or there was none): QEMU keeps running. */
+  for (;;)
+    pause();
+}

@@ -1,6 +1,9 @@
 /* The host model: hwloc (live, recorded XML or synthetic) turned into plain
  * data once, so that the planner never touches hwloc objects.
  * What each field means and where it comes from is in host.h. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* CPU_ALLOC, sched_getaffinity */
+#endif
 #include "topology/host.h"
 
 #include <errno.h>
@@ -440,6 +443,10 @@ new_topology(void)
                                  HWLOC_TYPE_FILTER_KEEP_ALL);
   hwloc_topology_set_type_filter(topo, HWLOC_OBJ_OS_DEVICE,
                                  HWLOC_TYPE_FILTER_KEEP_NONE);
+  /* Linux sysfs ("linuxio") finds the same PCI devices as the libpciaccess
+   * plugin, which leaks memory on every load and reads config space. */
+  hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                                "pci");
   return topo;
 }
 

@@ -305,6 +305,38 @@ test_synthetic(void)
   g_assert_true(cpu(h, 8)->allowed);
 }
 
+/* Shapes the planner tests build synthetically: PUs without cores, two
+ * nodes attached at one level (the lower id owns the CPUs, the other is
+ * memory only), SMT siblings numbered apart with explicit indexes. */
+static void
+test_synthetic_shapes(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) flat = qp_host_load_synthetic("numa:2 pu:4", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(flat->n_cores, ==, 8);
+  g_assert_cmpstr(siblings(flat, 5), ==, "5");
+  g_assert_cmpstr(node_cpus(flat, 1), ==, "4-7");
+
+  g_autoptr(QpHost) mem = qp_host_load_synthetic(
+      "pack:2 [numa(memory=1GiB)] [numa(memory=2GiB)] core:2 pu:1", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(mem->n_nodes, ==, 4);
+  g_assert_cmpstr(node_cpus(mem, 0), ==, "0-1");
+  g_assert_cmpstr(node_cpus(mem, 1), ==, "");
+  g_assert_cmpuint(node(mem, 1)->total_mib, ==, 2048);
+  g_assert_cmpstr(node_cpus(mem, 2), ==, "2-3");
+  g_assert_cmpstr(node_cpus(mem, 3), ==, "");
+  g_assert_cmpint(cpu(mem, 3)->node, ==, 2);
+
+  g_autoptr(QpHost) smt = qp_host_load_synthetic(
+      "numa:2 core:2 pu:2(indexes=0,4,1,5,2,6,3,7)", &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(siblings(smt, 1), ==, "1,5");
+  g_assert_cmpstr(node_cpus(smt, 0), ==, "0-1,4-5");
+  g_assert_cmpstr(node_cpus(smt, 1), ==, "2-3,6-7");
+}
+
 static void
 test_synthetic_invalid(void)
 {
@@ -556,6 +588,8 @@ main(int argc, char **argv)
                   test_cgroup_subset);
   g_test_add_func("/host/recorded/this-machine-loads", test_this_machine_recorded);
   g_test_add_func("/host/synthetic/defaults-and-test-setters", test_synthetic);
+  g_test_add_func("/host/synthetic/coreless-memory-only-and-spread-smt-shapes",
+                  test_synthetic_shapes);
   g_test_add_func("/host/synthetic/invalid-description-is-one-line-error",
                   test_synthetic_invalid);
   g_test_add_func("/host/live/allowed-equals-affinity-minus-isolated", test_live);

@@ -1184,6 +1184,59 @@ test_status_text(void)
   qp_placement_options_clear(&opts);
 }
 
+/* The same views on a host from hwloc's synthetic description (host.c). */
+static void
+test_status_synthetic_host(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) host =
+      qp_host_load_synthetic("pack:2 numa:1(memory=16GiB) core:2 pu:2", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(host->n_nodes, ==, 2);
+
+  /* Through the ledger: two live claims. */
+  g_autoptr(QpLedger) l = open_ok(f);
+  g_autoptr(QpClaim) a = make_live_claim("vm-a", 0, 4096);
+  a->mode = QP_MODE_ONE_TO_ONE;
+  hwloc_bitmap_set_range(a->dedicated, 0, 1);
+  g_autoptr(QpClaim) b = make_live_claim("vm-b", 1, 2048);
+  QpNodeLoad ld = {1, 3};
+  g_array_append_val(b->load, ld);
+  g_assert_true(qp_ledger_lock(l, NULL));
+  write_ok(l, a);
+  write_ok(l, b);
+  g_autoptr(QpClaims) claims = read_ok(l, host);
+  qp_ledger_unlock(l);
+  g_assert_cmpuint(claims->claims->len, ==, 2);
+
+  QpPlacementOptions opts;
+  qp_placement_options_init(&opts);
+  opts.reserve_mib = 1024;
+  g_autoptr(JsonNode) root = qp_status_to_json(host, claims, &opts);
+  JsonArray *nodes =
+      json_object_get_array_member(json_node_get_object(root), "nodes");
+  JsonObject *n0 = json_array_get_object_element(nodes, 0);
+  JsonObject *m0 = json_object_get_object_member(n0, "memory-mib");
+  g_assert_cmpint(json_object_get_int_member(m0, "total"), ==, 16384);
+  g_assert_cmpint(json_object_get_int_member(m0, "claimed"), ==, 4096);
+  g_assert_cmpint(json_object_get_int_member(m0, "uncommitted"), ==,
+                  16384 - 1024 - 4096);
+  g_assert_cmpstr(json_object_get_string_member(n0, "dedicated-cpus"), ==,
+                  "0-1");
+  g_assert_cmpint(json_object_get_int_member(n0, "shared-vcpus"), ==, 0);
+  JsonObject *n1 = json_array_get_object_element(nodes, 1);
+  g_assert_cmpstr(json_object_get_string_member(n1, "cpus"), ==, "4-7");
+  g_assert_cmpint(json_object_get_int_member(n1, "shared-vcpus"), ==, 3);
+  g_assert_cmpfloat(json_object_get_double_member(n1, "load-per-cpu"), ==,
+                    0.75);
+  g_autofree char *text = qp_status_to_text(host, claims, &opts);
+  g_assert_nonnull(strstr(text, "cpus 0-3 [DD..]"));
+  g_assert_nonnull(strstr(text, "cpus 4-7 [SSSS]"));
+  g_assert_nonnull(strstr(text, "node 1: 16384 MiB total, 1024 reserved, "
+                                "2048 claimed, 13312 free\n"));
+  qp_placement_options_clear(&opts);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1218,5 +1271,6 @@ main(int argc, char **argv)
   FT("/ledger/lock/sixteen-writers-ten-fit", test_concurrent_claims);
   g_test_add_func("/ledger/status/json", test_status_json);
   g_test_add_func("/ledger/status/text", test_status_text);
+  FT("/ledger/status/synthetic-host", test_status_synthetic_host);
   return g_test_run();
 }

@@ -292,10 +292,15 @@ fill(QpQmp *qmp, gint64 deadline, GError **error)
     }
     if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
       continue;
+    if (errno == ECONNRESET) {
+      /* A Unix socket's peer that exits with our bytes unread. */
+      qmp->eof = TRUE;
+      g_set_error_literal(error, QP_QMP_ERROR, QP_QMP_ERROR_IO,
+                          "peer closed the connection");
+      return FALSE;
+    }
     {
       int saved = errno;
-      if (saved == ECONNRESET)
-        qmp->eof = TRUE;
       g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_IO, "read failed: %s",
                   g_strerror(saved));
       return FALSE;

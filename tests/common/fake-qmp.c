@@ -262,6 +262,25 @@ send_greeting(FakeQmp *fake)
 
 static const char garbage[] = "this is not JSON {\"QMP\": oops";
 
+/* Nodes that take over the caller's reference (json_node_init_*() add one). */
+static JsonNode *
+take_object(JsonObject *obj)
+{
+  JsonNode *node = json_node_new(JSON_NODE_OBJECT);
+
+  json_node_take_object(node, obj);
+  return node;
+}
+
+static JsonNode *
+take_array(JsonArray *arr)
+{
+  JsonNode *node = json_node_new(JSON_NODE_ARRAY);
+
+  json_node_take_array(node, arr);
+  return node;
+}
+
 /* Sends {"return": RET, "id": ID} (RET and ID may be NULL; RET consumed). */
 static void
 send_return(FakeQmp *fake, JsonNode *ret, JsonNode *id)
@@ -269,9 +288,7 @@ send_return(FakeQmp *fake, JsonNode *ret, JsonNode *id)
   g_autoptr(JsonObject) reply = json_object_new();
 
   json_object_set_member(reply, "return",
-                         ret != NULL ? ret
-                                     : json_node_init_object(json_node_alloc(),
-                                                             json_object_new()));
+                         ret != NULL ? ret : take_object(json_object_new()));
   if (id != NULL)
     json_object_set_member(reply, "id", json_node_copy(id));
   send_object(fake, reply);
@@ -313,7 +330,7 @@ cpus_return(FakeQmp *fake)
     json_object_set_string_member(cpu, "target", "x86_64");
     json_array_add_object_element(arr, cpu);
   }
-  return json_node_init_array(json_node_alloc(), arr);
+  return take_array(arr);
 }
 
 static JsonNode *
@@ -332,7 +349,7 @@ iothreads_return(FakeQmp *fake)
     json_object_set_string_member(t, "id", fake->script.iothreads[i]);
     json_array_add_object_element(arr, t);
   }
-  return json_node_init_array(json_node_alloc(), arr);
+  return take_array(arr);
 }
 
 static JsonNode *
@@ -346,7 +363,7 @@ status_return(FakeQmp *fake)
                                                  : "prelaunch");
   json_object_set_boolean_member(st, "singlestep", FALSE);
   json_object_set_boolean_member(st, "running", fake->running);
-  return json_node_init_object(json_node_alloc(), st);
+  return take_object(st);
 }
 
 /* Answers one request line. FALSE when the conversation is over. */

@@ -1,1 +1,2339 @@
-/* to be written */
+/* The placement engine: (host, claims, request, options) -> plan.
+ *
+ * Pure: no I/O, no clock, no globals. Everything below works on the host
+ * model and the ledger's contents passed in, so any decision can be replayed
+ * from a recorded host and a ledger snapshot.
+ *
+ * Outline:
+ *   1. Node state: usable CPUs (allowed & affinity & --hostnodes - CPUs
+ *      dedicated to other VMs), uncommitted memory (or free hugepages of the
+ *      requested size), shared vCPU load of other VMs.
+ *   2. CPU kinds: the plan is tried on the CPUs of one kind at a time, most
+ *      performant kind first; kinds are mixed only when --affinity forces it.
+ *   3. The mode: balanced (fewest close nodes holding memory and CPUs),
+ *      numa (each guest node to one host node, least loaded first),
+ *      one-to-one (a physical core per vCPU, or SMT sibling pairs for a guest
+ *      with threads=2).
+ *   4. Derived sets: process, emulator, iothread and startup CPUs, claims.
+ *
+ * Node sets are grown from every seed node (numad's centre + nearest), so a
+ * plan costs O(n^3) in the number of nodes at worst instead of enumerating
+ * subsets. docs/plan-schema.md documents the JSON output. */
+#include "topology/plan.h"
+
+#include <string.h>
+
+/* ---- Context ------------------------------------------------------------ */
+
+typedef enum {
+  CAP_CPUS,   /* usable CPUs: balanced, numa */
+  CAP_CORES,  /* free cores, one PU each: one-to-one */
+  CAP_GROUPS, /* free cores with `threads` usable PUs: one-to-one threads>1 */
+  CAP_PUS,    /* usable PUs of free cores: one-to-one, --smt=prefer fallback */
+} CapKind;
+
+typedef struct {
+  const QpHost *host;
+  const QpClaims *claims;
+  const QpRequest *req;
+  const QpPlacementOptions *opts;
+  guint n;        /* vCPUs planned: maxcpus */
+  guint threads;  /* guest threads per core, >= 1 */
+  guint nn;       /* host->n_nodes */
+  guint64 unit_kib; /* memory unit: 1024 (MiB) or the hugepage size */
+  gboolean *node_ok;     /* may be used: in --hostnodes, allowed, not blocked */
+  gboolean *device_node; /* holds a vfio device of the guest */
+  gboolean any_device_node;
+  guint64 *avail;        /* uncommitted memory units */
+  guint64 *total_units;  /* for messages: memory (or pool) of the node */
+  guint64 *claimed_units;
+  guint64 *reserve_units;
+  guint *load;           /* shared vCPUs of other VMs */
+  hwloc_bitmap_t dedicated_others;
+  hwloc_bitmap_t usable; /* before the kind restriction */
+  int *cpu_idx;          /* CPU id -> index into host->cpus, -1 */
+  int max_cpu_id;
+  int *node_idx;         /* node id -> index into host->nodes, -1 */
+  int max_node_id;
+  int *vcpu_gnode;       /* vCPU -> index into req->gnodes (0 without) */
+} Ctx;
+
+/* One try on a set of CPUs (all usable CPUs, or those of one kind). */
+typedef struct {
+  hwloc_bitmap_t usable;
+  hwloc_bitmap_t *node_cpus; /* per node index */
+  guint *n_cpus;
+  GArray **node_cores;       /* per node index: guint core indexes */
+  guint *n_groups;           /* cores with >= threads usable PUs */
+  guint *n_pus;              /* usable PUs on free cores */
+  hwloc_bitmap_t taken;      /* PUs given to vCPUs of this plan */
+  gboolean *core_used;       /* per core index */
+  const char *kind_note;     /* " of CPU kind N", or "" */
+} Attempt;
+
+/* A share of the guest's memory: one per guest node, or the whole guest. */
+typedef struct {
+  int gnode_index;   /* index into req->gnodes, -1 for the whole guest */
+  guint64 mem_mib;
+  guint64 units;
+  const char *memdev;
+  hwloc_const_bitmap_t caller_nodes;
+  QpPolicy caller_policy;
+} MemItem;
+
+static int
+node_index(const Ctx *ctx, int id)
+{
+  if (id < 0 || id > ctx->max_node_id)
+    return -1;
+  return ctx->node_idx[id];
+}
+
+static int
+cpu_index(const Ctx *ctx, int id)
+{
+  if (id < 0 || id > ctx->max_cpu_id)
+    return -1;
+  return ctx->cpu_idx[id];
+}
+
+static guint
+dist(const Ctx *ctx, guint a, guint b)
+{
+  if (ctx->host->distance == NULL)
+    return a == b ? 10 : 20;
+  return ctx->host->distance[a * ctx->nn + b];
+}
+
+static guint64
+units_to_mib(const Ctx *ctx, guint64 units)
+{
+  return units * ctx->unit_kib / 1024;
+}
+
+static guint64
+mib_to_units(const Ctx *ctx, guint64 mib)
+{
+  return (mib * 1024 + ctx->unit_kib - 1) / ctx->unit_kib;
+}
+
+/* "8192 MiB" or "8192 MiB of 2048 KiB hugepages (4096 pages)". */
+static char *
+mem_phrase(const Ctx *ctx, guint64 units)
+{
+  if (ctx->unit_kib == 1024)
+    return g_strdup_printf("%" G_GUINT64_FORMAT " MiB", units);
+  return g_strdup_printf("%" G_GUINT64_FORMAT " MiB of %" G_GUINT64_FORMAT
+                         " KiB hugepages (%" G_GUINT64_FORMAT " pages)",
+                         units_to_mib(ctx, units), ctx->unit_kib, units);
+}
+
+/* "(16124 MiB total, 12028 MiB claimed, 512 MiB reserved)" */
+static char *
+node_mem_detail(const Ctx *ctx, guint i)
+{
+  const char *what = ctx->unit_kib == 1024 ? "total" : "in the pool";
+  g_autofree char *reserve =
+      ctx->reserve_units[i] > 0
+          ? g_strdup_printf(", %" G_GUINT64_FORMAT " MiB reserved",
+                            units_to_mib(ctx, ctx->reserve_units[i]))
+          : g_strdup("");
+  return g_strdup_printf("(%" G_GUINT64_FORMAT " MiB %s, %" G_GUINT64_FORMAT
+                         " MiB claimed%s)",
+                         units_to_mib(ctx, ctx->total_units[i]), what,
+                         units_to_mib(ctx, ctx->claimed_units[i]), reserve);
+}
+
+static void G_GNUC_PRINTF(2, 3)
+add_reason(QpPlan *plan, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_ptr_array_add(plan->reasons, g_strdup_vprintf(fmt, ap));
+  va_end(ap);
+}
+
+static void G_GNUC_PRINTF(2, 3)
+add_warning(QpPlan *plan, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_ptr_array_add(plan->warnings, g_strdup_vprintf(fmt, ap));
+  va_end(ap);
+}
+
+static const char *
+cap_unit_name(CapKind cap)
+{
+  switch (cap) {
+  case CAP_CPUS:
+    return "usable CPUs";
+  case CAP_CORES:
+    return "free cores";
+  case CAP_GROUPS:
+    return "free cores with SMT siblings";
+  case CAP_PUS:
+    return "free CPUs on free cores";
+  }
+  return "?";
+}
+
+static guint
+node_cap(const Attempt *a, CapKind cap, guint i)
+{
+  switch (cap) {
+  case CAP_CPUS:
+    return a->n_cpus[i];
+  case CAP_CORES:
+    return a->node_cores[i]->len;
+  case CAP_GROUPS:
+    return a->n_groups[i];
+  case CAP_PUS:
+    return a->n_pus[i];
+  }
+  return 0;
+}
+
+/* ---- Plan allocation ---------------------------------------------------- */
+
+static QpPlan *
+plan_new(guint n)
+{
+  QpPlan *plan = g_new0(QpPlan, 1);
+  plan->n_vcpus = n;
+  plan->vcpu_cpus = g_new0(hwloc_bitmap_t, MAX(n, 1));
+  plan->claim_mem = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
+  plan->claim_huge = g_array_new(FALSE, TRUE, sizeof(QpHugeClaim));
+  plan->load = g_array_new(FALSE, TRUE, sizeof(QpNodeLoad));
+  plan->dedicated = hwloc_bitmap_alloc();
+  plan->host_nodes = hwloc_bitmap_alloc();
+  plan->reasons = g_ptr_array_new_with_free_func(g_free);
+  plan->warnings = g_ptr_array_new_with_free_func(g_free);
+  plan->mem_policy = QP_POLICY_DEFAULT;
+  return plan;
+}
+
+void
+qp_plan_free(QpPlan *plan)
+{
+  if (plan == NULL)
+    return;
+  if (plan->vcpu_cpus != NULL)
+    for (guint i = 0; i < plan->n_vcpus; i++)
+      hwloc_bitmap_free(plan->vcpu_cpus[i]);
+  g_free(plan->vcpu_cpus);
+  hwloc_bitmap_free(plan->process_cpus);
+  hwloc_bitmap_free(plan->emulator_cpus);
+  hwloc_bitmap_free(plan->iothread_cpus);
+  hwloc_bitmap_free(plan->startup_cpus);
+  hwloc_bitmap_free(plan->mem_nodes);
+  for (guint i = 0; i < plan->n_mem; i++) {
+    hwloc_bitmap_free(plan->mem[i].host_nodes);
+    g_free(plan->mem[i].memdev);
+  }
+  g_free(plan->mem);
+  if (plan->claim_mem != NULL)
+    g_array_unref(plan->claim_mem);
+  if (plan->claim_huge != NULL)
+    g_array_unref(plan->claim_huge);
+  hwloc_bitmap_free(plan->dedicated);
+  if (plan->load != NULL)
+    g_array_unref(plan->load);
+  if (plan->reasons != NULL)
+    g_ptr_array_unref(plan->reasons);
+  if (plan->warnings != NULL)
+    g_ptr_array_unref(plan->warnings);
+  hwloc_bitmap_free(plan->host_nodes);
+  for (guint i = 0; i < plan->n_vnodes; i++)
+    hwloc_bitmap_free(plan->vnodes[i].vcpus);
+  g_free(plan->vnodes);
+  g_free(plan->vnode_distance);
+  g_free(plan);
+}
+
+/* ---- Context setup ------------------------------------------------------ */
+
+static void
+ctx_clear(Ctx *ctx)
+{
+  g_free(ctx->node_ok);
+  g_free(ctx->device_node);
+  g_free(ctx->avail);
+  g_free(ctx->total_units);
+  g_free(ctx->claimed_units);
+  g_free(ctx->reserve_units);
+  g_free(ctx->load);
+  hwloc_bitmap_free(ctx->dedicated_others);
+  hwloc_bitmap_free(ctx->usable);
+  g_free(ctx->cpu_idx);
+  g_free(ctx->node_idx);
+  g_free(ctx->vcpu_gnode);
+}
+
+static guint64
+node_reserve_mib(const QpPlacementOptions *opts, int id)
+{
+  if (opts->node_reserve != NULL)
+    for (guint i = 0; i < opts->node_reserve->len; i++) {
+      const QpNodeAmount *r =
+          &g_array_index(opts->node_reserve, QpNodeAmount, i);
+      if (r->node == id)
+        return r->mib;
+    }
+  return opts->reserve_mib;
+}
+
+static const QpHugePool *
+node_pool(const QpNode *node, guint64 page_kib)
+{
+  if (node->hugepages == NULL)
+    return NULL;
+  for (guint i = 0; i < node->hugepages->len; i++) {
+    const QpHugePool *p = &g_array_index(node->hugepages, QpHugePool, i);
+    if (p->page_kib == page_kib)
+      return p;
+  }
+  return NULL;
+}
+
+static const QpPciDevice *
+find_pci(const QpHost *host, const char *bdf)
+{
+  if (host->pci == NULL)
+    return NULL;
+  for (guint i = 0; i < host->pci->len; i++) {
+    const QpPciDevice *d = &g_array_index(host->pci, QpPciDevice, i);
+    if (d->bdf != NULL && g_ascii_strcasecmp(d->bdf, bdf) == 0)
+      return d;
+  }
+  /* "3b:00.0" without the domain */
+  if (strlen(bdf) == 7) {
+    g_autofree char *full = g_strdup_printf("0000:%s", bdf);
+    return find_pci(host, full);
+  }
+  return NULL;
+}
+
+static gboolean
+ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
+         const QpRequest *req, const QpPlacementOptions *opts, QpPlan *notes,
+         GError **error)
+{
+  ctx->host = host;
+  ctx->claims = claims;
+  ctx->req = req;
+  ctx->opts = opts;
+  ctx->n = MAX(MAX(req->maxcpus, req->vcpus), 1);
+  ctx->threads = MAX(req->threads, 1);
+  ctx->nn = host->n_nodes;
+  ctx->unit_kib = req->hugepage_kib != 0 ? req->hugepage_kib : 1024;
+
+  guint nn = ctx->nn;
+  ctx->max_node_id = -1;
+  for (guint i = 0; i < nn; i++)
+    ctx->max_node_id = MAX(ctx->max_node_id, host->nodes[i].id);
+  ctx->node_idx = g_new(int, ctx->max_node_id + 2);
+  for (int i = 0; i <= ctx->max_node_id + 1; i++)
+    ctx->node_idx[i] = -1;
+  for (guint i = 0; i < nn; i++)
+    if (host->nodes[i].id >= 0)
+      ctx->node_idx[host->nodes[i].id] = (int)i;
+  ctx->max_cpu_id = -1;
+  for (guint i = 0; i < host->n_cpus; i++)
+    ctx->max_cpu_id = MAX(ctx->max_cpu_id, host->cpus[i].id);
+  ctx->cpu_idx = g_new(int, ctx->max_cpu_id + 2);
+  for (int i = 0; i <= ctx->max_cpu_id + 1; i++)
+    ctx->cpu_idx[i] = -1;
+  for (guint i = 0; i < host->n_cpus; i++)
+    if (host->cpus[i].id >= 0)
+      ctx->cpu_idx[host->cpus[i].id] = (int)i;
+
+  /* Nodes. */
+  ctx->node_ok = g_new0(gboolean, MAX(nn, 1));
+  for (guint i = 0; i < nn; i++) {
+    int id = host->nodes[i].id;
+    gboolean ok = TRUE;
+    if (opts->hostnodes != NULL && !hwloc_bitmap_isset(opts->hostnodes, id))
+      ok = FALSE;
+    if (claims != NULL && claims->blocked_nodes != NULL &&
+        hwloc_bitmap_isset(claims->blocked_nodes, id))
+      ok = FALSE;
+    if (host->allowed_nodes != NULL &&
+        !hwloc_bitmap_isset(host->allowed_nodes, id))
+      ok = FALSE;
+    ctx->node_ok[i] = ok;
+  }
+
+  /* Claims of other VMs. */
+  ctx->dedicated_others = hwloc_bitmap_alloc();
+  ctx->avail = g_new0(guint64, MAX(nn, 1));
+  ctx->total_units = g_new0(guint64, MAX(nn, 1));
+  ctx->claimed_units = g_new0(guint64, MAX(nn, 1));
+  ctx->reserve_units = g_new0(guint64, MAX(nn, 1));
+  ctx->load = g_new0(guint, MAX(nn, 1));
+  if (claims != NULL && claims->claims != NULL)
+    for (guint c = 0; c < claims->claims->len; c++) {
+      const QpClaim *cl = g_ptr_array_index(claims->claims, c);
+      if (cl->dedicated != NULL)
+        hwloc_bitmap_or(ctx->dedicated_others, ctx->dedicated_others,
+                        cl->dedicated);
+      if (cl->load != NULL)
+        for (guint k = 0; k < cl->load->len; k++) {
+          const QpNodeLoad *l = &g_array_index(cl->load, QpNodeLoad, k);
+          int i = node_index(ctx, l->node);
+          if (i >= 0)
+            ctx->load[i] += l->vcpus;
+        }
+      if (ctx->unit_kib == 1024 && cl->mem != NULL)
+        for (guint k = 0; k < cl->mem->len; k++) {
+          const QpNodeAmount *m = &g_array_index(cl->mem, QpNodeAmount, k);
+          int i = node_index(ctx, m->node);
+          if (i >= 0)
+            ctx->claimed_units[i] += m->mib;
+        }
+      if (ctx->unit_kib != 1024 && cl->huge != NULL)
+        for (guint k = 0; k < cl->huge->len; k++) {
+          const QpHugeClaim *h = &g_array_index(cl->huge, QpHugeClaim, k);
+          int i = node_index(ctx, h->node);
+          if (i >= 0 && h->page_kib == ctx->unit_kib)
+            ctx->claimed_units[i] += h->pages;
+        }
+    }
+
+  for (guint i = 0; i < nn; i++) {
+    const QpNode *node = &host->nodes[i];
+    if (ctx->unit_kib == 1024) {
+      /* Memory in hugepage pools is not available to plain allocations. */
+      guint64 pools = 0;
+      if (node->hugepages != NULL)
+        for (guint k = 0; k < node->hugepages->len; k++) {
+          const QpHugePool *p = &g_array_index(node->hugepages, QpHugePool, k);
+          pools += p->total * p->page_kib / 1024;
+        }
+      guint64 total = node->total_mib > pools ? node->total_mib - pools : 0;
+      ctx->total_units[i] = total;
+      ctx->reserve_units[i] = node_reserve_mib(opts, node->id);
+      guint64 used = ctx->reserve_units[i] + ctx->claimed_units[i];
+      ctx->avail[i] = total > used ? total - used : 0;
+    } else {
+      const QpHugePool *p = node_pool(node, ctx->unit_kib);
+      guint64 free_pages = p != NULL ? p->free : 0;
+      ctx->total_units[i] = p != NULL ? p->total : 0;
+      ctx->avail[i] = free_pages > ctx->claimed_units[i]
+                          ? free_pages - ctx->claimed_units[i]
+                          : 0;
+    }
+  }
+
+  /* Usable CPUs. */
+  ctx->usable = hwloc_bitmap_alloc();
+  for (guint i = 0; i < nn; i++)
+    if (ctx->node_ok[i] && host->nodes[i].cpus != NULL)
+      hwloc_bitmap_or(ctx->usable, ctx->usable, host->nodes[i].cpus);
+  if (host->allowed != NULL)
+    hwloc_bitmap_and(ctx->usable, ctx->usable, host->allowed);
+  if (opts->affinity != NULL)
+    hwloc_bitmap_and(ctx->usable, ctx->usable, opts->affinity);
+  hwloc_bitmap_andnot(ctx->usable, ctx->usable, ctx->dedicated_others);
+
+  /* vCPU -> guest node. vCPUs no -numa node names go to the first one, as
+   * QEMU does. */
+  ctx->vcpu_gnode = g_new0(int, ctx->n);
+  for (guint g = req->n_gnodes; g-- > 0;) {
+    if (req->gnodes[g].vcpus == NULL)
+      continue;
+    int v;
+    hwloc_bitmap_foreach_begin(v, req->gnodes[g].vcpus)
+    {
+      if ((guint)v < ctx->n)
+        ctx->vcpu_gnode[v] = (int)g;
+    }
+    hwloc_bitmap_foreach_end();
+  }
+
+  /* Devices. */
+  ctx->device_node = g_new0(gboolean, MAX(nn, 1));
+  if (req->vfio != NULL && opts->device_locality != QP_DEVLOC_IGNORE)
+    for (char **b = req->vfio; *b != NULL; b++) {
+      const QpPciDevice *d = find_pci(host, *b);
+      int i = d != NULL ? node_index(ctx, d->node) : -1;
+      if (i < 0) {
+        if (opts->device_locality == QP_DEVLOC_REQUIRED) {
+          g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                      "vfio device %s %s: --device-locality=required needs "
+                      "its host node (use preferred or ignore)",
+                      *b,
+                      d == NULL ? "is not on this host"
+                                : "has no known NUMA node");
+          return FALSE;
+        }
+        add_warning(notes, "vfio device %s %s: its locality is ignored", *b,
+                    d == NULL ? "is not on this host"
+                              : "has no known NUMA node");
+        continue;
+      }
+      ctx->device_node[i] = TRUE;
+      ctx->any_device_node = TRUE;
+    }
+  return TRUE;
+}
+
+/* ---- Attempts ----------------------------------------------------------- */
+
+static void
+attempt_clear(Attempt *a, guint nn)
+{
+  hwloc_bitmap_free(a->usable);
+  hwloc_bitmap_free(a->taken);
+  if (a->node_cpus != NULL)
+    for (guint i = 0; i < nn; i++)
+      hwloc_bitmap_free(a->node_cpus[i]);
+  g_free(a->node_cpus);
+  g_free(a->n_cpus);
+  if (a->node_cores != NULL)
+    for (guint i = 0; i < nn; i++)
+      g_array_unref(a->node_cores[i]);
+  g_free(a->node_cores);
+  g_free(a->n_groups);
+  g_free(a->n_pus);
+  g_free(a->core_used);
+}
+
+static void
+attempt_init(Attempt *a, const Ctx *ctx, hwloc_const_bitmap_t usable)
+{
+  const QpHost *host = ctx->host;
+  guint nn = ctx->nn;
+  memset(a, 0, sizeof(*a));
+  a->kind_note = "";
+  a->usable = hwloc_bitmap_dup(usable);
+  a->taken = hwloc_bitmap_alloc();
+  a->node_cpus = g_new0(hwloc_bitmap_t, MAX(nn, 1));
+  a->n_cpus = g_new0(guint, MAX(nn, 1));
+  a->node_cores = g_new0(GArray *, MAX(nn, 1));
+  a->n_groups = g_new0(guint, MAX(nn, 1));
+  a->n_pus = g_new0(guint, MAX(nn, 1));
+  a->core_used = g_new0(gboolean, MAX(host->n_cores, 1));
+  for (guint i = 0; i < nn; i++) {
+    a->node_cpus[i] = hwloc_bitmap_alloc();
+    if (ctx->node_ok[i] && host->nodes[i].cpus != NULL)
+      hwloc_bitmap_and(a->node_cpus[i], host->nodes[i].cpus, usable);
+    a->n_cpus[i] = (guint)MAX(hwloc_bitmap_weight(a->node_cpus[i]), 0);
+    a->node_cores[i] = g_array_new(FALSE, FALSE, sizeof(guint));
+  }
+  /* Free cores: no PU dedicated to another VM, at least one PU usable. */
+  g_auto(hwloc_bitmap_t) pus = hwloc_bitmap_alloc();
+  for (guint c = 0; c < host->n_cores; c++) {
+    const QpCore *core = &host->cores[c];
+    if (core->pus == NULL ||
+        hwloc_bitmap_intersects(core->pus, ctx->dedicated_others))
+      continue;
+    hwloc_bitmap_and(pus, core->pus, usable);
+    int first = hwloc_bitmap_first(pus);
+    if (first < 0)
+      continue;
+    int ci = cpu_index(ctx, first);
+    int i = ci >= 0 ? node_index(ctx, host->cpus[ci].node) : -1;
+    if (i < 0 || !hwloc_bitmap_isset(a->node_cpus[i], first))
+      continue;
+    hwloc_bitmap_and(pus, pus, a->node_cpus[i]);
+    guint w = (guint)hwloc_bitmap_weight(pus);
+    g_array_append_val(a->node_cores[i], c);
+    a->n_pus[i] += w;
+    if (w >= ctx->threads)
+      a->n_groups[i]++;
+  }
+}
+
+/* ---- Memory helpers ----------------------------------------------------- */
+
+/* Splits NEED units over SET (node indexes): even shares with the remainder
+ * on the first node; a node short of its share leaves the rest to the
+ * others, in order. The caller has checked that SET holds NEED. */
+static void
+split_units(guint64 need, const guint *set, guint k, guint64 *avail,
+            guint64 *claim)
+{
+  guint64 left = need;
+  if (k == 0)
+    return;
+  for (guint j = 0; j < k; j++) {
+    guint64 want = need / k + (j == 0 ? need % k : 0);
+    guint64 take = MIN(want, avail[set[j]]);
+    avail[set[j]] -= take;
+    claim[set[j]] += take;
+    left -= take;
+  }
+  for (guint j = 0; j < k && left > 0; j++) {
+    guint64 take = MIN(left, avail[set[j]]);
+    avail[set[j]] -= take;
+    claim[set[j]] += take;
+    left -= take;
+  }
+}
+
+static GArray *
+build_mem_items(const Ctx *ctx)
+{
+  const QpRequest *req = ctx->req;
+  GArray *items = g_array_new(FALSE, TRUE, sizeof(MemItem));
+  if (req->n_gnodes == 0) {
+    MemItem it = {.gnode_index = -1, .mem_mib = req->mem_mib};
+    it.units = mib_to_units(ctx, it.mem_mib);
+    g_array_append_val(items, it);
+    return items;
+  }
+  for (guint g = 0; g < req->n_gnodes; g++) {
+    const QpGuestNode *gn = &req->gnodes[g];
+    MemItem it = {.gnode_index = (int)g,
+                  .mem_mib = gn->mem_mib,
+                  .memdev = gn->memdev,
+                  .caller_nodes = gn->host_nodes,
+                  .caller_policy = gn->policy};
+    if (it.caller_nodes != NULL && hwloc_bitmap_iszero(it.caller_nodes))
+      it.caller_nodes = NULL;
+    it.units = mib_to_units(ctx, it.mem_mib);
+    g_array_append_val(items, it);
+  }
+  return items;
+}
+
+static QpPolicy
+bind_policy(const Ctx *ctx)
+{
+  return ctx->opts->policy == QP_POLICY_DEFAULT ? QP_POLICY_BIND
+                                                : ctx->opts->policy;
+}
+
+static char *
+gnode_name(const Ctx *ctx, int gi)
+{
+  if (gi < 0)
+    return g_strdup("guest");
+  return g_strdup_printf("guest node %d", ctx->req->gnodes[gi].id);
+}
+
+/* Node indexes of a caller's host-nodes, checked against the host. */
+static gboolean
+caller_node_indexes(const Ctx *ctx, const MemItem *it, GArray **out,
+                    GError **error)
+{
+  g_autoptr(GArray) set = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_autofree char *who = gnode_name(ctx, it->gnode_index);
+  g_autofree char *list = qp_list_format(it->caller_nodes);
+  int id;
+  hwloc_bitmap_foreach_begin(id, it->caller_nodes)
+  {
+    int i = node_index(ctx, id);
+    if (i < 0) {
+      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                  "host-nodes %s of %s: node %d does not exist on this host",
+                  list, who, id);
+      return FALSE;
+    }
+    if (ctx->claims != NULL && ctx->claims->blocked_nodes != NULL &&
+        hwloc_bitmap_isset(ctx->claims->blocked_nodes, id)) {
+      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                  "host-nodes %s of %s: node %d is fully claimed (blocked by "
+                  "an unreadable ledger record)",
+                  list, who, id);
+      return FALSE;
+    }
+    guint u = (guint)i;
+    g_array_append_val(set, u);
+  }
+  hwloc_bitmap_foreach_end();
+  *out = g_steal_pointer(&set);
+  return TRUE;
+}
+
+/* Claims the memory of a caller-set item on the caller's nodes. Caller's
+ * nodes outside --hostnodes are allowed: an explicit binding wins. */
+static gboolean
+claim_caller_mem(const Ctx *ctx, const MemItem *it, guint64 *avail,
+                 guint64 *claim, GError **error)
+{
+  g_autoptr(GArray) set = NULL;
+  if (!caller_node_indexes(ctx, it, &set, error))
+    return FALSE;
+  guint64 have = 0;
+  guint best = g_array_index(set, guint, 0);
+  for (guint j = 0; j < set->len; j++) {
+    guint i = g_array_index(set, guint, j);
+    have += avail[i];
+    if (avail[i] > avail[best])
+      best = i;
+  }
+  if (have < it->units) {
+    g_autofree char *who = gnode_name(ctx, it->gnode_index);
+    g_autofree char *list = qp_list_format(it->caller_nodes);
+    g_autofree char *need = mem_phrase(ctx, it->units);
+    g_autofree char *detail = node_mem_detail(ctx, best);
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                "%s needs %s on its host-nodes %s but node %d has only %"
+                G_GUINT64_FORMAT " MiB uncommitted %s",
+                who, need, list, ctx->host->nodes[best].id,
+                units_to_mib(ctx, avail[best]), detail);
+    return FALSE;
+  }
+  split_units(it->units, (const guint *)(void *)set->data, set->len, avail,
+              claim);
+  return TRUE;
+}
+
+/* ---- Node sets (balanced, one-to-one without vNUMA) --------------------- */
+
+typedef struct {
+  guint k;
+  guint *nodes; /* ascending node index */
+} NodeSet;
+
+static void
+node_set_free(gpointer p)
+{
+  NodeSet *s = p;
+  g_free(s->nodes);
+  g_free(s);
+}
+
+typedef struct {
+  const Ctx *ctx;
+  const Attempt *a;
+  CapKind cap;
+  const guint64 *avail;
+  guint64 mem_need;
+  guint cap_need;
+  const gboolean *cand;
+} SetSearch;
+
+static double
+contribution(const SetSearch *s, guint j, guint64 mem_have, guint cap_have)
+{
+  double v = 0;
+  if (mem_have < s->mem_need)
+    v += (double)MIN(s->avail[j], s->mem_need - mem_have) /
+         (double)s->mem_need;
+  guint c = node_cap(s->a, s->cap, j);
+  if (cap_have < s->cap_need)
+    v += (double)MIN(c, s->cap_need - cap_have) / (double)s->cap_need;
+  return v;
+}
+
+/* Grows a set from SEED until it holds the memory and the CPUs, adding the
+ * node closest to the set (distance_first) or the one that contributes most
+ * of what is still missing. Returns NULL when the usable nodes do not hold
+ * the request. */
+static NodeSet *
+grow_from(const SetSearch *s, guint seed, gboolean distance_first,
+          gboolean *in_set, guint *maxd)
+{
+  const Ctx *ctx = s->ctx;
+  guint nn = ctx->nn;
+  guint k = 0;
+  g_autofree guint *nodes = g_new(guint, nn);
+  guint64 mem_have = 0;
+  guint cap_have = 0;
+
+  for (guint j = 0; j < nn; j++) {
+    in_set[j] = FALSE;
+    maxd[j] = dist(ctx, seed, j);
+  }
+  guint add = seed;
+  for (;;) {
+    in_set[add] = TRUE;
+    nodes[k++] = add;
+    mem_have += s->avail[add];
+    cap_have += node_cap(s->a, s->cap, add);
+    for (guint j = 0; j < nn; j++)
+      maxd[j] = MAX(maxd[j], dist(ctx, add, j));
+    if (mem_have >= s->mem_need && cap_have >= s->cap_need)
+      break;
+    int best = -1;
+    double best_c = 0;
+    for (guint j = 0; j < nn; j++) {
+      if (!s->cand[j] || in_set[j])
+        continue;
+      gboolean useful =
+          (mem_have < s->mem_need && s->avail[j] > 0) ||
+          (cap_have < s->cap_need && node_cap(s->a, s->cap, j) > 0);
+      if (!useful)
+        continue;
+      double c = contribution(s, j, mem_have, cap_have);
+      if (best < 0) {
+        best = (int)j;
+        best_c = c;
+        continue;
+      }
+      guint b = (guint)best;
+      int cmp;
+      if (distance_first) {
+        cmp = maxd[j] != maxd[b] ? (maxd[j] < maxd[b] ? -1 : 1) : 0;
+        if (cmp == 0 && dist(ctx, seed, j) != dist(ctx, seed, b))
+          cmp = dist(ctx, seed, j) < dist(ctx, seed, b) ? -1 : 1;
+        if (cmp == 0 && c != best_c)
+          cmp = c > best_c ? -1 : 1;
+      } else {
+        cmp = c != best_c ? (c > best_c ? -1 : 1) : 0;
+        if (cmp == 0 && maxd[j] != maxd[b])
+          cmp = maxd[j] < maxd[b] ? -1 : 1;
+      }
+      if (cmp < 0) {
+        best = (int)j;
+        best_c = c;
+      }
+    }
+    if (best < 0)
+      return NULL;
+    add = (guint)best;
+  }
+  NodeSet *set = g_new0(NodeSet, 1);
+  set->k = k;
+  set->nodes = g_new(guint, k);
+  memcpy(set->nodes, nodes, k * sizeof(guint));
+  for (guint x = 1; x < k; x++) /* insertion sort, k is small */
+    for (guint y = x; y > 0 && set->nodes[y - 1] > set->nodes[y]; y--) {
+      guint t = set->nodes[y];
+      set->nodes[y] = set->nodes[y - 1];
+      set->nodes[y - 1] = t;
+    }
+  return set;
+}
+
+typedef struct {
+  guint devices;   /* device nodes in the set */
+  guint max_d;
+  guint64 sum_d;   /* of pairwise distances */
+  guint64 mem;     /* uncommitted units */
+  guint64 cap;
+  guint64 load;    /* shared vCPUs of other VMs */
+  guint64 cpus;
+} SetScore;
+
+static SetScore
+score_set(const SetSearch *s, const NodeSet *set)
+{
+  const Ctx *ctx = s->ctx;
+  SetScore sc = {0};
+  for (guint x = 0; x < set->k; x++) {
+    guint i = set->nodes[x];
+    if (ctx->device_node[i])
+      sc.devices++;
+    sc.mem += s->avail[i];
+    sc.cap += node_cap(s->a, s->cap, i);
+    sc.load += ctx->load[i];
+    sc.cpus += s->a->n_cpus[i];
+    for (guint y = x + 1; y < set->k; y++) {
+      guint d = dist(ctx, i, set->nodes[y]);
+      sc.max_d = MAX(sc.max_d, d);
+      sc.sum_d += d;
+    }
+  }
+  return sc;
+}
+
+/* Negative when A ranks before B. */
+static int
+compare_sets(const SetSearch *s, const NodeSet *a, const NodeSet *b)
+{
+  SetScore x = score_set(s, a), y = score_set(s, b);
+  if (s->ctx->opts->device_locality == QP_DEVLOC_PREFERRED &&
+      x.devices != y.devices)
+    return x.devices > y.devices ? -1 : 1;
+  if (x.max_d != y.max_d)
+    return x.max_d < y.max_d ? -1 : 1;
+  if (x.sum_d != y.sum_d)
+    return x.sum_d < y.sum_d ? -1 : 1;
+  /* Memory compares in whole GiB: smaller differences are the noise of
+   * firmware and kernel reservations (seed 000's nodes: 15891-16124 MB). */
+  x.mem = units_to_mib(s->ctx, x.mem) / 1024;
+  y.mem = units_to_mib(s->ctx, y.mem) / 1024;
+  if (s->ctx->opts->strategy == QP_STRATEGY_PACK) {
+    /* Tightest fit: least memory left over, then fewest CPUs left over. */
+    if (x.mem != y.mem)
+      return x.mem < y.mem ? -1 : 1;
+    if (x.cap != y.cap)
+      return x.cap < y.cap ? -1 : 1;
+  } else {
+    if (x.mem != y.mem)
+      return x.mem > y.mem ? -1 : 1;
+    /* least shared load per CPU: x.load/x.cpus < y.load/y.cpus */
+    guint64 l = x.load * MAX(y.cpus, 1), r = y.load * MAX(x.cpus, 1);
+    if (l != r)
+      return l < r ? -1 : 1;
+  }
+  for (guint j = 0; j < a->k; j++)
+    if (a->nodes[j] != b->nodes[j])
+      return a->nodes[j] < b->nodes[j] ? -1 : 1;
+  return 0;
+}
+
+static gboolean
+same_set(const NodeSet *a, const NodeSet *b)
+{
+  return a->k == b->k && memcmp(a->nodes, b->nodes, a->k * sizeof(guint)) == 0;
+}
+
+/* "in affinity 0-7 on host nodes 0-1 of CPU kind 1 (4 CPUs dedicated to
+ * other VMs)" */
+static char *
+scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand)
+{
+  GString *s = g_string_new("");
+  g_auto(hwloc_bitmap_t) nodes = hwloc_bitmap_alloc();
+  for (guint i = 0; i < ctx->nn; i++)
+    if (cand[i])
+      hwloc_bitmap_set(nodes, ctx->host->nodes[i].id);
+  if (ctx->opts->affinity != NULL) {
+    g_autofree char *l = qp_list_format(ctx->opts->affinity);
+    g_string_append_printf(s, " in affinity %s", l);
+  }
+  g_autofree char *nl = qp_list_format(nodes);
+  g_string_append_printf(s, " on host nodes %s", *nl ? nl : "(none)");
+  g_string_append(s, a->kind_note);
+  int ded = hwloc_bitmap_weight(ctx->dedicated_others);
+  if (ded > 0)
+    g_string_append_printf(s, " (%d CPUs dedicated to other VMs)", ded);
+  return g_string_free(s, FALSE);
+}
+
+static void
+set_cap_error(const Ctx *ctx, CapKind cap, guint need, guint have,
+              const char *scope, const char *prefix, GError **error)
+{
+  switch (cap) {
+  case CAP_CPUS:
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                "%sguest needs %u CPUs for %u vCPUs but only %u are usable%s",
+                prefix, need, need, have, scope);
+    break;
+  case CAP_CORES:
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                "%sone-to-one needs %u free cores but only %u are free%s",
+                prefix, need, have, scope);
+    break;
+  case CAP_GROUPS:
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                "%sone-to-one with threads=%u needs %u free cores with %u "
+                "usable SMT siblings but only %u are free%s",
+                prefix, ctx->threads, need, ctx->threads, have, scope);
+    break;
+  case CAP_PUS:
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                "%sone-to-one needs %u CPUs on free cores but only %u are "
+                "free%s",
+                prefix, need, have, scope);
+    break;
+  }
+}
+
+/* Chooses the fewest candidate nodes holding MEM_NEED units and CAP_NEED
+ * CPU units; among those the closest, then by strategy. */
+static NodeSet *
+choose_node_set(const SetSearch *s, const char *prefix, GError **error)
+{
+  const Ctx *ctx = s->ctx;
+  guint nn = ctx->nn;
+  g_autoptr(GPtrArray) sets = g_ptr_array_new_with_free_func(node_set_free);
+  g_autofree gboolean *in_set = g_new0(gboolean, MAX(nn, 1));
+  g_autofree guint *maxd = g_new0(guint, MAX(nn, 1));
+  guint kmin = G_MAXUINT;
+
+  for (guint seed = 0; seed < nn; seed++) {
+    if (!s->cand[seed])
+      continue;
+    if (s->cap_need > 0 ? node_cap(s->a, s->cap, seed) == 0
+                        : s->avail[seed] == 0 && s->mem_need > 0)
+      continue;
+    for (int df = 1; df >= 0; df--) {
+      NodeSet *set = grow_from(s, seed, df, in_set, maxd);
+      if (set == NULL)
+        continue;
+      gboolean dup = set->k > kmin;
+      for (guint x = 0; !dup && x < sets->len; x++)
+        dup = same_set(g_ptr_array_index(sets, x), set);
+      if (dup) {
+        node_set_free(set);
+        continue;
+      }
+      kmin = MIN(kmin, set->k);
+      g_ptr_array_add(sets, set);
+    }
+  }
+
+  NodeSet *best = NULL;
+  for (guint x = 0; x < sets->len; x++) {
+    NodeSet *set = g_ptr_array_index(sets, x);
+    if (set->k == kmin && (best == NULL || compare_sets(s, set, best) < 0))
+      best = set;
+  }
+  if (best != NULL) {
+    NodeSet *r = g_new0(NodeSet, 1);
+    r->k = best->k;
+    r->nodes = g_memdup2(best->nodes, best->k * sizeof(guint));
+    return r;
+  }
+
+  /* Name the shortfall. */
+  guint64 mem = 0;
+  guint cap = 0;
+  int bestmem = -1;
+  for (guint i = 0; i < nn; i++)
+    if (s->cand[i]) {
+      mem += s->avail[i];
+      cap += node_cap(s->a, s->cap, i);
+      if (bestmem < 0 || s->avail[i] > s->avail[bestmem])
+        bestmem = (int)i;
+    }
+  g_autofree char *scope = scope_phrase(ctx, s->a, s->cand);
+  if (cap < s->cap_need) {
+    set_cap_error(ctx, s->cap, s->cap_need, cap, scope, prefix, error);
+    return NULL;
+  }
+  g_autofree char *need = mem_phrase(ctx, s->mem_need);
+  if (bestmem < 0) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                "%sguest needs %s but no host node may be used%s", prefix,
+                need, scope);
+    return NULL;
+  }
+  g_autofree char *detail = node_mem_detail(ctx, (guint)bestmem);
+  guint ncand = 0;
+  for (guint i = 0; i < nn; i++)
+    ncand += s->cand[i] ? 1 : 0;
+  if (ncand == 1)
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                "%sguest needs %s but the best node %d has only %"
+                G_GUINT64_FORMAT " MiB uncommitted %s",
+                prefix, need, ctx->host->nodes[bestmem].id,
+                units_to_mib(ctx, s->avail[bestmem]), detail);
+  else
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                "%sguest needs %s but the usable host nodes have only %"
+                G_GUINT64_FORMAT " MiB uncommitted together; the best node "
+                "%d has %" G_GUINT64_FORMAT " MiB uncommitted %s",
+                prefix, need, units_to_mib(ctx, mem),
+                ctx->host->nodes[bestmem].id,
+                units_to_mib(ctx, s->avail[bestmem]), detail);
+  return NULL;
+}
+
+/* Candidates for node sets, honouring --device-locality=required. */
+static gboolean *
+set_candidates(const Ctx *ctx, char **prefix)
+{
+  gboolean *cand = g_new0(gboolean, MAX(ctx->nn, 1));
+  gboolean required = ctx->opts->device_locality == QP_DEVLOC_REQUIRED &&
+                      ctx->any_device_node;
+  for (guint i = 0; i < ctx->nn; i++)
+    cand[i] = ctx->node_ok[i] && (!required || ctx->device_node[i]);
+  if (required) {
+    GString *p = g_string_new("with --device-locality=required (vfio");
+    for (char **b = ctx->req->vfio; *b != NULL; b++) {
+      const QpPciDevice *d = find_pci(ctx->host, *b);
+      if (d != NULL)
+        g_string_append_printf(p, " %s on node %d", *b, d->node);
+    }
+    g_string_append(p, "): ");
+    *prefix = g_string_free(p, FALSE);
+  } else {
+    *prefix = g_strdup("");
+  }
+  return cand;
+}
+
+/* ---- Results common to every mode --------------------------------------- */
+
+typedef struct {
+  guint64 *claim;    /* units per node index */
+  guint *load;       /* shared vCPUs per node index */
+} Acc;
+
+static void
+add_plan_mem(QpPlan *plan, const Ctx *ctx, const MemItem *it,
+             hwloc_const_bitmap_t nodes, gboolean caller_set)
+{
+  plan->mem = g_renew(QpPlanMem, plan->mem, plan->n_mem + 1);
+  QpPlanMem *m = &plan->mem[plan->n_mem++];
+  memset(m, 0, sizeof(*m));
+  m->gnode = it->gnode_index < 0 ? -1 : ctx->req->gnodes[it->gnode_index].id;
+  m->host_nodes = hwloc_bitmap_dup(nodes);
+  m->policy = caller_set ? it->caller_policy : bind_policy(ctx);
+  m->mem_mib = it->mem_mib;
+  m->memdev = g_strdup(it->memdev);
+  m->caller_set = caller_set;
+}
+
+static hwloc_bitmap_t
+ids_of(const Ctx *ctx, const guint *nodes, guint k)
+{
+  hwloc_bitmap_t b = hwloc_bitmap_alloc();
+  for (guint j = 0; j < k; j++)
+    hwloc_bitmap_set(b, ctx->host->nodes[nodes[j]].id);
+  return b;
+}
+
+/* Largest same-kind subset of SET (the most performant kind on a tie). */
+static hwloc_bitmap_t
+largest_kind_subset(const Ctx *ctx, hwloc_const_bitmap_t set)
+{
+  guint nk = MAX(ctx->host->n_kinds, 1);
+  g_autofree guint *count = g_new0(guint, nk);
+  int id;
+  hwloc_bitmap_foreach_begin(id, set)
+  {
+    int ci = cpu_index(ctx, id);
+    int k = ci >= 0 ? ctx->host->cpus[ci].kind : 0;
+    if (k >= 0 && (guint)k < nk)
+      count[k]++;
+  }
+  hwloc_bitmap_foreach_end();
+  guint best = nk - 1;
+  for (guint k = nk; k-- > 0;)
+    if (count[k] > count[best])
+      best = k;
+  hwloc_bitmap_t r = hwloc_bitmap_alloc();
+  hwloc_bitmap_foreach_begin(id, set)
+  {
+    int ci = cpu_index(ctx, id);
+    int k = ci >= 0 ? ctx->host->cpus[ci].kind : 0;
+    if ((guint)MAX(k, 0) == best || nk == 1)
+      hwloc_bitmap_set(r, id);
+  }
+  hwloc_bitmap_foreach_end();
+  return r;
+}
+
+/* Fills claims, emulator/iothread/startup sets and host_nodes from what the
+ * mode decided (vcpu_cpus, process_cpus, dedicated, mem, ACC). VM_NODES are
+ * the node indexes whose CPUs the VM uses. */
+static void
+finish_plan(QpPlan *plan, const Ctx *ctx, const Attempt *a, const Acc *acc,
+            const gboolean *vm_nodes)
+{
+  for (guint i = 0; i < ctx->nn; i++) {
+    int id = ctx->host->nodes[i].id;
+    if (acc->claim[i] > 0) {
+      hwloc_bitmap_set(plan->host_nodes, id);
+      if (ctx->unit_kib == 1024) {
+        QpNodeAmount m = {.node = id, .mib = acc->claim[i]};
+        g_array_append_val(plan->claim_mem, m);
+      } else {
+        QpHugeClaim h = {
+            .node = id, .page_kib = ctx->unit_kib, .pages = acc->claim[i]};
+        g_array_append_val(plan->claim_huge, h);
+      }
+    }
+    if (acc->load[i] > 0) {
+      QpNodeLoad l = {.node = id, .vcpus = acc->load[i]};
+      g_array_append_val(plan->load, l);
+    }
+    if (vm_nodes[i])
+      hwloc_bitmap_set(plan->host_nodes, id);
+  }
+
+  /* Emulator and iothreads: the VM's nodes' usable CPUs off its dedicated
+   * cores, when any are left; else the VM's own CPUs. */
+  g_auto(hwloc_bitmap_t) vm_cpus = hwloc_bitmap_alloc();
+  for (guint v = 0; v < plan->n_vcpus; v++)
+    hwloc_bitmap_or(vm_cpus, vm_cpus, plan->vcpu_cpus[v]);
+  g_auto(hwloc_bitmap_t) around = hwloc_bitmap_alloc();
+  for (guint i = 0; i < ctx->nn; i++)
+    if (vm_nodes[i])
+      hwloc_bitmap_or(around, around, a->node_cpus[i]);
+  hwloc_bitmap_andnot(around, around, plan->dedicated);
+  if (hwloc_bitmap_iszero(around))
+    hwloc_bitmap_copy(around, vm_cpus);
+  plan->emulator_cpus = hwloc_bitmap_dup(around);
+  plan->iothread_cpus = hwloc_bitmap_dup(around);
+  if (plan->process_cpus == NULL) {
+    plan->process_cpus = hwloc_bitmap_dup(vm_cpus);
+    hwloc_bitmap_or(plan->process_cpus, plan->process_cpus, around);
+  }
+  plan->startup_cpus = largest_kind_subset(ctx, plan->process_cpus);
+  if (ctx->host->n_kinds > 1 &&
+      !hwloc_bitmap_isequal(plan->startup_cpus, plan->process_cpus)) {
+    g_autofree char *l = qp_list_format(plan->startup_cpus);
+    add_reason(plan, "startup CPUs %s: the largest same-kind subset of the "
+                     "process CPUs",
+               l);
+  }
+
+  if (plan->n_mem > 0) {
+    plan->mem_nodes = hwloc_bitmap_alloc();
+    for (guint m = 0; m < plan->n_mem; m++)
+      hwloc_bitmap_or(plan->mem_nodes, plan->mem_nodes,
+                      plan->mem[m].host_nodes);
+    plan->mem_policy = bind_policy(ctx);
+  }
+}
+
+/* ---- balanced ----------------------------------------------------------- */
+
+static gboolean
+plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
+{
+  guint nn = ctx->nn;
+  g_autoptr(GArray) items = build_mem_items(ctx);
+  g_autofree guint64 *avail = g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
+  Acc acc = {g_new0(guint64, MAX(nn, 1)), g_new0(guint, MAX(nn, 1))};
+  g_autofree guint64 *acc_claim = acc.claim;
+  g_autofree guint *acc_load = acc.load;
+  guint64 need = 0;
+
+  /* Memory the caller bound itself stays there. */
+  for (guint x = 0; x < items->len; x++) {
+    MemItem *it = &g_array_index(items, MemItem, x);
+    if (it->caller_nodes != NULL) {
+      if (!claim_caller_mem(ctx, it, avail, acc.claim, error))
+        return FALSE;
+    } else {
+      need += it->units;
+    }
+  }
+
+  g_autofree char *prefix = NULL;
+  g_autofree gboolean *cand = set_candidates(ctx, &prefix);
+  SetSearch s = {ctx, a, CAP_CPUS, avail, need, ctx->n, cand};
+  NodeSet *set = choose_node_set(&s, prefix, error);
+  if (set == NULL)
+    return FALSE;
+  g_autofree guint *nodes = set->nodes;
+  guint k = set->k;
+  g_free(set);
+  g_auto(hwloc_bitmap_t) ids = ids_of(ctx, nodes, k);
+
+  SetScore sc = score_set(&s, &(NodeSet){k, nodes});
+  g_autofree char *l = qp_list_format(ids);
+  g_autofree char *needp = mem_phrase(ctx, need);
+  add_reason(plan,
+             "balanced: host node%s %s: the fewest nodes (%u) holding %s "
+             "and %u CPUs (%" G_GUINT64_FORMAT " usable CPUs, %"
+             G_GUINT64_FORMAT " MiB uncommitted), max distance %u, "
+             "%s strategy",
+             k > 1 ? "s" : "", l, k, needp, ctx->n, sc.cpus,
+             units_to_mib(ctx, sc.mem), k > 1 ? sc.max_d : 10,
+             qp_strategy_name(ctx->opts->strategy));
+  if (ctx->any_device_node && ctx->opts->device_locality != QP_DEVLOC_IGNORE)
+    add_reason(plan, "balanced: %u of the chosen nodes hold the guest's vfio "
+                     "devices",
+               sc.devices);
+
+  for (guint x = 0; x < items->len; x++) {
+    MemItem *it = &g_array_index(items, MemItem, x);
+    if (it->caller_nodes != NULL) {
+      add_plan_mem(plan, ctx, it, it->caller_nodes, TRUE);
+      continue;
+    }
+    split_units(it->units, nodes, k, avail, acc.claim);
+    add_plan_mem(plan, ctx, it, ids, FALSE);
+  }
+
+  plan->process_cpus = hwloc_bitmap_alloc();
+  g_autofree gboolean *vm_nodes = g_new0(gboolean, MAX(nn, 1));
+  guint ncpu_nodes = 0;
+  for (guint j = 0; j < k; j++) {
+    hwloc_bitmap_or(plan->process_cpus, plan->process_cpus,
+                    a->node_cpus[nodes[j]]);
+    vm_nodes[nodes[j]] = TRUE;
+    if (a->n_cpus[nodes[j]] > 0)
+      ncpu_nodes++;
+  }
+  for (guint v = 0; v < plan->n_vcpus; v++)
+    plan->vcpu_cpus[v] = hwloc_bitmap_dup(plan->process_cpus);
+  /* Floating vCPUs: the load is split evenly over the nodes with CPUs. */
+  guint seen = 0;
+  for (guint j = 0; j < k && ncpu_nodes > 0; j++)
+    if (a->n_cpus[nodes[j]] > 0) {
+      acc.load[nodes[j]] =
+          ctx->n / ncpu_nodes + (seen < ctx->n % ncpu_nodes ? 1 : 0);
+      seen++;
+    }
+  finish_plan(plan, ctx, a, &acc, vm_nodes);
+  return TRUE;
+}
+
+/* ---- numa and one-to-one with vNUMA: guest node -> host node ------------ */
+
+typedef struct {
+  int gi;          /* index into req->gnodes, -1 for the whole guest */
+  guint nv;        /* vCPUs */
+  guint units;     /* CPU units needed (vCPUs, cores or sibling groups) */
+  guint64 mem;     /* memory units needed, 0 when the caller bound it */
+  hwloc_bitmap_t vcpus;
+  GArray *fixed;   /* caller's node indexes, or NULL */
+  int host;        /* chosen node index */
+} GuestTask;
+
+/* Counts CPU units GT needs under CAP. */
+static guint
+task_units(const Ctx *ctx, CapKind cap, hwloc_const_bitmap_t vcpus)
+{
+  if (cap != CAP_GROUPS)
+    return (guint)hwloc_bitmap_weight(vcpus);
+  guint n = 0;
+  int last = -1, v;
+  hwloc_bitmap_foreach_begin(v, vcpus)
+  {
+    int g = v / (int)ctx->threads;
+    if (g != last)
+      n++;
+    last = g;
+  }
+  hwloc_bitmap_foreach_end();
+  return n;
+}
+
+/* TRUE when node I ranks before node J for a new guest node: device nodes
+ * first (--device-locality), least shared load per CPU, most uncommitted
+ * memory in whole GiB, lowest id. */
+static gboolean
+node_before(const Ctx *ctx, const Attempt *a, const guint64 *avail,
+            const guint *load, guint i, guint j)
+{
+  if (ctx->opts->device_locality != QP_DEVLOC_IGNORE &&
+      ctx->device_node[i] != ctx->device_node[j])
+    return ctx->device_node[i];
+  guint64 li = (guint64)load[i] * MAX(a->n_cpus[j], 1);
+  guint64 lj = (guint64)load[j] * MAX(a->n_cpus[i], 1);
+  if (li != lj)
+    return li < lj;
+  guint64 gi = units_to_mib(ctx, avail[i]) / 1024;
+  guint64 gj = units_to_mib(ctx, avail[j]) / 1024;
+  if (gi != gj)
+    return gi > gj;
+  return i < j;
+}
+
+/* Kuhn's augmenting path over guest nodes with preference lists. */
+static gboolean
+augment(guint t, GArray **pref, int *owner, gboolean *seen)
+{
+  for (guint x = 0; x < pref[t]->len; x++) {
+    guint i = g_array_index(pref[t], guint, x);
+    if (seen[i])
+      continue;
+    seen[i] = TRUE;
+    if (owner[i] < 0 || augment((guint)owner[i], pref, owner, seen)) {
+      owner[i] = (int)t;
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+static void
+gtasks_free(GuestTask *tasks, guint n)
+{
+  for (guint t = 0; t < n; t++) {
+    hwloc_bitmap_free(tasks[t].vcpus);
+    if (tasks[t].fixed != NULL)
+      g_array_unref(tasks[t].fixed);
+  }
+  g_free(tasks);
+}
+
+/* Picks one PU per vCPU of TASK on the cores of node I (one-to-one). */
+static void
+pick_cores(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap, guint i,
+           hwloc_const_bitmap_t vcpus)
+{
+  const QpHost *host = ctx->host;
+  GArray *cores = a->node_cores[i];
+  g_auto(hwloc_bitmap_t) pus = hwloc_bitmap_alloc();
+  int v;
+  if (cap == CAP_GROUPS) {
+    int last_group = -1;
+    guint c = 0;
+    int core = -1;
+    hwloc_bitmap_foreach_begin(v, vcpus)
+    {
+      int group = v / (int)ctx->threads;
+      if (group != last_group) {
+        core = -1;
+        for (; c < cores->len; c++) {
+          guint ci = g_array_index(cores, guint, c);
+          hwloc_bitmap_and(pus, host->cores[ci].pus, a->node_cpus[i]);
+          if (!a->core_used[ci] &&
+              (guint)hwloc_bitmap_weight(pus) >= ctx->threads) {
+            core = (int)ci;
+            a->core_used[ci] = TRUE;
+            break;
+          }
+        }
+        last_group = group;
+      }
+      if (core < 0)
+        continue; /* counted beforehand: cannot happen */
+      hwloc_bitmap_and(pus, host->cores[core].pus, a->node_cpus[i]);
+      int pu = hwloc_bitmap_first(pus);
+      for (int skip = v % (int)ctx->threads; skip > 0 && pu >= 0; skip--)
+        pu = hwloc_bitmap_next(pus, pu);
+      plan->vcpu_cpus[v] = hwloc_bitmap_alloc();
+      hwloc_bitmap_set(plan->vcpu_cpus[v], pu);
+      hwloc_bitmap_set(a->taken, pu);
+      hwloc_bitmap_or(plan->dedicated, plan->dedicated, host->cores[core].pus);
+    }
+    hwloc_bitmap_foreach_end();
+    return;
+  }
+  /* One PU per core, first pass over unused cores; then (CAP_PUS) the
+   * untaken siblings of this VM's cores, in core order. */
+  hwloc_bitmap_foreach_begin(v, vcpus)
+  {
+    int pu = -1, core = -1;
+    for (guint c = 0; c < cores->len && pu < 0; c++) {
+      guint ci = g_array_index(cores, guint, c);
+      if (a->core_used[ci])
+        continue;
+      hwloc_bitmap_and(pus, host->cores[ci].pus, a->node_cpus[i]);
+      pu = hwloc_bitmap_first(pus);
+      core = (int)ci;
+    }
+    if (pu < 0 && cap == CAP_PUS)
+      for (guint c = 0; c < cores->len && pu < 0; c++) {
+        guint ci = g_array_index(cores, guint, c);
+        hwloc_bitmap_and(pus, host->cores[ci].pus, a->node_cpus[i]);
+        hwloc_bitmap_andnot(pus, pus, a->taken);
+        pu = hwloc_bitmap_first(pus);
+        core = (int)ci;
+      }
+    if (pu < 0)
+      continue; /* counted beforehand: cannot happen */
+    a->core_used[core] = TRUE;
+    plan->vcpu_cpus[v] = hwloc_bitmap_alloc();
+    hwloc_bitmap_set(plan->vcpu_cpus[v], pu);
+    hwloc_bitmap_set(a->taken, pu);
+    hwloc_bitmap_or(plan->dedicated, plan->dedicated, host->cores[core].pus);
+  }
+  hwloc_bitmap_foreach_end();
+}
+
+static gboolean
+plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
+              CapKind cap, GError **error)
+{
+  const QpRequest *req = ctx->req;
+  const QpHost *host = ctx->host;
+  guint nn = ctx->nn;
+  guint nt = MAX(req->n_gnodes, 1);
+  g_autoptr(GArray) items = build_mem_items(ctx);
+  g_autofree guint64 *avail = g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
+  g_autofree guint *capleft = g_new0(guint, MAX(nn, 1));
+  g_autofree guint *load = g_memdup2(ctx->load, MAX(nn, 1) * sizeof(guint));
+  Acc acc = {g_new0(guint64, MAX(nn, 1)), g_new0(guint, MAX(nn, 1))};
+  g_autofree guint64 *acc_claim = acc.claim;
+  g_autofree guint *acc_load = acc.load;
+  g_autofree int *owner = g_new(int, MAX(nn, 1));
+  g_autofree gboolean *seen = g_new0(gboolean, MAX(nn, 1));
+  g_autofree gboolean *used = g_new0(gboolean, MAX(nn, 1));
+  g_autofree gboolean *vm_nodes = g_new0(gboolean, MAX(nn, 1));
+  GuestTask *tasks = g_new0(GuestTask, nt);
+  GArray **pref = g_new0(GArray *, nt);
+  gboolean ok = FALSE;
+
+  for (guint i = 0; i < nn; i++) {
+    capleft[i] = node_cap(a, cap, i);
+    owner[i] = -1;
+  }
+
+  for (guint t = 0; t < nt; t++) {
+    GuestTask *gt = &tasks[t];
+    gt->gi = req->n_gnodes > 0 ? (int)t : -1;
+    gt->host = -1;
+    gt->vcpus = hwloc_bitmap_alloc();
+    for (guint v = 0; v < ctx->n; v++)
+      if (req->n_gnodes == 0 || ctx->vcpu_gnode[v] == (int)t)
+        hwloc_bitmap_set(gt->vcpus, v);
+    gt->nv = (guint)hwloc_bitmap_weight(gt->vcpus);
+    gt->units = task_units(ctx, cap, gt->vcpus);
+    gt->mem = g_array_index(items, MemItem, t).units;
+    pref[t] = g_array_new(FALSE, FALSE, sizeof(guint));
+  }
+
+  /* 1. Guest nodes whose memory the caller bound: used as given. */
+  for (guint t = 0; t < nt; t++) {
+    GuestTask *gt = &tasks[t];
+    MemItem *it = &g_array_index(items, MemItem, t);
+    if (it->caller_nodes == NULL)
+      continue;
+    if (!claim_caller_mem(ctx, it, avail, acc.claim, error))
+      goto out;
+    if (!caller_node_indexes(ctx, it, &gt->fixed, error))
+      goto out;
+    guint have = 0;
+    g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
+    for (guint x = 0; x < gt->fixed->len; x++) {
+      guint i = g_array_index(gt->fixed, guint, x);
+      have += capleft[i];
+      hwloc_bitmap_or(cpus, cpus, a->node_cpus[i]);
+    }
+    if (have < gt->units) {
+      g_autofree char *who = gnode_name(ctx, gt->gi);
+      g_autofree char *list = qp_list_format(it->caller_nodes);
+      g_autofree char *cl = qp_list_format(cpus);
+      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                  "%s has %u vCPUs but its host-nodes %s have only %u %s%s "
+                  "(%s)",
+                  who, gt->nv, list, have, cap_unit_name(cap), a->kind_note,
+                  *cl ? cl : "no usable CPUs");
+      goto out;
+    }
+    /* Take the units from the caller's nodes in order. */
+    guint left = gt->units;
+    for (guint x = 0; x < gt->fixed->len && left > 0; x++) {
+      guint i = g_array_index(gt->fixed, guint, x);
+      guint take = MIN(left, capleft[i]);
+      capleft[i] -= take;
+      left -= take;
+      used[i] = TRUE;
+    }
+    gt->mem = 0;
+  }
+
+  /* 2. The others: distinct host nodes, least loaded first (a maximum
+   * matching with preference order: without conflicts, plain greedy). */
+  for (guint t = 0; t < nt; t++) {
+    GuestTask *gt = &tasks[t];
+    if (gt->fixed != NULL)
+      continue;
+    for (guint i = 0; i < nn; i++)
+      if (ctx->node_ok[i] && !used[i] && a->n_cpus[i] > 0 &&
+          capleft[i] >= gt->units && avail[i] >= gt->mem) {
+        guint pos = pref[t]->len;
+        while (pos > 0 &&
+               node_before(ctx, a, avail, load,
+                           i, g_array_index(pref[t], guint, pos - 1)))
+          pos--;
+        g_array_insert_val(pref[t], pos, i);
+      }
+    /* Its best free node; only when none is left, move earlier guest
+     * nodes to their next choices (an augmenting path). */
+    gboolean placed = FALSE;
+    for (guint x = 0; x < pref[t]->len && !placed; x++) {
+      guint i = g_array_index(pref[t], guint, x);
+      if (owner[i] < 0) {
+        owner[i] = (int)t;
+        placed = TRUE;
+      }
+    }
+    if (!placed) {
+      memset(seen, 0, MAX(nn, 1) * sizeof(gboolean));
+      augment(t, pref, owner, seen);
+    }
+  }
+  for (guint i = 0; i < nn; i++)
+    if (owner[i] >= 0)
+      tasks[owner[i]].host = (int)i;
+  for (guint t = 0; t < nt; t++) {
+    GuestTask *gt = &tasks[t];
+    if (gt->host < 0)
+      continue;
+    guint i = (guint)gt->host;
+    g_autofree char *who = gnode_name(ctx, gt->gi);
+    capleft[i] -= gt->units;
+    load[i] += o2o ? 0 : gt->nv;
+    add_reason(plan,
+               "%s -> host node %d: %s (%u shared vCPUs on %u usable CPUs), "
+               "%" G_GUINT64_FORMAT " MiB uncommitted%s",
+               who, host->nodes[i].id,
+               ctx->device_node[i] &&
+                       ctx->opts->device_locality != QP_DEVLOC_IGNORE
+                   ? "holds its vfio device"
+                   : "least loaded",
+               ctx->load[i], a->n_cpus[i], units_to_mib(ctx, avail[i]),
+               ctx->unit_kib == 1024 ? "" : " in hugepages");
+    split_units(gt->mem, &i, 1, avail, acc.claim);
+    used[i] = TRUE;
+  }
+
+  /* 3. Guest nodes left over share a host node with another guest node. */
+  for (guint t = 0; t < nt; t++) {
+    GuestTask *gt = &tasks[t];
+    if (gt->fixed != NULL || gt->host >= 0)
+      continue;
+    int best = -1;
+    for (guint i = 0; i < nn; i++)
+      if (ctx->node_ok[i] && a->n_cpus[i] > 0 && capleft[i] >= gt->units &&
+          avail[i] >= gt->mem &&
+          (best < 0 || node_before(ctx, a, avail, load, i, (guint)best)))
+        best = (int)i;
+    g_autofree char *who = gnode_name(ctx, gt->gi);
+    if (best < 0) {
+      /* Name the shortfall: the node with the most room for the CPUs. */
+      int bc = -1, bm = -1;
+      for (guint i = 0; i < nn; i++) {
+        if (!ctx->node_ok[i] || a->n_cpus[i] == 0)
+          continue;
+        if (bc < 0 || capleft[i] > capleft[bc])
+          bc = (int)i;
+        if (capleft[i] >= gt->units && (bm < 0 || avail[i] > avail[bm]))
+          bm = (int)i;
+      }
+      g_autofree gboolean *cand = g_new0(gboolean, MAX(nn, 1));
+      for (guint i = 0; i < nn; i++)
+        cand[i] = ctx->node_ok[i];
+      g_autofree char *scope = scope_phrase(ctx, a, cand);
+      if (bc < 0) {
+        g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                    "%s has %u vCPUs but no host node has %s%s", who,
+                    gt->nv, cap_unit_name(cap), scope);
+      } else if (bm < 0) {
+        g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                    "%s needs %u %s%s but the best host node %d has only %u "
+                    "left%s",
+                    who, gt->units, cap_unit_name(cap),
+                    cap == CAP_CPUS ? " (one host node per guest node)" : "",
+                    host->nodes[bc].id, capleft[bc], scope);
+      } else {
+        g_autofree char *need = mem_phrase(ctx, gt->mem);
+        g_autofree char *detail = node_mem_detail(ctx, (guint)bm);
+        g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                    "%s needs %s but the best node %d has only %"
+                    G_GUINT64_FORMAT " MiB uncommitted %s",
+                    who, need, host->nodes[bm].id,
+                    units_to_mib(ctx, avail[bm]), detail);
+      }
+      goto out;
+    }
+    guint i = (guint)best;
+    gt->host = best;
+    capleft[i] -= gt->units;
+    load[i] += o2o ? 0 : gt->nv;
+    split_units(gt->mem, &i, 1, avail, acc.claim);
+    GString *others = g_string_new("");
+    for (guint u = 0; u < nt; u++)
+      if (u != t && tasks[u].host == best)
+        g_string_append_printf(others, "%s%d", others->len ? "," : "",
+                               req->n_gnodes ? req->gnodes[u].id : 0);
+    for (guint u = 0; u < nt; u++)
+      if (u != t && tasks[u].fixed != NULL)
+        for (guint x = 0; x < tasks[u].fixed->len; x++)
+          if (g_array_index(tasks[u].fixed, guint, x) == i)
+            g_string_append_printf(others, "%s%d", others->len ? "," : "",
+                                   req->gnodes[u].id);
+    add_warning(plan,
+                "%s shares host node %d with guest node %s: no assignment "
+                "with distinct host nodes fits",
+                who, host->nodes[i].id, others->str);
+    add_reason(plan, "%s -> host node %d: shared, the least loaded node with "
+                     "room left",
+               who, host->nodes[i].id);
+    g_string_free(others, TRUE);
+  }
+
+  /* --device-locality=required: every device node must be used. */
+  if (ctx->opts->device_locality == QP_DEVLOC_REQUIRED && ctx->any_device_node)
+    for (guint i = 0; i < nn; i++) {
+      if (!ctx->device_node[i])
+        continue;
+      gboolean hit = FALSE;
+      for (guint t = 0; t < nt; t++) {
+        if (tasks[t].host == (int)i)
+          hit = TRUE;
+        if (tasks[t].fixed != NULL)
+          for (guint x = 0; x < tasks[t].fixed->len; x++)
+            hit = hit || g_array_index(tasks[t].fixed, guint, x) == i;
+      }
+      if (!hit) {
+        g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                    "--device-locality=required: no guest node fits on host "
+                    "node %d, which holds a vfio device of the guest",
+                    host->nodes[i].id);
+        goto out;
+      }
+    }
+
+  /* 4. vCPUs and memory. */
+  for (guint t = 0; t < nt; t++) {
+    GuestTask *gt = &tasks[t];
+    MemItem *it = &g_array_index(items, MemItem, t);
+    g_autofree guint *one = NULL;
+    const guint *nodes;
+    guint k;
+    if (gt->fixed != NULL) {
+      nodes = (const guint *)(void *)gt->fixed->data;
+      k = gt->fixed->len;
+    } else {
+      one = g_new(guint, 1);
+      one[0] = (guint)gt->host;
+      nodes = one;
+      k = 1;
+    }
+    g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
+    for (guint x = 0; x < k; x++) {
+      hwloc_bitmap_or(cpus, cpus, a->node_cpus[nodes[x]]);
+      vm_nodes[nodes[x]] = TRUE;
+    }
+    if (gt->fixed != NULL) {
+      g_autofree char *who = gnode_name(ctx, gt->gi);
+      g_autofree char *list = qp_list_format(it->caller_nodes);
+      add_reason(plan, "%s -> host node%s %s: the caller's host-nodes",
+                 who, k > 1 ? "s" : "", list);
+      add_plan_mem(plan, ctx, it, it->caller_nodes, TRUE);
+      if (!o2o) {
+        /* Shared load over the caller's nodes, remainder on the first. */
+        for (guint x = 0; x < k; x++)
+          acc.load[nodes[x]] += gt->nv / k + (x == 0 ? gt->nv % k : 0);
+      }
+    } else {
+      g_auto(hwloc_bitmap_t) ids = ids_of(ctx, nodes, 1);
+      add_plan_mem(plan, ctx, it, ids, FALSE);
+      if (!o2o)
+        acc.load[nodes[0]] += gt->nv;
+    }
+    if (!o2o) {
+      int v;
+      hwloc_bitmap_foreach_begin(v, gt->vcpus)
+      {
+        plan->vcpu_cpus[v] = hwloc_bitmap_dup(cpus);
+      }
+      hwloc_bitmap_foreach_end();
+    } else {
+      guint before = (guint)hwloc_bitmap_weight(plan->dedicated);
+      for (guint x = 0; x < k; x++) {
+        /* vCPUs of this guest node not yet placed go to the next node */
+        g_auto(hwloc_bitmap_t) rest = hwloc_bitmap_alloc();
+        int v;
+        hwloc_bitmap_foreach_begin(v, gt->vcpus)
+        {
+          if (plan->vcpu_cpus[v] == NULL)
+            hwloc_bitmap_set(rest, v);
+        }
+        hwloc_bitmap_foreach_end();
+        if (hwloc_bitmap_iszero(rest))
+          break;
+        pick_cores(plan, ctx, a, cap, nodes[x], rest);
+      }
+      (void)before;
+    }
+  }
+  ok = TRUE;
+  finish_plan(plan, ctx, a, &acc, vm_nodes);
+
+out:
+  for (guint t = 0; t < nt; t++)
+    g_array_unref(pref[t]);
+  g_free(pref);
+  gtasks_free(tasks, nt);
+  return ok;
+}
+
+/* ---- one-to-one without vNUMA ------------------------------------------- */
+
+static gboolean
+plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
+              GError **error)
+{
+  guint nn = ctx->nn;
+  g_autoptr(GArray) items = build_mem_items(ctx);
+  g_autofree guint64 *avail = g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
+  Acc acc = {g_new0(guint64, MAX(nn, 1)), g_new0(guint, MAX(nn, 1))};
+  g_autofree guint64 *acc_claim = acc.claim;
+  g_autofree guint *acc_load = acc.load;
+  g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
+  hwloc_bitmap_set_range(all, 0, (int)ctx->n - 1);
+  guint units = task_units(ctx, cap, all);
+  guint64 need = g_array_index(items, MemItem, 0).units;
+
+  g_autofree char *prefix = NULL;
+  g_autofree gboolean *cand = set_candidates(ctx, &prefix);
+  SetSearch s = {ctx, a, cap, avail, need, units, cand};
+  NodeSet *set = choose_node_set(&s, prefix, error);
+  if (set == NULL)
+    return FALSE;
+  g_autofree guint *nodes = set->nodes;
+  guint k = set->k;
+  g_free(set);
+  g_auto(hwloc_bitmap_t) ids = ids_of(ctx, nodes, k);
+  g_autofree char *l = qp_list_format(ids);
+  add_reason(plan,
+             "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
+             "with %u %s and %" G_GUINT64_FORMAT " MiB for the guest; memory "
+             "is not bound (the guest has no vNUMA), it is claimed where the "
+             "vCPUs run",
+             k > 1 ? "s" : "", l, k, units, cap_unit_name(cap),
+             units_to_mib(ctx, need));
+
+  /* Memory claimed (not bound) over the set. */
+  split_units(need, nodes, k, avail, acc.claim);
+
+  /* vCPUs fill the nodes in order. */
+  g_autofree gboolean *vm_nodes = g_new0(gboolean, MAX(nn, 1));
+  guint next = 0;
+  for (guint j = 0; j < k && next < ctx->n; j++) {
+    guint i = nodes[j];
+    guint c = node_cap(a, cap, i);
+    if (c == 0)
+      continue;
+    vm_nodes[i] = TRUE;
+    g_auto(hwloc_bitmap_t) vs = hwloc_bitmap_alloc();
+    /* Take whole sibling groups while they fit in this node's units. */
+    guint taken = 0;
+    while (next < ctx->n && taken < c) {
+      guint end = next + 1;
+      if (cap == CAP_GROUPS)
+        end = MIN((next / ctx->threads + 1) * ctx->threads, ctx->n);
+      hwloc_bitmap_set_range(vs, next, (int)end - 1);
+      next = end;
+      taken++;
+    }
+    pick_cores(plan, ctx, a, cap, i, vs);
+  }
+  finish_plan(plan, ctx, a, &acc, vm_nodes);
+  return TRUE;
+}
+
+/* ---- one-to-one: the SMT ladder ----------------------------------------- */
+
+static gboolean
+plan_o2o(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
+{
+  gboolean vnuma = ctx->req->n_gnodes > 0;
+  CapKind ladder[3];
+  guint n = 0;
+  if (ctx->threads > 1)
+    ladder[n++] = CAP_GROUPS;
+  else
+    ladder[n++] = CAP_CORES;
+  if (ctx->opts->smt == QP_SMT_PREFER && ctx->threads == 1)
+    ladder[n++] = CAP_PUS;
+
+  g_autoptr(GError) first = NULL;
+  for (guint r = 0; r < n; r++) {
+    g_autoptr(GError) err = NULL;
+    /* Each rung starts from a clean slate. */
+    memset(a->core_used, 0, MAX(ctx->host->n_cores, 1) * sizeof(gboolean));
+    hwloc_bitmap_zero(a->taken);
+    hwloc_bitmap_zero(plan->dedicated);
+    gboolean ok = vnuma ? plan_by_gnode(plan, ctx, a, TRUE, ladder[r], &err)
+                        : plan_o2o_flat(plan, ctx, a, ladder[r], &err);
+    if (ok) {
+      if (ladder[r] == CAP_PUS) {
+        g_auto(hwloc_bitmap_t) shared = hwloc_bitmap_alloc();
+        GString *vl = g_string_new("");
+        for (guint v = 0; v < plan->n_vcpus; v++)
+          for (guint w = 0; w < plan->n_vcpus; w++) {
+            if (v == w || plan->vcpu_cpus[v] == NULL ||
+                plan->vcpu_cpus[w] == NULL)
+              continue;
+            int pv = hwloc_bitmap_first(plan->vcpu_cpus[v]);
+            int pw = hwloc_bitmap_first(plan->vcpu_cpus[w]);
+            int cv = cpu_index(ctx, pv), cw = cpu_index(ctx, pw);
+            if (cv >= 0 && cw >= 0 &&
+                ctx->host->cpus[cv].core == ctx->host->cpus[cw].core) {
+              hwloc_bitmap_set(shared, v);
+              break;
+            }
+          }
+        g_autofree char *sl = qp_list_format(shared);
+        g_string_free(vl, TRUE);
+        if (!hwloc_bitmap_iszero(shared))
+          add_warning(plan,
+                      "one-to-one: not enough free cores for %u vCPUs: vCPUs "
+                      "%s share physical cores as SMT siblings (--smt=prefer; "
+                      "--smt=strict refuses this)",
+                      ctx->n, sl);
+      }
+      if (ladder[r] == CAP_GROUPS)
+        add_reason(plan, "one-to-one: the guest has threads=%u, so vCPUs "
+                         "%u*k..%u*k+%u share one physical core as SMT siblings",
+                   ctx->threads, ctx->threads, ctx->threads, ctx->threads - 1);
+      return TRUE;
+    }
+    /* Throw away what the failed rung wrote. */
+    for (guint v = 0; v < plan->n_vcpus; v++)
+      g_clear_pointer(&plan->vcpu_cpus[v], hwloc_bitmap_free);
+    for (guint m = 0; m < plan->n_mem; m++) {
+      hwloc_bitmap_free(plan->mem[m].host_nodes);
+      g_free(plan->mem[m].memdev);
+    }
+    g_clear_pointer(&plan->mem, g_free);
+    plan->n_mem = 0;
+    g_ptr_array_set_size(plan->reasons, 0);
+    g_ptr_array_set_size(plan->warnings, 0);
+    /* The last rung's shortfall is the one that matters. */
+    g_clear_error(&first);
+    first = g_steal_pointer(&err);
+  }
+  if (ctx->opts->smt == QP_SMT_STRICT && ctx->threads == 1)
+    g_propagate_prefixed_error(error, g_steal_pointer(&first), "%s",
+                               "--smt=strict: ");
+  else
+    g_propagate_error(error, g_steal_pointer(&first));
+  return FALSE;
+}
+
+/* ---- Entry -------------------------------------------------------------- */
+
+static QpPlan *
+plan_on(const Ctx *ctx, QpMode mode, hwloc_const_bitmap_t usable,
+        const char *kind_note, GError **error)
+{
+  Attempt a;
+  attempt_init(&a, ctx, usable);
+  a.kind_note = kind_note;
+  QpPlan *plan = plan_new(ctx->n);
+  plan->mode = mode;
+  gboolean ok = FALSE;
+  switch (mode) {
+  case QP_MODE_BALANCED:
+    ok = plan_balanced(plan, ctx, &a, error);
+    break;
+  case QP_MODE_NUMA:
+    ok = plan_by_gnode(plan, ctx, &a, FALSE, CAP_CPUS, error);
+    break;
+  case QP_MODE_ONE_TO_ONE:
+    ok = plan_o2o(plan, ctx, &a, error);
+    break;
+  default:
+    g_assert_not_reached();
+  }
+  attempt_clear(&a, ctx->nn);
+  if (!ok)
+    g_clear_pointer(&plan, qp_plan_free);
+  return plan;
+}
+
+static hwloc_bitmap_t
+kind_cpus(const Ctx *ctx, guint kind)
+{
+  hwloc_bitmap_t b = hwloc_bitmap_alloc();
+  for (guint c = 0; c < ctx->host->n_cpus; c++)
+    if (ctx->host->cpus[c].kind == (int)kind)
+      hwloc_bitmap_set(b, ctx->host->cpus[c].id);
+  return b;
+}
+
+static void suggest_vnuma(QpPlan *plan, const Ctx *ctx);
+
+QpPlan *
+qp_plan_compute(const QpHost *host, const QpClaims *claims,
+                const QpRequest *req, const QpPlacementOptions *opts,
+                GError **error)
+{
+  g_return_val_if_fail(host != NULL && req != NULL && opts != NULL, NULL);
+  Ctx ctx = {0};
+  g_autoptr(QpPlan) notes = plan_new(0);
+  QpPlan *plan = NULL;
+  QpMode mode = opts->mode;
+
+  if (mode == QP_MODE_AUTO)
+    mode = req->n_gnodes > 1 ? QP_MODE_NUMA : QP_MODE_BALANCED;
+
+  if (!ctx_init(&ctx, host, claims, req, opts, notes, error))
+    goto out;
+
+  if (mode == QP_MODE_NONE) {
+    plan = plan_new(ctx.n);
+    plan->mode = QP_MODE_NONE;
+    hwloc_bitmap_t all = hwloc_bitmap_alloc();
+    if (host->allowed != NULL)
+      hwloc_bitmap_copy(all, host->allowed);
+    for (guint v = 0; v < ctx.n; v++)
+      plan->vcpu_cpus[v] = hwloc_bitmap_dup(all);
+    plan->process_cpus = hwloc_bitmap_dup(all);
+    plan->emulator_cpus = hwloc_bitmap_dup(all);
+    plan->iothread_cpus = hwloc_bitmap_dup(all);
+    plan->startup_cpus = all;
+    add_reason(plan, "mode none: no placement, QEMU runs where it may");
+    goto out;
+  }
+
+  if (host->n_kinds <= 1) {
+    plan = plan_on(&ctx, mode, ctx.usable, "", error);
+  } else {
+    /* The most performant kind that fits; kinds are mixed only when
+     * --affinity leaves no single kind that fits. */
+    g_autoptr(GError) first = NULL;
+    for (guint k = host->n_kinds; k-- > 0 && plan == NULL;) {
+      g_auto(hwloc_bitmap_t) kc = kind_cpus(&ctx, k);
+      hwloc_bitmap_and(kc, kc, ctx.usable);
+      if (hwloc_bitmap_iszero(kc))
+        continue;
+      g_autofree char *note = g_strdup_printf(" of CPU kind %u", k);
+      g_autoptr(GError) err = NULL;
+      plan = plan_on(&ctx, mode, kc, note, &err);
+      if (plan != NULL) {
+        g_autofree char *l = qp_list_format(kc);
+        add_reason(plan, "CPU kind %u (%s): the most performant kind that "
+                         "fits, usable CPUs %s",
+                   k,
+                   host->kind_names != NULL && host->kind_names[k] != NULL
+                       ? host->kind_names[k]
+                       : "unnamed",
+                   l);
+      } else if (first == NULL) {
+        first = g_steal_pointer(&err);
+      }
+    }
+    if (plan == NULL) {
+      guint spanned = 0;
+      for (guint k = 0; k < host->n_kinds; k++) {
+        g_auto(hwloc_bitmap_t) kc = kind_cpus(&ctx, k);
+        if (hwloc_bitmap_intersects(kc, ctx.usable))
+          spanned++;
+      }
+      if (opts->affinity != NULL && spanned > 1) {
+        g_autoptr(GError) err = NULL;
+        plan = plan_on(&ctx, mode, ctx.usable, "", &err);
+        if (plan != NULL) {
+          g_autofree char *l = qp_list_format(opts->affinity);
+          add_warning(plan,
+                      "the VM's CPUs straddle CPU kinds: no single kind in "
+                      "--affinity %s holds the guest",
+                      l);
+        }
+      }
+      if (plan == NULL && first != NULL) {
+        if (spanned > 1 && opts->affinity == NULL)
+          g_propagate_error(error, g_steal_pointer(&first));
+        else
+          g_propagate_error(error, g_steal_pointer(&first));
+        if (spanned > 1 && opts->affinity == NULL && error != NULL &&
+            *error != NULL) {
+          char *m = g_strdup_printf("%s (CPUs of one kind only; an "
+                                    "--affinity spanning kinds allows "
+                                    "mixing them)",
+                                    (*error)->message);
+          g_free((*error)->message);
+          (*error)->message = m;
+        }
+      } else if (plan == NULL) {
+        g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                    "guest needs %u CPUs but no CPU is usable", ctx.n);
+      }
+    }
+  }
+  if (plan != NULL && opts->vnuma && req->n_gnodes == 0)
+    suggest_vnuma(plan, &ctx);
+
+out:
+  if (plan != NULL) {
+    /* Notes made before the mode ran, and the ledger's own warnings. */
+    for (guint w = 0; w < notes->warnings->len; w++)
+      g_ptr_array_insert(plan->warnings, (gint)w,
+                         g_strdup(g_ptr_array_index(notes->warnings, w)));
+    if (claims != NULL && claims->warnings != NULL)
+      for (guint w = 0; w < claims->warnings->len; w++)
+        g_ptr_array_add(plan->warnings,
+                        g_strdup(g_ptr_array_index(claims->warnings, w)));
+  }
+  ctx_clear(&ctx);
+  return plan;
+}
+
+/* ---- Suggested guest topology (--vnuma) --------------------------------- */
+
+static void
+suggest_vnuma(QpPlan *plan, const Ctx *ctx)
+{
+  (void)plan;
+  (void)ctx;
+}
+
+/* ---- Output ------------------------------------------------------------- */
+
+static void
+json_list(JsonBuilder *b, const char *name, hwloc_const_bitmap_t set)
+{
+  json_builder_set_member_name(b, name);
+  if (set == NULL) {
+    json_builder_add_null_value(b);
+    return;
+  }
+  g_autofree char *l = qp_list_format(set);
+  json_builder_add_string_value(b, l);
+}
+
+static void
+json_strings(JsonBuilder *b, const char *name, GPtrArray *lines)
+{
+  json_builder_set_member_name(b, name);
+  json_builder_begin_array(b);
+  for (guint i = 0; lines != NULL && i < lines->len; i++)
+    json_builder_add_string_value(b, g_ptr_array_index(lines, i));
+  json_builder_end_array(b);
+}
+
+JsonNode *
+qp_plan_to_json(const QpPlan *plan)
+{
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "mode");
+  json_builder_add_string_value(b, qp_mode_name(plan->mode));
+
+  json_builder_set_member_name(b, "vcpus");
+  json_builder_begin_array(b);
+  for (guint v = 0; v < plan->n_vcpus; v++) {
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "index");
+    json_builder_add_int_value(b, v);
+    json_list(b, "cpus", plan->vcpu_cpus[v]);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+
+  json_list(b, "process-cpus", plan->process_cpus);
+  json_list(b, "emulator-cpus", plan->emulator_cpus);
+  json_list(b, "iothread-cpus", plan->iothread_cpus);
+  json_list(b, "startup-cpus", plan->startup_cpus);
+  json_list(b, "host-nodes", plan->host_nodes);
+  json_list(b, "memory-nodes", plan->mem_nodes);
+  json_builder_set_member_name(b, "memory-policy");
+  if (plan->mem_nodes != NULL)
+    json_builder_add_string_value(b, qp_policy_name(plan->mem_policy));
+  else
+    json_builder_add_null_value(b);
+
+  json_builder_set_member_name(b, "memory");
+  json_builder_begin_array(b);
+  for (guint m = 0; m < plan->n_mem; m++) {
+    const QpPlanMem *pm = &plan->mem[m];
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "guest-node");
+    if (pm->gnode >= 0)
+      json_builder_add_int_value(b, pm->gnode);
+    else
+      json_builder_add_null_value(b);
+    json_list(b, "host-nodes", pm->host_nodes);
+    json_builder_set_member_name(b, "policy");
+    json_builder_add_string_value(b, qp_policy_name(pm->policy));
+    json_builder_set_member_name(b, "size-mib");
+    json_builder_add_int_value(b, (gint64)pm->mem_mib);
+    json_builder_set_member_name(b, "memdev");
+    if (pm->memdev != NULL)
+      json_builder_add_string_value(b, pm->memdev);
+    else
+      json_builder_add_null_value(b);
+    json_builder_set_member_name(b, "caller-set");
+    json_builder_add_boolean_value(b, pm->caller_set);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+
+  json_builder_set_member_name(b, "claims");
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "memory-mib");
+  json_builder_begin_object(b);
+  for (guint i = 0; plan->claim_mem != NULL && i < plan->claim_mem->len; i++) {
+    const QpNodeAmount *a = &g_array_index(plan->claim_mem, QpNodeAmount, i);
+    g_autofree char *k = g_strdup_printf("%d", a->node);
+    json_builder_set_member_name(b, k);
+    json_builder_add_int_value(b, (gint64)a->mib);
+  }
+  json_builder_end_object(b);
+  json_builder_set_member_name(b, "hugepages");
+  json_builder_begin_array(b);
+  for (guint i = 0; plan->claim_huge != NULL && i < plan->claim_huge->len;
+       i++) {
+    const QpHugeClaim *h = &g_array_index(plan->claim_huge, QpHugeClaim, i);
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "node");
+    json_builder_add_int_value(b, h->node);
+    json_builder_set_member_name(b, "page-kib");
+    json_builder_add_int_value(b, (gint64)h->page_kib);
+    json_builder_set_member_name(b, "pages");
+    json_builder_add_int_value(b, (gint64)h->pages);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  json_list(b, "dedicated-cpus", plan->dedicated);
+  json_builder_set_member_name(b, "load");
+  json_builder_begin_object(b);
+  for (guint i = 0; plan->load != NULL && i < plan->load->len; i++) {
+    const QpNodeLoad *l = &g_array_index(plan->load, QpNodeLoad, i);
+    g_autofree char *k = g_strdup_printf("%d", l->node);
+    json_builder_set_member_name(b, k);
+    json_builder_add_int_value(b, l->vcpus);
+  }
+  json_builder_end_object(b);
+  json_builder_end_object(b);
+
+  if (plan->vnuma) {
+    json_builder_set_member_name(b, "vnuma");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "sockets");
+    json_builder_add_int_value(b, plan->vnuma_sockets);
+    json_builder_set_member_name(b, "cores");
+    json_builder_add_int_value(b, plan->vnuma_cores);
+    json_builder_set_member_name(b, "threads");
+    json_builder_add_int_value(b, plan->vnuma_threads);
+    json_builder_set_member_name(b, "nodes");
+    json_builder_begin_array(b);
+    for (guint n = 0; n < plan->n_vnodes; n++) {
+      const QpPlanVnode *vn = &plan->vnodes[n];
+      json_builder_begin_object(b);
+      json_builder_set_member_name(b, "id");
+      json_builder_add_int_value(b, vn->id);
+      json_list(b, "vcpus", vn->vcpus);
+      json_builder_set_member_name(b, "size-mib");
+      json_builder_add_int_value(b, (gint64)vn->mem_mib);
+      json_builder_set_member_name(b, "host-node");
+      json_builder_add_int_value(b, vn->host_node);
+      json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "distances");
+    json_builder_begin_array(b);
+    for (guint x = 0; x < plan->n_vnodes; x++) {
+      json_builder_begin_array(b);
+      for (guint y = 0; y < plan->n_vnodes; y++)
+        json_builder_add_int_value(
+            b, plan->vnode_distance[x * plan->n_vnodes + y]);
+      json_builder_end_array(b);
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+  }
+
+  json_strings(b, "reasons", plan->reasons);
+  json_strings(b, "warnings", plan->warnings);
+  json_builder_end_object(b);
+  return json_builder_get_root(b);
+}
+
+static char *
+fmt_list(hwloc_const_bitmap_t set)
+{
+  if (set == NULL)
+    return g_strdup("-");
+  char *l = qp_list_format(set);
+  if (*l == '\0') {
+    g_free(l);
+    return g_strdup("-");
+  }
+  return l;
+}
+
+char *
+qp_plan_to_human(const QpPlan *plan, const QpHost *host)
+{
+  GString *s = g_string_new("");
+  g_autofree char *proc = fmt_list(plan->process_cpus);
+  g_autofree char *emu = fmt_list(plan->emulator_cpus);
+  g_autofree char *io = fmt_list(plan->iothread_cpus);
+  g_autofree char *start = fmt_list(plan->startup_cpus);
+  g_autofree char *nodes = fmt_list(plan->host_nodes);
+  g_autofree char *memn = fmt_list(plan->mem_nodes);
+  g_autofree char *ded = fmt_list(plan->dedicated);
+
+  g_string_append_printf(s, "mode            %s\n", qp_mode_name(plan->mode));
+  g_string_append_printf(s, "host nodes      %s\n", nodes);
+  g_string_append_printf(s, "process CPUs    %s\n", proc);
+  g_string_append_printf(s, "emulator CPUs   %s\n", emu);
+  g_string_append_printf(s, "iothread CPUs   %s\n", io);
+  g_string_append_printf(s, "startup CPUs    %s\n", start);
+  g_string_append_printf(s, "dedicated CPUs  %s\n", ded);
+  if (plan->mem_nodes != NULL)
+    g_string_append_printf(s, "memory policy   %s on nodes %s\n",
+                           qp_policy_name(plan->mem_policy), memn);
+  else
+    g_string_append(s, "memory policy   not bound\n");
+
+  /* vCPUs with the same CPUs in runs: "0-7  0-1,4-5" */
+  g_string_append(s, "\nvCPUs       host CPUs\n");
+  for (guint v = 0; v < plan->n_vcpus;) {
+    guint w = v + 1;
+    while (w < plan->n_vcpus &&
+           hwloc_bitmap_isequal(plan->vcpu_cpus[w], plan->vcpu_cpus[v]))
+      w++;
+    g_autofree char *vs = w - v > 1 ? g_strdup_printf("%u-%u", v, w - 1)
+                                    : g_strdup_printf("%u", v);
+    g_autofree char *cs = fmt_list(plan->vcpu_cpus[v]);
+    g_string_append_printf(s, "%-11s %s\n", vs, cs);
+    v = w;
+  }
+
+  if (plan->n_mem > 0) {
+    g_string_append(s, "\nguest node  host nodes  policy      MiB       "
+                       "memdev          bound by\n");
+    for (guint m = 0; m < plan->n_mem; m++) {
+      const QpPlanMem *pm = &plan->mem[m];
+      g_autofree char *g = pm->gnode >= 0 ? g_strdup_printf("%d", pm->gnode)
+                                          : g_strdup("-");
+      g_autofree char *hn = fmt_list(pm->host_nodes);
+      g_string_append_printf(
+          s, "%-11s %-11s %-11s %-9" G_GUINT64_FORMAT " %-15s %s\n", g, hn,
+          qp_policy_name(pm->policy), pm->mem_mib,
+          pm->memdev != NULL ? pm->memdev : "-",
+          pm->caller_set ? "caller" : "qemu-pin");
+    }
+  }
+
+  g_string_append(s, "\nclaims: node  memory MiB  hugepages           "
+                     "shared vCPUs\n");
+  guint n_nodes = host != NULL ? host->n_nodes : 0;
+  g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(int));
+  for (guint i = 0; i < n_nodes; i++)
+    g_array_append_val(ids, host->nodes[i].id);
+  if (host == NULL) {
+    for (guint i = 0; i < plan->claim_mem->len; i++)
+      g_array_append_val(ids,
+                         g_array_index(plan->claim_mem, QpNodeAmount, i).node);
+    for (guint i = 0; i < plan->claim_huge->len; i++)
+      g_array_append_val(ids,
+                         g_array_index(plan->claim_huge, QpHugeClaim, i).node);
+    for (guint i = 0; i < plan->load->len; i++)
+      g_array_append_val(ids, g_array_index(plan->load, QpNodeLoad, i).node);
+  }
+  g_auto(hwloc_bitmap_t) shown = hwloc_bitmap_alloc();
+  for (guint x = 0; x < ids->len; x++) {
+    int id = g_array_index(ids, int, x);
+    if (id < 0 || hwloc_bitmap_isset(shown, id))
+      continue;
+    hwloc_bitmap_set(shown, id);
+    guint64 mib = 0;
+    guint vcpus = 0;
+    GString *huge = g_string_new("");
+    for (guint i = 0; i < plan->claim_mem->len; i++)
+      if (g_array_index(plan->claim_mem, QpNodeAmount, i).node == id)
+        mib += g_array_index(plan->claim_mem, QpNodeAmount, i).mib;
+    for (guint i = 0; i < plan->claim_huge->len; i++) {
+      const QpHugeClaim *h = &g_array_index(plan->claim_huge, QpHugeClaim, i);
+      if (h->node == id)
+        g_string_append_printf(huge, "%s%" G_GUINT64_FORMAT " x %"
+                               G_GUINT64_FORMAT " KiB",
+                               huge->len ? ", " : "", h->pages, h->page_kib);
+    }
+    for (guint i = 0; i < plan->load->len; i++)
+      if (g_array_index(plan->load, QpNodeLoad, i).node == id)
+        vcpus += g_array_index(plan->load, QpNodeLoad, i).vcpus;
+    if (mib == 0 && huge->len == 0 && vcpus == 0) {
+      g_string_free(huge, TRUE);
+      continue;
+    }
+    g_string_append_printf(s, "        %-5d %-11" G_GUINT64_FORMAT
+                           " %-19s %u\n",
+                           id, mib, huge->len ? huge->str : "-", vcpus);
+    g_string_free(huge, TRUE);
+  }
+
+  if (plan->vnuma) {
+    g_string_append_printf(s, "\nsuggested guest topology: sockets=%u "
+                              "cores=%u threads=%u\n",
+                           plan->vnuma_sockets, plan->vnuma_cores,
+                           plan->vnuma_threads);
+    for (guint n = 0; n < plan->n_vnodes; n++) {
+      g_autofree char *vl = fmt_list(plan->vnodes[n].vcpus);
+      g_string_append_printf(s, "  -numa node,nodeid=%d,cpus=%s (%"
+                             G_GUINT64_FORMAT " MiB, host node %d)\n",
+                             plan->vnodes[n].id, vl, plan->vnodes[n].mem_mib,
+                             plan->vnodes[n].host_node);
+    }
+  }
+
+  if (plan->reasons != NULL && plan->reasons->len > 0) {
+    g_string_append(s, "\nreasons:\n");
+    for (guint i = 0; i < plan->reasons->len; i++)
+      g_string_append_printf(s, "  - %s\n",
+                             (char *)g_ptr_array_index(plan->reasons, i));
+  }
+  if (plan->warnings != NULL && plan->warnings->len > 0) {
+    g_string_append(s, "\nwarnings:\n");
+    for (guint i = 0; i < plan->warnings->len; i++)
+      g_string_append_printf(s, "  ! %s\n",
+                             (char *)g_ptr_array_index(plan->warnings, i));
+  }
+  return g_string_free(s, FALSE);
+}

@@ -152,6 +152,15 @@ typedef struct {
   gboolean caller_set;       /* caller's host-nodes kept as they were */
 } QpPlanMem;
 
+/* A guest NUMA node the planner suggests (--vnuma for a guest without
+ * -numa): it mirrors one host node of the placement. */
+typedef struct {
+  int id;                 /* guest node id, 0.. */
+  hwloc_bitmap_t vcpus;   /* vCPU indexes (cpu-index) */
+  guint64 mem_mib;
+  int host_node;          /* the host node it mirrors */
+} QpPlanVnode;
+
 typedef struct {
   QpMode mode;                 /* resolved: never AUTO */
   guint n_vcpus;               /* == request maxcpus */
@@ -172,6 +181,16 @@ typedef struct {
   GArray *load;                /* of QpNodeLoad */
   GPtrArray *reasons;          /* of char*: each choice in plain words */
   GPtrArray *warnings;         /* of char* */
+  /* Additions (planner). */
+  hwloc_bitmap_t host_nodes;   /* host nodes the VM's vCPUs and memory use */
+  /* Suggested guest topology: set only with opts->vnuma on a guest without
+   * vNUMA. -smp sockets/cores/threads mirror the chosen CPUs, flat
+   * (sockets=1, cores=N, threads=1) when their layout is asymmetric. */
+  gboolean vnuma;
+  guint vnuma_sockets, vnuma_cores, vnuma_threads;
+  guint n_vnodes;              /* 0: no -numa node suggested (one host node) */
+  QpPlanVnode *vnodes;
+  guint *vnode_distance;       /* n_vnodes * n_vnodes, SLIT of the host nodes */
 } QpPlan;
 
 /* Computes a plan. On a request that does not fit, fails with

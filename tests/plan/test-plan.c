@@ -1,0 +1,1211 @@
+/* The placement planner (topology/plan.c) on hand-built hosts and on the
+ * recorded hosts in tests/data/topologies.
+ *
+ * Hand-built hosts come from a small builder below, so that every case
+ * states its host in a few lines; the recorded hosts check that the same
+ * decisions come out of hwloc's view of those machines. */
+#include "topology/plan.h"
+
+#include <string.h>
+
+/* ---- Host builder ------------------------------------------------------- */
+
+typedef struct {
+  QpHost *h;
+  guint cap_cores, cap_cpus;
+} Builder;
+
+static QpHost *
+host_new(guint n_nodes, guint64 mem_mib, guint remote_distance)
+{
+  QpHost *h = g_new0(QpHost, 1);
+  h->source = g_strdup("test");
+  h->n_nodes = n_nodes;
+  h->nodes = g_new0(QpNode, n_nodes);
+  for (guint i = 0; i < n_nodes; i++) {
+    h->nodes[i].id = (int)i;
+    h->nodes[i].total_mib = h->nodes[i].free_mib = mem_mib;
+    h->nodes[i].cpus = hwloc_bitmap_alloc();
+    h->nodes[i].all_cpus = hwloc_bitmap_alloc();
+    h->nodes[i].hugepages = g_array_new(FALSE, TRUE, sizeof(QpHugePool));
+  }
+  h->distance = g_new(guint, n_nodes * n_nodes);
+  for (guint i = 0; i < n_nodes; i++)
+    for (guint j = 0; j < n_nodes; j++)
+      h->distance[i * n_nodes + j] = i == j ? 10 : remote_distance;
+  h->cores = g_new0(QpCore, 4096);
+  h->cpus = g_new0(QpCpu, 8192);
+  h->allowed = hwloc_bitmap_alloc();
+  h->n_kinds = 1;
+  h->pci = g_array_new(FALSE, TRUE, sizeof(QpPciDevice));
+  return h;
+}
+
+/* A core on NODE with PUs PU0 and (if >= 0) PU1. */
+static void
+host_core(QpHost *h, int node, int package, int kind, int pu0, int pu1)
+{
+  guint c = h->n_cores++;
+  h->cores[c].package = package;
+  h->cores[c].node = node;
+  h->cores[c].pus = hwloc_bitmap_alloc();
+  int pus[2] = {pu0, pu1};
+  for (int k = 0; k < 2; k++) {
+    if (pus[k] < 0)
+      continue;
+    QpCpu *cpu = &h->cpus[h->n_cpus++];
+    cpu->id = pus[k];
+    cpu->core = (int)c;
+    cpu->node = node;
+    cpu->package = package;
+    cpu->kind = kind;
+    cpu->allowed = TRUE;
+    hwloc_bitmap_set(h->cores[c].pus, pus[k]);
+    hwloc_bitmap_set(h->nodes[node].cpus, pus[k]);
+    hwloc_bitmap_set(h->nodes[node].all_cpus, pus[k]);
+    hwloc_bitmap_set(h->allowed, pus[k]);
+    h->n_kinds = MAX(h->n_kinds, (guint)kind + 1);
+  }
+}
+
+static int
+compare_cpu(gconstpointer a, gconstpointer b)
+{
+  return ((const QpCpu *)a)->id - ((const QpCpu *)b)->id;
+}
+
+static void
+host_done(QpHost *h)
+{
+  qsort(h->cpus, h->n_cpus, sizeof(QpCpu), compare_cpu);
+}
+
+static void
+host_allow(QpHost *h, const char *list)
+{
+  hwloc_bitmap_t set = NULL;
+  g_assert_true(qp_list_parse(list, "allowed", QP_LIST_MAX_INDEX, &set, NULL));
+  hwloc_bitmap_and(h->allowed, h->allowed, set);
+  for (guint i = 0; i < h->n_nodes; i++)
+    hwloc_bitmap_and(h->nodes[i].cpus, h->nodes[i].cpus, set);
+  for (guint c = 0; c < h->n_cpus; c++)
+    h->cpus[c].allowed = hwloc_bitmap_isset(set, h->cpus[c].id);
+  hwloc_bitmap_free(set);
+}
+
+static void
+host_free(QpHost *h)
+{
+  for (guint i = 0; i < h->n_nodes; i++) {
+    hwloc_bitmap_free(h->nodes[i].cpus);
+    hwloc_bitmap_free(h->nodes[i].all_cpus);
+    g_array_unref(h->nodes[i].hugepages);
+  }
+  for (guint c = 0; c < h->n_cores; c++)
+    hwloc_bitmap_free(h->cores[c].pus);
+  for (guint p = 0; p < h->pci->len; p++)
+    g_free(g_array_index(h->pci, QpPciDevice, p).bdf);
+  g_array_unref(h->pci);
+  g_free(h->nodes);
+  g_free(h->cores);
+  g_free(h->cpus);
+  g_free(h->distance);
+  hwloc_bitmap_free(h->allowed);
+  g_free(h->source);
+  g_free(h);
+}
+typedef QpHost TestHost;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TestHost, host_free)
+
+/* Seed 000's host, AMD EPYC 7351P: node N = CPUs 4N..4N+3 and
+ * 16+4N..16+4N+3, CPU c and c+16 are SMT siblings, SLIT 10/16. MEM gives the
+ * node sizes (NULL: 16384 MiB each). */
+static QpHost *
+epyc(const guint64 *mem)
+{
+  QpHost *h = host_new(4, 16384, 16);
+  for (int n = 0; n < 4; n++) {
+    if (mem != NULL)
+      h->nodes[n].total_mib = h->nodes[n].free_mib = mem[n];
+    for (int j = 0; j < 4; j++)
+      host_core(h, n, 0, 0, 4 * n + j, 16 + 4 * n + j);
+  }
+  host_done(h);
+  return h;
+}
+
+/* 2-socket Intel, one node per socket, 8 cores each, siblings n and n+16. */
+static QpHost *
+intel_2s(void)
+{
+  QpHost *h = host_new(2, 65536, 21);
+  for (int c = 0; c < 16; c++)
+    host_core(h, c / 8, c / 8, 0, c, c + 16);
+  host_done(h);
+  return h;
+}
+
+/* 2 sockets x 4 nodes, 4 cores per node, no SMT, SLIT 10/12/32. */
+static QpHost *
+two_socket_8_nodes(void)
+{
+  QpHost *h = host_new(8, 8192, 32);
+  for (guint i = 0; i < 8; i++)
+    for (guint j = 0; j < 8; j++)
+      if (i != j && i / 4 == j / 4)
+        h->distance[i * 8 + j] = 12;
+  for (int c = 0; c < 32; c++)
+    host_core(h, c / 4, c / 16, 0, c, -1);
+  host_done(h);
+  return h;
+}
+
+/* Hybrid: 4 P-cores with 2 threads (CPUs 0-7, kind 1, most performant)
+ * and 12 E-cores (CPUs 8-19, kind 0). */
+static QpHost *
+hybrid(void)
+{
+  QpHost *h = host_new(1, 32768, 10);
+  for (int c = 0; c < 4; c++)
+    host_core(h, 0, 0, 1, 2 * c, 2 * c + 1);
+  for (int c = 0; c < 12; c++)
+    host_core(h, 0, 0, 0, 8 + c, -1);
+  host_done(h);
+  return h;
+}
+
+/* Nodes 0 and 1 with 4 cores and 8 GiB each, node 2 a CPU-less 32 GiB
+ * memory node (CXL), SLIT 10/20/30. */
+static QpHost *
+cpuless(void)
+{
+  QpHost *h = host_new(3, 8192, 20);
+  h->nodes[2].total_mib = h->nodes[2].free_mib = 32768;
+  guint d[] = {10, 20, 30, 20, 10, 30, 30, 30, 10};
+  memcpy(h->distance, d, sizeof(d));
+  for (int c = 0; c < 8; c++)
+    host_core(h, c / 4, c / 4, 0, c, -1);
+  host_done(h);
+  return h;
+}
+
+/* ---- Request and option helpers ----------------------------------------- */
+
+static hwloc_bitmap_t
+list(const char *text)
+{
+  hwloc_bitmap_t set = NULL;
+  g_assert_true(qp_list_parse(text, "test", QP_LIST_MAX_INDEX, &set, NULL));
+  return set;
+}
+
+static QpRequest *
+request(guint vcpus, guint64 mem_mib)
+{
+  QpRequest *r = qp_request_new();
+  r->vcpus = r->maxcpus = vcpus;
+  r->sockets = 1;
+  r->cores = vcpus;
+  r->mem_mib = mem_mib;
+  return r;
+}
+
+/* N guest nodes, each with VCPUS_EACH consecutive vCPUs and MEM_EACH MiB. */
+static void
+request_vnuma(QpRequest *r, guint n, guint vcpus_each, guint64 mem_each)
+{
+  r->n_gnodes = n;
+  r->gnodes = g_new0(QpGuestNode, n);
+  for (guint g = 0; g < n; g++) {
+    r->gnodes[g].id = (int)g;
+    r->gnodes[g].vcpus = hwloc_bitmap_alloc();
+    hwloc_bitmap_set_range(r->gnodes[g].vcpus, g * vcpus_each,
+                           (int)((g + 1) * vcpus_each) - 1);
+    r->gnodes[g].mem_mib = mem_each;
+    r->gnodes[g].memdev = g_strdup_printf("ram-node%u", g);
+  }
+}
+
+typedef struct {
+  QpPlacementOptions o;
+} Opts;
+
+static void
+opts_free(Opts *o)
+{
+  qp_placement_options_clear(&o->o);
+  g_free(o);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Opts, opts_free)
+
+static Opts *
+opts_new(QpMode mode, const char *affinity)
+{
+  Opts *o = g_new0(Opts, 1);
+  qp_placement_options_init(&o->o);
+  o->o.mode = mode;
+  if (affinity != NULL)
+    o->o.affinity = list(affinity);
+  return o;
+}
+
+static QpClaim *
+claim_add(QpClaims *claims, const char *id)
+{
+  QpClaim *c = qp_claim_new();
+  c->id = g_strdup(id);
+  g_ptr_array_add(claims->claims, c);
+  return c;
+}
+
+static void
+claim_mem(QpClaim *c, int node, guint64 mib)
+{
+  QpNodeAmount m = {.node = node, .mib = mib};
+  g_array_append_val(c->mem, m);
+}
+
+static void
+assert_set(hwloc_const_bitmap_t set, const char *expected)
+{
+  g_assert_nonnull(set);
+  g_autofree char *s = qp_list_format(set);
+  g_assert_cmpstr(s, ==, expected);
+}
+
+static void
+assert_vcpu(const QpPlan *p, guint v, const char *expected)
+{
+  g_assert_cmpuint(v, <, p->n_vcpus);
+  assert_set(p->vcpu_cpus[v], expected);
+}
+
+static guint64
+claimed_on(const QpPlan *p, int node)
+{
+  for (guint i = 0; i < p->claim_mem->len; i++)
+    if (g_array_index(p->claim_mem, QpNodeAmount, i).node == node)
+      return g_array_index(p->claim_mem, QpNodeAmount, i).mib;
+  return 0;
+}
+
+static guint
+load_on(const QpPlan *p, int node)
+{
+  for (guint i = 0; i < p->load->len; i++)
+    if (g_array_index(p->load, QpNodeLoad, i).node == node)
+      return g_array_index(p->load, QpNodeLoad, i).vcpus;
+  return 0;
+}
+
+static gboolean
+has_text(GPtrArray *lines, const char *needle)
+{
+  for (guint i = 0; i < lines->len; i++)
+    if (strstr(g_ptr_array_index(lines, i), needle) != NULL)
+      return TRUE;
+  return FALSE;
+}
+
+/* Every error is one line and names what fell short. */
+static void
+assert_nofit(GError *error, const char *needle)
+{
+  g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT);
+  g_assert_null(strchr(error->message, '\n'));
+  if (strstr(error->message, needle) == NULL)
+    g_error("error \"%s\" lacks \"%s\"", error->message, needle);
+}
+
+static QpPlan *
+plan_ok(const QpHost *h, const QpClaims *c, const QpRequest *r,
+        const Opts *o)
+{
+  g_autoptr(GError) error = NULL;
+  QpPlan *p = qp_plan_compute(h, c, r, &o->o, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(p);
+  g_assert_cmpuint(p->n_vcpus, ==, MAX(r->maxcpus, r->vcpus));
+  for (guint v = 0; v < p->n_vcpus; v++)
+    g_assert_nonnull(p->vcpu_cpus[v]);
+  /* Nothing outside the CPUs this process may use. */
+  g_assert_true(hwloc_bitmap_isincluded(p->process_cpus, h->allowed));
+  g_assert_true(hwloc_bitmap_isincluded(p->emulator_cpus, p->process_cpus));
+  g_assert_true(hwloc_bitmap_isincluded(p->startup_cpus, p->process_cpus));
+  for (guint v = 0; v < p->n_vcpus; v++)
+    g_assert_true(hwloc_bitmap_isincluded(p->vcpu_cpus[v], p->process_cpus));
+  /* The plan serialises. */
+  g_autoptr(JsonNode) json = qp_plan_to_json(p);
+  g_assert_true(JSON_NODE_HOLDS_OBJECT(json));
+  g_autofree char *human = qp_plan_to_human(p, h);
+  g_assert_nonnull(human);
+  return p;
+}
+
+/* ---- Seed 000 ------------------------------------------------------------
+ *
+ * Guest: sockets=4,cores=2,numa=1,memory=8192 -> 4 guest nodes of 2 vCPUs
+ * (vCPUs 2k,2k+1 on guest node k) and 2048 MiB each; affinity
+ * 0,1,4,5,8,9,12,13 = 2 physical cores per host node, no SMT siblings.
+ * "With explicit hostnodes": guest node k has host-nodes=k,policy=bind. */
+
+static QpRequest *
+seed_request(gboolean explicit_hostnodes)
+{
+  QpRequest *r = request(8, 8192);
+  r->sockets = 4;
+  r->cores = 2;
+  r->threads = 1;
+  request_vnuma(r, 4, 2, 2048);
+  if (explicit_hostnodes)
+    for (guint g = 0; g < 4; g++) {
+      r->gnodes[g].host_nodes = hwloc_bitmap_alloc();
+      hwloc_bitmap_set(r->gnodes[g].host_nodes, g);
+      r->gnodes[g].policy = QP_POLICY_BIND;
+    }
+  return r;
+}
+
+#define SEED_AFFINITY "0,1,4,5,8,9,12,13"
+
+/* Seed 000 config 1_pinning_balanced: "allocator auto-selects host NUMA
+ * nodes by uncommitted memory, binds guest memory to them with policy=bind,
+ * confines the QEMU process to the selected nodes' CPUs. individual vCPU
+ * threads are NOT pinned." The seed's v2 chose by memory alone and put the
+ * 8 vCPUs of an 8 GiB guest on one node (its 2 allowed CPUs), which lost
+ * bandwidth against no pinning. Here a VM never overcommits itself: 8 vCPUs
+ * need 8 usable CPUs and every node has 2 in the affinity, so the fewest
+ * nodes holding both memory and CPUs are all four. */
+static void
+check_seed_balanced(const QpHost *h, gboolean explicit_hostnodes)
+{
+  g_autoptr(QpRequest) r = seed_request(explicit_hostnodes);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, SEED_AFFINITY);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  g_assert_cmpint(p->mode, ==, QP_MODE_BALANCED);
+  assert_set(p->process_cpus, "0-1,4-5,8-9,12-13");
+  for (guint v = 0; v < 8; v++)
+    assert_vcpu(p, v, "0-1,4-5,8-9,12-13"); /* vCPUs float */
+  assert_set(p->emulator_cpus, "0-1,4-5,8-9,12-13");
+  assert_set(p->startup_cpus, "0-1,4-5,8-9,12-13");
+  g_assert_true(hwloc_bitmap_iszero(p->dedicated));
+  g_assert_cmpuint(p->n_mem, ==, 4);
+  for (guint g = 0; g < 4; g++) {
+    g_assert_cmpint(p->mem[g].gnode, ==, (int)g);
+    g_assert_cmpuint(p->mem[g].mem_mib, ==, 2048);
+    g_assert_cmpint(p->mem[g].policy, ==, QP_POLICY_BIND);
+    g_assert_cmpint(p->mem[g].caller_set, ==, explicit_hostnodes);
+    g_autofree char *memdev = g_strdup_printf("ram-node%u", g);
+    g_assert_cmpstr(p->mem[g].memdev, ==, memdev);
+    if (explicit_hostnodes) {
+      g_autofree char *k = g_strdup_printf("%u", g);
+      assert_set(p->mem[g].host_nodes, k);
+    } else {
+      assert_set(p->mem[g].host_nodes, "0-3");
+    }
+  }
+  assert_set(p->mem_nodes, "0-3");
+  g_assert_cmpint(p->mem_policy, ==, QP_POLICY_BIND);
+  /* Each guest node's 2048 MiB split evenly over 0-3 (or on its own node):
+   * 2048 MiB per host node either way; 8 floating vCPUs, 2 per node. */
+  for (int n = 0; n < 4; n++) {
+    g_assert_cmpuint(claimed_on(p, n), ==, 2048);
+    g_assert_cmpuint(load_on(p, n), ==, 2);
+  }
+  assert_set(p->host_nodes, "0-3");
+}
+
+static void
+test_seed_balanced(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  check_seed_balanced(h, FALSE);
+}
+
+static void
+test_seed_balanced_hostnodes(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  check_seed_balanced(h, TRUE);
+}
+
+/* Seed 000 configs 2_pinning_numa_auto ("allocator auto-assigns each guest
+ * NUMA node to a host NUMA node (least-loaded first), pins vCPU sets per
+ * node") and 4_pinning_numa ("user manually maps each guest NUMA node to a
+ * specific host NUMA node"). The seed reports no mapping for the auto run;
+ * on an empty host every node is equally loaded and holds the same memory
+ * (in whole GiB), so the tie-break (lowest node id) gives guest node k ->
+ * host node k, the same as the explicit run: vCPUs 2k,2k+1 -> the node's
+ * two CPUs in the affinity. */
+static void
+check_seed_numa(const QpHost *h, QpMode mode, gboolean explicit_hostnodes)
+{
+  g_autoptr(QpRequest) r = seed_request(explicit_hostnodes);
+  g_autoptr(Opts) o = opts_new(mode, SEED_AFFINITY);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  g_assert_cmpint(p->mode, ==, QP_MODE_NUMA);
+  const char *cpus[] = {"0-1", "4-5", "8-9", "12-13"};
+  for (guint g = 0; g < 4; g++) {
+    assert_vcpu(p, 2 * g, cpus[g]);
+    assert_vcpu(p, 2 * g + 1, cpus[g]);
+    g_autofree char *k = g_strdup_printf("%u", g);
+    assert_set(p->mem[g].host_nodes, k);
+    g_assert_cmpint(p->mem[g].gnode, ==, (int)g);
+    g_assert_cmpint(p->mem[g].policy, ==, QP_POLICY_BIND);
+    g_assert_cmpuint(p->mem[g].mem_mib, ==, 2048);
+    g_assert_cmpint(p->mem[g].caller_set, ==, explicit_hostnodes);
+    g_assert_cmpuint(claimed_on(p, (int)g), ==, 2048);
+    g_assert_cmpuint(load_on(p, (int)g), ==, 2);
+  }
+  assert_set(p->process_cpus, "0-1,4-5,8-9,12-13");
+  assert_set(p->emulator_cpus, "0-1,4-5,8-9,12-13");
+  assert_set(p->mem_nodes, "0-3");
+  g_assert_true(hwloc_bitmap_iszero(p->dedicated));
+  if (!explicit_hostnodes)
+    g_assert_true(has_text(p->reasons, "guest node 0 -> host node 0: least "
+                                       "loaded (0 shared vCPUs on 2 usable "
+                                       "CPUs)"));
+  else
+    g_assert_true(has_text(p->reasons, "guest node 3 -> host node 3: the "
+                                       "caller's host-nodes"));
+  g_assert_cmpuint(p->warnings->len, ==, 0);
+}
+
+static void
+test_seed_numa_auto(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  check_seed_numa(h, QP_MODE_NUMA, FALSE);
+  /* auto = numa for a guest with more than one node */
+  check_seed_numa(h, QP_MODE_AUTO, FALSE);
+}
+
+static void
+test_seed_numa_hostnodes(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  check_seed_numa(h, QP_MODE_NUMA, TRUE);
+}
+
+/* With the seed's own node sizes (numactl -H: 15891, 16124, 16124, 16123
+ * MB) the differences are under 1 GiB, which the planner treats as equal:
+ * still guest node k -> host node k. */
+static void
+test_seed_numa_seed_sizes(void)
+{
+  const guint64 mem[] = {15891, 16124, 16124, 16123};
+  g_autoptr(TestHost) h = epyc(mem);
+  check_seed_numa(h, QP_MODE_NUMA, FALSE);
+}
+
+/* Seed 000 configs 3_pinning_one_to_one_auto ("same auto-assignment as 2,
+ * but each vCPU is pinned to exactly one host core") and
+ * 5_pinning_one_to_one (explicit hostnodes): vCPU 0 -> CPU 0, 1 -> 1,
+ * 2 -> 4, 3 -> 5, 4 -> 8, 5 -> 9, 6 -> 12, 7 -> 13. The whole cores are
+ * dedicated (with their siblings 16,17,20,21,...); memory is bound per guest
+ * node because the guest has numa: 1. */
+static void
+check_seed_o2o(const QpHost *h, gboolean explicit_hostnodes)
+{
+  g_autoptr(QpRequest) r = seed_request(explicit_hostnodes);
+  g_autoptr(Opts) o = opts_new(QP_MODE_ONE_TO_ONE, SEED_AFFINITY);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  g_assert_cmpint(p->mode, ==, QP_MODE_ONE_TO_ONE);
+  const char *cpu[] = {"0", "1", "4", "5", "8", "9", "12", "13"};
+  for (guint v = 0; v < 8; v++)
+    assert_vcpu(p, v, cpu[v]);
+  assert_set(p->dedicated, "0-1,4-5,8-9,12-13,16-17,20-21,24-25,28-29");
+  for (guint g = 0; g < 4; g++) {
+    g_autofree char *k = g_strdup_printf("%u", g);
+    assert_set(p->mem[g].host_nodes, k);
+    g_assert_cmpint(p->mem[g].caller_set, ==, explicit_hostnodes);
+    g_assert_cmpuint(claimed_on(p, (int)g), ==, 2048);
+  }
+  /* Every usable CPU is a vCPU's: the emulator shares the VM's CPUs. */
+  assert_set(p->emulator_cpus, "0-1,4-5,8-9,12-13");
+  assert_set(p->iothread_cpus, "0-1,4-5,8-9,12-13");
+  assert_set(p->process_cpus, "0-1,4-5,8-9,12-13");
+  g_assert_cmpuint(p->load->len, ==, 0);
+  g_assert_cmpuint(p->warnings->len, ==, 0);
+}
+
+static void
+test_seed_o2o_auto(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  check_seed_o2o(h, FALSE);
+}
+
+static void
+test_seed_o2o_hostnodes(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  check_seed_o2o(h, TRUE);
+}
+
+/* Seed 000 config 0_numa_no_pinning: mode none plans nothing. */
+static void
+test_seed_none(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpRequest) r = seed_request(FALSE);
+  g_autoptr(Opts) o = opts_new(QP_MODE_NONE, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  g_assert_cmpint(p->mode, ==, QP_MODE_NONE);
+  g_assert_cmpuint(p->n_mem, ==, 0);
+  g_assert_null(p->mem_nodes);
+  g_assert_cmpuint(p->claim_mem->len, ==, 0);
+  assert_set(p->process_cpus, "0-31");
+}
+
+/* ---- One-to-one and SMT ------------------------------------------------- */
+
+static void
+test_o2o_avoids_siblings(void)
+{
+  g_autoptr(TestHost) h = intel_2s();
+  g_autoptr(QpRequest) r = request(4, 4096);
+  g_autoptr(Opts) o = opts_new(QP_MODE_ONE_TO_ONE, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  /* One PU per physical core, never two siblings; no vNUMA: no binding. */
+  for (guint v = 0; v < 4; v++) {
+    g_autofree char *c = g_strdup_printf("%u", v);
+    assert_vcpu(p, v, c);
+  }
+  assert_set(p->dedicated, "0-3,16-19");
+  g_assert_cmpuint(p->n_mem, ==, 0);
+  g_assert_null(p->mem_nodes);
+  g_assert_cmpuint(claimed_on(p, 0), ==, 4096); /* claimed, not bound */
+  /* Emulator off the dedicated cores, on the rest of node 0. */
+  assert_set(p->emulator_cpus, "4-7,20-23");
+  assert_set(p->process_cpus, "0-7,20-23");
+  g_assert_cmpuint(p->warnings->len, ==, 0);
+}
+
+static void
+test_o2o_threads2_pairs(void)
+{
+  g_autoptr(TestHost) h = intel_2s();
+  g_autoptr(QpRequest) r = request(4, 4096);
+  r->cores = 2;
+  r->threads = 2;
+  g_autoptr(Opts) o = opts_new(QP_MODE_ONE_TO_ONE, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  /* vCPUs 2k and 2k+1 on the two PUs of one core. */
+  assert_vcpu(p, 0, "0");
+  assert_vcpu(p, 1, "16");
+  assert_vcpu(p, 2, "1");
+  assert_vcpu(p, 3, "17");
+  assert_set(p->dedicated, "0-1,16-17");
+  g_assert_true(has_text(p->reasons, "threads=2"));
+}
+
+static void
+test_o2o_strict_shortage(void)
+{
+  g_autoptr(TestHost) h = intel_2s();
+  g_autoptr(QpRequest) r = request(8, 4096);
+  g_autoptr(Opts) o = opts_new(QP_MODE_ONE_TO_ONE, "0-5,16-21");
+  o->o.smt = QP_SMT_STRICT;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpPlan) p = qp_plan_compute(h, NULL, r, &o->o, &error);
+  g_assert_null(p);
+  assert_nofit(error, "one-to-one needs 8 free cores but only 6 are free in "
+                      "affinity 0-5,16-21");
+  assert_nofit(error, "--smt=strict");
+}
+
+static void
+test_o2o_prefer_siblings_last(void)
+{
+  g_autoptr(TestHost) h = intel_2s();
+  g_autoptr(QpRequest) r = request(8, 4096);
+  g_autoptr(Opts) o = opts_new(QP_MODE_ONE_TO_ONE, "0-5,16-21");
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  /* Six cores first, then the siblings of the first two. */
+  const char *cpu[] = {"0", "1", "2", "3", "4", "5", "16", "17"};
+  for (guint v = 0; v < 8; v++)
+    assert_vcpu(p, v, cpu[v]);
+  assert_set(p->dedicated, "0-5,16-21");
+  g_assert_cmpuint(p->warnings->len, ==, 1);
+  g_assert_true(has_text(p->warnings, "vCPUs 0-1,6-7 share physical cores"));
+}
+
+/* A guest with vNUMA whose nodes land on different sockets. */
+static void
+test_o2o_vnuma(void)
+{
+  g_autoptr(TestHost) h = intel_2s();
+  g_autoptr(QpRequest) r = request(4, 4096);
+  request_vnuma(r, 2, 2, 2048);
+  g_autoptr(Opts) o = opts_new(QP_MODE_ONE_TO_ONE, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  assert_vcpu(p, 0, "0");
+  assert_vcpu(p, 1, "1");
+  assert_vcpu(p, 2, "8");
+  assert_vcpu(p, 3, "9");
+  assert_set(p->mem[0].host_nodes, "0");
+  assert_set(p->mem[1].host_nodes, "1");
+  assert_set(p->emulator_cpus, "2-7,10-15,18-23,26-31");
+}
+
+/* Hotplug: the plan covers maxcpus. */
+static void
+test_maxcpus(void)
+{
+  g_autoptr(TestHost) h = intel_2s();
+  g_autoptr(QpRequest) r = request(2, 1024);
+  r->maxcpus = 4;
+  g_autoptr(Opts) o = opts_new(QP_MODE_ONE_TO_ONE, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  g_assert_cmpuint(p->n_vcpus, ==, 4);
+  assert_vcpu(p, 3, "3");
+}
+
+/* ---- Distances ---------------------------------------------------------- */
+
+/* Nodes 0 and 4 hold the most memory, but a guest that needs two nodes gets
+ * two on one socket (distance 12), not 0 and 4 (distance 32). */
+static void
+test_distance_same_socket(void)
+{
+  g_autoptr(TestHost) h = two_socket_8_nodes();
+  h->nodes[0].total_mib = h->nodes[4].total_mib = 16384;
+  g_autoptr(QpRequest) r = request(4, 20000);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  assert_set(p->mem[0].host_nodes, "0-1");
+  assert_set(p->process_cpus, "0-7");
+  g_assert_cmpuint(claimed_on(p, 0) + claimed_on(p, 1), ==, 20000);
+  g_assert_cmpuint(claimed_on(p, 1), ==, 8192); /* all node 1 has */
+  g_assert_true(has_text(p->reasons, "max distance 12"));
+
+  /* The same by CPUs: 6 vCPUs need two 4-core nodes. */
+  g_autoptr(QpRequest) r2 = request(6, 2048);
+  g_autoptr(QpPlan) p2 = plan_ok(h, NULL, r2, o);
+  assert_set(p2->mem[0].host_nodes, "0-1");
+}
+
+/* ---- CPU kinds ---------------------------------------------------------- */
+
+static void
+test_kinds_no_straddle(void)
+{
+  g_autoptr(TestHost) h = hybrid();
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+
+  /* Fits on the P-cores: the most performant kind. */
+  g_autoptr(QpRequest) r = request(4, 4096);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  assert_set(p->process_cpus, "0-7");
+  assert_set(p->startup_cpus, "0-7");
+  g_assert_true(has_text(p->reasons, "CPU kind 1"));
+
+  /* 12 vCPUs only fit on the 12 E-cores: still one kind. */
+  g_autoptr(QpRequest) r2 = request(12, 4096);
+  g_autoptr(QpPlan) p2 = plan_ok(h, NULL, r2, o);
+  assert_set(p2->process_cpus, "8-19");
+  g_assert_cmpuint(p2->warnings->len, ==, 0);
+
+  /* 16 vCPUs fit no kind: without --affinity that is an error. */
+  g_autoptr(QpRequest) r3 = request(16, 4096);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpPlan) p3 = qp_plan_compute(h, NULL, r3, &o->o, &error);
+  g_assert_null(p3);
+  assert_nofit(error, "guest needs 16 CPUs for 16 vCPUs but only 8 are "
+                      "usable on host nodes 0 of CPU kind 1");
+  assert_nofit(error, "--affinity spanning kinds");
+
+  /* ... and with an --affinity spanning both kinds, a warning; the startup
+   * set is the largest same-kind subset (the 12 E-cores). */
+  g_autoptr(Opts) o4 = opts_new(QP_MODE_BALANCED, "0-19");
+  g_autoptr(QpPlan) p4 = plan_ok(h, NULL, r3, o4);
+  assert_set(p4->process_cpus, "0-19");
+  assert_set(p4->startup_cpus, "8-19");
+  g_assert_true(has_text(p4->warnings, "straddle CPU kinds"));
+
+  /* one-to-one takes P-cores, one PU each. */
+  g_autoptr(Opts) o5 = opts_new(QP_MODE_ONE_TO_ONE, NULL);
+  g_autoptr(QpPlan) p5 = plan_ok(h, NULL, r, o5);
+  assert_vcpu(p5, 0, "0");
+  assert_vcpu(p5, 3, "6");
+  assert_set(p5->dedicated, "0-7");
+}
+
+/* ---- CPU-less memory node ------------------------------------------------ */
+
+static void
+test_cpuless_node(void)
+{
+  g_autoptr(TestHost) h = cpuless();
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+
+  /* Fits on a node with CPUs: the CPU-less node stays out. */
+  g_autoptr(QpRequest) r = request(4, 4096);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  assert_set(p->mem[0].host_nodes, "0");
+  assert_set(p->process_cpus, "0-3");
+
+  /* 12 GiB fit on no single node with CPUs; 0+1 hold 16 GiB and 8 CPUs at
+   * distance 20, 0+2 hold 40 GiB at distance 30: the closer pair wins. */
+  g_autoptr(QpRequest) r2 = request(4, 12288);
+  g_autoptr(QpPlan) p2 = plan_ok(h, NULL, r2, o);
+  assert_set(p2->mem[0].host_nodes, "0-1");
+
+  /* 20 GiB: only the CPU-less node can add that memory. It is used for
+   * memory only: the CPUs come from node 0. */
+  g_autoptr(QpRequest) r3 = request(4, 20480);
+  g_autoptr(QpPlan) p3 = plan_ok(h, NULL, r3, o);
+  assert_set(p3->mem[0].host_nodes, "0,2");
+  assert_set(p3->process_cpus, "0-3");
+  g_assert_cmpuint(load_on(p3, 2), ==, 0);
+  g_assert_cmpuint(load_on(p3, 0), ==, 4);
+
+  /* numa mode never maps a guest node to it: a third guest node shares. */
+  g_autoptr(QpRequest) r4 = request(3, 3072);
+  request_vnuma(r4, 3, 1, 1024);
+  g_autoptr(Opts) o4 = opts_new(QP_MODE_NUMA, NULL);
+  g_autoptr(QpPlan) p4 = plan_ok(h, NULL, r4, o4);
+  assert_set(p4->mem[0].host_nodes, "0");
+  assert_set(p4->mem[1].host_nodes, "1");
+  assert_set(p4->mem[2].host_nodes, "0");
+  g_assert_true(has_text(p4->warnings, "guest node 2 shares host node 0 "
+                                       "with guest node 0"));
+}
+
+/* ---- Allowed CPUs (cgroup) ---------------------------------------------- */
+
+static void
+test_cgroup_subset(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  host_allow(h, "2-5,18-21");
+  const QpMode modes[] = {QP_MODE_BALANCED, QP_MODE_NUMA,
+                          QP_MODE_ONE_TO_ONE};
+  for (gsize m = 0; m < G_N_ELEMENTS(modes); m++) {
+    g_autoptr(QpRequest) r = request(4, 2048);
+    g_autoptr(Opts) o = opts_new(modes[m], NULL);
+    g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o); /* checks allowed */
+    g_assert_true(hwloc_bitmap_isincluded(p->process_cpus, h->allowed));
+    if (modes[m] != QP_MODE_ONE_TO_ONE) {
+      /* node 0 holds 2,3,18,19: 4 CPUs, one node */
+      assert_set(p->process_cpus, "2-3,18-19");
+    } else {
+      /* 4 free cores: 2,3 on node 0 and 4,5 on node 1 */
+      assert_vcpu(p, 0, "2");
+      assert_vcpu(p, 1, "3");
+      assert_vcpu(p, 2, "4");
+      assert_vcpu(p, 3, "5");
+    }
+  }
+}
+
+/* ---- Claims --------------------------------------------------------------- */
+
+static void
+test_claims_dedicated_never_reused(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) c = qp_claims_new();
+  QpClaim *other = claim_add(c, "other");
+  hwloc_bitmap_set(other->dedicated, 0);
+  hwloc_bitmap_set(other->dedicated, 16);
+  hwloc_bitmap_set(other->dedicated, 5); /* only one PU of core 5/21 */
+
+  g_autoptr(QpRequest) r = request(3, 1024);
+  g_autoptr(Opts) o = opts_new(QP_MODE_ONE_TO_ONE, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, c, r, o);
+  assert_vcpu(p, 0, "1");
+  assert_vcpu(p, 1, "2");
+  assert_vcpu(p, 2, "3");
+  g_assert_false(hwloc_bitmap_intersects(p->dedicated, other->dedicated));
+
+  /* A core with one PU dedicated elsewhere is not free either: node 1 has
+   * 3 free cores (6, 7 and 4), not core 5/21. */
+  g_autoptr(QpRequest) r2 = request(4, 1024);
+  g_autoptr(Opts) o2 = opts_new(QP_MODE_ONE_TO_ONE, "4-7,20-23");
+  o2->o.smt = QP_SMT_STRICT;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpPlan) p2 = qp_plan_compute(h, c, r2, &o2->o, &error);
+  g_assert_null(p2);
+  assert_nofit(error, "needs 4 free cores but only 3 are free");
+  assert_nofit(error, "(3 CPUs dedicated to other VMs)");
+
+  /* Balanced floats around them. */
+  g_autoptr(Opts) o3 = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpPlan) p3 = plan_ok(h, c, r, o3);
+  assert_set(p3->process_cpus, "1-3,17-19");
+}
+
+static void
+test_claims_memory(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) c = qp_claims_new();
+  QpClaim *a = claim_add(c, "a");
+  claim_mem(a, 0, 12000);
+  claim_mem(a, 1, 10000);
+  QpClaim *b = claim_add(c, "b");
+  claim_mem(b, 2, 3000);
+  claim_mem(b, 3, 9000);
+
+  /* spread: the most uncommitted memory: node 2 (13384 MiB). */
+  g_autoptr(QpRequest) r = request(2, 2048);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, c, r, o);
+  assert_set(p->mem[0].host_nodes, "2");
+  g_assert_cmpuint(claimed_on(p, 2), ==, 2048);
+  g_assert_true(has_text(p->reasons, "13384 MiB uncommitted"));
+
+  /* pack: the tightest fit: node 0 (4384 MiB). */
+  o->o.strategy = QP_STRATEGY_PACK;
+  g_autoptr(QpPlan) p2 = plan_ok(h, c, r, o);
+  assert_set(p2->mem[0].host_nodes, "0");
+
+  /* 5000 MiB no longer fit on node 0: pack takes node 1 (6384). */
+  g_autoptr(QpRequest) r3 = request(2, 5000);
+  g_autoptr(QpPlan) p3 = plan_ok(h, c, r3, o);
+  assert_set(p3->mem[0].host_nodes, "1");
+
+  /* numa mode with one guest node: least loaded, then most memory. */
+  QpNodeLoad l = {.node = 2, .vcpus = 8};
+  g_array_append_val(b->load, l);
+  g_autoptr(Opts) o4 = opts_new(QP_MODE_NUMA, NULL);
+  g_autoptr(QpPlan) p4 = plan_ok(h, c, r, o4);
+  /* node 2 carries 8 shared vCPUs; of the idle nodes 3 has the most
+   * uncommitted memory (7384 MiB) */
+  assert_set(p4->mem[0].host_nodes, "3");
+  assert_set(p4->process_cpus, "12-15,28-31");
+}
+
+/* A node reserve and the per-node override shrink uncommitted memory. */
+static void
+test_reserve(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpRequest) r = request(2, 15000);
+  g_autoptr(Opts) o = opts_new(QP_MODE_NUMA, NULL);
+  o->o.reserve_mib = 2048;
+  o->o.node_reserve = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
+  QpNodeAmount n3 = {.node = 3, .mib = 512};
+  g_array_append_val(o->o.node_reserve, n3);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  assert_set(p->mem[0].host_nodes, "3");
+
+  g_autoptr(QpRequest) r2 = request(2, 16000);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpPlan) p2 = qp_plan_compute(h, NULL, r2, &o->o, &error);
+  g_assert_null(p2);
+  assert_nofit(error, "guest needs 16000 MiB but the best node 3 has only "
+                      "15872 MiB uncommitted (16384 MiB total, 0 MiB "
+                      "claimed, 512 MiB reserved)");
+}
+
+static void
+test_claims_blocked_nodes(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) c = qp_claims_new();
+  hwloc_bitmap_set(c->blocked_nodes, 0);
+  hwloc_bitmap_set(c->blocked_nodes, 2);
+  g_ptr_array_add(c->warnings, g_strdup("ledger record x is unreadable"));
+
+  g_autoptr(QpRequest) r = request(8, 4096);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, c, r, o);
+  assert_set(p->mem[0].host_nodes, "1");
+  g_assert_true(has_text(p->warnings, "ledger record x is unreadable"));
+
+  /* numa: 4 guest nodes on the 2 unblocked nodes, sharing. */
+  g_autoptr(QpRequest) r2 = seed_request(FALSE);
+  g_autoptr(Opts) o2 = opts_new(QP_MODE_NUMA, NULL);
+  g_autoptr(QpPlan) p2 = plan_ok(h, c, r2, o2);
+  for (guint g = 0; g < 4; g++)
+    g_assert_false(hwloc_bitmap_isset(p2->mem[g].host_nodes, 0) ||
+                   hwloc_bitmap_isset(p2->mem[g].host_nodes, 2));
+  g_assert_true(has_text(p2->warnings, "no assignment with distinct host "
+                                       "nodes fits"));
+
+  /* A caller's host-nodes on a blocked node names it. */
+  g_autoptr(QpRequest) r3 = seed_request(TRUE);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpPlan) p3 = qp_plan_compute(h, c, r3, &o2->o, &error);
+  g_assert_null(p3);
+  assert_nofit(error, "host-nodes 0 of guest node 0: node 0 is fully "
+                      "claimed");
+}
+
+/* ---- Errors ------------------------------------------------------------- */
+
+static void
+test_errors_name_shortfall(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) c = qp_claims_new();
+  QpClaim *a = claim_add(c, "a");
+  claim_mem(a, 2, 12288);
+  for (int n = 0; n < 4; n++)
+    if (n != 2)
+      claim_mem(a, n, 14000);
+
+  struct {
+    QpMode mode;
+    guint vcpus;
+    guint64 mem;
+    const char *affinity;
+    const char *needle;
+  } cases[] = {
+      {QP_MODE_NUMA, 2, 8192, NULL,
+       "guest needs 8192 MiB but the best node 2 has only 4096 MiB "
+       "uncommitted (16384 MiB total, 12288 MiB claimed)"},
+      {QP_MODE_BALANCED, 2, 20000, NULL,
+       "guest needs 20000 MiB but the usable host nodes have only 11248 MiB "
+       "uncommitted together; the best node 2 has 4096 MiB uncommitted"},
+      {QP_MODE_BALANCED, 40, 1024, NULL,
+       "guest needs 40 CPUs for 40 vCPUs but only 32 are usable on host "
+       "nodes 0-3"},
+      {QP_MODE_NUMA, 12, 1024, NULL,
+       "guest needs 12 usable CPUs (one host node per guest node) but the "
+       "best host node 0 has only 8 left"},
+      {QP_MODE_ONE_TO_ONE, 40, 1024, NULL, "one-to-one needs 40 CPUs on "
+                                           "free cores but only 32 are free"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(QpRequest) r = request(cases[i].vcpus, cases[i].mem);
+    g_autoptr(Opts) o = opts_new(cases[i].mode, cases[i].affinity);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QpPlan) p = qp_plan_compute(h, c, r, &o->o, &error);
+    if (p != NULL)
+      g_error("case %" G_GSIZE_FORMAT " planned", i);
+    assert_nofit(error, cases[i].needle);
+  }
+
+  /* A caller's host-nodes that does not fit names that node. */
+  g_autoptr(QpRequest) r = request(2, 8192);
+  request_vnuma(r, 1, 2, 8192);
+  r->gnodes[0].host_nodes = list("2");
+  r->gnodes[0].policy = QP_POLICY_BIND;
+  g_autoptr(Opts) o = opts_new(QP_MODE_NUMA, NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpPlan) p = qp_plan_compute(h, c, r, &o->o, &error);
+  g_assert_null(p);
+  assert_nofit(error, "guest node 0 needs 8192 MiB on its host-nodes 2 but "
+                      "node 2 has only 4096 MiB uncommitted");
+}
+
+/* ---- Hugepages ---------------------------------------------------------- */
+
+static void
+test_hugepages(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  for (int n = 0; n < 4; n++) {
+    QpHugePool pool = {.page_kib = 2048, .total = 2048, .free = 2048};
+    if (n == 1)
+      pool.total = pool.free = 4096; /* 8 GiB */
+    g_array_append_val(h->nodes[n].hugepages, pool);
+  }
+  g_autoptr(QpClaims) c = qp_claims_new();
+  QpClaim *a = claim_add(c, "a");
+  QpHugeClaim hc = {.node = 1, .page_kib = 2048, .pages = 3000};
+  g_array_append_val(a->huge, hc);
+  claim_mem(a, 0, 20000); /* plain memory claims do not touch the pools */
+
+  g_autoptr(QpRequest) r = request(2, 4096);
+  r->hugepage_kib = 2048;
+  g_autoptr(Opts) o = opts_new(QP_MODE_NUMA, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, c, r, o);
+  /* node 1 has 1096 pages left, the others 2048: node 0 (lowest id). */
+  assert_set(p->mem[0].host_nodes, "0");
+  g_assert_cmpuint(p->claim_mem->len, ==, 0);
+  g_assert_cmpuint(p->claim_huge->len, ==, 1);
+  QpHugeClaim *got = &g_array_index(p->claim_huge, QpHugeClaim, 0);
+  g_assert_cmpint(got->node, ==, 0);
+  g_assert_cmpuint(got->page_kib, ==, 2048);
+  g_assert_cmpuint(got->pages, ==, 2048);
+
+  g_autoptr(QpRequest) r2 = request(2, 6144);
+  r2->hugepage_kib = 2048;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpPlan) p2 = qp_plan_compute(h, c, r2, &o->o, &error);
+  g_assert_null(p2);
+  assert_nofit(error, "guest needs 6144 MiB of 2048 KiB hugepages (3072 "
+                      "pages) but the best node 0 has only 4096 MiB");
+
+  /* Pools are not plain memory: node 1's 8 GiB pool leaves 8 GiB. */
+  g_autoptr(QpRequest) r3 = request(2, 10000);
+  g_autoptr(Opts) o3 = opts_new(QP_MODE_NUMA, "4-7");
+  g_autoptr(GError) error3 = NULL;
+  g_autoptr(QpPlan) p3 = qp_plan_compute(h, NULL, r3, &o3->o, &error3);
+  g_assert_null(p3);
+  assert_nofit(error3, "has only 8192 MiB uncommitted");
+}
+
+/* ---- Devices ------------------------------------------------------------ */
+
+static void
+add_pci(QpHost *h, const char *bdf, int node)
+{
+  QpPciDevice d = {.bdf = g_strdup(bdf), .node = node};
+  g_array_append_val(h->pci, d);
+}
+
+static void
+test_device_locality(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  add_pci(h, "0000:41:00.0", 2);
+  g_autoptr(QpRequest) r = request(4, 4096);
+  r->vfio = g_new0(char *, 2);
+  r->vfio[0] = g_strdup("0000:41:00.0");
+
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  assert_set(p->mem[0].host_nodes, "2"); /* preferred (default) */
+
+  o->o.device_locality = QP_DEVLOC_IGNORE;
+  g_autoptr(QpPlan) p2 = plan_ok(h, NULL, r, o);
+  assert_set(p2->mem[0].host_nodes, "0");
+
+  /* required: the device's node must hold the guest. */
+  o->o.device_locality = QP_DEVLOC_REQUIRED;
+  g_autoptr(QpRequest) r3 = request(12, 4096);
+  r3->vfio = g_strdupv(r->vfio);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpPlan) p3 = qp_plan_compute(h, NULL, r3, &o->o, &error);
+  g_assert_null(p3);
+  assert_nofit(error, "with --device-locality=required (vfio 0000:41:00.0 on "
+                      "node 2): guest needs 12 CPUs for 12 vCPUs but only 8 "
+                      "are usable on host nodes 2");
+
+  /* numa: the guest node that gets the device's node is the first one. */
+  g_autoptr(QpRequest) r4 = seed_request(FALSE);
+  r4->vfio = g_strdupv(r->vfio);
+  g_autoptr(Opts) o4 = opts_new(QP_MODE_NUMA, NULL);
+  g_autoptr(QpPlan) p4 = plan_ok(h, NULL, r4, o4);
+  assert_set(p4->mem[0].host_nodes, "2");
+  assert_set(p4->mem[1].host_nodes, "0");
+  g_assert_true(has_text(p4->reasons, "holds its vfio device"));
+
+  /* An unknown device is an error only when required. */
+  g_autoptr(QpRequest) r5 = request(2, 1024);
+  r5->vfio = g_new0(char *, 2);
+  r5->vfio[0] = g_strdup("0000:99:00.0");
+  g_autoptr(GError) error5 = NULL;
+  g_autoptr(QpPlan) p5 = qp_plan_compute(h, NULL, r5, &o->o, &error5);
+  g_assert_null(p5);
+  assert_nofit(error5, "vfio device 0000:99:00.0 is not on this host");
+  g_autoptr(Opts) o6 = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpPlan) p6 = plan_ok(h, NULL, r5, o6);
+  g_assert_true(has_text(p6->warnings, "0000:99:00.0 is not on this host"));
+}
+
+/* ---- Scale -------------------------------------------------------------- */
+
+/* 64 nodes x 16 CPUs (8 cores x 2 threads), 8 sockets of 8 nodes, and 1,000
+ * claims of other VMs. Asserts the plan; g_test_message reports the time
+ * (not asserted: the formal benchmark lives in bench/). */
+static void
+test_scale_64_nodes(void)
+{
+  QpHost *h = host_new(64, 65536, 32);
+  g_autoptr(TestHost) owned = h;
+  for (guint i = 0; i < 64; i++)
+    for (guint j = 0; j < 64; j++)
+      if (i != j)
+        h->distance[i * 64 + j] = i / 8 == j / 8 ? 16 : 32;
+  for (int n = 0; n < 64; n++)
+    for (int k = 0; k < 8; k++)
+      host_core(h, n, n / 8, 0, n * 8 + k, 512 + n * 8 + k);
+  host_done(h);
+
+  g_autoptr(QpClaims) c = qp_claims_new();
+  for (guint i = 0; i < 1000; i++) {
+    g_autofree char *id = g_strdup_printf("vm%u", i);
+    QpClaim *cl = claim_add(c, id);
+    claim_mem(cl, (int)(i % 64), 1024 + (i % 7) * 256);
+    QpNodeLoad l = {.node = (int)(i % 64), .vcpus = 2};
+    g_array_append_val(cl->load, l);
+    if (i % 50 == 0) { /* 20 VMs with a dedicated core each */
+      hwloc_bitmap_set(cl->dedicated, (int)i / 50 * 8);
+      hwloc_bitmap_set(cl->dedicated, 512 + (int)i / 50 * 8);
+    }
+  }
+
+  /* A big 4-node numa guest, a 48-vCPU balanced one, a one-to-one one. */
+  g_autoptr(QpRequest) r = request(64, 131072);
+  request_vnuma(r, 4, 16, 32768);
+  g_autoptr(Opts) on = opts_new(QP_MODE_NUMA, NULL);
+  g_autoptr(QpRequest) rb = request(48, 65536);
+  g_autoptr(Opts) ob = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpRequest) ro = request(40, 65536);
+  g_autoptr(Opts) oo = opts_new(QP_MODE_ONE_TO_ONE, NULL);
+
+  GTimer *t = g_timer_new();
+  const guint rounds = 20;
+  for (guint k = 0; k < rounds; k++) {
+    g_autoptr(QpPlan) pn = qp_plan_compute(h, c, r, &on->o, NULL);
+    g_autoptr(QpPlan) pb = qp_plan_compute(h, c, rb, &ob->o, NULL);
+    g_autoptr(QpPlan) po = qp_plan_compute(h, c, ro, &oo->o, NULL);
+    g_assert_nonnull(pn);
+    g_assert_nonnull(pb);
+    g_assert_nonnull(po);
+    if (k == 0) {
+      /* 48 vCPUs need 3 nodes of 16 CPUs, on one socket (distance 16). */
+      g_assert_cmpint(hwloc_bitmap_weight(pb->mem[0].host_nodes), ==, 3);
+      g_assert_true(has_text(pb->reasons, "max distance 16"));
+      /* 40 one-to-one vCPUs need 5 nodes of 8 cores. */
+      g_assert_cmpint(hwloc_bitmap_weight(po->host_nodes), ==, 5);
+      g_auto(hwloc_bitmap_t) others = hwloc_bitmap_alloc();
+      for (guint i = 0; i < c->claims->len; i++)
+        hwloc_bitmap_or(others, others,
+                        ((QpClaim *)g_ptr_array_index(c->claims, i))->dedicated);
+      g_assert_false(hwloc_bitmap_intersects(po->dedicated, others));
+    }
+  }
+  double ms = g_timer_elapsed(t, NULL) * 1000.0 / (rounds * 3);
+  g_timer_destroy(t);
+  g_test_message("64 nodes, 1024 CPUs, 1000 claims: %.3f ms per plan", ms);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/plan/seed/balanced", test_seed_balanced);
+  g_test_add_func("/plan/seed/balanced-hostnodes",
+                  test_seed_balanced_hostnodes);
+  g_test_add_func("/plan/seed/numa-auto", test_seed_numa_auto);
+  g_test_add_func("/plan/seed/numa-hostnodes", test_seed_numa_hostnodes);
+  g_test_add_func("/plan/seed/numa-seed-node-sizes",
+                  test_seed_numa_seed_sizes);
+  g_test_add_func("/plan/seed/one-to-one-auto", test_seed_o2o_auto);
+  g_test_add_func("/plan/seed/one-to-one-hostnodes", test_seed_o2o_hostnodes);
+  g_test_add_func("/plan/seed/none", test_seed_none);
+  g_test_add_func("/plan/one-to-one/avoids-smt-siblings",
+                  test_o2o_avoids_siblings);
+  g_test_add_func("/plan/one-to-one/threads2-gets-sibling-pairs",
+                  test_o2o_threads2_pairs);
+  g_test_add_func("/plan/one-to-one/strict-shortage-is-an-error",
+                  test_o2o_strict_shortage);
+  g_test_add_func("/plan/one-to-one/prefer-uses-siblings-last",
+                  test_o2o_prefer_siblings_last);
+  g_test_add_func("/plan/one-to-one/follows-vnuma", test_o2o_vnuma);
+  g_test_add_func("/plan/one-to-one/covers-maxcpus", test_maxcpus);
+  g_test_add_func("/plan/distance/two-nodes-on-one-socket",
+                  test_distance_same_socket);
+  g_test_add_func("/plan/kinds/never-straddles", test_kinds_no_straddle);
+  g_test_add_func("/plan/cpuless/memory-only-when-needed", test_cpuless_node);
+  g_test_add_func("/plan/allowed/cgroup-subset", test_cgroup_subset);
+  g_test_add_func("/plan/claims/dedicated-never-reused",
+                  test_claims_dedicated_never_reused);
+  g_test_add_func("/plan/claims/memory-spread-pack", test_claims_memory);
+  g_test_add_func("/plan/claims/reserve", test_reserve);
+  g_test_add_func("/plan/claims/blocked-nodes", test_claims_blocked_nodes);
+  g_test_add_func("/plan/errors/name-the-shortfall",
+                  test_errors_name_shortfall);
+  g_test_add_func("/plan/hugepages/pools", test_hugepages);
+  g_test_add_func("/plan/devices/locality", test_device_locality);
+  g_test_add_func("/plan/scale/64-nodes-1000-claims", test_scale_64_nodes);
+  return g_test_run();
+}

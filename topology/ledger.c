@@ -32,6 +32,8 @@ struct QpLedger {
   int dirfd;
   int lockfd;
   gboolean locked;
+  pid_t owner; /* the process that opened it: flock is per open file, so a
+                  forked child must neither use nor unlock it */
 };
 
 /* ---- Small helpers ------------------------------------------------------- */
@@ -308,6 +310,7 @@ qp_ledger_open(const char *dir, GError **error)
   ledger->dir = g_strdup(dir);
   ledger->dirfd = dirfd;
   ledger->lockfd = lockfd;
+  ledger->owner = getpid();
   return ledger;
 }
 
@@ -316,7 +319,9 @@ qp_ledger_close(QpLedger *ledger)
 {
   if (ledger == NULL)
     return;
-  if (ledger->locked)
+  /* In a forked child, closing our copies leaves the parent's lock alone;
+   * LOCK_UN would release it for both. */
+  if (ledger->locked && ledger->owner == getpid())
     qp_ledger_unlock(ledger);
   close(ledger->lockfd);
   close(ledger->dirfd);
@@ -330,9 +335,23 @@ qp_ledger_dir(const QpLedger *ledger)
   return ledger->dir;
 }
 
+static gboolean
+require_owner(QpLedger *ledger, GError **error)
+{
+  if (ledger->owner == getpid())
+    return TRUE;
+  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
+              "ledger %s was opened by process %d and used by process %d "
+              "after fork; open it again in this process",
+              ledger->dir, (int)ledger->owner, (int)getpid());
+  return FALSE;
+}
+
 gboolean
 qp_ledger_lock(QpLedger *ledger, GError **error)
 {
+  if (!require_owner(ledger, error))
+    return FALSE;
   while (flock(ledger->lockfd, LOCK_EX) < 0) {
     if (errno == EINTR)
       continue;
@@ -346,6 +365,8 @@ qp_ledger_lock(QpLedger *ledger, GError **error)
 void
 qp_ledger_unlock(QpLedger *ledger)
 {
+  if (ledger->owner != getpid())
+    return; /* the parent's lock, not ours to release */
   while (flock(ledger->lockfd, LOCK_UN) < 0 && errno == EINTR)
     ;
   ledger->locked = FALSE;
@@ -354,12 +375,14 @@ qp_ledger_unlock(QpLedger *ledger)
 gboolean
 qp_ledger_is_locked(const QpLedger *ledger)
 {
-  return ledger->locked;
+  return ledger->locked && ledger->owner == getpid();
 }
 
 static gboolean
 require_lock(QpLedger *ledger, const char *what, GError **error)
 {
+  if (!require_owner(ledger, error))
+    return FALSE;
   if (ledger->locked)
     return TRUE;
   g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
@@ -800,6 +823,8 @@ qp_ledger_remove(QpLedger *ledger, const char *id, GError **error)
                 "ledger record id \"%s\" is not a valid id", id ? id : "");
     return FALSE;
   }
+  if (!require_owner(ledger, error))
+    return FALSE;
   gboolean took = FALSE;
   if (!ledger->locked) {
     if (!qp_ledger_lock(ledger, error))

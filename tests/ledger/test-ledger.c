@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1034,6 +1035,45 @@ test_concurrent_claims(Fixture *f, gconstpointer data)
   g_assert_cmpuint(qp_claims_node_mem_mib(claims, 0), ==, CAPACITY_MIB);
 }
 
+/* A child that inherited a locked handle can neither use it nor, by
+ * closing it, release the parent's lock. */
+static void
+test_lock_not_shared_across_fork(Fixture *f, gconstpointer data)
+{
+  QpLedger *l = open_ok(f);
+  g_assert_true(qp_ledger_lock(l, NULL));
+  g_autofree char *lock = state_file(f, "lock");
+  pid_t pid = fork();
+  g_assert_cmpint(pid, >=, 0);
+  if (pid == 0) {
+    g_autoptr(QpClaim) c = make_live_claim("vm-a", 0, 1);
+    GError *error = NULL;
+    if (qp_ledger_write(l, c, &error) || error == NULL ||
+        strstr(error->message, "after fork") == NULL)
+      _exit(1);
+    g_error_free(error);
+    if (qp_ledger_is_locked(l))
+      _exit(2);
+    qp_ledger_close(l);
+    int fd = open(lock, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+      _exit(3);
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+      _exit(4); /* the parent's lock was released */
+    _exit(0);
+  }
+  int status;
+  g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+  g_assert_true(qp_ledger_is_locked(l));
+  qp_ledger_close(l); /* unlocks */
+  int fd = open(lock, O_RDWR | O_CLOEXEC);
+  g_assert_cmpint(fd, >=, 0);
+  g_assert_cmpint(flock(fd, LOCK_EX | LOCK_NB), ==, 0);
+  close(fd);
+}
+
 /* ---- Status ------------------------------------------------------------------ */
 
 static QpClaims *
@@ -1269,6 +1309,7 @@ main(int argc, char **argv)
   FT("/ledger/liveness/dead-writer-temp-removed", test_temp_files);
   FT("/ledger/atomic/reader-never-sees-partial", test_atomic_writes);
   FT("/ledger/lock/sixteen-writers-ten-fit", test_concurrent_claims);
+  FT("/ledger/lock/not-shared-across-fork", test_lock_not_shared_across_fork);
   g_test_add_func("/ledger/status/json", test_status_json);
   g_test_add_func("/ledger/status/text", test_status_text);
   FT("/ledger/status/synthetic-host", test_status_synthetic_host);

@@ -546,7 +546,7 @@ qp_qmp_handshake(QpQmp *qmp, GError **error)
   if (greeting == NULL) {
     if (g_error_matches(local, QP_QMP_ERROR, QP_QMP_ERROR_TIMEOUT))
       g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_TIMEOUT,
-                  "QMP greeting: none within %u ms", qmp->timeout_ms);
+                  "QMP greeting: nothing received within %u ms", qmp->timeout_ms);
     else
       g_propagate_prefixed_error(error, g_steal_pointer(&local),
                                  "QMP greeting: ");

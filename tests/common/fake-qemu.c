@@ -154,6 +154,7 @@ main(int argc, char **argv)
   gboolean do_daemonize = FALSE;
   int fd = -1, ready_fd = -1;
   guint n_vcpus = 1;
+  unsigned lifetime;
   FakeQmp *peer;
   FakeQmpEnd end;
   struct sigaction sa = { .sa_handler = on_signal };
@@ -213,8 +214,9 @@ main(int argc, char **argv)
   sigaction(SIGHUP, &sa, NULL);
   sigaction(SIGALRM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
-  alarm(life_env != NULL ? (unsigned)g_ascii_strtoull(life_env, NULL, 10)
-                         : 120);
+  lifetime = life_env != NULL ? (unsigned)g_ascii_strtoull(life_env, NULL, 10)
+                              : 120;
+  alarm(lifetime);
 
   if (log_env != NULL) {
     script.log_fd = open(log_env, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
@@ -226,8 +228,10 @@ main(int argc, char **argv)
     }
   }
 
-  if (do_daemonize)
+  if (do_daemonize) {
     ready_fd = daemonize();
+    alarm(lifetime); /* fork() does not pass pending alarms on */
+  }
   if (pidfile != NULL)
     write_pidfile(pidfile);
 

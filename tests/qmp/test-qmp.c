@@ -396,7 +396,7 @@ test_fake_no_greeting(void)
 
   g_assert_false(qp_qmp_handshake(qmp, &error));
   g_assert_error(error, QP_QMP_ERROR, QP_QMP_ERROR_TIMEOUT);
-  g_assert_cmpstr(error->message, ==, "QMP greeting: none within 300 ms");
+  g_assert_cmpstr(error->message, ==, "QMP greeting: nothing received within 300 ms");
 }
 
 static void
@@ -864,6 +864,30 @@ test_fake_qemu_daemonize(void)
   g_rmdir(dir);
 }
 
+static void
+test_fake_qemu_daemonize_startup_failure(void)
+{
+  const char *const extra[] = { "-daemonize", NULL };
+  Child c = spawn_fake_qemu("exit-during-startup", NULL, extra, 5000);
+
+  /* The caller of a -daemonize QEMU learns of the failure by exit status. */
+  g_assert_cmpint(child_wait(&c), ==, 1);
+  child_kill(&c);
+}
+
+static void
+test_fake_qemu_lifetime(void)
+{
+  g_autoptr(GError) error = NULL;
+  Child c = spawn_fake_qemu_env("normal", NULL, NULL, 5000,
+                                "FAKE_QEMU_LIFETIME", "1");
+
+  g_assert_true(qp_qmp_handshake(c.qmp, &error));
+  /* A forgotten fake-qemu ends by itself, distinctly. */
+  g_assert_cmpint(child_wait(&c), ==, 3);
+  child_kill(&c);
+}
+
 /* ---- bytes by hand ---------------------------------------------------- */
 
 static void
@@ -1182,6 +1206,9 @@ main(int argc, char **argv)
                   test_fake_qemu_exit_during_startup);
   g_test_add_func("/qmp/fake-qemu/never-reply", test_fake_qemu_never_reply);
   g_test_add_func("/qmp/fake-qemu/daemonize", test_fake_qemu_daemonize);
+  g_test_add_func("/qmp/fake-qemu/daemonize-startup-failure",
+                  test_fake_qemu_daemonize_startup_failure);
+  g_test_add_func("/qmp/fake-qemu/lifetime-ends-it", test_fake_qemu_lifetime);
 
   g_test_add_func("/qmp/reader/requests-carry-increasing-ids",
                   test_raw_requests_carry_ids);

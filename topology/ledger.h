@@ -86,9 +86,11 @@ hwloc_bitmap_t qp_claims_dedicated(const QpClaims *claims);
 typedef struct {
   int node;                 /* OS node id */
   guint64 total_mib;
+  guint64 hugepage_mib;     /* memory in hugepage pools (not for plain RAM) */
   guint64 reserve_mib;
   guint64 claimed_mib;
-  guint64 uncommitted_mib;  /* total - reserve - claimed, >= 0; 0 if blocked */
+  guint64 uncommitted_mib;  /* total - hugepage pools - reserve - claimed,
+                               >= 0; 0 if blocked (as the planner counts) */
   gboolean blocked;         /* held whole by a corrupt record */
   hwloc_bitmap_t dedicated; /* dedicated CPUs of the node */
   guint shared_vcpus;       /* sum of shared load on the node */

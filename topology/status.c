@@ -93,7 +93,13 @@ qp_node_capacity(const QpHost *host, const QpClaims *claims,
   out->claimed_mib = qp_claims_node_mem_mib(claims, n->id);
   out->blocked = claims != NULL &&
                  hwloc_bitmap_isset(claims->blocked_nodes, (unsigned)n->id);
-  guint64 used = out->reserve_mib + out->claimed_mib;
+  /* Memory in hugepage pools is not available to plain allocations: the
+   * planner counts it the same way. */
+  for (guint i = 0; n->hugepages && i < n->hugepages->len; i++) {
+    const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, i);
+    out->hugepage_mib += p->total * p->page_kib / 1024;
+  }
+  guint64 used = out->hugepage_mib + out->reserve_mib + out->claimed_mib;
   out->uncommitted_mib =
       (out->blocked || used >= out->total_mib) ? 0 : out->total_mib - used;
 
@@ -196,6 +202,7 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
   json_builder_set_member_name(b, "memory-mib");
   json_builder_begin_object(b);
   add_uint(b, "total", cap.total_mib);
+  add_uint(b, "hugepage-pools", cap.hugepage_mib);
   add_uint(b, "reserve", cap.reserve_mib);
   add_uint(b, "claimed", cap.claimed_mib);
   add_uint(b, "uncommitted", cap.uncommitted_mib);
@@ -212,8 +219,12 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
     json_builder_begin_object(b);
     add_uint(b, "page-kib", kib);
     add_uint(b, "total", p ? p->total : 0);
-    add_uint(b, "free", p ? p->free : 0);
-    add_uint(b, "claimed", qp_claims_node_huge_pages(claims, n->id, kib));
+    guint64 free_pages = p ? p->free : 0;
+    guint64 claimed = qp_claims_node_huge_pages(claims, n->id, kib);
+    add_uint(b, "free", free_pages);
+    add_uint(b, "claimed", claimed);
+    add_uint(b, "uncommitted",
+             cap.blocked || claimed >= free_pages ? 0 : free_pages - claimed);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
@@ -317,8 +328,11 @@ append_bar(GString *s, const QpNodeCapacity *cap)
 {
   guint claimed = columns(cap->claimed_mib, cap->total_mib);
   guint reserve = columns(cap->reserve_mib, cap->total_mib);
+  guint huge = columns(cap->hugepage_mib, cap->total_mib);
   if (claimed + reserve > BAR_COLUMNS)
     reserve = BAR_COLUMNS - claimed;
+  if (claimed + reserve + huge > BAR_COLUMNS)
+    huge = BAR_COLUMNS - claimed - reserve;
   g_string_append(s, "  memory [");
   for (guint i = 0; i < BAR_COLUMNS; i++) {
     char ch = '.';
@@ -328,11 +342,15 @@ append_bar(GString *s, const QpNodeCapacity *cap)
       ch = '#';
     else if (i < claimed + reserve)
       ch = '+';
+    else if (i < claimed + reserve + huge)
+      ch = 'h';
     g_string_append_c(s, ch);
   }
   g_string_append(s, cap->blocked
                          ? "]  X blocked\n"
-                         : "]  # claimed, + host reserve, . free\n");
+                         : huge > 0 ? "]  # claimed, + host reserve, h "
+                                      "hugepage pools, . free\n"
+                                    : "]  # claimed, + host reserve, . free\n");
 }
 
 static void
@@ -409,11 +427,16 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
     const QpNode *n = &host->nodes[i];
     QpNodeCapacity cap;
     qp_node_capacity(host, claims, opts, i, &cap);
+    g_autofree char *pools =
+        cap.hugepage_mib > 0
+            ? g_strdup_printf(" (%" G_GUINT64_FORMAT " in hugepage pools)",
+                              cap.hugepage_mib)
+            : g_strdup("");
     g_string_append_printf(s,
-                           "node %d: %" G_GUINT64_FORMAT " MiB total, %"
+                           "node %d: %" G_GUINT64_FORMAT " MiB total%s, %"
                            G_GUINT64_FORMAT " reserved, %" G_GUINT64_FORMAT
                            " claimed, %" G_GUINT64_FORMAT " free%s\n",
-                           n->id, cap.total_mib, cap.reserve_mib,
+                           n->id, cap.total_mib, pools, cap.reserve_mib,
                            cap.claimed_mib, cap.uncommitted_mib,
                            cap.blocked ? " (blocked by an unreadable record)"
                                        : "");

@@ -1129,7 +1129,9 @@ test_status_json(void)
   g_assert_cmpint(json_object_get_int_member(m0, "total"), ==, 16384);
   g_assert_cmpint(json_object_get_int_member(m0, "reserve"), ==, 1024);
   g_assert_cmpint(json_object_get_int_member(m0, "claimed"), ==, 6144);
-  g_assert_cmpint(json_object_get_int_member(m0, "uncommitted"), ==, 9216);
+  g_assert_cmpint(json_object_get_int_member(m0, "hugepage-pools"), ==, 1024);
+  /* 16384 - 1024 in hugepage pools - 1024 reserve - 6144 claimed. */
+  g_assert_cmpint(json_object_get_int_member(m0, "uncommitted"), ==, 8192);
   g_assert_false(json_object_get_boolean_member(n0, "blocked"));
   g_assert_cmpstr(json_object_get_string_member(n0, "cpus"), ==, "0-3");
   g_assert_cmpstr(json_object_get_string_member(n0, "dedicated-cpus"), ==,
@@ -1144,6 +1146,7 @@ test_status_json(void)
   g_assert_cmpint(json_object_get_int_member(p, "total"), ==, 512);
   g_assert_cmpint(json_object_get_int_member(p, "free"), ==, 500);
   g_assert_cmpint(json_object_get_int_member(p, "claimed"), ==, 100);
+  g_assert_cmpint(json_object_get_int_member(p, "uncommitted"), ==, 400);
 
   JsonObject *n1 = json_array_get_object_element(nodes, 1);
   JsonObject *m1 = json_object_get_object_member(n1, "memory-mib");
@@ -1194,9 +1197,12 @@ test_status_text(void)
   if (g_test_verbose())
     g_printerr("%s", text);
   const char *want[] = {
-      "node 0: 16384 MiB total, 1024 reserved, 6144 claimed, 9216 free\n",
-      /* 6144/16384 of 40 columns claimed (15), 1024/16384 reserved (3). */
-      "  memory [###############+++......................]",
+      "node 0: 16384 MiB total (1024 in hugepage pools), 1024 reserved, 6144 "
+      "claimed, 8192 free\n",
+      /* Of 40 columns: 6144/16384 claimed (15), 1024/16384 reserved (3),
+       * 1024/16384 in hugepage pools (3). */
+      "  memory [###############+++hhh...................]  # claimed, + host "
+      "reserve, h hugepage pools, . free\n",
       "  hugepages 2048 KiB: 512 total, 500 free, 100 claimed\n",
       "  cpus 0-3 [DDSS]  D dedicated, S shared (2 vCPUs, 1.00 per CPU)",
       "node 1: 16384 MiB total, 512 reserved, 1024 claimed, 14848 free\n",
@@ -1216,7 +1222,7 @@ test_status_text(void)
   /* Empty ledger. */
   g_autoptr(QpClaims) none = qp_claims_new();
   g_autofree char *empty = qp_status_to_text(host, none, NULL);
-  g_assert_nonnull(strstr(empty, "node 0: 16384 MiB total, 0 reserved, 0 "
+  g_assert_nonnull(strstr(empty, "node 1: 16384 MiB total, 0 reserved, 0 "
                                  "claimed, 16384 free\n"));
   g_assert_nonnull(strstr(empty, "[........................................]"));
   g_assert_nonnull(strstr(empty, "cpus 0-3 [....]"));

@@ -1141,8 +1141,16 @@ finish_plan(QpPlan *plan, const Ctx *ctx, const Attempt *a, const Acc *acc,
     if (vm_nodes[i])
       hwloc_bitmap_or(around, around, a->node_cpus[i]);
   hwloc_bitmap_andnot(around, around, plan->dedicated);
-  if (hwloc_bitmap_iszero(around))
+  if (hwloc_bitmap_iszero(around)) {
     hwloc_bitmap_copy(around, vm_cpus);
+    add_reason(plan, "emulator and iothreads share the vCPUs' CPUs: no other "
+                     "usable CPU is left on the VM's nodes");
+  } else if (!hwloc_bitmap_iszero(plan->dedicated)) {
+    g_autofree char *l = qp_list_format(around);
+    add_reason(plan, "emulator and iothreads on %s: the VM's nodes, off its "
+                     "dedicated cores",
+               l);
+  }
   plan->emulator_cpus = hwloc_bitmap_dup(around);
   plan->iothread_cpus = hwloc_bitmap_dup(around);
   if (plan->process_cpus == NULL) {
@@ -1406,6 +1414,28 @@ pick_cores(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap, guint i,
     hwloc_bitmap_or(plan->dedicated, plan->dedicated, host->cores[core].pus);
   }
   hwloc_bitmap_foreach_end();
+}
+
+/* "vCPUs 0-1 -> CPUs 0-1 on host node 0, one physical core each" */
+static void
+reason_cores(QpPlan *plan, const Ctx *ctx, guint i, hwloc_const_bitmap_t vcpus,
+             CapKind cap, const char *who)
+{
+  g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
+  int v;
+  hwloc_bitmap_foreach_begin(v, vcpus)
+  {
+    if (plan->vcpu_cpus[v] != NULL)
+      hwloc_bitmap_or(cpus, cpus, plan->vcpu_cpus[v]);
+  }
+  hwloc_bitmap_foreach_end();
+  g_autofree char *vl = qp_list_format(vcpus);
+  g_autofree char *cl = qp_list_format(cpus);
+  add_reason(plan, "%s%svCPUs %s -> CPUs %s on host node %d, %s", who,
+             *who ? " " : "", vl, cl, ctx->host->nodes[i].id,
+             cap == CAP_GROUPS ? "one physical core per sibling group"
+             : cap == CAP_PUS  ? "free cores first, then their siblings"
+                               : "one physical core each, siblings left idle");
 }
 
 static gboolean
@@ -1703,6 +1733,16 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
         if (hwloc_bitmap_iszero(rest))
           break;
         pick_cores(plan, ctx, a, cap, nodes[x], rest);
+        g_auto(hwloc_bitmap_t) here = hwloc_bitmap_dup(rest);
+        hwloc_bitmap_foreach_begin(v, rest)
+        {
+          if (plan->vcpu_cpus[v] == NULL)
+            hwloc_bitmap_clr(here, v);
+        }
+        hwloc_bitmap_foreach_end();
+        g_autofree char *who = gnode_name(ctx, gt->gi);
+        if (!hwloc_bitmap_iszero(here))
+          reason_cores(plan, ctx, nodes[x], here, cap, who);
       }
       (void)before;
     }
@@ -1778,6 +1818,7 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
       taken++;
     }
     pick_cores(plan, ctx, a, cap, i, vs);
+    reason_cores(plan, ctx, i, vs, cap, "");
   }
   finish_plan(plan, ctx, a, &acc, vm_nodes);
   return TRUE;

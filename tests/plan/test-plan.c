@@ -339,6 +339,10 @@ plan_ok(const QpHost *h, const QpClaims *c, const QpRequest *r,
   g_assert_true(JSON_NODE_HOLDS_OBJECT(json));
   g_autofree char *human = qp_plan_to_human(p, h);
   g_assert_nonnull(human);
+  if (g_test_verbose()) {
+    g_autofree char *js = json_to_string(json, TRUE);
+    g_printerr("%s\n%s\n", human, js);
+  }
   return p;
 }
 
@@ -1168,6 +1172,159 @@ test_scale_64_nodes(void)
   g_test_message("64 nodes, 1024 CPUs, 1000 claims: %.3f ms per plan", ms);
 }
 
+/* ---- Recorded hosts (tests/data/topologies, loaded by topology/host.c) --- */
+
+static QpHost *
+recorded(const char *name)
+{
+  const char *dir = g_getenv("QP_TOPOLOGIES");
+  if (dir == NULL)
+    dir = QP_TEST_TOPOLOGIES;
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  g_autoptr(GError) error = NULL;
+  QpHost *h = qp_host_load(path, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(h);
+  if (g_test_verbose()) {
+    g_autofree char *text = qp_host_to_text(h);
+    g_printerr("%s\n", text);
+  }
+  return h;
+}
+
+/* The seed's six configurations on the recorded EPYC 7351P, whose nodes
+ * have the seed's own sizes (15891, 16124, 16124, 16123 MB). */
+static void
+test_recorded_seed(void)
+{
+  g_autoptr(QpHost) h = recorded("epyc-7351p.xml");
+  check_seed_balanced(h, FALSE);
+  check_seed_balanced(h, TRUE);
+  check_seed_numa(h, QP_MODE_NUMA, FALSE);
+  check_seed_numa(h, QP_MODE_NUMA, TRUE);
+  check_seed_o2o(h, FALSE);
+  check_seed_o2o(h, TRUE);
+}
+
+static void
+test_recorded_intel_smt(void)
+{
+  g_autoptr(QpHost) h = recorded("intel-2s-smt.xml");
+  g_autoptr(QpRequest) r = request(4, 4096);
+  g_autoptr(Opts) o = opts_new(QP_MODE_ONE_TO_ONE, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  for (guint v = 0; v < 4; v++) {
+    g_autofree char *c = g_strdup_printf("%u", v);
+    assert_vcpu(p, v, c);
+  }
+  assert_set(p->dedicated, "0-3,16-19");
+
+  r->threads = 2;
+  r->cores = 2;
+  g_autoptr(QpPlan) p2 = plan_ok(h, NULL, r, o);
+  assert_vcpu(p2, 0, "0");
+  assert_vcpu(p2, 1, "16");
+  assert_vcpu(p2, 2, "1");
+  assert_vcpu(p2, 3, "17");
+
+  /* 1 GiB pages: 4 per node in the recorded pools. */
+  g_autoptr(QpRequest) r3 = request(2, 4096);
+  r3->hugepage_kib = 1048576;
+  g_autoptr(Opts) o3 = opts_new(QP_MODE_NUMA, NULL);
+  g_autoptr(QpPlan) p3 = plan_ok(h, NULL, r3, o3);
+  g_assert_cmpuint(p3->claim_huge->len, ==, 1);
+  g_assert_cmpuint(g_array_index(p3->claim_huge, QpHugeClaim, 0).pages, ==,
+                   4);
+  r3->mem_mib = 5120;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpPlan) p4 = qp_plan_compute(h, NULL, r3, &o3->o, &error);
+  g_assert_null(p4);
+  assert_nofit(error, "5120 MiB of 1048576 KiB hugepages (5 pages)");
+}
+
+static void
+test_recorded_2s8n(void)
+{
+  g_autoptr(QpHost) h = recorded("2s-8node.xml");
+  g_autoptr(QpRequest) r = request(6, 4096);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  assert_set(p->mem[0].host_nodes, "0-1");
+  g_assert_true(has_text(p->reasons, "max distance 12"));
+
+  /* With nodes 1-3 busy, the second node is still on socket 0 when one
+   * is left there, never across. */
+  g_autoptr(QpClaims) c = qp_claims_new();
+  QpClaim *x = claim_add(c, "x");
+  hwloc_bitmap_set_range(x->dedicated, 4, 11); /* nodes 1 and 2 */
+  g_autoptr(QpPlan) p2 = plan_ok(h, c, r, o);
+  assert_set(p2->mem[0].host_nodes, "0,3");
+}
+
+static void
+test_recorded_hybrid(void)
+{
+  g_autoptr(QpHost) h = recorded("hybrid.xml");
+  g_assert_cmpuint(h->n_kinds, ==, 2);
+  g_autoptr(QpRequest) r = request(4, 4096);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  assert_set(p->process_cpus, "0-15");
+  assert_set(p->startup_cpus, "0-15");
+
+  g_autoptr(Opts) o2 = opts_new(QP_MODE_ONE_TO_ONE, NULL);
+  g_autoptr(QpPlan) p2 = plan_ok(h, NULL, r, o2);
+  assert_vcpu(p2, 0, "0");
+  assert_vcpu(p2, 1, "2");
+  assert_vcpu(p2, 2, "4");
+  assert_vcpu(p2, 3, "6");
+
+  /* 20 vCPUs with an affinity over everything straddle, with a warning;
+   * startup = the 16 P-core CPUs, the largest same-kind subset. */
+  g_autoptr(QpRequest) r3 = request(20, 4096);
+  g_autoptr(Opts) o3 = opts_new(QP_MODE_BALANCED, "0-23");
+  g_autoptr(QpPlan) p3 = plan_ok(h, NULL, r3, o3);
+  assert_set(p3->process_cpus, "0-23");
+  assert_set(p3->startup_cpus, "0-15");
+  g_assert_true(has_text(p3->warnings, "straddle CPU kinds"));
+}
+
+static void
+test_recorded_cpuless(void)
+{
+  g_autoptr(QpHost) h = recorded("cpuless.xml");
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpRequest) r = request(2, 40960);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  assert_set(p->mem[0].host_nodes, "0-1"); /* distance 20 beats 30 */
+  g_autoptr(QpRequest) r2 = request(2, 71680);
+  g_autoptr(QpPlan) p2 = plan_ok(h, NULL, r2, o);
+  assert_set(p2->mem[0].host_nodes, "0,2"); /* only node 2 adds enough */
+  assert_set(p2->process_cpus, "0-3");
+}
+
+static void
+test_recorded_cgroup(void)
+{
+  g_autoptr(QpHost) h = recorded("cgroup-subset.xml");
+  const QpMode modes[] = {QP_MODE_BALANCED, QP_MODE_NUMA,
+                          QP_MODE_ONE_TO_ONE};
+  for (gsize m = 0; m < G_N_ELEMENTS(modes); m++) {
+    g_autoptr(QpRequest) r = request(8, 4096);
+    g_autoptr(Opts) o = opts_new(modes[m], NULL);
+    if (modes[m] == QP_MODE_ONE_TO_ONE)
+      r->vcpus = r->maxcpus = 6;
+    g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o); /* checks allowed */
+    if (modes[m] != QP_MODE_ONE_TO_ONE) {
+      assert_set(p->process_cpus, "0-3,16-19");
+    } else {
+      /* 6 free cores: 0-3 on node 0 and 4-5 on node 1 */
+      assert_set(p->dedicated, "0-5,16-21");
+      assert_vcpu(p, 5, "5");
+    }
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1207,5 +1364,11 @@ main(int argc, char **argv)
   g_test_add_func("/plan/hugepages/pools", test_hugepages);
   g_test_add_func("/plan/devices/locality", test_device_locality);
   g_test_add_func("/plan/scale/64-nodes-1000-claims", test_scale_64_nodes);
+  g_test_add_func("/plan/recorded/epyc-7351p-seed", test_recorded_seed);
+  g_test_add_func("/plan/recorded/intel-2s-smt", test_recorded_intel_smt);
+  g_test_add_func("/plan/recorded/2s-8node", test_recorded_2s8n);
+  g_test_add_func("/plan/recorded/hybrid", test_recorded_hybrid);
+  g_test_add_func("/plan/recorded/cpuless", test_recorded_cpuless);
+  g_test_add_func("/plan/recorded/cgroup-subset", test_recorded_cgroup);
   return g_test_run();
 }

@@ -191,22 +191,6 @@ qp_dry_run(QpOptions *opts, QpQemuArgs *args)
 
 /* ---- Launch -------------------------------------------------------------- */
 
-static gboolean
-write_all(int fd, const void *buf, gsize len)
-{
-  const char *p = buf;
-  while (len > 0) {
-    ssize_t n = write(fd, p, len);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return FALSE;
-    p += n;
-    len -= (gsize)n;
-  }
-  return TRUE;
-}
-
 /* Forks the keeper as a grandchild (so that no zombie is left under QEMU)
  * in a session of its own. Returns its PID, or -1. */
 static int

@@ -31,6 +31,9 @@ typedef struct {
   QpPolicy policy;           /* DEFAULT if unset */
   guint argi;                /* index in argv of the option's value */
   gboolean json;             /* given as JSON */
+  /* Added by the argv area: */
+  guint64 size_bytes;        /* exact size, 0 if unset (file backends) */
+  gboolean prealloc_context; /* the caller set prealloc-context */
 } QpBackend;
 
 typedef struct {
@@ -49,6 +52,11 @@ typedef struct {
   char *uuid;
   char *id;             /* Proxmox's -id */
   gboolean has_sandbox;
+  /* Added by the argv area (see qemu-args.c): */
+  char *machine;        /* machine type as given ("pc" when none) */
+  guint64 ram_bytes;    /* initial RAM in bytes (req->mem_mib rounded up) */
+  GPtrArray *warnings;  /* of char*: what QEMU would warn about */
+  struct _QpQemuArgsPriv *priv; /* parser state the rewrite needs */
 } QpQemuArgs;
 
 /* Parses ARGV (ARGC entries, the binary excluded). A malformed value in an
@@ -63,12 +71,25 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpQemuArgs, qp_qemu_args_free)
  * (-chardev socket,id=qemu-pin-qmp,fd=N -mon chardev=qemu-pin-qmp,mode=control),
  * memory backends given host-nodes/policy where the caller set none, backends
  * created where there are none, and thread-context objects for preallocating
- * backends. PLAN may be NULL (mode none: only -S and the monitor). */
+ * backends. PLAN may be NULL (mode none: only -S and the monitor). A
+ * negative QMP_FD leaves the monitor out (for printing the argv). */
 char **qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
                             const QpPlan *plan, int qmp_fd, GError **error);
 
-/* "4G", "512M", "1024" (MiB by default, as -m does) to MiB. */
+/* "4G", "512M", "1024" (MiB by default, as -m does) to MiB, rounded up to a
+ * whole MiB. */
 gboolean qp_parse_size_mib(const char *text, const char *what,
                            gboolean default_mib, guint64 *out, GError **error);
+
+/* The same in bytes, with QEMU 7.2's qemu_strtosz rules: suffixes B K M G T
+ * P E (either case), a fraction only with a suffix, "0x" hex. Without a
+ * suffix the unit is MiB if DEFAULT_MIB, else bytes. */
+gboolean qp_parse_size(const char *text, const char *what,
+                       gboolean default_mib, guint64 *out, GError **error);
+
+/* Id of the backend the rewrite creates for a guest without vNUMA on machine
+ * MACHINE: QEMU's default RAM id ("pc.ram" for pc and q35, so that the RAM
+ * block keeps its name and migration works both ways), else "qemu-pin-ram". */
+const char *qp_qemu_args_ram_id(const QpQemuArgs *args);
 
 G_END_DECLS

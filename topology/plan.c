@@ -1797,25 +1797,33 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
   /* Memory claimed (not bound) over the set. */
   split_units(need, nodes, k, avail, acc.claim);
 
-  /* vCPUs fill the nodes in order. */
+  /* vCPUs (or sibling groups) split evenly over the nodes with cores,
+   * remainder on the first, as the memory is; a node short of its share
+   * leaves the rest to the others. Each node gets a consecutive range. */
   g_autofree gboolean *vm_nodes = g_new0(gboolean, MAX(nn, 1));
+  g_autofree guint64 *capv = g_new0(guint64, MAX(nn, 1));
+  g_autofree guint64 *count = g_new0(guint64, MAX(nn, 1));
+  g_autofree guint *cpu_nodes = g_new0(guint, MAX(k, 1));
+  guint kc = 0;
+  for (guint j = 0; j < k; j++)
+    if (node_cap(a, cap, nodes[j]) > 0) {
+      capv[nodes[j]] = node_cap(a, cap, nodes[j]);
+      cpu_nodes[kc++] = nodes[j];
+    }
+  split_units(units, cpu_nodes, kc, capv, count);
   guint next = 0;
-  for (guint j = 0; j < k && next < ctx->n; j++) {
-    guint i = nodes[j];
-    guint c = node_cap(a, cap, i);
-    if (c == 0)
+  for (guint j = 0; j < kc && next < ctx->n; j++) {
+    guint i = cpu_nodes[j];
+    if (count[i] == 0)
       continue;
     vm_nodes[i] = TRUE;
     g_auto(hwloc_bitmap_t) vs = hwloc_bitmap_alloc();
-    /* Take whole sibling groups while they fit in this node's units. */
-    guint taken = 0;
-    while (next < ctx->n && taken < c) {
+    for (guint taken = 0; next < ctx->n && taken < count[i]; taken++) {
       guint end = next + 1;
       if (cap == CAP_GROUPS)
         end = MIN((next / ctx->threads + 1) * ctx->threads, ctx->n);
       hwloc_bitmap_set_range(vs, next, (int)end - 1);
       next = end;
-      taken++;
     }
     pick_cores(plan, ctx, a, cap, i, vs);
     reason_cores(plan, ctx, i, vs, cap, "");
@@ -2068,8 +2076,121 @@ out:
 static void
 suggest_vnuma(QpPlan *plan, const Ctx *ctx)
 {
-  (void)plan;
-  (void)ctx;
+  guint nn = ctx->nn;
+  guint n = plan->n_vcpus;
+  if (plan->mode == QP_MODE_BALANCED) {
+    add_reason(plan, "--vnuma: no guest topology suggested in balanced mode: "
+                     "its vCPUs float over the chosen nodes");
+    return;
+  }
+  /* Host node of each vCPU (its first CPU's node). */
+  g_autofree int *vnode_of = g_new0(int, MAX(n, 1));
+  g_autofree guint *count = g_new0(guint, MAX(nn, 1));
+  for (guint v = 0; v < n; v++) {
+    int ci = cpu_index(ctx, hwloc_bitmap_first(plan->vcpu_cpus[v]));
+    int i = ci >= 0 ? node_index(ctx, ctx->host->cpus[ci].node) : -1;
+    vnode_of[v] = i;
+    if (i >= 0)
+      count[i]++;
+  }
+  /* Symmetric: every used node holds the same number of vCPUs, in
+   * consecutive ranges, and memory is claimed only on those nodes. */
+  g_autoptr(GArray) used = g_array_new(FALSE, FALSE, sizeof(guint));
+  gboolean symmetric = vnode_of[0] >= 0;
+  for (guint v = 0; v < n && symmetric; v++) {
+    if (vnode_of[v] < 0) {
+      symmetric = FALSE;
+      break;
+    }
+    guint i = (guint)vnode_of[v];
+    if (v == 0 || vnode_of[v - 1] != vnode_of[v]) {
+      for (guint x = 0; x < used->len; x++)
+        if (g_array_index(used, guint, x) == i)
+          symmetric = FALSE; /* a node's vCPUs are not one range */
+      g_array_append_val(used, i);
+    }
+  }
+  guint per = used->len > 0 ? n / used->len : 0;
+  for (guint x = 0; x < used->len && symmetric; x++)
+    if (count[g_array_index(used, guint, x)] != per)
+      symmetric = FALSE;
+  g_auto(hwloc_bitmap_t) vm_ids = hwloc_bitmap_alloc();
+  for (guint x = 0; x < used->len; x++)
+    hwloc_bitmap_set(vm_ids, ctx->host->nodes[g_array_index(used, guint, x)].id);
+  guint64 mem_total = 0;
+  for (guint c = 0; c < plan->claim_mem->len; c++) {
+    const QpNodeAmount *m = &g_array_index(plan->claim_mem, QpNodeAmount, c);
+    if (!hwloc_bitmap_isset(vm_ids, m->node))
+      symmetric = FALSE;
+  }
+  for (guint c = 0; c < plan->claim_huge->len; c++) {
+    const QpHugeClaim *h = &g_array_index(plan->claim_huge, QpHugeClaim, c);
+    if (!hwloc_bitmap_isset(vm_ids, h->node))
+      symmetric = FALSE;
+  }
+  guint threads = ctx->threads;
+  if (per % threads != 0)
+    threads = 1;
+
+  plan->vnuma = TRUE;
+  if (!symmetric) {
+    plan->vnuma_sockets = 1;
+    plan->vnuma_cores = n;
+    plan->vnuma_threads = 1;
+    add_reason(plan, "--vnuma: the chosen CPUs form an asymmetric layout, so "
+                     "the suggested guest topology is flat (sockets=1, "
+                     "cores=%u) without -numa nodes",
+               n);
+    return;
+  }
+  plan->vnuma_sockets = used->len;
+  plan->vnuma_cores = per / threads;
+  plan->vnuma_threads = threads;
+  if (used->len < 2) {
+    add_reason(plan, "--vnuma: one host node: sockets=1, cores=%u, "
+                     "threads=%u and no -numa node",
+               plan->vnuma_cores, threads);
+    return;
+  }
+  plan->n_vnodes = used->len;
+  plan->vnodes = g_new0(QpPlanVnode, used->len);
+  plan->vnode_distance = g_new0(guint, used->len * used->len);
+  for (guint x = 0; x < used->len; x++) {
+    guint i = g_array_index(used, guint, x);
+    QpPlanVnode *vn = &plan->vnodes[x];
+    vn->id = (int)x;
+    vn->host_node = ctx->host->nodes[i].id;
+    vn->vcpus = hwloc_bitmap_alloc();
+    for (guint v = 0; v < n; v++)
+      if (vnode_of[v] == (int)i)
+        hwloc_bitmap_set(vn->vcpus, v);
+    for (guint c = 0; c < plan->claim_mem->len; c++) {
+      const QpNodeAmount *m = &g_array_index(plan->claim_mem, QpNodeAmount, c);
+      if (m->node == vn->host_node)
+        vn->mem_mib += m->mib;
+    }
+    for (guint c = 0; c < plan->claim_huge->len; c++) {
+      const QpHugeClaim *h = &g_array_index(plan->claim_huge, QpHugeClaim, c);
+      if (h->node == vn->host_node)
+        vn->mem_mib += h->pages * h->page_kib / 1024;
+    }
+    mem_total += vn->mem_mib;
+    for (guint y = 0; y < used->len; y++)
+      plan->vnode_distance[x * used->len + y] =
+          dist(ctx, i, g_array_index(used, guint, y));
+  }
+  /* The guest's memory in full (rounding of hugepage claims). */
+  if (mem_total != ctx->req->mem_mib && plan->n_vnodes > 0) {
+    guint64 rest = ctx->req->mem_mib;
+    for (guint x = 1; x < plan->n_vnodes; x++)
+      rest -= MIN(rest, plan->vnodes[x].mem_mib);
+    plan->vnodes[0].mem_mib = rest;
+  }
+  g_autofree char *l = qp_list_format(vm_ids);
+  add_reason(plan, "--vnuma: guest topology mirrors host nodes %s: "
+                   "sockets=%u, cores=%u, threads=%u, one -numa node per "
+                   "host node",
+             l, plan->vnuma_sockets, plan->vnuma_cores, threads);
 }
 
 /* ---- Output ------------------------------------------------------------- */

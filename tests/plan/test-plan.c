@@ -1104,6 +1104,70 @@ test_device_locality(void)
   g_assert_true(has_text(p6->warnings, "0000:99:00.0 is not on this host"));
 }
 
+/* ---- Suggested guest topology (--vnuma) -------------------------------- */
+
+static void
+test_vnuma_suggestion(void)
+{
+  g_autoptr(TestHost) h = intel_2s();
+  g_autoptr(Opts) o = opts_new(QP_MODE_ONE_TO_ONE, NULL);
+  o->o.vnuma = TRUE;
+
+  /* 12 vCPUs need both sockets: 6 + 6, mirrored as 2 sockets of 6 cores
+   * and one guest node per host node. */
+  g_autoptr(QpRequest) r = request(12, 8192);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  g_assert_true(p->vnuma);
+  g_assert_cmpuint(p->vnuma_sockets, ==, 2);
+  g_assert_cmpuint(p->vnuma_cores, ==, 6);
+  g_assert_cmpuint(p->vnuma_threads, ==, 1);
+  g_assert_cmpuint(p->n_vnodes, ==, 2);
+  assert_set(p->vnodes[0].vcpus, "0-5");
+  assert_set(p->vnodes[1].vcpus, "6-11");
+  g_assert_cmpint(p->vnodes[0].host_node, ==, 0);
+  g_assert_cmpint(p->vnodes[1].host_node, ==, 1);
+  g_assert_cmpuint(p->vnodes[0].mem_mib, ==, 4096);
+  g_assert_cmpuint(p->vnodes[1].mem_mib, ==, 4096);
+  g_assert_cmpuint(p->vnode_distance[1], ==, 21);
+  g_assert_cmpuint(p->vnode_distance[3], ==, 10);
+  assert_vcpu(p, 5, "5");
+  assert_vcpu(p, 6, "8");
+
+  /* threads=2: 16 sibling pairs on 16 cores, 2 sockets x 8 cores x 2. */
+  g_autoptr(QpRequest) r2 = request(32, 8192);
+  r2->cores = 16;
+  r2->threads = 2;
+  g_autoptr(QpPlan) p2 = plan_ok(h, NULL, r2, o);
+  g_assert_cmpuint(p2->vnuma_sockets, ==, 2);
+  g_assert_cmpuint(p2->vnuma_cores, ==, 8);
+  g_assert_cmpuint(p2->vnuma_threads, ==, 2);
+
+  /* Node 1 has only 3 cores in the affinity: 7 + 3 is asymmetric, so the
+   * suggestion is flat (seed 000) and names no guest node. */
+  g_autoptr(Opts) o3 = opts_new(QP_MODE_ONE_TO_ONE, "0-10");
+  o3->o.vnuma = TRUE;
+  g_autoptr(QpRequest) r3 = request(10, 8192);
+  g_autoptr(QpPlan) p3 = plan_ok(h, NULL, r3, o3);
+  g_assert_true(p3->vnuma);
+  g_assert_cmpuint(p3->vnuma_sockets, ==, 1);
+  g_assert_cmpuint(p3->vnuma_cores, ==, 10);
+  g_assert_cmpuint(p3->n_vnodes, ==, 0);
+  assert_vcpu(p3, 6, "6");
+  assert_vcpu(p3, 7, "8");
+  g_assert_true(has_text(p3->reasons, "asymmetric"));
+
+  /* Not for balanced (vCPUs float) nor for a guest with its own -numa. */
+  g_autoptr(Opts) o4 = opts_new(QP_MODE_BALANCED, NULL);
+  o4->o.vnuma = TRUE;
+  g_autoptr(QpPlan) p4 = plan_ok(h, NULL, r, o4);
+  g_assert_false(p4->vnuma);
+  g_autoptr(QpRequest) r5 = request(4, 4096);
+  request_vnuma(r5, 2, 2, 2048);
+  g_autoptr(QpPlan) p5 = plan_ok(h, NULL, r5, o);
+  g_assert_false(p5->vnuma);
+  g_assert_cmpuint(p5->n_vnodes, ==, 0);
+}
+
 /* ---- Scale -------------------------------------------------------------- */
 
 /* 64 nodes x 16 CPUs (8 cores x 2 threads), 8 sockets of 8 nodes, and 1,000
@@ -1363,6 +1427,7 @@ main(int argc, char **argv)
                   test_errors_name_shortfall);
   g_test_add_func("/plan/hugepages/pools", test_hugepages);
   g_test_add_func("/plan/devices/locality", test_device_locality);
+  g_test_add_func("/plan/vnuma/mirrors-placement", test_vnuma_suggestion);
   g_test_add_func("/plan/scale/64-nodes-1000-claims", test_scale_64_nodes);
   g_test_add_func("/plan/recorded/epyc-7351p-seed", test_recorded_seed);
   g_test_add_func("/plan/recorded/intel-2s-smt", test_recorded_intel_smt);

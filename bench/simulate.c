@@ -1,0 +1,415 @@
+/* simulate: placement quality of qemu-pin's planner against the placers of
+ * Incus, Xen libxl, Proxmox and plain first fit, in boot storms.
+ *
+ * A storm is a list of VMs drawn from a seeded distribution (vCPUs in
+ * {2,4,8,16} weighted 4:4:3:1, 1, 2 or 4 GiB per vCPU, so 2-64 GiB) asking
+ * for 150% of the host's memory. Each placer starts from an empty host and
+ * tries every VM of the list in order; a VM it cannot place is refused and
+ * the storm goes on. Reported per placer: VMs placed on one node, VMs that
+ * span nodes, VMs refused, and the memory left stranded at the end (the list
+ * asked for more than the host holds, so memory left is memory no remaining
+ * VM of the list could use where it was).
+ *
+ * qemu-pin is the real planner (qp_plan_compute, mode balanced, strategy
+ * spread or pack) with its claims accumulating as the ledger's would.
+ *
+ * Usage: simulate [--seeds N] [--first-seed S] [--markdown] [--per-seed]
+ *                 [--topologies DIR] */
+#include <glib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/sim-baselines.h"
+#include "topology/host.h"
+#include "topology/ledger.h"
+#include "topology/plan.h"
+
+#ifndef QP_TOPOLOGY_DIR
+#define QP_TOPOLOGY_DIR "tests/data/topologies"
+#endif
+
+enum { STRAT_SPREAD, STRAT_PACK, STRAT_BASE0 };
+#define N_STRATS (STRAT_BASE0 + SIM_N_BASELINES)
+
+typedef struct {
+  guint placed, local, spanned, refused;
+  guint64 stranded_mib, placed_mib;
+} Result;
+
+static int opt_seeds = 10;
+static int opt_first_seed = 1;
+static gboolean opt_markdown;
+static gboolean opt_per_seed;
+static char *opt_topologies;
+
+static const GOptionEntry entries[] = {
+  {"seeds", 0, 0, G_OPTION_ARG_INT, &opt_seeds, "Storms per host (10)", "N"},
+  {"first-seed", 0, 0, G_OPTION_ARG_INT, &opt_first_seed,
+   "First seed (1)", "S"},
+  {"markdown", 0, 0, G_OPTION_ARG_NONE, &opt_markdown, "Markdown tables",
+   NULL},
+  {"per-seed", 0, 0, G_OPTION_ARG_NONE, &opt_per_seed,
+   "One line per storm as well", NULL},
+  {"topologies", 0, 0, G_OPTION_ARG_FILENAME, &opt_topologies,
+   "Directory of the recorded hosts", "DIR"},
+  {NULL},
+};
+
+static const char *
+strat_name(guint s)
+{
+  switch (s) {
+  case STRAT_SPREAD:
+    return "qemu-pin spread";
+  case STRAT_PACK:
+    return "qemu-pin pack";
+  default:
+    return sim_baseline_name((SimBaseline)(s - STRAT_BASE0));
+  }
+}
+
+/* The storm of SEED for a host of TOTAL_MIB. */
+static GArray *
+make_storm(guint32 seed, guint64 total_mib)
+{
+  static const guint vcpus[] = {2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 16};
+  static const guint gib_per_vcpu[] = {1, 2, 4};
+  g_autoptr(GRand) r = g_rand_new_with_seed(seed);
+  GArray *vms = g_array_new(FALSE, FALSE, sizeof(SimVm));
+  guint64 sum = 0;
+  while (sum < total_mib * 3 / 2) {
+    SimVm vm;
+    vm.vcpus = vcpus[g_rand_int_range(r, 0, G_N_ELEMENTS(vcpus))];
+    vm.mem_mib = (guint64)vm.vcpus *
+                 gib_per_vcpu[g_rand_int_range(r, 0, G_N_ELEMENTS(gib_per_vcpu))] *
+                 1024;
+    g_array_append_val(vms, vm);
+    sum += vm.mem_mib;
+  }
+  return vms;
+}
+
+/* The empty host as the planner sees it: memory outside hugepage pools,
+ * usable CPUs per node. */
+static SimState *
+state_of_host(const QpHost *host)
+{
+  SimState *s = sim_state_new(host->n_nodes);
+  for (guint i = 0; i < host->n_nodes; i++) {
+    const QpNode *node = &host->nodes[i];
+    guint64 pools = 0;
+    if (node->hugepages != NULL)
+      for (guint k = 0; k < node->hugepages->len; k++) {
+        const QpHugePool *p = &g_array_index(node->hugepages, QpHugePool, k);
+        pools += p->total * p->page_kib / 1024;
+      }
+    s->id[i] = node->id;
+    s->total_mib[i] = node->total_mib > pools ? node->total_mib - pools : 0;
+    s->free_mib[i] = s->total_mib[i];
+    s->cpus[i] = node->cpus != NULL ? (guint)hwloc_bitmap_weight(node->cpus) : 0;
+  }
+  return s;
+}
+
+static void
+account(Result *r, const SimState *s, const SimVm *vm, guint k)
+{
+  r->placed++;
+  r->placed_mib += vm->mem_mib;
+  if (k == 1)
+    r->local++;
+  else
+    r->spanned++;
+  (void)s;
+}
+
+static void
+finish(Result *r, const SimState *s, guint n_vms)
+{
+  r->refused = n_vms - r->placed;
+  r->stranded_mib = 0;
+  for (guint i = 0; i < s->n; i++)
+    r->stranded_mib += s->free_mib[i];
+}
+
+static gboolean
+run_planner(const QpHost *host, const GArray *vms, QpStrategy strategy,
+            Result *r, GError **error)
+{
+  g_autoptr(SimState) s = state_of_host(host);
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  QpPlacementOptions opts;
+  qp_placement_options_init(&opts);
+  opts.mode = QP_MODE_BALANCED;
+  opts.strategy = strategy;
+  g_autofree guint *nodes = g_new(guint, MAX(host->n_nodes, 1));
+  g_autofree guint64 *amounts = g_new(guint64, MAX(host->n_nodes, 1));
+  memset(r, 0, sizeof(*r));
+  for (guint v = 0; v < vms->len; v++) {
+    const SimVm *vm = &g_array_index(vms, SimVm, v);
+    g_autoptr(QpRequest) req = qp_request_new();
+    req->vcpus = req->maxcpus = vm->vcpus;
+    req->cores = vm->vcpus;
+    req->mem_mib = vm->mem_mib;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(QpPlan) plan = qp_plan_compute(host, claims, req, &opts, &err);
+    if (plan == NULL) {
+      if (g_error_matches(err, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT))
+        continue;
+      g_propagate_error(error, g_steal_pointer(&err));
+      return FALSE;
+    }
+    /* The VM's nodes: where its memory and its vCPUs went. */
+    guint k = 0;
+    g_autofree gboolean *in = g_new0(gboolean, MAX(host->n_nodes, 1));
+    g_autofree guint64 *mem = g_new0(guint64, MAX(host->n_nodes, 1));
+    for (guint x = 0; plan->claim_mem != NULL && x < plan->claim_mem->len; x++) {
+      const QpNodeAmount *m = &g_array_index(plan->claim_mem, QpNodeAmount, x);
+      int i = qp_host_node_index(host, m->node);
+      if (i >= 0 && m->mib > 0) {
+        in[i] = TRUE;
+        mem[i] += m->mib;
+      }
+    }
+    for (guint x = 0; plan->load != NULL && x < plan->load->len; x++) {
+      const QpNodeLoad *l = &g_array_index(plan->load, QpNodeLoad, x);
+      int i = qp_host_node_index(host, l->node);
+      if (i >= 0 && l->vcpus > 0)
+        in[i] = TRUE;
+    }
+    for (guint i = 0; i < host->n_nodes; i++)
+      if (in[i]) {
+        nodes[k] = i;
+        amounts[k] = mem[i];
+        k++;
+      }
+    sim_commit(s, vm, nodes, k, amounts);
+    account(r, s, vm, k);
+    g_autofree char *id = g_strdup_printf("vm%u", v);
+    QpClaim *c = qp_claim_from_plan(plan, id, id);
+    g_ptr_array_add(claims->claims, c);
+  }
+  finish(r, s, vms->len);
+  qp_placement_options_clear(&opts);
+  return TRUE;
+}
+
+static void
+run_baseline(const QpHost *host, const GArray *vms, SimBaseline b, Result *r)
+{
+  g_autoptr(SimState) s = state_of_host(host);
+  g_autofree guint *nodes = g_new(guint, MAX(host->n_nodes, 1));
+  g_autofree guint64 *amounts = g_new(guint64, MAX(host->n_nodes, 1));
+  memset(r, 0, sizeof(*r));
+  for (guint v = 0; v < vms->len; v++) {
+    const SimVm *vm = &g_array_index(vms, SimVm, v);
+    guint k = 0;
+    if (!sim_baseline_place(s, vm, b, nodes, &k))
+      continue;
+    sim_split(s, vm, nodes, k, amounts);
+    sim_commit(s, vm, nodes, k, amounts);
+    account(r, s, vm, k);
+  }
+  finish(r, s, vms->len);
+}
+
+/* SLIT for the synthetic host: 10 local, 16 same package, 32 across. */
+static void
+set_distances(QpHost *host)
+{
+  guint nn = host->n_nodes;
+  g_autofree guint *m = g_new(guint, nn * nn);
+  g_autofree int *pkg = g_new(int, nn);
+  for (guint a = 0; a < nn; a++) {
+    pkg[a] = -1;
+    for (guint c = 0; c < host->n_cpus && pkg[a] < 0; c++)
+      if (host->cpus[c].node == host->nodes[a].id)
+        pkg[a] = host->cpus[c].package;
+  }
+  for (guint a = 0; a < nn; a++)
+    for (guint b = 0; b < nn; b++)
+      m[a * nn + b] = a == b ? 10 : pkg[a] == pkg[b] ? 16 : 32;
+  qp_host_set_distances(host, m);
+}
+
+static void
+print_header(const char *label, const QpHost *host, guint64 total_mib)
+{
+  if (opt_markdown) {
+    printf("\n### %s\n\n%u nodes, %u CPUs, %" G_GUINT64_FORMAT " GiB; seeds "
+           "%d-%d, sums over the storms.\n\n",
+           label, host->n_nodes, host->n_cpus, total_mib / 1024,
+           opt_first_seed, opt_first_seed + opt_seeds - 1);
+    printf("| placer | VMs placed | GiB placed | node-local | spanning | "
+           "refused | stranded GiB |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  } else {
+    printf("\n# %s: %u nodes, %u CPUs, %" G_GUINT64_FORMAT " GiB; seeds "
+           "%d-%d (sums)\n",
+           label, host->n_nodes, host->n_cpus, total_mib / 1024,
+           opt_first_seed, opt_first_seed + opt_seeds - 1);
+    printf("%-18s %7s %10s %10s %8s %7s %13s\n", "placer", "placed",
+           "GiB placed", "node-local", "spanning", "refused", "stranded GiB");
+  }
+}
+
+static void
+print_row(const char *name, const Result *r)
+{
+  if (opt_markdown)
+    printf("| %s | %u | %.0f | %u | %u | %u | %.1f |\n", name, r->placed,
+           (double)r->placed_mib / 1024, r->local, r->spanned, r->refused,
+           (double)r->stranded_mib / 1024);
+  else
+    printf("%-18s %7u %10.0f %10u %8u %7u %13.1f\n", name, r->placed,
+           (double)r->placed_mib / 1024, r->local, r->spanned, r->refused,
+           (double)r->stranded_mib / 1024);
+}
+
+/* A does better than B: at least as many VMs node-local and as much
+ * memory placed, and more of one of them. (VMs placed alone would reward a
+ * placer that refuses big VMs and fits more small ones.) */
+static gboolean
+dominates(const Result *a, const Result *b)
+{
+  return a->local >= b->local && a->placed_mib >= b->placed_mib &&
+         (a->local > b->local || a->placed_mib > b->placed_mib);
+}
+
+static void
+add_finding(GPtrArray *findings, const char *label, int seed, guint s,
+            const Result *rs, guint b, const Result *rb)
+{
+  g_ptr_array_add(findings,
+                  g_strdup_printf("%s, seed %d: %s places %u VMs, %.0f GiB "
+                                  "(%u node-local, %u spanning, %u refused, "
+                                  "%.1f GiB stranded); %s places %u, %.0f "
+                                  "GiB (%u node-local, %u spanning, %u "
+                                  "refused, %.1f GiB stranded)",
+                                  label, seed, strat_name(s), rs->placed,
+                                  (double)rs->placed_mib / 1024, rs->local,
+                                  rs->spanned,
+                                  rs->refused,
+                                  (double)rs->stranded_mib / 1024,
+                                  strat_name(b), rb->placed,
+                                  (double)rb->placed_mib / 1024, rb->local,
+                                  rb->spanned, rb->refused,
+                                  (double)rb->stranded_mib / 1024));
+}
+
+static gboolean
+run_host(const char *label, QpHost *host, GPtrArray *findings,
+         GError **error)
+{
+  g_autoptr(SimState) empty = state_of_host(host);
+  guint64 total = 0;
+  for (guint i = 0; i < empty->n; i++)
+    total += empty->total_mib[i];
+  Result sum[N_STRATS];
+  memset(sum, 0, sizeof(sum));
+  g_autoptr(GString) per_seed = g_string_new("");
+
+  for (int seed = opt_first_seed; seed < opt_first_seed + opt_seeds; seed++) {
+    g_autoptr(GArray) vms = make_storm((guint32)seed, total);
+    Result r[N_STRATS];
+    if (!run_planner(host, vms, QP_STRATEGY_SPREAD, &r[STRAT_SPREAD], error) ||
+        !run_planner(host, vms, QP_STRATEGY_PACK, &r[STRAT_PACK], error))
+      return FALSE;
+    for (guint b = 0; b < SIM_N_BASELINES; b++)
+      run_baseline(host, vms, (SimBaseline)b, &r[STRAT_BASE0 + b]);
+    for (guint s = 0; s < N_STRATS; s++) {
+      sum[s].placed += r[s].placed;
+      sum[s].local += r[s].local;
+      sum[s].spanned += r[s].spanned;
+      sum[s].refused += r[s].refused;
+      sum[s].stranded_mib += r[s].stranded_mib;
+      sum[s].placed_mib += r[s].placed_mib;
+      if (opt_per_seed)
+        g_string_append_printf(per_seed,
+                               "%s seed %d (%u VMs): %-18s placed %u, local "
+                               "%u, spanning %u, refused %u, stranded %.1f "
+                               "GiB\n",
+                               label, seed, vms->len, strat_name(s),
+                               r[s].placed, r[s].local, r[s].spanned,
+                               r[s].refused,
+                               (double)r[s].stranded_mib / 1024);
+    }
+    /* Where a baseline does better, say exactly where: at least as many
+     * VMs node-local and as much memory placed, and more of one. */
+    for (guint s = STRAT_SPREAD; s <= STRAT_PACK; s++)
+      for (guint b = STRAT_BASE0; b < N_STRATS; b++)
+        if (dominates(&r[b], &r[s]))
+          add_finding(findings, label, seed, s, &r[s], b, &r[b]);
+  }
+  print_header(label, host, total);
+  for (guint s = 0; s < N_STRATS; s++)
+    print_row(strat_name(s), &sum[s]);
+  if (opt_per_seed)
+    printf("\n%s", per_seed->str);
+  return TRUE;
+}
+
+int
+main(int argc, char **argv)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GOptionContext) octx = g_option_context_new("");
+  g_option_context_set_summary(octx, "Boot storms on recorded and synthetic "
+                                     "hosts: qemu-pin's planner vs baseline "
+                                     "placers.");
+  g_option_context_add_main_entries(octx, entries, NULL);
+  if (!g_option_context_parse(octx, &argc, &argv, &error)) {
+    g_printerr("simulate: %s\n", error->message);
+    return 2;
+  }
+  if (opt_seeds < 1) {
+    g_printerr("simulate: --seeds %d: expected at least 1\n", opt_seeds);
+    return 2;
+  }
+  const char *dir = opt_topologies;
+  if (dir == NULL)
+    dir = g_getenv("QP_TOPOLOGIES");
+  if (dir == NULL)
+    dir = QP_TOPOLOGY_DIR;
+
+  struct {
+    const char *label;
+    const char *file;      /* recorded, or NULL */
+    const char *synthetic; /* else */
+  } hosts[] = {
+    {"EPYC 7351P (epyc-7351p.xml)", "epyc-7351p.xml", NULL},
+    {"2 sockets x 4 nodes (2s-8node.xml)", "2s-8node.xml", NULL},
+    {"synthetic 4 sockets x 4 nodes", NULL,
+     "pack:4 numa:4(memory=64GiB) core:8 pu:2"},
+  };
+  g_autoptr(GPtrArray) findings = g_ptr_array_new_with_free_func(g_free);
+  if (opt_markdown)
+    printf("Storms: vCPUs in {2,4,8,16} (weights 4:4:3:1), 1, 2 or 4 GiB per "
+           "vCPU, asking for 150%% of the host's memory; qemu-pin in mode "
+           "balanced. A baseline does better in a storm when it has at least as many VMs node-local and as much memory placed, and more of one.\n");
+  for (guint h = 0; h < G_N_ELEMENTS(hosts); h++) {
+    g_autoptr(QpHost) host = NULL;
+    if (hosts[h].file != NULL) {
+      g_autofree char *path = g_build_filename(dir, hosts[h].file, NULL);
+      host = qp_host_load(path, &error);
+    } else {
+      host = qp_host_load_synthetic(hosts[h].synthetic, &error);
+      if (host != NULL)
+        set_distances(host);
+    }
+    if (host == NULL || !run_host(hosts[h].label, host, findings, &error)) {
+      g_printerr("simulate: %s: %s\n", hosts[h].label, error->message);
+      return 1;
+    }
+  }
+  if (opt_markdown)
+    printf("\n#### Storms where the best baseline beats qemu-pin\n\n");
+  else
+    printf("\n# storms where the best baseline beats qemu-pin\n");
+  if (findings->len == 0)
+    printf("none\n");
+  for (guint i = 0; i < findings->len; i++)
+    printf("%s%s\n", opt_markdown ? "- " : "",
+           (char *)g_ptr_array_index(findings, i));
+  g_free(opt_topologies);
+  return 0;
+}

@@ -509,6 +509,7 @@ struct _QpQemuArgsPriv {
   NodeExtra *nodes;   /* parallel to req->gnodes */
   gboolean split_mem; /* no node had memory: qemu-pin splits the RAM */
   char *mem_path;     /* -mem-path */
+  GArray *mem_path_i; /* argv indexes of the -mem-path options */
   gboolean mem_prealloc;
   MachineInfo machine;
 };
@@ -545,6 +546,8 @@ qp_qemu_args_free(QpQemuArgs *args)
   if (args->priv) {
     g_free(args->priv->nodes);
     g_free(args->priv->mem_path);
+    if (args->priv->mem_path_i)
+      g_array_unref(args->priv->mem_path_i);
     g_free(args->priv);
   }
   g_free(args);
@@ -1581,8 +1584,11 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
       a->has_sandbox = TRUE;
     else if (is_opt(o, "mem-prealloc"))
       a->priv->mem_prealloc = TRUE;
-    else if (is_opt(o, "mem-path"))
-      g_free(a->priv->mem_path), a->priv->mem_path = g_strdup(o->value);
+    else if (is_opt(o, "mem-path")) {
+      g_free(a->priv->mem_path);
+      a->priv->mem_path = g_strdup(o->value);
+      g_array_append_val(a->priv->mem_path_i, o->i);
+    }
     else if (is_opt(o, "incoming"))
       g_free(a->incoming), a->incoming = g_strdup(o->value);
     else if (is_opt(o, "pidfile"))
@@ -1702,6 +1708,7 @@ qp_qemu_args_parse(guint argc, char **argv, GError **error)
   a->backends = g_ptr_array_new_with_free_func(backend_free);
   a->warnings = g_ptr_array_new_with_free_func(g_free);
   a->priv = g_new0(struct _QpQemuArgsPriv, 1);
+  a->priv->mem_path_i = g_array_new(FALSE, FALSE, sizeof(guint));
   a->ram_bytes = 128 * MiB;
 
   /* As QEMU's lookup_opt(): "--opt" is "-opt"; an option in the table takes
@@ -1756,6 +1763,7 @@ qp_qemu_args_parse(guint argc, char **argv, GError **error)
 typedef struct {
   const QpQemuArgs *args;
   char **replace;     /* per argv index: new value, or NULL */
+  gboolean *drop;     /* per argv index: left out */
   GPtrArray **before; /* per argv index: arguments inserted before it */
   GPtrArray *tail;    /* arguments added at the end */
 } Rewrite;
@@ -1844,15 +1852,18 @@ edit_backend(const QpQemuArgs *a, const QpBackend *b, gboolean set_nodes,
   return TRUE;
 }
 
-/* A backend qemu-pin makes: memory-backend-ram ID of BYTES bound to NODES. */
+/* A backend qemu-pin makes: memory-backend-ram ID of BYTES bound to NODES,
+ * or memory-backend-file in MEM_PATH (what -mem-path made). */
 static char *
-new_backend(const char *id, guint64 bytes, hwloc_const_bitmap_t nodes,
-            QpPolicy policy, gboolean with_tc)
+new_backend(const char *id, const char *mem_path, guint64 bytes,
+            hwloc_const_bitmap_t nodes, QpPolicy policy, gboolean with_tc)
 {
-  GString *s = g_string_new("memory-backend-ram");
+  GString *s = g_string_new(mem_path ? "memory-backend-file" : "memory-backend-ram");
   g_autofree char *size = g_strdup_printf("%" G_GUINT64_FORMAT, bytes);
   kv_append(s, "id", id);
   kv_append(s, "size", size);
+  if (mem_path != NULL)
+    kv_append(s, "mem-path", mem_path);
   append_list(s, "host-nodes", nodes);
   kv_append(s, "policy", policy_for(policy));
   if (with_tc) {
@@ -1860,6 +1871,16 @@ new_backend(const char *id, guint64 bytes, hwloc_const_bitmap_t nodes,
     kv_append(s, "prealloc-context", tc);
   }
   return g_string_free(s, FALSE);
+}
+
+static void
+drop_mem_path(Rewrite *rw)
+{
+  GArray *idx = rw->args->priv->mem_path_i;
+  for (guint i = 0; i < idx->len; i++) {
+    guint k = g_array_index(idx, guint, i);
+    rw->drop[k] = rw->drop[k + 1] = TRUE;
+  }
 }
 
 static gboolean
@@ -1898,22 +1919,26 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
       rewrite_insert(rw, b->argi - 1, "-object", thread_context(b->id, nodes));
     return TRUE;
   }
-  if (m->caller_set || a->priv->mem_path != NULL)
-    return TRUE; /* -mem-path cannot go with -machine memory-backend */
+  if (m->caller_set)
+    return TRUE;
 
+  /* -mem-path cannot go with -machine memory-backend or memdev=: it becomes
+   * the mem-path of the backends made here, as QEMU makes its own. */
+  const char *mem_path = a->priv->mem_path;
   gboolean with_tc = a->priv->mem_prealloc;
   if (m->gnode < 0) {
     if (r->n_gnodes > 0)
       return set_invalid(error, "plan: memory for the whole guest, but the guest "
                          "has %u NUMA nodes", r->n_gnodes);
     const char *id = qp_qemu_args_ram_id(a);
+    drop_mem_path(rw);
     if (with_tc) {
       g_ptr_array_add(rw->tail, g_strdup("-object"));
       g_ptr_array_add(rw->tail, thread_context(id, m->host_nodes));
     }
     g_ptr_array_add(rw->tail, g_strdup("-object"));
-    g_ptr_array_add(rw->tail, new_backend(id, a->ram_bytes, m->host_nodes,
-                                          m->policy, with_tc));
+    g_ptr_array_add(rw->tail, new_backend(id, mem_path, a->ram_bytes,
+                                          m->host_nodes, m->policy, with_tc));
     g_ptr_array_add(rw->tail, g_strdup("-machine"));
     g_ptr_array_add(rw->tail, g_strdup_printf("memory-backend=%s", id));
     return TRUE;
@@ -1921,11 +1946,16 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
   const NodeExtra *nx = &a->priv->nodes[m->gnode];
   if (!a->priv->split_mem || nx->legacy_mem || nx->mem_bytes == 0)
     return TRUE; /* mem= or a node without memory: nothing to bind */
+  /* Several backends can share a -mem-path directory, not a file. */
+  if (mem_path != NULL && !g_file_test(mem_path, G_FILE_TEST_IS_DIR))
+    return TRUE;
+  drop_mem_path(rw);
   g_autofree char *id = g_strdup_printf("qemu-pin-node%d", m->gnode);
   if (with_tc)
     rewrite_insert(rw, nx->argi - 1, "-object", thread_context(id, m->host_nodes));
   rewrite_insert(rw, nx->argi - 1, "-object",
-                 new_backend(id, nx->mem_bytes, m->host_nodes, m->policy, with_tc));
+                 new_backend(id, mem_path, nx->mem_bytes, m->host_nodes, m->policy,
+                             with_tc));
   GString *s = g_string_new(a->argv[nx->argi]);
   kv_append(s, "memdev", id);
   rw->replace[nx->argi] = g_string_free(s, FALSE);
@@ -1943,6 +1973,7 @@ qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
 
   rw.replace = g_new0(char *, argc + 1);
   rw.before = g_new0(GPtrArray *, argc + 1);
+  rw.drop = g_new0(gboolean, argc + 1);
   rw.tail = g_ptr_array_new_with_free_func(g_free);
   for (guint k = 0; plan != NULL && ok && k < plan->n_mem; k++)
     ok = apply_mem(&rw, &plan->mem[k], done, error);
@@ -1954,7 +1985,8 @@ qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
       if (rw.before[i] != NULL)
         for (guint j = 0; j < rw.before[i]->len; j++)
           g_ptr_array_add(out, g_strdup(g_ptr_array_index(rw.before[i], j)));
-      g_ptr_array_add(out, g_strdup(rw.replace[i] ? rw.replace[i] : args->argv[i]));
+      if (!rw.drop[i])
+        g_ptr_array_add(out, g_strdup(rw.replace[i] ? rw.replace[i] : args->argv[i]));
     }
     for (guint j = 0; j < rw.tail->len; j++)
       g_ptr_array_add(out, g_strdup(g_ptr_array_index(rw.tail, j)));
@@ -1976,6 +2008,7 @@ qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
   }
   g_free(rw.replace);
   g_free(rw.before);
+  g_free(rw.drop);
   g_ptr_array_unref(rw.tail);
   if (!ok) {
     g_strfreev((char **)g_ptr_array_free(out, FALSE));

@@ -769,6 +769,86 @@ test_bad_input(gconstpointer data)
     g_error("'%s' not in: %s", c->also, error->message);
 }
 
+/* ---- robustness: random command lines never crash, and every refusal is
+ * one line ------------------------------------------------------------------------ */
+
+static QpPlan *plan_new(guint n_mem);
+static void plan_set(QpPlan *p, guint k, int gnode, const char *nodes, const char *memdev);
+static void plan_free_(QpPlan *p);
+
+static char *
+random_value(void)
+{
+  static const char *const pieces[] = {
+    "0", "1", "4", "-1", "0x10", "010", "99999", "1G", "4Q", "512", "1.5G", "",
+    ",", ",,", "=", "cpus=", "sockets=2", "cores=", "threads=2", "maxcpus=8",
+    "node", "cpu", "dist", "nodeid=", "memdev=m0", "mem=1G", "cpus=0-1", "src=0",
+    "dst=1", "val=20", "node-id=0", "socket-id=0", "memory-backend-ram", "id=m0",
+    "size=", "host-nodes=0-", "policy=bind", "prealloc=on", "help", "?", "{",
+    "}", "\"", "\"qom-type\":", "\"size\":", "[0]", "vfio-pci", "host=01:00.0",
+    "q35", "none", "memory-backend=m0", "-", "no", "noprealloc",
+  };
+  GString *s = g_string_new(NULL);
+  guint n = (guint)g_test_rand_int_range(0, 6);
+  for (guint i = 0; i < n; i++) {
+    g_string_append(s, pieces[g_test_rand_int_range(0, G_N_ELEMENTS(pieces))]);
+    if (g_test_rand_bit())
+      g_string_append_c(s, ',');
+  }
+  return g_string_free(s, FALSE);
+}
+
+static void
+test_random_argv(void)
+{
+  static const char *const options[] = {"-smp", "-m", "-numa", "-object", "-machine",
+                                        "-M", "-device", "-name", "-S", "--smp",
+                                        "-mem-prealloc", "-mem-path", "-incoming",
+                                        "image", "-nographic", "-version"};
+  guint refused = 0, passthrough = 0, launched = 0;
+  for (guint iter = 0; iter < 4000; iter++) {
+    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+    guint n = (guint)g_test_rand_int_range(0, 8);
+    for (guint i = 0; i < n; i++) {
+      const char *o = options[g_test_rand_int_range(0, G_N_ELEMENTS(options))];
+      g_ptr_array_add(argv, g_strdup(o));
+      if (g_test_rand_int_range(0, 10) < 9)
+        g_ptr_array_add(argv, random_value());
+    }
+    g_ptr_array_add(argv, NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QpQemuArgs) a = parse_strv((const char *const *)argv->pdata, &error);
+    if (a == NULL) {
+      g_assert_error(error, QP_ARGS_ERROR, QP_ARGS_ERROR_INVALID);
+      g_assert_null(strchr(error->message, '\n'));
+      refused++;
+      continue;
+    }
+    g_assert_no_error(error);
+    if (a->passthrough)
+      passthrough++;
+    else
+      launched++;
+    g_assert_cmpuint(a->req->vcpus, >=, 1);
+    g_assert_cmpuint(a->req->maxcpus, >=, a->req->vcpus);
+    /* Rewriting with a plan for every guest node (or the guest) works. */
+    guint nm = a->req->n_gnodes ? a->req->n_gnodes : 1;
+    QpPlan *plan = plan_new(nm);
+    for (guint k = 0; k < nm; k++)
+      plan_set(plan, k, a->req->n_gnodes ? (int)k : -1, "0", NULL);
+    g_auto(GStrv) out = qp_qemu_args_rewrite(a, "qemu", plan, 3, &error);
+    if (out == NULL)
+      g_assert_error(error, QP_ARGS_ERROR, QP_ARGS_ERROR_INVALID);
+    plan_free_(plan);
+  }
+  g_test_message("refused %u, passed through %u, launched %u", refused, passthrough,
+                 launched);
+  /* The generator reaches every outcome. */
+  g_assert_cmpuint(refused, >, 0);
+  g_assert_cmpuint(passthrough, >, 0);
+  g_assert_cmpuint(launched, >, 0);
+}
+
 /* ---- rewrite ---------------------------------------------------------------------------- */
 
 static const char *base_args =
@@ -813,6 +893,7 @@ typedef struct {
   guint64 sizes[4];             /* bytes of RAM mappings that must be bind:0 */
   const char *expect[4];        /* substrings of the rewritten argv */
   const char *policy;           /* expected policy of the mappings */
+  const char *absent;           /* must not be in the rewritten argv */
 } RewriteCase;
 
 static const RewriteCase rewrite_cases[] = {
@@ -859,6 +940,16 @@ static const RewriteCase rewrite_cases[] = {
    {"thread-context,id=qemu-pin-tc-pc.ram,node-affinity=0 -object memory-backend-ram,"
     "id=pc.ram,size=50331648,host-nodes=0,policy=bind,prealloc-context=qemu-pin-tc-pc.ram", NULL},
    "bind:0"},
+  {"mem-path-becomes-backend", "-M q35 -m 64M -mem-path /dev/shm -smp 1", {-1, -2}, {NULL},
+   {64 * MiB},
+   {"-M q35 -m 64M -smp 1 -object memory-backend-file,id=pc.ram,size=67108864,"
+    "mem-path=/dev/shm,host-nodes=0,policy=bind -machine memory-backend=pc.ram", NULL},
+   "bind:0", "-mem-path"},
+  {"numa-mem-path-dir", "-M q35 -m 64M -mem-path /dev/shm -smp 2 -numa node -numa node",
+   {0, 1, -2}, {NULL, NULL}, {32 * MiB, 32 * MiB},
+   {"memory-backend-file,id=qemu-pin-node1,size=33554432,mem-path=/dev/shm,host-nodes=0,"
+    "policy=bind -numa node,memdev=qemu-pin-node1", NULL},
+   "bind:0", "-mem-path"},
   {"trailing-comma", "-M q35 -object memory-backend-ram,id=mem,size=40M, "
    "-machine memory-backend=mem", {-1, -2}, {NULL}, {40 * MiB},
    {"id=mem,size=40M,host-nodes=0,policy=bind", NULL}, "bind:0"},
@@ -884,6 +975,8 @@ test_rewrite(gconstpointer data)
   for (guint k = 0; c->expect[k]; k++)
     if (strstr(argv, c->expect[k]) == NULL)
       g_error("'%s' not in: %s", c->expect[k], argv);
+  if (c->absent != NULL && strstr(argv, c->absent) != NULL)
+    g_error("'%s' in: %s", c->absent, argv);
 
   /* Paused (-S), and each guest RAM mapping has the planned policy. */
   g_autofree char *status = qemu_cmd(&q, "{\"execute\":\"query-status\"}");
@@ -984,6 +1077,7 @@ main(int argc, char **argv)
   }
   g_test_add_func("/args/rewrite/no-plan-adds-only-S-and-monitor", test_rewrite_no_plan);
   g_test_add_func("/args/rewrite/host-node-lists", test_rewrite_node_lists);
+  g_test_add_func("/args/robustness/random-command-lines", test_random_argv);
 
   int ret = g_test_run();
   g_unlink(firmware);

@@ -1527,7 +1527,7 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
     if (gt->fixed != NULL)
       continue;
     for (guint i = 0; i < nn; i++)
-      if (ctx->node_ok[i] && !used[i] && a->n_cpus[i] > 0 &&
+      if (ctx->node_ok[i] && !used[i] && (gt->nv == 0 || a->n_cpus[i] > 0) &&
           capleft[i] >= gt->units && avail[i] >= gt->mem) {
         guint pos = pref[t]->len;
         while (pos > 0 &&
@@ -1583,8 +1583,8 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
       continue;
     int best = -1;
     for (guint i = 0; i < nn; i++)
-      if (ctx->node_ok[i] && a->n_cpus[i] > 0 && capleft[i] >= gt->units &&
-          avail[i] >= gt->mem &&
+      if (ctx->node_ok[i] && (gt->nv == 0 || a->n_cpus[i] > 0) &&
+          capleft[i] >= gt->units && avail[i] >= gt->mem &&
           (best < 0 || node_before(ctx, a, avail, load, i, (guint)best)))
         best = (int)i;
     g_autofree char *who = gnode_name(ctx, gt->gi);

@@ -1104,6 +1104,68 @@ test_device_locality(void)
   g_assert_true(has_text(p6->warnings, "0000:99:00.0 is not on this host"));
 }
 
+/* ---- numa: assignment ---------------------------------------------------- */
+
+/* Node 0 has 8 CPUs, node 1 has 4. Guest node 0 (1 vCPU) would take node 0
+ * first (equal load and memory, lowest id), leaving nothing for guest node
+ * 1 (6 vCPUs); the matching moves guest node 0 to node 1 instead of making
+ * two guest nodes share a host node. */
+static void
+test_numa_distinct_before_sharing(void)
+{
+  g_autoptr(TestHost) h = host_new(2, 16384, 20);
+  for (int c = 0; c < 12; c++)
+    host_core(h, c < 8 ? 0 : 1, 0, 0, c, -1);
+  host_done(h);
+  g_autoptr(QpRequest) r = request(7, 2048);
+  request_vnuma(r, 2, 1, 1024);
+  hwloc_bitmap_set_range(r->gnodes[1].vcpus, 1, 6);
+  g_autoptr(Opts) o = opts_new(QP_MODE_NUMA, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  assert_set(p->mem[0].host_nodes, "1");
+  assert_set(p->mem[1].host_nodes, "0");
+  assert_vcpu(p, 0, "8-11");
+  assert_vcpu(p, 6, "0-7");
+  g_assert_cmpuint(p->warnings->len, ==, 0);
+
+  /* A memory-only guest node may go to a node without usable CPUs. */
+  g_autoptr(QpRequest) r2 = request(2, 2048);
+  request_vnuma(r2, 2, 2, 1024);
+  hwloc_bitmap_zero(r2->gnodes[1].vcpus);
+  g_autoptr(Opts) o2 = opts_new(QP_MODE_NUMA, "0-7");
+  g_autoptr(QpPlan) p2 = plan_ok(h, NULL, r2, o2);
+  assert_set(p2->mem[0].host_nodes, "0");
+  assert_set(p2->mem[1].host_nodes, "1");
+}
+
+/* --hostnodes restricts every mode to those nodes. */
+static void
+test_hostnodes_option(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpRequest) r = seed_request(FALSE);
+  const QpMode modes[] = {QP_MODE_BALANCED, QP_MODE_NUMA,
+                          QP_MODE_ONE_TO_ONE};
+  for (gsize m = 0; m < G_N_ELEMENTS(modes); m++) {
+    g_autoptr(Opts) o = opts_new(modes[m], NULL);
+    o->o.hostnodes = list("2-3");
+    g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+    /* balanced: 8 vCPUs and 8 GiB fit on node 2 alone */
+    assert_set(p->host_nodes, modes[m] == QP_MODE_BALANCED ? "2" : "2-3");
+    g_auto(hwloc_bitmap_t) inside = list("8-15,24-31");
+    g_assert_true(hwloc_bitmap_isincluded(p->process_cpus, inside));
+  }
+  /* numa: 4 guest nodes on 2 host nodes share, guest nodes 0,2 on node 2 */
+  g_autoptr(Opts) o = opts_new(QP_MODE_NUMA, NULL);
+  o->o.hostnodes = list("2-3");
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  assert_set(p->mem[0].host_nodes, "2");
+  assert_set(p->mem[1].host_nodes, "3");
+  assert_set(p->mem[2].host_nodes, "2");
+  assert_set(p->mem[3].host_nodes, "3");
+  g_assert_cmpuint(p->warnings->len, ==, 2);
+}
+
 /* ---- Suggested guest topology (--vnuma) -------------------------------- */
 
 static void
@@ -1427,6 +1489,9 @@ main(int argc, char **argv)
                   test_errors_name_shortfall);
   g_test_add_func("/plan/hugepages/pools", test_hugepages);
   g_test_add_func("/plan/devices/locality", test_device_locality);
+  g_test_add_func("/plan/numa/distinct-nodes-before-sharing",
+                  test_numa_distinct_before_sharing);
+  g_test_add_func("/plan/options/hostnodes", test_hostnodes_option);
   g_test_add_func("/plan/vnuma/mirrors-placement", test_vnuma_suggestion);
   g_test_add_func("/plan/scale/64-nodes-1000-claims", test_scale_64_nodes);
   g_test_add_func("/plan/recorded/epyc-7351p-seed", test_recorded_seed);

@@ -1011,8 +1011,11 @@ topo_ids(const QpRequest *r, guint index)
 
 /* ---- -m ------------------------------------------------------------------------ */
 
+/* KV holds -m's keys; from -machine memory.size= (BYTES) a size without a
+ * suffix is in bytes, from -m in MiB. */
 static gboolean
-parse_memory(QpQemuArgs *a, GArray *kv, gboolean *custom, GError **error)
+parse_memory(QpQemuArgs *a, GArray *kv, gboolean bytes, gboolean *custom,
+             GError **error)
 {
   static const char *const keys[] = {"size", "slots", "maxmem", NULL};
   const char *unknown = kv_unknown_key(kv, keys);
@@ -1027,7 +1030,7 @@ parse_memory(QpQemuArgs *a, GArray *kv, gboolean *custom, GError **error)
                        kv_last(kv, unknown)->text, unknown);
   if ((p = kv_last(kv, "size")) != NULL) {
     g_autofree char *what = g_strdup_printf("-m '%s': size", p->text);
-    if (!qp_parse_size(p->value, what, TRUE, &size, error))
+    if (!qp_parse_size(p->value, what, !bytes, &size, error))
       return FALSE;
     if (size == 0)
       return set_invalid(error,
@@ -1568,6 +1571,30 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
     } else if (is_opt(o, "m"))
       kv_parse_into(mem, o->value, "size");
   }
+  /* -machine smp.cpus=4 and memory.size=1G do what -smp and -m do, unless
+   * those are given: then QEMU 7.2 takes them and ignores the others. */
+  gboolean mem_bytes = FALSE;
+  if (smp->len == 0 || mem->len == 0) {
+    gboolean from_smp = smp->len == 0, from_mem = mem->len == 0;
+    for (guint i = 0; i < machine->len; i++) {
+      KvPair *p = &g_array_index(machine, KvPair, i);
+      KvPair copy = {.value = g_strdup(p->value), .text = p->text};
+      if (from_smp && g_str_has_prefix(p->key, "smp.")) {
+        copy.key = g_strdup(p->key + 4);
+        g_array_append_val(smp, copy);
+        smp_text = p->text;
+      } else if (from_mem && g_str_has_prefix(p->key, "memory.")) {
+        const char *k = p->key + 7;
+        copy.key = g_strdup(strcmp(k, "max-size") == 0 ? "maxmem"
+                            : strcmp(k, "maxmem") == 0  ? "memory.maxmem"
+                                                        : k);
+        g_array_append_val(mem, copy);
+        mem_bytes = TRUE;
+      } else {
+        g_free(copy.value);
+      }
+    }
+  }
   v = kv_get(machine, "type");
   a->machine = g_strdup(v ? v : "pc");
   a->priv->machine = machine_info(a->machine);
@@ -1608,7 +1635,7 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
   }
 
   if (!parse_smp(a, smp, smp_text, error) ||
-      !parse_memory(a, mem, &custom_ram, error))
+      !parse_memory(a, mem, mem_bytes, &custom_ram, error))
     return FALSE;
 
   if (a->machine_memdev != NULL) {

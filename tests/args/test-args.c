@@ -372,6 +372,52 @@ test_smp_matches_qemu(void)
   }
 }
 
+/* -machine smp.* and memory.* stand in for -smp and -m when those are
+ * absent (QEMU 7.2 ignores them when they are present). */
+static void
+test_machine_smp_memory(void)
+{
+  g_autoptr(QpQemuArgs) a = parse_line_ok("-machine q35,smp.cpus=4,smp.sockets=2,memory.size=256M");
+  g_assert_cmpuint(a->req->vcpus, ==, 4);
+  g_assert_cmpuint(a->req->sockets, ==, 2);
+  g_assert_cmpuint(a->req->cores, ==, 2);
+  g_assert_cmpuint(a->req->mem_mib, ==, 256);
+  g_autoptr(QpQemuArgs) b = parse_line_ok("-machine q35,smp.cpus=4,memory.size=256M -smp 2 -m 512");
+  g_assert_cmpuint(b->req->vcpus, ==, 2);
+  g_assert_cmpuint(b->req->sockets, ==, 1);
+  g_assert_cmpuint(b->req->mem_mib, ==, 512);
+  /* memory.size counts bytes without a suffix, -m MiB. */
+  g_autoptr(QpQemuArgs) c = parse_line_ok("-machine memory.size=268435456");
+  g_assert_cmpuint(c->req->mem_mib, ==, 256);
+
+  const char *lines[] = {"-machine q35,smp.cpus=4,smp.sockets=2,memory.size=256M",
+                         "-machine q35,smp.cpus=4,memory.size=256M -smp 2 -m 512"};
+  for (gsize i = 0; i < G_N_ELEMENTS(lines); i++) {
+    g_autofree char *line = g_strdup_printf("-accel tcg -display none -nodefaults %s", lines[i]);
+    g_autoptr(QpQemuArgs) q_args = parse_line_ok(line);
+    Qemu q;
+    g_autofree char *err = NULL;
+    if (!qemu_start(&q, q_args, NULL, NULL, &err))
+      g_error("QEMU refused %s: %s", line, err);
+    g_autofree char *cpus = qemu_cmd(&q, "{\"execute\":\"query-cpus-fast\"}");
+    g_autofree char *mem = qemu_cmd(&q, "{\"execute\":\"query-memory-size-summary\"}");
+    g_autoptr(JsonParser) p1 = json_parser_new();
+    g_autoptr(JsonParser) p2 = json_parser_new();
+    g_assert_true(json_parser_load_from_data(p1, cpus, -1, NULL));
+    g_assert_true(json_parser_load_from_data(p2, mem, -1, NULL));
+    JsonArray *arr = json_object_get_array_member(
+      json_node_get_object(json_parser_get_root(p1)), "return");
+    JsonObject *m = json_object_get_object_member(
+      json_node_get_object(json_parser_get_root(p2)), "return");
+    g_assert_cmpuint(json_array_get_length(arr), ==, q_args->req->vcpus);
+    g_assert_cmpuint((guint64)json_object_get_int_member(m, "base-memory"), ==,
+                     q_args->req->mem_mib * MiB);
+    g_free(qemu_cmd(&q, "{\"execute\":\"quit\"}"));
+    qemu_wait(&q);
+    qemu_close(&q);
+  }
+}
+
 /* ---- -m and sizes ---------------------------------------------------------------- */
 
 static void
@@ -633,8 +679,8 @@ test_passthrough(void)
     "-cpu help", "-cpu ?", "-device help", "-device vfio-pci,help",
     "-device driver=?", "-object help", "-object memory-backend-ram,help",
     "-accel help", "-machine none", "-M none,accel=kvm:tcg",
-    "-S -no-user-config -nodefaults -nographic -machine none,accel=kvm:tcg "
-    "-qmp unix:/tmp/m.sock,server=on,wait=off -pidfile /tmp/p -daemonize",
+    ("-S -no-user-config -nodefaults -nographic -machine none,accel=kvm:tcg "
+     "-qmp unix:/tmp/m.sock,server=on,wait=off -pidfile /tmp/p -daemonize"),
     /* Bad values elsewhere are the real binary's to report. */
     "-smp 0 -version", "-smp 4,sockets=3,cores=1 -machine help", "-m 4Q -cpu help",
     "-name foo,help", "-display help", "-smp",
@@ -1058,6 +1104,7 @@ main(int argc, char **argv)
   }
   g_test_add_func("/args/smp/topology-equals-qemu", test_smp_matches_qemu);
   g_test_add_func("/args/m/sizes-as-qemu-strtosz", test_sizes);
+  g_test_add_func("/args/machine/smp-and-memory-properties", test_machine_smp_memory);
   g_test_add_func("/args/m/size-slots-maxmem-default", test_memory);
   g_test_add_func("/args/object/memory-backends-both-syntaxes", test_backends);
   g_test_add_func("/args/device/vfio-host-normalised", test_vfio);

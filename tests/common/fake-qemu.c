@@ -2,8 +2,9 @@
  *
  * It understands just enough of QEMU's command line to play QEMU's part for
  * qemu-pin and ignores every other argument:
- *   -chardev ...,fd=N   the private monitor: QMP is spoken on fd N (the first
- *                       -chardev with fd= wins; its id does not matter)
+ *   -chardev ...,fd=N   the private monitor: QMP is spoken on fd N (the one
+ *                       with id=qemu-pin-qmp, else the last with fd=: qemu-pin
+ *                       appends its own after the caller's)
  *   -S                  query-status says "prelaunch" until "cont"
  *   -smp N / cpus=N     number of vCPU threads (unless FAKE_QEMU_VCPUS)
  *   -object iothread,id=X  one iothread thread per object
@@ -153,6 +154,7 @@ main(int argc, char **argv)
   const char *pidfile = NULL;
   gboolean do_daemonize = FALSE;
   int fd = -1, ready_fd = -1;
+  gboolean fd_is_ours = FALSE;
   guint n_vcpus = 1;
   unsigned lifetime;
   FakeQmp *peer;
@@ -179,9 +181,13 @@ main(int argc, char **argv)
       i++;
     } else if (next != NULL && is_opt(argv[i], "chardev")) {
       g_autofree char *v = opt_value(next, "fd");
-      if (v != NULL && fd < 0) {
+      g_autofree char *id = opt_value(next, "id");
+      gboolean ours = g_strcmp0(id, "qemu-pin-qmp") == 0;
+
+      if (v != NULL && (!fd_is_ours || ours)) {
         gint64 n = g_ascii_strtoll(v, NULL, 10);
         fd = n >= 0 && n < G_MAXINT ? (int)n : -1;
+        fd_is_ours = ours;
       }
       i++;
     } else if (next != NULL && is_opt(argv[i], "object")) {

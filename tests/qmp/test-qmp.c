@@ -160,6 +160,8 @@ spawn_fake_qemu_env(const char *script, const char *vcpus,
   g_ptr_array_add(argv, "-chardev");
   g_ptr_array_add(argv, "stdio,id=other");
   g_ptr_array_add(argv, "-chardev");
+  g_ptr_array_add(argv, "socket,id=callers,fd=0");
+  g_ptr_array_add(argv, "-chardev");
   g_ptr_array_add(argv, "socket,id=qemu-pin-qmp,fd=@FD@");
   g_ptr_array_add(argv, "-mon");
   g_ptr_array_add(argv, "chardev=qemu-pin-qmp,mode=control");

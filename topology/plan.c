@@ -725,7 +725,7 @@ contribution(const SetSearch *s, guint j, guint64 mem_have, guint cap_have)
  * the request. */
 static NodeSet *
 grow_from(const SetSearch *s, guint seed, gboolean distance_first,
-          gboolean *in_set, guint *maxd)
+          guint limit, gboolean *in_set, guint *maxd)
 {
   const Ctx *ctx = s->ctx;
   guint nn = ctx->nn;
@@ -782,7 +782,7 @@ grow_from(const SetSearch *s, guint seed, gboolean distance_first,
         best_c = c;
       }
     }
-    if (best < 0)
+    if (best < 0 || k >= limit) /* none left, or larger than a set found */
       return NULL;
     add = (guint)best;
   }
@@ -945,7 +945,7 @@ choose_node_set(const SetSearch *s, const char *prefix, GError **error)
                         : s->avail[seed] == 0 && s->mem_need > 0)
       continue;
     for (int df = 1; df >= 0; df--) {
-      NodeSet *set = grow_from(s, seed, df, in_set, maxd);
+      NodeSet *set = grow_from(s, seed, df, kmin, in_set, maxd);
       if (set == NULL)
         continue;
       gboolean dup = set->k > kmin;

@@ -1609,6 +1609,12 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
       a->daemonize = TRUE;
     else if (is_opt(o, "sandbox"))
       a->has_sandbox = TRUE;
+    else if (is_opt(o, "readconfig"))
+      g_ptr_array_add(a->warnings,
+                      g_strdup_printf("-readconfig %s: qemu-pin does not read QEMU "
+                                      "config files: -smp, -m, -numa or -object "
+                                      "given there are not planned for",
+                                      o->value));
     else if (is_opt(o, "mem-prealloc"))
       a->priv->mem_prealloc = TRUE;
     else if (is_opt(o, "mem-path")) {
@@ -1819,6 +1825,29 @@ policy_for(QpPolicy p)
   return qp_policy_name(p == QP_POLICY_DEFAULT ? QP_POLICY_BIND : p);
 }
 
+/* The nodes of NODES that have CPUs (sysfs): QEMU refuses a thread-context
+ * whose node-affinity selects no CPU ("The nodes select no CPUs"), and
+ * memory-only nodes (CXL, PMEM) have none. NULL if none has. */
+static hwloc_bitmap_t
+nodes_with_cpus(hwloc_const_bitmap_t nodes)
+{
+  hwloc_bitmap_t out = hwloc_bitmap_alloc();
+  int n;
+  hwloc_bitmap_foreach_begin(n, nodes)
+  {
+    g_autofree char *path = g_strdup_printf("/sys/devices/system/node/node%d/cpulist", n);
+    g_autofree char *text = NULL;
+    if (g_file_get_contents(path, &text, NULL, NULL) && g_ascii_isdigit(text[0]))
+      hwloc_bitmap_set(out, (unsigned)n);
+  }
+  hwloc_bitmap_foreach_end();
+  if (hwloc_bitmap_iszero(out)) {
+    hwloc_bitmap_free(out);
+    return NULL;
+  }
+  return out;
+}
+
 static char *
 tc_id(const char *backend)
 {
@@ -1935,7 +1964,10 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
     g_hash_table_add(done, b->id);
     gboolean set_nodes = b->host_nodes == NULL && !m->caller_set;
     hwloc_const_bitmap_t nodes = set_nodes ? m->host_nodes : b->host_nodes;
-    gboolean with_tc = b->prealloc && !b->prealloc_context && nodes != NULL;
+    g_auto(hwloc_bitmap_t) tc_nodes = NULL;
+    if (b->prealloc && !b->prealloc_context && nodes != NULL)
+      tc_nodes = nodes_with_cpus(nodes);
+    gboolean with_tc = tc_nodes != NULL;
     if (!set_nodes && !with_tc)
       return TRUE;
     char *value = NULL;
@@ -1943,7 +1975,7 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
       return FALSE;
     rw->replace[b->argi] = value;
     if (with_tc)
-      rewrite_insert(rw, b->argi - 1, "-object", thread_context(b->id, nodes));
+      rewrite_insert(rw, b->argi - 1, "-object", thread_context(b->id, tc_nodes));
     return TRUE;
   }
   if (m->caller_set)
@@ -1952,7 +1984,9 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
   /* -mem-path cannot go with -machine memory-backend or memdev=: it becomes
    * the mem-path of the backends made here, as QEMU makes its own. */
   const char *mem_path = a->priv->mem_path;
-  gboolean with_tc = a->priv->mem_prealloc;
+  g_auto(hwloc_bitmap_t) tc_nodes =
+    a->priv->mem_prealloc ? nodes_with_cpus(m->host_nodes) : NULL;
+  gboolean with_tc = tc_nodes != NULL;
   if (m->gnode < 0) {
     if (r->n_gnodes > 0)
       return set_invalid(error, "plan: memory for the whole guest, but the guest "
@@ -1961,7 +1995,7 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
     drop_mem_path(rw);
     if (with_tc) {
       g_ptr_array_add(rw->tail, g_strdup("-object"));
-      g_ptr_array_add(rw->tail, thread_context(id, m->host_nodes));
+      g_ptr_array_add(rw->tail, thread_context(id, tc_nodes));
     }
     g_ptr_array_add(rw->tail, g_strdup("-object"));
     g_ptr_array_add(rw->tail, new_backend(id, mem_path, a->ram_bytes,
@@ -1979,7 +2013,7 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
   drop_mem_path(rw);
   g_autofree char *id = g_strdup_printf("qemu-pin-node%d", m->gnode);
   if (with_tc)
-    rewrite_insert(rw, nx->argi - 1, "-object", thread_context(id, m->host_nodes));
+    rewrite_insert(rw, nx->argi - 1, "-object", thread_context(id, tc_nodes));
   rewrite_insert(rw, nx->argi - 1, "-object",
                  new_backend(id, mem_path, nx->mem_bytes, m->host_nodes, m->policy,
                              with_tc));

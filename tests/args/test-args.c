@@ -1087,6 +1087,28 @@ test_rewrite_node_lists(void)
   g_assert_cmpuint(json_array_get_length(nodes), ==, 4);
   g_assert_cmpint(json_array_get_int_element(nodes, 3), ==, 5);
   plan_free_(plan);
+
+  /* A thread-context gets only nodes with CPUs (QEMU refuses one that
+   * selects none); none at all, no thread-context. Node 0 has CPUs here,
+   * node 5 does not exist. */
+  g_autoptr(QpQemuArgs) c = parse_line_ok(
+    "-M q35 -m 64M -object memory-backend-ram,id=mem,size=64M,prealloc=on "
+    "-machine memory-backend=mem");
+  QpPlan *p2 = plan_new(1);
+  plan_set(p2, 0, -1, "0,5", NULL);
+  g_auto(GStrv) out3 = qp_qemu_args_rewrite(c, "qemu-system-x86_64", p2, -1, NULL);
+  g_autofree char *j3 = g_strjoinv(" ", out3);
+  g_assert_nonnull(strstr(j3, "-object thread-context,id=qemu-pin-tc-mem,node-affinity=0 "));
+  g_assert_nonnull(strstr(j3, "host-nodes=0,host-nodes=5,policy=bind,prealloc-context="));
+  plan_free_(p2);
+  QpPlan *p3 = plan_new(1);
+  plan_set(p3, 0, -1, "5", NULL);
+  g_auto(GStrv) out4 = qp_qemu_args_rewrite(c, "qemu-system-x86_64", p3, -1, NULL);
+  g_autofree char *j4 = g_strjoinv(" ", out4);
+  g_assert_null(strstr(j4, "thread-context"));
+  g_assert_null(strstr(j4, "prealloc-context"));
+  g_assert_nonnull(strstr(j4, "prealloc=on,host-nodes=5,policy=bind"));
+  plan_free_(p3);
 }
 
 int

@@ -1,0 +1,490 @@
+/* qemu-pin as the <emulator> of a libvirt domain, with the real libvirtd and
+ * virsh from Debian's packages and real QEMU (TCG). Needs root: the test
+ * configures and starts the system libvirtd (libvirt-setup.sh); without
+ * root or libvirt every test is skipped with the reason.
+ *
+ * The domain's <emulator> is a symlink named qemu-system-x86_64 pointing to
+ * the built qemu-pin, exactly how qemu-pin is installed in place of QEMU.
+ * libvirtd runs the emulator with an environment of its own; the domain's
+ * <qemu:env> gives QEMU_PIN_CONFIG, the test's config (real QEMU binary,
+ * state directory, one-to-one). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/orchestrators/orch-common.h"
+
+#define VIRSH_URI "qemu:///system"
+
+typedef struct {
+  gboolean ready;  /* libvirtd runs and we are root */
+  char *dir;
+  char *marker;    /* the domain's name too */
+  char *state;     /* the ledger the domain's qemu-pin uses */
+  char *plan_state;
+  char *dropin;
+  char *config;
+  char *fw;
+  char *xml;       /* the domain's XML file */
+  char *pidfile;
+  char *log;
+} Fixture;
+
+static char *setup_skip_reason; /* set when the setup script said 77 */
+static gboolean setup_done;
+
+/* Runs libvirt-setup.sh once per program. */
+static gboolean
+libvirt_ready(void)
+{
+  if (setup_done)
+    return setup_skip_reason == NULL;
+  setup_done = TRUE;
+  g_autofree char *script =
+      g_test_build_filename(G_TEST_DIST, "orchestrators", "libvirt-setup.sh",
+                            NULL);
+  char *argv[] = {script, NULL};
+  QpTestRun r;
+  qp_test_run(argv, NULL, &r);
+  if (r.status == 77) {
+    setup_skip_reason = g_strstrip(g_strdup(r.out));
+    qp_test_run_clear(&r);
+    return FALSE;
+  }
+  if (r.status != 0)
+    g_test_message("libvirt-setup.sh: %s%s", r.out, r.err);
+  g_assert_cmpint(r.status, ==, 0);
+  qp_test_run_clear(&r);
+  return TRUE;
+}
+
+static void
+virsh(QpTestRun *r, const char *const *args)
+{
+  g_autoptr(GPtrArray) a = g_ptr_array_new();
+  g_ptr_array_add(a, "virsh");
+  g_ptr_array_add(a, "-c");
+  g_ptr_array_add(a, VIRSH_URI);
+  for (guint i = 0; args[i] != NULL; i++)
+    g_ptr_array_add(a, (char *)args[i]);
+  g_ptr_array_add(a, NULL);
+  qp_test_run((char **)a->pdata, NULL, r);
+}
+
+/* virsh ARGS... must succeed; returns its stdout. */
+#define VIRSH_OK(...) virsh_ok((const char *const[]){__VA_ARGS__, NULL})
+
+static char *
+virsh_ok(const char *const *args)
+{
+  QpTestRun r;
+  virsh(&r, args);
+  if (r.status != 0) {
+    g_autofree char *cmd = g_strjoinv(" ", (char **)args);
+    g_test_message("virsh %s: exit %d: %s", cmd, r.status, r.err);
+  }
+  g_assert_cmpint(r.status, ==, 0);
+  char *out = g_steal_pointer(&r.out);
+  qp_test_run_clear(&r);
+  return out;
+}
+
+static char *
+domain_xml(Fixture *f)
+{
+  return g_strdup_printf(
+      "<domain type='qemu' "
+      "xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>\n"
+      "  <name>%s</name>\n"
+      "  <memory unit='MiB'>128</memory>\n"
+      "  <vcpu>2</vcpu>\n"
+      "  <os>\n"
+      "    <type arch='x86_64' machine='q35'>hvm</type>\n"
+      "    <loader type='rom'>%s</loader>\n"
+      "  </os>\n"
+      "  <on_poweroff>destroy</on_poweroff>\n"
+      "  <on_reboot>destroy</on_reboot>\n"
+      "  <on_crash>destroy</on_crash>\n"
+      "  <devices>\n"
+      "    <emulator>%s</emulator>\n"
+      "    <memballoon model='none'/>\n"
+      "  </devices>\n"
+      "  <qemu:commandline>\n"
+      "    <qemu:env name='QEMU_PIN_CONFIG' value='%s'/>\n"
+      "  </qemu:commandline>\n"
+      "</domain>\n",
+      f->marker, f->fw, f->dropin, f->config);
+}
+
+/* libvirt keeps the probed capabilities of each emulator path in a file
+ * named by the path's SHA-256: drop ours. */
+static void
+forget_capabilities(const char *emulator)
+{
+  g_autofree char *sum =
+      g_compute_checksum_for_string(G_CHECKSUM_SHA256, emulator, -1);
+  g_autofree char *file = g_strdup_printf(
+      "/var/cache/libvirt/qemu/capabilities/%s.xml", sum);
+  unlink(file);
+}
+
+static void
+setup(Fixture *f, gconstpointer data)
+{
+  if (!libvirt_ready()) {
+    g_test_skip(setup_skip_reason);
+    return;
+  }
+  if (g_get_num_processors() < 2) {
+    g_test_skip("one-to-one with 2 vCPUs needs at least 2 host CPUs");
+    return;
+  }
+  f->ready = TRUE;
+  f->dir = qp_test_tmpdir();
+  f->marker = g_path_get_basename(f->dir);
+  f->state = g_build_filename(f->dir, "state", NULL);
+  f->plan_state = g_build_filename(f->dir, "plan-state", NULL);
+  f->dropin = orch_dropin(f->dir, "qemu-system-x86_64");
+  f->fw = qp_test_firmware(f->dir, QP_TEST_FW_HALT);
+  g_autofree char *conf = g_strdup_printf(
+      "# qemu-pin for the libvirt test domain %s\n"
+      "[defaults]\n"
+      "qemu = %s\n"
+      "state-dir = %s\n"
+      "mode = one-to-one\n",
+      f->marker, qp_test_qemu(), f->state);
+  f->config = orch_write(f->dir, "qemu-pin.conf", conf);
+  g_autofree char *xml = domain_xml(f);
+  f->xml = orch_write(f->dir, "domain.xml", xml);
+  f->pidfile = g_strdup_printf("/run/libvirt/qemu/%s.pid", f->marker);
+  f->log = g_strdup_printf("/var/log/libvirt/qemu/%s.log", f->marker);
+}
+
+static void
+teardown(Fixture *f, gconstpointer data)
+{
+  if (!f->ready)
+    return;
+  QpTestRun r;
+  virsh(&r, (const char *const[]){"destroy", f->marker, NULL});
+  qp_test_run_clear(&r);
+  virsh(&r, (const char *const[]){"undefine", f->marker, NULL});
+  qp_test_run_clear(&r);
+  g_autoptr(GArray) left = qp_test_pids_with(f->marker);
+  for (guint i = 0; i < left->len; i++)
+    kill(g_array_index(left, int, i), SIGKILL);
+  forget_capabilities(f->dropin);
+  unlink(f->log);
+  qp_test_rmtree(f->dir);
+  g_free(f->dir);
+  g_free(f->marker);
+  g_free(f->state);
+  g_free(f->plan_state);
+  g_free(f->dropin);
+  g_free(f->config);
+  g_free(f->fw);
+  g_free(f->xml);
+  g_free(f->pidfile);
+  g_free(f->log);
+}
+
+/* The QEMU command line libvirt runs for the domain (without the
+ * environment it sets), from `virsh domxml-to-native`. */
+static GPtrArray *
+native_argv(Fixture *f)
+{
+  g_autofree char *out = VIRSH_OK("domxml-to-native", "qemu-argv", f->xml);
+  g_auto(GStrv) words = NULL;
+  GError *error = NULL;
+  g_shell_parse_argv(g_strstrip(out), NULL, &words, &error);
+  g_assert_no_error(error);
+  GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
+  guint i = 0;
+  while (words[i] != NULL && strchr(words[i], '=') != NULL &&
+         words[i][0] != '-' && words[i][0] != '/')
+    i++; /* LC_ALL=C PATH=... */
+  g_assert_nonnull(words[i]);
+  g_assert_cmpstr(words[i], ==, f->dropin);
+  for (; words[i] != NULL; i++)
+    g_ptr_array_add(a, g_strdup(words[i]));
+  g_ptr_array_add(a, NULL);
+  return a;
+}
+
+/* What qemu-pin would plan for the domain on an empty ledger: the vCPU
+ * sets, by vCPU index. */
+static char **
+planned_vcpu_sets(Fixture *f)
+{
+  g_autoptr(GPtrArray) native = native_argv(f);
+  g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(args, g_strdup_printf("--state-dir=%s", f->plan_state));
+  g_ptr_array_add(args, g_strdup("--mode=one-to-one"));
+  g_ptr_array_add(args, g_strdup("--"));
+  g_ptr_array_add(args, g_strdup(qp_test_qemu()));
+  for (guint i = 1; i < native->len && native->pdata[i] != NULL; i++)
+    g_ptr_array_add(args, g_strdup(native->pdata[i]));
+  g_ptr_array_add(args, NULL);
+  g_autoptr(JsonObject) plan = qp_test_plan((char **)args->pdata);
+  g_assert_cmpstr(json_object_get_string_member(plan, "mode"), ==,
+                  "one-to-one");
+  char **sets = qp_test_plan_vcpu_sets(plan);
+  g_assert_cmpuint(g_strv_length(sets), ==, 2);
+  /* One CPU each, not the same one: a plan unlike "all CPUs". */
+  g_assert_null(strpbrk(sets[0], ",-"));
+  g_assert_null(strpbrk(sets[1], ",-"));
+  g_assert_cmpstr(sets[0], !=, sets[1]);
+  return sets;
+}
+
+static int
+domain_pid(Fixture *f)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(f->pidfile, &text, NULL, NULL))
+    return -1;
+  return atoi(text);
+}
+
+static void
+start_domain(Fixture *f)
+{
+  QpTestRun r;
+  virsh(&r, (const char *const[]){"start", f->marker, NULL});
+  if (r.status != 0) {
+    g_test_message("virsh start: %s", r.err);
+    orch_show_file("domain log", f->log);
+  }
+  g_assert_cmpint(r.status, ==, 0);
+  qp_test_run_clear(&r);
+}
+
+/* `virsh vcpuinfo`'s "CPU Affinity" of each vCPU ("y-", "-y"). */
+static char **
+vcpuinfo_affinities(Fixture *f)
+{
+  g_autofree char *out = VIRSH_OK("vcpuinfo", f->marker);
+  g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+  GPtrArray *a = g_ptr_array_new();
+  for (guint i = 0; lines[i] != NULL; i++)
+    if (g_str_has_prefix(lines[i], "CPU Affinity:"))
+      g_ptr_array_add(a, g_strstrip(g_strdup(lines[i] + 13)));
+  g_ptr_array_add(a, NULL);
+  return (char **)g_ptr_array_free(a, FALSE);
+}
+
+/* A CPU list as virsh prints an affinity: one 'y' or '-' per host CPU. */
+static char *
+as_yn(const char *list, gsize width)
+{
+  g_autofree char *bits = g_strnfill(width, '-');
+  g_auto(GStrv) parts = g_strsplit(list, ",", -1);
+  for (guint i = 0; parts[i] != NULL; i++) {
+    guint lo, hi;
+    if (sscanf(parts[i], "%u-%u", &lo, &hi) != 2)
+      hi = lo = (guint)atoi(parts[i]);
+    for (guint c = lo; c <= hi && c < width; c++)
+      bits[c] = 'y';
+  }
+  return g_steal_pointer(&bits);
+}
+
+/* The running domain has its vCPUs where the plan says, both in /proc and
+ * as libvirt reports them, and its claim in the ledger. Returns its PID. */
+static int
+check_pinned_to_plan(Fixture *f, char **want)
+{
+  g_autofree char *state = VIRSH_OK("domstate", f->marker);
+  g_assert_cmpstr(g_strstrip(state), ==, "running");
+  int pid = domain_pid(f);
+  g_assert_cmpint(pid, >, 0);
+
+  /* libvirt sets every vCPU to all host CPUs before its `cont`; the
+   * keeper's re-check on RESUME must win. */
+  if (!qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 30000)) {
+    g_auto(GStrv) have = orch_vcpu_affinities(pid);
+    g_autofree char *h = g_strjoinv(" ", have);
+    g_autofree char *w = g_strjoinv(" ", want);
+    g_test_message("vCPU affinities are %s, the plan says %s", h, w);
+    orch_show_file("domain log", f->log);
+    g_assert_not_reached();
+  }
+  g_auto(GStrv) yn = vcpuinfo_affinities(f);
+  g_assert_cmpuint(g_strv_length(yn), ==, 2);
+  for (guint i = 0; i < 2; i++) {
+    g_autofree char *w = as_yn(want[i], strlen(yn[i]));
+    g_assert_cmpstr(yn[i], ==, w);
+  }
+
+  /* QEMU is the process libvirt started (exec in place), under the name
+   * libvirt gave it. */
+  g_autofree char *exe_link = g_strdup_printf("/proc/%d/exe", pid);
+  g_autofree char *exe = g_file_read_link(exe_link, NULL);
+  g_autofree char *real = realpath(qp_test_qemu(), NULL);
+  g_assert_cmpstr(exe, ==, real);
+  g_auto(GStrv) cmdline = orch_cmdline(pid);
+  g_assert_cmpstr(cmdline[0], ==, f->dropin);
+
+  g_autoptr(JsonObject) rec = orch_record(f->state);
+  g_assert_nonnull(rec);
+  g_assert_cmpint(json_object_get_int_member(rec, "qemu-pid"), ==, pid);
+  g_assert_cmpstr(json_object_get_string_member(rec, "mode"), ==,
+                  "one-to-one");
+  g_assert_cmpstr(json_object_get_string_member(rec, "name"), ==, f->marker);
+  g_autofree char *all = orch_union(want);
+  g_assert_cmpstr(json_object_get_string_member(rec, "dedicated-cpus"), ==,
+                  all);
+  return pid;
+}
+
+static void
+destroy_and_check_released(Fixture *f, int pid)
+{
+  g_free(VIRSH_OK("destroy", f->marker));
+  g_autofree char *state = VIRSH_OK("domstate", f->marker);
+  g_assert_cmpstr(g_strstrip(state), ==, "shut off");
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+  g_assert_cmpuint(orch_start_time(pid), ==, 0);
+  g_assert_true(orch_wait_records(f->state, 0, 20000));
+}
+
+static void
+test_probe_passes_through(Fixture *f, gconstpointer data)
+{
+  if (!f->ready)
+    return;
+  /* libvirt probes the emulator (-machine none, QMP, -daemonize); the
+   * capabilities it learns through qemu-pin are the real QEMU's. */
+  g_autofree char *direct =
+      VIRSH_OK("domcapabilities", "--virttype", "qemu", "--arch", "x86_64",
+               "--machine", "q35", "--emulatorbin", qp_test_qemu());
+  g_autofree char *pinned =
+      VIRSH_OK("domcapabilities", "--virttype", "qemu", "--arch", "x86_64",
+               "--machine", "q35", "--emulatorbin", f->dropin);
+  g_autofree char *path_direct =
+      g_strdup_printf("<path>%s</path>", qp_test_qemu());
+  g_autofree char *path_pinned = g_strdup_printf("<path>%s</path>", f->dropin);
+  g_assert_nonnull(strstr(direct, path_direct));
+  g_assert_nonnull(strstr(pinned, path_pinned));
+  g_auto(GStrv) parts = g_strsplit(pinned, path_pinned, 2);
+  g_autofree char *as_direct = g_strjoinv(path_direct, parts);
+  g_assert_cmpstr(as_direct, ==, direct);
+  /* The probe is not a VM: nothing was planned or claimed in the state
+   * directory of our config (the probe does not see QEMU_PIN_CONFIG, but a
+   * launch through the domain below would use it). */
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+}
+
+static void
+test_start_pinned(Fixture *f, gconstpointer data)
+{
+  if (!f->ready)
+    return;
+  g_auto(GStrv) want = planned_vcpu_sets(f);
+  g_free(VIRSH_OK("define", f->xml));
+  start_domain(f);
+  int pid = check_pinned_to_plan(f, want);
+  destroy_and_check_released(f, pid);
+}
+
+static void
+test_destroy_frees_and_restart(Fixture *f, gconstpointer data)
+{
+  if (!f->ready)
+    return;
+  g_auto(GStrv) want = planned_vcpu_sets(f);
+  g_free(VIRSH_OK("define", f->xml));
+  start_domain(f);
+  int first = check_pinned_to_plan(f, want);
+  destroy_and_check_released(f, first);
+
+  /* The freed cores are free again: the same plan, a new QEMU. */
+  start_domain(f);
+  int second = check_pinned_to_plan(f, want);
+  g_assert_cmpint(second, !=, first);
+  destroy_and_check_released(f, second);
+}
+
+static int
+libvirtd_pid(void)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents("/run/libvirtd.pid", &text, NULL, NULL))
+    return -1;
+  return atoi(text);
+}
+
+static void
+test_survives_libvirtd_restart(Fixture *f, gconstpointer data)
+{
+  if (!f->ready)
+    return;
+  g_auto(GStrv) want = planned_vcpu_sets(f);
+  g_free(VIRSH_OK("define", f->xml));
+  start_domain(f);
+  int pid = check_pinned_to_plan(f, want);
+  guint64 started = orch_start_time(pid);
+  g_autoptr(JsonObject) before = orch_record(f->state);
+  g_autofree char *record_id =
+      g_strdup(json_object_get_string_member(before, "id"));
+  int keeper = (int)json_object_get_int_member(before, "keeper-pid");
+  g_assert_cmpint(keeper, >, 0);
+
+  /* Stop libvirtd and start it again while the domain runs. */
+  int old = libvirtd_pid();
+  g_assert_cmpint(old, >, 0);
+  g_assert_cmpint(kill(old, SIGTERM), ==, 0);
+  gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+  while (orch_start_time(old) != 0 && g_get_monotonic_time() < deadline)
+    g_usleep(50000);
+  g_assert_cmpuint(orch_start_time(old), ==, 0);
+  char *daemon_argv[] = {"libvirtd", "-d", NULL};
+  QpTestRun r;
+  qp_test_run(daemon_argv, NULL, &r);
+  g_assert_cmpint(r.status, ==, 0);
+  qp_test_run_clear(&r);
+  deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+  int rc;
+  do {
+    virsh(&r, (const char *const[]){"domstate", f->marker, NULL});
+    rc = r.status;
+    qp_test_run_clear(&r);
+    if (rc != 0)
+      g_usleep(100000);
+  } while (rc != 0 && g_get_monotonic_time() < deadline);
+  g_assert_cmpint(rc, ==, 0);
+  g_assert_cmpint(libvirtd_pid(), !=, old);
+
+  /* The same QEMU, still running, still pinned, still claimed, and the
+   * keeper still there to release the claim. */
+  g_assert_cmpint(domain_pid(f), ==, pid);
+  g_assert_cmpuint(orch_start_time(pid), ==, started);
+  g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 0));
+  int again = check_pinned_to_plan(f, want);
+  g_assert_cmpint(again, ==, pid);
+  g_autoptr(JsonObject) after = orch_record(f->state);
+  g_assert_cmpstr(json_object_get_string_member(after, "id"), ==, record_id);
+  g_assert_cmpuint(orch_start_time(keeper), >, 0);
+  destroy_and_check_released(f, pid);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+#define ADD(path, fn) g_test_add(path, Fixture, NULL, setup, fn, teardown)
+  ADD("/orchestrators/libvirt/capability-probe-passes-through",
+      test_probe_passes_through);
+  ADD("/orchestrators/libvirt/start/vcpus-pinned-to-plan-after-libvirt-cont",
+      test_start_pinned);
+  ADD("/orchestrators/libvirt/destroy/frees-claim-and-start-again-works",
+      test_destroy_frees_and_restart);
+  ADD("/orchestrators/libvirt/libvirtd-restart/vm-undisturbed",
+      test_survives_libvirtd_restart);
+  int rc = g_test_run();
+  g_free(setup_skip_reason);
+  return rc;
+}

@@ -130,8 +130,8 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 exec </dev/console >/dev/console 2>&1
 
-verdict() { # STATUS [REASON]
-  if [ "$1" = PASS ]; then echo "QP-LAB-VERDICT: PASS"; else echo "QP-LAB-VERDICT: FAIL $2"; fi
+verdict() { # PASS | FAIL REASON | SKIP REASON
+  if [ "$1" = PASS ]; then echo "QP-LAB-VERDICT: PASS"; else echo "QP-LAB-VERDICT: $1 $2"; fi
   sync
   poweroff -f
   echo o >/proc/sysrq-trigger
@@ -169,6 +169,9 @@ chroot /newroot /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/u
 rc=$?
 if [ $rc -eq 0 ]; then
   verdict PASS
+elif [ $rc -eq 77 ]; then
+  reason=$(tail -n 1 /newroot/tmp/lab/.reason 2>/dev/null)
+  verdict SKIP "${reason#SKIP }"
 else
   reason=$(tail -n 1 /newroot/tmp/lab/.reason 2>/dev/null)
   verdict FAIL "${reason:-script exited with status $rc}"

@@ -5,7 +5,8 @@
 # Usage: tests/lab/run-lab.sh --shape SHAPE --script FILE [--timeout S]
 #                             [--builddir DIR] [--log FILE] [--smp-check]
 # Shapes: 4n, 2s2n, smt, cpuless (see docs/lab.md).
-# Exit: 0 PASS, 1 FAIL, 2 timeout or boot failure.
+# Exit: 0 PASS, 1 FAIL, 77 SKIP (the script exited 77), 2 timeout or boot
+# failure.
 #
 # Variables QP_* and G_* of the caller's environment are passed to the script,
 # as are QP_LAB_SHAPE and QP_LAB_SRC (this folder). The script runs as root in
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
     --builddir=*) builddir=${1#*=}; shift ;;
     --log) log=$2; shift 2 ;;
     --log=*) log=${1#*=}; shift ;;
-    -h|--help) sed -n '2,13s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (expected --shape, --script, --timeout, --builddir, --log)" ;;
   esac
 done
@@ -119,7 +120,7 @@ console=$run/console.log
 
 start=$(date +%s)
 # shellcheck disable=SC2086
-qemu-system-x86_64 -machine q35 -accel tcg -cpu "$cpu" -m 2048 -smp "$smp" $machine \
+qemu-system-x86_64 -machine q35 -accel "${QP_LAB_ACCEL:-tcg}" -cpu "$cpu" -m 2048 -smp "$smp" $machine \
   -kernel "$lab/vmlinuz" -initrd "$lab/initramfs.gz" \
   -append "console=ttyS0 quiet panic=-1 qp_script=$run/run.sh" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
@@ -148,6 +149,10 @@ case $verdict in
     cat "$console"
     echo "run-lab: $shape: PASS in ${elapsed} s (console: $console)"
     exit 0 ;;
+  "QP-LAB-VERDICT: SKIP"*)
+    cat "$console"
+    echo "run-lab: $shape: SKIP in ${elapsed} s: ${verdict#QP-LAB-VERDICT: SKIP } (console: $console)"
+    exit 77 ;;
   "QP-LAB-VERDICT: FAIL"*)
     cat "$console"
     echo "run-lab: $shape: FAIL in ${elapsed} s: ${verdict#QP-LAB-VERDICT: FAIL } (console: $console)"

@@ -1221,6 +1221,19 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
              k > 1 ? "s" : "", l, k, needp, ctx->n, sc.cpus,
              units_to_mib(ctx, sc.mem), k > 1 ? sc.max_d : 10,
              qp_strategy_name(ctx->opts->strategy));
+  if (k > 1) {
+    guint64 best_mem = 0;
+    guint best_cpus = 0;
+    for (guint i = 0; i < nn; i++)
+      if (cand[i]) {
+        best_mem = MAX(best_mem, avail[i]);
+        best_cpus = MAX(best_cpus, a->n_cpus[i]);
+      }
+    add_reason(plan, "balanced: no single node holds the guest: the most "
+                     "usable CPUs on one node are %u, the most uncommitted "
+                     "memory %" G_GUINT64_FORMAT " MiB",
+               best_cpus, units_to_mib(ctx, best_mem));
+  }
   if (ctx->any_device_node && ctx->opts->device_locality != QP_DEVLOC_IGNORE)
     add_reason(plan, "balanced: %u of the chosen nodes hold the guest's vfio "
                      "devices",

@@ -372,7 +372,9 @@ seed_request(gboolean explicit_hostnodes)
 
 #define SEED_AFFINITY "0,1,4,5,8,9,12,13"
 
-/* Seed 000 config 1_pinning_balanced: "allocator auto-selects host NUMA
+/* Seed 000 config 1_pinning_balanced (seed measured: STREAM triad 44506
+ * MB/s, sc-membench read 33669 MB/s, latency 168.22 ns, against 40862 /
+ * 38295 / 117.74 unpinned): "allocator auto-selects host NUMA
  * nodes by uncommitted memory, binds guest memory to them with policy=bind,
  * confines the QEMU process to the selected nodes' CPUs. individual vCPU
  * threads are NOT pinned." The seed's v2 chose by memory alone and put the
@@ -417,6 +419,8 @@ check_seed_balanced(const QpHost *h, gboolean explicit_hostnodes)
     g_assert_cmpuint(load_on(p, n), ==, 2);
   }
   assert_set(p->host_nodes, "0-3");
+  g_assert_true(has_text(p->reasons, "no single node holds the guest: the "
+                                     "most usable CPUs on one node are 2"));
 }
 
 static void
@@ -433,7 +437,9 @@ test_seed_balanced_hostnodes(void)
   check_seed_balanced(h, TRUE);
 }
 
-/* Seed 000 configs 2_pinning_numa_auto ("allocator auto-assigns each guest
+/* Seed 000 configs 2_pinning_numa_auto (seed measured: triad 52944 MB/s,
+ * read 60821 MB/s, latency 113.21 ns) and 4_pinning_numa (53052, 60965,
+ * 113.06) -- 2: "allocator auto-assigns each guest
  * NUMA node to a host NUMA node (least-loaded first), pins vCPU sets per
  * node") and 4_pinning_numa ("user manually maps each guest NUMA node to a
  * specific host NUMA node"). The seed reports no mapping for the auto run;
@@ -502,7 +508,9 @@ test_seed_numa_seed_sizes(void)
   check_seed_numa(h, QP_MODE_NUMA, FALSE);
 }
 
-/* Seed 000 configs 3_pinning_one_to_one_auto ("same auto-assignment as 2,
+/* Seed 000 configs 3_pinning_one_to_one_auto (seed measured: triad 53016
+ * MB/s, read 60624 MB/s, latency 113.36 ns) and 5_pinning_one_to_one
+ * (52362, 60387, 112.71) -- 3: ("same auto-assignment as 2,
  * but each vCPU is pinned to exactly one host core") and
  * 5_pinning_one_to_one (explicit hostnodes): vCPU 0 -> CPU 0, 1 -> 1,
  * 2 -> 4, 3 -> 5, 4 -> 8, 5 -> 9, 6 -> 12, 7 -> 13. The whole cores are
@@ -547,7 +555,8 @@ test_seed_o2o_hostnodes(void)
   check_seed_o2o(h, TRUE);
 }
 
-/* Seed 000 config 0_numa_no_pinning: mode none plans nothing. */
+/* Seed 000 config 0_numa_no_pinning (seed measured: triad 40862 MB/s, read
+ * 38295 MB/s, latency 117.74 ns): mode none plans nothing. */
 static void
 test_seed_none(void)
 {

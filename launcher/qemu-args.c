@@ -298,14 +298,13 @@ qp_parse_size(const char *text, const char *what, gboolean default_mib,
   const char *p = text;
   guint64 whole = 0;
   double fraction = 0;
-  gboolean has_fraction = FALSE, hex = FALSE;
+  gboolean has_fraction = FALSE;
   guint64 mul;
 
   if (text == NULL || *text == '\0')
     return set_invalid(error, "%s is empty: expected a size such as 512M or 4G",
                        what);
   if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
-    hex = TRUE;
     p += 2;
     if (!g_ascii_isxdigit(*p))
       goto bad;
@@ -352,7 +351,6 @@ qp_parse_size(const char *text, const char *what, gboolean default_mib,
    * fraction. */
   if (has_fraction && (*p == '\0' || mul == 1))
     goto bad;
-  (void)hex;
   if (whole > G_MAXUINT64 / mul)
     goto too_large;
   {
@@ -661,12 +659,6 @@ hugetlbfs_page_kib(const char *path)
   return (guint64)fs.f_bsize / 1024;
 }
 
-static gboolean
-policy_parse(const char *text, QpPolicy *out)
-{
-  return qp_policy_parse(text, out);
-}
-
 static const char *const json_bool_keys[] = {"prealloc", "hugetlb", "share",
                                              "merge", "dump", "reserve", NULL};
 static const char *const json_size_keys[] = {"size", "hugetlbsize", "align",
@@ -717,7 +709,7 @@ backend_from_json(JsonObject *obj, const char *text, QpBackend *b,
     b->mem_path = g_strdup(json_object_get_string_member(obj, "mem-path"));
   if (json_object_has_member(obj, "policy")) {
     const char *p = json_object_get_string_member(obj, "policy");
-    if (!policy_parse(p, &b->policy))
+    if (!qp_policy_parse(p, &b->policy))
       return set_invalid(error,
                          "-object '%s': policy '%s' is not one of default, "
                          "preferred, bind, interleave",
@@ -766,7 +758,7 @@ backend_from_kv(GArray *kv, const char *text, QpBackend *b, gboolean *has_size,
   }
   if ((v = kv_get(kv, "mem-path")) != NULL)
     b->mem_path = g_strdup(v);
-  if ((v = kv_get(kv, "policy")) != NULL && !policy_parse(v, &b->policy))
+  if ((v = kv_get(kv, "policy")) != NULL && !qp_policy_parse(v, &b->policy))
     return set_invalid(error,
                        "-object '%s': policy '%s' is not one of default, "
                        "preferred, bind, interleave",
@@ -880,7 +872,6 @@ parse_smp(QpQemuArgs *a, GArray *kv, const char *last_text, GError **error)
                                      "clusters", "cores", "threads", NULL};
   const MachineInfo *m = &a->priv->machine;
   guint64 val[7] = {0};
-  gboolean has[7] = {FALSE};
   const char *unknown = kv_unknown_key(kv, keys);
 
   if (unknown != NULL) {
@@ -904,9 +895,7 @@ parse_smp(QpQemuArgs *a, GArray *kv, const char *last_text, GError **error)
                          "-smp '%s': %s=0 is invalid: every CPU topology value "
                          "must be at least 1",
                          p->text, keys[k]);
-    has[k] = TRUE;
   }
-  (void)has;
   guint64 cpus = val[0], maxcpus = val[1], sockets = val[2], dies = val[3],
           clusters = val[4], cores = val[5], threads = val[6];
   const char *text = kv->len ? g_array_index(kv, KvPair, kv->len - 1).text

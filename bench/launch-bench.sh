@@ -1,0 +1,91 @@
+#!/bin/bash
+# launch-bench: what qemu-pin adds to a VM's start.
+#
+# The guest is a 64 KiB firmware that exits at once through isa-debug-exit
+# (QEMU exits 1), so a run is QEMU's whole life: start, (plan, claim, pin,)
+# run, exit. Each -smp is started directly by QEMU and through qemu-pin in
+# modes none, balanced and one-to-one, interleaved (A B C D A B C D ...) so
+# that a busy host slows every variant alike; the table gives the median
+# wall time of each, its ratio to QEMU alone and the milliseconds added.
+# A variant qemu-pin refuses on this host (more vCPUs than usable CPUs) is
+# reported as refused with qemu-pin's reason.
+#
+# Usage: bench/launch-bench.sh [--runs N] [--smp "1 8 64"] [BUILDDIR]
+# Prints a Markdown table. QP_BINARY overrides BUILDDIR/qemu-pin.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+runs=21 smps="1 8 64" builddir=build
+while [ $# -gt 0 ]; do
+  case $1 in
+    --runs) runs=$2; shift 2 ;;
+    --runs=*) runs=${1#*=}; shift ;;
+    --smp) smps=$2; shift 2 ;;
+    --smp=*) smps=${1#*=}; shift ;;
+    -h|--help) sed -n '2,15s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -*) die "unknown option '$1' (expected --runs N, --smp LIST)" ;;
+    *) builddir=$1; shift ;;
+  esac
+done
+case $runs in ''|*[!0-9]*|0) die "--runs '$runs' is not a positive number" ;; esac
+qp=$(find_qemu_pin "$builddir")
+command -v "$QEMU" >/dev/null || die "$QEMU is not installed (Debian: qemu-system-x86)"
+
+bench_tmpdir
+fw=$BENCH_TMP/exit.bin
+make_exit_firmware "$fw"
+export QEMU_PIN_STATE_DIR=$BENCH_TMP/state
+unset QEMU_PIN_MODE QEMU_PIN_VERBOSE QEMU_PIN_CONFIG
+export QEMU_PIN_CONFIG=$BENCH_TMP/none.conf   # no host config: defaults only
+: > "$QEMU_PIN_CONFIG"
+
+variants="direct none balanced one-to-one"
+
+# cmd VARIANT SMP: the command line of one run.
+cmd() {
+  local guest="$QEMU $QEMU_BASE -smp $2 -bios $fw -device isa-debug-exit,iobase=0xf4,iosize=4"
+  case $1 in
+    direct) echo "$guest" ;;
+    *) echo "$qp --mode=$1 -- $guest" ;;
+  esac
+}
+
+echo "| -smp | launched by | median ms | vs QEMU alone | added ms | runs |"
+echo "|---:|---|---:|---:|---:|---:|"
+for smp in $smps; do
+  declare -A ok=() why=()
+  # One untimed run of each: it warms the caches and tells what runs here.
+  for v in $variants; do
+    $(cmd "$v" "$smp") >/dev/null 2>"$BENCH_TMP/err"
+    rc=$?
+    if [ $rc -eq 1 ] && ! grep -q '^qemu-pin: [^kwQ]' "$BENCH_TMP/err"; then
+      ok[$v]=1
+    else
+      why[$v]=$(grep -m1 . "$BENCH_TMP/err" | sed 's/^qemu-pin: //; s/|/\\|/g')
+      [ -n "${why[$v]}" ] || why[$v]="exit status $rc"
+    fi
+  done
+  for v in $variants; do : > "$BENCH_TMP/t.$v"; done
+  for ((r = 0; r < runs; r++)); do
+    for v in $variants; do
+      [ -n "${ok[$v]:-}" ] || continue
+      line=$(cmd "$v" "$smp")
+      t0=$(now_us)
+      $line >/dev/null 2>&1
+      t1=$(now_us)
+      echo $(((t1 - t0))) >> "$BENCH_TMP/t.$v"
+    done
+  done
+  base=$(median < "$BENCH_TMP/t.direct")
+  for v in $variants; do
+    name=$v; [ "$v" = direct ] && name="QEMU alone" || name="qemu-pin --mode=$v"
+    if [ -z "${ok[$v]:-}" ]; then
+      echo "| $smp | $name | refused: ${why[$v]} | | | 0 |"
+      continue
+    fi
+    m=$(median < "$BENCH_TMP/t.$v")
+    awk -v s="$smp" -v n="$name" -v m="$m" -v b="$base" -v r="$runs" 'BEGIN {
+      printf "| %s | %s | %.1f | %.3f | %+.1f | %d |\n", s, n, m / 1000, m / b, (m - b) / 1000, r }'
+  done
+  unset ok why
+done

@@ -1,0 +1,48 @@
+# Shared helpers of the bench/*.sh scripts (bash; sourced, not run).
+
+# The QEMU command line every launch benchmark uses: q35 under TCG, no
+# devices but the debug-exit port, 64 MiB.
+QEMU=${QEMU:-qemu-system-x86_64}
+QEMU_BASE="-machine q35 -accel tcg -display none -nodefaults -m 64"
+
+die() { echo "${0##*/}: $*" >&2; exit 1; }
+
+# bench_tmpdir: a private scratch directory, removed on exit.
+bench_tmpdir() {
+  BENCH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/qp-bench.XXXXXX") || die "cannot create a temporary directory"
+  trap 'rm -rf "$BENCH_TMP"' EXIT
+}
+
+# make_firmware FILE BYTES...: a 64 KiB firmware whose bytes at 0xFFF0 are
+# BYTES (octal escapes for printf), zeros elsewhere.
+make_firmware() {
+  local f=$1; shift
+  local code
+  code=$(printf "$@" | wc -c)
+  { head -c 65520 /dev/zero; printf "$@"; head -c $((16 - code)) /dev/zero; } > "$f"
+  [ "$(wc -c < "$f")" -eq 65536 ] || die "firmware $f is not 64 KiB"
+}
+
+# Exit at once: mov al,0; out 0xf4,al; hlt; hlt (QEMU exits 1).
+make_exit_firmware() { make_firmware "$1" '\260\000\346\364\364'; }
+# Halt forever: cli; hlt; jmp back.
+make_halt_firmware() { make_firmware "$1" '\372\364\353\375'; }
+
+# now_us: monotonic-enough wall clock in microseconds, without a fork.
+now_us() {
+  local t=${EPOCHREALTIME/./}
+  echo "$t"
+}
+
+# median: the median of the numbers on stdin (one a line).
+median() {
+  sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit }
+    if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# find_qemu_pin BUILDDIR: the built qemu-pin.
+find_qemu_pin() {
+  local b=${QP_BINARY:-${1:-build}/qemu-pin}
+  [ -x "$b" ] || die "no qemu-pin at $b: build it (meson setup build && ninja -C build) or set QP_BINARY"
+  echo "$b"
+}

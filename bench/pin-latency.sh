@@ -1,0 +1,100 @@
+#!/bin/bash
+# pin-latency: how long the keeper holds a paused guest, by vCPU count.
+#
+# The keeper logs its steps at -v with its own monotonic clock:
+#   qemu-pin: keeper: +X.XXX ms: QMP greeting and capabilities
+#   qemu-pin: keeper: +X.XXX ms: QEMU is pid ... with N vCPUs
+#   qemu-pin: keeper: +X.XXX ms: pinned N threads ...
+#   qemu-pin: keeper: +X.XXX ms: cont
+# For each vCPU count (1 up to 255, the most QEMU 7.2 accepts for q35 under
+# TCG: 256 and more need a kernel irqchip with x2APIC) and mode, a guest
+# that halts forever is launched RUNS times (and stopped with SIGTERM once the
+# keeper has sent cont) and the medians of greeting -> pinned and greeting ->
+# cont are reported. (A guest that exits at once can race QEMU's reply to
+# cont, which then never comes.) A count qemu-pin refuses on this
+# host (more vCPUs than usable CPUs) is reported with qemu-pin's reason.
+#
+# Usage: bench/pin-latency.sh [--runs N] [--vcpus "1 2 4 ..."]
+#                             [--modes "balanced one-to-one"] [BUILDDIR]
+set -u
+. "$(dirname "$0")/lib.sh"
+
+runs=11 vcpus="1 2 4 8 16 32 64 128 255" modes="balanced one-to-one"
+builddir=build
+while [ $# -gt 0 ]; do
+  case $1 in
+    --runs) runs=$2; shift 2 ;;
+    --runs=*) runs=${1#*=}; shift ;;
+    --vcpus) vcpus=$2; shift 2 ;;
+    --vcpus=*) vcpus=${1#*=}; shift ;;
+    --modes) modes=$2; shift 2 ;;
+    --modes=*) modes=${1#*=}; shift ;;
+    -h|--help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -*) die "unknown option '$1' (expected --runs, --vcpus, --modes)" ;;
+    *) builddir=$1; shift ;;
+  esac
+done
+case $runs in ''|*[!0-9]*|0) die "--runs '$runs' is not a positive number" ;; esac
+qp=$(find_qemu_pin "$builddir")
+
+bench_tmpdir
+fw=$BENCH_TMP/halt.bin
+make_halt_firmware "$fw"
+export QEMU_PIN_STATE_DIR=$BENCH_TMP/state
+unset QEMU_PIN_MODE QEMU_PIN_VERBOSE
+export QEMU_PIN_CONFIG=$BENCH_TMP/none.conf
+: > "$QEMU_PIN_CONFIG"
+
+# stamp FILE EVENT-PREFIX: the keeper's milliseconds for that event.
+stamp() {
+  sed -n "s/^qemu-pin: keeper: +\([0-9.]*\) ms: $2.*/\1/p" "$1" | head -n1
+}
+
+# One launch; prints "pinned_ms cont_ms", or nothing and the reason in
+# $BENCH_TMP/why.
+one_run() {
+  local mode=$1 n=$2 err=$BENCH_TMP/err
+  : > "$err"
+  "$qp" -v --mode="$mode" -- "$QEMU" $QEMU_BASE -smp "$n" -bios "$fw" \
+    >/dev/null 2>"$err" &
+  local pid=$!   # qemu-pin execs QEMU in place: this is QEMU
+  for ((w = 0; w < 600; w++)); do
+    grep -q 'keeper: .*: cont$' "$err" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -TERM "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  local g p c
+  g=$(stamp "$err" "QMP greeting")
+  p=$(stamp "$err" "pinned")
+  c=$(stamp "$err" "cont")
+  if [ -z "$g" ] || [ -z "$p" ] || [ -z "$c" ]; then
+    grep -m1 '^qemu-pin: [^k]' "$err" | sed 's/^qemu-pin: //; s/|/\\|/g' > "$BENCH_TMP/why"
+    [ -s "$BENCH_TMP/why" ] || echo "no keeper timings (see qemu-pin -v)" > "$BENCH_TMP/why"
+    return 1
+  fi
+  awk -v g="$g" -v p="$p" -v c="$c" 'BEGIN { printf "%.3f %.3f\n", p - g, c - g }'
+}
+
+echo "| vCPUs | mode | greeting -> pinned (ms) | greeting -> cont (ms) | runs |"
+echo "|---:|---|---:|---:|---:|"
+for n in $vcpus; do
+  for mode in $modes; do
+    : > "$BENCH_TMP/p"; : > "$BENCH_TMP/c"
+    reason=
+    for ((r = 0; r < runs; r++)); do
+      if ! out=$(one_run "$mode" "$n"); then
+        reason=$(cat "$BENCH_TMP/why")
+        break
+      fi
+      echo "${out% *}" >> "$BENCH_TMP/p"
+      echo "${out#* }" >> "$BENCH_TMP/c"
+    done
+    if [ -n "$reason" ]; then
+      echo "| $n | $mode | refused: $reason | | 0 |"
+    else
+      echo "| $n | $mode | $(median < "$BENCH_TMP/p") | $(median < "$BENCH_TMP/c") | $runs |"
+    fi
+  done
+done

@@ -1855,7 +1855,7 @@ plan_o2o(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
   guint n = 0;
   if (ctx->threads > 1)
     ladder[n++] = CAP_GROUPS;
-  else
+  if (ctx->threads == 1 || ctx->opts->smt == QP_SMT_PREFER)
     ladder[n++] = CAP_CORES;
   if (ctx->opts->smt == QP_SMT_PREFER && ctx->threads == 1)
     ladder[n++] = CAP_PUS;
@@ -1896,6 +1896,13 @@ plan_o2o(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
                       "--smt=strict refuses this)",
                       ctx->n, sl);
       }
+      if (ladder[r] == CAP_CORES && ctx->threads > 1)
+        add_warning(plan,
+                    "one-to-one: the guest has threads=%u but too few free "
+                    "cores have %u usable SMT siblings: each vCPU gets a core "
+                    "of its own, so the guest's sibling threads are not "
+                    "siblings on the host",
+                    ctx->threads, ctx->threads);
       if (ladder[r] == CAP_GROUPS)
         add_reason(plan, "one-to-one: the guest has threads=%u, so vCPUs "
                          "%u*k..%u*k+%u share one physical core as SMT siblings",
@@ -1951,8 +1958,19 @@ plan_on(const Ctx *ctx, QpMode mode, hwloc_const_bitmap_t usable,
     g_assert_not_reached();
   }
   attempt_clear(&a, ctx->nn);
-  if (!ok)
+  if (!ok) {
     g_clear_pointer(&plan, qp_plan_free);
+    return NULL;
+  }
+  /* Every vCPU has a rule (a vCPU left out would be a planner bug: let it
+   * float on the process CPUs rather than crash the launcher). */
+  for (guint v = 0; v < plan->n_vcpus; v++)
+    if (plan->vcpu_cpus[v] == NULL) {
+      plan->vcpu_cpus[v] = hwloc_bitmap_dup(plan->process_cpus);
+      add_warning(plan, "vCPU %u got no CPU of its own: it floats on the "
+                        "process CPUs",
+                  v);
+    }
   return plan;
 }
 

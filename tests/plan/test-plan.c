@@ -613,6 +613,33 @@ test_o2o_threads2_pairs(void)
   g_assert_true(has_text(p->reasons, "threads=2"));
 }
 
+/* No sibling pairs in the affinity: with --smt=prefer each vCPU gets a core
+ * of its own (and a warning); with --smt=strict that is an error. */
+static void
+test_o2o_threads2_without_pairs(void)
+{
+  g_autoptr(TestHost) h = intel_2s();
+  g_autoptr(QpRequest) r = request(4, 4096);
+  r->cores = 2;
+  r->threads = 2;
+  g_autoptr(Opts) o = opts_new(QP_MODE_ONE_TO_ONE, "0-7");
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  for (guint v = 0; v < 4; v++) {
+    g_autofree char *c = g_strdup_printf("%u", v);
+    assert_vcpu(p, v, c);
+  }
+  g_assert_true(has_text(p->warnings, "the guest has threads=2 but too few "
+                                      "free cores have 2 usable SMT "
+                                      "siblings"));
+  o->o.smt = QP_SMT_STRICT;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpPlan) p2 = qp_plan_compute(h, NULL, r, &o->o, &error);
+  g_assert_null(p2);
+  assert_nofit(error, "one-to-one with threads=2 needs 2 free cores with 2 "
+                      "usable SMT siblings but only 0 are free in affinity "
+                      "0-7");
+}
+
 static void
 test_o2o_strict_shortage(void)
 {
@@ -1498,6 +1525,8 @@ main(int argc, char **argv)
                   test_o2o_avoids_siblings);
   g_test_add_func("/plan/one-to-one/threads2-gets-sibling-pairs",
                   test_o2o_threads2_pairs);
+  g_test_add_func("/plan/one-to-one/threads2-without-host-pairs",
+                  test_o2o_threads2_without_pairs);
   g_test_add_func("/plan/one-to-one/strict-shortage-is-an-error",
                   test_o2o_strict_shortage);
   g_test_add_func("/plan/one-to-one/prefer-uses-siblings-last",

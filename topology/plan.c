@@ -1521,9 +1521,10 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
                   *cl ? cl : "no usable CPUs");
       goto out;
     }
-    /* Take the units from the caller's nodes in order. */
+    /* Take the units from the caller's nodes in order; all of its nodes
+     * count as used for the distinct assignment of the others. */
     guint left = gt->units;
-    for (guint x = 0; x < gt->fixed->len && left > 0; x++) {
+    for (guint x = 0; x < gt->fixed->len; x++) {
       guint i = g_array_index(gt->fixed, guint, x);
       guint take = MIN(left, capleft[i]);
       capleft[i] -= take;

@@ -1733,7 +1733,6 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
       }
       hwloc_bitmap_foreach_end();
     } else {
-      guint before = (guint)hwloc_bitmap_weight(plan->dedicated);
       for (guint x = 0; x < k; x++) {
         /* vCPUs of this guest node not yet placed go to the next node */
         g_auto(hwloc_bitmap_t) rest = hwloc_bitmap_alloc();
@@ -1758,7 +1757,6 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
         if (!hwloc_bitmap_iszero(here))
           reason_cores(plan, ctx, nodes[x], here, cap, who);
       }
-      (void)before;
     }
   }
   ok = TRUE;
@@ -1873,7 +1871,6 @@ plan_o2o(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
     if (ok) {
       if (ladder[r] == CAP_PUS) {
         g_auto(hwloc_bitmap_t) shared = hwloc_bitmap_alloc();
-        GString *vl = g_string_new("");
         for (guint v = 0; v < plan->n_vcpus; v++)
           for (guint w = 0; w < plan->n_vcpus; w++) {
             if (v == w || plan->vcpu_cpus[v] == NULL ||
@@ -1889,7 +1886,6 @@ plan_o2o(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
             }
           }
         g_autofree char *sl = qp_list_format(shared);
-        g_string_free(vl, TRUE);
         if (!hwloc_bitmap_iszero(shared))
           add_warning(plan,
                       "one-to-one: not enough free cores for %u vCPUs: vCPUs "

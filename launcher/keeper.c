@@ -24,6 +24,7 @@ typedef struct {
   QpQmp *qmp;
   int qemu_pid;
   int pidfd;
+  gboolean greeted; /* the handshake succeeded */
   gint64 t0;
 } Keeper;
 
@@ -276,11 +277,38 @@ report(Keeper *k, const char *line)
   to_dev_null(STDERR_FILENO, O_WRONLY);
 }
 
+static void
+report_failure(Keeper *k, const char *line)
+{
+  if (k->cfg->status_fd >= 0) {
+    g_autofree char *l = g_strdup_printf("%s\n", line);
+    report(k, l);
+  } else {
+    g_printerr("qemu-pin: %s\n", line);
+  }
+}
+
 /* Something went wrong after QEMU started: QEMU must not run (or stay
  * paused) without the plan. Kill it, release the claim, say why. */
 G_GNUC_NORETURN static void
 fail(Keeper *k, GError *error)
 {
+  /* The monitor closed: is QEMU leaving on its own? */
+  if (k->pidfd >= 0 && g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO)) {
+    struct pollfd p = {k->pidfd, POLLIN, 0};
+    if (poll(&p, 1, 2000) == 1) {
+      remove_record(k);
+      /* Before the greeting QEMU always says why it stopped (a bad
+       * option, a missing file): a second line would only blur it. */
+      if (!k->greeted)
+        _exit(1);
+      g_clear_error(&error);
+      g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                  "QEMU exited before the plan was applied");
+      report_failure(k, error->message);
+      _exit(1);
+    }
+  }
   if (k->pidfd >= 0) {
     pidfd_send_signal(k->pidfd, SIGKILL, NULL, 0);
     struct pollfd p = {k->pidfd, POLLIN, 0};
@@ -289,12 +317,7 @@ fail(Keeper *k, GError *error)
   remove_record(k);
   g_autofree char *line = g_strdup_printf(
       "QEMU was stopped: %s", error ? error->message : "unknown error");
-  if (k->cfg->status_fd >= 0) {
-    g_autofree char *l = g_strdup_printf("%s\n", line);
-    report(k, l);
-  } else {
-    g_printerr("qemu-pin: %s\n", line);
-  }
+  report_failure(k, line);
   _exit(1);
 }
 
@@ -306,9 +329,12 @@ on_event(Keeper *k, JsonObject *ev)
     return;
   g_autoptr(GError) error = NULL;
   guint changed = 0;
-  if (!query_and_apply(k, &changed, &error))
-    g_printerr("qemu-pin: keeper: re-applying the plan on resume: %s\n",
-               error->message);
+  if (!query_and_apply(k, &changed, &error)) {
+    /* QEMU going away while we look is no news. */
+    if (!g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))
+      g_printerr("qemu-pin: keeper: re-applying the plan on resume: %s\n",
+                 error->message);
+  }
   else if (changed > 0)
     klog(k, 1, "re-applied the plan to %u threads on resume", changed);
 }
@@ -370,6 +396,7 @@ qp_keeper_main(const QpKeeperConfig *cfg)
     fail(k, error);
   if (!qp_qmp_handshake(k->qmp, &error))
     fail(k, error);
+  k->greeted = TRUE;
   klog(k, 1, "QMP greeting and capabilities");
 
   g_autoptr(GArray) vcpus = qp_qmp_query_cpus(k->qmp, &error);
@@ -421,6 +448,12 @@ qp_keeper_main(const QpKeeperConfig *cfg)
     if (r == NULL)
       fail(k, error);
     klog(k, 1, "cont");
+    /* The RESUME our own cont caused: the plan was applied just now. */
+    while (qp_qmp_has_event(k->qmp)) {
+      g_autoptr(JsonObject) ev = qp_qmp_next_event(k->qmp, 0, NULL);
+      if (ev == NULL)
+        break;
+    }
   }
   report(k, "ok\n");
 

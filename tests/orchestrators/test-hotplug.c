@@ -10,6 +10,16 @@
  * why; set QP_TEST_HOTPLUG=1 to run them anyway (they fail until then).
  * When the feature lands, set hotplug_landed to TRUE below.
  *
+ * Claims: these tests follow issue 5 (a hot-plugged vCPU takes a new core
+ * in the ledger, an unplugged one gives it back). The planner today plans
+ * and claims cores for all of maxcpus up front (docs/plan-schema.md), so a
+ * VM with -smp 1,maxcpus=4 is refused on a host with fewer than 4 cores and
+ * a VM's record holds its hot-pluggable cores from the start: the lead
+ * decides which model wins, and the claim assertions go with it. The plug
+ * and unplug tests use maxcpus = min(4, host CPUs) so that they test the
+ * keeper either way; the no-free-core test uses the issue's -smp
+ * 1,maxcpus=4 on a host with fewer than 4 CPUs.
+ *
  * x86 unplug needs the guest's consent: the firmware here (unplug_fw) is a
  * tiny real-mode loop that switches the ACPI CPU hotplug block to its modern
  * interface and ejects every CPU that QEMU marks "removing", which is what
@@ -104,19 +114,33 @@ teardown(Fixture *f, gconstpointer data)
   g_free(f->fw);
 }
 
+static char *stderr_text(Fixture *f);
+
+/* Launches the VM with -smp 1,maxcpus=MAXCPUS. */
 static void
-launch(Fixture *f)
+launch(Fixture *f, guint maxcpus)
 {
+  g_autofree char *smp = g_strdup_printf("1,maxcpus=%u", maxcpus);
   g_autofree char *state = g_strdup_printf("--state-dir=%s", f->state);
   g_autofree char *name = g_strdup_printf("%s,debug-threads=on", f->marker);
   g_autofree char *qmp = g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
   char *argv[] = {(char *)qp_test_binary(), state, "--mode=one-to-one", "--",
                   (char *)qp_test_qemu(), "-accel", "tcg", "-machine", "q35",
-                  "-nodefaults", "-display", "none", "-smp", "1,maxcpus=4",
+                  "-nodefaults", "-display", "none", "-smp", smp,
                   "-m", "64", "-bios", f->fw, "-name", name, "-qmp", qmp,
                   NULL};
   f->pid = qp_test_spawn(argv, NULL, f->dir);
-  g_assert_true(orch_wait_status(f->qmp, "running", 30000));
+  if (!orch_wait_status(f->qmp, "running", 30000)) {
+    g_autofree char *err = stderr_text(f);
+    g_test_message("qemu-pin's stderr:\n%s", err);
+    g_assert_not_reached();
+  }
+}
+
+static guint
+small_maxcpus(void)
+{
+  return MIN(4, (guint)g_get_num_processors());
 }
 
 static char *
@@ -229,8 +253,6 @@ boot_vcpu_cpu(Fixture *f)
 {
   char *cpu = wait_single_cpu(f, 0, 30000);
   g_assert_nonnull(cpu);
-  g_autofree char *d = dedicated(f);
-  g_assert_cmpstr(d, ==, cpu);
   return cpu;
 }
 
@@ -239,7 +261,7 @@ test_plug_pinned_and_counted(Fixture *f, gconstpointer data)
 {
   if (!f->run)
     return;
-  launch(f);
+  launch(f, small_maxcpus());
   g_autofree char *cpu0 = boot_vcpu_cpu(f);
   plug(f, 1);
   g_assert_cmpuint(vcpu_count(f), ==, 2);
@@ -263,8 +285,10 @@ test_unplug_releases(Fixture *f, gconstpointer data)
 {
   if (!f->run)
     return;
-  launch(f);
+  launch(f, small_maxcpus());
   g_autofree char *cpu0 = boot_vcpu_cpu(f);
+  /* Issue 5: only the plugged vCPUs' cores are claimed. */
+  g_assert_true(wait_dedicated(f, cpu0, 5000));
   plug(f, 1);
   g_autofree char *cpu1 = wait_single_cpu(f, 1, 5000);
   g_assert_nonnull(cpu1);
@@ -284,6 +308,8 @@ test_unplug_releases(Fixture *f, gconstpointer data)
   while (vcpu_count(f) != 1 && g_get_monotonic_time() < deadline)
     g_usleep(20000);
   g_assert_cmpuint(vcpu_count(f), ==, 1);
+  g_assert_true(qp_test_wait_vcpu_affinity(
+      f->pid, (const char *const[]){cpu0, NULL}, 5000));
   g_assert_true(wait_dedicated(f, cpu0, 5000));
   /* And a new vCPU can have it again. */
   plug(f, 1);
@@ -301,7 +327,7 @@ test_no_free_core_warns(Fixture *f, gconstpointer data)
     g_test_skip("needs a host where 4 vCPUs outnumber the CPUs");
     return;
   }
-  launch(f);
+  launch(f, 4);
   g_autofree char *cpu0 = boot_vcpu_cpu(f);
   /* Plug until there are more vCPUs than host CPUs. */
   for (guint i = 1; i <= ncpus; i++)

@@ -35,6 +35,16 @@ typedef struct {
 
 static char *setup_skip_reason; /* set when the setup script said 77 */
 static gboolean setup_done;
+static char *virsh_bin;
+static char *libvirtd_bin;
+
+/* PROG on PATH, else in the sbin/bin directory Debian installs it to. */
+static char *
+find_program(const char *prog, const char *fallback)
+{
+  char *p = g_find_program_in_path(prog);
+  return p ? p : g_strdup(fallback);
+}
 
 /* Runs libvirt-setup.sh once per program. */
 static gboolean
@@ -43,6 +53,8 @@ libvirt_ready(void)
   if (setup_done)
     return setup_skip_reason == NULL;
   setup_done = TRUE;
+  virsh_bin = find_program("virsh", "/usr/bin/virsh");
+  libvirtd_bin = find_program("libvirtd", "/usr/sbin/libvirtd");
   g_autofree char *script =
       g_test_build_filename(G_TEST_DIST, "orchestrators", "libvirt-setup.sh",
                             NULL);
@@ -65,7 +77,7 @@ static void
 virsh(QpTestRun *r, const char *const *args)
 {
   g_autoptr(GPtrArray) a = g_ptr_array_new();
-  g_ptr_array_add(a, "virsh");
+  g_ptr_array_add(a, virsh_bin);
   g_ptr_array_add(a, "-c");
   g_ptr_array_add(a, VIRSH_URI);
   for (guint i = 0; args[i] != NULL; i++)
@@ -441,7 +453,7 @@ test_survives_libvirtd_restart(Fixture *f, gconstpointer data)
   while (orch_start_time(old) != 0 && g_get_monotonic_time() < deadline)
     g_usleep(50000);
   g_assert_cmpuint(orch_start_time(old), ==, 0);
-  char *daemon_argv[] = {"libvirtd", "-d", NULL};
+  char *daemon_argv[] = {libvirtd_bin, "-d", NULL};
   QpTestRun r;
   qp_test_run(daemon_argv, NULL, &r);
   g_assert_cmpint(r.status, ==, 0);
@@ -486,5 +498,7 @@ main(int argc, char **argv)
       test_survives_libvirtd_restart);
   int rc = g_test_run();
   g_free(setup_skip_reason);
+  g_free(virsh_bin);
+  g_free(libvirtd_bin);
   return rc;
 }

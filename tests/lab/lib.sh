@@ -87,6 +87,17 @@ list_outside() {
 # (A binary sysfs attribute: dash's byte-wise `read` gets nothing from it.)
 node_cpus() { cat "/sys/devices/system/node/node$1/cpulist"; }
 
+# cpu_node CPU: the node of CPU.
+cpu_node() {
+  for _d in /sys/devices/system/cpu/cpu"$1"/node*; do
+    [ -e "$_d" ] && { _n=${_d##*/node}; echo "$_n"; return 0; }
+  done
+  return 1
+}
+
+# cpu_siblings CPU: CPU's SMT siblings ("0-1"), itself included.
+cpu_siblings() { cat "/sys/devices/system/cpu/cpu$1/topology/thread_siblings_list"; }
+
 # ---- Threads and memory of a running QEMU -----------------------------------
 
 # Process creation is slow under TCG (0.1-1 s each), so the helpers below
@@ -156,10 +167,7 @@ qp_require() {
 # qp_plan [QEMU-PIN OPTIONS] -- QEMU ARGV...: the plan as JSON on stdout.
 qp_plan() {
   _out=$QP_LAB_SCRATCH/plan.$$.json
-  if ! "$QP_BINARY" plan --json "$@" >"$_out" 2>"$_out.err"; then
-    # `plan` prints JSON by default; --json may not be an option of it.
-    "$QP_BINARY" plan "$@" >"$_out" 2>>"$_out.err" || { cat "$_out.err" >&2; return 1; }
-  fi
+  "$QP_BINARY" plan "$@" >"$_out" 2>"$_out.err" || { cat "$_out.err" >&2; return 1; }
   jq -e 'type == "object"' "$_out" >/dev/null 2>&1 || { echo "not JSON: $(head -c 200 "$_out")" >&2; return 1; }
   cat "$_out"
 }
@@ -184,6 +192,14 @@ qp_launch() {
   [ -n "$_pid" ] || return 1
   QP_LAB_PIDS="$QP_LAB_PIDS $_pid"
   echo "$_pid"
+}
+
+# qemu_pids: PIDs of every running qemu-system-* process.
+qemu_pids() {
+  for _p in /proc/[0-9]*; do
+    read -r _c <"$_p/comm" 2>/dev/null || continue
+    case $_c in qemu-system-*) echo "${_p#/proc/}" ;; esac
+  done
 }
 
 lab_cleanup() {
@@ -215,6 +231,7 @@ plan_flat() {
      | (if (.value | type) == "object"
         then (.value.index // .value.vcpu // .value["cpu-index"] // .key) else .key end) as $i
      | "vcpu \($i) \(.value | cl)"),
+    "memcount \((.memory // .mem // []) | length)",
     ((.memory // .mem // []) | .[]
      | "mem \(.["guest-node"] // .gnode // .guest_node // -1)"
        + " \(.["size-mib"] // .mib // .["mem-mib"] // .mem_mib // .size)"
@@ -254,6 +271,7 @@ check_vm() {
       }
       return out
     }
+    FILENAME ~ /plan.flat$/ && $1 == "memcount" { memcount = $2; next }
     FILENAME ~ /plan.flat$/ && $1 == "vcpu" { want[$2] = canon($3); nplan++; next }
     FILENAME ~ /plan.flat$/ && $1 == "mem" {
       pol = $4; if (pol == "preferred") pol = "prefer"
@@ -267,7 +285,7 @@ check_vm() {
         if (!(i in got)) { printf "QEMU %s has no thread for vCPU %s\n", pid, i; exit 1 }
         if (got[i] != want[i]) { printf "vCPU %s may run on CPUs %s, the plan says %s\n", i, got[i], want[i]; exit 1 }
       }
-      if (nmem == 0) { print "the plan binds no memory"; exit 1 }
+      if (nmem != memcount) { print "cannot read the memory bindings of the plan"; exit 1 }
       for (m = 1; m <= nmem; m++) {
         split(mem[m], w, " ")
         if (!(mem[m] in maps)) {
@@ -305,6 +323,7 @@ check_detects_breakage() {
   fi
   plan_flat "$1" >"$QP_LAB_SCRATCH/plan.flat"
   _n0=$(awk '$1 == "mem" { print $5; exit }' "$QP_LAB_SCRATCH/plan.flat")
+  [ -n "$_n0" ] || return 0
   read -r _nodes </sys/devices/system/node/online
   _x=$(list_outside "$_n0" "$_nodes")
   [ -n "$_x" ] || return 0

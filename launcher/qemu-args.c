@@ -2040,7 +2040,10 @@ qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
     }
     for (guint j = 0; j < rw.tail->len; j++)
       g_ptr_array_add(out, g_strdup(g_ptr_array_index(rw.tail, j)));
-    if (!args->has_S)
+    /* Paused until the keeper has pinned. Not for -incoming: the guest
+     * cannot run before the migration completes anyway, and QEMU starts
+     * it then unless the caller said -S; our -S would keep it paused. */
+    if (!args->has_S && args->incoming == NULL)
       g_ptr_array_add(out, g_strdup("-S"));
     if (qmp_fd >= 0) {
       g_ptr_array_add(out, g_strdup("-chardev"));

@@ -399,6 +399,10 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
     release_claim(ledger, id);
     return 1;
   }
+  /* For the crash tests: stop between the claim and the exec, so that a
+   * test can kill qemu-pin exactly there. */
+  if (g_strcmp0(g_getenv("QEMU_PIN_TEST_STOP_BEFORE_EXEC"), "1") == 0)
+    raise(SIGSTOP);
   fcntl(sv[1], F_SETFD, 0);
   int rc = qp_exec(binary, qemu_argv, &error);
   g_printerr("qemu-pin: %s\n", error->message);

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Prepares this machine's libvirtd for the orchestrator tests and starts it:
-# idempotent, as root. Exit 0: `virsh -c qemu:///system` works. Exit 77: this
+# idempotent, as root. With the argument "restart", restarts libvirtd (the
+# way this machine runs it: systemd, or a daemon of its own) and waits for
+# it. Exit 0: `virsh -c qemu:///system` works. Exit 77: this
 # machine cannot run the tests (not root, libvirt not installed), with the
 # reason on stdout. Other exit: setup failed, with the reason on stderr.
 #
@@ -11,8 +13,9 @@
 #    namespaces, no cgroups and no chown of files, so that a guest started by
 #    libvirtd inside a container can read test files under /tmp. The original
 #    is kept once as qemu.conf.before-qemu-pin. Only libvirtd reads this file.
-#  - starts virtlogd and libvirtd (daemonised) when they are not running, and
-#    restarts libvirtd when it runs with another qemu.conf.
+#  - starts virtlogd and libvirtd (through systemd where systemd runs the
+#    machine, else daemonised) when they are not running, and restarts
+#    libvirtd when it runs with another qemu.conf.
 set -u
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -60,19 +63,41 @@ alive() { # PIDFILE NAME: the daemon of PIDFILE runs
   [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$2" ]
 }
 
-if ! alive /run/virtlogd.pid virtlogd; then
-  virtlogd -d || { echo "virtlogd -d failed" >&2; exit 1; }
-fi
-if alive /run/libvirtd.pid libvirtd && [ "$changed" = 1 ]; then
-  # Running with another qemu.conf: restart it (running guests survive a
-  # libvirtd restart).
-  pid=$(cat /run/libvirtd.pid)
-  kill "$pid"
-  i=0
-  while [ -d "/proc/$pid" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-fi
-if ! alive /run/libvirtd.pid libvirtd; then
-  libvirtd -d || { echo "libvirtd -d failed" >&2; exit 1; }
+[ "${1:-}" = restart ] && changed=1
+
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+  # A machine run by systemd: the units of the Debian package (socket
+  # activation included) stay in charge.
+  systemctl start virtlogd.socket virtlogd.service >/dev/null 2>&1 || true
+  if [ "$changed" = 1 ]; then
+    systemctl restart libvirtd.service ||
+      { echo "systemctl restart libvirtd failed" >&2; exit 1; }
+  else
+    systemctl start libvirtd.service ||
+      { echo "systemctl start libvirtd failed" >&2; exit 1; }
+  fi
+else
+  if ! alive /run/virtlogd.pid virtlogd; then
+    virtlogd -d || { echo "virtlogd -d failed" >&2; exit 1; }
+  fi
+  if alive /run/libvirtd.pid libvirtd && [ "$changed" = 1 ]; then
+    # Running with another qemu.conf, or asked to: restart it (running
+    # guests survive a libvirtd restart).
+    pid=$(cat /run/libvirtd.pid)
+    kill "$pid"
+    i=0
+    while [ -d "/proc/$pid" ] && [ $i -lt 300 ]; do
+      sleep 0.1
+      i=$((i + 1))
+    done
+    if [ -d "/proc/$pid" ]; then
+      echo "libvirtd (pid $pid) did not stop within 30 s of SIGTERM" >&2
+      exit 1
+    fi
+  fi
+  if ! alive /run/libvirtd.pid libvirtd; then
+    libvirtd -d || { echo "libvirtd -d failed" >&2; exit 1; }
+  fi
 fi
 
 i=0

@@ -36,7 +36,6 @@ typedef struct {
 static char *setup_skip_reason; /* set when the setup script said 77 */
 static gboolean setup_done;
 static char *virsh_bin;
-static char *libvirtd_bin;
 
 /* PROG on PATH, else in the sbin/bin directory Debian installs it to. */
 static char *
@@ -44,6 +43,29 @@ find_program(const char *prog, const char *fallback)
 {
   char *p = g_find_program_in_path(prog);
   return p ? p : g_strdup(fallback);
+}
+
+/* Runs libvirt-setup.sh [ARG]; returns its exit status (77: skip, with the
+ * reason kept in setup_skip_reason). */
+static int
+run_setup(const char *arg)
+{
+  g_autofree char *script =
+      g_test_build_filename(G_TEST_DIST, "orchestrators", "libvirt-setup.sh",
+                            NULL);
+  char *argv[] = {script, (char *)arg, NULL};
+  QpTestRun r;
+  qp_test_run(argv, NULL, &r);
+  int status = r.status;
+  if (status == 77) {
+    g_free(setup_skip_reason);
+    setup_skip_reason = g_strstrip(g_strdup(r.out));
+  } else if (status != 0) {
+    g_test_message("libvirt-setup.sh %s: exit %d: %s%s", arg ? arg : "",
+                   status, r.out, r.err);
+  }
+  qp_test_run_clear(&r);
+  return status;
 }
 
 /* Runs libvirt-setup.sh once per program. */
@@ -54,22 +76,10 @@ libvirt_ready(void)
     return setup_skip_reason == NULL;
   setup_done = TRUE;
   virsh_bin = find_program("virsh", "/usr/bin/virsh");
-  libvirtd_bin = find_program("libvirtd", "/usr/sbin/libvirtd");
-  g_autofree char *script =
-      g_test_build_filename(G_TEST_DIST, "orchestrators", "libvirt-setup.sh",
-                            NULL);
-  char *argv[] = {script, NULL};
-  QpTestRun r;
-  qp_test_run(argv, NULL, &r);
-  if (r.status == 77) {
-    setup_skip_reason = g_strstrip(g_strdup(r.out));
-    qp_test_run_clear(&r);
+  int status = run_setup(NULL);
+  if (status == 77)
     return FALSE;
-  }
-  if (r.status != 0)
-    g_test_message("libvirt-setup.sh: %s%s", r.out, r.err);
-  g_assert_cmpint(r.status, ==, 0);
-  qp_test_run_clear(&r);
+  g_assert_cmpint(status, ==, 0);
   return TRUE;
 }
 
@@ -448,26 +458,9 @@ test_survives_libvirtd_restart(Fixture *f, gconstpointer data)
   /* Stop libvirtd and start it again while the domain runs. */
   int old = libvirtd_pid();
   g_assert_cmpint(old, >, 0);
-  g_assert_cmpint(kill(old, SIGTERM), ==, 0);
-  gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-  while (orch_start_time(old) != 0 && g_get_monotonic_time() < deadline)
-    g_usleep(50000);
+  g_assert_cmpint(run_setup("restart"), ==, 0);
   g_assert_cmpuint(orch_start_time(old), ==, 0);
-  char *daemon_argv[] = {libvirtd_bin, "-d", NULL};
-  QpTestRun r;
-  qp_test_run(daemon_argv, NULL, &r);
-  g_assert_cmpint(r.status, ==, 0);
-  qp_test_run_clear(&r);
-  deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
-  int rc;
-  do {
-    virsh(&r, (const char *const[]){"domstate", f->marker, NULL});
-    rc = r.status;
-    qp_test_run_clear(&r);
-    if (rc != 0)
-      g_usleep(100000);
-  } while (rc != 0 && g_get_monotonic_time() < deadline);
-  g_assert_cmpint(rc, ==, 0);
+  g_free(VIRSH_OK("domstate", f->marker));
   g_assert_cmpint(libvirtd_pid(), !=, old);
 
   /* The same QEMU, still running, still pinned, still claimed, and the
@@ -499,6 +492,5 @@ main(int argc, char **argv)
   int rc = g_test_run();
   g_free(setup_skip_reason);
   g_free(virsh_bin);
-  g_free(libvirtd_bin);
   return rc;
 }

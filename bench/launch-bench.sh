@@ -7,6 +7,9 @@
 # modes none, balanced and one-to-one, interleaved (A B C D A B C D ...) so
 # that a busy host slows every variant alike; the table gives the median
 # wall time of each, its ratio to QEMU alone and the milliseconds added.
+# One more variant, `qemu-pin plan` (load the host, read the ledger, plan,
+# print; no QEMU), shows how much of the added time is spent before QEMU
+# starts.
 # A variant qemu-pin refuses on this host (more vCPUs than usable CPUs) is
 # reported as refused with qemu-pin's reason.
 #
@@ -39,13 +42,14 @@ unset QEMU_PIN_MODE QEMU_PIN_VERBOSE QEMU_PIN_CONFIG
 export QEMU_PIN_CONFIG=$BENCH_TMP/none.conf   # no host config: defaults only
 : > "$QEMU_PIN_CONFIG"
 
-variants="direct none balanced one-to-one"
+variants="direct none balanced one-to-one plan"
 
 # cmd VARIANT SMP: the command line of one run.
 cmd() {
   local guest="$QEMU $QEMU_BASE -smp $2 -bios $fw -device isa-debug-exit,iobase=0xf4,iosize=4"
   case $1 in
     direct) echo "$guest" ;;
+    plan) echo "$qp plan --mode=balanced -- $guest" ;;
     *) echo "$qp --mode=$1 -- $guest" ;;
   esac
 }
@@ -58,7 +62,8 @@ for smp in $smps; do
   for v in $variants; do
     $(cmd "$v" "$smp") >/dev/null 2>"$BENCH_TMP/err"
     rc=$?
-    if [ $rc -eq 1 ] && ! grep -q '^qemu-pin: [^kwQ]' "$BENCH_TMP/err"; then
+    want=1; [ "$v" = plan ] && want=0
+    if [ $rc -eq $want ] && ! grep -q '^qemu-pin: [^kwQ]' "$BENCH_TMP/err"; then
       ok[$v]=1
     else
       why[$v]=$(grep -m1 . "$BENCH_TMP/err" | sed 's/^qemu-pin: //; s/|/\\|/g')
@@ -78,7 +83,11 @@ for smp in $smps; do
   done
   base=$(median < "$BENCH_TMP/t.direct")
   for v in $variants; do
-    name=$v; [ "$v" = direct ] && name="QEMU alone" || name="qemu-pin --mode=$v"
+    case $v in
+      direct) name="QEMU alone" ;;
+      plan) name="qemu-pin plan --mode=balanced (no launch)" ;;
+      *) name="qemu-pin --mode=$v" ;;
+    esac
     if [ -z "${ok[$v]:-}" ]; then
       echo "| $smp | $name | refused: ${why[$v]} | | | 0 |"
       continue

@@ -1,0 +1,157 @@
+#!/bin/bash
+# run-all: every qemu-pin benchmark in one run, written to docs/benchmarks.md.
+#
+#   bench/run-all.sh [BUILDDIR] [OUTPUT]
+#
+# BUILDDIR (default: build) is set up with meson if it does not exist and
+# the benchmark programs and qemu-pin are built in it. OUTPUT defaults to
+# docs/benchmarks.md of the source tree. Needs: meson, ninja, a C compiler,
+# the libraries of README.md and qemu-system-x86 (QEMU 7.2 or later); no
+# hyperfine. Takes about five minutes on a small host. Run it on an idle
+# host: wall times are medians of interleaved runs, but a busy host still
+# widens them (the load average is recorded in the output).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/.." && pwd)
+builddir=${1:-build}
+out=${2:-$src/docs/benchmarks.md}
+case $builddir in /*) ;; *) builddir=$PWD/$builddir ;; esac
+
+if [ ! -d "$builddir" ]; then
+  meson setup "$builddir" "$src" >/dev/null
+fi
+ninja -C "$builddir" qemu-pin bench/plan-bench bench/simulate >/dev/null
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/qp-run-all.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+echo "run-all: plan time (bench/plan-bench)" >&2
+"$builddir/bench/plan-bench" --markdown > "$tmp/plan.md"
+echo "run-all: placement simulator (bench/simulate)" >&2
+"$builddir/bench/simulate" --markdown --seeds 30 > "$tmp/sim.md"
+echo "run-all: launch overhead (bench/launch-bench.sh)" >&2
+"$here/launch-bench.sh" --smp "1 2 8 64" "$builddir" > "$tmp/launch.md"
+echo "run-all: pinning latency (bench/pin-latency.sh)" >&2
+"$here/pin-latency.sh" "$builddir" > "$tmp/latency.md"
+echo "run-all: keeper memory (bench/keeper-memory.sh)" >&2
+"$here/keeper-memory.sh" "$builddir" > "$tmp/memory.md"
+
+# ---- Verdicts, read back from the tables -----------------------------------
+
+cell() { # FILE AWK-CONDITION COLUMN: a column of the first matching row
+  awk -F' *\\| *' "$2 { print \$$3; exit }" "$1"
+}
+plan64=$(cell "$tmp/plan.md" '$2 == 64 && $4 == 1000' 5)
+claim64=$(cell "$tmp/plan.md" '$2 == 64 && $4 == 1000' 7)
+claimcpu64=$(cell "$tmp/plan.md" '$2 == 64 && $4 == 1000' 8)
+hold64=$(cell "$tmp/plan.md" '$2 == 64 && $4 == 1000' 9)
+uss=$(awk -F' *\\| *' '/qemu-pin-keeper/ { if ($7 > m) m = $7 } END { print m }' "$tmp/memory.md")
+launch_cell() { # SMP MODE
+  awk -F' *\\| *' -v s="$1" -v m="--mode=$2" '$2 == s && index($3, m) && !index($3, "plan") {
+    if ($4 ~ /^refused/) print $4; else print $4 " ms, x" $5 ", " $6 " ms"; exit }' "$tmp/launch.md"
+}
+plan_cell() { # SMP
+  awk -F' *\\| *' -v s="$1" '$2 == s && index($3, "plan") {
+    if ($4 ~ /^refused/) print $4; else print $4 " ms"; exit }' "$tmp/launch.md"
+}
+sim_verdict=$(awk -F' *\\| *' '
+  /^### / { host = substr($0, 5); n++; order[n] = host }
+  /^\| qemu-pin pack/ { pl[host] = $5; pg[host] = $4 }
+  /^\| qemu-pin spread/ { sl[host] = $5 }
+  /^\| (first-fit|incus|xen-libxl|proxmox-balanced) / {
+    if (!(host in bl) || $5 > bl[host]) { bl[host] = $5; bw[host] = $2; bg[host] = $4 }
+    if ($4 >= pg[host] && (!(host in fl) || $5 > fl[host])) { fl[host] = $5; fw[host] = $2 } }
+  END { for (i = 1; i <= n; i++) { h = order[i]
+    printf "  - %s: pack %d node-local VMs (%+.0f%% vs spread %d); the baseline with the most, %s, %d (%d GiB placed vs pack %d); of the baselines placing as much memory as pack, %s %d: pack is %s.\n",
+      h, pl[h], sl[h] ? 100 * (pl[h] - sl[h]) / sl[h] : 0, sl[h], bw[h], bl[h], bg[h], pg[h], fw[h], fl[h],
+      (pl[h] >= fl[h] ? "at least as good" : "BEHIND by " (fl[h] - pl[h])) } }' "$tmp/sim.md")
+cpus=$(nproc)
+QEMU_BASE_DOC="-machine q35 -accel tcg -display none -nodefaults -m 64"
+{
+  cat <<EOF
+# Benchmarks
+
+Written by \`bench/run-all.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC') from commit
+\`$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)\`. To reproduce:
+
+    bench/run-all.sh [BUILDDIR]     # default BUILDDIR: build; writes this file
+
+## Machine
+
+| | |
+|---|---|
+| CPU | $(lscpu | sed -n 's/^Model name: *//p' | head -n1) |
+| CPUs | $cpus ($(lscpu | sed -n 's/^Thread(s) per core: *//p') thread(s) per core), $(lscpu | sed -n 's/^NUMA node(s): *//p') NUMA node(s) |
+| Memory | $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) |
+| Kernel | $(uname -sr) |
+| QEMU | $(qemu-system-x86_64 --version | head -n1) (TCG: $( [ -w /dev/kvm ] && echo "KVM available, not used" || echo "no /dev/kvm")) |
+| hwloc | $(pkg-config --modversion hwloc 2>/dev/null || echo unknown) |
+| Load average at start | $(cut -d' ' -f1-3 /proc/loadavg) (other work was running on the host) |
+
+## Summary against the targets
+
+- Plan time, 64 nodes / 1024 CPUs, 1,000 claims: **$plan64 ms** (target under 10 ms).
+- Plan+claim with 1,000 live records, 64 nodes: **$claim64 ms** wall, $claimcpu64 ms CPU; the lock is held **$hold64 ms**.
+- Launch overhead (median wall time, ratio to QEMU alone, added ms), target
+  at 8 vCPUs under 5% and under 5 ms:
+  - -smp 1: balanced $(launch_cell 1 balanced); one-to-one $(launch_cell 1 one-to-one); none $(launch_cell 1 none); \`qemu-pin plan\` alone $(plan_cell 1)
+  - -smp 2: balanced $(launch_cell 2 balanced); one-to-one $(launch_cell 2 one-to-one); none $(launch_cell 2 none)
+  - -smp 8: balanced $(launch_cell 8 balanced); none $(launch_cell 8 none)
+- Keeper memory: at most **$uss KiB** private (USS) per keeper (target under 1 MiB).
+- Placement (sums over the storms, node-local VMs):
+$sim_verdict
+
+## Plan and plan+claim time
+
+\`bench/plan-bench --markdown\`: synthetic hosts (\`qp_host_load_synthetic\`,
+8 cores x 2 threads and 64 GiB per node, SLIT 10/16/32), claims in memory for
+*plan*, a real ledger in a temporary directory with N live records for
+*plan+claim* (open, lock, read, plan, write, unlock); medians of repeated runs,
+wall time and this process's CPU time (the latter does not grow while other
+processes hold the CPUs).
+
+$(cat "$tmp/plan.md")
+
+## Placement quality
+
+\`bench/simulate --markdown\`: boot storms on recorded hosts
+(\`tests/data/topologies\`) and a synthetic one, qemu-pin's planner
+(\`qp_plan_compute\`, claims accumulating) against baselines written after the
+anchors (first-fit, Incus, Xen libxl, Proxmox balanced; see
+\`bench/sim-baselines.c\`, tested by \`bench/test-sim-baselines.c\`). Incus
+chooses nodes by instance count alone, so a VM whose memory its chosen nodes
+cannot hold is counted as refused (bound there, it would not fit).
+
+$(cat "$tmp/sim.md")
+
+## Launch overhead
+
+\`bench/launch-bench.sh --smp "1 2 8 64"\`: the guest exits at once
+(isa-debug-exit), \`$QEMU_BASE_DOC\`, interleaved runs, median wall time of the
+whole QEMU life. This host has $cpus CPUs: qemu-pin refuses, as it should,
+to place more vCPUs than there are usable CPUs in \`balanced\` and
+\`one-to-one\`, so those rows say why instead of a time.
+
+$(cat "$tmp/launch.md")
+
+## Pinning latency
+
+\`bench/pin-latency.sh\`: from the keeper's own monotonic timestamps
+(\`qemu-pin -v\`), from QEMU's QMP greeting to the threads pinned and to
+\`cont\`; the guest halts forever and is stopped afterwards. 255 vCPUs is the
+most QEMU 7.2 accepts for q35 under TCG (256 and more need a kernel irqchip
+with x2APIC).
+
+$(cat "$tmp/latency.md")
+
+## Keeper memory
+
+\`bench/keeper-memory.sh\`: one keeper holding a claim for a running guest,
+from \`/proc/PID/smaps_rollup\` and \`/proc/PID/status\`. There is one keeper per
+VM; libvirtd, if running, is one per host.
+
+$(cat "$tmp/memory.md")
+EOF
+} > "$out.tmp"
+mv "$out.tmp" "$out"
+echo "run-all: wrote $out" >&2

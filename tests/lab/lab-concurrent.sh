@@ -1,0 +1,109 @@
+# In-lab test (shape 4n, nodes of about 460-500 MiB). Concurrent launches
+# through the ledger:
+# 1. 4 VMs of 192 MiB at once, --strategy=spread: one per node;
+#    the keepers remove their records when the VMs exit;
+# 2. the same with --strategy=pack: two nodes, two VMs each;
+# 3. 8 VMs of 256 MiB at once (two never fit on one node): exactly 4 start,
+#    one per node, each placed as its claim says; the other 4 fail with one
+#    line and leave no QEMU; no sample of `qemu-pin status --json` taken
+#    meanwhile shows a node claimed beyond its memory.
+. "$QP_LAB_SRC/lib.sh"
+
+expect_nodes 4
+qp_require --mode=balanced
+write_fw_halt fw.bin
+state=/run/qemu-pin
+
+# launch_many TAG COUNT MIB [QEMU-PIN OPTIONS]: starts COUNT launches at
+# once, waits for all; TAG.ok / TAG.failed list the names.
+launch_many() {
+  _tag=$1 _count=$2 _mib=$3
+  shift 3
+  : >"$_tag.ok"
+  : >"$_tag.failed"
+  _k=1
+  while [ "$_k" -le "$_count" ]; do
+    # shellcheck disable=SC2046
+    ( if "$QP_BINARY" --mode=balanced "$@" -- "$QP_QEMU" $(vm_args "$_tag$_k" fw.bin) -smp 1 -m "$_mib" \
+           -daemonize -pidfile "$_tag$_k.pid" >"$_tag$_k.out" 2>&1; then
+        echo "$_tag$_k" >>"$_tag.ok"
+      else
+        echo "$_tag$_k" >>"$_tag.failed"
+      fi ) &
+    _k=$((_k + 1))
+  done
+  wait
+  for _v in $(cat "$_tag.ok"); do QP_LAB_PIDS="$QP_LAB_PIDS $(cat "$_v.pid")"; done
+  log "$_tag: started $(wc -l <"$_tag.ok"), refused $(wc -l <"$_tag.failed")"
+}
+
+# claims_per_node: "NODE VMS" from status --json, for nodes holding claims.
+claims_per_node() {
+  _sf=$(status_json) || fail "qemu-pin status --json failed"
+  jq -r '[.vms[] | .["memory-mib"] | keys[]] | group_by(.) | .[] | "\(.[0]) \(length)"' "$_sf"
+}
+
+records() { ls "$state" 2>/dev/null | grep -c '\.json$'; }
+
+stop_all() { # WHAT: kill the VMs, wait until the keepers removed every record
+  lab_cleanup
+  wait_for 60 sh -c "[ -z \"\$(ls $state 2>/dev/null | grep '\\.json\$')\" ]" \
+    || fail "$1: $(records) ledger records remain 60 s after their VMs were killed (keepers did not release)"
+  log "ok: $1: every record released by the keepers once the VMs exited"
+  assert_eq "$1: VMs in qemu-pin status after exit" 0 "$(jq '.vms | length' "$(status_json)")"
+}
+
+# 1. spread
+launch_many spread 4 192 --strategy=spread
+assert_eq "spread: VMs started" 4 "$(wc -l <spread.ok)"
+claims_per_node >spread.nodes
+assert_eq "spread: VMs per node" "0 1,1 1,2 1,3 1" "$(paste -sd, spread.nodes)"
+stop_all spread
+
+# 2. pack
+launch_many pack 4 192 --strategy=pack
+assert_eq "pack: VMs started" 4 "$(wc -l <pack.ok)"
+claims_per_node >pack.nodes
+assert_eq "pack: nodes used" 2 "$(wc -l <pack.nodes)"
+assert_eq "pack: VMs on each used node" "2 2" "$(awk '{ print $2 }' pack.nodes | paste -sd' ')"
+stop_all pack
+
+# 3. 8 launches, 4 fit; status sampled meanwhile.
+rm -f stop-sampling
+( i=0
+  while [ ! -e stop-sampling ]; do
+    "$QP_BINARY" status --json >"sample.$i.json" 2>/dev/null || rm -f "sample.$i.json"
+    i=$((i + 1))
+  done ) &
+sampler=$!
+launch_many over 8 256 --strategy=spread
+touch stop-sampling
+wait "$sampler"
+assert_eq "8 launches of 256 MiB: VMs started" 4 "$(wc -l <over.ok)"
+for v in $(cat over.failed); do
+  assert_eq "$v: lines printed for the refusal" 1 "$(wc -l <"$v.out")"
+  grep -qi "fit\|uncommitted\|MiB" "$v.out" || fail "$v refused with '$(cat "$v.out")', no shortfall named"
+done
+log "ok: refusals say: $(head -n 1 "$(head -n 1 over.failed).out")"
+assert_eq "QEMU processes running" 4 "$(qemu_pids | wc -l)"
+claims_per_node >over.nodes
+assert_eq "8 launches: VMs per node" "0 1,1 1,2 1,3 1" "$(paste -sd, over.nodes)"
+nsamples=$(ls sample.*.json 2>/dev/null | wc -l)
+[ "$nsamples" -gt 0 ] || fail "no status sample was taken during the launches"
+over=$(jq -r '.nodes[] | select(.["memory-mib"].claimed + .["memory-mib"].reserve
+                              + (.["memory-mib"]["hugepage-pools"] // 0) > .["memory-mib"].total)
+              | "node \(.id): \(.["memory-mib"].claimed) MiB claimed of \(.["memory-mib"].total)"' sample.*.json)
+[ -z "$over" ] || fail "over-committed while launching: $(echo "$over" | head -n 1)"
+log "ok: $nsamples status samples during the launches, no node claimed beyond its memory"
+
+# Each running VM is where its claim says: memory bound to the claimed node,
+# vCPU on that node's CPUs.
+jq -r '.vms[] | "\(.["qemu-pid"]) \(.["memory-mib"] | keys[0])"' "$(status_json)" >vms.txt
+while read -r pid node; do
+  cpus=$(node_cpus "$node")
+  vm_flat "$pid" >vm.flat
+  grep -qx "map 256 bind:$node" vm.flat || fail "VM $pid claims node $node but its 256 MiB is not bound there: $(grep '^map 256' vm.flat)"
+  assert_eq "VM $pid (node $node): vCPU 0 CPUs" "$cpus" "$(awk '$1 == "vcpu" && $2 == 0 { print $3 }' vm.flat)"
+done <vms.txt
+stop_all "8 launches"
+exit 0

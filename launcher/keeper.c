@@ -27,6 +27,10 @@ typedef struct {
   gboolean greeted; /* the handshake succeeded */
   gboolean applied; /* every thread runs where the plan says */
   gint64 t0;
+  /* one-to-one hotplug: cpu-index -> the core (PUs) claimed for it */
+  GHashTable *plugged;
+  GHashTable *plugged_pu; /* cpu-index -> the PU of that core it runs on */
+  GHashTable *warned; /* cpu-indexes already warned about */
 } Keeper;
 
 static void
@@ -115,6 +119,124 @@ pin_and_verify(int tid, hwloc_const_bitmap_t set, const char *what,
   return TRUE;
 }
 
+/* Claims a free core for hot-plugged vCPU INDEX (one-to-one) in the
+ * ledger: the first of the plan's spare cores that no VM holds now. */
+static hwloc_bitmap_t
+claim_core(Keeper *k, int index, GError **error)
+{
+  const QpPlan *plan = k->cfg->plan;
+  QpClaim *own = k->cfg->claim;
+  g_autoptr(QpLedger) ledger = qp_ledger_open(k->cfg->state_dir, error);
+  if (ledger == NULL || !qp_ledger_lock(ledger, error))
+    return NULL;
+  g_autoptr(QpClaims) claims = qp_ledger_read(ledger, NULL, error);
+  if (claims == NULL) {
+    qp_ledger_unlock(ledger);
+    return NULL;
+  }
+  g_auto(hwloc_bitmap_t) taken = hwloc_bitmap_dup(own->dedicated);
+  for (guint i = 0; i < claims->claims->len; i++) {
+    const QpClaim *c = g_ptr_array_index(claims->claims, i);
+    if (g_strcmp0(c->id, own->id) != 0)
+      hwloc_bitmap_or(taken, taken, c->dedicated);
+  }
+  hwloc_bitmap_t core = NULL;
+  for (guint i = 0; i < plan->hotplug_cores->len && core == NULL; i++) {
+    hwloc_const_bitmap_t c = g_ptr_array_index(plan->hotplug_cores, i);
+    if (!hwloc_bitmap_intersects(c, taken))
+      core = hwloc_bitmap_dup(c);
+  }
+  if (core == NULL) {
+    qp_ledger_unlock(ledger);
+    g_autofree char *mine = qp_list_format(own->dedicated);
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "vCPU %d was plugged but no core is free for it: it shares "
+                "the VM's cores %s",
+                index, mine);
+    return NULL;
+  }
+  hwloc_bitmap_or(own->dedicated, own->dedicated, core);
+  gboolean ok = qp_ledger_write(ledger, own, error);
+  qp_ledger_unlock(ledger);
+  if (!ok) {
+    hwloc_bitmap_andnot(own->dedicated, own->dedicated, core);
+    hwloc_bitmap_free(core);
+    return NULL;
+  }
+  return core;
+}
+
+/* Gives back the cores of vCPUs that were unplugged. */
+static void
+release_unplugged(Keeper *k, GArray *vcpus)
+{
+  if (k->plugged == NULL || g_hash_table_size(k->plugged) == 0)
+    return;
+  g_autoptr(GList) keys = g_hash_table_get_keys(k->plugged);
+  gboolean changed = FALSE;
+  for (GList *l = keys; l != NULL; l = l->next) {
+    int index = GPOINTER_TO_INT(l->data);
+    gboolean present = FALSE;
+    for (guint i = 0; i < vcpus->len && !present; i++)
+      present = g_array_index(vcpus, QpVcpu, i).cpu_index == index;
+    if (present)
+      continue;
+    hwloc_const_bitmap_t core = g_hash_table_lookup(k->plugged, l->data);
+    hwloc_bitmap_andnot(k->cfg->claim->dedicated, k->cfg->claim->dedicated, core);
+    g_autofree char *list = qp_list_format(core);
+    klog(k, 1, "vCPU %d was unplugged: core %s released", index, list);
+    g_hash_table_remove(k->plugged, l->data);
+    g_hash_table_remove(k->plugged_pu, l->data);
+    g_hash_table_remove(k->warned, l->data);
+    changed = TRUE;
+  }
+  if (!changed)
+    return;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpLedger) ledger = qp_ledger_open(k->cfg->state_dir, &error);
+  if (ledger == NULL || !qp_ledger_lock(ledger, &error)) {
+    g_printerr("qemu-pin: keeper: %s\n", error->message);
+    return;
+  }
+  if (!qp_ledger_write(ledger, k->cfg->claim, &error))
+    g_printerr("qemu-pin: keeper: %s\n", error->message);
+  qp_ledger_unlock(ledger);
+}
+
+/* Where vCPU INDEX belongs: its planned set, or for a vCPU plugged into a
+ * one-to-one VM the core claimed for it (claimed now if need be). */
+static hwloc_const_bitmap_t
+vcpu_target(Keeper *k, int index)
+{
+  const QpPlan *plan = k->cfg->plan;
+  if (plan->hotplug_cores == NULL || (guint)index < plan->n_boot_vcpus)
+    return plan->vcpu_cpus[index];
+  hwloc_bitmap_t core = g_hash_table_lookup(k->plugged, GINT_TO_POINTER(index));
+  if (core == NULL && !g_hash_table_contains(k->warned, GINT_TO_POINTER(index))) {
+    g_autoptr(GError) error = NULL;
+    core = claim_core(k, index, &error);
+    if (core != NULL) {
+      g_hash_table_insert(k->plugged, GINT_TO_POINTER(index), core);
+      g_autofree char *list = qp_list_format(core);
+      klog(k, 1, "vCPU %d was plugged: core %s claimed", index, list);
+    } else {
+      g_printerr("qemu-pin: warning: %s\n", error->message);
+      g_hash_table_add(k->warned, GINT_TO_POINTER(index));
+    }
+  }
+  if (core == NULL)
+    return plan->vcpu_cpus[index];
+  /* The whole core is the VM's; the vCPU runs on its first PU, as the boot
+   * vCPUs do, so that a sibling is never shared by two vCPUs. */
+  hwloc_bitmap_t pu = g_hash_table_lookup(k->plugged_pu, GINT_TO_POINTER(index));
+  if (pu == NULL) {
+    pu = hwloc_bitmap_alloc();
+    hwloc_bitmap_set(pu, (unsigned)hwloc_bitmap_first(core));
+    g_hash_table_insert(k->plugged_pu, GINT_TO_POINTER(index), pu);
+  }
+  return pu;
+}
+
 /* Applies the plan to every thread of QEMU: vCPUs to their sets, iothreads
  * to theirs, every other thread (main loop, RCU, workers) to the emulator
  * set. Returns the number of threads whose affinity had to change. */
@@ -134,7 +256,7 @@ apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
                   v->cpu_index, plan->n_vcpus);
       return FALSE;
     }
-    hwloc_const_bitmap_t want = plan->vcpu_cpus[v->cpu_index];
+    hwloc_const_bitmap_t want = vcpu_target(k, v->cpu_index);
     g_auto(hwloc_bitmap_t) had = qp_get_affinity(v->thread_id, NULL);
     g_autofree char *what = g_strdup_printf("vCPU %d", v->cpu_index);
     if (had == NULL) {
@@ -201,6 +323,7 @@ query_and_apply(Keeper *k, guint *changed, GError **error)
   g_autoptr(GArray) iothreads = qp_qmp_query_iothreads(k->qmp, error);
   if (iothreads == NULL)
     return FALSE;
+  release_unplugged(k, vcpus);
   return apply_plan(k, vcpus, iothreads, changed, error);
 }
 
@@ -332,7 +455,9 @@ static void
 on_event(Keeper *k, JsonObject *ev)
 {
   const char *name = json_object_get_string_member_with_default(ev, "event", "");
-  if (strcmp(name, "RESUME") != 0)
+  /* RESUME: someone else may have moved threads before resuming (libvirt
+   * does). DEVICE_DELETED: an unplugged vCPU gives its core back. */
+  if (strcmp(name, "RESUME") != 0 && strcmp(name, "DEVICE_DELETED") != 0)
     return;
   g_autoptr(GError) error = NULL;
   guint changed = 0;
@@ -360,9 +485,19 @@ hold(Keeper *k)
     }
     struct pollfd p[2] = {{k->pidfd, POLLIN, 0},
                           {monitor_open ? qp_qmp_get_fd(k->qmp) : -1, POLLIN, 0}};
-    int r = poll(p, 2, -1);
+    /* vCPUs may be plugged: there is no QMP event for that, so look. */
+    const QpPlan *plan = k->cfg->plan;
+    int timeout = monitor_open && plan->n_vcpus > plan->n_boot_vcpus ? 500 : -1;
+    int r = poll(p, 2, timeout);
     if (r < 0 && errno == EINTR)
       continue;
+    if (r == 0) {
+      g_autoptr(GError) error = NULL;
+      if (!query_and_apply(k, NULL, &error) &&
+          !g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))
+        g_printerr("qemu-pin: keeper: %s\n", error->message);
+      continue;
+    }
     if (p[0].revents)
       return; /* QEMU exited */
     if (p[1].revents) {
@@ -384,6 +519,14 @@ qp_keeper_main(const QpKeeperConfig *cfg)
   Keeper *k = &keeper;
   GError *error = NULL;
 
+  k->plugged = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                     (GDestroyNotify)hwloc_bitmap_free);
+  k->plugged_pu = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                        (GDestroyNotify)hwloc_bitmap_free);
+  k->warned = g_hash_table_new(g_direct_hash, g_direct_equal);
+  /* The launcher learns our PID after the fork: our copy must know it
+   * too, since we rewrite the record (daemon PID, hot-plugged cores). */
+  cfg->claim->keeper_pid = getpid();
   prctl(PR_SET_NAME, "qemu-pin-keeper", 0, 0, 0);
   signal(SIGINT, SIG_IGN);
   signal(SIGHUP, SIG_IGN);

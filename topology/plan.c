@@ -248,6 +248,8 @@ qp_plan_free(QpPlan *plan)
     hwloc_bitmap_free(plan->vnodes[i].vcpus);
   g_free(plan->vnodes);
   g_free(plan->vnode_distance);
+  if (plan->hotplug_cores != NULL)
+    g_ptr_array_unref(plan->hotplug_cores);
   g_free(plan);
 }
 
@@ -1983,10 +1985,9 @@ kind_cpus(const Ctx *ctx, guint kind)
 
 static void suggest_vnuma(QpPlan *plan, const Ctx *ctx);
 
-QpPlan *
-qp_plan_compute(const QpHost *host, const QpClaims *claims,
-                const QpRequest *req, const QpPlacementOptions *opts,
-                GError **error)
+static QpPlan *
+plan_compute(const QpHost *host, const QpClaims *claims, const QpRequest *req,
+             const QpPlacementOptions *opts, GError **error)
 {
   g_return_val_if_fail(host != NULL && req != NULL && opts != NULL, NULL);
   Ctx ctx = {0};
@@ -2096,6 +2097,114 @@ out:
                         g_strdup(g_ptr_array_index(claims->warnings, w)));
   }
   ctx_clear(&ctx);
+  return plan;
+}
+
+/* ---- Hot-pluggable vCPUs in one-to-one ---------------------------------- */
+
+/* CPUs the VM may use at all: allowed, in --affinity, on --hostnodes. */
+static hwloc_bitmap_t
+usable_cpus(const QpHost *host, const QpPlacementOptions *opts)
+{
+  hwloc_bitmap_t set = hwloc_bitmap_dup(host->allowed);
+  if (opts->affinity != NULL)
+    hwloc_bitmap_and(set, set, opts->affinity);
+  if (opts->hostnodes != NULL) {
+    g_auto(hwloc_bitmap_t) on = hwloc_bitmap_alloc();
+    for (guint i = 0; i < host->n_nodes; i++)
+      if (hwloc_bitmap_isset(opts->hostnodes, (unsigned)host->nodes[i].id))
+        hwloc_bitmap_or(on, on, host->nodes[i].all_cpus);
+    hwloc_bitmap_and(set, set, on);
+  }
+  return set;
+}
+
+/* The cores a vCPU plugged later may take, best first: free cores of the
+ * VM's own nodes, then of other nodes, of the kind the boot vCPUs run on. */
+static GPtrArray *
+spare_cores(const QpHost *host, const QpClaims *claims,
+            const QpPlacementOptions *opts, const QpPlan *plan)
+{
+  GPtrArray *spare = g_ptr_array_new_with_free_func((GDestroyNotify)hwloc_bitmap_free);
+  g_auto(hwloc_bitmap_t) usable = usable_cpus(host, opts);
+  g_auto(hwloc_bitmap_t) taken = hwloc_bitmap_dup(plan->dedicated);
+  for (guint i = 0; claims != NULL && i < claims->claims->len; i++) {
+    const QpClaim *c = g_ptr_array_index(claims->claims, i);
+    hwloc_bitmap_or(taken, taken, c->dedicated);
+  }
+  int first = hwloc_bitmap_first(plan->dedicated);
+  int ci = first >= 0 ? qp_host_cpu_index(host, first) : -1;
+  int kind = ci >= 0 ? host->cpus[ci].kind : -1;
+  for (int pass = 0; pass < 2; pass++)
+    for (guint c = 0; c < host->n_cores; c++) {
+      const QpCore *core = &host->cores[c];
+      gboolean own_node = core->node >= 0 &&
+                          hwloc_bitmap_isset(plan->host_nodes, (unsigned)core->node);
+      if (own_node != (pass == 0) || hwloc_bitmap_intersects(core->pus, taken))
+        continue;
+      hwloc_bitmap_t pus = hwloc_bitmap_dup(core->pus);
+      hwloc_bitmap_and(pus, pus, usable);
+      int p0 = hwloc_bitmap_first(pus);
+      int pi = p0 >= 0 ? qp_host_cpu_index(host, p0) : -1;
+      if (p0 < 0 || (kind >= 0 && pi >= 0 && host->cpus[pi].kind != kind)) {
+        hwloc_bitmap_free(pus);
+        continue;
+      }
+      g_ptr_array_add(spare, pus);
+    }
+  return spare;
+}
+
+QpPlan *
+qp_plan_compute(const QpHost *host, const QpClaims *claims,
+                const QpRequest *req, const QpPlacementOptions *opts,
+                GError **error)
+{
+  g_return_val_if_fail(host != NULL && req != NULL && opts != NULL, NULL);
+  guint boot = MAX(req->vcpus, 1);
+  guint max = MAX(req->maxcpus, boot);
+  if (opts->mode != QP_MODE_ONE_TO_ONE || max == boot) {
+    QpPlan *plan = plan_compute(host, claims, req, opts, error);
+    if (plan != NULL)
+      plan->n_boot_vcpus = MIN(boot, plan->n_vcpus);
+    return plan;
+  }
+
+  /* One-to-one with hot-pluggable vCPUs: a core is dedicated to each boot
+   * vCPU; one plugged later takes a free core when it comes (the keeper
+   * claims it), so that a VM does not hold cores it may never use. */
+  QpRequest boot_req = *req;
+  boot_req.maxcpus = boot;
+  boot_req.gnodes = g_new0(QpGuestNode, MAX(req->n_gnodes, 1));
+  g_auto(hwloc_bitmap_t) boot_set = hwloc_bitmap_alloc();
+  hwloc_bitmap_set_range(boot_set, 0, (int)boot - 1);
+  for (guint g = 0; g < req->n_gnodes; g++) {
+    boot_req.gnodes[g] = req->gnodes[g];
+    boot_req.gnodes[g].vcpus = hwloc_bitmap_dup(req->gnodes[g].vcpus);
+    hwloc_bitmap_and(boot_req.gnodes[g].vcpus, boot_req.gnodes[g].vcpus, boot_set);
+  }
+  QpPlan *plan = plan_compute(host, claims, &boot_req, opts, error);
+  for (guint g = 0; g < req->n_gnodes; g++)
+    hwloc_bitmap_free(boot_req.gnodes[g].vcpus);
+  g_free(boot_req.gnodes);
+  if (plan == NULL)
+    return NULL;
+
+  guint had = plan->n_vcpus;
+  g_auto(hwloc_bitmap_t) own = hwloc_bitmap_alloc();
+  for (guint v = 0; v < had; v++)
+    hwloc_bitmap_or(own, own, plan->vcpu_cpus[v]);
+  plan->vcpu_cpus = g_renew(hwloc_bitmap_t, plan->vcpu_cpus, max);
+  for (guint v = had; v < max; v++)
+    plan->vcpu_cpus[v] = hwloc_bitmap_dup(own);
+  plan->n_vcpus = max;
+  plan->n_boot_vcpus = had;
+  plan->hotplug_cores = spare_cores(host, claims, opts, plan);
+  g_autofree char *own_list = qp_list_format(own);
+  add_reason(plan,
+             "vCPUs %u-%u are hot-pluggable: each takes a free core when "
+             "plugged (%u free now), else shares the VM's CPUs %s",
+             had, max - 1, plan->hotplug_cores->len, own_list);
   return plan;
 }
 
@@ -2377,6 +2486,17 @@ qp_plan_to_json(const QpPlan *plan)
     json_builder_end_object(b);
   }
 
+  if (plan->hotplug_cores != NULL) {
+    json_builder_set_member_name(b, "boot-vcpus");
+    json_builder_add_int_value(b, plan->n_boot_vcpus);
+    json_builder_set_member_name(b, "hotplug-cores");
+    json_builder_begin_array(b);
+    for (guint c = 0; c < plan->hotplug_cores->len; c++) {
+      g_autofree char *l = qp_list_format(g_ptr_array_index(plan->hotplug_cores, c));
+      json_builder_add_string_value(b, l);
+    }
+    json_builder_end_array(b);
+  }
   json_strings(b, "reasons", plan->reasons);
   json_strings(b, "warnings", plan->warnings);
   json_builder_end_object(b);

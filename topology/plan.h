@@ -164,7 +164,7 @@ typedef struct {
 typedef struct {
   QpMode mode;                 /* resolved: never AUTO */
   guint n_vcpus;               /* == request maxcpus */
-  hwloc_bitmap_t *vcpu_cpus;   /* per vCPU index; shared with process_cpus
+  hwloc_bitmap_t *vcpu_cpus;   /* per vCPU index; equal to process_cpus
                                   when vCPUs float */
   hwloc_bitmap_t process_cpus; /* CPUs the whole process may use */
   hwloc_bitmap_t emulator_cpus;
@@ -191,6 +191,13 @@ typedef struct {
   guint n_vnodes;              /* 0: no -numa node suggested (one host node) */
   QpPlanVnode *vnodes;
   guint *vnode_distance;       /* n_vnodes * n_vnodes, SLIT of the host nodes */
+  /* one-to-one with hot-pluggable vCPUs (maxcpus > vcpus): cores are
+   * dedicated to the boot vCPUs only; a vCPU plugged later takes the first
+   * of these cores (usable PUs of each, in order of preference) that no VM
+   * holds then, claimed by the keeper; without one it shares the VM's own
+   * cores (vcpu_cpus of a hot-pluggable vCPU). */
+  guint n_boot_vcpus;
+  GPtrArray *hotplug_cores;    /* of hwloc_bitmap_t, or NULL */
 } QpPlan;
 
 /* Computes a plan. On a request that does not fit, fails with

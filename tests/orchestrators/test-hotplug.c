@@ -31,7 +31,7 @@
 
 #include "tests/orchestrators/orch-common.h"
 
-static const gboolean hotplug_landed = FALSE;
+static const gboolean hotplug_landed = TRUE;
 
 typedef struct {
   gboolean run;
@@ -285,7 +285,7 @@ test_unplug_releases(Fixture *f, gconstpointer data)
 {
   if (!f->run)
     return;
-  launch(f, small_maxcpus());
+  launch(f, 4); /* a third slot for the re-plug below */
   g_autofree char *cpu0 = boot_vcpu_cpu(f);
   /* Issue 5: only the plugged vCPUs' cores are claimed. */
   g_assert_true(wait_dedicated(f, cpu0, 5000));
@@ -311,9 +311,11 @@ test_unplug_releases(Fixture *f, gconstpointer data)
   g_assert_true(qp_test_wait_vcpu_affinity(
       f->pid, (const char *const[]){cpu0, NULL}, 5000));
   g_assert_true(wait_dedicated(f, cpu0, 5000));
-  /* And a new vCPU can have it again. */
-  plug(f, 1);
-  g_autofree char *again = wait_single_cpu(f, 1, 5000);
+  /* And a new vCPU can have it again. (A new slot: QEMU 7.2 under TCG
+   * crashes when the slot of an ejected vCPU is plugged again, with or
+   * without qemu-pin.) */
+  plug(f, 2);
+  g_autofree char *again = wait_single_cpu(f, 2, 5000);
   g_assert_cmpstr(again, ==, cpu1);
 }
 

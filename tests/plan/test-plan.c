@@ -689,7 +689,9 @@ test_o2o_vnuma(void)
   assert_set(p->emulator_cpus, "2-7,10-15,18-23,26-31");
 }
 
-/* Hotplug: the plan covers maxcpus. */
+/* Hotplug: the plan covers maxcpus, but only the boot vCPUs' cores are
+ * dedicated; a vCPU plugged later takes one of the spare cores (the VM's
+ * node first) when it comes, and until then shares the VM's CPUs. */
 static void
 test_maxcpus(void)
 {
@@ -699,7 +701,16 @@ test_maxcpus(void)
   g_autoptr(Opts) o = opts_new(QP_MODE_ONE_TO_ONE, NULL);
   g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
   g_assert_cmpuint(p->n_vcpus, ==, 4);
-  assert_vcpu(p, 3, "3");
+  g_assert_cmpuint(p->n_boot_vcpus, ==, 2);
+  assert_vcpu(p, 0, "0");
+  assert_vcpu(p, 1, "1");
+  assert_vcpu(p, 3, "0-1");
+  assert_set(p->dedicated, "0-1,16-17");
+  g_assert_nonnull(p->hotplug_cores);
+  /* The 6 other cores of node 0, then the 8 of node 1. */
+  g_assert_cmpuint(p->hotplug_cores->len, ==, 6 + 8);
+  assert_set(g_ptr_array_index(p->hotplug_cores, 0), "2,18");
+  assert_set(g_ptr_array_index(p->hotplug_cores, 6), "8,24");
 }
 
 /* ---- Distances ---------------------------------------------------------- */

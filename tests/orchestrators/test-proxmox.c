@@ -36,6 +36,7 @@ typedef struct {
   char *pidfile;
   char *fw;
   char *shim;      /* pve-qemu-kvm's stand-in: the "real" QEMU here */
+  char *readconfig; /* like /usr/share/qemu-server/pve-q35-4.0.cfg */
   int event_listen; /* our qmeventd stand-in */
 } Fixture;
 
@@ -54,6 +55,17 @@ setup(Fixture *f, gconstpointer data)
   f->shim = g_test_build_filename(G_TEST_BUILT, "orchestrators",
                                   "pve-kvm-shim", NULL);
   g_assert_true(g_file_test(f->shim, G_FILE_TEST_IS_EXECUTABLE));
+  f->readconfig = orch_write(f->dir, "pve-q35.cfg",
+                             "[device \"pcidmi\"]\n"
+                             "  driver = \"i82801b11-bridge\"\n"
+                             "  bus = \"pcie.0\"\n"
+                             "  addr = \"1e.0\"\n"
+                             "\n"
+                             "[device \"pci.0\"]\n"
+                             "  driver = \"pci-bridge\"\n"
+                             "  bus = \"pcidmi\"\n"
+                             "  addr = \"1.0\"\n"
+                             "  chassis_nr = \"1\"\n");
   /* [defaults] says balanced and another ledger; the VM's group, matched by
    * -id, says one-to-one and this ledger. The record shows which was used. */
   g_autofree char *conf = g_strdup_printf(
@@ -97,6 +109,7 @@ teardown(Fixture *f, gconstpointer data)
   g_free(f->pidfile);
   g_free(f->fw);
   g_free(f->shim);
+  g_free(f->readconfig);
 }
 
 /* The command line, in qemu-server's order (config_to_command), with what
@@ -132,6 +145,8 @@ proxmox_argv(Fixture *f, const char *argv0)
   ADD("-numa"); ADD("node,nodeid=0,cpus=%s,memdev=ram-node0", big ? "0-1" : "0");
   ADD("-object"); ADD("memory-backend-ram,id=ram-node1,size=128M");
   ADD("-numa"); ADD("node,nodeid=1,cpus=%s,memdev=ram-node1", big ? "2-3" : "1");
+  /* qemu-server adds -readconfig pve-q35-4.0.cfg on q35: devices only. */
+  ADD("-readconfig"); ADD("%s", f->readconfig);
   ADD("-bios"); ADD("%s", f->fw);
   ADD("-machine"); ADD("type=q35");
   ADD("-accel"); ADD("tcg");
@@ -309,12 +324,46 @@ test_refused_launch_fails(Fixture *f, gconstpointer data)
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
 }
 
+/* qemu-server reads `kvm --version` (and lists machines and CPUs): QEMU's
+ * own answers, byte for byte, with no plan, claim or keeper. */
+static void
+test_queries_pass_through(Fixture *f, gconstpointer data)
+{
+  const char *queries[][3] = {{"--version", NULL, NULL},
+                              {"-machine", "help", NULL},
+                              {"-cpu", "help", NULL}};
+  g_autofree char *conf_env = g_strdup_printf("QEMU_PIN_CONFIG=%s", f->config);
+  g_autofree char *shim_env = g_strdup_printf("QP_SHIM_QEMU=%s", qp_test_qemu());
+  const char *extra[] = {conf_env, shim_env, NULL};
+  g_auto(GStrv) env = orch_env(extra);
+  for (guint i = 0; i < G_N_ELEMENTS(queries); i++) {
+    char *direct_argv[] = {(char *)qp_test_qemu(), (char *)queries[i][0],
+                           (char *)queries[i][1], NULL};
+    char *kvm_argv[] = {f->kvm, (char *)queries[i][0], (char *)queries[i][1],
+                        NULL};
+    QpTestRun direct, pinned;
+    qp_test_run(direct_argv, NULL, &direct);
+    qp_test_run(kvm_argv, env, &pinned);
+    g_assert_cmpint(direct.status, ==, 0);
+    g_assert_cmpint(pinned.status, ==, direct.status);
+    g_assert_cmpstr(pinned.out, ==, direct.out);
+    g_assert_cmpstr(pinned.err, ==, direct.err);
+    qp_test_run_clear(&direct);
+    qp_test_run_clear(&pinned);
+  }
+  /* No launch: neither ledger directory was even created. */
+  g_assert_false(g_file_test(f->state_defaults, G_FILE_TEST_EXISTS));
+  g_assert_false(g_file_test(f->state, G_FILE_TEST_EXISTS));
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add("/orchestrators/proxmox/kvm-daemonize-pidfile-qmp-kill", Fixture,
              NULL, setup, test_launch_as_kvm, teardown);
+  g_test_add("/orchestrators/proxmox/version-and-help-pass-through", Fixture,
+             NULL, setup, test_queries_pass_through, teardown);
   g_test_add("/orchestrators/proxmox/refused-plan-exits-nonzero", Fixture,
              NULL, setup, test_refused_launch_fails, teardown);
   return g_test_run();

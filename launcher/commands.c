@@ -13,6 +13,7 @@
 #include "launcher/qemu-args.h"
 #include "topology/host.h"
 #include "topology/ledger.h"
+#include "topology/picture.h"
 
 gboolean
 qp_is_qemu_name(const char *name)
@@ -101,6 +102,15 @@ cmd_status(QpOptions *opts)
   if (claims == NULL) {
     g_printerr("qemu-pin: %s\n", error->message);
     return 1;
+  }
+  if (opts->picture != NULL) {
+    if (!qp_status_picture(opts->topology, claims, opts->picture, &error)) {
+      g_printerr("qemu-pin: %s\n", error->message);
+      return 1;
+    }
+    g_print("qemu-pin: drew %u VMs on the host in %s\n", claims->claims->len,
+            opts->picture);
+    return 0;
   }
   if (opts->json) {
     g_autoptr(JsonNode) node = qp_status_to_json(host, claims, &opts->placement);

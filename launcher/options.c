@@ -89,6 +89,7 @@ qp_options_clear(QpOptions *opts)
   g_clear_pointer(&opts->state_dir, g_free);
   g_clear_pointer(&opts->qemu, g_free);
   g_clear_pointer(&opts->topology, g_free);
+  g_clear_pointer(&opts->picture, g_free);
   g_clear_pointer(&opts->given, g_hash_table_unref);
 }
 
@@ -296,7 +297,7 @@ build_help(void)
       "  qemu-pin [OPTIONS] [--] QEMU_BINARY [QEMU_ARGS...]\n"
       "  qemu-pin plan [OPTIONS] [--human] [--] QEMU_BINARY [QEMU_ARGS...]\n"
       "  qemu-pin topology [--json] [--topology=FILE]\n"
-      "  qemu-pin status [--json] [--prune] [--state-dir=DIR]\n"
+      "  qemu-pin status [--json] [--prune] [--picture=FILE] [--state-dir=DIR]\n"
       "  QEMU_NAME [QEMU_ARGS...]   (qemu-pin installed as qemu-system-* or kvm)\n"
       "\n"
       "Places a VM's vCPUs and memory on a NUMA host, claims that room in a\n"
@@ -315,6 +316,8 @@ build_help(void)
       "  --human     plan: a readable table instead of JSON\n"
       "  --json      topology, status: JSON\n"
       "  --prune     status: remove records of VMs that are gone\n"
+      "  --picture=FILE.png|FILE.svg\n"
+      "              status: draw the host and the VMs' claims with lstopo\n"
       "  -v          more output; -h, --help; --version\n"
       "\nExit status: QEMU's own once QEMU runs; 1 when qemu-pin refuses or\n"
       "fails to launch (a one-line reason on stderr); 2 for bad usage.\n");
@@ -358,6 +361,17 @@ qp_options_parse_cli(QpOptions *opts, int argc, char **argv,
                                : g_strdup(a + 2);
     g_autofree char *opt = g_strdup_printf("--%s", name);
     const Setting *s = find_setting(name);
+    if (strcmp(name, "picture") == 0) {
+      const char *file = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+      if (file == NULL || *file == '\0') {
+        g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                    "option '--picture' needs a value: FILE.png or FILE.svg");
+        return FALSE;
+      }
+      g_free(opts->picture);
+      opts->picture = g_strdup(file);
+      continue;
+    }
     if (s == NULL || !(s->where & IN_CLI)) {
       if (strcmp(name, "human") == 0 || strcmp(name, "json") == 0 ||
           strcmp(name, "prune") == 0) {

@@ -31,6 +31,7 @@ typedef struct {
   gboolean human;       /* plan: readable table instead of JSON */
   gboolean json;        /* topology/status: JSON */
   gboolean prune;       /* status --prune */
+  char *picture;        /* status --picture=FILE */
   int verbose;
   guint qmp_timeout_ms;   /* every QMP reply */
   guint start_timeout_ms; /* QEMU's greeting */

@@ -1,0 +1,1238 @@
+/* Acceptance tests of the ledger (issue 3) with the real qemu-pin and real
+ * QEMU (TCG): 32 concurrent launches of which exactly as many start as fit,
+ * with `qemu-pin status --json` sampled while they start; faults (keeper,
+ * QEMU or qemu-pin killed, a truncated record, a symlinked state directory,
+ * -daemonize); the status views of running VMs. Every check reads /proc,
+ * the state directory or qemu-pin's own JSON. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/common/qp-test.h"
+
+/* ---- Fixture ------------------------------------------------------------- */
+
+typedef struct {
+  char *dir;    /* per-test directory; its name marks our processes */
+  char *state;  /* ledger directory */
+  char *halt_fw;
+  char *qmp;    /* the caller's own monitor socket */
+  char *marker;
+} Fixture;
+
+static void
+setup(Fixture *f, gconstpointer data)
+{
+  f->dir = qp_test_tmpdir();
+  f->state = g_build_filename(f->dir, "state", NULL);
+  f->halt_fw = qp_test_firmware(f->dir, QP_TEST_FW_HALT);
+  f->qmp = g_build_filename(f->dir, "qmp.sock", NULL);
+  f->marker = g_path_get_basename(f->dir);
+}
+
+static void
+teardown(Fixture *f, gconstpointer data)
+{
+  /* Stopped processes (keepers, qemu-pin before exec) die of SIGKILL too. */
+  g_autoptr(GArray) left = qp_test_pids_with(f->marker);
+  for (guint i = 0; i < left->len; i++)
+    kill(g_array_index(left, int, i), SIGKILL);
+  qp_test_wait_no_process(f->marker, 10000);
+  qp_test_rmtree(f->dir);
+  g_free(f->dir);
+  g_free(f->state);
+  g_free(f->halt_fw);
+  g_free(f->qmp);
+  g_free(f->marker);
+}
+
+/* argv: qemu-pin --state-dir=STATE OPTS... -- QEMU ... -name NAME,... -m 64
+ * EXTRA... */
+static GPtrArray *
+command(Fixture *f, const char *state, const char *name,
+        const char *const *opts, const char *const *extra)
+{
+  GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(a, g_strdup(qp_test_binary()));
+  g_ptr_array_add(a, g_strdup_printf("--state-dir=%s", state));
+  for (guint i = 0; opts && opts[i]; i++)
+    g_ptr_array_add(a, g_strdup(opts[i]));
+  g_ptr_array_add(a, g_strdup("--"));
+  const char *common[] = {"-accel", "tcg", "-machine", "q35", "-nodefaults",
+                          "-display", "none", "-m", "64", NULL};
+  g_ptr_array_add(a, g_strdup(qp_test_qemu()));
+  for (guint i = 0; common[i]; i++)
+    g_ptr_array_add(a, g_strdup(common[i]));
+  g_ptr_array_add(a, g_strdup("-bios"));
+  g_ptr_array_add(a, g_strdup(f->halt_fw));
+  g_ptr_array_add(a, g_strdup("-name"));
+  g_ptr_array_add(a, g_strdup_printf("%s,debug-threads=on", name));
+  for (guint i = 0; extra && extra[i]; i++)
+    g_ptr_array_add(a, g_strdup(extra[i]));
+  g_ptr_array_add(a, NULL);
+  return a;
+}
+
+/* A VM of the fixture: balanced (or OPT), its own -qmp socket. */
+static GPtrArray *
+vm_command(Fixture *f, const char *opt)
+{
+  g_autofree char *qmparg =
+      g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  const char *opts[] = {opt ? opt : "--mode=balanced", NULL};
+  const char *extra[] = {"-qmp", qmparg, NULL};
+  return command(f, f->state, f->marker, opts, extra);
+}
+
+/* ---- Reading the world ------------------------------------------------------ */
+
+static JsonObject *
+parse_object(const char *text)
+{
+  g_autoptr(JsonParser) p = json_parser_new();
+  GError *error = NULL;
+  json_parser_load_from_data(p, text, -1, &error);
+  g_assert_no_error(error);
+  JsonNode *root = json_parser_get_root(p);
+  g_assert_true(JSON_NODE_HOLDS_OBJECT(root));
+  return json_object_ref(json_node_get_object(root));
+}
+
+/* `qemu-pin status --json --state-dir=STATE [OPT]`, which must succeed. */
+static JsonObject *
+status_json(const char *state, const char *opt)
+{
+  g_autofree char *sd = g_strdup_printf("--state-dir=%s", state);
+  char *argv[] = {(char *)qp_test_binary(), "status", "--json", sd,
+                  (char *)opt, NULL};
+  QpTestRun r;
+  qp_test_run(argv, NULL, &r);
+  if (r.status != 0)
+    g_test_message("qemu-pin status: %s", r.err);
+  g_assert_cmpint(r.status, ==, 0);
+  JsonObject *o = parse_object(r.out);
+  qp_test_run_clear(&r);
+  return o;
+}
+
+static JsonObject *
+node0(JsonObject *status)
+{
+  JsonArray *nodes = json_object_get_array_member(status, "nodes");
+  g_assert_cmpuint(json_array_get_length(nodes), >=, 1);
+  JsonObject *n = json_array_get_object_element(nodes, 0);
+  g_assert_cmpint(json_object_get_int_member(n, "id"), ==, 0);
+  return n;
+}
+
+static gint64
+node0_mem(JsonObject *status, const char *what)
+{
+  JsonObject *m = json_object_get_object_member(node0(status), "memory-mib");
+  return json_object_get_int_member(m, what);
+}
+
+static guint
+n_vms(JsonObject *status)
+{
+  return json_array_get_length(json_object_get_array_member(status, "vms"));
+}
+
+static guint
+n_warnings(JsonObject *status)
+{
+  return json_array_get_length(
+      json_object_get_array_member(status, "warnings"));
+}
+
+/* Node 0's total memory as qemu-pin sees it. */
+static gint64
+host_total_mib(void)
+{
+  char *argv[] = {(char *)qp_test_binary(), "topology", "--json", NULL};
+  QpTestRun r;
+  qp_test_run(argv, NULL, &r);
+  g_assert_cmpint(r.status, ==, 0);
+  g_autoptr(JsonObject) t = parse_object(r.out);
+  qp_test_run_clear(&r);
+  JsonObject *n =
+      json_array_get_object_element(json_object_get_array_member(t, "nodes"), 0);
+  g_assert_cmpint(json_object_get_int_member(n, "id"), ==, 0);
+  return json_object_get_int_member(n, "total_mib");
+}
+
+/* The file name (without .json) of the only record in STATE. */
+static char *
+only_record_id(const char *state)
+{
+  g_assert_cmpuint(qp_test_count_records(state), ==, 1);
+  g_autoptr(GDir) d = g_dir_open(state, 0, NULL);
+  g_assert_nonnull(d);
+  const char *name;
+  while ((name = g_dir_read_name(d)) != NULL)
+    if (name[0] != '.' && g_str_has_suffix(name, ".json"))
+      return g_strndup(name, strlen(name) - strlen(".json"));
+  g_assert_not_reached();
+}
+
+static char *
+record_path(const char *state, const char *id, const char *suffix)
+{
+  g_autofree char *name = g_strconcat(id, suffix, NULL);
+  return g_build_filename(state, name, NULL);
+}
+
+static JsonObject *
+read_record(const char *state, const char *id)
+{
+  g_autofree char *path = record_path(state, id, ".json");
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  return parse_object(text);
+}
+
+/* /proc/PID/stat: the state letter (0 when gone) and field 22. */
+static char
+proc_state(int pid, guint64 *start)
+{
+  g_autofree char *path = g_strdup_printf("/proc/%d/stat", pid);
+  g_autofree char *text = NULL;
+  if (start)
+    *start = 0;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return 0;
+  const char *p = strrchr(text, ')');
+  g_assert_nonnull(p);
+  g_auto(GStrv) f = g_strsplit(p + 2, " ", -1);
+  g_assert_cmpuint(g_strv_length(f), >=, 20);
+  if (start)
+    *start = g_ascii_strtoull(f[19], NULL, 10); /* field 22 = 3 + 19 */
+  return f[0][0];
+}
+
+static gboolean
+wait_proc_state(int pid, char want, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  do {
+    if (proc_state(pid, NULL) == want)
+      return TRUE;
+    g_usleep(5000);
+  } while (g_get_monotonic_time() < deadline);
+  return FALSE;
+}
+
+static char *
+proc_comm(int pid)
+{
+  g_autofree char *path = g_strdup_printf("/proc/%d/comm", pid);
+  char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return g_strdup("");
+  return g_strchomp(text);
+}
+
+/* Processes with MARKER in their command line whose comm is (IS_KEEPER) or
+ * is not "qemu-pin-keeper". */
+static GArray *
+pids_of_kind(const char *marker, gboolean is_keeper)
+{
+  g_autoptr(GArray) all = qp_test_pids_with(marker);
+  GArray *out = g_array_new(FALSE, FALSE, sizeof(int));
+  for (guint i = 0; i < all->len; i++) {
+    int pid = g_array_index(all, int, i);
+    g_autofree char *comm = proc_comm(pid);
+    if ((strcmp(comm, "qemu-pin-keeper") == 0) == is_keeper)
+      g_array_append_val(out, pid);
+  }
+  return out;
+}
+
+static int
+the_keeper(const char *marker)
+{
+  g_autoptr(GArray) k = pids_of_kind(marker, TRUE);
+  g_assert_cmpuint(k->len, ==, 1);
+  return g_array_index(k, int, 0);
+}
+
+static gboolean
+wait_gone(int pid, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  do {
+    char s = proc_state(pid, NULL);
+    if (s == 0 || s == 'Z' || s == 'X')
+      return TRUE;
+    g_usleep(5000);
+  } while (g_get_monotonic_time() < deadline);
+  return FALSE;
+}
+
+static gboolean
+wait_records(const char *state, guint n, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  do {
+    if (qp_test_count_records(state) == n)
+      return TRUE;
+    g_usleep(10000);
+  } while (g_get_monotonic_time() < deadline);
+  return FALSE;
+}
+
+static char *
+query_status(const char *sock)
+{
+  g_autoptr(JsonNode) r = qp_test_qmp_command(sock, "query-status");
+  if (r == NULL || !JSON_NODE_HOLDS_OBJECT(r))
+    return NULL;
+  return g_strdup(json_object_get_string_member_with_default(
+      json_node_get_object(r), "status", ""));
+}
+
+static gboolean
+wait_status(const char *sock, const char *want, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  do {
+    g_autofree char *s = query_status(sock);
+    if (s != NULL && strcmp(s, want) == 0)
+      return TRUE;
+    g_usleep(20000);
+  } while (g_get_monotonic_time() < deadline);
+  return FALSE;
+}
+
+static guint
+count_lines(const char *text)
+{
+  guint n = 0;
+  for (const char *p = text; *p; p++)
+    n += *p == '\n';
+  return n;
+}
+
+static char *
+file_text(const char *dir, const char *name)
+{
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  return text;
+}
+
+/* Starts the fixture's VM and waits until the guest runs; returns QEMU's
+ * PID (the spawned process: qemu-pin execs QEMU in place). */
+static GPid
+start_vm(Fixture *f, const char *opt)
+{
+  g_autoptr(GPtrArray) cmd = vm_command(f, opt);
+  GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
+  if (!wait_status(f->qmp, "running", 60000)) {
+    g_autofree char *err = file_text(f->dir, "stderr");
+    g_test_message("launch stderr: %s", err);
+    g_assert_not_reached();
+  }
+  return pid;
+}
+
+/* The record of a just-started VM names QEMU and its keeper. */
+static char *
+check_record_names(Fixture *f, int qemu_pid, int keeper_pid)
+{
+  char *id = only_record_id(f->state);
+  g_autoptr(JsonObject) rec = read_record(f->state, id);
+  guint64 start = 0;
+  g_assert_cmpint(proc_state(qemu_pid, &start), !=, 0);
+  g_assert_cmpstr(json_object_get_string_member(rec, "id"), ==, id);
+  g_assert_cmpint(json_object_get_int_member(rec, "qemu-pid"), ==, qemu_pid);
+  g_assert_cmpint(json_object_get_int_member(rec, "qemu-start"), ==,
+                  (gint64)start);
+  g_assert_cmpint(json_object_get_int_member(rec, "keeper-pid"), ==,
+                  keeper_pid);
+  return id;
+}
+
+/* ---- 1. Concurrency ------------------------------------------------------ */
+
+#define N_LAUNCHES 32
+#define N_FIT 5
+#define GUEST_MIB 64
+
+typedef struct {
+  char *state;
+  char *reserve_opt;
+  gint64 capacity; /* total - reserve */
+  gint stop;
+  /* results, read after the join */
+  gint samples; /* atomic */
+  guint scans;
+  gint64 max_claimed;
+  guint max_vms;
+  guint max_records;
+  gint64 max_scanned_mib;
+  GPtrArray *violations;
+} Sampler;
+
+/* Sum of memory-mib over the record files, read without the lock: records
+ * are renamed into place, so a reader sees whole ones. */
+static gint64
+scan_records(const char *state, guint *n_records)
+{
+  gint64 sum = 0;
+  guint n = 0;
+  g_autoptr(GDir) d = g_dir_open(state, 0, NULL);
+  const char *name;
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+    if (name[0] == '.' || !g_str_has_suffix(name, ".json"))
+      continue;
+    g_autofree char *path = g_build_filename(state, name, NULL);
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+      continue; /* pruned or released meanwhile */
+    g_autoptr(JsonParser) p = json_parser_new();
+    if (!json_parser_load_from_data(p, text, -1, NULL))
+      return -1; /* a partial record: never expected */
+    JsonObject *mem = json_object_get_object_member(
+        json_node_get_object(json_parser_get_root(p)), "memory-mib");
+    sum += json_object_get_int_member_with_default(mem, "0", 0);
+    n++;
+  }
+  *n_records = n;
+  return sum;
+}
+
+static gpointer
+sampler_thread(gpointer data)
+{
+  Sampler *s = data;
+  g_autofree char *sd = g_strdup_printf("--state-dir=%s", s->state);
+  while (!g_atomic_int_get(&s->stop)) {
+    guint nrec = 0;
+    gint64 scanned = scan_records(s->state, &nrec);
+    s->scans++;
+    if (scanned < 0 || scanned > s->capacity)
+      g_ptr_array_add(s->violations,
+                      g_strdup_printf("record files hold %" G_GINT64_FORMAT
+                                      " MiB, capacity %" G_GINT64_FORMAT,
+                                      scanned, s->capacity));
+    s->max_scanned_mib = MAX(s->max_scanned_mib, scanned);
+    s->max_records = MAX(s->max_records, nrec);
+
+    char *argv[] = {(char *)qp_test_binary(), "status", "--json", sd,
+                    s->reserve_opt, NULL};
+    g_autofree char *out = NULL, *err = NULL;
+    int ws = 0;
+    if (!g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
+                      &err, &ws, NULL) ||
+        !g_spawn_check_wait_status(ws, NULL)) {
+      g_ptr_array_add(s->violations,
+                      g_strdup_printf("status failed: %s", err ? err : ""));
+      continue;
+    }
+    g_autoptr(JsonParser) p = json_parser_new();
+    if (!json_parser_load_from_data(p, out, -1, NULL)) {
+      g_ptr_array_add(s->violations, g_strdup_printf("bad JSON: %s", out));
+      continue;
+    }
+    JsonObject *st = json_node_get_object(json_parser_get_root(p));
+    JsonObject *n = json_array_get_object_element(
+        json_object_get_array_member(st, "nodes"), 0);
+    JsonObject *m = json_object_get_object_member(n, "memory-mib");
+    gint64 total = json_object_get_int_member(m, "total");
+    gint64 reserve = json_object_get_int_member(m, "reserve");
+    gint64 claimed = json_object_get_int_member(m, "claimed");
+    gint64 uncommitted = json_object_get_int_member(m, "uncommitted");
+    JsonArray *vms = json_object_get_array_member(st, "vms");
+    gint64 vm_sum = 0;
+    for (guint i = 0; i < json_array_get_length(vms); i++) {
+      JsonObject *mem = json_object_get_object_member(
+          json_array_get_object_element(vms, i), "memory-mib");
+      vm_sum += json_object_get_int_member_with_default(mem, "0", 0);
+    }
+    g_atomic_int_inc(&s->samples);
+    s->max_claimed = MAX(s->max_claimed, claimed);
+    s->max_vms = MAX(s->max_vms, json_array_get_length(vms));
+    if (claimed > total - reserve || total - reserve != s->capacity ||
+        claimed != vm_sum || uncommitted != total - reserve - claimed)
+      g_ptr_array_add(s->violations,
+                      g_strdup_printf("sample %d: total %" G_GINT64_FORMAT
+                                      ", reserve %" G_GINT64_FORMAT
+                                      ", claimed %" G_GINT64_FORMAT
+                                      ", uncommitted %" G_GINT64_FORMAT
+                                      ", VMs hold %" G_GINT64_FORMAT,
+                                      s->samples, total, reserve, claimed,
+                                      uncommitted, vm_sum));
+  }
+  return NULL;
+}
+
+typedef struct {
+  GPid pid;
+  char *dir;  /* stdout, stderr */
+  char *sock;
+  char *name; /* -name value, unique: "<marker>-vmNN" */
+  char *tag;  /* "<name>,": matches this VM's processes only */
+  int cpu;    /* --affinity */
+  int exit_status; /* -1 while running or unknown */
+  gboolean running;
+} Launch;
+
+static void
+test_concurrent_launches(Fixture *f, gconstpointer data)
+{
+  const gint64 total = host_total_mib();
+  const gint64 capacity = N_FIT * GUEST_MIB + GUEST_MIB / 2;
+  g_assert_cmpint(total, >, capacity);
+  const gint64 reserve = total - capacity;
+  g_autofree char *reserve_opt = g_strdup_printf("--reserve-mib=%" G_GINT64_FORMAT, reserve);
+  g_test_message("node 0: %" G_GINT64_FORMAT " MiB, reserve %" G_GINT64_FORMAT
+                 ", capacity %" G_GINT64_FORMAT " MiB = %d guests of %d MiB",
+                 total, reserve, capacity, N_FIT, GUEST_MIB);
+
+  /* The plan of each affinity, on the empty ledger. */
+  JsonObject *plans[2];
+  char **want_vcpu[2] = {NULL, NULL};
+  for (int c = 0; c < 2; c++) {
+    g_autofree char *aff = g_strdup_printf("--affinity=%d", c);
+    const char *opts[] = {"--mode=balanced", reserve_opt, aff, NULL};
+    g_autoptr(GPtrArray) cmd = command(f, f->state, f->marker, opts, NULL);
+    plans[c] = qp_test_plan((char **)cmd->pdata + 1);
+    want_vcpu[c] = qp_test_plan_vcpu_sets(plans[c]);
+    g_autofree char *cpu = g_strdup_printf("%d", c);
+    g_assert_cmpuint(g_strv_length(want_vcpu[c]), ==, 1);
+    g_assert_cmpstr(want_vcpu[c][0], ==, cpu);
+    g_assert_cmpstr(json_object_get_string_member(plans[c], "emulator-cpus"),
+                    ==, cpu);
+  }
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+
+  Sampler s = {.state = f->state, .reserve_opt = reserve_opt,
+               .capacity = capacity,
+               .violations = g_ptr_array_new_with_free_func(g_free)};
+  Launch l[N_LAUNCHES];
+  GPtrArray *cmds[N_LAUNCHES];
+  for (int i = 0; i < N_LAUNCHES; i++) {
+    l[i] = (Launch){.cpu = i % 2, .exit_status = -1};
+    l[i].name = g_strdup_printf("%s-vm%02d", f->marker, i);
+    l[i].tag = g_strdup_printf("%s,", l[i].name);
+    l[i].dir = g_build_filename(f->dir, l[i].name, NULL);
+    g_assert_cmpint(mkdir(l[i].dir, 0700), ==, 0);
+    l[i].sock = g_build_filename(l[i].dir, "qmp.sock", NULL);
+    g_autofree char *qmparg =
+        g_strdup_printf("unix:%s,server=on,wait=off", l[i].sock);
+    g_autofree char *aff = g_strdup_printf("--affinity=%d", l[i].cpu);
+    const char *opts[] = {"--mode=balanced", reserve_opt, aff, NULL};
+    const char *extra[] = {"-qmp", qmparg, NULL};
+    cmds[i] = command(f, f->state, l[i].name, opts, extra);
+  }
+
+  GThread *sampler = g_thread_new("sampler", sampler_thread, &s);
+  for (int i = 0; i < N_LAUNCHES; i++)
+    l[i].pid = qp_test_spawn((char **)cmds[i]->pdata, NULL, l[i].dir);
+
+  /* Each launch either exits or its guest runs. */
+  guint resolved = 0;
+  gint64 deadline = g_get_monotonic_time() + 600 * G_USEC_PER_SEC;
+  while (resolved < N_LAUNCHES && g_get_monotonic_time() < deadline) {
+    for (int i = 0; i < N_LAUNCHES; i++) {
+      if (l[i].exit_status >= 0 || l[i].running)
+        continue;
+      int st = qp_test_wait(l[i].pid, 0);
+      if (st >= 0) {
+        l[i].exit_status = st;
+        resolved++;
+        continue;
+      }
+      g_autofree char *qs = query_status(l[i].sock);
+      if (qs != NULL && strcmp(qs, "running") == 0) {
+        l[i].running = TRUE;
+        resolved++;
+      }
+    }
+    g_usleep(20000);
+  }
+  /* A few more samples of the settled ledger, then stop sampling. */
+  gint settled = g_atomic_int_get(&s.samples) + 3;
+  while (g_atomic_int_get(&s.samples) < settled)
+    g_usleep(10000);
+  g_atomic_int_set(&s.stop, 1);
+  g_thread_join(sampler);
+
+  g_test_message("%d status samples (max claimed %" G_GINT64_FORMAT
+                 " MiB, max %u VMs), %u raw scans (max %u records, %"
+                 G_GINT64_FORMAT " MiB)",
+                 s.samples, s.max_claimed, s.max_vms, s.scans, s.max_records,
+                 s.max_scanned_mib);
+  for (guint i = 0; i < s.violations->len; i++)
+    g_test_message("violation: %s", (char *)s.violations->pdata[i]);
+  g_assert_cmpuint(resolved, ==, N_LAUNCHES);
+  g_assert_cmpuint(s.violations->len, ==, 0);
+  g_assert_cmpint(s.samples, >=, 3);
+  g_assert_cmpint(s.max_claimed, ==, N_FIT * GUEST_MIB);
+
+  /* Exactly N_FIT run, the others failed with the one shortfall line. */
+  g_autofree char *nofit = g_strdup_printf(
+      "qemu-pin: guest needs %d MiB but the best node 0 has only %"
+      G_GINT64_FORMAT " MiB uncommitted (%" G_GINT64_FORMAT " MiB total, %d "
+      "MiB claimed, %" G_GINT64_FORMAT " MiB reserved)\n",
+      GUEST_MIB, capacity - N_FIT * GUEST_MIB, total, N_FIT * GUEST_MIB,
+      reserve);
+  guint n_running = 0, n_failed = 0;
+  g_autoptr(GHashTable) qemu_pids = g_hash_table_new(g_direct_hash, g_direct_equal);
+  for (int i = 0; i < N_LAUNCHES; i++) {
+    g_autofree char *err = file_text(l[i].dir, "stderr");
+    g_autoptr(GArray) keepers = pids_of_kind(l[i].tag, TRUE);
+    g_autoptr(GArray) others = pids_of_kind(l[i].tag, FALSE);
+    if (l[i].running) {
+      n_running++;
+      g_hash_table_add(qemu_pids, GINT_TO_POINTER(l[i].pid));
+      g_assert_cmpstr(err, ==, "");
+      /* The guest runs pinned: vCPU threads on the plan's CPUs, every
+       * other thread on the emulator CPUs, memory bound to node 0. */
+      g_assert_true(qp_test_wait_vcpu_affinity(
+          l[i].pid, (const char *const *)want_vcpu[l[i].cpu], 0));
+      g_autoptr(GArray) vcpus = qp_test_vcpu_threads(l[i].pid);
+      g_autofree char *task = g_strdup_printf("/proc/%d/task", l[i].pid);
+      g_autoptr(GDir) d = g_dir_open(task, 0, NULL);
+      const char *tname;
+      guint threads = 0;
+      while (d != NULL && (tname = g_dir_read_name(d)) != NULL) {
+        int tid = atoi(tname);
+        if (tid == g_array_index(vcpus, int, 0))
+          continue;
+        g_autofree char *have =
+            qp_test_task_field(l[i].pid, tid, "Cpus_allowed_list");
+        if (have == NULL)
+          continue; /* a worker thread that left meanwhile */
+        g_assert_cmpstr(have, ==,
+                        json_object_get_string_member(plans[l[i].cpu],
+                                                      "emulator-cpus"));
+        threads++;
+      }
+      g_assert_cmpuint(threads, >=, 1);
+      g_auto(GStrv) pol =
+          qp_test_policies_of_mappings(l[i].pid, GUEST_MIB * 1024);
+      g_assert_cmpuint(g_strv_length(pol), ==, 1);
+      g_assert_cmpstr(pol[0], ==, "bind:0");
+      /* One QEMU (the launched process itself) and one keeper. */
+      g_assert_cmpuint(keepers->len, ==, 1);
+      g_assert_cmpuint(others->len, ==, 1);
+      g_assert_cmpint(g_array_index(others, int, 0), ==, l[i].pid);
+    } else {
+      n_failed++;
+      if (strcmp(err, nofit) != 0)
+        g_test_message("launch %d: status %d, stderr: %s", i,
+                       l[i].exit_status, err);
+      g_assert_cmpint(l[i].exit_status, ==, 1);
+      g_assert_cmpuint(count_lines(err), ==, 1);
+      g_assert_cmpstr(err, ==, nofit);
+      g_assert_cmpuint(keepers->len, ==, 0);
+      g_assert_cmpuint(others->len, ==, 0);
+    }
+  }
+  g_test_message("%u launches ran, %u were refused with: %s", n_running,
+                 n_failed, nofit);
+  g_assert_cmpuint(n_running, ==, N_FIT);
+  g_assert_cmpuint(n_failed, ==, N_LAUNCHES - N_FIT);
+
+  /* No QEMU left paused: every QEMU of this test is one of the running
+   * guests, and each says "running" to its caller's monitor. */
+  g_autoptr(GArray) all = pids_of_kind(f->marker, FALSE);
+  g_assert_cmpuint(all->len, ==, N_FIT);
+  for (guint i = 0; i < all->len; i++)
+    g_assert_true(g_hash_table_contains(
+        qemu_pids, GINT_TO_POINTER(g_array_index(all, int, i))));
+  for (int i = 0; i < N_LAUNCHES; i++)
+    if (l[i].running) {
+      g_autofree char *qs = query_status(l[i].sock);
+      g_assert_cmpstr(qs, ==, "running");
+    }
+  g_autoptr(GArray) keepers = pids_of_kind(f->marker, TRUE);
+  g_assert_cmpuint(keepers->len, ==, N_FIT);
+
+  /* The ledger holds exactly the running guests. */
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, N_FIT);
+  g_autoptr(JsonObject) st = status_json(f->state, reserve_opt);
+  g_assert_cmpint(node0_mem(st, "claimed"), ==, N_FIT * GUEST_MIB);
+  g_assert_cmpint(node0_mem(st, "uncommitted"), ==,
+                  capacity - N_FIT * GUEST_MIB);
+  g_assert_cmpuint(n_vms(st), ==, N_FIT);
+  JsonArray *vms = json_object_get_array_member(st, "vms");
+  for (guint i = 0; i < N_FIT; i++) {
+    JsonObject *vm = json_array_get_object_element(vms, i);
+    g_assert_true(g_hash_table_contains(
+        qemu_pids, GINT_TO_POINTER(json_object_get_int_member(vm, "qemu-pid"))));
+  }
+
+  /* Stop the guests: the ledger empties. */
+  for (int i = 0; i < N_LAUNCHES; i++)
+    if (l[i].running)
+      kill(l[i].pid, SIGTERM);
+  for (int i = 0; i < N_LAUNCHES; i++)
+    if (l[i].running)
+      g_assert_cmpint(qp_test_wait(l[i].pid, 30000), >=, 0);
+  g_assert_true(qp_test_wait_no_process(f->marker, 30000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+  g_autoptr(JsonObject) after = status_json(f->state, reserve_opt);
+  g_assert_cmpint(node0_mem(after, "claimed"), ==, 0);
+  g_assert_cmpuint(n_vms(after), ==, 0);
+  g_assert_cmpuint(n_warnings(after), ==, 0);
+
+  for (int i = 0; i < N_LAUNCHES; i++) {
+    g_ptr_array_unref(cmds[i]);
+    g_free(l[i].dir);
+    g_free(l[i].sock);
+    g_free(l[i].name);
+    g_free(l[i].tag);
+  }
+  for (int c = 0; c < 2; c++) {
+    json_object_unref(plans[c]);
+    g_strfreev(want_vcpu[c]);
+  }
+  g_ptr_array_unref(s.violations);
+}
+
+/* ---- 2. Faults ------------------------------------------------------------- */
+
+static void
+test_killed_keeper_keeps_claim(Fixture *f, gconstpointer data)
+{
+  GPid pid = start_vm(f, NULL);
+  int keeper = the_keeper(f->marker);
+  g_autofree char *id = check_record_names(f, pid, keeper);
+
+  kill(keeper, SIGKILL);
+  g_assert_true(wait_gone(keeper, 10000));
+  g_autoptr(GArray) keepers = pids_of_kind(f->marker, TRUE);
+  g_assert_cmpuint(keepers->len, ==, 0);
+
+  /* QEMU lives: the claim stays, through status and status --prune. */
+  g_autofree char *qs = query_status(f->qmp);
+  g_assert_cmpstr(qs, ==, "running");
+  g_autoptr(JsonObject) st = status_json(f->state, "--prune");
+  g_assert_cmpuint(n_vms(st), ==, 1);
+  JsonObject *vm =
+      json_array_get_object_element(json_object_get_array_member(st, "vms"), 0);
+  g_assert_cmpstr(json_object_get_string_member(vm, "id"), ==, id);
+  g_assert_cmpint(json_object_get_int_member(vm, "qemu-pid"), ==, pid);
+  g_assert_cmpint(node0_mem(st, "claimed"), ==, GUEST_MIB);
+  g_autofree char *again = only_record_id(f->state);
+  g_assert_cmpstr(again, ==, id);
+
+  /* QEMU killed too (a zombie not yet reaped holds nothing): the next
+   * status prunes the record. */
+  kill(pid, SIGKILL);
+  g_assert_true(wait_proc_state(pid, 'Z', 10000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
+  g_autoptr(JsonObject) st2 = status_json(f->state, NULL);
+  g_assert_cmpuint(n_vms(st2), ==, 0);
+  g_assert_cmpint(node0_mem(st2, "claimed"), ==, 0);
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+  g_assert_cmpint(qp_test_wait(pid, 10000), ==, 128 + SIGKILL);
+}
+
+static void
+test_killed_qemu_released_by_keeper(Fixture *f, gconstpointer data)
+{
+  GPid pid = start_vm(f, NULL);
+  int keeper = the_keeper(f->marker);
+  g_autofree char *id = check_record_names(f, pid, keeper);
+
+  kill(pid, SIGKILL);
+  g_assert_cmpint(qp_test_wait(pid, 10000), ==, 128 + SIGKILL);
+  /* Nobody but the keeper touches the ledger here. */
+  g_assert_true(wait_records(f->state, 0, 20000));
+  g_assert_true(wait_gone(keeper, 20000));
+  g_assert_true(qp_test_wait_no_process(f->marker, 10000));
+  g_autoptr(JsonObject) st = status_json(f->state, NULL);
+  g_assert_cmpuint(n_vms(st), ==, 0);
+  g_assert_cmpint(node0_mem(st, "claimed"), ==, 0);
+  g_autofree char *err = file_text(f->dir, "stderr");
+  g_test_message("stderr of the launch: \"%s\"", err);
+  g_assert_cmpstr(err, ==, "");
+}
+
+static void
+test_killed_qemu_pruned_by_next_plan(Fixture *f, gconstpointer data)
+{
+  GPid pid = start_vm(f, NULL);
+  int keeper = the_keeper(f->marker);
+  g_autofree char *id = check_record_names(f, pid, keeper);
+
+  /* The keeper cannot act: only the next plan can free the claim. */
+  kill(keeper, SIGSTOP);
+  g_assert_true(wait_proc_state(keeper, 'T', 10000));
+  kill(pid, SIGKILL);
+  g_assert_cmpint(qp_test_wait(pid, 10000), ==, 128 + SIGKILL);
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
+
+  g_autoptr(GPtrArray) cmd = vm_command(f, NULL);
+  g_autoptr(JsonObject) plan = qp_test_plan((char **)cmd->pdata + 1);
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+  g_autofree char *stale = record_path(f->state, id, ".json");
+  g_assert_false(g_file_test(stale, G_FILE_TEST_EXISTS));
+
+  /* The keeper, let go, finds its record gone and leaves quietly. */
+  kill(keeper, SIGCONT);
+  g_assert_true(wait_gone(keeper, 20000));
+  g_assert_true(qp_test_wait_no_process(f->marker, 10000));
+  g_autofree char *err = file_text(f->dir, "stderr");
+  g_assert_cmpstr(err, ==, "");
+}
+
+/* qemu-pin stopped between writing the claim and exec'ing QEMU. Returns
+ * its PID; the record names it. */
+static GPid
+start_stopped_before_exec(Fixture *f, int *keeper_out, char **id_out)
+{
+  g_autoptr(GPtrArray) cmd = vm_command(f, NULL);
+  g_auto(GStrv) env = g_get_environ();
+  env = g_environ_setenv(env, "QEMU_PIN_TEST_STOP_BEFORE_EXEC", "1", TRUE);
+  GPid pid = qp_test_spawn((char **)cmd->pdata, env, f->dir);
+  g_assert_true(wait_proc_state(pid, 'T', 30000));
+
+  /* Still qemu-pin, not QEMU yet, and its claim is written. */
+  g_autofree char *exe_path = g_strdup_printf("/proc/%d/exe", pid);
+  g_autofree char *exe = g_file_read_link(exe_path, NULL);
+  g_autofree char *self = realpath(qp_test_binary(), NULL);
+  g_assert_cmpstr(exe, ==, self);
+  int keeper = the_keeper(f->marker);
+  *id_out = check_record_names(f, pid, keeper);
+  *keeper_out = keeper;
+  return pid;
+}
+
+static void
+test_killed_before_exec_keeper_releases(Fixture *f, gconstpointer data)
+{
+  int keeper;
+  g_autofree char *id = NULL;
+  GPid pid = start_stopped_before_exec(f, &keeper, &id);
+
+  kill(pid, SIGKILL);
+  g_assert_cmpint(qp_test_wait(pid, 10000), ==, 128 + SIGKILL);
+  /* The keeper sees the monitor close, removes the record and leaves. */
+  g_assert_true(wait_records(f->state, 0, 20000));
+  g_assert_true(wait_gone(keeper, 20000));
+  g_assert_true(qp_test_wait_no_process(f->marker, 10000));
+  g_autoptr(JsonObject) st = status_json(f->state, NULL);
+  g_assert_cmpuint(n_vms(st), ==, 0);
+  g_assert_cmpint(node0_mem(st, "claimed"), ==, 0);
+}
+
+static void
+test_killed_before_exec_status_prunes(Fixture *f, gconstpointer data)
+{
+  int keeper;
+  g_autofree char *id = NULL;
+  GPid pid = start_stopped_before_exec(f, &keeper, &id);
+
+  kill(keeper, SIGSTOP);
+  g_assert_true(wait_proc_state(keeper, 'T', 10000));
+  kill(pid, SIGKILL);
+  g_assert_cmpint(qp_test_wait(pid, 10000), ==, 128 + SIGKILL);
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
+  /* The record names a dead PID: the next status prunes it. */
+  g_autoptr(JsonObject) st = status_json(f->state, NULL);
+  g_assert_cmpuint(n_vms(st), ==, 0);
+  g_assert_cmpint(node0_mem(st, "claimed"), ==, 0);
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+
+  kill(keeper, SIGCONT);
+  g_assert_true(wait_gone(keeper, 20000));
+  g_assert_true(qp_test_wait_no_process(f->marker, 10000));
+}
+
+typedef struct {
+  const char *name;
+  const char *cut_after; /* the record is cut this far past ... */
+  gsize extra;           /* ... plus this many bytes */
+  gboolean knows_nodes;  /* the salvaged nodes are the record's own */
+} CorruptCase;
+
+static const CorruptCase corrupt_cases[] = {
+  {"cut-inside-time", "\"time\"", 3, TRUE},
+  {"cut-inside-memory", "\"memory-mib\"", 6, FALSE},
+};
+
+static void
+test_truncated_record(Fixture *f, gconstpointer data)
+{
+  const CorruptCase *c = data;
+
+  /* A real record of a real launch. */
+  GPid pid = start_vm(f, NULL);
+  g_autofree char *id = only_record_id(f->state);
+  g_autofree char *path = record_path(f->state, id, ".json");
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  kill(pid, SIGTERM);
+  g_assert_cmpint(qp_test_wait(pid, 30000), >=, 0);
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+
+  /* The same record, cut short, left behind as if by a crash. */
+  const char *at = strstr(text, c->cut_after);
+  g_assert_nonnull(at);
+  gsize len = (gsize)(at - text) + strlen(c->cut_after) + c->extra;
+  g_assert_cmpuint(len, <, strlen(text));
+  g_assert_true(g_file_set_contents_full(path, text, (gssize)len,
+                                         G_FILE_SET_CONTENTS_NONE, 0600, NULL));
+  g_autofree char *cut = g_strndup(text, len);
+  g_test_message("record cut to %zu of %zu bytes: ...%s", len, strlen(text),
+                 cut + MAX(len, 40) - 40);
+
+  /* status: quarantined, warned about, node 0 held. */
+  g_autofree char *sd = g_strdup_printf("--state-dir=%s", f->state);
+  char *argv[] = {(char *)qp_test_binary(), "status", sd, NULL};
+  QpTestRun r;
+  qp_test_run(argv, NULL, &r);
+  g_test_message("status:\n%s%s", r.out, r.err);
+  g_assert_cmpint(r.status, ==, 0);
+  g_autofree char *moved = g_strdup_printf(
+      "warning: ledger record %s could not be read (", path);
+  g_autofree char *moved_end =
+      g_strdup_printf("); moved to %s.json.corrupt\n", id);
+  g_autofree char *corrupt = record_path(f->state, id, ".json.corrupt");
+  g_autofree char *held =
+      c->knows_nodes
+          ? g_strdup_printf("ledger record %s is unreadable: its nodes 0 are "
+                            "held until an operator removes it",
+                            corrupt)
+          : g_strdup_printf("ledger record %s is unreadable and does not say "
+                            "which nodes it holds: all nodes 0 are held until "
+                            "an operator removes it",
+                            corrupt);
+  g_autofree char *held_line = g_strdup_printf("warning: %s\n", held);
+  g_assert_nonnull(strstr(r.out, moved));
+  g_assert_nonnull(strstr(r.out, moved_end));
+  g_assert_nonnull(strstr(r.out, held_line));
+  g_assert_nonnull(strstr(r.out, "(blocked by an unreadable record)\n"));
+  g_assert_nonnull(
+      strstr(r.out, "  memory [XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX]  X blocked\n"));
+  g_assert_nonnull(strstr(r.out, "no VM holds a claim\n"));
+  qp_test_run_clear(&r);
+  g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+  g_autofree char *kept = NULL;
+  gsize kept_len = 0;
+  g_assert_true(g_file_get_contents(corrupt, &kept, &kept_len, NULL));
+  g_assert_cmpmem(kept, kept_len, text, len); /* moved, not altered */
+
+  /* Every later read warns again and holds the node. */
+  g_autoptr(JsonObject) st = status_json(f->state, NULL);
+  g_assert_true(json_object_get_boolean_member(node0(st), "blocked"));
+  g_assert_cmpint(node0_mem(st, "uncommitted"), ==, 0);
+  g_assert_cmpuint(n_vms(st), ==, 0);
+  g_assert_cmpuint(n_warnings(st), ==, 1);
+  g_assert_cmpstr(json_array_get_string_element(
+                      json_object_get_array_member(st, "warnings"), 0),
+                  ==, held);
+
+  /* A launch that needs node 0 is refused; no QEMU starts. */
+  g_autoptr(GPtrArray) cmd = vm_command(f, NULL);
+  qp_test_run((char **)cmd->pdata, NULL, &r);
+  g_test_message("launch on the held node: status %d, stderr: %s", r.status,
+                 r.err);
+  g_assert_cmpint(r.status, ==, 1);
+  g_autofree char *warn_line = g_strdup_printf("qemu-pin: warning: %s\n", held);
+  g_assert_true(g_str_has_prefix(r.err, warn_line));
+  g_assert_cmpuint(count_lines(r.err), ==, 2);
+  const char *error_line = r.err + strlen(warn_line);
+  /* The refusal itself should name the node it could not use. */
+  if (strstr(error_line, "node 0") == NULL)
+    g_test_fail_printf("the refusal does not name node 0: %s", error_line);
+  g_assert_true(qp_test_wait_no_process(f->marker, 10000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+  g_assert_true(g_file_test(corrupt, G_FILE_TEST_EXISTS));
+  qp_test_run_clear(&r);
+
+  /* The operator removes it: node 0 is free again and a VM starts. */
+  g_assert_cmpint(unlink(corrupt), ==, 0);
+  g_autoptr(JsonObject) st2 = status_json(f->state, NULL);
+  g_assert_false(json_object_get_boolean_member(node0(st2), "blocked"));
+  g_assert_cmpuint(n_warnings(st2), ==, 0);
+  g_assert_cmpint(node0_mem(st2, "uncommitted"), ==,
+                  node0_mem(st2, "total") - node0_mem(st2, "reserve"));
+  GPid pid2 = start_vm(f, NULL);
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
+  kill(pid2, SIGTERM);
+  g_assert_cmpint(qp_test_wait(pid2, 30000), >=, 0);
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+}
+
+typedef struct {
+  const char *name;
+  gboolean dangling;
+} SymlinkCase;
+
+static const SymlinkCase symlink_cases[] = {
+  {"to-a-directory", FALSE},
+  {"dangling", TRUE},
+};
+
+static void
+test_symlink_state_dir(Fixture *f, gconstpointer data)
+{
+  const SymlinkCase *c = data;
+  g_autofree char *target = g_build_filename(f->dir, "real", NULL);
+  if (!c->dangling)
+    g_assert_cmpint(mkdir(target, 0700), ==, 0);
+  g_assert_cmpint(symlink(target, f->state), ==, 0);
+
+  g_autoptr(GPtrArray) cmd = vm_command(f, NULL);
+  QpTestRun r;
+  qp_test_run((char **)cmd->pdata, NULL, &r);
+  g_test_message("status %d, stderr: %s", r.status, r.err);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_cmpuint(count_lines(r.err), ==, 1);
+  g_autofree char *names = g_strdup_printf("state directory %s is a symlink", f->state);
+  g_assert_nonnull(strstr(r.err, names));
+  qp_test_run_clear(&r);
+  /* Nothing started, nothing created through the link. */
+  g_assert_true(qp_test_wait_no_process(f->marker, 10000));
+  if (c->dangling) {
+    g_assert_false(g_file_test(target, G_FILE_TEST_EXISTS));
+  } else {
+    g_autoptr(GDir) d = g_dir_open(target, 0, NULL);
+    g_assert_nonnull(d);
+    g_assert_null(g_dir_read_name(d));
+  }
+  /* status refuses it the same way. */
+  g_autofree char *sd = g_strdup_printf("--state-dir=%s", f->state);
+  char *argv[] = {(char *)qp_test_binary(), "status", sd, NULL};
+  qp_test_run(argv, NULL, &r);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_cmpuint(count_lines(r.err), ==, 1);
+  g_assert_nonnull(strstr(r.err, names));
+  g_assert_cmpstr(r.out, ==, "");
+  qp_test_run_clear(&r);
+}
+
+static void
+test_daemonize_record_names_daemon(Fixture *f, gconstpointer data)
+{
+  g_autofree char *qmparg = g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  g_autofree char *pidfile = g_build_filename(f->dir, "vm.pid", NULL);
+  const char *opts[] = {"--mode=balanced", NULL};
+  const char *extra[] = {"-daemonize", "-pidfile", pidfile, "-qmp", qmparg, NULL};
+  g_autoptr(GPtrArray) cmd = command(f, f->state, f->marker, opts, extra);
+  QpTestRun r;
+  qp_test_run((char **)cmd->pdata, NULL, &r);
+  g_assert_cmpstr(r.err, ==, "");
+  g_assert_cmpint(r.status, ==, 0);
+  qp_test_run_clear(&r);
+
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(pidfile, &text, NULL, NULL));
+  int pid = atoi(text);
+  g_assert_cmpint(pid, >, 0);
+  g_autofree char *qs = query_status(f->qmp);
+  g_assert_cmpstr(qs, ==, "running");
+  int keeper = the_keeper(f->marker);
+  g_autofree char *id = check_record_names(f, pid, keeper);
+  g_autoptr(JsonObject) rec = read_record(f->state, id);
+  gint64 launcher = json_object_get_int_member(rec, "launcher-pid");
+  char lstate = launcher > 0 ? proc_state((int)launcher, NULL) : 0;
+  g_test_message("record: qemu-pid %d, launcher-pid %" G_GINT64_FORMAT
+                 " (%s)",
+                 pid, launcher, lstate ? "alive" : "gone");
+  g_autoptr(JsonObject) st = status_json(f->state, NULL);
+  g_assert_cmpuint(n_vms(st), ==, 1);
+  JsonObject *vm =
+      json_array_get_object_element(json_object_get_array_member(st, "vms"), 0);
+  g_assert_cmpint(json_object_get_int_member(vm, "qemu-pid"), ==, pid);
+  g_assert_cmpint(json_object_get_int_member(vm, "keeper-pid"), ==, keeper);
+  /* qemu-pin has returned: nothing waits for the daemon any more, so the
+   * record names no launcher (docs/ledger.md: "launcher-pid ... qemu-pin
+   * itself while it waits for -daemonize, else 0"). */
+  if (launcher != 0 || json_object_has_member(vm, "launcher-pid"))
+    g_test_fail_printf("after qemu-pin returned, the record still names "
+                       "launcher-pid %" G_GINT64_FORMAT " (%s); expected 0",
+                       launcher, lstate ? "alive" : "gone");
+
+  kill(pid, SIGTERM);
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+}
+
+/* ---- 3. Status views ------------------------------------------------------- */
+
+static char *
+line_starting(const char *text, const char *prefix)
+{
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i]; i++)
+    if (g_str_has_prefix(lines[i], prefix))
+      return g_strdup(lines[i]);
+  return NULL;
+}
+
+static void
+test_status_one_vm(Fixture *f, gconstpointer data)
+{
+  const gint64 total = host_total_mib();
+  /* Half the node reserved: 20 of the 40 columns; the 64 MiB claim is
+   * less than one column, shown as one. */
+  const gint64 reserve = total / 2;
+  g_autofree char *reserve_opt =
+      g_strdup_printf("--reserve-mib=%" G_GINT64_FORMAT, reserve);
+  gint64 t0 = g_get_real_time() / G_USEC_PER_SEC;
+  GPid pid = start_vm(f, NULL);
+  gint64 t1 = g_get_real_time() / G_USEC_PER_SEC;
+  int keeper = the_keeper(f->marker);
+  g_autofree char *id = check_record_names(f, pid, keeper);
+
+  g_autofree char *sd = g_strdup_printf("--state-dir=%s", f->state);
+  char *argv[] = {(char *)qp_test_binary(), "status", sd, reserve_opt, NULL};
+  QpTestRun r;
+  qp_test_run(argv, NULL, &r);
+  g_test_message("status:\n%s", r.out);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_cmpstr(r.err, ==, "");
+  g_autofree char *head = g_strdup_printf(
+      "node 0: %" G_GINT64_FORMAT " MiB total, %" G_GINT64_FORMAT
+      " reserved, %d claimed, %" G_GINT64_FORMAT " free\n",
+      total, reserve, GUEST_MIB, total - reserve - GUEST_MIB);
+  g_assert_true(g_str_has_prefix(r.out, head));
+  g_autofree char *bar = line_starting(r.out, "  memory [");
+  g_assert_cmpstr(bar, ==,
+                  "  memory [#++++++++++++++++++++...................]  "
+                  "# claimed, + host reserve, . free");
+  g_autofree char *cpus = line_starting(r.out, "  cpus ");
+  g_assert_cmpstr(cpus, ==,
+                  "  cpus 0-1 [SS]  D dedicated, S shared (1 vCPUs, 0.50 per "
+                  "CPU), . free, - not usable");
+  g_assert_nonnull(strstr(r.out, "\n1 VM holding claims:\n"));
+  g_autofree char *vm_prefix = g_strdup_printf(
+      "  %s  %s  qemu pid %d, keeper pid %d, mode balanced, since ", f->marker,
+      id, pid, keeper);
+  g_autofree char *vm_line = line_starting(r.out, vm_prefix);
+  g_assert_nonnull(vm_line);
+  g_assert_true(g_str_has_suffix(vm_line, " UTC"));
+  g_assert_nonnull(
+      strstr(r.out, "\n    memory node 0 64 MiB; 1 shared vCPUs on node 0\n"));
+  g_assert_null(strstr(r.out, "warning"));
+  qp_test_run_clear(&r);
+
+  g_autoptr(JsonObject) st = status_json(f->state, reserve_opt);
+  JsonObject *n = node0(st);
+  g_assert_cmpint(node0_mem(st, "total"), ==, total);
+  g_assert_cmpint(node0_mem(st, "reserve"), ==, reserve);
+  g_assert_cmpint(node0_mem(st, "claimed"), ==, GUEST_MIB);
+  g_assert_cmpint(node0_mem(st, "uncommitted"), ==, total - reserve - GUEST_MIB);
+  g_assert_false(json_object_get_boolean_member(n, "blocked"));
+  g_assert_cmpstr(json_object_get_string_member(n, "cpus"), ==, "0-1");
+  g_assert_cmpstr(json_object_get_string_member(n, "dedicated-cpus"), ==, "");
+  g_assert_cmpint(json_object_get_int_member(n, "shared-vcpus"), ==, 1);
+  g_assert_cmpfloat(json_object_get_double_member(n, "load-per-cpu"), ==, 0.5);
+  g_assert_cmpuint(n_vms(st), ==, 1);
+  g_assert_cmpuint(n_warnings(st), ==, 0);
+  JsonObject *vm =
+      json_array_get_object_element(json_object_get_array_member(st, "vms"), 0);
+  g_assert_cmpstr(json_object_get_string_member(vm, "id"), ==, id);
+  g_assert_cmpstr(json_object_get_string_member(vm, "name"), ==, f->marker);
+  g_assert_cmpint(json_object_get_int_member(vm, "qemu-pid"), ==, pid);
+  g_assert_cmpint(json_object_get_int_member(vm, "keeper-pid"), ==, keeper);
+  g_assert_false(json_object_has_member(vm, "launcher-pid"));
+  g_assert_cmpstr(json_object_get_string_member(vm, "mode"), ==, "balanced");
+  JsonObject *mem = json_object_get_object_member(vm, "memory-mib");
+  g_assert_cmpuint(json_object_get_size(mem), ==, 1);
+  g_assert_cmpint(json_object_get_int_member(mem, "0"), ==, GUEST_MIB);
+  JsonObject *load = json_object_get_object_member(vm, "load");
+  g_assert_cmpuint(json_object_get_size(load), ==, 1);
+  g_assert_cmpint(json_object_get_int_member(load, "0"), ==, 1);
+  g_assert_cmpuint(
+      json_array_get_length(json_object_get_array_member(vm, "hugepages")), ==, 0);
+  g_assert_cmpstr(json_object_get_string_member(vm, "dedicated-cpus"), ==, "");
+  gint64 since = json_object_get_int_member(vm, "since");
+  g_assert_cmpint(since, >=, t0);
+  g_assert_cmpint(since, <=, t1);
+
+  kill(pid, SIGTERM);
+  g_assert_cmpint(qp_test_wait(pid, 30000), >=, 0);
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+}
+
+static void
+test_status_dedicated_cpu(Fixture *f, gconstpointer data)
+{
+  GPid pid = start_vm(f, "--mode=one-to-one");
+  int keeper = the_keeper(f->marker);
+  g_autofree char *id = check_record_names(f, pid, keeper);
+  g_autoptr(JsonObject) rec = read_record(f->state, id);
+  const char *ded = json_object_get_string_member(rec, "dedicated-cpus");
+  g_assert_true(strcmp(ded, "0") == 0 || strcmp(ded, "1") == 0);
+  /* The vCPU runs on the dedicated CPU. */
+  const char *want[] = {ded, NULL};
+  g_assert_true(qp_test_wait_vcpu_affinity(pid, want, 0));
+
+  g_autofree char *sd = g_strdup_printf("--state-dir=%s", f->state);
+  char *argv[] = {(char *)qp_test_binary(), "status", sd, NULL};
+  QpTestRun r;
+  qp_test_run(argv, NULL, &r);
+  g_test_message("status:\n%s", r.out);
+  g_assert_cmpint(r.status, ==, 0);
+  g_autofree char *cpus = line_starting(r.out, "  cpus ");
+  g_autofree char *want_line = g_strdup_printf(
+      "  cpus 0-1 [%s]  D dedicated, S shared (0 vCPUs, 0.00 per CPU), . "
+      "free, - not usable",
+      strcmp(ded, "0") == 0 ? "D." : ".D");
+  g_assert_cmpstr(cpus, ==, want_line);
+  g_autofree char *mem_line = g_strdup_printf(
+      "\n    memory node 0 64 MiB; dedicated cpus %s\n", ded);
+  g_assert_nonnull(strstr(r.out, mem_line));
+  qp_test_run_clear(&r);
+
+  g_autoptr(JsonObject) st = status_json(f->state, NULL);
+  g_assert_cmpstr(json_object_get_string_member(node0(st), "dedicated-cpus"),
+                  ==, ded);
+  g_assert_cmpint(json_object_get_int_member(node0(st), "shared-vcpus"), ==, 0);
+
+  kill(pid, SIGTERM);
+  g_assert_cmpint(qp_test_wait(pid, 30000), >=, 0);
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+#define ADD(path, fn, data) \
+  g_test_add(path, Fixture, data, setup, fn, teardown)
+  ADD("/claims/concurrent/exactly-those-that-fit-start-and-run-pinned",
+      test_concurrent_launches, NULL);
+  ADD("/claims/fault/killed-keeper-keeps-claim-until-qemu-dies",
+      test_killed_keeper_keeps_claim, NULL);
+  ADD("/claims/fault/killed-qemu-released-by-keeper",
+      test_killed_qemu_released_by_keeper, NULL);
+  ADD("/claims/fault/killed-qemu-pruned-by-next-plan",
+      test_killed_qemu_pruned_by_next_plan, NULL);
+  ADD("/claims/fault/killed-before-exec-keeper-releases",
+      test_killed_before_exec_keeper_releases, NULL);
+  ADD("/claims/fault/killed-before-exec-status-prunes",
+      test_killed_before_exec_status_prunes, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS(corrupt_cases); i++) {
+    g_autofree char *p = g_strdup_printf("/claims/fault/truncated-record/%s",
+                                         corrupt_cases[i].name);
+    ADD(p, test_truncated_record, &corrupt_cases[i]);
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS(symlink_cases); i++) {
+    g_autofree char *p = g_strdup_printf("/claims/fault/symlink-state-dir/%s",
+                                         symlink_cases[i].name);
+    ADD(p, test_symlink_state_dir, &symlink_cases[i]);
+  }
+  ADD("/claims/fault/daemonize-record-names-the-daemon",
+      test_daemonize_record_names_daemon, NULL);
+  ADD("/claims/status/one-balanced-vm", test_status_one_vm, NULL);
+  ADD("/claims/status/one-to-one-vm-shows-its-dedicated-cpu",
+      test_status_dedicated_cpu, NULL);
+  return g_test_run();
+}

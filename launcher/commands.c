@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "launcher/launch.h"
+#include "launcher/log.h"
 #include "launcher/options.h"
 #include "launcher/qemu-args.h"
 #include "topology/host.h"
@@ -56,7 +57,7 @@ qp_find_real_qemu(const char *argv0, GError **error)
 static int
 usage_error(GError *error)
 {
-  g_printerr("qemu-pin: %s\n", error->message);
+  qp_error("%s", error->message);
   return 2;
 }
 
@@ -66,7 +67,7 @@ cmd_topology(QpOptions *opts)
   g_autoptr(GError) error = NULL;
   g_autoptr(QpHost) host = qp_host_load(opts->topology, &error);
   if (host == NULL) {
-    g_printerr("qemu-pin: %s\n", error->message);
+    qp_error("%s", error->message);
     return 1;
   }
   if (opts->json) {
@@ -86,26 +87,26 @@ cmd_status(QpOptions *opts)
   g_autoptr(GError) error = NULL;
   g_autoptr(QpHost) host = qp_host_load(opts->topology, &error);
   if (host == NULL) {
-    g_printerr("qemu-pin: %s\n", error->message);
+    qp_error("%s", error->message);
     return 1;
   }
   g_autofree char *dir =
       opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir();
   g_autoptr(QpLedger) ledger = qp_ledger_open(dir, &error);
   if (ledger == NULL || !qp_ledger_lock(ledger, &error)) {
-    g_printerr("qemu-pin: %s\n", error->message);
+    qp_error("%s", error->message);
     return 1;
   }
   /* Reading prunes the records of VMs that are gone. */
   g_autoptr(QpClaims) claims = qp_ledger_read(ledger, host, &error);
   qp_ledger_unlock(ledger);
   if (claims == NULL) {
-    g_printerr("qemu-pin: %s\n", error->message);
+    qp_error("%s", error->message);
     return 1;
   }
   if (opts->picture != NULL) {
     if (!qp_status_picture(opts->topology, claims, opts->picture, &error)) {
-      g_printerr("qemu-pin: %s\n", error->message);
+      qp_error("%s", error->message);
       return 1;
     }
     g_print("qemu-pin: drew %u VMs on the host in %s\n", claims->claims->len,
@@ -132,19 +133,21 @@ run_qemu(QpOptions *opts, const char *binary, const char *argv0, int argc,
   g_autoptr(QpQemuArgs) args =
       qp_qemu_args_parse((guint)argc, argv, &error);
   if (args == NULL) {
-    g_printerr("qemu-pin: %s\n", error->message);
+    qp_error("%s", error->message);
     return 1;
   }
   if (!qp_options_parse_env(opts, &error) ||
       !qp_options_load_config(opts, args, &error))
     return usage_error(error);
+  qp_log_init(opts->verbose);
+  qp_log_set_vm(args->name);
   if (args->passthrough && !plan_only) {
     g_autofree char **full = g_new0(char *, (gsize)argc + 2);
     full[0] = (char *)argv0;
     for (int i = 0; i < argc; i++)
       full[i + 1] = argv[i];
     int rc = qp_exec(binary, full, &error);
-    g_printerr("qemu-pin: %s\n", error->message);
+    qp_error("%s", error->message);
     return rc;
   }
   if (plan_only || opts->dry_run)
@@ -155,7 +158,7 @@ run_qemu(QpOptions *opts, const char *binary, const char *argv0, int argc,
     for (int i = 0; i < argc; i++)
       full[i + 1] = argv[i];
     int rc = qp_exec(binary, full, &error);
-    g_printerr("qemu-pin: %s\n", error->message);
+    qp_error("%s", error->message);
     return rc;
   }
   return qp_launch(opts, binary, argv0, args);
@@ -169,6 +172,7 @@ qp_main(int argc, char **argv)
   int rc;
 
   qp_options_init(&opts);
+  qp_log_init(0);
   g_autofree char *self = g_path_get_basename(argv[0]);
 
   /* Drop-in: installed or linked under a QEMU binary's name, every argument
@@ -183,7 +187,7 @@ qp_main(int argc, char **argv)
     g_autofree char *real =
         opts.qemu ? g_strdup(opts.qemu) : qp_find_real_qemu(argv[0], &error);
     if (real == NULL) {
-      g_printerr("qemu-pin: %s\n", error->message);
+      qp_error("%s", error->message);
       rc = 1;
       goto out;
     }
@@ -237,8 +241,8 @@ qp_main(int argc, char **argv)
   plan_only = shift == 1;
 
   if (qemu_index >= argc) {
-    g_printerr("qemu-pin: no QEMU binary given: usage: qemu-pin [OPTIONS] "
-               "[--] QEMU_BINARY [QEMU_ARGS...] (see --help)\n");
+    qp_error("no QEMU binary given: usage: qemu-pin [OPTIONS] "
+             "[--] QEMU_BINARY [QEMU_ARGS...] (see --help)");
     rc = 2;
     goto out;
   }

@@ -3,6 +3,7 @@
  * the plan whenever the guest is resumed by someone else, and releases the
  * VM's claim when QEMU exits. */
 #include "launcher/launch.h"
+#include "launcher/log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -45,8 +46,8 @@ klog(Keeper *k, int level, const char *fmt, ...)
   va_start(ap, fmt);
   g_autofree char *msg = g_strdup_vprintf(fmt, ap);
   va_end(ap);
-  g_printerr("qemu-pin: keeper: +%.3f ms: %s\n",
-             (double)(g_get_monotonic_time() - k->t0) / 1000.0, msg);
+  qp_info("keeper: +%.3f ms: %s",
+          (double)(g_get_monotonic_time() - k->t0) / 1000.0, msg);
 }
 
 /* Closes every inherited descriptor but stdio and the ones we use: above
@@ -195,11 +196,11 @@ release_unplugged(Keeper *k, GArray *vcpus)
   g_autoptr(GError) error = NULL;
   g_autoptr(QpLedger) ledger = qp_ledger_open(k->cfg->state_dir, &error);
   if (ledger == NULL || !qp_ledger_lock(ledger, &error)) {
-    g_printerr("qemu-pin: keeper: %s\n", error->message);
+    qp_error("keeper: %s", error->message);
     return;
   }
   if (!qp_ledger_write(ledger, k->cfg->claim, &error))
-    g_printerr("qemu-pin: keeper: %s\n", error->message);
+    qp_error("keeper: %s", error->message);
   qp_ledger_unlock(ledger);
 }
 
@@ -220,7 +221,7 @@ vcpu_target(Keeper *k, int index)
       g_autofree char *list = qp_list_format(core);
       klog(k, 1, "vCPU %d was plugged: core %s claimed", index, list);
     } else {
-      g_printerr("qemu-pin: warning: %s\n", error->message);
+      qp_warning("%s", error->message);
       g_hash_table_add(k->warned, GINT_TO_POINTER(index));
     }
   }
@@ -370,7 +371,7 @@ remove_record(Keeper *k)
   g_autoptr(GError) error = NULL;
   g_autoptr(QpLedger) ledger = qp_ledger_open(k->cfg->state_dir, &error);
   if (ledger == NULL || !qp_ledger_remove(ledger, k->cfg->claim->id, &error))
-    g_printerr("qemu-pin: keeper: cannot release the claim: %s\n",
+    qp_error("keeper: cannot release the claim: %s",
                error->message);
 }
 
@@ -408,7 +409,7 @@ report_failure(Keeper *k, const char *line)
     g_autofree char *l = g_strdup_printf("%s\n", line);
     report(k, l);
   } else {
-    g_printerr("qemu-pin: %s\n", line);
+    qp_error("%s", line);
   }
 }
 
@@ -464,7 +465,7 @@ on_event(Keeper *k, JsonObject *ev)
   if (!query_and_apply(k, &changed, &error)) {
     /* QEMU going away while we look is no news. */
     if (!g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))
-      g_printerr("qemu-pin: keeper: re-applying the plan on resume: %s\n",
+      qp_error("keeper: re-applying the plan on resume: %s",
                  error->message);
   }
   else if (changed > 0)
@@ -495,7 +496,7 @@ hold(Keeper *k)
       g_autoptr(GError) error = NULL;
       if (!query_and_apply(k, NULL, &error) &&
           !g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))
-        g_printerr("qemu-pin: keeper: %s\n", error->message);
+        qp_error("keeper: %s", error->message);
       continue;
     }
     if (p[0].revents)

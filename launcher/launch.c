@@ -1,4 +1,5 @@
 #include "launcher/launch.h"
+#include "launcher/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -122,7 +123,7 @@ static void
 print_warnings(GPtrArray *warnings)
 {
   for (guint i = 0; warnings != NULL && i < warnings->len; i++)
-    g_printerr("qemu-pin: warning: %s\n", (const char *)warnings->pdata[i]);
+    qp_warning("%s", (const char *)warnings->pdata[i]);
 }
 
 /* Loads the host, opens and locks the ledger, reads the claims and plans.
@@ -172,7 +173,7 @@ qp_dry_run(QpOptions *opts, QpQemuArgs *args)
   }
   g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, &error);
   if (plan == NULL) {
-    g_printerr("qemu-pin: %s\n", error->message);
+    qp_error("%s", error->message);
     return 1;
   }
   qp_ledger_unlock(ledger);
@@ -245,7 +246,7 @@ release_claim(QpLedger *ledger, const char *id)
 {
   g_autoptr(GError) error = NULL;
   if (!qp_ledger_remove(ledger, id, &error))
-    g_printerr("qemu-pin: %s\n", error->message);
+    qp_error("%s", error->message);
 }
 
 /* Confines this process (and so QEMU, which inherits it) to the plan's
@@ -289,7 +290,7 @@ wait_daemonized(pid_t child, int status_fd, QpLedger *ledger, const char *id)
   }
   if (strcmp(line->str, "ok\n") != 0) {
     g_strchomp(line->str);
-    g_printerr("qemu-pin: %s\n",
+    qp_error("%s",
                line->len ? line->str : "the keeper died before QEMU was ready");
     release_claim(ledger, id);
     return 1;
@@ -306,14 +307,14 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
 
   g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, &error);
   if (plan == NULL) {
-    g_printerr("qemu-pin: %s\n", error->message);
+    qp_error("%s", error->message);
     return 1;
   }
   print_warnings(plan->warnings);
 
   int sv[2] = {-1, -1};
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-    g_printerr("qemu-pin: cannot create the monitor socket pair: %s\n",
+    qp_error("cannot create the monitor socket pair: %s",
                g_strerror(errno));
     qp_ledger_unlock(ledger);
     return 1;
@@ -321,7 +322,7 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
   g_auto(GStrv) qemu_argv =
       qp_qemu_args_rewrite(args, argv0, plan, sv[1], &error);
   if (qemu_argv == NULL) {
-    g_printerr("qemu-pin: %s\n", error->message);
+    qp_error("%s", error->message);
     qp_ledger_unlock(ledger);
     return 1;
   }
@@ -331,7 +332,7 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
   int status_pipe[2] = {-1, -1};
   if (args->daemonize) {
     if (pipe2(status_pipe, O_CLOEXEC) < 0) {
-      g_printerr("qemu-pin: cannot create a pipe: %s\n", g_strerror(errno));
+      qp_error("cannot create a pipe: %s", g_strerror(errno));
       qp_ledger_unlock(ledger);
       return 1;
     }
@@ -360,14 +361,14 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
   if (status_pipe[1] >= 0)
     close(status_pipe[1]);
   if (keeper < 0) {
-    g_printerr("qemu-pin: %s\n", error->message);
+    qp_error("%s", error->message);
     qp_ledger_unlock(ledger);
     return 1;
   }
   claim->keeper_pid = keeper;
   if (!qp_ledger_write(ledger, claim, &error)) {
     /* The keeper sees the monitor close when we exit, and leaves. */
-    g_printerr("qemu-pin: %s\n", error->message);
+    qp_error("%s", error->message);
     qp_ledger_unlock(ledger);
     return 1;
   }
@@ -376,18 +377,18 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
   if (args->daemonize) {
     pid_t child = fork();
     if (child < 0) {
-      g_printerr("qemu-pin: cannot fork QEMU: %s\n", g_strerror(errno));
+      qp_error("cannot fork QEMU: %s", g_strerror(errno));
       release_claim(ledger, id);
       return 1;
     }
     if (child == 0) {
       if (!apply_process_plan(plan, &error)) {
-        g_printerr("qemu-pin: %s\n", error->message);
+        qp_error("%s", error->message);
         _exit(1);
       }
       fcntl(sv[1], F_SETFD, 0);
       int rc = qp_exec(binary, qemu_argv, &error);
-      g_printerr("qemu-pin: %s\n", error->message);
+      qp_error("%s", error->message);
       _exit(rc);
     }
     close(sv[1]);
@@ -395,7 +396,7 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
   }
 
   if (!apply_process_plan(plan, &error)) {
-    g_printerr("qemu-pin: %s\n", error->message);
+    qp_error("%s", error->message);
     release_claim(ledger, id);
     return 1;
   }
@@ -405,7 +406,7 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
     raise(SIGSTOP);
   fcntl(sv[1], F_SETFD, 0);
   int rc = qp_exec(binary, qemu_argv, &error);
-  g_printerr("qemu-pin: %s\n", error->message);
+  qp_error("%s", error->message);
   release_claim(ledger, id);
   return rc;
 }

@@ -1,0 +1,21 @@
+/* What qemu-pin says: one line each, to stderr ("qemu-pin: ..."), or to the
+ * journal with structured fields when stderr is the journal (a systemd
+ * unit). Info lines (the keeper's steps and timings) need -v. */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+void qp_log_init(int verbose);
+
+/* The VM the following lines are about (the journal's QEMU_PIN_VM). */
+void qp_log_set_vm(const char *name);
+
+void qp_log(GLogLevelFlags level, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+#define qp_error(...) qp_log(G_LOG_LEVEL_CRITICAL, __VA_ARGS__)
+#define qp_warning(...) qp_log(G_LOG_LEVEL_WARNING, __VA_ARGS__)
+#define qp_info(...) qp_log(G_LOG_LEVEL_INFO, __VA_ARGS__)
+
+G_END_DECLS

@@ -2012,6 +2012,55 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
   return TRUE;
 }
 
+/* --vnuma=auto on a guest without -numa: a guest topology mirroring the
+ * placement. -smp options merge, the last value of a key winning, so the
+ * one added at the end decides. Guest nodes (with their own backends) only
+ * where the caller left the RAM to QEMU. Returns TRUE if it made the guest
+ * nodes, which then hold all the RAM. */
+static gboolean
+apply_vnuma(Rewrite *rw, const QpPlan *plan)
+{
+  const QpQemuArgs *a = rw->args;
+  g_ptr_array_add(rw->tail, g_strdup("-smp"));
+  g_ptr_array_add(rw->tail, g_strdup_printf(
+      "cpus=%u,maxcpus=%u,sockets=%u,dies=1,cores=%u,threads=%u",
+      a->req->vcpus, plan->n_vcpus, plan->vnuma_sockets, plan->vnuma_cores,
+      plan->vnuma_threads));
+  if (plan->n_vnodes == 0 || a->machine_memdev != NULL ||
+      a->priv->mem_path != NULL)
+    return FALSE;
+  for (guint i = 0; i < plan->n_vnodes; i++) {
+    const QpPlanVnode *v = &plan->vnodes[i];
+    g_autofree char *id = g_strdup_printf("qemu-pin-vnode%d", v->id);
+    g_auto(hwloc_bitmap_t) host = hwloc_bitmap_alloc();
+    hwloc_bitmap_set(host, (unsigned)v->host_node);
+    g_ptr_array_add(rw->tail, g_strdup("-object"));
+    g_ptr_array_add(rw->tail, new_backend(id, NULL, v->mem_mib * MiB, host,
+                                          QP_POLICY_BIND, FALSE));
+    GString *node = g_string_new("node");
+    g_autofree char *nodeid = g_strdup_printf("%d", v->id);
+    kv_append(node, "nodeid", nodeid);
+    /* A list with gaps takes one cpus= per range. */
+    g_autofree char *cpus = qp_list_format(v->vcpus);
+    g_auto(GStrv) ranges = g_strsplit(cpus, ",", -1);
+    for (guint k = 0; ranges[k] != NULL; k++)
+      kv_append(node, "cpus", ranges[k]);
+    kv_append(node, "memdev", id);
+    g_ptr_array_add(rw->tail, g_strdup("-numa"));
+    g_ptr_array_add(rw->tail, g_string_free(node, FALSE));
+  }
+  for (guint x = 0; plan->vnode_distance != NULL && x < plan->n_vnodes; x++)
+    for (guint y = 0; y < plan->n_vnodes; y++) {
+      if (x == y)
+        continue;
+      g_ptr_array_add(rw->tail, g_strdup("-numa"));
+      g_ptr_array_add(rw->tail, g_strdup_printf(
+          "dist,src=%d,dst=%d,val=%u", plan->vnodes[x].id, plan->vnodes[y].id,
+          plan->vnode_distance[x * plan->n_vnodes + y]));
+    }
+  return TRUE;
+}
+
 char **
 qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
                      const QpPlan *plan, int qmp_fd, GError **error)
@@ -2025,8 +2074,11 @@ qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
   rw.before = g_new0(GPtrArray *, argc + 1);
   rw.drop = g_new0(gboolean, argc + 1);
   rw.tail = g_ptr_array_new_with_free_func(g_free);
+  gboolean vnodes = plan != NULL && plan->vnuma && args->req->n_gnodes == 0 &&
+                    apply_vnuma(&rw, plan);
   for (guint k = 0; plan != NULL && ok && k < plan->n_mem; k++)
-    ok = apply_mem(&rw, &plan->mem[k], done, error);
+    if (!(vnodes && plan->mem[k].gnode < 0))
+      ok = apply_mem(&rw, &plan->mem[k], done, error);
 
   GPtrArray *out = g_ptr_array_new();
   if (ok) {

@@ -381,6 +381,9 @@ update_record(Keeper *k, GError **error)
   QpClaim *claim = k->cfg->claim;
   claim->qemu_pid = k->qemu_pid;
   claim->qemu_start = qp_proc_start_time(k->qemu_pid);
+  /* The daemon now keeps the record alive; the launcher is about to go. */
+  claim->launcher_pid = 0;
+  claim->launcher_start = 0;
   g_autoptr(QpLedger) ledger = qp_ledger_open(k->cfg->state_dir, error);
   if (ledger == NULL || !qp_ledger_lock(ledger, error))
     return FALSE;

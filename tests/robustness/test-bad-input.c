@@ -1,0 +1,261 @@
+/* Bad input through the real qemu-pin with real QEMU as its target: each row
+ * is a malformed QEMU option, qemu-pin option, environment value or config
+ * file. Each must give exactly one line on stderr naming the bad value (and
+ * for config files the file, line and key), a non-zero exit status, no QEMU
+ * run (the QEMU binary is a wrapper that leaves a file behind when it runs,
+ * and no process has the test's marker in its command line), and nothing in
+ * the ledger directory. */
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/robustness/rb-common.h"
+
+typedef enum {
+  PREFIX,  /* qemu-pin [OPTS] -- QEMU ARGS */
+  DROP_IN, /* qemu-pin linked as qemu-system-x86_64, QEMU_PIN_QEMU=wrapper */
+} Face;
+
+typedef struct {
+  const char *path;
+  Face face;
+  const char *opts[4];  /* qemu-pin's options */
+  const char *qemu[12]; /* QEMU arguments after the common ones */
+  const char *env[3];   /* NAME=VALUE */
+  const char *config;   /* text of a --config file (written to DIR/bad.conf) */
+  int config_line;      /* the line the message must name (config rows) */
+  int status;           /* expected exit status */
+  const char *want[3];  /* substrings of the line */
+} Row;
+
+#define SMP2 "-smp", "2", "-m", "64"
+
+static const Row rows[] = {
+  /* -smp */
+  {"/bad-input/smp/zero", PREFIX, {NULL}, {"-smp", "0", NULL}, {NULL}, NULL, 0,
+   1, {"-smp '0'", "at least 1"}},
+  {"/bad-input/smp/negative", PREFIX, {NULL}, {"-smp", "-1", NULL}, {NULL},
+   NULL, 0, 1, {"-smp '-1'", "positive integer"}},
+  {"/bad-input/smp/topology-mismatch", PREFIX, {NULL},
+   {"-smp", "4,sockets=3,cores=1", NULL}, {NULL}, NULL, 0, 1,
+   {"-smp '4,sockets=3,cores=1'", "does not equal"}},
+  {"/bad-input/smp/too-many", PREFIX, {NULL}, {"-smp", "cpus=99999", NULL},
+   {NULL}, NULL, 0, 1, {"-smp 'cpus=99999'", "maximum"}},
+  {"/bad-input/smp/machine-smp-zero", PREFIX, {NULL},
+   {"-machine", "q35,smp.cpus=0", NULL}, {NULL}, NULL, 0, 1, {"cpus=0"}},
+  /* -m */
+  {"/bad-input/m/zero", PREFIX, {NULL}, {"-m", "0", NULL}, {NULL}, NULL, 0, 1,
+   {"-m '0'", "512M"}},
+  {"/bad-input/m/unknown-suffix", PREFIX, {NULL}, {"-m", "4Q", NULL}, {NULL},
+   NULL, 0, 1, {"-m '4Q'", "suffix"}},
+  {"/bad-input/m/overflow", PREFIX, {NULL},
+   {"-m", "99999999999999999999", NULL}, {NULL}, NULL, 0, 1,
+   {"99999999999999999999", "64 bits"}},
+  {"/bad-input/m/overflow-with-suffix", PREFIX, {NULL},
+   {"-m", "17179869184T", NULL}, {NULL}, NULL, 0, 1, {"17179869184T"}},
+  /* -numa */
+  {"/bad-input/numa/dist-unknown-node", PREFIX, {NULL},
+   {SMP2, "-numa", "node,nodeid=0,cpus=0-1", "-numa",
+    "dist,src=0,dst=5,val=20", NULL}, {NULL}, NULL, 0, 1,
+   {"dist,src=0,dst=5,val=20", "node 5"}},
+  {"/bad-input/numa/cpu-unknown-node", PREFIX, {NULL},
+   {SMP2, "-numa", "node,nodeid=0,cpus=0-1", "-numa",
+    "cpu,node-id=3,socket-id=0", NULL}, {NULL}, NULL, 0, 1,
+   {"cpu,node-id=3,socket-id=0", "node 3"}},
+  {"/bad-input/numa/cpu-out-of-range", PREFIX, {NULL},
+   {SMP2, "-numa", "node,nodeid=0,cpus=0-5", NULL}, {NULL}, NULL, 0, 1,
+   {"cpus=0-5", "vCPU 5"}},
+  {"/bad-input/numa/overlapping-cpus", PREFIX, {NULL},
+   {SMP2, "-numa", "node,nodeid=0,cpus=0-1", "-numa", "node,nodeid=1,cpus=1",
+    NULL}, {NULL}, NULL, 0, 1, {"node,nodeid=1,cpus=1", "already assigned"}},
+  {"/bad-input/numa/missing-memdev", PREFIX, {NULL},
+   {SMP2, "-numa", "node,nodeid=0,cpus=0-1,memdev=nope", NULL}, {NULL}, NULL,
+   0, 1, {"memdev=nope", "'nope'"}},
+  /* JSON -object */
+  {"/bad-input/object/json-truncated", PREFIX, {NULL},
+   {SMP2, "-object", "{\"qom-type\":\"memory-backend-ram\",\"id\":\"m0\",\"size\":",
+    NULL}, {NULL}, NULL, 0, 1, {"\"id\":\"m0\",\"size\":'", "not valid JSON"}},
+  {"/bad-input/object/json-size-string", PREFIX, {NULL},
+   {SMP2, "-object",
+    "{\"qom-type\":\"memory-backend-ram\",\"id\":\"m0\",\"size\":\"big\"}", NULL},
+   {NULL}, NULL, 0, 1, {"\"size\":\"big\"", "'size'"}},
+  {"/bad-input/object/json-qom-type-number", PREFIX, {NULL},
+   {SMP2, "-object", "{\"qom-type\":5,\"id\":\"m0\"}", NULL}, {NULL}, NULL, 0,
+   1, {"{\"qom-type\":5,\"id\":\"m0\"}", "'qom-type'"}},
+  {"/bad-input/object/json-host-nodes-string", PREFIX, {NULL},
+   {SMP2, "-object",
+    "{\"qom-type\":\"memory-backend-ram\",\"id\":\"m0\",\"size\":67108864,"
+    "\"host-nodes\":\"zero\"}", NULL},
+   {NULL}, NULL, 0, 1, {"\"host-nodes\":\"zero\"", "host-nodes"}},
+  {"/bad-input/object/keyvalue-size", PREFIX, {NULL},
+   {SMP2, "-object", "memory-backend-ram,id=m0,size=lots", NULL}, {NULL}, NULL,
+   0, 1, {"size=lots", "'lots'"}},
+  /* CPU and node lists */
+  {"/bad-input/affinity/open-range", PREFIX, {"--affinity=0-"}, {SMP2, NULL},
+   {NULL}, NULL, 0, 2, {"--affinity '0-'", "0-3,8"}},
+  {"/bad-input/affinity/descending", PREFIX, {"--affinity=3-1"}, {SMP2, NULL},
+   {NULL}, NULL, 0, 2, {"--affinity '3-1'", "ascending"}},
+  {"/bad-input/affinity/letter", PREFIX, {"--affinity=a"}, {SMP2, NULL},
+   {NULL}, NULL, 0, 2, {"--affinity 'a'"}},
+  {"/bad-input/affinity/too-large", PREFIX, {"--affinity=99999"},
+   {SMP2, NULL}, {NULL}, NULL, 0, 2, {"--affinity '99999'", "8191"}},
+  {"/bad-input/affinity/empty", PREFIX, {"--affinity="}, {SMP2, NULL}, {NULL},
+   NULL, 0, 2, {"--affinity", "empty"}},
+  {"/bad-input/hostnodes/open-range", PREFIX, {"--hostnodes=0-"},
+   {SMP2, NULL}, {NULL}, NULL, 0, 2, {"--hostnodes '0-'"}},
+  {"/bad-input/hostnodes/descending", PREFIX, {"--hostnodes=3-1"},
+   {SMP2, NULL}, {NULL}, NULL, 0, 2, {"--hostnodes '3-1'"}},
+  {"/bad-input/hostnodes/letter", PREFIX, {"--hostnodes", "a"}, {SMP2, NULL},
+   {NULL}, NULL, 0, 2, {"--hostnodes 'a'"}},
+  {"/bad-input/hostnodes/too-large", PREFIX, {"--hostnodes=99999"},
+   {SMP2, NULL}, {NULL}, NULL, 0, 2, {"--hostnodes '99999'"}},
+  {"/bad-input/hostnodes/empty", PREFIX, {"--hostnodes="}, {SMP2, NULL},
+   {NULL}, NULL, 0, 2, {"--hostnodes", "empty"}},
+  /* qemu-pin's other options */
+  {"/bad-input/option/mode", PREFIX, {"--mode=sideways"}, {SMP2, NULL},
+   {NULL}, NULL, 0, 2, {"'sideways'", "one-to-one"}},
+  {"/bad-input/option/unknown", PREFIX, {"--frobnicate=1"}, {SMP2, NULL},
+   {NULL}, NULL, 0, 2, {"--frobnicate=1"}},
+  {"/bad-input/option/qmp-timeout-zero", PREFIX, {"--qmp-timeout=0"},
+   {SMP2, NULL}, {NULL}, NULL, 0, 2, {"--qmp-timeout", "'0'"}},
+  {"/bad-input/option/node-reserve", PREFIX, {"--node-reserve-mib=0:x"},
+   {SMP2, NULL}, {NULL}, NULL, 0, 2, {"'0:x'", "NODE:MIB"}},
+  /* Config files */
+  {"/bad-input/config/syntax", PREFIX, {NULL}, {SMP2, NULL}, {NULL},
+   "[defaults]\nmode = numa\nthis is wrong\n", 3, 2, {"'this is wrong'"}},
+  {"/bad-input/config/unclosed-group", PREFIX, {NULL}, {SMP2, NULL}, {NULL},
+   "# qemu-pin\n[defaults\nmode = numa\n", 2, 2, {"'[defaults'"}},
+  {"/bad-input/config/unknown-key", PREFIX, {NULL}, {SMP2, NULL}, {NULL},
+   "[defaults]\nmode = numa\n\nfrobnicate = 3\n", 4, 2,
+   {"'frobnicate'", "[defaults]"}},
+  {"/bad-input/config/unknown-group", PREFIX, {NULL}, {SMP2, NULL}, {NULL},
+   "[defaults]\nmode = numa\n[vm:foo]\nmode = numa\n", 3, 2, {"[vm:foo]"}},
+  {"/bad-input/config/wrong-type", PREFIX, {NULL}, {SMP2, NULL}, {NULL},
+   "[defaults]\nqmp-timeout = fast\n", 2, 2, {"qmp-timeout", "'fast'"}},
+  {"/bad-input/config/wrong-value", PREFIX, {NULL}, {SMP2, NULL}, {NULL},
+   "[defaults]\nstrategy = spread\nmode = sideways\n", 3, 2,
+   {"mode", "'sideways'"}},
+  {"/bad-input/config/bad-list", PREFIX, {NULL}, {SMP2, NULL}, {NULL},
+   "[defaults]\nmode = numa\n\n[name:other]\naffinity = 3-1\n", 5, 2,
+   {"affinity", "'3-1'"}},
+  {"/bad-input/config/cli-only-key", PREFIX, {NULL}, {SMP2, NULL}, {NULL},
+   "[defaults]\ntopology = /tmp/x.xml\n", 2, 2, {"'topology'"}},
+  {"/bad-input/config/bool", PREFIX, {NULL}, {SMP2, NULL}, {NULL},
+   "[defaults]\nvnuma = maybe\n", 2, 2, {"vnuma", "'maybe'"}},
+  /* Environment */
+  {"/bad-input/env/mode", PREFIX, {NULL}, {SMP2, NULL},
+   {"QEMU_PIN_MODE=bogus", NULL}, NULL, 0, 2, {"QEMU_PIN_MODE", "'bogus'"}},
+  {"/bad-input/env/affinity", PREFIX, {NULL}, {SMP2, NULL},
+   {"QEMU_PIN_AFFINITY=3-1", NULL}, NULL, 0, 2,
+   {"QEMU_PIN_AFFINITY", "'3-1'"}},
+  {"/bad-input/env/qmp-timeout-zero", PREFIX, {NULL}, {SMP2, NULL},
+   {"QEMU_PIN_QMP_TIMEOUT=0", NULL}, NULL, 0, 2,
+   {"QEMU_PIN_QMP_TIMEOUT", "'0'"}},
+  {"/bad-input/env/start-timeout-negative", PREFIX, {NULL}, {SMP2, NULL},
+   {"QEMU_PIN_START_TIMEOUT=-5", NULL}, NULL, 0, 2,
+   {"QEMU_PIN_START_TIMEOUT", "'-5'"}},
+  {"/bad-input/env/hostnodes", PREFIX, {NULL}, {SMP2, NULL},
+   {"QEMU_PIN_HOSTNODES=a", NULL}, NULL, 0, 2, {"QEMU_PIN_HOSTNODES", "'a'"}},
+  {"/bad-input/env/policy", PREFIX, {NULL}, {SMP2, NULL},
+   {"QEMU_PIN_POLICY=x", NULL}, NULL, 0, 2, {"QEMU_PIN_POLICY", "'x'"}},
+  {"/bad-input/env/verbose", PREFIX, {NULL}, {SMP2, NULL},
+   {"QEMU_PIN_VERBOSE=10", NULL}, NULL, 0, 2, {"QEMU_PIN_VERBOSE", "'10'"}},
+  {"/bad-input/env/reserve", PREFIX, {NULL}, {SMP2, NULL},
+   {"QEMU_PIN_RESERVE_MIB=lots", NULL}, NULL, 0, 2,
+   {"QEMU_PIN_RESERVE_MIB", "'lots'"}},
+  {"/bad-input/env/state-dir-empty", PREFIX, {NULL}, {SMP2, NULL},
+   {"QEMU_PIN_STATE_DIR=", NULL}, NULL, 0, 2, {"QEMU_PIN_STATE_DIR", "''"}},
+  {"/bad-input/env/config-missing", PREFIX, {NULL}, {SMP2, NULL},
+   {"QEMU_PIN_CONFIG=/nonexistent/qemu-pin.conf", NULL}, NULL, 0, 2,
+   {"/nonexistent/qemu-pin.conf"}},
+  /* The drop-in face: every argument is QEMU's, settings from the
+   * environment and the config. */
+  {"/bad-input/drop-in/smp-zero", DROP_IN, {NULL}, {"-smp", "0", NULL},
+   {NULL}, NULL, 0, 1, {"-smp '0'"}},
+  {"/bad-input/drop-in/env-mode", DROP_IN, {NULL}, {SMP2, NULL},
+   {"QEMU_PIN_MODE=bogus", NULL}, NULL, 0, 2, {"QEMU_PIN_MODE", "'bogus'"}},
+  {"/bad-input/drop-in/config-key", DROP_IN, {NULL}, {SMP2, NULL}, {NULL},
+   "[defaults]\nmodes = numa\n", 2, 2, {"'modes'"}},
+  {"/bad-input/drop-in/json-object", DROP_IN, {NULL},
+   {SMP2, "-object", "{\"qom-type\":\"memory-backend-ram\"", NULL}, {NULL},
+   NULL, 0, 1, {"not valid JSON"}},
+};
+
+static void
+test_row(RbFixture *f, gconstpointer data)
+{
+  const Row *row = data;
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+  g_auto(GStrv) envp = g_get_environ();
+  g_autofree char *conf = NULL;
+
+  /* Settings from the test's own environment must not leak in. */
+  g_auto(GStrv) names = g_listenv();
+  for (guint i = 0; names[i] != NULL; i++)
+    if (g_str_has_prefix(names[i], "QEMU_PIN_"))
+      envp = g_environ_unsetenv(envp, names[i]);
+  envp = g_environ_setenv(envp, "QEMU_PIN_STATE_DIR", f->state, TRUE);
+  /* The default config must not be read: point at an empty one. */
+  conf = g_build_filename(f->dir, "bad.conf", NULL);
+  GError *error = NULL;
+  g_file_set_contents(conf, row->config ? row->config : "", -1, &error);
+  g_assert_no_error(error);
+  envp = g_environ_setenv(envp, "QEMU_PIN_CONFIG", conf, TRUE);
+  for (guint i = 0; row->env[i] != NULL; i++) {
+    g_auto(GStrv) kv = g_strsplit(row->env[i], "=", 2);
+    envp = g_environ_setenv(envp, kv[0], kv[1], TRUE);
+  }
+
+  if (row->face == PREFIX) {
+    g_ptr_array_add(argv, g_strdup(qp_test_binary()));
+    for (guint i = 0; row->opts[i] != NULL; i++)
+      g_ptr_array_add(argv, g_strdup(row->opts[i]));
+    g_ptr_array_add(argv, g_strdup("--"));
+    g_ptr_array_add(argv, g_strdup(f->qemu));
+  } else {
+    g_autofree char *bin = g_build_filename(f->dir, "bin", NULL);
+    g_autofree char *link = g_build_filename(bin, "qemu-system-x86_64", NULL);
+    g_assert_cmpint(g_mkdir_with_parents(bin, 0755), ==, 0);
+    g_assert_cmpint(symlink(qp_test_binary(), link), ==, 0);
+    envp = g_environ_setenv(envp, "QEMU_PIN_QEMU", f->qemu, TRUE);
+    g_ptr_array_add(argv, g_strdup(link));
+  }
+  const char *common[] = {"-accel", "tcg", "-machine", "q35", "-nodefaults",
+                          "-display", "none", NULL};
+  for (guint i = 0; common[i] != NULL; i++)
+    g_ptr_array_add(argv, g_strdup(common[i]));
+  g_ptr_array_add(argv, g_strdup("-bios"));
+  g_ptr_array_add(argv, g_strdup(f->halt_fw));
+  g_ptr_array_add(argv, g_strdup("-name"));
+  g_ptr_array_add(argv, g_strdup_printf("%s,debug-threads=on", f->marker));
+  for (guint i = 0; row->qemu[i] != NULL; i++)
+    g_ptr_array_add(argv, g_strdup(row->qemu[i]));
+  g_ptr_array_add(argv, NULL);
+
+  g_autofree char *err = NULL;
+  int status = rb_run(f, (char **)argv->pdata, envp, 30000, &err);
+  g_test_message("stderr: %s", err ? err : "(none)");
+  g_assert_cmpint(status, ==, row->status);
+  rb_assert_one_line(err);
+  for (guint i = 0; row->want[i] != NULL; i++)
+    if (strstr(err, row->want[i]) == NULL)
+      g_test_fail_printf("the line does not name \"%s\": %s", row->want[i],
+                         err);
+  if (row->config != NULL) {
+    g_autofree char *where = g_strdup_printf("%s:%d:", conf, row->config_line);
+    if (strstr(err, where) == NULL)
+      g_test_fail_printf("the line does not name \"%s\": %s", where, err);
+  }
+  /* QEMU never ran. */
+  g_assert_false(g_file_test(f->ran, G_FILE_TEST_EXISTS));
+  rb_assert_nothing_left(f, 2000);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS(rows); i++)
+    g_test_add(rows[i].path, RbFixture, &rows[i], rb_setup, test_row,
+               rb_teardown);
+  return g_test_run();
+}

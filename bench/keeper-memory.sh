@@ -28,7 +28,7 @@ qp=$(find_qemu_pin "$builddir")
 bench_tmpdir
 fw=$BENCH_TMP/halt.bin
 make_halt_firmware "$fw"
-export QEMU_PIN_STATE_DIR=$BENCH_TMP/state
+export QEMU_PIN_STATE_DIR=$BENCH_STATE
 unset QEMU_PIN_MODE QEMU_PIN_VERBOSE
 export QEMU_PIN_CONFIG=$BENCH_TMP/none.conf
 : > "$QEMU_PIN_CONFIG"

@@ -6,7 +6,8 @@
 # run, exit. Each -smp is started directly by QEMU and through qemu-pin in
 # modes none, balanced and one-to-one, interleaved (A B C D A B C D ...) so
 # that a busy host slows every variant alike; the table gives the median
-# wall time of each, its ratio to QEMU alone and the milliseconds added.
+# wall time of each, its ratio to QEMU alone and the milliseconds added (the
+# difference of the medians, and the median of the per-round differences).
 # One more variant, `qemu-pin plan` (load the host, read the ledger, plan,
 # print; no QEMU), shows how much of the added time is spent before QEMU
 # starts.
@@ -37,7 +38,7 @@ command -v "$QEMU" >/dev/null || die "$QEMU is not installed (Debian: qemu-syste
 bench_tmpdir
 fw=$BENCH_TMP/exit.bin
 make_exit_firmware "$fw"
-export QEMU_PIN_STATE_DIR=$BENCH_TMP/state
+export QEMU_PIN_STATE_DIR=$BENCH_STATE
 unset QEMU_PIN_MODE QEMU_PIN_VERBOSE QEMU_PIN_CONFIG
 export QEMU_PIN_CONFIG=$BENCH_TMP/none.conf   # no host config: defaults only
 : > "$QEMU_PIN_CONFIG"
@@ -54,8 +55,8 @@ cmd() {
   esac
 }
 
-echo "| -smp | launched by | median ms | vs QEMU alone | added ms | runs |"
-echo "|---:|---|---:|---:|---:|---:|"
+echo "| -smp | launched by | median ms | vs QEMU alone | added ms | added ms, paired | runs |"
+echo "|---:|---|---:|---:|---:|---:|---:|"
 for smp in $smps; do
   declare -A ok=() why=()
   # One untimed run of each: it warms the caches and tells what runs here.
@@ -89,12 +90,15 @@ for smp in $smps; do
       *) name="qemu-pin --mode=$v" ;;
     esac
     if [ -z "${ok[$v]:-}" ]; then
-      echo "| $smp | $name | refused: ${why[$v]} | | | 0 |"
+      echo "| $smp | $name | refused: ${why[$v]} | | | | 0 |"
       continue
     fi
     m=$(median < "$BENCH_TMP/t.$v")
-    awk -v s="$smp" -v n="$name" -v m="$m" -v b="$base" -v r="$runs" 'BEGIN {
-      printf "| %s | %s | %.1f | %.3f | %+.1f | %d |\n", s, n, m / 1000, m / b, (m - b) / 1000, r }'
+    # Paired: the median over rounds of (this variant - QEMU alone) in the
+    # same round, which a host whose load drifts disturbs less.
+    d=$(paste "$BENCH_TMP/t.direct" "$BENCH_TMP/t.$v" | awk '{ print $2 - $1 }' | median)
+    awk -v s="$smp" -v n="$name" -v m="$m" -v b="$base" -v d="$d" -v r="$runs" 'BEGIN {
+      printf "| %s | %s | %.1f | %.3f | %+.1f | %+.1f | %d |\n", s, n, m / 1000, m / b, (m - b) / 1000, d / 1000, r }'
   done
   unset ok why
 done

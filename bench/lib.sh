@@ -7,10 +7,24 @@ QEMU_BASE="-machine q35 -accel tcg -display none -nodefaults -m 64"
 
 die() { echo "${0##*/}: $*" >&2; exit 1; }
 
-# bench_tmpdir: a private scratch directory, removed on exit.
+# bench_tmpdir: a private scratch directory, and BENCH_STATE, a ledger
+# directory on a tmpfs as /run is on most hosts (/dev/shm when it is one,
+# else the scratch directory); both removed on exit.
 bench_tmpdir() {
   BENCH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/qp-bench.XXXXXX") || die "cannot create a temporary directory"
-  trap 'rm -rf "$BENCH_TMP"' EXIT
+  BENCH_STATE=
+  if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && [ -w /dev/shm ]; then
+    BENCH_STATE=$(mktemp -d /dev/shm/qp-bench-state.XXXXXX) || BENCH_STATE=
+  fi
+  if [ -n "$BENCH_STATE" ]; then
+    BENCH_STATE_FS=tmpfs
+  else
+    BENCH_STATE=$BENCH_TMP/state-dir
+    mkdir "$BENCH_STATE"
+    BENCH_STATE_FS=$(stat -f -c %T "$BENCH_STATE")
+  fi
+  BENCH_STATE=$BENCH_STATE/ledger
+  trap 'rm -rf "$BENCH_TMP" "${BENCH_STATE%/ledger}"' EXIT
 }
 
 # make_firmware FILE BYTES...: a 64 KiB firmware whose bytes at 0xFFF0 are

@@ -1,7 +1,11 @@
 #!/bin/bash
 # run-all: every qemu-pin benchmark in one run, written to docs/benchmarks.md.
 #
-#   bench/run-all.sh [BUILDDIR] [OUTPUT]
+#   bench/run-all.sh [--lab] [BUILDDIR] [OUTPUT]
+#
+# --lab adds the pinning latency measured inside the NUMA lab (tests/lab: an
+# emulated 4-node, 8-CPU host) for vCPU counts this host cannot place; it
+# takes about five minutes more.
 #
 # BUILDDIR (default: build) is set up with meson if it does not exist and
 # the benchmark programs and qemu-pin are built in it. OUTPUT defaults to
@@ -13,6 +17,8 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
+lab=
+if [ "${1:-}" = --lab ]; then lab=1; shift; fi
 builddir=${1:-build}
 out=${2:-$src/docs/benchmarks.md}
 case $builddir in /*) ;; *) builddir=$PWD/$builddir ;; esac
@@ -35,6 +41,25 @@ echo "run-all: pinning latency (bench/pin-latency.sh)" >&2
 "$here/pin-latency.sh" "$builddir" > "$tmp/latency.md"
 echo "run-all: keeper memory (bench/keeper-memory.sh)" >&2
 "$here/keeper-memory.sh" "$builddir" > "$tmp/memory.md"
+: > "$tmp/lab.md"
+if [ -n "$lab" ]; then
+  echo "run-all: pinning latency in the NUMA lab (bench/lab-pin-latency.sh)" >&2
+  if "$src/tests/lab/run-lab.sh" --shape 4n --script "$here/lab-pin-latency.sh" \
+      --builddir "$builddir" --timeout 900 > "$tmp/lab.out" 2>&1; then
+    {
+      echo
+      echo "Inside the NUMA lab (\\`tests/lab/run-lab.sh --shape 4n --script"
+      echo "bench/lab-pin-latency.sh\\`: an emulated 4-node, 8-CPU host whose guest QEMU"
+      echo "is emulated again, so every time is inflated many times over by the"
+      echo "emulation; it shows how the keeper's work grows with vCPUs, not its speed):"
+      echo
+      sed -n 's/^LAB-ROW //p' "$tmp/lab.out" | tr -d '\r'
+    } > "$tmp/lab.md"
+  else
+    echo "run-all: the lab run failed: $(tail -n1 "$tmp/lab.out")" >&2
+    printf '\nThe NUMA lab run failed: %s\n' "$(tail -n1 "$tmp/lab.out")" > "$tmp/lab.md"
+  fi
+fi
 
 # ---- Verdicts, read back from the tables -----------------------------------
 
@@ -48,7 +73,7 @@ hold64=$(cell "$tmp/plan.md" '$2 == 64 && $4 == 1000' 9)
 uss=$(awk -F' *\\| *' '/qemu-pin-keeper/ { if ($7 > m) m = $7 } END { print m }' "$tmp/memory.md")
 launch_cell() { # SMP MODE
   awk -F' *\\| *' -v s="$1" -v m="--mode=$2" '$2 == s && index($3, m) && !index($3, "plan") {
-    if ($4 ~ /^refused/) print $4; else print $4 " ms, x" $5 ", " $6 " ms"; exit }' "$tmp/launch.md"
+    if ($4 ~ /^refused/) print $4; else print $4 " ms, x" $5 ", " $6 " ms (paired " $7 " ms)"; exit }' "$tmp/launch.md"
 }
 plan_cell() { # SMP
   awk -F' *\\| *' -v s="$1" '$2 == s && index($3, "plan") {
@@ -106,7 +131,8 @@ $sim_verdict
 \`bench/plan-bench --markdown\`: synthetic hosts (\`qp_host_load_synthetic\`,
 8 cores x 2 threads and 64 GiB per node, SLIT 10/16/32), claims in memory for
 *plan*, a real ledger in a temporary directory with N live records for
-*plan+claim* (open, lock, read, plan, write, unlock); medians of repeated runs,
+*plan+claim* (open, lock, read, plan, write, unlock; on a tmpfs, as \`/run\`
+is on most hosts); medians of repeated runs,
 wall time and this process's CPU time (the latter does not grow while other
 processes hold the CPUs).
 
@@ -128,7 +154,7 @@ $(cat "$tmp/sim.md")
 
 \`bench/launch-bench.sh --smp "1 2 8 64"\`: the guest exits at once
 (isa-debug-exit), \`$QEMU_BASE_DOC\`, interleaved runs, median wall time of the
-whole QEMU life. This host has $cpus CPUs: qemu-pin refuses, as it should,
+whole QEMU life; the ledger on a tmpfs. This host has $cpus CPUs: qemu-pin refuses, as it should,
 to place more vCPUs than there are usable CPUs in \`balanced\` and
 \`one-to-one\`, so those rows say why instead of a time.
 
@@ -143,6 +169,7 @@ most QEMU 7.2 accepts for q35 under TCG (256 and more need a kernel irqchip
 with x2APIC).
 
 $(cat "$tmp/latency.md")
+$(cat "$tmp/lab.md")
 
 ## Keeper memory
 

@@ -22,6 +22,8 @@
  *                       "exit-during-startup" (greeting, then exit 1)
  *   FAKE_QEMU_VCPUS     number of vCPU threads (default: -smp, else 1);
  *                       their real tids are what query-cpus-fast reports
+ *   FAKE_QEMU_VCPU_TID  "N:TID": query-cpus-fast reports thread TID (say, of
+ *                       a process the caller may not touch) for vCPU N
  *   FAKE_QEMU_LOG       file to append each QMP command name to, one a line
  *   FAKE_QEMU_LIFETIME  seconds before it gives up and exits 3 (default 120),
  *                       so a test that forgets it leaves nothing behind
@@ -148,6 +150,7 @@ main(int argc, char **argv)
   const char *vcpus_env = g_getenv("FAKE_QEMU_VCPUS");
   const char *log_env = g_getenv("FAKE_QEMU_LOG");
   const char *life_env = g_getenv("FAKE_QEMU_LIFETIME");
+  const char *tid_env = g_getenv("FAKE_QEMU_VCPU_TID");
   g_autoptr(GPtrArray) iothreads = g_ptr_array_new_with_free_func(g_free);
   g_auto(GStrv) script_parts = NULL;
   FakeQmpScript script = { 0 };
@@ -242,6 +245,20 @@ main(int argc, char **argv)
     write_pidfile(pidfile);
 
   peer = fake_qmp_new_peer(&script, fd);
+  if (tid_env != NULL) {
+    guint64 index = 0;
+    gint64 tid = 0;
+    g_auto(GStrv) it = g_strsplit(tid_env, ":", 2);
+
+    if (it[1] == NULL ||
+        !g_ascii_string_to_unsigned(it[0], 10, 0, n_vcpus - 1, &index, NULL) ||
+        !g_ascii_string_to_signed(it[1], 10, 1, G_MAXINT, &tid, NULL)) {
+      fprintf(stderr, "fake-qemu: FAKE_QEMU_VCPU_TID '%s': expected N:TID "
+                      "with N below %u\n", tid_env, n_vcpus);
+      return 2;
+    }
+    fake_qmp_set_vcpu_tid(peer, (guint)index, (int)tid);
+  }
   /* Startup failure must reach -daemonize's waiting parent as exit 1. */
   if (ready_fd >= 0 && script.behaviour != FAKE_QMP_EXIT_DURING_STARTUP) {
     if (write(ready_fd, "", 1) < 0) {

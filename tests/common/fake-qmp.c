@@ -175,6 +175,13 @@ fake_qmp_free_peer(FakeQmp *fake)
   g_free(fake);
 }
 
+void
+fake_qmp_set_vcpu_tid(FakeQmp *fake, guint index, int tid)
+{
+  g_return_if_fail(index < fake->vcpu_tids->len);
+  g_array_index(fake->vcpu_tids, int, index) = tid;
+}
+
 const int *
 fake_qmp_get_vcpu_tids(FakeQmp *fake, guint *n)
 {

@@ -60,6 +60,9 @@ void fake_qmp_emit_event(FakeQmp *fake, const char *name);
 char **fake_qmp_dup_commands(FakeQmp *fake);
 /* The tids query-cpus-fast reports (valid until fake_qmp_stop). */
 const int *fake_qmp_get_vcpu_tids(FakeQmp *fake, guint *n);
+/* Makes query-cpus-fast report TID for vCPU INDEX (< the number of vCPUs)
+ * instead of the peer's own thread: e.g. a thread of another process. */
+void fake_qmp_set_vcpu_tid(FakeQmp *fake, guint index, int tid);
 /* Closes the peer's end, stops its threads and frees it. */
 void fake_qmp_stop(FakeQmp *fake);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(FakeQmp, fake_qmp_stop)

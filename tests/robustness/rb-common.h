@@ -34,7 +34,8 @@ int rb_run(RbFixture *f, char **argv, char **envp, guint timeout_ms,
 /* Asserts TEXT is exactly one line ending in '\n'. */
 void rb_assert_one_line(const char *text);
 
-/* Names of the entries of the state directory other than its lock file
+/* Names of the entries of the state directory other than its lock file and
+ * a qemu.pid a test put there
  * (records, temporary files, .corrupt files): NULL-terminated. */
 char **rb_state_entries(RbFixture *f);
 

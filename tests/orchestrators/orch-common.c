@@ -1,12 +1,15 @@
 #include "tests/orchestrators/orch-common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <hwloc.h>
@@ -314,4 +317,59 @@ orch_show_file(const char *what, const char *file)
   g_autofree char *text = NULL;
   if (g_file_get_contents(file, &text, NULL, NULL))
     g_test_message("%s (%s):\n%s", what, file, text);
+}
+
+static char abort_marker[128];
+static char abort_virsh[512];
+static char abort_domain[128];
+
+static void
+run_virsh(const char *verb)
+{
+  pid_t pid = fork();
+  if (pid == 0) {
+    char *argv[] = {abort_virsh, "-c", "qemu:///system", (char *)verb,
+                    abort_domain, NULL};
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      dup2(null, STDOUT_FILENO);
+      dup2(null, STDERR_FILENO);
+    }
+    execv(abort_virsh, argv);
+    _exit(127);
+  }
+  if (pid > 0)
+    waitpid(pid, NULL, 0);
+}
+
+static void
+on_fatal_signal(int sig)
+{
+  if (abort_virsh[0] != '\0' && abort_domain[0] != '\0') {
+    run_virsh("destroy");
+    run_virsh("undefine");
+  }
+  if (abort_marker[0] != '\0') {
+    GArray *pids = qp_test_pids_with(abort_marker);
+    for (guint i = 0; i < pids->len; i++)
+      kill(g_array_index(pids, int, i), SIGKILL);
+    g_array_free(pids, TRUE);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void
+orch_cleanup_on_abort(const char *marker, const char *virsh,
+                      const char *domain)
+{
+  static gboolean installed;
+  g_strlcpy(abort_marker, marker ? marker : "", sizeof(abort_marker));
+  g_strlcpy(abort_virsh, virsh ? virsh : "", sizeof(abort_virsh));
+  g_strlcpy(abort_domain, domain ? domain : "", sizeof(abort_domain));
+  if (!installed) {
+    installed = TRUE;
+    signal(SIGABRT, on_fatal_signal);
+    signal(SIGTERM, on_fatal_signal);
+  }
 }

@@ -62,6 +62,14 @@ char **orch_cmdline(int pid);
 /* A TCP port on 127.0.0.1 that was free a moment ago. */
 int orch_free_port(void);
 
+/* If this test process aborts (a failed assertion) or is terminated (a
+ * timeout), first destroy and undefine the libvirt domain DOMAIN with VIRSH
+ * (both may be NULL) and kill every process with MARKER in its command
+ * line, so that a failed test leaves no VM behind. One test at a time;
+ * orch_cleanup_on_abort(NULL, NULL, NULL) disarms it. */
+void orch_cleanup_on_abort(const char *marker, const char *virsh,
+                           const char *domain);
+
 /* A message with the contents of FILE, if it exists (for failures). */
 void orch_show_file(const char *what, const char *file);
 

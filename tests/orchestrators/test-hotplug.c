@@ -73,6 +73,7 @@ setup(Fixture *f, gconstpointer data)
   f->run = TRUE;
   f->dir = qp_test_tmpdir();
   f->marker = g_path_get_basename(f->dir);
+  orch_cleanup_on_abort(f->marker, NULL, NULL);
   f->state = g_build_filename(f->dir, "state", NULL);
   f->qmp = g_build_filename(f->dir, "qmp.sock", NULL);
   f->fw = unplug_fw(f->dir);
@@ -81,6 +82,7 @@ setup(Fixture *f, gconstpointer data)
 static void
 teardown(Fixture *f, gconstpointer data)
 {
+  orch_cleanup_on_abort(NULL, NULL, NULL);
   if (!f->run)
     return;
   g_autoptr(GArray) left = qp_test_pids_with(f->marker);

@@ -183,6 +183,7 @@ setup(Fixture *f, gconstpointer data)
   f->xml = orch_write(f->dir, "domain.xml", xml);
   f->pidfile = g_strdup_printf("/run/libvirt/qemu/%s.pid", f->marker);
   f->log = g_strdup_printf("/var/log/libvirt/qemu/%s.log", f->marker);
+  orch_cleanup_on_abort(f->marker, virsh_bin, f->marker);
 }
 
 static void
@@ -190,6 +191,7 @@ teardown(Fixture *f, gconstpointer data)
 {
   if (!f->ready)
     return;
+  orch_cleanup_on_abort(NULL, NULL, NULL);
   QpTestRun r;
   virsh(&r, (const char *const[]){"destroy", f->marker, NULL});
   qp_test_run_clear(&r);

@@ -31,6 +31,7 @@ setup(Fixture *f, gconstpointer data)
 {
   f->dir = qp_test_tmpdir();
   f->marker = g_path_get_basename(f->dir);
+  orch_cleanup_on_abort(f->marker, NULL, NULL);
   f->fw = qp_test_firmware(f->dir, QP_TEST_FW_HALT);
   f->src_state = g_build_filename(f->dir, "src-state", NULL);
   f->dst_state = g_build_filename(f->dir, "dst-state", NULL);
@@ -41,6 +42,7 @@ setup(Fixture *f, gconstpointer data)
 static void
 teardown(Fixture *f, gconstpointer data)
 {
+  orch_cleanup_on_abort(NULL, NULL, NULL);
   g_autoptr(GArray) left = qp_test_pids_with(f->marker);
   for (guint i = 0; i < left->len; i++)
     kill(g_array_index(left, int, i), SIGKILL);

@@ -45,6 +45,7 @@ setup(Fixture *f, gconstpointer data)
 {
   f->dir = qp_test_tmpdir();
   f->marker = g_path_get_basename(f->dir);
+  orch_cleanup_on_abort(f->marker, NULL, NULL);
   f->kvm = orch_dropin(f->dir, "kvm");
   f->state = g_build_filename(f->dir, "state", NULL);
   f->state_defaults = g_build_filename(f->dir, "state-defaults", NULL);
@@ -92,6 +93,7 @@ setup(Fixture *f, gconstpointer data)
 static void
 teardown(Fixture *f, gconstpointer data)
 {
+  orch_cleanup_on_abort(NULL, NULL, NULL);
   g_autoptr(GArray) left = qp_test_pids_with(f->marker);
   for (guint i = 0; i < left->len; i++)
     kill(g_array_index(left, int, i), SIGKILL);

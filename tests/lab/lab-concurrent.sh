@@ -3,10 +3,11 @@
 # 1. 4 VMs of 192 MiB at once, --strategy=spread: one per node;
 #    the keepers remove their records when the VMs exit;
 # 2. the same with --strategy=pack: two nodes, two VMs each;
-# 3. 8 VMs of 256 MiB at once (two never fit on one node): exactly 4 start,
-#    one per node, each placed as its claim says; the other 4 fail with one
-#    line and leave no QEMU; no sample of `qemu-pin status --json` taken
-#    meanwhile shows a node claimed beyond its memory.
+# 3. 8 VMs of 256 MiB at once (two never fit on one node): at least 4 start,
+#    every node holds a claim, each VM is placed as its claim says; the others
+#    fail with one line naming the shortfall and leave no QEMU; no sample of
+#    `qemu-pin status --json` taken meanwhile shows a node claimed beyond its
+#    memory.
 . "$QP_LAB_SRC/lib.sh"
 
 expect_nodes 4
@@ -21,7 +22,7 @@ launch_many() {
   shift 3
   : >"$_tag.ok"
   : >"$_tag.failed"
-  _k=1
+  _k=1 _jobs=
   while [ "$_k" -le "$_count" ]; do
     # shellcheck disable=SC2046
     ( if "$QP_BINARY" --mode=balanced "$@" -- "$QP_QEMU" $(vm_args "$_tag$_k" fw.bin) -smp 1 -m "$_mib" \
@@ -30,11 +31,14 @@ launch_many() {
       else
         echo "$_tag$_k" >>"$_tag.failed"
       fi ) &
+    _jobs="$_jobs $!"
     _k=$((_k + 1))
   done
-  wait
+  # shellcheck disable=SC2086
+  wait $_jobs
   for _v in $(cat "$_tag.ok"); do QP_LAB_PIDS="$QP_LAB_PIDS $(cat "$_v.pid")"; done
   log "$_tag: started $(wc -l <"$_tag.ok"), refused $(wc -l <"$_tag.failed")"
+  for _v in $(cat "$_tag.failed"); do log "$_v refused: $(cat "$_v.out")"; done
 }
 
 # claims_per_node: "NODE VMS" from status --json, for nodes holding claims.
@@ -68,7 +72,11 @@ assert_eq "pack: nodes used" 2 "$(wc -l <pack.nodes)"
 assert_eq "pack: VMs on each used node" "2 2" "$(awk '{ print $2 }' pack.nodes | paste -sd' ')"
 stop_all pack
 
-# 3. 8 launches, 4 fit; status sampled meanwhile.
+# 3. 8 launches of 256 MiB. Each node holds one whole; balanced may then
+# spread a VM over several nodes' remainders, so at least 4 start and at most
+# what the nodes' uncommitted memory adds up to.
+room=$(jq '[.nodes[] | .["memory-mib"].uncommitted] | add' "$(status_json)")
+jq -r '.nodes[] | "lab: node \(.id): \(.["memory-mib"])"' "$(status_json)"
 rm -f stop-sampling
 ( i=0
   while [ ! -e stop-sampling ]; do
@@ -79,15 +87,17 @@ sampler=$!
 launch_many over 8 256 --strategy=spread
 touch stop-sampling
 wait "$sampler"
-assert_eq "8 launches of 256 MiB: VMs started" 4 "$(wc -l <over.ok)"
+started=$(wc -l <over.ok)
+[ "$started" -ge 4 ] && [ "$((started * 256))" -le "$room" ] \
+  || fail "8 launches of 256 MiB: $started started; expected at least 4 and at most $room MiB worth"
+log "ok: 8 launches of 256 MiB: $started started, $room MiB was uncommitted"
 for v in $(cat over.failed); do
   assert_eq "$v: lines printed for the refusal" 1 "$(wc -l <"$v.out")"
-  grep -qi "fit\|uncommitted\|MiB" "$v.out" || fail "$v refused with '$(cat "$v.out")', no shortfall named"
+  grep -q "uncommitted" "$v.out" || fail "$v refused for another reason than room: $(cat "$v.out")"
 done
-log "ok: refusals say: $(head -n 1 "$(head -n 1 over.failed).out")"
-assert_eq "QEMU processes running" 4 "$(qemu_pids | wc -l)"
+assert_eq "QEMU processes running" "$started" "$(qemu_pids | wc -l)"
 claims_per_node >over.nodes
-assert_eq "8 launches: VMs per node" "0 1,1 1,2 1,3 1" "$(paste -sd, over.nodes)"
+assert_eq "8 launches: nodes holding claims" 4 "$(wc -l <over.nodes)"
 nsamples=$(ls sample.*.json 2>/dev/null | wc -l)
 [ "$nsamples" -gt 0 ] || fail "no status sample was taken during the launches"
 over=$(jq -r '.nodes[] | select(.["memory-mib"].claimed + .["memory-mib"].reserve
@@ -96,14 +106,18 @@ over=$(jq -r '.nodes[] | select(.["memory-mib"].claimed + .["memory-mib"].reserv
 [ -z "$over" ] || fail "over-committed while launching: $(echo "$over" | head -n 1)"
 log "ok: $nsamples status samples during the launches, no node claimed beyond its memory"
 
-# Each running VM is where its claim says: memory bound to the claimed node,
-# vCPU on that node's CPUs.
-jq -r '.vms[] | "\(.["qemu-pid"]) \(.["memory-mib"] | keys[0])"' "$(status_json)" >vms.txt
-while read -r pid node; do
-  cpus=$(node_cpus "$node")
+# Each running VM is where its claim says: its 256 MiB bound to the nodes it
+# claims, its vCPU on those nodes' CPUs.
+jq -r '.vms[] | "\(.["qemu-pid"]) \(.["memory-mib"] | keys | join(","))"' "$(status_json)" >vms.txt
+while read -r pid nodes; do
+  nodes=$(list_canon "$nodes")
+  cpus=
+  for x in $(list_expand "$nodes"); do cpus="$cpus,$(node_cpus "$x")"; done
+  cpus=$(list_canon "$cpus")
   vm_flat "$pid" >vm.flat
-  grep -qx "map 256 bind:$node" vm.flat || fail "VM $pid claims node $node but its 256 MiB is not bound there: $(grep '^map 256' vm.flat)"
-  assert_eq "VM $pid (node $node): vCPU 0 CPUs" "$cpus" "$(awk '$1 == "vcpu" && $2 == 0 { print $3 }' vm.flat)"
+  grep -qx "map 256 bind:$nodes" vm.flat \
+    || fail "VM $pid claims nodes $nodes but its 256 MiB is not bound there: $(grep '^map 256' vm.flat)"
+  assert_eq "VM $pid (nodes $nodes): vCPU 0 CPUs" "$cpus" "$(awk '$1 == "vcpu" && $2 == 0 { print $3 }' vm.flat)"
 done <vms.txt
 stop_all "8 launches"
 exit 0

@@ -11,6 +11,9 @@ QP_LAB_SCRATCH=${QP_LAB_SCRATCH:-$(pwd)}
 QP_LAB_REASON=${QP_LAB_REASON:-$QP_LAB_SCRATCH/.reason}
 QP_QEMU=${QP_QEMU:-qemu-system-x86_64}
 QP_LAB_PIDS=   # QEMU processes started by qp_launch, killed by lab_cleanup
+# Nested TCG is ~20 times slower than a real host, and a lab test may start 8
+# QEMUs at once: the default 5 s QMP wait is too short there.
+export QEMU_PIN_QMP_TIMEOUT=${QEMU_PIN_QMP_TIMEOUT:-60000}
 
 log() { echo "lab: [$(cut -d" " -f1 /proc/uptime)] $*"; }
 

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "tests/common/qp-test.h"
@@ -18,6 +21,59 @@
 /* ---- Fixture ------------------------------------------------------------- */
 
 #define GUEST_MIB 64 /* the guests of the fault and status tests */
+
+/* A failed assertion aborts before teardown: the abort handler then kills
+ * what the test started (QEMUs, keepers, a stopped qemu-pin), so that they
+ * do not outlive it on a small shared machine. Only system calls here. */
+static char abort_marker[64];
+
+static void
+kill_marked(const char *marker)
+{
+  size_t mlen = strlen(marker);
+  int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (mlen == 0 || dfd < 0)
+    return;
+  char buf[8192];
+  long n;
+  while ((n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+    for (long off = 0; off < n;) {
+      struct dirent64 *e = (struct dirent64 *)(buf + off);
+      off += e->d_reclen;
+      int pid = 0;
+      const char *c = e->d_name;
+      for (; *c >= '0' && *c <= '9'; c++)
+        pid = pid * 10 + (*c - '0');
+      if (*c != '\0' || pid <= 0 || pid == getpid())
+        continue;
+      char path[64] = "/proc/";
+      size_t len = 6;
+      for (const char *d = e->d_name; *d && len < 40; d++)
+        path[len++] = *d;
+      memcpy(path + len, "/cmdline", sizeof "/cmdline");
+      int fd = open(path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0)
+        continue;
+      char cmd[4096];
+      ssize_t r = read(fd, cmd, sizeof cmd);
+      close(fd);
+      for (ssize_t i = 0; i < r; i++)
+        if (cmd[i] == '\0')
+          cmd[i] = ' ';
+      if (r > 0 && memmem(cmd, (size_t)r, marker, mlen) != NULL)
+        kill(pid, SIGKILL);
+    }
+  }
+  close(dfd);
+}
+
+static void
+on_abort(int sig)
+{
+  kill_marked(abort_marker);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
 
 typedef struct {
   char *dir;    /* per-test directory; its name marks our processes */
@@ -35,6 +91,8 @@ setup(Fixture *f, gconstpointer data)
   f->halt_fw = qp_test_firmware(f->dir, QP_TEST_FW_HALT);
   f->qmp = g_build_filename(f->dir, "qmp.sock", NULL);
   f->marker = g_path_get_basename(f->dir);
+  g_assert_cmpuint(strlen(f->marker), <, sizeof abort_marker);
+  g_strlcpy(abort_marker, f->marker, sizeof abort_marker);
 }
 
 static void
@@ -45,6 +103,7 @@ teardown(Fixture *f, gconstpointer data)
   for (guint i = 0; i < left->len; i++)
     kill(g_array_index(left, int, i), SIGKILL);
   qp_test_wait_no_process(f->marker, 10000);
+  abort_marker[0] = '\0';
   qp_test_rmtree(f->dir);
   g_free(f->dir);
   g_free(f->state);
@@ -1295,6 +1354,7 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
+  signal(SIGABRT, on_abort);
 #define ADD(path, fn, data) \
   g_test_add(path, Fixture, data, setup, fn, teardown)
   ADD("/claims/concurrent/exactly-those-that-fit-start-and-run-pinned",

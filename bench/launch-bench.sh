@@ -8,7 +8,9 @@
 # that a busy host slows every variant alike; the table gives the median
 # wall time of each, its ratio to QEMU alone and the milliseconds added (the
 # difference of the medians, and the median of the per-round differences).
-# One more variant, `qemu-pin plan` (load the host, read the ledger, plan,
+# Two more variants: QEMU started paused (-S) and resumed over QMP by the
+# quickest client there is (commands queued on stdin), which is the flow
+# qemu-pin and libvirt share; and `qemu-pin plan` (load the host, read the ledger, plan,
 # print; no QEMU), shows how much of the added time is spent before QEMU
 # starts.
 # A variant qemu-pin refuses on this host (more vCPUs than usable CPUs) is
@@ -43,16 +45,28 @@ unset QEMU_PIN_MODE QEMU_PIN_VERBOSE QEMU_PIN_CONFIG
 export QEMU_PIN_CONFIG=$BENCH_TMP/none.conf   # no host config: defaults only
 : > "$QEMU_PIN_CONFIG"
 
-variants="direct none balanced one-to-one plan"
+variants="direct qmp none balanced one-to-one plan"
 
 # cmd VARIANT SMP: the command line of one run.
 cmd() {
   local guest="$QEMU $QEMU_BASE -smp $2 -bios $fw -device isa-debug-exit,iobase=0xf4,iosize=4"
   case $1 in
-    direct) echo "$guest" ;;
+    direct|qmp) echo "$guest" ;;
     plan) echo "$qp plan --mode=balanced -- $guest" ;;
     *) echo "$qp --mode=$1 -- $guest" ;;
   esac
+}
+
+# run VARIANT SMP: one run, QEMU's exit status. "qmp" is QEMU started
+# paused and resumed over QMP by the quickest possible client (the commands
+# queued on stdin), the way libvirt and qemu-pin start guests.
+run() {
+  if [ "$1" = qmp ]; then
+    printf '%s\n' '{"execute":"qmp_capabilities"}' '{"execute":"query-cpus-fast"}' \
+      '{"execute":"cont"}' | $(cmd "$1" "$2") -S -qmp stdio
+  else
+    $(cmd "$1" "$2")
+  fi
 }
 
 echo "| -smp | launched by | median ms | vs QEMU alone | added ms | added ms, paired | runs |"
@@ -61,7 +75,7 @@ for smp in $smps; do
   declare -A ok=() why=()
   # One untimed run of each: it warms the caches and tells what runs here.
   for v in $variants; do
-    $(cmd "$v" "$smp") >/dev/null 2>"$BENCH_TMP/err"
+    run "$v" "$smp" >/dev/null 2>"$BENCH_TMP/err"
     rc=$?
     want=1; [ "$v" = plan ] && want=0
     if [ $rc -eq $want ] && ! grep -q '^qemu-pin: [^kwQ]' "$BENCH_TMP/err"; then
@@ -75,9 +89,8 @@ for smp in $smps; do
   for ((r = 0; r < runs; r++)); do
     for v in $variants; do
       [ -n "${ok[$v]:-}" ] || continue
-      line=$(cmd "$v" "$smp")
       t0=$(now_us)
-      $line >/dev/null 2>&1
+      run "$v" "$smp" >/dev/null 2>&1
       t1=$(now_us)
       echo $(((t1 - t0))) >> "$BENCH_TMP/t.$v"
     done
@@ -86,6 +99,7 @@ for smp in $smps; do
   for v in $variants; do
     case $v in
       direct) name="QEMU alone" ;;
+      qmp) name="QEMU -S, then cont over QMP (no qemu-pin)" ;;
       plan) name="qemu-pin plan --mode=balanced (no launch)" ;;
       *) name="qemu-pin --mode=$v" ;;
     esac

@@ -79,8 +79,15 @@ one_run() {
 
 echo "| vCPUs | mode | greeting -> pinned (ms) | greeting -> cont (ms) | runs |"
 echo "|---:|---|---:|---:|---:|"
+# A count refused in a mode is refused for every larger one too: those are
+# tried no more and reported in one row.
+declare -A refused_at=() refused_why=()
 for n in $vcpus; do
   for mode in $modes; do
+    if [ -n "${refused_at[$mode]:-}" ]; then
+      refused_at[$mode]="${refused_at[$mode]}, $n"
+      continue
+    fi
     : > "$BENCH_TMP/p"; : > "$BENCH_TMP/c"
     reason=
     for ((r = 0; r < runs; r++)); do
@@ -92,9 +99,14 @@ for n in $vcpus; do
       echo "${out#* }" >> "$BENCH_TMP/c"
     done
     if [ -n "$reason" ]; then
-      echo "| $n | $mode | refused: $reason | | 0 |"
+      refused_at[$mode]=$n
+      refused_why[$mode]=$reason
     else
       echo "| $n | $mode | $(median < "$BENCH_TMP/p") | $(median < "$BENCH_TMP/c") | $runs |"
     fi
   done
+done
+for mode in $modes; do
+  [ -z "${refused_at[$mode]:-}" ] ||
+    echo "| ${refused_at[$mode]} | $mode | refused (at ${refused_at[$mode]%%,*}): ${refused_why[$mode]} | | 0 |"
 done

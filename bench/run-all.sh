@@ -36,7 +36,7 @@ echo "run-all: plan time (bench/plan-bench)" >&2
 echo "run-all: placement simulator (bench/simulate)" >&2
 "$builddir/bench/simulate" --markdown --seeds 30 > "$tmp/sim.md"
 echo "run-all: launch overhead (bench/launch-bench.sh)" >&2
-"$here/launch-bench.sh" --smp "1 2 8 64" "$builddir" > "$tmp/launch.md"
+"$here/launch-bench.sh" --runs 31 --smp "1 2 8 64" "$builddir" > "$tmp/launch.md"
 echo "run-all: pinning latency (bench/pin-latency.sh)" >&2
 "$here/pin-latency.sh" "$builddir" > "$tmp/latency.md"
 echo "run-all: keeper memory (bench/keeper-memory.sh)" >&2
@@ -48,8 +48,8 @@ if [ -n "$lab" ]; then
       --builddir "$builddir" --timeout 900 > "$tmp/lab.out" 2>&1; then
     {
       echo
-      echo "Inside the NUMA lab (\\`tests/lab/run-lab.sh --shape 4n --script"
-      echo "bench/lab-pin-latency.sh\\`: an emulated 4-node, 8-CPU host whose guest QEMU"
+      echo 'Inside the NUMA lab (`tests/lab/run-lab.sh --shape 4n --script'
+      echo 'bench/lab-pin-latency.sh`: an emulated 4-node, 8-CPU host whose guest QEMU'
       echo "is emulated again, so every time is inflated many times over by the"
       echo "emulation; it shows how the keeper's work grows with vCPUs, not its speed):"
       echo
@@ -74,6 +74,10 @@ uss=$(awk -F' *\\| *' '/qemu-pin-keeper/ { if ($7 > m) m = $7 } END { print m }'
 launch_cell() { # SMP MODE
   awk -F' *\\| *' -v s="$1" -v m="--mode=$2" '$2 == s && index($3, m) && !index($3, "plan") {
     if ($4 ~ /^refused/) print $4; else print $4 " ms, x" $5 ", " $6 " ms (paired " $7 " ms)"; exit }' "$tmp/launch.md"
+}
+qmp_cell() { # SMP
+  awk -F' *\\| *' -v s="$1" '$2 == s && index($3, "cont over QMP") {
+    print $4 " ms, x" $5 ", " $6 " ms (paired " $7 " ms)"; exit }' "$tmp/launch.md"
 }
 plan_cell() { # SMP
   awk -F' *\\| *' -v s="$1" '$2 == s && index($3, "plan") {
@@ -119,7 +123,7 @@ Written by \`bench/run-all.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC') from commit
 - Plan+claim with 1,000 live records, 64 nodes: **$claim64 ms** wall, $claimcpu64 ms CPU; the lock is held **$hold64 ms**.
 - Launch overhead (median wall time, ratio to QEMU alone, added ms), target
   at 8 vCPUs under 5% and under 5 ms:
-  - -smp 1: balanced $(launch_cell 1 balanced); one-to-one $(launch_cell 1 one-to-one); none $(launch_cell 1 none); \`qemu-pin plan\` alone $(plan_cell 1)
+  - -smp 1: balanced $(launch_cell 1 balanced); one-to-one $(launch_cell 1 one-to-one); none $(launch_cell 1 none); \`qemu-pin plan\` alone $(plan_cell 1); QEMU paused then resumed over QMP without qemu-pin $(qmp_cell 1)
   - -smp 2: balanced $(launch_cell 2 balanced); one-to-one $(launch_cell 2 one-to-one); none $(launch_cell 2 none)
   - -smp 8: balanced $(launch_cell 8 balanced); none $(launch_cell 8 none)
 - Keeper memory: at most **$uss KiB** private (USS) per keeper (target under 1 MiB).
@@ -152,9 +156,12 @@ $(cat "$tmp/sim.md")
 
 ## Launch overhead
 
-\`bench/launch-bench.sh --smp "1 2 8 64"\`: the guest exits at once
+\`bench/launch-bench.sh --runs 31 --smp "1 2 8 64"\`: the guest exits at once
 (isa-debug-exit), \`$QEMU_BASE_DOC\`, interleaved runs, median wall time of the
-whole QEMU life; the ledger on a tmpfs. This host has $cpus CPUs: qemu-pin refuses, as it should,
+whole QEMU life; the ledger on a tmpfs. *QEMU -S, then cont over QMP* is the
+start-paused-and-resume flow qemu-pin (and libvirt) use, driven by the
+quickest client possible, without qemu-pin: the part of the overhead that
+comes with starting paused rather than with qemu-pin. This host has $cpus CPUs: qemu-pin refuses, as it should,
 to place more vCPUs than there are usable CPUs in \`balanced\` and
 \`one-to-one\`, so those rows say why instead of a time.
 

@@ -79,6 +79,9 @@ qmp_cell() { # SMP
   awk -F' *\\| *' -v s="$1" '$2 == s && index($3, "cont over QMP") {
     print $4 " ms, x" $5 ", " $6 " ms (paired " $7 " ms)"; exit }' "$tmp/launch.md"
 }
+lat_rows() { # FILE: "N vCPUs MODE X ms" for every measured row
+  awk -F' *\\| *' '$2 ~ /^[0-9]+$/ && $4 ~ /^[0-9.]+$/ { printf "%s%s vCPU(s) %s %s ms", sep, $2, $3, $5; sep = "; " }' "$1"
+}
 plan_cell() { # SMP
   awk -F' *\\| *' -v s="$1" '$2 == s && index($3, "plan") {
     if ($4 ~ /^refused/) print $4; else print $4 " ms"; exit }' "$tmp/launch.md"
@@ -126,6 +129,8 @@ Written by \`bench/run-all.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC') from commit
   - -smp 1: balanced $(launch_cell 1 balanced); one-to-one $(launch_cell 1 one-to-one); none $(launch_cell 1 none); \`qemu-pin plan\` alone $(plan_cell 1); QEMU paused then resumed over QMP without qemu-pin $(qmp_cell 1)
   - -smp 2: balanced $(launch_cell 2 balanced); one-to-one $(launch_cell 2 one-to-one); none $(launch_cell 2 none)
   - -smp 8: balanced $(launch_cell 8 balanced); none $(launch_cell 8 none)
+- Pinning latency, QMP greeting to \`cont\` (keeper timestamps): $(lat_rows "$tmp/latency.md");
+  larger guests are refused on this $cpus-CPU host (see the table)$( [ -s "$tmp/lab.md" ] && echo "; in the NUMA lab (times inflated by nested emulation): $(lat_rows "$tmp/lab.md")").
 - Keeper memory: at most **$uss KiB** private (USS) per keeper (target under 1 MiB).
 - Placement (sums over the storms, node-local VMs):
 $sim_verdict

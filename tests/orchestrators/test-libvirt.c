@@ -114,8 +114,10 @@ virsh_ok(const char *const *args)
   return out;
 }
 
+/* The domain: 2 vCPUs, 128 MiB, the halting firmware; CPU_XML (may be "")
+ * goes inside <domain>, e.g. a <cpu> with NUMA cells. */
 static char *
-domain_xml(Fixture *f)
+domain_xml(Fixture *f, const char *cpu_xml)
 {
   return g_strdup_printf(
       "<domain type='qemu' "
@@ -123,6 +125,7 @@ domain_xml(Fixture *f)
       "  <name>%s</name>\n"
       "  <memory unit='MiB'>128</memory>\n"
       "  <vcpu>2</vcpu>\n"
+      "%s"
       "  <os>\n"
       "    <type arch='x86_64' machine='q35'>hvm</type>\n"
       "    <loader type='rom'>%s</loader>\n"
@@ -138,7 +141,7 @@ domain_xml(Fixture *f)
       "    <qemu:env name='QEMU_PIN_CONFIG' value='%s'/>\n"
       "  </qemu:commandline>\n"
       "</domain>\n",
-      f->marker, f->fw, f->dropin, f->config);
+      f->marker, cpu_xml, f->fw, f->dropin, f->config);
 }
 
 /* libvirt keeps the probed capabilities of each emulator path in a file
@@ -179,7 +182,7 @@ setup(Fixture *f, gconstpointer data)
       "mode = one-to-one\n",
       f->marker, qp_test_qemu(), f->state);
   f->config = orch_write(f->dir, "qemu-pin.conf", conf);
-  g_autofree char *xml = domain_xml(f);
+  g_autofree char *xml = domain_xml(f, "");
   f->xml = orch_write(f->dir, "domain.xml", xml);
   f->pidfile = g_strdup_printf("/run/libvirt/qemu/%s.pid", f->marker);
   f->log = g_strdup_printf("/var/log/libvirt/qemu/%s.log", f->marker);
@@ -478,6 +481,85 @@ test_survives_libvirtd_restart(Fixture *f, gconstpointer data)
   destroy_and_check_released(f, pid);
 }
 
+typedef struct {
+  const char *mode;     /* of the domain's [name:NAME] group */
+  const char *cpu_xml;  /* NUMA cells, or "" */
+  guint64 map_kib;      /* size of each guest RAM mapping */
+  guint n_maps;
+} MemCase;
+
+static const MemCase mem_without_vnuma = {"balanced", "", 128 * 1024, 1};
+static const MemCase mem_with_vnuma = {
+  "numa",
+  "  <cpu>\n"
+  "    <numa>\n"
+  "      <cell id='0' cpus='0' memory='64' unit='MiB'/>\n"
+  "      <cell id='1' cpus='1' memory='64' unit='MiB'/>\n"
+  "    </numa>\n"
+  "  </cpu>\n",
+  64 * 1024, 2};
+
+/* libvirt gives guest RAM as JSON backends (`-machine memory-backend=pc.ram`
+ * with `-object {"qom-type":"memory-backend-ram","id":"pc.ram",...}`, or one
+ * backend per NUMA cell); qemu-pin binds them on the command line: every
+ * guest RAM mapping of the running domain has the plan's policy. The mode
+ * comes from the domain's [name:NAME] group, matched through libvirt's
+ * `-name guest=NAME,...`. */
+static void
+test_memory_bound(Fixture *f, gconstpointer data)
+{
+  const MemCase *c = data;
+  if (!f->ready)
+    return;
+  g_autofree char *conf = g_strdup_printf(
+      "[defaults]\n"
+      "qemu = %s\n"
+      "state-dir = %s\n"
+      "mode = one-to-one\n"
+      "\n"
+      "[name:%s]\n"
+      "mode = %s\n",
+      qp_test_qemu(), f->state, f->marker, c->mode);
+  g_free(orch_write(f->dir, "qemu-pin.conf", conf));
+  g_autofree char *xml = domain_xml(f, c->cpu_xml);
+  g_free(orch_write(f->dir, "domain.xml", xml));
+
+  /* The plan for libvirt's command line: memory bound where? */
+  g_autoptr(GPtrArray) native = native_argv(f);
+  g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(args, g_strdup_printf("--state-dir=%s", f->plan_state));
+  g_ptr_array_add(args, g_strdup_printf("--config=%s", f->config));
+  g_ptr_array_add(args, g_strdup("--"));
+  g_ptr_array_add(args, g_strdup(qp_test_qemu()));
+  for (guint i = 1; i < native->len && native->pdata[i] != NULL; i++)
+    g_ptr_array_add(args, g_strdup(native->pdata[i]));
+  g_ptr_array_add(args, NULL);
+  g_autoptr(JsonObject) plan = qp_test_plan((char **)args->pdata);
+  g_assert_cmpstr(json_object_get_string_member(plan, "mode"), ==, c->mode);
+  g_assert_cmpstr(json_object_get_string_member(plan, "memory-policy"), ==,
+                  "bind");
+  g_autofree char *want = g_strdup_printf(
+      "bind:%s", json_object_get_string_member(plan, "memory-nodes"));
+
+  g_free(VIRSH_OK("define", f->xml));
+  start_domain(f);
+  g_autofree char *state = VIRSH_OK("domstate", f->marker);
+  g_assert_cmpstr(g_strstrip(state), ==, "running");
+  int pid = domain_pid(f);
+  g_assert_cmpint(pid, >, 0);
+  g_auto(GStrv) policies = qp_test_policies_of_mappings(pid, c->map_kib);
+  g_autofree char *have = g_strjoinv(" ", policies);
+  g_test_message("guest RAM mappings of %" G_GUINT64_FORMAT " KiB: %s (want %s)",
+                 c->map_kib, have, want);
+  g_assert_cmpuint(g_strv_length(policies), ==, c->n_maps);
+  for (guint i = 0; i < c->n_maps; i++)
+    g_assert_cmpstr(policies[i], ==, want);
+  g_autoptr(JsonObject) rec = orch_record(f->state);
+  g_assert_nonnull(rec);
+  g_assert_cmpstr(json_object_get_string_member(rec, "mode"), ==, c->mode);
+  destroy_and_check_released(f, pid);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -491,6 +573,10 @@ main(int argc, char **argv)
       test_destroy_frees_and_restart);
   ADD("/orchestrators/libvirt/libvirtd-restart/vm-undisturbed",
       test_survives_libvirtd_restart);
+  g_test_add("/orchestrators/libvirt/memory/json-pc-ram-bound", Fixture,
+             &mem_without_vnuma, setup, test_memory_bound, teardown);
+  g_test_add("/orchestrators/libvirt/memory/json-numa-cells-bound", Fixture,
+             &mem_with_vnuma, setup, test_memory_bound, teardown);
   int rc = g_test_run();
   g_free(setup_skip_reason);
   g_free(virsh_bin);

@@ -1,0 +1,194 @@
+/* What the fuzzers and the fault tables found in qemu-pin, as tests of the
+ * behaviour that is wanted (docs/robustness.md, "Findings"). Each fails
+ * until the finding is fixed. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/robustness/rb-common.h"
+
+static void
+clean_env(char ***envp, RbFixture *f)
+{
+  g_auto(GStrv) names = g_listenv();
+  for (guint i = 0; names[i] != NULL; i++)
+    if (g_str_has_prefix(names[i], "QEMU_PIN_") ||
+        g_str_has_prefix(names[i], "FAKE_QEMU_"))
+      *envp = g_environ_unsetenv(*envp, names[i]);
+  g_autofree char *conf = g_build_filename(f->dir, "empty.conf", NULL);
+  if (!g_file_test(conf, G_FILE_TEST_EXISTS))
+    g_assert_true(g_file_set_contents(conf, "", 0, NULL));
+  *envp = g_environ_setenv(*envp, "QEMU_PIN_CONFIG", conf, TRUE);
+  *envp = g_environ_setenv(*envp, "QEMU_PIN_STATE_DIR", f->state, TRUE);
+  *envp = g_environ_setenv(*envp, "FAKE_QEMU_LIFETIME", "60", TRUE);
+}
+
+/* qemu-pin OPTS -- fake-qemu -smp 1 -name NAME -daemonize -pidfile P */
+static int
+launch_fake_daemon(RbFixture *f, char **envp, const char *name, char **err)
+{
+  g_autofree char *fake = rb_fake_qemu();
+  g_autofree char *pidfile = g_build_filename(f->dir, "qemu.pid", NULL);
+  g_autofree char *marked = g_strdup_printf("%s,%s", name, f->marker);
+  char *argv[] = {(char *)qp_test_binary(), "--mode=one-to-one", "--", fake,
+                  "-smp", "1", "-name", marked, "-daemonize", "-pidfile",
+                  pidfile, NULL};
+  GPid pid = qp_test_spawn(argv, envp, f->dir);
+  int status = qp_test_wait(pid, 30000);
+  g_autofree char *path = g_build_filename(f->dir, "stderr", NULL);
+  g_file_get_contents(path, err, NULL, NULL);
+  return status;
+}
+
+static void
+stop_fake_daemon(RbFixture *f)
+{
+  g_autofree char *pidfile = g_build_filename(f->dir, "qemu.pid", NULL);
+  g_autofree char *text = NULL;
+  if (g_file_get_contents(pidfile, &text, NULL, NULL) && atoi(text) > 0)
+    kill(atoi(text), SIGTERM);
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+}
+
+/* Finding 2: QEMU takes any bytes as -name; a record holding a name that is
+ * not UTF-8 could not be read back, was moved aside as .corrupt and held its
+ * nodes whole until an operator removed it, refusing every later launch. */
+static void
+test_non_utf8_name(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  g_autofree char *err = NULL;
+  int status = launch_fake_daemon(f, envp, "vm\xbf", &err);
+  g_test_message("launch: status %d, stderr: %s", status, err);
+  if (status != 0) {
+    /* Refusing the name up front is fine too: one line naming it. */
+    rb_assert_one_line(err);
+    g_assert_nonnull(strstr(err, "-name"));
+    rb_assert_nothing_left(f, 5000);
+    return;
+  }
+  /* The record reads back: status shows no warning, a second VM fits. */
+  char *st[] = {(char *)qp_test_binary(), "status", NULL};
+  QpTestRun r;
+  qp_test_run(st, envp, &r);
+  g_test_message("status: %d, stderr: %s", r.status, r.err);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_cmpstr(r.err, ==, "");
+  g_assert_null(strstr(r.out, "could not be read"));
+  g_assert_null(strstr(r.out, "unreadable"));
+  qp_test_run_clear(&r);
+  g_auto(GStrv) entries = rb_state_entries(f);
+  for (guint i = 0; entries[i] != NULL; i++)
+    g_assert_false(g_str_has_suffix(entries[i], ".corrupt"));
+  stop_fake_daemon(f);
+  rb_assert_nothing_left(f, 10000);
+}
+
+/* A guard: with -daemonize the keeper rewrites the record from its own copy
+ * of the claim, made before the launcher learnt the keeper's PID; a record
+ * with "keeper-pid" 0 was seen once on an earlier build. */
+static void
+test_daemonized_record_names_keeper(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  g_autofree char *err = NULL;
+  int status = launch_fake_daemon(f, envp, "vm", &err);
+  g_assert_cmpint(status, ==, 0);
+  g_auto(GStrv) entries = rb_state_entries(f);
+  g_assert_nonnull(entries[0]);
+  g_assert_null(entries[1]);
+  g_autofree char *path = g_build_filename(f->state, entries[0], NULL);
+  g_autoptr(JsonParser) p = json_parser_new();
+  g_assert_true(json_parser_load_from_file(p, path, NULL));
+  JsonObject *o = json_node_get_object(json_parser_get_root(p));
+  gint64 keeper = json_object_get_int_member(o, "keeper-pid");
+  g_autoptr(GArray) keepers = rb_pids_named("qemu-pin-keeper", f->marker);
+  g_assert_cmpuint(keepers->len, ==, 1);
+  g_assert_cmpint(keeper, ==, g_array_index(keepers, int, 0));
+  stop_fake_daemon(f);
+  rb_assert_nothing_left(f, 10000);
+}
+
+/* Finding 1: a value is quoted as given, so one with a line break makes a
+ * message of two lines. */
+typedef struct {
+  const char *path;
+  const char *opt;    /* a qemu-pin option, or NULL */
+  const char *env;    /* NAME=VALUE, or NULL */
+  const char *config; /* config text, or NULL */
+} NewlineRow;
+
+static const NewlineRow newline_rows[] = {
+  {"/regressions/one-line/option-value", "--affinity=1\n2", NULL, NULL},
+  {"/regressions/one-line/env-value", NULL, "QEMU_PIN_MODE=x\ny", NULL},
+  {"/regressions/one-line/config-escape", NULL, NULL,
+   "[defaults]\nmode = a\\nb\n"},
+};
+
+static void
+test_one_line(RbFixture *f, gconstpointer data)
+{
+  const NewlineRow *row = data;
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  if (row->env != NULL) {
+    g_auto(GStrv) kv = g_strsplit(row->env, "=", 2);
+    envp = g_environ_setenv(envp, kv[0], kv[1], TRUE);
+  }
+  if (row->config != NULL) {
+    g_autofree char *conf = g_build_filename(f->dir, "empty.conf", NULL);
+    g_assert_true(g_file_set_contents(conf, row->config, -1, NULL));
+  }
+  g_autofree char *name = g_strdup_printf("%s,debug-threads=on", f->marker);
+  char *argv[] = {(char *)qp_test_binary(),
+                  (char *)(row->opt ? row->opt : "--strategy=spread"), "--",
+                  f->qemu, "-accel", "tcg", "-nodefaults", "-display", "none",
+                  "-bios", f->halt_fw, "-name", name, NULL};
+  g_autofree char *err = NULL;
+  int status = rb_run(f, argv, envp, 30000, &err);
+  g_test_message("status %d, stderr: %s", status, err ? err : "(none)");
+  if (status < 0)
+    return;
+  g_assert_cmpint(status, ==, 2);
+  rb_assert_one_line(err);
+  g_assert_false(g_file_test(f->ran, G_FILE_TEST_EXISTS));
+  rb_assert_nothing_left(f, 2000);
+}
+
+/* Finding 4: -machine smp.cpus=0 is reported as "-smp '...'", an option the
+ * caller did not write. */
+static void
+test_machine_smp_named(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  char *argv[] = {(char *)qp_test_binary(), "--", f->qemu, "-machine",
+                  "q35,smp.cpus=0", "-name", f->marker, NULL};
+  g_autofree char *err = NULL;
+  int status = rb_run(f, argv, envp, 30000, &err);
+  g_test_message("status %d, stderr: %s", status, err);
+  g_assert_cmpint(status, ==, 1);
+  rb_assert_one_line(err);
+  g_assert_nonnull(strstr(err, "-machine"));
+  g_assert_null(strstr(err, "-smp"));
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_set_nonfatal_assertions();
+  g_test_add("/regressions/non-utf8-name", RbFixture, NULL, rb_setup,
+             test_non_utf8_name, rb_teardown);
+  g_test_add("/regressions/daemonized-record-names-keeper", RbFixture, NULL,
+             rb_setup, test_daemonized_record_names_keeper, rb_teardown);
+  for (gsize i = 0; i < G_N_ELEMENTS(newline_rows); i++)
+    g_test_add(newline_rows[i].path, RbFixture, &newline_rows[i], rb_setup,
+               test_one_line, rb_teardown);
+  g_test_add("/regressions/machine-smp-named", RbFixture, NULL, rb_setup,
+             test_machine_smp_named, rb_teardown);
+  return g_test_run();
+}

@@ -451,6 +451,7 @@ typedef struct {
   GMutex lock;  /* the rest */
   guint scans;
   guint max_records;
+  guint max_dedicated; /* CPUs */
   gint64 max_scanned_mib;
   GHashTable *seen; /* claimed MiB -> number of status samples */
   GPtrArray *violations;
@@ -464,13 +465,32 @@ violation(Sampler *s, char *text)
   g_mutex_unlock(&s->lock);
 }
 
+/* A CPU list of this small host ("", "1", "0-1") as a bit mask. */
+static guint64
+cpu_mask(const char *list)
+{
+  guint64 mask = 0;
+  g_auto(GStrv) parts = g_strsplit(list, ",", -1);
+  for (guint i = 0; parts[i] && parts[i][0]; i++) {
+    char *end = NULL;
+    guint64 a = g_ascii_strtoull(parts[i], &end, 10);
+    guint64 b = *end == '-' ? g_ascii_strtoull(end + 1, NULL, 10) : a;
+    g_assert_cmpuint(b, <, 64);
+    for (guint64 c = a; c <= b; c++)
+      mask |= G_GUINT64_CONSTANT(1) << c;
+  }
+  return mask;
+}
+
 /* Sum of memory-mib over the record files, read without the lock: records
- * are renamed into place, so a reader sees whole ones. */
+ * are renamed into place, so a reader sees whole ones. Returns -1 for a
+ * partial record, -2 when two records dedicate the same CPU. */
 static gint64
-scan_records(const char *state, guint *n_records)
+scan_records(const char *state, guint *n_records, guint64 *dedicated)
 {
   gint64 sum = 0;
   guint n = 0;
+  *dedicated = 0;
   g_autoptr(GDir) d = g_dir_open(state, 0, NULL);
   const char *name;
   while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
@@ -483,9 +503,13 @@ scan_records(const char *state, guint *n_records)
     g_autoptr(JsonParser) p = json_parser_new();
     if (!json_parser_load_from_data(p, text, -1, NULL))
       return -1; /* a partial record: never expected */
-    JsonObject *mem = json_object_get_object_member(
-        json_node_get_object(json_parser_get_root(p)), "memory-mib");
+    JsonObject *rec = json_node_get_object(json_parser_get_root(p));
+    JsonObject *mem = json_object_get_object_member(rec, "memory-mib");
     sum += json_object_get_int_member_with_default(mem, "0", 0);
+    guint64 ded = cpu_mask(json_object_get_string_member(rec, "dedicated-cpus"));
+    if (*dedicated & ded)
+      return -2;
+    *dedicated |= ded;
     n++;
   }
   *n_records = n;
@@ -512,8 +536,9 @@ scan_thread(gpointer data)
   Sampler *s = data;
   while (!g_atomic_int_get(&s->stop)) {
     guint nrec = 0;
+    guint64 ded = 0;
     gint64 before = node0_total_mib();
-    gint64 scanned = scan_records(s->state, &nrec);
+    gint64 scanned = scan_records(s->state, &nrec, &ded);
     gint64 capacity = MIN(before, node0_total_mib()) - s->reserve;
     if (scanned < 0 || scanned > capacity)
       violation(s, g_strdup_printf("record files hold %" G_GINT64_FORMAT
@@ -523,6 +548,7 @@ scan_thread(gpointer data)
     s->scans++;
     s->max_scanned_mib = MAX(s->max_scanned_mib, scanned);
     s->max_records = MAX(s->max_records, nrec);
+    s->max_dedicated = MAX(s->max_dedicated, (guint)__builtin_popcountll(ded));
     g_mutex_unlock(&s->lock);
     g_usleep(1000);
   }
@@ -562,11 +588,21 @@ status_thread(gpointer data)
     gint64 uncommitted = json_object_get_int_member(m, "uncommitted");
     JsonArray *vms = json_object_get_array_member(st, "vms");
     gint64 vm_sum = 0;
+    guint64 vm_ded = 0;
+    gboolean overlap = FALSE;
     for (guint i = 0; i < json_array_get_length(vms); i++) {
-      JsonObject *mem = json_object_get_object_member(
-          json_array_get_object_element(vms, i), "memory-mib");
+      JsonObject *vm = json_array_get_object_element(vms, i);
+      JsonObject *mem = json_object_get_object_member(vm, "memory-mib");
       vm_sum += json_object_get_int_member_with_default(mem, "0", 0);
+      guint64 ded = cpu_mask(json_object_get_string_member(vm, "dedicated-cpus"));
+      overlap |= (vm_ded & ded) != 0;
+      vm_ded |= ded;
     }
+    if (overlap ||
+        vm_ded != cpu_mask(json_object_get_string_member(n, "dedicated-cpus")))
+      violation(s, g_strdup_printf("dedicated CPUs: node says %s, VMs %s",
+                                   json_object_get_string_member(n, "dedicated-cpus"),
+                                   overlap ? "overlap" : "differ"));
     if (claimed > total - reserve || reserve != s->reserve ||
         claimed != vm_sum || uncommitted != total - reserve - claimed)
       violation(s, g_strdup_printf("total %" G_GINT64_FORMAT
@@ -599,6 +635,101 @@ typedef struct {
 } Launch;
 
 static void
+sampler_init(Sampler *s, const char *state, const char *reserve_opt,
+             gint64 reserve)
+{
+  *s = (Sampler){.state = (char *)state, .reserve_opt = (char *)reserve_opt,
+                 .reserve = reserve,
+                 .seen = g_hash_table_new(g_direct_hash, g_direct_equal),
+                 .violations = g_ptr_array_new_with_free_func(g_free)};
+  g_mutex_init(&s->lock);
+}
+
+static void
+sampler_clear(Sampler *s)
+{
+  g_ptr_array_unref(s->violations);
+  g_hash_table_unref(s->seen);
+  g_mutex_clear(&s->lock);
+}
+
+/* Two threads sample `status --json`, a third reads the record files. */
+static void
+samplers_start(Sampler *s, GThread **threads)
+{
+  threads[0] = g_thread_new("status1", status_thread, s);
+  threads[1] = g_thread_new("status2", status_thread, s);
+  threads[2] = g_thread_new("scan", scan_thread, s);
+}
+
+/* Takes a few more samples of the settled ledger, then stops. */
+static void
+samplers_stop(Sampler *s, GThread **threads)
+{
+  gint settled = g_atomic_int_get(&s->samples) + 3;
+  while (g_atomic_int_get(&s->samples) < settled)
+    g_usleep(10000);
+  g_atomic_int_set(&s->stop, 1);
+  for (guint t = 0; t < 3; t++)
+    g_thread_join(threads[t]);
+  for (guint i = 0; i < s->violations->len; i++)
+    g_test_message("violation: %s", (char *)s->violations->pdata[i]);
+}
+
+/* N launches, each VM with its own name, directory and monitor socket. */
+static void
+launches_init(Fixture *f, Launch *l, guint n)
+{
+  for (guint i = 0; i < n; i++) {
+    l[i] = (Launch){.cpu = (int)(i % 2), .exit_status = -1};
+    l[i].name = g_strdup_printf("%s-vm%02u", f->marker, i);
+    l[i].tag = g_strdup_printf("%s,", l[i].name);
+    l[i].dir = g_build_filename(f->dir, l[i].name, NULL);
+    g_assert_cmpint(mkdir(l[i].dir, 0700), ==, 0);
+    l[i].sock = g_build_filename(l[i].dir, "qmp.sock", NULL);
+  }
+}
+
+static void
+launches_clear(Launch *l, guint n)
+{
+  for (guint i = 0; i < n; i++) {
+    g_free(l[i].dir);
+    g_free(l[i].sock);
+    g_free(l[i].name);
+    g_free(l[i].tag);
+  }
+}
+
+/* Waits until each launch has exited or its guest runs; returns how many
+ * did either. */
+static guint
+launches_resolve(Launch *l, guint n)
+{
+  guint resolved = 0;
+  gint64 deadline = g_get_monotonic_time() + 600 * G_USEC_PER_SEC;
+  while (resolved < n && g_get_monotonic_time() < deadline) {
+    for (guint i = 0; i < n; i++) {
+      if (l[i].exit_status >= 0 || l[i].running)
+        continue;
+      int st = qp_test_wait(l[i].pid, 0);
+      if (st >= 0) {
+        l[i].exit_status = st;
+        resolved++;
+        continue;
+      }
+      g_autofree char *qs = query_status(l[i].sock);
+      if (qs != NULL && strcmp(qs, "running") == 0) {
+        l[i].running = TRUE;
+        resolved++;
+      }
+    }
+    g_usleep(20000);
+  }
+  return resolved;
+}
+
+static void
 test_concurrent_launches(Fixture *f, gconstpointer data)
 {
   const gint64 total = host_total_mib();
@@ -628,20 +759,12 @@ test_concurrent_launches(Fixture *f, gconstpointer data)
   }
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
 
-  Sampler s = {.state = f->state, .reserve_opt = reserve_opt,
-               .reserve = reserve,
-               .seen = g_hash_table_new(g_direct_hash, g_direct_equal),
-               .violations = g_ptr_array_new_with_free_func(g_free)};
-  g_mutex_init(&s.lock);
+  Sampler s;
+  sampler_init(&s, f->state, reserve_opt, reserve);
   Launch l[N_LAUNCHES];
   GPtrArray *cmds[N_LAUNCHES];
+  launches_init(f, l, N_LAUNCHES);
   for (int i = 0; i < N_LAUNCHES; i++) {
-    l[i] = (Launch){.cpu = i % 2, .exit_status = -1};
-    l[i].name = g_strdup_printf("%s-vm%02d", f->marker, i);
-    l[i].tag = g_strdup_printf("%s,", l[i].name);
-    l[i].dir = g_build_filename(f->dir, l[i].name, NULL);
-    g_assert_cmpint(mkdir(l[i].dir, 0700), ==, 0);
-    l[i].sock = g_build_filename(l[i].dir, "qmp.sock", NULL);
     g_autofree char *qmparg =
         g_strdup_printf("unix:%s,server=on,wait=off", l[i].sock);
     g_autofree char *aff = g_strdup_printf("--affinity=%d", l[i].cpu);
@@ -650,40 +773,12 @@ test_concurrent_launches(Fixture *f, gconstpointer data)
     cmds[i] = command(f, f->state, l[i].name, BIG_MIB, opts, extra);
   }
 
-  GThread *samplers[] = {g_thread_new("status1", status_thread, &s),
-                         g_thread_new("status2", status_thread, &s),
-                         g_thread_new("scan", scan_thread, &s)};
+  GThread *samplers[3];
+  samplers_start(&s, samplers);
   for (int i = 0; i < N_LAUNCHES; i++)
     l[i].pid = qp_test_spawn((char **)cmds[i]->pdata, NULL, l[i].dir);
-
-  /* Each launch either exits or its guest runs. */
-  guint resolved = 0;
-  gint64 deadline = g_get_monotonic_time() + 600 * G_USEC_PER_SEC;
-  while (resolved < N_LAUNCHES && g_get_monotonic_time() < deadline) {
-    for (int i = 0; i < N_LAUNCHES; i++) {
-      if (l[i].exit_status >= 0 || l[i].running)
-        continue;
-      int st = qp_test_wait(l[i].pid, 0);
-      if (st >= 0) {
-        l[i].exit_status = st;
-        resolved++;
-        continue;
-      }
-      g_autofree char *qs = query_status(l[i].sock);
-      if (qs != NULL && strcmp(qs, "running") == 0) {
-        l[i].running = TRUE;
-        resolved++;
-      }
-    }
-    g_usleep(20000);
-  }
-  /* A few more samples of the settled ledger, then stop sampling. */
-  gint settled = g_atomic_int_get(&s.samples) + 3;
-  while (g_atomic_int_get(&s.samples) < settled)
-    g_usleep(10000);
-  g_atomic_int_set(&s.stop, 1);
-  for (guint t = 0; t < G_N_ELEMENTS(samplers); t++)
-    g_thread_join(samplers[t]);
+  guint resolved = launches_resolve(l, N_LAUNCHES);
+  samplers_stop(&s, samplers);
 
   g_autoptr(GString) seen = g_string_new(NULL);
   for (int k = 0; k <= N_FIT; k++) {
@@ -696,8 +791,6 @@ test_concurrent_launches(Fixture *f, gconstpointer data)
                  "records, %" G_GINT64_FORMAT " MiB)",
                  s.samples, seen->str, s.scans, s.max_records,
                  s.max_scanned_mib);
-  for (guint i = 0; i < s.violations->len; i++)
-    g_test_message("violation: %s", (char *)s.violations->pdata[i]);
   g_assert_cmpuint(resolved, ==, N_LAUNCHES);
   g_assert_cmpuint(s.violations->len, ==, 0);
   g_assert_cmpint(s.samples, >=, 3);
@@ -822,20 +915,107 @@ test_concurrent_launches(Fixture *f, gconstpointer data)
   g_assert_cmpuint(n_vms(after), ==, 0);
   g_assert_cmpuint(n_warnings(after), ==, 0);
 
-  for (int i = 0; i < N_LAUNCHES; i++) {
+  for (int i = 0; i < N_LAUNCHES; i++)
     g_ptr_array_unref(cmds[i]);
-    g_free(l[i].dir);
-    g_free(l[i].sock);
-    g_free(l[i].name);
-    g_free(l[i].tag);
-  }
+  launches_clear(l, N_LAUNCHES);
   for (int c = 0; c < 2; c++) {
     json_object_unref(plans[c]);
     g_strfreev(want_vcpu[c]);
   }
-  g_ptr_array_unref(s.violations);
-  g_hash_table_unref(s.seen);
-  g_mutex_clear(&s.lock);
+  sampler_clear(&s);
+}
+
+/* One-to-one: the CPUs run out first. Of 8 guests started at once, one
+ * gets CPU 0, one CPU 1, and no two records ever dedicate the same CPU. */
+#define N_O2O 8
+
+static void
+test_concurrent_one_to_one(Fixture *f, gconstpointer data)
+{
+  Sampler s;
+  sampler_init(&s, f->state, NULL, 0);
+  Launch l[N_O2O];
+  GPtrArray *cmds[N_O2O];
+  launches_init(f, l, N_O2O);
+  for (int i = 0; i < N_O2O; i++) {
+    g_autofree char *qmparg =
+        g_strdup_printf("unix:%s,server=on,wait=off", l[i].sock);
+    const char *opts[] = {"--mode=one-to-one", NULL};
+    const char *extra[] = {"-qmp", qmparg, NULL};
+    cmds[i] = command(f, f->state, l[i].name, GUEST_MIB, opts, extra);
+  }
+  GThread *samplers[3];
+  samplers_start(&s, samplers);
+  for (int i = 0; i < N_O2O; i++)
+    l[i].pid = qp_test_spawn((char **)cmds[i]->pdata, NULL, l[i].dir);
+  guint resolved = launches_resolve(l, N_O2O);
+  samplers_stop(&s, samplers);
+  g_test_message("%d status samples, %u raw scans (max %u records, max %u "
+                 "dedicated CPUs)",
+                 s.samples, s.scans, s.max_records, s.max_dedicated);
+  g_assert_cmpuint(resolved, ==, N_O2O);
+  g_assert_cmpuint(s.violations->len, ==, 0);
+  g_assert_cmpuint(s.max_dedicated, ==, 2);
+
+  const char *nocpu = "qemu-pin: one-to-one needs 1 CPUs on free cores but "
+                      "only 0 are free on host nodes 0 (2 CPUs dedicated to "
+                      "other VMs)\n";
+  g_autoptr(JsonObject) st = status_json(f->state, NULL);
+  g_assert_cmpstr(json_object_get_string_member(node0(st), "dedicated-cpus"),
+                  ==, "0-1");
+  g_assert_cmpuint(n_vms(st), ==, 2);
+  JsonArray *vms = json_object_get_array_member(st, "vms");
+  guint n_running = 0;
+  guint64 used = 0;
+  for (int i = 0; i < N_O2O; i++) {
+    g_autofree char *err = file_text(l[i].dir, "stderr");
+    g_autoptr(GArray) keepers = pids_of_kind(l[i].tag, TRUE);
+    if (!l[i].running) {
+      if (strcmp(err, nocpu) != 0)
+        g_test_message("launch %d: status %d, stderr: %s", i,
+                       l[i].exit_status, err);
+      g_assert_cmpint(l[i].exit_status, ==, 1);
+      g_assert_cmpstr(err, ==, nocpu);
+      g_assert_cmpuint(keepers->len, ==, 0);
+      g_autoptr(GArray) others = pids_of_kind(l[i].tag, FALSE);
+      g_assert_cmpuint(others->len, ==, 0);
+      continue;
+    }
+    n_running++;
+    g_assert_cmpstr(err, ==, "");
+    g_assert_cmpuint(keepers->len, ==, 1);
+    /* Its record dedicates one CPU, and its vCPU runs there. */
+    const char *ded = NULL;
+    for (guint v = 0; v < json_array_get_length(vms); v++) {
+      JsonObject *vm = json_array_get_object_element(vms, v);
+      if (json_object_get_int_member(vm, "qemu-pid") == l[i].pid)
+        ded = json_object_get_string_member(vm, "dedicated-cpus");
+    }
+    g_assert_nonnull(ded);
+    g_assert_true(strcmp(ded, "0") == 0 || strcmp(ded, "1") == 0);
+    g_assert_cmpuint(used & cpu_mask(ded), ==, 0);
+    used |= cpu_mask(ded);
+    const char *want[] = {ded, NULL};
+    g_assert_true(qp_test_wait_vcpu_affinity(l[i].pid, want, 0));
+  }
+  g_assert_cmpuint(n_running, ==, 2);
+  g_assert_cmpuint(used, ==, 3);
+
+  for (int i = 0; i < N_O2O; i++)
+    if (l[i].running)
+      kill(l[i].pid, SIGTERM);
+  for (int i = 0; i < N_O2O; i++)
+    if (l[i].running)
+      g_assert_cmpint(qp_test_wait(l[i].pid, 30000), >=, 0);
+  g_assert_true(qp_test_wait_no_process(f->marker, 30000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+  g_autoptr(JsonObject) after = status_json(f->state, NULL);
+  g_assert_cmpstr(json_object_get_string_member(node0(after), "dedicated-cpus"),
+                  ==, "");
+  for (int i = 0; i < N_O2O; i++)
+    g_ptr_array_unref(cmds[i]);
+  launches_clear(l, N_O2O);
+  sampler_clear(&s);
 }
 
 /* ---- 2. Faults ------------------------------------------------------------- */
@@ -1359,6 +1539,8 @@ main(int argc, char **argv)
   g_test_add(path, Fixture, data, setup, fn, teardown)
   ADD("/claims/concurrent/exactly-those-that-fit-start-and-run-pinned",
       test_concurrent_launches, NULL);
+  ADD("/claims/concurrent/one-to-one-never-dedicates-a-cpu-twice",
+      test_concurrent_one_to_one, NULL);
   ADD("/claims/fault/killed-keeper-keeps-claim-until-qemu-dies",
       test_killed_keeper_keeps_claim, NULL);
   ADD("/claims/fault/killed-qemu-released-by-keeper",

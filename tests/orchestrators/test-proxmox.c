@@ -120,7 +120,8 @@ teardown(Fixture *f, gconstpointer data)
  * cores (-smp 4) where the host has 4 CPUs, else 2 sockets of 1 core: the
  * same shape, as qemu-server writes it for either VM. */
 static GPtrArray *
-proxmox_argv(Fixture *f, const char *argv0)
+proxmox_argv_full(Fixture *f, const char *argv0, const char *qmp,
+                  const char *pidfile, const char *const *extra)
 {
   GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
 #define ADD(...) g_ptr_array_add(a, g_strdup_printf(__VA_ARGS__))
@@ -128,11 +129,11 @@ proxmox_argv(Fixture *f, const char *argv0)
   ADD("-id"); ADD(VMID);
   ADD("-name"); ADD("%s,debug-threads=on", f->marker);
   ADD("-no-shutdown");
-  ADD("-chardev"); ADD("socket,id=qmp,path=%s,server=on,wait=off", f->qmp);
+  ADD("-chardev"); ADD("socket,id=qmp,path=%s,server=on,wait=off", qmp);
   ADD("-mon"); ADD("chardev=qmp,mode=control");
   ADD("-chardev"); ADD("socket,id=qmp-event,path=%s,reconnect=5", f->event);
   ADD("-mon"); ADD("chardev=qmp-event,mode=control");
-  ADD("-pidfile"); ADD("%s", f->pidfile);
+  ADD("-pidfile"); ADD("%s", pidfile);
   ADD("-daemonize");
   ADD("-smbios"); ADD("type=1,uuid=5f7a3b52-54f1-4c4e-9d8e-6c1f0e2a4217");
   gboolean big = g_get_num_processors() >= 4;
@@ -152,9 +153,17 @@ proxmox_argv(Fixture *f, const char *argv0)
   ADD("-bios"); ADD("%s", f->fw);
   ADD("-machine"); ADD("type=q35");
   ADD("-accel"); ADD("tcg");
+  for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
+    ADD("%s", extra[i]);
 #undef ADD
   g_ptr_array_add(a, NULL);
   return a;
+}
+
+static GPtrArray *
+proxmox_argv(Fixture *f, const char *argv0)
+{
+  return proxmox_argv_full(f, argv0, f->qmp, f->pidfile, NULL);
 }
 
 /* What qemu-pin plans for the same command with the same config. */
@@ -358,12 +367,123 @@ test_queries_pass_through(Fixture *f, gconstpointer data)
   g_assert_false(g_file_test(f->state, G_FILE_TEST_EXISTS));
 }
 
+static void
+wait_migrated(const char *src_qmp)
+{
+  gint64 deadline = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
+  g_autofree char *status = NULL;
+  do {
+    g_autoptr(JsonNode) r =
+        orch_qmp(src_qmp, "{\"execute\":\"query-migrate\"}", NULL);
+    g_free(status);
+    status = r && JSON_NODE_HOLDS_OBJECT(r)
+        ? g_strdup(json_object_get_string_member_with_default(
+              json_node_get_object(r), "status", "none"))
+        : NULL;
+    if (status != NULL && (strcmp(status, "completed") == 0 ||
+                           strcmp(status, "failed") == 0))
+      break;
+    g_usleep(50000);
+  } while (g_get_monotonic_time() < deadline);
+  g_assert_cmpstr(status, ==, "completed");
+}
+
+/* A Proxmox live migration's target: `kvm ... -daemonize -incoming
+ * unix:/run/qemu-server/VMID.migrate -S`; once the source has migrated,
+ * qemu-server's `qm resume` sends `cont`. Here the source is the same VM
+ * started by qemu-pin with a ledger of its own (another "node"). */
+static void
+test_incoming_migration(Fixture *f, gconstpointer data)
+{
+  if (g_get_num_processors() < 2) {
+    g_test_skip("one-to-one with 2 vCPUs needs at least 2 host CPUs");
+    return;
+  }
+  g_autofree char *shim_env = g_strdup_printf("QP_SHIM_QEMU=%s", qp_test_qemu());
+
+  /* The source "node": its own config and ledger. */
+  g_autofree char *src_state = g_build_filename(f->dir, "src-state", NULL);
+  g_autofree char *src_conf_text = g_strdup_printf(
+      "[defaults]\nqemu = %s\n\n[id:" VMID "]\nmode = one-to-one\n"
+      "state-dir = %s\n",
+      f->shim, src_state);
+  g_autofree char *src_conf = orch_write(f->dir, "src.conf", src_conf_text);
+  g_autofree char *src_qmp = g_build_filename(f->dir, "src.qmp", NULL);
+  g_autofree char *src_pidfile = g_build_filename(f->dir, "src.pid", NULL);
+  g_autoptr(GPtrArray) src = proxmox_argv_full(f, f->kvm, src_qmp,
+                                               src_pidfile, NULL);
+  g_autofree char *src_conf_env = g_strdup_printf("QEMU_PIN_CONFIG=%s", src_conf);
+  const char *src_extra[] = {src_conf_env, shim_env, NULL};
+  g_auto(GStrv) src_env = orch_env(src_extra);
+  QpTestRun r;
+  qp_test_run((char **)src->pdata, src_env, &r);
+  g_test_message("source kvm: exit %d, stderr: %s", r.status, r.err);
+  g_assert_cmpint(r.status, ==, 0);
+  qp_test_run_clear(&r);
+  int src_pid = read_pidfile(src_pidfile);
+  g_assert_cmpint(src_pid, >, 0);
+  g_assert_true(orch_wait_status(src_qmp, "running", 10000));
+
+  /* The target, as qemu-server starts it for an incoming migration. */
+  g_autofree char *migrate = g_build_filename(f->dir, VMID ".migrate", NULL);
+  g_autofree char *incoming = g_strdup_printf("unix:%s", migrate);
+  const char *target_args[] = {"-incoming", incoming, "-S", NULL};
+  g_autoptr(GPtrArray) cmd =
+      proxmox_argv_full(f, f->kvm, f->qmp, f->pidfile, target_args);
+  g_auto(GStrv) want = planned_vcpu_sets(f, cmd);
+  g_autofree char *conf_env = g_strdup_printf("QEMU_PIN_CONFIG=%s", f->config);
+  const char *extra[] = {conf_env, shim_env, NULL};
+  g_auto(GStrv) env = orch_env(extra);
+  qp_test_run((char **)cmd->pdata, env, &r);
+  g_test_message("target kvm: exit %d, stderr: %s", r.status, r.err);
+  g_assert_cmpint(r.status, ==, 0);
+  qp_test_run_clear(&r);
+  int pid = read_pidfile(f->pidfile);
+  g_assert_cmpint(pid, >, 0);
+  /* Up and pinned when kvm returned, waiting for the migration. */
+  g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 0));
+  g_autofree char *waiting = orch_status(f->qmp);
+  g_assert_cmpstr(waiting, ==, "inmigrate");
+  g_assert_true(proxmox_check_running(pid, f->pidfile));
+
+  g_autofree char *go = g_strdup_printf(
+      "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"%s\"}}", incoming);
+  g_autofree char *err = NULL;
+  g_autoptr(JsonNode) started = orch_qmp(src_qmp, go, &err);
+  if (started == NULL)
+    g_test_message("migrate: %s", err);
+  g_assert_nonnull(started);
+  wait_migrated(src_qmp);
+
+  /* -S was given: nobody but qemu-server may start the guest. */
+  g_assert_true(orch_wait_status(f->qmp, "paused", 30000));
+  g_autoptr(JsonNode) resumed =
+      orch_qmp(f->qmp, "{\"execute\":\"cont\"}", NULL);
+  g_assert_nonnull(resumed);
+  g_assert_true(orch_wait_status(f->qmp, "running", 10000));
+  g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want,
+                                           10000));
+  g_autoptr(JsonObject) rec = orch_record(f->state);
+  g_assert_nonnull(rec);
+  g_assert_cmpint(json_object_get_int_member(rec, "qemu-pid"), ==, pid);
+
+  /* qemu-server stops the source after a migration, then the target's
+   * life ends some day: both claims go. */
+  g_assert_cmpint(kill(src_pid, SIGTERM), ==, 0);
+  g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+  g_assert_true(orch_wait_records(src_state, 0, 20000));
+  g_assert_true(orch_wait_records(f->state, 0, 20000));
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add("/orchestrators/proxmox/kvm-daemonize-pidfile-qmp-kill", Fixture,
              NULL, setup, test_launch_as_kvm, teardown);
+  g_test_add("/orchestrators/proxmox/incoming-migration-daemonized-target",
+             Fixture, NULL, setup, test_incoming_migration, teardown);
   g_test_add("/orchestrators/proxmox/version-and-help-pass-through", Fixture,
              NULL, setup, test_queries_pass_through, teardown);
   g_test_add("/orchestrators/proxmox/refused-plan-exits-nonzero", Fixture,

@@ -1287,42 +1287,83 @@ test_truncated_record(Fixture *f, gconstpointer data)
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
 }
 
+typedef enum {
+  SD_SYMLINK,   /* a symlink to a good directory */
+  SD_DANGLING,  /* a symlink to nothing */
+  SD_FOREIGN,   /* owned by another uid */
+  SD_WRITABLE,  /* mode 0777 */
+  SD_FILE,      /* a regular file */
+} StateDirKind;
+
 typedef struct {
   const char *name;
-  gboolean dangling;
-} SymlinkCase;
+  StateDirKind kind;
+  const char *says; /* after "state directory PATH " */
+} StateDirCase;
 
-static const SymlinkCase symlink_cases[] = {
-  {"to-a-directory", FALSE},
-  {"dangling", TRUE},
+static const StateDirCase state_dir_cases[] = {
+  {"symlink-to-a-directory", SD_SYMLINK, "is a symlink"},
+  {"dangling-symlink", SD_DANGLING, "is a symlink"},
+  {"foreign-owner", SD_FOREIGN, "is owned by uid 65534"},
+  {"writable-by-others", SD_WRITABLE, "has mode 0777"},
+  {"regular-file", SD_FILE, "is not a directory"},
 };
 
+/* A state directory that is not safe to use is refused, by a launch and by
+ * status: one line naming the path, no QEMU, nothing written there. */
 static void
-test_symlink_state_dir(Fixture *f, gconstpointer data)
+test_bad_state_dir(Fixture *f, gconstpointer data)
 {
-  const SymlinkCase *c = data;
+  const StateDirCase *c = data;
   g_autofree char *target = g_build_filename(f->dir, "real", NULL);
-  if (!c->dangling)
+  switch (c->kind) {
+  case SD_SYMLINK:
     g_assert_cmpint(mkdir(target, 0700), ==, 0);
-  g_assert_cmpint(symlink(target, f->state), ==, 0);
+    g_assert_cmpint(symlink(target, f->state), ==, 0);
+    break;
+  case SD_DANGLING:
+    g_assert_cmpint(symlink(target, f->state), ==, 0);
+    break;
+  case SD_FOREIGN:
+    if (geteuid() != 0) {
+      g_test_skip("needs root to give the directory to another uid");
+      return;
+    }
+    g_assert_cmpint(mkdir(f->state, 0700), ==, 0);
+    g_assert_cmpint(chown(f->state, 65534, 65534), ==, 0);
+    break;
+  case SD_WRITABLE:
+    g_assert_cmpint(mkdir(f->state, 0700), ==, 0);
+    g_assert_cmpint(chmod(f->state, 0777), ==, 0);
+    break;
+  case SD_FILE:
+    g_assert_true(g_file_set_contents(f->state, "", 0, NULL));
+    break;
+  }
 
+  g_autofree char *says =
+      g_strdup_printf("qemu-pin: state directory %s %s", f->state, c->says);
   g_autoptr(GPtrArray) cmd = vm_command(f, NULL);
   QpTestRun r;
   qp_test_run((char **)cmd->pdata, NULL, &r);
   g_test_message("status %d, stderr: %s", r.status, r.err);
   g_assert_cmpint(r.status, ==, 1);
   g_assert_cmpuint(count_lines(r.err), ==, 1);
-  g_autofree char *names = g_strdup_printf("state directory %s is a symlink", f->state);
-  g_assert_nonnull(strstr(r.err, names));
+  g_assert_true(g_str_has_prefix(r.err, says));
   qp_test_run_clear(&r);
-  /* Nothing started, nothing created through the link. */
+  /* Nothing started, nothing created there or through a link. */
   g_assert_true(qp_test_wait_no_process(f->marker, 10000));
-  if (c->dangling) {
+  if (c->kind == SD_DANGLING) {
     g_assert_false(g_file_test(target, G_FILE_TEST_EXISTS));
-  } else {
-    g_autoptr(GDir) d = g_dir_open(target, 0, NULL);
+  } else if (c->kind != SD_FILE) {
+    const char *dir = c->kind == SD_SYMLINK ? target : f->state;
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
     g_assert_nonnull(d);
     g_assert_null(g_dir_read_name(d));
+  } else {
+    struct stat st;
+    g_assert_cmpint(stat(f->state, &st), ==, 0);
+    g_assert_cmpint(st.st_size, ==, 0);
   }
   /* status refuses it the same way. */
   g_autofree char *sd = g_strdup_printf("--state-dir=%s", f->state);
@@ -1330,7 +1371,7 @@ test_symlink_state_dir(Fixture *f, gconstpointer data)
   qp_test_run(argv, NULL, &r);
   g_assert_cmpint(r.status, ==, 1);
   g_assert_cmpuint(count_lines(r.err), ==, 1);
-  g_assert_nonnull(strstr(r.err, names));
+  g_assert_true(g_str_has_prefix(r.err, says));
   g_assert_cmpstr(r.out, ==, "");
   qp_test_run_clear(&r);
 }
@@ -1556,10 +1597,10 @@ main(int argc, char **argv)
                                          corrupt_cases[i].name);
     ADD(p, test_truncated_record, &corrupt_cases[i]);
   }
-  for (gsize i = 0; i < G_N_ELEMENTS(symlink_cases); i++) {
-    g_autofree char *p = g_strdup_printf("/claims/fault/symlink-state-dir/%s",
-                                         symlink_cases[i].name);
-    ADD(p, test_symlink_state_dir, &symlink_cases[i]);
+  for (gsize i = 0; i < G_N_ELEMENTS(state_dir_cases); i++) {
+    g_autofree char *p = g_strdup_printf("/claims/fault/state-dir-refused/%s",
+                                         state_dir_cases[i].name);
+    ADD(p, test_bad_state_dir, &state_dir_cases[i]);
   }
   ADD("/claims/fault/daemonize-record-names-the-daemon",
       test_daemonize_record_names_daemon, NULL);

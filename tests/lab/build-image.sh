@@ -159,6 +159,18 @@ mkdir -p /newroot/dev/shm /newroot/dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /newroot/dev/shm
 mount -t devpts devpts /newroot/dev/pts 2>/dev/null
 mount -t cgroup2 cgroup2 /newroot/sys/fs/cgroup 2>/dev/null
+# Folders of the host under /tmp or /run (a build tree there) are hidden by
+# the tmpfs above: run-lab.sh shares each one again (qp_mount=TAG:PATH).
+for arg in $(cat /proc/cmdline); do
+  case $arg in
+    qp_mount=*)
+      spec=${arg#qp_mount=}
+      mkdir -p "/newroot${spec#*:}"
+      mount -t 9p -o ro,trans=virtio,version=9p2000.L,msize=262144,cache=loose \
+        "${spec%%:*}" "/newroot${spec#*:}" || verdict FAIL "cannot mount ${spec#*:} over 9p"
+      ;;
+  esac
+done
 [ -f "/newroot$script" ] || verdict FAIL "script $script not found in the host root"
 
 # The script runs in the host's userland with a writable scratch directory.

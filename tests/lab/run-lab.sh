@@ -118,12 +118,28 @@ console=$run/console.log
   echo "exec /bin/sh '$script'"
 } >"$run/run.sh"
 
+# The lab mounts its own tmpfs on /tmp and /run: a source or build tree
+# there (a CI clone in /tmp) is shared again on its own 9p tag.
+extra_shares= extra_append= shared= n=0
+for d in "$here/../.." "${QP_BUILD_ROOT:-$builddir}" "$run"; do
+  d=$(cd "$d" && pwd -P)
+  case $d in /tmp/*|/run/*) ;; *) continue ;; esac
+  inside=
+  for s in $shared; do case $d/ in "$s"/*) inside=1 ;; esac; done
+  [ -z "$inside" ] || continue
+  shared="$shared $d"
+  extra_shares="$extra_shares -virtfs local,path=$d,mount_tag=qpdir$n,security_model=none,readonly=on,multidevs=remap"
+  extra_append="$extra_append qp_mount=qpdir$n:$d"
+  n=$((n + 1))
+done
+
 start=$(date +%s)
 # shellcheck disable=SC2086
 qemu-system-x86_64 -machine q35 -accel "${QP_LAB_ACCEL:-tcg}" -cpu "$cpu" -m 2048 -smp "$smp" $machine \
   -kernel "$lab/vmlinuz" -initrd "$lab/initramfs.gz" \
-  -append "console=ttyS0 quiet panic=-1 qp_script=$run/run.sh" \
+  -append "console=ttyS0 quiet panic=-1 qp_script=$run/run.sh$extra_append" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+  $extra_shares \
   -nodefaults -display none -serial "file:$console" -no-reboot \
   >"$run/qemu.log" 2>&1 </dev/null &
 qpid=$!

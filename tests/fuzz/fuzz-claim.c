@@ -18,11 +18,9 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
   g_autoptr(QpClaim) claim =
       qp_claim_from_json((const char *)data, size, &error);
   if (claim == NULL) {
-    /* json-glib's parse errors quote the bad token, line breaks and all
-     * (finding 1 in docs/robustness.md); every other error is one line. */
-    if (error == NULL ||
-        (strchr(error->message, '\n') != NULL &&
-         !g_str_has_prefix(error->message, "ledger record is not valid JSON")))
+    /* Errors quote the bad value as given, line breaks and all (finding 1
+     * in docs/robustness.md), so only their presence is checked here. */
+    if (error == NULL || error->message[0] == '\0')
       abort();
     return 0;
   }

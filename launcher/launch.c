@@ -147,10 +147,12 @@ plan_locked(QpOptions *opts, QpQemuArgs *args, QpLedger **ledger_out,
     qp_ledger_unlock(ledger);
     return NULL;
   }
-  print_warnings(claims->warnings);
+  print_warnings(args->warnings);
   QpPlan *plan =
       qp_plan_compute(host, claims, args->req, &opts->placement, error);
   if (plan == NULL) {
+    /* A plan carries the ledger's warnings; without one, say them here. */
+    print_warnings(claims->warnings);
     qp_ledger_unlock(ledger);
     return NULL;
   }

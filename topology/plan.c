@@ -895,6 +895,12 @@ scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand)
   int ded = hwloc_bitmap_weight(ctx->dedicated_others);
   if (ded > 0)
     g_string_append_printf(s, " (%d CPUs dedicated to other VMs)", ded);
+  if (ctx->claims != NULL && ctx->claims->blocked_nodes != NULL &&
+      !hwloc_bitmap_iszero(ctx->claims->blocked_nodes)) {
+    g_autofree char *bl = qp_list_format(ctx->claims->blocked_nodes);
+    g_string_append_printf(s, " (nodes %s held whole by unreadable ledger "
+                              "records until an operator removes them)", bl);
+  }
   return g_string_free(s, FALSE);
 }
 
@@ -2155,56 +2161,135 @@ spare_cores(const QpHost *host, const QpClaims *claims,
   return spare;
 }
 
-QpPlan *
-qp_plan_compute(const QpHost *host, const QpClaims *claims,
-                const QpRequest *req, const QpPlacementOptions *opts,
-                GError **error)
+/* REQ with only its boot vCPUs (maxcpus = vcpus, guest nodes trimmed). */
+static void
+boot_request(const QpRequest *req, QpRequest *boot_req)
 {
-  g_return_val_if_fail(host != NULL && req != NULL && opts != NULL, NULL);
+  guint boot = MAX(req->vcpus, 1);
+  *boot_req = *req;
+  boot_req->maxcpus = boot;
+  boot_req->gnodes = g_new0(QpGuestNode, MAX(req->n_gnodes, 1));
+  g_auto(hwloc_bitmap_t) boot_set = hwloc_bitmap_alloc();
+  hwloc_bitmap_set_range(boot_set, 0, (int)boot - 1);
+  for (guint g = 0; g < req->n_gnodes; g++) {
+    boot_req->gnodes[g] = req->gnodes[g];
+    boot_req->gnodes[g].vcpus = hwloc_bitmap_dup(req->gnodes[g].vcpus);
+    hwloc_bitmap_and(boot_req->gnodes[g].vcpus, boot_req->gnodes[g].vcpus,
+                     boot_set);
+  }
+}
+
+static void
+boot_request_clear(QpRequest *boot_req)
+{
+  for (guint g = 0; g < boot_req->n_gnodes; g++)
+    hwloc_bitmap_free(boot_req->gnodes[g].vcpus);
+  g_free(boot_req->gnodes);
+}
+
+/* Extends a plan made for the boot vCPUs to every possible vCPU: a vCPU
+ * plugged later runs where the boot vCPUs of its guest node run (all of
+ * the VM's CPUs when there is none, or when SHARE_OWN). */
+static void
+extend_to_maxcpus(QpPlan *plan, const QpRequest *req, guint max,
+                  gboolean share_own)
+{
+  guint had = plan->n_vcpus;
+  g_auto(hwloc_bitmap_t) own = hwloc_bitmap_alloc();
+  for (guint v = 0; v < had; v++)
+    hwloc_bitmap_or(own, own, plan->vcpu_cpus[v]);
+  plan->vcpu_cpus = g_renew(hwloc_bitmap_t, plan->vcpu_cpus, max);
+  for (guint v = had; v < max; v++) {
+    hwloc_const_bitmap_t like = own;
+    for (guint g = 0; !share_own && g < req->n_gnodes; g++) {
+      if (!hwloc_bitmap_isset(req->gnodes[g].vcpus, v))
+        continue;
+      int first = hwloc_bitmap_first(req->gnodes[g].vcpus);
+      if (first >= 0 && (guint)first < had)
+        like = plan->vcpu_cpus[first];
+    }
+    plan->vcpu_cpus[v] = hwloc_bitmap_dup(like);
+  }
+  plan->n_vcpus = max;
+  plan->n_boot_vcpus = had;
+}
+
+static QpPlan *
+plan_with_hotplug(const QpHost *host, const QpClaims *claims,
+                  const QpRequest *req, const QpPlacementOptions *opts,
+                  GError **error)
+{
   guint boot = MAX(req->vcpus, 1);
   guint max = MAX(req->maxcpus, boot);
-  if (opts->mode != QP_MODE_ONE_TO_ONE || max == boot) {
+  if (max == boot) {
     QpPlan *plan = plan_compute(host, claims, req, opts, error);
     if (plan != NULL)
-      plan->n_boot_vcpus = MIN(boot, plan->n_vcpus);
+      plan->n_boot_vcpus = plan->n_vcpus;
+    return plan;
+  }
+
+  QpRequest boot_req;
+  if (opts->mode != QP_MODE_ONE_TO_ONE) {
+    /* Room for every possible vCPU if the host has it; else for the boot
+     * vCPUs, those plugged later sharing their CPUs (Proxmox and libvirt
+     * give every VM a maxcpus above what it boots with). */
+    g_autoptr(GError) full_error = NULL;
+    QpPlan *plan = plan_compute(host, claims, req, opts, &full_error);
+    if (plan != NULL) {
+      plan->n_boot_vcpus = boot;
+      return plan;
+    }
+    if (!g_error_matches(full_error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT)) {
+      g_propagate_error(error, g_steal_pointer(&full_error));
+      return NULL;
+    }
+    boot_request(req, &boot_req);
+    plan = plan_compute(host, claims, &boot_req, opts, NULL);
+    boot_request_clear(&boot_req);
+    if (plan == NULL) {
+      g_propagate_error(error, g_steal_pointer(&full_error));
+      return NULL;
+    }
+    extend_to_maxcpus(plan, req, max, FALSE);
+    add_warning(plan,
+                "room for the %u boot vCPUs only (%s): vCPUs %u-%u, if "
+                "plugged, share the CPUs of their guest node's boot vCPUs",
+                boot, full_error->message, boot, max - 1);
     return plan;
   }
 
   /* One-to-one with hot-pluggable vCPUs: a core is dedicated to each boot
    * vCPU; one plugged later takes a free core when it comes (the keeper
    * claims it), so that a VM does not hold cores it may never use. */
-  QpRequest boot_req = *req;
-  boot_req.maxcpus = boot;
-  boot_req.gnodes = g_new0(QpGuestNode, MAX(req->n_gnodes, 1));
-  g_auto(hwloc_bitmap_t) boot_set = hwloc_bitmap_alloc();
-  hwloc_bitmap_set_range(boot_set, 0, (int)boot - 1);
-  for (guint g = 0; g < req->n_gnodes; g++) {
-    boot_req.gnodes[g] = req->gnodes[g];
-    boot_req.gnodes[g].vcpus = hwloc_bitmap_dup(req->gnodes[g].vcpus);
-    hwloc_bitmap_and(boot_req.gnodes[g].vcpus, boot_req.gnodes[g].vcpus, boot_set);
-  }
+  boot_request(req, &boot_req);
   QpPlan *plan = plan_compute(host, claims, &boot_req, opts, error);
-  for (guint g = 0; g < req->n_gnodes; g++)
-    hwloc_bitmap_free(boot_req.gnodes[g].vcpus);
-  g_free(boot_req.gnodes);
+  boot_request_clear(&boot_req);
   if (plan == NULL)
     return NULL;
-
   guint had = plan->n_vcpus;
-  g_auto(hwloc_bitmap_t) own = hwloc_bitmap_alloc();
-  for (guint v = 0; v < had; v++)
-    hwloc_bitmap_or(own, own, plan->vcpu_cpus[v]);
-  plan->vcpu_cpus = g_renew(hwloc_bitmap_t, plan->vcpu_cpus, max);
-  for (guint v = had; v < max; v++)
-    plan->vcpu_cpus[v] = hwloc_bitmap_dup(own);
-  plan->n_vcpus = max;
-  plan->n_boot_vcpus = had;
+  extend_to_maxcpus(plan, req, max, TRUE);
   plan->hotplug_cores = spare_cores(host, claims, opts, plan);
-  g_autofree char *own_list = qp_list_format(own);
+  g_autofree char *own_list = qp_list_format(plan->vcpu_cpus[max - 1]);
   add_reason(plan,
              "vCPUs %u-%u are hot-pluggable: each takes a free core when "
              "plugged (%u free now), else shares the VM's CPUs %s",
              had, max - 1, plan->hotplug_cores->len, own_list);
+  return plan;
+}
+
+QpPlan *
+qp_plan_compute(const QpHost *host, const QpClaims *claims,
+                const QpRequest *req, const QpPlacementOptions *opts,
+                GError **error)
+{
+  g_return_val_if_fail(host != NULL && req != NULL && opts != NULL, NULL);
+  GError *local = NULL;
+  QpPlan *plan = plan_with_hotplug(host, claims, req, opts, &local);
+  if (local != NULL &&
+      g_error_matches(local, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT))
+    g_prefix_error(&local, "VM does not fit: ");
+  if (local != NULL)
+    g_propagate_error(error, local);
   return plan;
 }
 

@@ -17,6 +17,7 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
+command="bench/run-all.sh $*"
 lab=
 if [ "${1:-}" = --lab ]; then lab=1; shift; fi
 builddir=${1:-build}
@@ -104,9 +105,13 @@ QEMU_BASE_DOC="-machine q35 -accel tcg -display none -nodefaults -m 64"
 # Benchmarks
 
 Written by \`bench/run-all.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC') from commit
-\`$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)\`. To reproduce:
+\`$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)\` by
 
-    bench/run-all.sh [BUILDDIR]     # default BUILDDIR: build; writes this file
+    $command
+
+To reproduce: \`bench/run-all.sh [--lab] [BUILDDIR] [OUTPUT]\` (BUILDDIR
+defaults to \`build\`, set up with meson when missing; OUTPUT to this file;
+\`--lab\` adds the NUMA-lab latency rows, about five minutes more).
 
 ## Machine
 
@@ -134,6 +139,20 @@ Written by \`bench/run-all.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC') from commit
 - Keeper memory: at most **$uss KiB** private (USS) per keeper (target under 1 MiB).
 - Placement (sums over the storms, node-local VMs):
 $sim_verdict
+
+## Notes
+
+- *plan* is the planner alone; *plan+claim* adds the ledger, which reads one
+  file and one \`/proc/PID/stat\` per record under the lock: at 1,000 records
+  the ledger, not the planner, sets the lock hold time.
+- \`qemu-pin plan\` (no launch) is the time qemu-pin spends before QEMU
+  starts: loading the live host with hwloc (including its PCI devices, for
+  \`vfio-pci\` locality), reading the ledger and planning. Starting QEMU
+  paused and resuming it over QMP costs the rest (compare *QEMU -S, then cont
+  over QMP*), plus the keeper's own steps (pinning latency).
+- This host has fewer CPUs than most of the guests asked for, so pinned modes
+  are refused there by design (qemu-pin does not overcommit CPUs); the lab
+  rows stand in for larger guests.
 
 ## Plan and plan+claim time
 

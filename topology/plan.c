@@ -898,8 +898,10 @@ scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand)
   if (ctx->claims != NULL && ctx->claims->blocked_nodes != NULL &&
       !hwloc_bitmap_iszero(ctx->claims->blocked_nodes)) {
     g_autofree char *bl = qp_list_format(ctx->claims->blocked_nodes);
-    g_string_append_printf(s, " (nodes %s held whole by unreadable ledger "
-                              "records until an operator removes them)", bl);
+    gboolean one = hwloc_bitmap_weight(ctx->claims->blocked_nodes) == 1;
+    g_string_append_printf(s, " (%s %s %s held whole by unreadable ledger "
+                              "records until an operator removes them)",
+                           one ? "node" : "nodes", bl, one ? "is" : "are");
   }
   return g_string_free(s, FALSE);
 }

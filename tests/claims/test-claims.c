@@ -800,7 +800,8 @@ test_concurrent_launches(Fixture *f, gconstpointer data)
 
   /* Exactly N_FIT run, the others failed with the one shortfall line. */
   g_autofree char *nofit_head = g_strdup_printf(
-      "qemu-pin: guest needs %d MiB but the best node 0 has only ", BIG_MIB);
+      "qemu-pin: VM does not fit: guest needs %d MiB but the best node 0 "
+      "has only ", BIG_MIB);
   guint n_running = 0, n_failed = 0;
   g_autoptr(GHashTable) qemu_pids = g_hash_table_new(g_direct_hash, g_direct_equal);
   for (int i = 0; i < N_LAUNCHES; i++) {
@@ -957,7 +958,8 @@ test_concurrent_one_to_one(Fixture *f, gconstpointer data)
   g_assert_cmpuint(s.violations->len, ==, 0);
   g_assert_cmpuint(s.max_dedicated, ==, 2);
 
-  const char *nocpu = "qemu-pin: one-to-one needs 1 CPUs on free cores but "
+  const char *nocpu = "qemu-pin: VM does not fit: one-to-one needs 1 CPUs on "
+                      "free cores but "
                       "only 0 are free on host nodes 0 (2 CPUs dedicated to "
                       "other VMs)\n";
   g_autoptr(JsonObject) st = status_json(f->state, NULL);

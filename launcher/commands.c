@@ -85,7 +85,7 @@ static int
 cmd_status(QpOptions *opts)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(QpHost) host = qp_host_load(opts->topology, &error);
+  g_autoptr(QpHost) host = qp_host_load_full(opts->topology, FALSE, &error);
   if (host == NULL) {
     qp_error("%s", error->message);
     return 1;

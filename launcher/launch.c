@@ -132,7 +132,9 @@ static QpPlan *
 plan_locked(QpOptions *opts, QpQemuArgs *args, QpLedger **ledger_out,
             GError **error)
 {
-  g_autoptr(QpHost) host = qp_host_load(opts->topology, error);
+  /* Devices matter only for the locality of vfio-pci devices. */
+  gboolean with_io = args->req->vfio != NULL && args->req->vfio[0] != NULL;
+  g_autoptr(QpHost) host = qp_host_load_full(opts->topology, with_io, error);
   if (host == NULL)
     return NULL;
   g_autofree char *dir =

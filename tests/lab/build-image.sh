@@ -64,6 +64,28 @@ kver=$(ls "$lab/kernel/lib/modules" | head -n 1)
 [ -n "$kver" ] || die "$kdeb has no lib/modules/<version>"
 cp "$lab/kernel/boot/vmlinuz-$kver" "$lab/vmlinuz.new"
 
+# The uncompressed ELF kernel boots through PVH (QEMU loads it directly: no
+# real-mode setup, no decompression under TCG), 10-12 s sooner than the
+# bzImage. Only with CONFIG_PVH; run-lab.sh falls back to vmlinuz without it.
+rm -f "$lab/vmlinux"
+if grep -q '^CONFIG_PVH=y' "$lab/kernel/boot/config-$kver" 2>/dev/null; then
+  for fmt in xz zstd gzip; do
+    case $fmt in
+      xz) magic=$(printf '\3757zXZ') ;;
+      zstd) magic=$(printf '\050\265\057\375') ;;
+      gzip) magic=$(printf '\037\213\010') ;;
+    esac
+    for off in $(LC_ALL=C grep -abo "$magic" "$lab/vmlinuz.new" | cut -d: -f1 | head -n 3); do
+      tail -c +$((off + 1)) "$lab/vmlinuz.new" | $fmt -dc >"$lab/vmlinux.new" 2>/dev/null || true
+      if [ "$(head -c 4 "$lab/vmlinux.new" | od -An -c | tr -d ' ')" = '177ELF' ]; then
+        mv "$lab/vmlinux.new" "$lab/vmlinux"
+        break 2
+      fi
+    done
+  done
+  rm -f "$lab/vmlinux.new"
+fi
+
 # busybox: the installed static one, else extracted from busybox-static.
 busybox=
 if dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'; then
@@ -196,4 +218,4 @@ mv "$lab/vmlinuz.new" "$lab/vmlinuz"
 mv "$lab/initramfs.gz.new" "$lab/initramfs.gz"
 echo "$kver" >"$lab/kernel-version"
 rm -rf "$lab/kernel" "$lab/debs"  # 400 MB of modules we no longer need
-echo "build-image: kernel $kver, modules:$order ($(( $(date +%s) - start )) s)" >&2
+echo "build-image: kernel $kver$([ -s "$lab/vmlinux" ] && echo ' (PVH vmlinux)'), modules:$order ($(( $(date +%s) - start )) s)" >&2

@@ -133,10 +133,13 @@ for d in "$here/../.." "${QP_BUILD_ROOT:-$builddir}" "$run"; do
   n=$((n + 1))
 done
 
+kernel=$lab/vmlinux   # PVH boot (build-image.sh), else the bzImage
+[ -s "$kernel" ] || kernel=$lab/vmlinuz
+
 start=$(date +%s)
 # shellcheck disable=SC2086
 qemu-system-x86_64 -machine q35 -accel "${QP_LAB_ACCEL:-tcg}" -cpu "$cpu" -m 2048 -smp "$smp" $machine \
-  -kernel "$lab/vmlinuz" -initrd "$lab/initramfs.gz" \
+  -kernel "$kernel" -initrd "$lab/initramfs.gz" \
   -append "console=ttyS0 quiet panic=-1 qp_script=$run/run.sh$extra_append" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
   $extra_shares \

@@ -2,8 +2,8 @@
 # - a 2-vCPU guest without vNUMA: each vCPU pinned to one CPU, on two
 #   different physical cores, memory not bound (seed 000), as planned;
 # - a guest with threads=2 and two guest nodes: vCPUs 2k, 2k+1 on the two
-#   siblings of one core, one core per guest node's host node, memory bound
-#   per guest node, as planned;
+#   siblings of one core, memory bound per guest node, as planned (node 0's
+#   cores are all taken by the first VM, so both guest nodes share node 1);
 # - every core is then dedicated: a third one-to-one guest does not fit,
 #   fails with one line, and leaves no QEMU behind.
 . "$QP_LAB_SRC/lib.sh"

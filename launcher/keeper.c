@@ -405,6 +405,42 @@ report(Keeper *k, const char *line)
   to_dev_null(STDERR_FILENO, O_WRONLY);
 }
 
+/* -daemonize before the daemon's PID is known: QEMU is whoever holds the
+ * other end of the monitor's socket pair. */
+static void
+kill_monitor_peers(Keeper *k)
+{
+  if (k->cfg->qemu_end_ino == 0)
+    return;
+  g_autofree char *want =
+      g_strdup_printf("socket:[%" G_GUINT64_FORMAT "]", k->cfg->qemu_end_ino);
+  g_autoptr(GDir) proc = g_dir_open("/proc", 0, NULL);
+  const char *name;
+  while (proc != NULL && (name = g_dir_read_name(proc)) != NULL) {
+    int pid = atoi(name);
+    if (pid <= 0 || pid == getpid())
+      continue;
+    g_autofree char *fds = g_strdup_printf("/proc/%d/fd", pid);
+    g_autoptr(GDir) dir = g_dir_open(fds, 0, NULL);
+    const char *fd;
+    gboolean holds = FALSE;
+    while (!holds && dir != NULL && (fd = g_dir_read_name(dir)) != NULL) {
+      g_autofree char *link = g_strdup_printf("%s/%s", fds, fd);
+      g_autofree char *target = g_file_read_link(link, NULL);
+      holds = target != NULL && strcmp(target, want) == 0;
+    }
+    if (!holds)
+      continue;
+    int pfd = pidfd_open(pid, 0);
+    if (pfd < 0)
+      continue;
+    pidfd_send_signal(pfd, SIGKILL, NULL, 0);
+    struct pollfd p = {pfd, POLLIN, 0};
+    poll(&p, 1, 5000);
+    close(pfd);
+  }
+}
+
 static void
 report_failure(Keeper *k, const char *line)
 {
@@ -447,6 +483,8 @@ fail(Keeper *k, GError *error)
     pidfd_send_signal(k->pidfd, SIGKILL, NULL, 0);
     struct pollfd p = {k->pidfd, POLLIN, 0};
     poll(&p, 1, 5000);
+  } else {
+    kill_monitor_peers(k);
   }
   remove_record(k);
   g_autofree char *line = g_strdup_printf(

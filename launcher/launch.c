@@ -4,11 +4,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <numaif.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -274,28 +277,58 @@ static int
 wait_daemonized(pid_t child, int status_fd, QpLedger *ledger, const char *id)
 {
   int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-    ;
+  gboolean exited = FALSE, reported = FALSE, killed = FALSE;
   g_autoptr(GString) line = g_string_new(NULL);
-  char buf[512];
-  ssize_t n;
-  while ((n = read(status_fd, buf, sizeof(buf))) != 0) {
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
+  int child_fd = pidfd_open(child, 0);
+
+  /* Both must answer: QEMU's first process (0 once the daemon is ready)
+   * and the keeper (the plan is in force). A keeper that gives up first
+   * (QEMU never greeted) must not leave us waiting on a QEMU that hangs. */
+  while (!exited || !reported) {
+    struct pollfd p[2] = {{reported ? -1 : status_fd, POLLIN, 0},
+                          {exited ? -1 : child_fd, POLLIN, 0}};
+    int r = poll(p, 2, child_fd < 0 && !exited ? 100 : -1);
+    if (r < 0 && errno != EINTR)
       break;
-    g_string_append_len(line, buf, n);
+    if (!exited && (child_fd < 0 || p[1].revents)) {
+      pid_t w = waitpid(child, &status, child_fd < 0 ? WNOHANG : 0);
+      exited = w == child;
+    }
+    if (!reported && p[0].revents) {
+      char buf[512];
+      ssize_t n = read(status_fd, buf, sizeof(buf));
+      if (n > 0)
+        g_string_append_len(line, buf, n);
+      else if (n == 0 || errno != EINTR)
+        reported = TRUE;
+      if (!exited && reported && strcmp(line->str, "ok\n") != 0) {
+        /* The keeper gave up. If QEMU is leaving on its own (it refused
+         * to start), let it say why; else it hangs: stop it. */
+        struct pollfd q = {child_fd, POLLIN, 0};
+        if (child_fd < 0 || poll(&q, 1, 1000) != 1) {
+          kill(child, SIGKILL);
+          killed = TRUE;
+        }
+        while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+          ;
+        exited = TRUE;
+      }
+    }
   }
+  if (child_fd >= 0)
+    close(child_fd);
   close(status_fd);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    /* QEMU said why itself. */
+  /* Killed by the keeper, which says why below. */
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && line->len > 0)
+    killed = TRUE;
+  if (!killed && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+    /* QEMU refused to start and said why itself. */
     release_claim(ledger, id);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   if (strcmp(line->str, "ok\n") != 0) {
     g_strchomp(line->str);
-    qp_error("%s",
-               line->len ? line->str : "the keeper died before QEMU was ready");
+    qp_error("%s", line->len ? line->str : "the keeper died before QEMU was ready");
     release_claim(ledger, id);
     return 1;
   }
@@ -347,7 +380,10 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
     claim->qemu_start = qp_proc_start_time(getpid());
   }
 
+  struct stat qemu_end;
+  fstat(sv[1], &qemu_end);
   QpKeeperConfig cfg = {
+      .qemu_end_ino = qemu_end.st_ino,
       .plan = plan,
       .state_dir = qp_ledger_dir(ledger),
       .claim = claim,

@@ -35,6 +35,7 @@ typedef struct {
   const char *state_dir; /* ledger directory (reopened by the keeper) */
   QpClaim *claim;        /* the record this VM holds */
   int qmp_fd;            /* our end of the private monitor */
+  guint64 qemu_end_ino;  /* inode of QEMU's end: finds a daemon by its fds */
   int qemu_pid;          /* the process that is or becomes QEMU; 0 unknown */
   gboolean daemonize;
   gboolean send_cont;    /* no -S and no -incoming from the caller */

@@ -1,6 +1,7 @@
 #include "launcher/log.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 static int verbosity;
@@ -30,8 +31,19 @@ qp_log(GLogLevelFlags level, const char *fmt, ...)
     return;
   va_list ap;
   va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  g_autofree char *raw = g_strdup_vprintf(fmt, ap);
   va_end(ap);
+  /* One line, whatever the bad value had in it. */
+  GString *clean = g_string_sized_new(strlen(raw));
+  for (const char *p = raw; *p; p++) {
+    if (*p == '\n')
+      g_string_append(clean, "\\n");
+    else if ((guchar)*p < 0x20 || *p == 0x7f)
+      g_string_append_printf(clean, "\\x%02x", (guchar)*p);
+    else
+      g_string_append_c(clean, *p);
+  }
+  g_autofree char *msg = g_string_free(clean, FALSE);
 
   if (to_journal) {
     /* The writer is called directly, not through g_log_structured(), so

@@ -1548,6 +1548,7 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
 {
   g_autoptr(GArray) machine = kv_new(), smp = kv_new(), mem = kv_new();
   const char *smp_text = "", *v;
+  gboolean smp_from_machine = FALSE;
   gboolean custom_ram = FALSE;
 
   for (guint i = 0; i < opts->len; i++) {
@@ -1572,6 +1573,7 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
         copy.key = g_strdup(p->key + 4);
         g_array_append_val(smp, copy);
         smp_text = p->text;
+        smp_from_machine = TRUE;
       } else if (from_mem && g_str_has_prefix(p->key, "memory.")) {
         const char *k = p->key + 7;
         copy.key = g_strdup(strcmp(k, "max-size") == 0 ? "maxmem"
@@ -1629,8 +1631,17 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
     }
   }
 
-  if (!parse_smp(a, smp, smp_text, error) ||
-      !parse_memory(a, mem, mem_bytes, &custom_ram, error))
+  if (!parse_smp(a, smp, smp_text, error)) {
+    /* The topology came from -machine smp.*: name what the caller wrote. */
+    if (smp_from_machine && error != NULL && *error != NULL &&
+        g_str_has_prefix((*error)->message, "-smp '")) {
+      char *m = g_strconcat("-machine '", (*error)->message + 6, NULL);
+      g_free((*error)->message);
+      (*error)->message = m;
+    }
+    return FALSE;
+  }
+  if (!parse_memory(a, mem, mem_bytes, &custom_ram, error))
     return FALSE;
 
   if (a->machine_memdev != NULL) {

@@ -1141,7 +1141,8 @@ qp_claim_from_plan(const QpPlan *plan, const char *id, const char *name)
 {
   QpClaim *c = qp_claim_new();
   c->id = g_strdup(id);
-  c->name = g_strdup(name);
+  /* A record is JSON: a -name that is not UTF-8 must not corrupt it. */
+  c->name = name != NULL ? g_utf8_make_valid(name, -1) : NULL;
   c->mode = plan->mode;
   if (plan->claim_mem)
     g_array_append_vals(c->mem, plan->claim_mem->data, plan->claim_mem->len);

@@ -3,7 +3,9 @@
 # over 9p (read-only), runs SCRIPT inside it and returns its verdict.
 #
 # Usage: tests/lab/run-lab.sh --shape SHAPE --script FILE [--timeout S]
-#                             [--builddir DIR] [--log FILE] [--smp-check]
+#                             [--builddir DIR] [--log FILE]
+# The build directory defaults to $QP_BUILD_ROOT, else ./build of the source
+# tree; the lab image is cached in BUILDDIR/lab/.
 # Shapes: 4n, 2s2n, smt, cpuless (see docs/lab.md).
 # Exit: 0 PASS, 1 FAIL, 77 SKIP (the script exited 77), 2 timeout or boot
 # failure.
@@ -30,7 +32,7 @@ while [ $# -gt 0 ]; do
     --builddir=*) builddir=${1#*=}; shift ;;
     --log) log=$2; shift 2 ;;
     --log=*) log=${1#*=}; shift ;;
-    -h|--help) sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (expected --shape, --script, --timeout, --builddir, --log)" ;;
   esac
 done
@@ -38,11 +40,8 @@ done
 [ -n "$script" ] || die "--script is required"
 [ -f "$script" ] || die "script '$script' does not exist"
 case $timeout in ''|*[!0-9]*) die "--timeout '$timeout' is not a number of seconds" ;; esac
-if [ -z "$builddir" ]; then
-  builddir=$(cd "$here/../.." && pwd)/build-lab
-  mkdir -p "$builddir"
-fi
-[ -d "$builddir" ] || die "build directory '$builddir' does not exist"
+[ -n "$builddir" ] || builddir=$here/../../build
+[ -d "$builddir" ] || die "build directory '$builddir' does not exist (give --builddir DIR)"
 builddir=$(cd "$builddir" && pwd)
 script=$(cd "$(dirname "$script")" && pwd)/$(basename "$script")
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is not installed"

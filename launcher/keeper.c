@@ -24,7 +24,8 @@ typedef struct {
   const QpKeeperConfig *cfg;
   QpQmp *qmp;
   int qemu_pid;
-  int pidfd;
+  int pidfd;          /* -1: no pidfd (kernel < 5.3, valgrind): poll /proc */
+  guint64 qemu_start; /* start time of qemu_pid, when it is known */
   gboolean greeted; /* the handshake succeeded */
   gboolean applied; /* every thread runs where the plan says */
   gint64 t0;
@@ -94,6 +95,50 @@ tgid_of(int tid)
     return -1;
   const char *p = strstr(text, "\nTgid:");
   return p ? atoi(p + 6) : -1;
+}
+
+/* Starts watching QEMU (PID): a pidfd, or its start time where the kernel
+ * (or valgrind) has no pidfd_open. FALSE if it is already gone. */
+static gboolean
+watch_qemu(Keeper *k, int pid)
+{
+  k->qemu_pid = pid;
+  k->qemu_start = qp_proc_start_time(pid);
+  k->pidfd = pidfd_open(pid, 0);
+  return k->pidfd >= 0 || k->qemu_start != 0;
+}
+
+static gboolean
+watching(const Keeper *k)
+{
+  return k->pidfd >= 0 || k->qemu_start != 0;
+}
+
+/* TRUE once QEMU has exited, waiting up to TIMEOUT_MS. */
+static gboolean
+qemu_gone(Keeper *k, int timeout_ms)
+{
+  if (k->pidfd >= 0) {
+    struct pollfd p = {k->pidfd, POLLIN, 0};
+    return poll(&p, 1, timeout_ms) == 1;
+  }
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  for (;;) {
+    if (qp_proc_start_time(k->qemu_pid) != k->qemu_start)
+      return TRUE;
+    if (g_get_monotonic_time() >= deadline)
+      return FALSE;
+    g_usleep(20000);
+  }
+}
+
+static void
+kill_qemu(Keeper *k)
+{
+  if (k->pidfd >= 0)
+    pidfd_send_signal(k->pidfd, SIGKILL, NULL, 0);
+  else if (!qemu_gone(k, 0))
+    kill(k->qemu_pid, SIGKILL);
 }
 
 static gboolean
@@ -336,6 +381,8 @@ wait_for_greeting(Keeper *k, GError **error)
   struct pollfd p[2] = {{qp_qmp_get_fd(k->qmp), POLLIN, 0},
                         {k->pidfd, POLLIN, 0}};
   int n = k->pidfd >= 0 ? 2 : 1;
+  /* Without a pidfd, look at /proc between short waits. */
+  int slice = k->pidfd < 0 && watching(k) ? 100 : G_MAXINT;
   gint64 deadline =
       g_get_monotonic_time() + (gint64)k->cfg->start_timeout_ms * 1000;
   for (;;) {
@@ -347,9 +394,14 @@ wait_for_greeting(Keeper *k, GError **error)
                   k->cfg->start_timeout_ms);
       return FALSE;
     }
-    int r = poll(p, (nfds_t)n, (int)MIN(left, G_MAXINT));
+    int r = poll(p, (nfds_t)n, (int)MIN(left, slice));
     if (r < 0 && errno == EINTR)
       continue;
+    if (r == 0 && k->pidfd < 0 && watching(k) && qemu_gone(k, 0)) {
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                  "QEMU exited before its monitor answered");
+      return FALSE;
+    }
     if (r < 0) {
       g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED, "poll: %s",
                   g_strerror(errno));
@@ -458,9 +510,12 @@ G_GNUC_NORETURN static void
 fail(Keeper *k, GError *error)
 {
   /* The monitor closed: is QEMU leaving on its own? */
-  if (k->pidfd >= 0 && g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO)) {
-    struct pollfd p = {k->pidfd, POLLIN, 0};
-    if (poll(&p, 1, 2000) == 1) {
+  gboolean left = g_strcmp0(error ? error->message : NULL,
+                            "QEMU exited before its monitor answered") == 0;
+  if (watching(k) &&
+      (left || g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))) {
+    if (qemu_gone(k, 2000)) {
+      g_clear_error(&error);
       remove_record(k);
       /* The plan was in force and the guest ran (and stopped at once):
        * nothing went wrong. */
@@ -472,24 +527,22 @@ fail(Keeper *k, GError *error)
        * option, a missing file): a second line would only blur it. */
       if (!k->greeted)
         _exit(1);
-      g_clear_error(&error);
-      g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
-                  "QEMU exited before the plan was applied");
-      report_failure(k, error->message);
+      report_failure(k, "QEMU exited before the plan was applied");
       _exit(1);
     }
   }
-  if (k->pidfd >= 0) {
-    pidfd_send_signal(k->pidfd, SIGKILL, NULL, 0);
-    struct pollfd p = {k->pidfd, POLLIN, 0};
-    poll(&p, 1, 5000);
+  if (watching(k)) {
+    kill_qemu(k);
+    qemu_gone(k, 5000);
   } else {
     kill_monitor_peers(k);
   }
   remove_record(k);
-  g_autofree char *line = g_strdup_printf(
-      "QEMU was stopped: %s", error ? error->message : "unknown error");
+  char *line = g_strdup_printf("QEMU was stopped: %s",
+                               error ? error->message : "unknown error");
+  g_clear_error(&error);
   report_failure(k, line);
+  g_free(line);
   _exit(1);
 }
 
@@ -530,16 +583,22 @@ hold(Keeper *k)
     /* vCPUs may be plugged: there is no QMP event for that, so look. */
     const QpPlan *plan = k->cfg->plan;
     int timeout = monitor_open && plan->n_vcpus > plan->n_boot_vcpus ? 500 : -1;
+    if (k->pidfd < 0)
+      timeout = 200; /* no pidfd: look at /proc */
     int r = poll(p, 2, timeout);
     if (r < 0 && errno == EINTR)
       continue;
-    if (r == 0) {
+    if (k->pidfd < 0 && qemu_gone(k, 0))
+      return; /* QEMU exited */
+    if (r == 0 && monitor_open && plan->n_vcpus > plan->n_boot_vcpus) {
       g_autoptr(GError) error = NULL;
       if (!query_and_apply(k, NULL, &error) &&
           !g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))
         qp_error("keeper: %s", error->message);
       continue;
     }
+    if (r == 0)
+      continue;
     if (p[0].revents)
       return; /* QEMU exited */
     if (p[1].revents) {
@@ -580,8 +639,8 @@ qp_keeper_main(const QpKeeperConfig *cfg)
     /* harmless */
   }
 
-  if (k->qemu_pid > 0)
-    k->pidfd = pidfd_open(k->qemu_pid, 0);
+  if (cfg->qemu_pid > 0)
+    watch_qemu(k, cfg->qemu_pid);
   k->qmp = qp_qmp_new(cfg->qmp_fd, cfg->qmp_timeout_ms);
 
   if (!wait_for_greeting(k, &error))
@@ -612,14 +671,10 @@ qp_keeper_main(const QpKeeperConfig *cfg)
                 k->qemu_pid);
     fail(k, error);
   }
-  if (k->pidfd < 0) {
-    k->qemu_pid = tgid;
-    k->pidfd = pidfd_open(tgid, 0);
-    if (k->pidfd < 0) {
-      g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
-                  "cannot watch QEMU (pid %d): %s", tgid, g_strerror(errno));
-      fail(k, error);
-    }
+  if (!watching(k) && !watch_qemu(k, tgid)) {
+    g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "QEMU (pid %d) is gone", tgid);
+    fail(k, error);
   }
   klog(k, 1, "QEMU is pid %d with %u vCPUs", k->qemu_pid, vcpus->len);
 

@@ -696,14 +696,27 @@ qp_keeper_main(const QpKeeperConfig *cfg)
     if (r == NULL)
       fail(k, error);
     klog(k, 1, "cont");
-    /* The RESUME our own cont caused: the plan was applied just now. */
+    /* Events queued meanwhile: the RESUME of our own cont, and maybe one of
+     * the caller's after it moved threads. One more look covers both; a
+     * guest that stopped at once may already be gone, which is no news. */
+    gboolean resumed = FALSE;
     while (qp_qmp_has_event(k->qmp)) {
       g_autoptr(JsonObject) ev = qp_qmp_next_event(k->qmp, 0, NULL);
       if (ev == NULL)
         break;
+      resumed |= g_strcmp0(json_object_get_string_member_with_default(
+                               ev, "event", ""), "RESUME") == 0;
+    }
+    if (resumed) {
+      g_autoptr(GError) again = NULL;
+      if (!query_and_apply(k, NULL, &again))
+        klog(k, 1, "after cont: %s", again->message);
     }
   }
   report(k, "ok\n");
+  /* Held until QEMU exits, then _exit: free what is no longer needed. */
+  g_clear_pointer(&vcpus, g_array_unref);
+  g_clear_pointer(&iothreads, g_array_unref);
 
   hold(k);
   klog(k, 1, "QEMU exited; releasing the claim");

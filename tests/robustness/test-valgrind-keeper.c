@@ -6,9 +6,8 @@
  * valgrind log (one per process, --log-file=DIR/vg.%p) must report no error
  * and no definitely lost block.
  *
- * valgrind before 3.20 does not know pidfd_open(2): the keeper then cannot
- * watch QEMU and fails right after the greeting. That part is still checked
- * (/valgrind/keeper/without-pidfd), the full life is skipped and says why. */
+ * valgrind before 3.20 does not know pidfd_open(2): under it the keeper
+ * watches QEMU by its start time instead (the test says which path ran). */
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -99,7 +98,8 @@ test_full_life(RbFixture *f, gconstpointer data)
 {
   /* Where valgrind lacks pidfd_open (before 3.20) the keeper watches QEMU
    * by its start time instead: the same life, the other code path. */
-  g_test_message("valgrind %s pidfd_open", valgrind_has_pidfd() ? "knows" : "lacks");
+  g_test_message("valgrind %s pidfd_open",
+                 valgrind_has_pidfd() ? "knows" : "lacks");
   g_autofree char *qmp = g_build_filename(f->dir, "qmp.sock", NULL);
   g_autoptr(GPtrArray) cmd = command(f, qmp);
   /* The plan qemu-pin makes (same options, without valgrind). */
@@ -115,8 +115,20 @@ test_full_life(RbFixture *f, gconstpointer data)
                                            180000));
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
 
-  /* Move vCPU 0 away, stop and resume the guest: the keeper must see the
-   * RESUME and put vCPU 0 back. */
+  /* Once the keeper has sent its own cont (so that the RESUME below is not
+   * taken for the one of its cont), move vCPU 0 away, stop and resume the
+   * guest: the keeper must see the RESUME and put vCPU 0 back. */
+  g_autofree char *errpath = g_build_filename(f->dir, "stderr", NULL);
+  gint64 deadline = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
+  gboolean resumed = FALSE;
+  while (!resumed && g_get_monotonic_time() < deadline) {
+    g_autofree char *err = NULL;
+    g_file_get_contents(errpath, &err, NULL, NULL);
+    resumed = err != NULL && strstr(err, ": cont\n") != NULL;
+    if (!resumed)
+      g_usleep(100000);
+  }
+  g_assert_true(resumed);
   g_autoptr(GArray) tids = qp_test_vcpu_threads(pid);
   g_assert_cmpuint(tids->len, ==, 2);
   cpu_set_t all;
@@ -140,6 +152,32 @@ test_full_life(RbFixture *f, gconstpointer data)
   assert_logs_clean(f, 2);
 }
 
+/* The keeper's failure path: fake-qemu answers cont with an error; the keeper
+ * kills it, releases the claim, says why and exits, all under valgrind. */
+static void
+test_failure(RbFixture *f, gconstpointer data)
+{
+  g_autofree char *fake = rb_fake_qemu();
+  g_autofree char *logs = g_strdup_printf("--log-file=%s/vg.%%p", f->dir);
+  g_autofree char *state = g_strdup_printf("--state-dir=%s", f->state);
+  g_autofree char *name = g_strdup_printf("%s", f->marker);
+  char *argv[] = {valgrind, "--leak-check=full",
+                  "--errors-for-leak-kinds=definite", "--trace-children=no",
+                  "--child-silent-after-fork=no", logs,
+                  (char *)qp_test_binary(), state, "--mode=one-to-one", "--",
+                  fake, "-smp", "2", "-name", name, NULL};
+  g_auto(GStrv) envp = g_get_environ();
+  envp = g_environ_setenv(envp, "FAKE_QEMU_SCRIPT", "command-error:cont", TRUE);
+  envp = g_environ_setenv(envp, "FAKE_QEMU_LIFETIME", "120", TRUE);
+  g_autofree char *err = NULL;
+  int status = rb_run(f, argv, envp, 180000, &err);
+  g_test_message("status %d, stderr: %s", status, err ? err : "(none)");
+  g_assert_cmpint(status, ==, 137);
+  g_assert_nonnull(strstr(err, "cont"));
+  rb_assert_nothing_left(f, 30000);
+  assert_logs_clean(f, 2);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -152,6 +190,8 @@ main(int argc, char **argv)
   }
   g_test_add("/valgrind/keeper/life", RbFixture, NULL, rb_setup,
              test_full_life, rb_teardown);
+  g_test_add("/valgrind/keeper/failure", RbFixture, NULL, rb_setup,
+             test_failure, rb_teardown);
   int rc = g_test_run();
   g_free(valgrind);
   return rc;

@@ -43,7 +43,7 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
   g_autoptr(GError) error = NULL;
   if (!qp_options_load_config(&opts, args, &error)) {
     /* GKeyFile turns the escapes \n and \r in a value into line breaks,
-     * which the message then quotes (finding 1). */
+     * which the message then quotes (finding 1: escaped when printed). */
     if (error == NULL ||
         (g_strstr_len((const char *)data, (gssize)size, "\\n") == NULL &&
          g_strstr_len((const char *)data, (gssize)size, "\\r") == NULL &&

@@ -20,7 +20,8 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 
   if (!qp_list_parse(text, "--affinity", QP_LIST_MAX_INDEX, &set, &error)) {
     /* The value is quoted as given: a newline in it is a newline in the
-     * message (finding 1 in docs/robustness.md). */
+     * message, escaped when qemu-pin prints it (finding 1 in
+     * docs/robustness.md). */
     if (error == NULL ||
         (strpbrk(text, "\r\n") == NULL && strchr(error->message, '\n')))
       abort();

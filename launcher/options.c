@@ -438,33 +438,44 @@ qp_options_parse_env(QpOptions *opts, GError **error)
 
 /* ---- Config file -------------------------------------------------------- */
 
-/* Line number (1-based) of KEY in [GROUP] of TEXT, or of the group header
- * when KEY is NULL; 0 if not found. GKeyFile does not keep line numbers. */
-static guint
-config_line(const char *text, const char *group, const char *key)
+/* Line numbers (1-based) of every [group] header and key of a config
+ * text, keyed "group" and "group\nkey" (GKeyFile keeps none). Built once
+ * per file: looking each key up in the text was quadratic. */
+static GHashTable *
+config_lines(const char *text)
 {
-  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-  gboolean in_group = FALSE;
-  for (guint i = 0; lines[i] != NULL; i++) {
-    g_autofree char *l = g_strstrip(g_strdup(lines[i]));
-    if (l[0] == '[') {
-      gsize n = strlen(l);
-      in_group = n >= 2 && l[n - 1] == ']' &&
-                 strncmp(l + 1, group, n - 2) == 0 && strlen(group) == n - 2;
-      if (in_group && key == NULL)
-        return i + 1;
+  GHashTable *lines = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_auto(GStrv) split = g_strsplit(text, "\n", -1);
+  g_autofree char *group = NULL;
+  for (guint i = 0; split[i] != NULL; i++) {
+    g_autofree char *l = g_strstrip(g_strdup(split[i]));
+    gsize n = strlen(l);
+    if (l[0] == '[' && n >= 2 && l[n - 1] == ']') {
+      g_free(group);
+      group = g_strndup(l + 1, n - 2);
+      if (!g_hash_table_contains(lines, group))
+        g_hash_table_insert(lines, g_strdup(group), GUINT_TO_POINTER(i + 1));
       continue;
     }
-    if (!in_group || key == NULL)
-      continue;
     const char *eq = strchr(l, '=');
-    if (eq == NULL)
+    if (group == NULL || eq == NULL || l[0] == '#' || l[0] == ';')
       continue;
     g_autofree char *k = g_strstrip(g_strndup(l, (gsize)(eq - l)));
-    if (strcmp(k, key) == 0)
-      return i + 1;
+    char *key = g_strdup_printf("%s\n%s", group, k);
+    if (g_hash_table_contains(lines, key))
+      g_free(key);
+    else
+      g_hash_table_insert(lines, key, GUINT_TO_POINTER(i + 1));
   }
-  return 0;
+  return lines;
+}
+
+static guint
+config_line(GHashTable *lines, const char *group, const char *key)
+{
+  g_autofree char *k = key ? g_strdup_printf("%s\n%s", group, key)
+                           : g_strdup(group);
+  return GPOINTER_TO_UINT(g_hash_table_lookup(lines, k));
 }
 
 /* GKeyFile's own syntax errors carry no line number: find the first line
@@ -508,14 +519,14 @@ group_matches(const char *group, const QpQemuArgs *args)
 }
 
 static gboolean
-apply_group(QpOptions *opts, GKeyFile *kf, const char *path, const char *text,
+apply_group(QpOptions *opts, GKeyFile *kf, const char *path, GHashTable *lines,
             const char *group, gboolean apply, GError **error)
 {
   g_auto(GStrv) keys = g_key_file_get_keys(kf, group, NULL, NULL);
   for (guint i = 0; keys != NULL && keys[i] != NULL; i++) {
     const char *key = keys[i];
     const Setting *s = find_setting(key);
-    guint line = config_line(text, group, key);
+    guint line = config_line(lines, group, key);
     if (s == NULL || !(s->where & IN_CONFIG)) {
       GString *known = g_string_new(NULL);
       for (gsize j = 0; j < G_N_ELEMENTS(settings); j++)
@@ -584,6 +595,7 @@ qp_options_load_config(QpOptions *opts, const QpQemuArgs *args, GError **error)
   }
 
   g_auto(GStrv) groups = g_key_file_get_groups(kf, NULL);
+  g_autoptr(GHashTable) lines = config_lines(text);
   /* Check every group, so that a mistake is found before the VM it
    * concerns is started, then apply [defaults] and the VM's groups. */
   for (guint i = 0; groups[i] != NULL; i++) {
@@ -593,18 +605,18 @@ qp_options_load_config(QpOptions *opts, const QpQemuArgs *args, GError **error)
       g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
                   "%s:%u: unknown group [%s]: expected [defaults], "
                   "[name:VM], [uuid:UUID] or [id:N]",
-                  path, config_line(text, g, NULL), g);
+                  path, config_line(lines, g, NULL), g);
       return FALSE;
     }
-    if (!apply_group(opts, kf, path, text, g, FALSE, error))
+    if (!apply_group(opts, kf, path, lines, g, FALSE, error))
       return FALSE;
   }
   if (g_key_file_has_group(kf, "defaults") &&
-      !apply_group(opts, kf, path, text, "defaults", TRUE, error))
+      !apply_group(opts, kf, path, lines, "defaults", TRUE, error))
     return FALSE;
   for (guint i = 0; groups[i] != NULL; i++)
     if (group_matches(groups[i], args) &&
-        !apply_group(opts, kf, path, text, groups[i], TRUE, error))
+        !apply_group(opts, kf, path, lines, groups[i], TRUE, error))
       return FALSE;
   return TRUE;
 }

@@ -1194,8 +1194,8 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
   g_autoptr(GArray) items = build_mem_items(ctx);
   g_autofree guint64 *avail = g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
   Acc acc = {g_new0(guint64, MAX(nn, 1)), g_new0(guint, MAX(nn, 1))};
-  g_autofree guint64 *acc_claim = acc.claim;
-  g_autofree guint *acc_load = acc.load;
+  G_GNUC_UNUSED g_autofree guint64 *acc_claim = acc.claim; /* frees it */
+  G_GNUC_UNUSED g_autofree guint *acc_load = acc.load; /* frees it */
   guint64 need = 0;
 
   /* Memory the caller bound itself stays there. */
@@ -1474,8 +1474,8 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
   g_autofree guint *capleft = g_new0(guint, MAX(nn, 1));
   g_autofree guint *load = g_memdup2(ctx->load, MAX(nn, 1) * sizeof(guint));
   Acc acc = {g_new0(guint64, MAX(nn, 1)), g_new0(guint, MAX(nn, 1))};
-  g_autofree guint64 *acc_claim = acc.claim;
-  g_autofree guint *acc_load = acc.load;
+  G_GNUC_UNUSED g_autofree guint64 *acc_claim = acc.claim; /* frees it */
+  G_GNUC_UNUSED g_autofree guint *acc_load = acc.load; /* frees it */
   g_autofree int *owner = g_new(int, MAX(nn, 1));
   g_autofree gboolean *seen = g_new0(gboolean, MAX(nn, 1));
   g_autofree gboolean *used = g_new0(gboolean, MAX(nn, 1));
@@ -1790,8 +1790,8 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
   g_autoptr(GArray) items = build_mem_items(ctx);
   g_autofree guint64 *avail = g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
   Acc acc = {g_new0(guint64, MAX(nn, 1)), g_new0(guint, MAX(nn, 1))};
-  g_autofree guint64 *acc_claim = acc.claim;
-  g_autofree guint *acc_load = acc.load;
+  G_GNUC_UNUSED g_autofree guint64 *acc_claim = acc.claim; /* frees it */
+  G_GNUC_UNUSED g_autofree guint *acc_load = acc.load; /* frees it */
   g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
   hwloc_bitmap_set_range(all, 0, (int)ctx->n - 1);
   guint units = task_units(ctx, cap, all);

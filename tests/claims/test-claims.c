@@ -357,29 +357,6 @@ wait_records(const char *state, guint n, guint timeout_ms)
   return FALSE;
 }
 
-static char *
-query_status(const char *sock)
-{
-  g_autoptr(JsonNode) r = qp_test_qmp_command(sock, "query-status");
-  if (r == NULL || !JSON_NODE_HOLDS_OBJECT(r))
-    return NULL;
-  return g_strdup(json_object_get_string_member_with_default(
-      json_node_get_object(r), "status", ""));
-}
-
-static gboolean
-wait_status(const char *sock, const char *want, guint timeout_ms)
-{
-  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
-  do {
-    g_autofree char *s = query_status(sock);
-    if (s != NULL && strcmp(s, want) == 0)
-      return TRUE;
-    g_usleep(20000);
-  } while (g_get_monotonic_time() < deadline);
-  return FALSE;
-}
-
 static guint
 count_lines(const char *text)
 {
@@ -405,7 +382,7 @@ start_vm(Fixture *f, const char *opt)
 {
   g_autoptr(GPtrArray) cmd = vm_command(f, opt);
   GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
-  if (!wait_status(f->qmp, "running", 60000)) {
+  if (!qp_test_wait_status(f->qmp, "running", 60000)) {
     g_autofree char *err = file_text(f->dir, "stderr");
     g_test_message("launch stderr: %s", err);
     g_assert_not_reached();
@@ -718,7 +695,7 @@ launches_resolve(Launch *l, guint n)
         resolved++;
         continue;
       }
-      g_autofree char *qs = query_status(l[i].sock);
+      g_autofree char *qs = qp_test_query_status(l[i].sock);
       if (qs != NULL && strcmp(qs, "running") == 0) {
         l[i].running = TRUE;
         resolved++;
@@ -882,7 +859,7 @@ test_concurrent_launches(Fixture *f, gconstpointer data)
         qemu_pids, GINT_TO_POINTER(g_array_index(all, int, i))));
   for (int i = 0; i < N_LAUNCHES; i++)
     if (l[i].running) {
-      g_autofree char *qs = query_status(l[i].sock);
+      g_autofree char *qs = qp_test_query_status(l[i].sock);
       g_assert_cmpstr(qs, ==, "running");
     }
   g_autoptr(GArray) keepers = pids_of_kind(f->marker, TRUE);
@@ -1035,7 +1012,7 @@ test_killed_keeper_keeps_claim(Fixture *f, gconstpointer data)
   g_assert_cmpuint(keepers->len, ==, 0);
 
   /* QEMU lives: the claim stays, through status and status --prune. */
-  g_autofree char *qs = query_status(f->qmp);
+  g_autofree char *qs = qp_test_query_status(f->qmp);
   g_assert_cmpstr(qs, ==, "running");
   g_autoptr(JsonObject) st = status_json(f->state, "--prune");
   g_assert_cmpuint(n_vms(st), ==, 1);
@@ -1397,7 +1374,7 @@ test_daemonize_record_names_daemon(Fixture *f, gconstpointer data)
   g_assert_true(g_file_get_contents(pidfile, &text, NULL, NULL));
   int pid = atoi(text);
   g_assert_cmpint(pid, >, 0);
-  g_autofree char *qs = query_status(f->qmp);
+  g_autofree char *qs = qp_test_query_status(f->qmp);
   g_assert_cmpstr(qs, ==, "running");
   int keeper = the_keeper(f->marker);
   g_autofree char *id = check_record_names(f, pid, keeper);

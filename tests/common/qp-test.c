@@ -386,3 +386,26 @@ out:
   close(fd);
   return result;
 }
+
+char *
+qp_test_query_status(const char *path)
+{
+  g_autoptr(JsonNode) r = qp_test_qmp_command(path, "query-status");
+  if (r == NULL || !JSON_NODE_HOLDS_OBJECT(r))
+    return NULL;
+  return g_strdup(json_object_get_string_member_with_default(
+      json_node_get_object(r), "status", ""));
+}
+
+gboolean
+qp_test_wait_status(const char *path, const char *want, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  do {
+    g_autofree char *s = qp_test_query_status(path);
+    if (s != NULL && strcmp(s, want) == 0)
+      return TRUE;
+    g_usleep(20000);
+  } while (g_get_monotonic_time() < deadline);
+  return FALSE;
+}

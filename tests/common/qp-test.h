@@ -76,6 +76,13 @@ char **qp_test_plan_vcpu_sets(JsonObject *plan);
  * handshake) and returns the "return" member, or NULL. */
 JsonNode *qp_test_qmp_command(const char *path, const char *command);
 
+/* "status" of query-status over the unix socket PATH, or NULL. */
+char *qp_test_query_status(const char *path);
+
+/* Waits until query-status over PATH says WANT ("running", ...). */
+gboolean qp_test_wait_status(const char *path, const char *want,
+                             guint timeout_ms);
+
 /* Path of the real QEMU for tests. */
 const char *qp_test_qemu(void);
 

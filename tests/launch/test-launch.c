@@ -80,29 +80,6 @@ plan_of(GPtrArray *cmd)
   return qp_test_plan((char **)cmd->pdata + 1);
 }
 
-static char *
-query_status(const char *sock)
-{
-  g_autoptr(JsonNode) r = qp_test_qmp_command(sock, "query-status");
-  if (r == NULL)
-    return NULL;
-  return g_strdup(json_object_get_string_member(json_node_get_object(r),
-                                                "status"));
-}
-
-static gboolean
-wait_status(const char *sock, const char *want, guint timeout_ms)
-{
-  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
-  do {
-    g_autofree char *s = query_status(sock);
-    if (s != NULL && strcmp(s, want) == 0)
-      return TRUE;
-    g_usleep(20000);
-  } while (g_get_monotonic_time() < deadline);
-  return FALSE;
-}
-
 static void
 stop_and_check_released(Fixture *f, GPid pid)
 {
@@ -131,7 +108,7 @@ test_one_to_one_pins(Fixture *f, gconstpointer data)
 
   GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
   g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 30000));
-  g_assert_true(wait_status(f->qmp, "running", 10000));
+  g_assert_true(qp_test_wait_status(f->qmp, "running", 10000));
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
   /* QEMU is the process the caller started: exec in place. */
   g_autofree char *exe_path = g_strdup_printf("/proc/%d/exe", pid);
@@ -216,7 +193,7 @@ test_memory_bound(Fixture *f, gconstpointer data)
       json_object_get_string_member(m0, "host-nodes"));
 
   GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
-  g_assert_true(wait_status(f->qmp, "running", 30000));
+  g_assert_true(qp_test_wait_status(f->qmp, "running", 30000));
   for (guint i = 0; i < G_N_ELEMENTS(c->sizes_mib) && c->sizes_mib[i]; i++) {
     g_auto(GStrv) pol = qp_test_policies_of_mappings(pid, c->sizes_mib[i] * 1024);
     g_test_message("%s: %" G_GUINT64_FORMAT " MiB mappings: %s", c->name,
@@ -241,7 +218,7 @@ test_caller_S_replan_on_cont(Fixture *f, gconstpointer data)
   g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 30000));
   /* The caller asked for -S: qemu-pin must not have resumed. */
   g_usleep(300000);
-  g_autofree char *st = query_status(f->qmp);
+  g_autofree char *st = qp_test_query_status(f->qmp);
   g_assert_cmpstr(st, ==, "prelaunch");
 
   /* Someone else (libvirt does this) resets vCPU 0 to every CPU. */
@@ -261,7 +238,7 @@ test_caller_S_replan_on_cont(Fixture *f, gconstpointer data)
   g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 10000));
   g_test_message("plan back %.1f ms after the caller's cont",
                  (double)(g_get_monotonic_time() - t0) / 1000.0);
-  g_assert_true(wait_status(f->qmp, "running", 5000));
+  g_assert_true(qp_test_wait_status(f->qmp, "running", 5000));
   stop_and_check_released(f, pid);
 }
 
@@ -293,7 +270,7 @@ test_daemonize(Fixture *f, gconstpointer data)
   g_autofree char *cmdline = NULL;
   g_assert_true(g_file_get_contents(cmdline_path, &cmdline, NULL, NULL));
   g_assert_cmpstr(cmdline, ==, qp_test_qemu()); /* argv[0] as the caller gave it */
-  g_autofree char *st = query_status(f->qmp);
+  g_autofree char *st = qp_test_query_status(f->qmp);
   g_assert_cmpstr(st, ==, "running");
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
 
@@ -311,7 +288,7 @@ sigterm_status(GPtrArray *cmd, const char *dir, gboolean via_qemu_pin,
     while (strcmp(cmd->pdata[start++], "--") != 0)
       ;
   GPid pid = qp_test_spawn((char **)cmd->pdata + start, NULL, dir);
-  g_assert_true(wait_status(qmp, "running", 30000));
+  g_assert_true(qp_test_wait_status(qmp, "running", 30000));
   kill(pid, SIGTERM);
   return qp_test_wait(pid, 20000);
 }

@@ -30,7 +30,7 @@ qp_status_picture(const char *xml_path, const QpClaims *claims,
   if (g_str_has_suffix(out, ".png"))
     format = "png";
   else if (g_str_has_suffix(out, ".svg"))
-    format = "svg";
+    format = "nativesvg"; /* text stays text */
   else {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
                 "--picture '%s': expected a file name ending in .png or .svg",

@@ -27,7 +27,8 @@ claim(const char *name, const char *dedicated, int node, guint64 mib)
 static void
 test_two_vms_svg(void)
 {
-  if (g_find_program_in_path("lstopo") == NULL) {
+  g_autofree char *lstopo = g_find_program_in_path("lstopo");
+  if (lstopo == NULL) {
     g_test_skip("lstopo (Debian package hwloc) is not installed");
     return;
   }

@@ -124,6 +124,21 @@ cmd_status(QpOptions *opts)
   return 0;
 }
 
+/* QEMU exactly as the caller asked (help, probes, mode none): returns only
+ * if the exec failed. */
+static int
+exec_straight(const char *binary, const char *argv0, int argc, char **argv)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char **full = g_new0(char *, (gsize)argc + 2);
+  full[0] = (char *)argv0;
+  for (int i = 0; i < argc; i++)
+    full[i + 1] = argv[i];
+  int rc = qp_exec(binary, full, &error);
+  qp_error("%s", error->message);
+  return rc;
+}
+
 /* Parses the QEMU command, resolves settings, and launches or plans. */
 static int
 run_qemu(QpOptions *opts, const char *binary, const char *argv0, int argc,
@@ -141,26 +156,12 @@ run_qemu(QpOptions *opts, const char *binary, const char *argv0, int argc,
     return usage_error(error);
   qp_log_init(opts->verbose);
   qp_log_set_vm(args->name);
-  if (args->passthrough && !plan_only) {
-    g_autofree char **full = g_new0(char *, (gsize)argc + 2);
-    full[0] = (char *)argv0;
-    for (int i = 0; i < argc; i++)
-      full[i + 1] = argv[i];
-    int rc = qp_exec(binary, full, &error);
-    qp_error("%s", error->message);
-    return rc;
-  }
+  if (args->passthrough && !plan_only)
+    return exec_straight(binary, argv0, argc, argv);
   if (plan_only || opts->dry_run)
     return qp_dry_run(opts, args);
-  if (opts->placement.mode == QP_MODE_NONE) {
-    g_autofree char **full = g_new0(char *, (gsize)argc + 2);
-    full[0] = (char *)argv0;
-    for (int i = 0; i < argc; i++)
-      full[i + 1] = argv[i];
-    int rc = qp_exec(binary, full, &error);
-    qp_error("%s", error->message);
-    return rc;
-  }
+  if (opts->placement.mode == QP_MODE_NONE)
+    return exec_straight(binary, argv0, argc, argv);
   return qp_launch(opts, binary, argv0, args);
 }
 

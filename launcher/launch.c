@@ -130,10 +130,11 @@ print_warnings(GPtrArray *warnings)
 }
 
 /* Loads the host, opens and locks the ledger, reads the claims and plans.
- * On success the ledger stays locked. */
+ * On success the ledger stays locked; the host is handed back when HOST_OUT
+ * is not NULL. */
 static QpPlan *
 plan_locked(QpOptions *opts, QpQemuArgs *args, QpLedger **ledger_out,
-            GError **error)
+            QpHost **host_out, GError **error)
 {
   /* Devices matter only for the locality of vfio-pci devices. */
   gboolean with_io = args->req->vfio != NULL && args->req->vfio[0] != NULL;
@@ -162,6 +163,8 @@ plan_locked(QpOptions *opts, QpQemuArgs *args, QpLedger **ledger_out,
     return NULL;
   }
   *ledger_out = g_steal_pointer(&ledger);
+  if (host_out != NULL)
+    *host_out = g_steal_pointer(&host);
   return plan;
 }
 
@@ -178,7 +181,8 @@ qp_dry_run(QpOptions *opts, QpQemuArgs *args)
       g_print("{\n  \"mode\" : \"none\"\n}\n");
     return 0;
   }
-  g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, &error);
+  g_autoptr(QpHost) host = NULL;
+  g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, &host, &error);
   if (plan == NULL) {
     qp_error("%s", error->message);
     return 1;
@@ -186,7 +190,6 @@ qp_dry_run(QpOptions *opts, QpQemuArgs *args)
   qp_ledger_unlock(ledger);
   print_warnings(plan->warnings);
   if (opts->human) {
-    g_autoptr(QpHost) host = qp_host_load(opts->topology, NULL);
     g_autofree char *text = qp_plan_to_human(plan, host);
     g_print("%s", text);
   } else {
@@ -342,7 +345,7 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
   g_autoptr(GError) error = NULL;
   g_autoptr(QpLedger) ledger = NULL;
 
-  g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, &error);
+  g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, NULL, &error);
   if (plan == NULL) {
     qp_error("%s", error->message);
     return 1;

@@ -286,6 +286,27 @@ qp_test_wait_no_process(const char *marker, guint timeout_ms)
       return TRUE;
     g_usleep(10000);
   } while (g_get_monotonic_time() < deadline);
+  /* Say who is still there, so that a failure can be understood. */
+  g_autoptr(GArray) left = qp_test_pids_with(marker);
+  for (guint i = 0; i < left->len; i++) {
+    int pid = g_array_index(left, int, i);
+    g_autofree char *path = g_strdup_printf("/proc/%d/cmdline", pid);
+    g_autofree char *cmd = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(path, &cmd, &len, NULL))
+      continue;
+    for (gsize k = 0; k + 1 < len; k++)
+      if (cmd[k] == '\0')
+        cmd[k] = ' ';
+    g_autofree char *stat_path = g_strdup_printf("/proc/%d/stat", pid);
+    g_autofree char *st = NULL;
+    g_file_get_contents(stat_path, &st, NULL, NULL);
+    g_autofree char *wchan_path = g_strdup_printf("/proc/%d/wchan", pid);
+    g_autofree char *wchan = NULL;
+    g_file_get_contents(wchan_path, &wchan, NULL, NULL);
+    g_test_message("still there: pid %d [%s] wchan %s stat %s", pid, cmd,
+                   wchan ? wchan : "?", st ? st : "?");
+  }
   return FALSE;
 }
 

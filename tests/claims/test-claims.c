@@ -1042,6 +1042,7 @@ test_killed_qemu_released_by_keeper(Fixture *f, gconstpointer data)
   GPid pid = start_vm(f, NULL);
   int keeper = the_keeper(f->marker);
   g_autofree char *id = check_record_names(f, pid, keeper);
+  g_assert_nonnull(id);
 
   kill(pid, SIGKILL);
   g_assert_cmpint(qp_test_wait(pid, 10000), ==, 128 + SIGKILL);
@@ -1073,6 +1074,7 @@ test_killed_qemu_pruned_by_next_plan(Fixture *f, gconstpointer data)
 
   g_autoptr(GPtrArray) cmd = vm_command(f, NULL);
   g_autoptr(JsonObject) plan = qp_test_plan((char **)cmd->pdata + 1);
+  g_assert_nonnull(plan);
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
   g_autofree char *stale = record_path(f->state, id, ".json");
   g_assert_false(g_file_test(stale, G_FILE_TEST_EXISTS));

@@ -243,6 +243,7 @@ test_dir_created_private(Fixture *f, gconstpointer data)
 
   /* Reopening an existing directory is fine. */
   g_autoptr(QpLedger) again = open_ok(f);
+  g_assert_nonnull(again);
 }
 
 static void
@@ -302,6 +303,7 @@ test_dir_refuses_group_writable(Fixture *f, gconstpointer data)
   /* Readable by others is not a hole: records are 0600 anyway. */
   g_assert_cmpint(chmod(f->state, 0755), ==, 0);
   g_autoptr(QpLedger) l = open_ok(f);
+  g_assert_nonnull(l);
 }
 
 static void

@@ -345,6 +345,7 @@ test_no_free_core_warns(Fixture *f, gconstpointer data)
   }
   launch(f, 4);
   g_autofree char *cpu0 = boot_vcpu_cpu(f);
+  g_assert_nonnull(cpu0);
   /* Plug until there are more vCPUs than host CPUs. */
   for (guint i = 1; i <= ncpus; i++)
     plug(f, i);

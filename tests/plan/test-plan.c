@@ -1285,8 +1285,7 @@ test_vnuma_suggestion(void)
 static void
 test_scale_64_nodes(void)
 {
-  QpHost *h = host_new(64, 65536, 32);
-  g_autoptr(TestHost) owned = h;
+  g_autoptr(TestHost) h = host_new(64, 65536, 32);
   for (guint i = 0; i < 64; i++)
     for (guint j = 0; j < 64; j++)
       if (i != j)

@@ -795,7 +795,6 @@ test_fake_qemu_command_error(void)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(JsonNode) ret = NULL;
-  g_auto(GStrv) lines = NULL;
   g_autofree char *dir = g_dir_make_tmp("fake-qemu-XXXXXX", NULL);
   g_autofree char *log = g_build_filename(dir, "log", NULL);
   g_autofree char *text = NULL;

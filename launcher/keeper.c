@@ -33,7 +33,17 @@ typedef struct {
   GHashTable *plugged;
   GHashTable *plugged_pu; /* cpu-index -> the PU of that core it runs on */
   GHashTable *warned; /* cpu-indexes already warned about */
+  /* QEMU said it is exiting (SHUTDOWN on a host signal or quit): when it
+   * is still there a while later, the signal is sent again. */
+  gint64 exiting_since;
+  guint nudges;
 } Keeper;
+
+/* QEMU 7.2 can hang for good in its monitor cleanup after SIGTERM when a
+ * QMP command was in flight: the wakeup of the dispatcher is lost, and only
+ * another signal (or event on its main loop) brings it back. Plain QEMU does
+ * it too; pinned VMs here did more often (docs/robustness.md, finding 10). */
+#define NUDGE_AFTER_MS 1000
 
 static void
 klog(Keeper *k, int level, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
@@ -133,12 +143,18 @@ qemu_gone(Keeper *k, int timeout_ms)
 }
 
 static void
-kill_qemu(Keeper *k)
+signal_qemu(Keeper *k, int sig)
 {
   if (k->pidfd >= 0)
-    pidfd_send_signal(k->pidfd, SIGKILL, NULL, 0);
+    pidfd_send_signal(k->pidfd, sig, NULL, 0);
   else if (!qemu_gone(k, 0))
-    kill(k->qemu_pid, SIGKILL);
+    kill(k->qemu_pid, sig);
+}
+
+static void
+kill_qemu(Keeper *k)
+{
+  signal_qemu(k, SIGKILL);
 }
 
 static gboolean
@@ -546,10 +562,32 @@ fail(Keeper *k, GError *error)
   _exit(1);
 }
 
+/* SHUTDOWN whose reason makes QEMU exit whatever -no-shutdown says. */
+static gboolean
+is_exit(JsonObject *ev)
+{
+  JsonNode *node = json_object_get_member(ev, "data");
+  if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
+    return FALSE;
+  const char *reason = json_object_get_string_member_with_default(
+      json_node_get_object(node), "reason", "");
+  return strcmp(reason, "host-signal") == 0 ||
+         strcmp(reason, "host-qmp-quit") == 0;
+}
+
 static void
 on_event(Keeper *k, JsonObject *ev)
 {
   const char *name = json_object_get_string_member_with_default(ev, "event", "");
+  if (strcmp(name, "SHUTDOWN") == 0 && is_exit(ev) &&
+      k->exiting_since == 0) {
+    /* No more queries: one in flight is what can hang QEMU's exit. */
+    k->exiting_since = g_get_monotonic_time();
+    klog(k, 1, "QEMU is exiting");
+    return;
+  }
+  if (k->exiting_since != 0)
+    return;
   /* RESUME: someone else may have moved threads before resuming (libvirt
    * does). DEVICE_DELETED: an unplugged vCPU gives its core back. */
   if (strcmp(name, "RESUME") != 0 && strcmp(name, "DEVICE_DELETED") != 0)
@@ -582,15 +620,33 @@ hold(Keeper *k)
                           {monitor_open ? qp_qmp_get_fd(k->qmp) : -1, POLLIN, 0}};
     /* vCPUs may be plugged: there is no QMP event for that, so look. */
     const QpPlan *plan = k->cfg->plan;
-    int timeout = monitor_open && plan->n_vcpus > plan->n_boot_vcpus ? 500 : -1;
-    if (k->pidfd < 0)
+    gboolean polling = monitor_open && k->exiting_since == 0 &&
+                       plan->n_vcpus > plan->n_boot_vcpus;
+    int timeout = polling ? 500 : -1;
+    if (k->exiting_since != 0) {
+      gint64 due = k->exiting_since +
+                   (gint64)NUDGE_AFTER_MS * 1000 * (k->nudges + 1);
+      timeout = (int)MAX(0, (due - g_get_monotonic_time()) / 1000);
+    }
+    if (k->pidfd < 0 && (timeout < 0 || timeout > 200))
       timeout = 200; /* no pidfd: look at /proc */
     int r = poll(p, 2, timeout);
     if (r < 0 && errno == EINTR)
       continue;
     if (k->pidfd < 0 && qemu_gone(k, 0))
       return; /* QEMU exited */
-    if (r == 0 && monitor_open && plan->n_vcpus > plan->n_boot_vcpus) {
+    if (r == 0 && k->exiting_since != 0 &&
+        g_get_monotonic_time() - k->exiting_since >=
+            (gint64)NUDGE_AFTER_MS * 1000 * (k->nudges + 1)) {
+      k->nudges++;
+      if (k->nudges == 1)
+        qp_info("keeper: QEMU (pid %d) is still there %d ms after it began "
+                "to exit: sending SIGTERM again",
+                k->qemu_pid, NUDGE_AFTER_MS);
+      signal_qemu(k, SIGTERM);
+      continue;
+    }
+    if (r == 0 && polling) {
       g_autoptr(GError) error = NULL;
       if (!query_and_apply(k, NULL, &error) &&
           !g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))

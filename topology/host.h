@@ -107,6 +107,11 @@ void qp_host_set_distances(QpHost *host, const guint *matrix);
 void qp_host_set_allowed(QpHost *host, hwloc_const_bitmap_t allowed);
 
 void qp_host_free(QpHost *host);
+
+/* hwloc_topology_init() without loading hwloc plugins qemu-pin never uses
+ * (XML through libxml2, OpenCL, GL, libpciaccess); the environment is left
+ * as it was. */
+int qp_hwloc_topology_init(hwloc_topology_t *topo);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpHost, qp_host_free)
 
 /* Index of node ID in host->nodes, or -1. */

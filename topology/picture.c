@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "topology/cpulist.h"
+#include "topology/host.h"
 
 G_DEFINE_AUTO_CLEANUP_FREE_FUNC(hwloc_topology_t, hwloc_topology_destroy, NULL)
 
@@ -39,7 +40,7 @@ qp_status_picture(const char *xml_path, const QpClaims *claims,
   }
 
   g_auto(hwloc_topology_t) topo = NULL;
-  if (hwloc_topology_init(&topo) < 0 ||
+  if (qp_hwloc_topology_init(&topo) < 0 ||
       (xml_path != NULL && hwloc_topology_set_xml(topo, xml_path) < 0) ||
       hwloc_topology_load(topo) < 0) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LOAD,

@@ -573,6 +573,69 @@ test_text(void)
   g_assert_nonnull(strstr(hytext, "kind 1: IntelCore, efficiency 1, cpus 0-15\n"));
 }
 
+/* Mapped into this process: a file whose path holds NEEDLE. */
+static gboolean
+mapped(const char *needle)
+{
+  g_autofree char *maps = NULL;
+  g_assert_true(g_file_get_contents("/proc/self/maps", &maps, NULL, NULL));
+  return strstr(maps, needle) != NULL;
+}
+
+/* hwloc dlopens the plugins it finds at its first init; qemu-pin uses none
+ * of them, and loading them took about 5 ms of every launch. Run in a
+ * subprocess: plugins stay loaded while any topology of the process lives. */
+static void
+test_no_unused_plugins(void)
+{
+  if (g_test_subprocess()) {
+    g_setenv("HWLOC_PLUGINS_BLACKLIST", "hwloc_cuda", TRUE);
+    hwloc_topology_t topo = NULL;
+    g_assert_cmpint(qp_hwloc_topology_init(&topo), ==, 0);
+    g_assert_cmpint(hwloc_topology_load(topo), ==, 0);
+    g_assert_false(mapped("hwloc_xml_libxml"));
+    g_assert_false(mapped("libxml2"));
+    g_assert_false(mapped("hwloc_opencl"));
+    g_assert_false(mapped("hwloc_gl"));
+    g_assert_false(mapped("hwloc_pci"));
+    /* The caller's own list is kept, and given back as it was. */
+    g_assert_cmpstr(g_getenv("HWLOC_PLUGINS_BLACKLIST"), ==, "hwloc_cuda");
+    hwloc_topology_destroy(topo);
+    g_unsetenv("HWLOC_PLUGINS_BLACKLIST");
+    g_assert_cmpint(qp_hwloc_topology_init(&topo), ==, 0);
+    g_assert_null(g_getenv("HWLOC_PLUGINS_BLACKLIST"));
+    hwloc_topology_destroy(topo);
+    /* A recorded topology still loads, through hwloc's own XML parser. */
+    g_autoptr(QpHost) h = load_recorded("epyc-7351p.xml");
+    g_assert_cmpuint(h->n_nodes, ==, 4);
+    g_assert_false(mapped("libxml2"));
+    return;
+  }
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed();
+}
+
+/* The check above can fail: a plain hwloc init does load them here. */
+static void
+test_plain_init_loads_plugins(void)
+{
+  if (g_test_subprocess()) {
+    g_unsetenv("HWLOC_PLUGINS_BLACKLIST");
+    hwloc_topology_t topo = NULL;
+    g_assert_cmpint(hwloc_topology_init(&topo), ==, 0);
+    if (!g_file_test("/usr/lib/x86_64-linux-gnu/hwloc/hwloc_xml_libxml.so",
+                     G_FILE_TEST_EXISTS)) {
+      hwloc_topology_destroy(topo);
+      return;
+    }
+    g_assert_true(mapped("hwloc_xml_libxml"));
+    hwloc_topology_destroy(topo);
+    return;
+  }
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -600,5 +663,9 @@ main(int argc, char **argv)
   g_test_add_func("/host/errors/malformed-xml-named", test_malformed_file);
   g_test_add_func("/host/output/json", test_json);
   g_test_add_func("/host/output/text", test_text);
+  g_test_add_func("/host/hwloc/unused-plugins-not-loaded",
+                  test_no_unused_plugins);
+  g_test_add_func("/host/hwloc/plain-init-loads-plugins",
+                  test_plain_init_loads_plugins);
   return g_test_run();
 }

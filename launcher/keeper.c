@@ -44,6 +44,7 @@ typedef struct {
  * another signal (or event on its main loop) brings it back. Plain QEMU does
  * it too; pinned VMs here did more often (docs/robustness.md, finding 10). */
 #define NUDGE_AFTER_MS 1000
+#define HOLD_QMP_TIMEOUT_MS 3000
 
 static void
 klog(Keeper *k, int level, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
@@ -774,6 +775,10 @@ qp_keeper_main(const QpKeeperConfig *cfg)
   g_clear_pointer(&vcpus, g_array_unref);
   g_clear_pointer(&iothreads, g_array_unref);
 
+  /* From now on a query that times out is only tried again later; and the
+   * one in flight when QEMU hangs on its way out (see NUDGE_AFTER_MS) keeps
+   * the keeper from seeing SHUTDOWN until it times out. */
+  qp_qmp_set_timeout(k->qmp, MIN(cfg->qmp_timeout_ms, HOLD_QMP_TIMEOUT_MS));
   hold(k);
   klog(k, 1, "QEMU exited; releasing the claim");
   remove_record(k);

@@ -53,7 +53,7 @@ static const Setting settings[] = {
   {"topology", "QEMU_PIN_TOPOLOGY", IN_CLI | IN_ENV, "FILE",
    "plan on a recorded hwloc XML host instead of this one"},
   {"qmp-timeout", "QEMU_PIN_QMP_TIMEOUT", IN_CLI | IN_ENV | IN_CONFIG, "MS",
-   "longest wait for a QMP reply (default 5000)"},
+   "longest wait for a QMP reply (default 30000)"},
   {"start-timeout", "QEMU_PIN_START_TIMEOUT", IN_CLI | IN_ENV | IN_CONFIG,
    "MS", "longest wait for QEMU's QMP greeting (default 120000)"},
   {"dry-run", "QEMU_PIN_DRY_RUN", IN_CLI | IN_ENV, NULL,
@@ -76,7 +76,10 @@ qp_options_init(QpOptions *opts)
 {
   memset(opts, 0, sizeof(*opts));
   qp_placement_options_init(&opts->placement);
-  opts->qmp_timeout_ms = 5000;
+  /* A QMP reply takes milliseconds, but seconds on a host where many
+   * VMs start at once (the lab's nested TCG guests took over 5 s); 30 s is
+   * what libvirt waits for its monitor. */
+  opts->qmp_timeout_ms = 30000;
   opts->start_timeout_ms = 120000;
   opts->given = g_hash_table_new(g_str_hash, g_str_equal);
 }

@@ -61,6 +61,12 @@ qp_qmp_free(QpQmp *qmp)
   g_free(qmp);
 }
 
+void
+qp_qmp_set_timeout(QpQmp *qmp, guint timeout_ms)
+{
+  qmp->timeout_ms = timeout_ms;
+}
+
 int
 qp_qmp_get_fd(const QpQmp *qmp)
 {

@@ -27,6 +27,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpQmp, qp_qmp_free)
 
 int qp_qmp_get_fd(const QpQmp *qmp);
 
+/* The longest wait for a reply (or the greeting) from now on. */
+void qp_qmp_set_timeout(QpQmp *qmp, guint timeout_ms);
+
 /* Reads the greeting and negotiates capabilities. */
 gboolean qp_qmp_handshake(QpQmp *qmp, GError **error);
 

@@ -774,6 +774,26 @@ test_fake_qemu_exit_during_startup(void)
   child_kill(&c);
 }
 
+/* The keeper shortens its wait once the plan is in force. */
+static void
+test_set_timeout(void)
+{
+  g_autoptr(GError) error = NULL;
+  Child c = spawn_fake_qemu("never-reply:query-cpus-fast", NULL, NULL, 60000);
+
+  g_assert_true(qp_qmp_handshake(c.qmp, &error));
+  qp_qmp_set_timeout(c.qmp, 200);
+  gint64 t0 = g_get_monotonic_time();
+  g_autoptr(GArray) cpus = qp_qmp_query_cpus(c.qmp, &error);
+  g_test_message("gave up after %.0f ms",
+                 (double)(g_get_monotonic_time() - t0) / 1000.0);
+  g_assert_null(cpus);
+  g_assert_error(error, QP_QMP_ERROR, QP_QMP_ERROR_TIMEOUT);
+  g_assert_cmpstr(error->message, ==,
+                  "no reply to 'query-cpus-fast' within 200 ms");
+  child_kill(&c);
+}
+
 static void
 test_fake_qemu_never_reply(void)
 {
@@ -1184,6 +1204,8 @@ main(int argc, char **argv)
   g_test_add_func("/qmp/fault/peer-closes/exit-during-startup",
                   test_fake_exit_during_startup);
   g_test_add_func("/qmp/fault/command-error/one-line", test_fake_command_error);
+  g_test_add_func("/qmp/timeout/set-timeout-applies-to-the-next-command",
+                  test_set_timeout);
   g_test_add_func("/qmp/fault/never-reply/times-out-then-recovers",
                   test_fake_never_reply);
   g_test_add_func("/qmp/fault/vanish-threads/tids-are-gone",

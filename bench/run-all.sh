@@ -71,7 +71,9 @@ plan64=$(cell "$tmp/plan.md" '$2 == 64 && $4 == 1000' 5)
 claim64=$(cell "$tmp/plan.md" '$2 == 64 && $4 == 1000' 7)
 claimcpu64=$(cell "$tmp/plan.md" '$2 == 64 && $4 == 1000' 8)
 hold64=$(cell "$tmp/plan.md" '$2 == 64 && $4 == 1000' 9)
-uss=$(awk -F' *\\| *' '/qemu-pin-keeper/ { if ($7 > m) m = $7 } END { print m }' "$tmp/memory.md")
+uss=$(awk -F' *\\| *' '/qemu-pin-keeper, each further/ { if ($7 > m) m = $7 } END { print m }' "$tmp/memory.md")
+uss_alone=$(awk -F' *\\| *' '/qemu-pin-keeper, the host/ { if ($7 > m) m = $7 } END { print m }' "$tmp/memory.md")
+anon=$(awk -F' *\\| *' '/qemu-pin-keeper/ { if ($8 > m) m = $8 } END { print m }' "$tmp/memory.md")
 launch_cell() { # SMP MODE
   awk -F' *\\| *' -v s="$1" -v m="--mode=$2" '$2 == s && index($3, m) && !index($3, "plan") {
     if ($4 ~ /^refused/) print $4; else print $4 " ms, x" $5 ", " $6 " ms (paired " $7 " ms)"; exit }' "$tmp/launch.md"
@@ -136,7 +138,10 @@ defaults to \`build\`, set up with meson when missing; OUTPUT to this file;
   - -smp 8: balanced $(launch_cell 8 balanced); none $(launch_cell 8 none)
 - Pinning latency, QMP greeting to \`cont\` (keeper timestamps): $(lat_rows "$tmp/latency.md");
   larger guests are refused on this $cpus-CPU host (see the table)$( [ -s "$tmp/lab.md" ] && echo "; in the NUMA lab (times inflated by nested emulation): $(lat_rows "$tmp/lab.md")").
-- Keeper memory: at most **$uss KiB** private (USS) per keeper (target under 1 MiB).
+- Keeper memory: each VM's keeper beyond the first costs at most **$uss KiB**
+  private (USS; RssAnon at most $anon KiB); target under 1 MiB. The host's
+  first keeper alone shows $uss_alone KiB: library pages no other process
+  maps yet, which every further keeper shares.
 - Placement (sums over the storms, node-local VMs):
 $sim_verdict
 
@@ -204,9 +209,13 @@ $(cat "$tmp/lab.md")
 
 ## Keeper memory
 
-\`bench/keeper-memory.sh\`: one keeper holding a claim for a running guest,
-from \`/proc/PID/smaps_rollup\` and \`/proc/PID/status\`. There is one keeper per
-VM; libvirtd, if running, is one per host.
+\`bench/keeper-memory.sh\`: a keeper holding a claim for a running guest,
+from \`/proc/PID/smaps_rollup\` and \`/proc/PID/status\`: the host's only
+keeper, then a second VM's keeper beside it. There is one keeper per VM, so
+the second row is what each further VM costs (the first keeper alone maps
+library pages no other process maps yet, which count as its private clean
+memory until a second keeper shares them); libvirtd, if running, is one
+per host.
 
 $(cat "$tmp/memory.md")
 EOF

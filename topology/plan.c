@@ -574,6 +574,31 @@ split_units(guint64 need, const guint *set, guint k, guint64 *avail,
   }
 }
 
+/* Pack: fills the set's nodes tightest first, so that what stays free
+ * stays together on the others, where a later guest fits on one node.
+ * Even shares would leave a fragment on every node of the set. */
+static void
+split_units_tight(guint64 need, const guint *set, guint k, guint64 *avail,
+                  guint64 *claim)
+{
+  guint64 left = need;
+  g_autofree gboolean *done = g_new0(gboolean, MAX(k, 1));
+  while (left > 0) {
+    int t = -1;
+    for (guint j = 0; j < k; j++)
+      if (!done[j] && avail[set[j]] > 0 &&
+          (t < 0 || avail[set[j]] < avail[set[t]]))
+        t = (int)j;
+    if (t < 0)
+      return;
+    done[t] = TRUE;
+    guint64 take = MIN(left, avail[set[t]]);
+    avail[set[t]] -= take;
+    claim[set[t]] += take;
+    left -= take;
+  }
+}
+
 static GArray *
 build_mem_items(const Ctx *ctx)
 {
@@ -1255,7 +1280,10 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
       add_plan_mem(plan, ctx, it, it->caller_nodes, TRUE);
       continue;
     }
-    split_units(it->units, nodes, k, avail, acc.claim);
+    if (ctx->opts->strategy == QP_STRATEGY_PACK)
+      split_units_tight(it->units, nodes, k, avail, acc.claim);
+    else
+      split_units(it->units, nodes, k, avail, acc.claim);
     add_plan_mem(plan, ctx, it, ids, FALSE);
   }
 

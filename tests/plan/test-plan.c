@@ -4,6 +4,7 @@
  * Hand-built hosts come from a small builder below, so that every case
  * states its host in a few lines; the recorded hosts check that the same
  * decisions come out of hwloc's view of those machines. */
+#include "topology/ledger.h"
 #include "topology/plan.h"
 
 #include <string.h>
@@ -929,6 +930,48 @@ test_claims_memory(void)
   assert_set(p4->process_cpus, "12-15,28-31");
 }
 
+/* A guest that must span nodes: spread shares its memory evenly, pack
+ * fills the tightest node first so that what is left stays together, where
+ * a later guest fits on one node (bench/simulate: the difference between
+ * pack and first fit). */
+static void
+test_spanning_memory_split(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) c = qp_claims_new();
+  QpClaim *a = claim_add(c, "a");
+  claim_mem(a, 0, 8384);  /* 8000 MiB left */
+  claim_mem(a, 1, 6384);  /* 10000 left */
+  claim_mem(a, 2, 16384); /* full */
+  claim_mem(a, 3, 16384); /* full */
+  g_autoptr(QpRequest) r = request(2, 12000);
+
+  g_autoptr(Opts) spread = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpPlan) ps = plan_ok(h, c, r, spread);
+  assert_set(ps->mem[0].host_nodes, "0-1");
+  g_assert_cmpuint(claimed_on(ps, 0), ==, 6000);
+  g_assert_cmpuint(claimed_on(ps, 1), ==, 6000);
+
+  g_autoptr(Opts) pack = opts_new(QP_MODE_BALANCED, NULL);
+  pack->o.strategy = QP_STRATEGY_PACK;
+  g_autoptr(QpPlan) pp = plan_ok(h, c, r, pack);
+  assert_set(pp->mem[0].host_nodes, "0-1");
+  g_assert_cmpuint(claimed_on(pp, 0), ==, 8000);
+  g_assert_cmpuint(claimed_on(pp, 1), ==, 4000);
+
+  /* The next 6000 MiB guest: on one node after pack, spanning after
+   * spread (4000 and 2000 MiB left). */
+  QpClaim *after_pack = qp_claim_from_plan(pp, "b", "b");
+  g_ptr_array_add(c->claims, after_pack);
+  g_autoptr(QpRequest) r2 = request(2, 6000);
+  g_autoptr(QpPlan) next = plan_ok(h, c, r2, pack);
+  assert_set(next->mem[0].host_nodes, "1");
+  g_ptr_array_remove(c->claims, after_pack);
+  g_ptr_array_add(c->claims, qp_claim_from_plan(ps, "b", "b"));
+  g_autoptr(QpPlan) next2 = plan_ok(h, c, r2, spread);
+  assert_set(next2->mem[0].host_nodes, "0-1");
+}
+
 /* A node reserve and the per-node override shrink uncommitted memory. */
 static void
 test_reserve(void)
@@ -1551,6 +1594,8 @@ main(int argc, char **argv)
   g_test_add_func("/plan/claims/dedicated-never-reused",
                   test_claims_dedicated_never_reused);
   g_test_add_func("/plan/claims/memory-spread-pack", test_claims_memory);
+  g_test_add_func("/plan/claims/spanning-memory-even-or-tightest-first",
+                  test_spanning_memory_split);
   g_test_add_func("/plan/claims/reserve", test_reserve);
   g_test_add_func("/plan/claims/blocked-nodes", test_claims_blocked_nodes);
   g_test_add_func("/plan/errors/name-the-shortfall",

@@ -37,11 +37,11 @@ typedef struct {
 
 /* Eight cores with two threads per node; 64 GiB per node. */
 static const HostShape shapes[] = {
-  {4, "pack:1 numa:4(memory=64GiB) core:8 pu:2"},
-  {8, "pack:2 numa:4(memory=64GiB) core:8 pu:2"},
-  {16, "pack:4 numa:4(memory=64GiB) core:8 pu:2"},
-  {32, "pack:4 numa:8(memory=64GiB) core:8 pu:2"},
-  {64, "pack:8 numa:8(memory=64GiB) core:8 pu:2"},
+    {4, "pack:1 numa:4(memory=64GiB) core:8 pu:2"},
+    {8, "pack:2 numa:4(memory=64GiB) core:8 pu:2"},
+    {16, "pack:4 numa:4(memory=64GiB) core:8 pu:2"},
+    {32, "pack:4 numa:8(memory=64GiB) core:8 pu:2"},
+    {64, "pack:8 numa:8(memory=64GiB) core:8 pu:2"},
 };
 
 static const guint ledger_sizes[] = {0, 10, 100, 1000};
@@ -52,15 +52,15 @@ static char *opt_dir;
 static char *opt_mode = NULL;
 
 static const GOptionEntry entries[] = {
-  {"markdown", 0, 0, G_OPTION_ARG_NONE, &opt_markdown,
-   "Print Markdown tables", NULL},
-  {"quick", 0, 0, G_OPTION_ARG_NONE, &opt_quick,
-   "Fewer repetitions (for a smoke run)", NULL},
-  {"dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_dir,
-   "Directory for the temporary ledgers", "DIR"},
-  {"mode", 0, 0, G_OPTION_ARG_STRING, &opt_mode,
-   "Placement mode of the request (balanced, one-to-one, ...)", "MODE"},
-  {NULL},
+    {"markdown", 0, 0, G_OPTION_ARG_NONE, &opt_markdown,
+     "Print Markdown tables", NULL},
+    {"quick", 0, 0, G_OPTION_ARG_NONE, &opt_quick,
+     "Fewer repetitions (for a smoke run)", NULL},
+    {"dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_dir,
+     "Directory for the temporary ledgers", "DIR"},
+    {"mode", 0, 0, G_OPTION_ARG_STRING, &opt_mode,
+     "Placement mode of the request (balanced, one-to-one, ...)", "MODE"},
+    {NULL},
 };
 
 static int
@@ -217,8 +217,8 @@ remove_tree(const char *dir)
 
 /* Fills DIR with N live records. */
 static gboolean
-fill_ledger(const QpHost *host, guint n, const char *dir, int pid,
-            guint64 st, GError **error)
+fill_ledger(const QpHost *host, guint n, const char *dir, int pid, guint64 st,
+            GError **error)
 {
   g_autoptr(QpLedger) setup = qp_ledger_open(dir, error);
   if (setup == NULL || !qp_ledger_lock(setup, error))
@@ -403,8 +403,8 @@ main(int argc, char **argv)
       guint n = ledger_sizes[s];
       if (!bench_plan(host, n, &opts, &cell, &error) ||
           !bench_claim(host, n, &opts, dir, &cell, &error)) {
-        g_printerr("plan-bench: %u nodes, %u records: %s\n", host->n_nodes,
-                   n, error->message);
+        g_printerr("plan-bench: %u nodes, %u records: %s\n", host->n_nodes, n,
+                   error->message);
         g_clear_error(&error);
         status = 1;
         continue;
@@ -416,10 +416,9 @@ main(int argc, char **argv)
                cell.runs_claim);
       else
         printf("%5u%s%5u%s%7u%s%9.3f%s%9.3f%s%10.3f%s%10.3f%s%9.3f%s%u/%u\n",
-               host->n_nodes, sep, host->n_cpus, sep, n, sep, cell.plan_ms,
-               sep, cell.plan_cpu_ms, sep, cell.claim_ms, sep,
-               cell.claim_cpu_ms, sep, cell.hold_ms, sep, cell.runs_plan,
-               cell.runs_claim);
+               host->n_nodes, sep, host->n_cpus, sep, n, sep, cell.plan_ms, sep,
+               cell.plan_cpu_ms, sep, cell.claim_ms, sep, cell.claim_cpu_ms,
+               sep, cell.hold_ms, sep, cell.runs_plan, cell.runs_claim);
       fflush(stdout);
     }
   }

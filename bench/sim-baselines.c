@@ -215,8 +215,8 @@ place_proxmox(const SimState *s, const SimVm *vm, guint *nodes, guint *k)
   for (guint i = 0; i < s->n; i++)
     order[i] = i;
   for (guint x = 1; x < s->n; x++) /* stable: lowest id first on ties */
-    for (guint y = x; y > 0 && s->free_mib[order[y - 1]] < s->free_mib[order[y]];
-         y--) {
+    for (guint y = x;
+         y > 0 && s->free_mib[order[y - 1]] < s->free_mib[order[y]]; y--) {
       guint t = order[y];
       order[y] = order[y - 1];
       order[y - 1] = t;

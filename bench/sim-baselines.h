@@ -50,8 +50,8 @@ gboolean sim_baseline_place(const SimState *s, const SimVm *vm, SimBaseline b,
 
 /* Splits VM's memory over NODES (the caller checked they hold it) into
  * AMOUNTS (per index into NODES). */
-void sim_split(const SimState *s, const SimVm *vm, const guint *nodes,
-               guint k, guint64 *amounts);
+void sim_split(const SimState *s, const SimVm *vm, const guint *nodes, guint k,
+               guint64 *amounts);
 
 /* Records VM on NODES with AMOUNTS MiB each. */
 void sim_commit(SimState *s, const SimVm *vm, const guint *nodes, guint k,

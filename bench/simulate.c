@@ -44,18 +44,18 @@ static char *opt_topologies;
 static gboolean opt_trace;
 
 static const GOptionEntry entries[] = {
-  {"seeds", 0, 0, G_OPTION_ARG_INT, &opt_seeds, "Storms per host (10)", "N"},
-  {"first-seed", 0, 0, G_OPTION_ARG_INT, &opt_first_seed,
-   "First seed (1)", "S"},
-  {"markdown", 0, 0, G_OPTION_ARG_NONE, &opt_markdown, "Markdown tables",
-   NULL},
-  {"per-seed", 0, 0, G_OPTION_ARG_NONE, &opt_per_seed,
-   "One line per storm as well", NULL},
-  {"topologies", 0, 0, G_OPTION_ARG_FILENAME, &opt_topologies,
-   "Directory of the recorded hosts", "DIR"},
-  {"trace", 0, 0, G_OPTION_ARG_NONE, &opt_trace,
-   "Print every VM's placement (on stderr)", NULL},
-  {NULL},
+    {"seeds", 0, 0, G_OPTION_ARG_INT, &opt_seeds, "Storms per host (10)", "N"},
+    {"first-seed", 0, 0, G_OPTION_ARG_INT, &opt_first_seed, "First seed (1)",
+     "S"},
+    {"markdown", 0, 0, G_OPTION_ARG_NONE, &opt_markdown, "Markdown tables",
+     NULL},
+    {"per-seed", 0, 0, G_OPTION_ARG_NONE, &opt_per_seed,
+     "One line per storm as well", NULL},
+    {"topologies", 0, 0, G_OPTION_ARG_FILENAME, &opt_topologies,
+     "Directory of the recorded hosts", "DIR"},
+    {"trace", 0, 0, G_OPTION_ARG_NONE, &opt_trace,
+     "Print every VM's placement (on stderr)", NULL},
+    {NULL},
 };
 
 static const char *
@@ -83,9 +83,9 @@ make_storm(guint32 seed, guint64 total_mib)
   while (sum < total_mib * 3 / 2) {
     SimVm vm;
     vm.vcpus = vcpus[g_rand_int_range(r, 0, G_N_ELEMENTS(vcpus))];
-    vm.mem_mib = (guint64)vm.vcpus *
-                 gib_per_vcpu[g_rand_int_range(r, 0, G_N_ELEMENTS(gib_per_vcpu))] *
-                 1024;
+    vm.mem_mib =
+        (guint64)vm.vcpus *
+        gib_per_vcpu[g_rand_int_range(r, 0, G_N_ELEMENTS(gib_per_vcpu))] * 1024;
     g_array_append_val(vms, vm);
     sum += vm.mem_mib;
   }
@@ -109,7 +109,8 @@ state_of_host(const QpHost *host)
     s->id[i] = node->id;
     s->total_mib[i] = node->total_mib > pools ? node->total_mib - pools : 0;
     s->free_mib[i] = s->total_mib[i];
-    s->cpus[i] = node->cpus != NULL ? (guint)hwloc_bitmap_weight(node->cpus) : 0;
+    s->cpus[i] =
+        node->cpus != NULL ? (guint)hwloc_bitmap_weight(node->cpus) : 0;
   }
   return s;
 }
@@ -177,7 +178,8 @@ run_planner(const QpHost *host, const GArray *vms, QpStrategy strategy,
     g_autoptr(QpPlan) plan = qp_plan_compute(host, claims, req, &opts, &err);
     if (plan == NULL) {
       if (g_error_matches(err, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT)) {
-        trace(strategy == QP_STRATEGY_PACK ? "qemu-pin pack" : "qemu-pin spread",
+        trace(strategy == QP_STRATEGY_PACK ? "qemu-pin pack"
+                                           : "qemu-pin spread",
               v, vm, s, nodes, amounts, 0);
         continue;
       }
@@ -188,7 +190,8 @@ run_planner(const QpHost *host, const GArray *vms, QpStrategy strategy,
     guint k = 0;
     g_autofree gboolean *in = g_new0(gboolean, MAX(host->n_nodes, 1));
     g_autofree guint64 *mem = g_new0(guint64, MAX(host->n_nodes, 1));
-    for (guint x = 0; plan->claim_mem != NULL && x < plan->claim_mem->len; x++) {
+    for (guint x = 0; plan->claim_mem != NULL && x < plan->claim_mem->len;
+         x++) {
       const QpNodeAmount *m = &g_array_index(plan->claim_mem, QpNodeAmount, x);
       int i = qp_host_node_index(host, m->node);
       if (i >= 0 && m->mib > 0) {
@@ -268,15 +271,15 @@ print_header(const char *label, const QpHost *host, guint64 total_mib)
   if (opt_markdown) {
     printf("\n### %s\n\n%u nodes, %u CPUs, %" G_GUINT64_FORMAT " GiB; seeds "
            "%d-%d, sums over the storms.\n\n",
-           label, host->n_nodes, host->n_cpus, total_mib / 1024,
-           opt_first_seed, opt_first_seed + opt_seeds - 1);
+           label, host->n_nodes, host->n_cpus, total_mib / 1024, opt_first_seed,
+           opt_first_seed + opt_seeds - 1);
     printf("| placer | VMs placed | GiB placed | node-local | spanning | "
            "refused | stranded GiB |\n|---|---:|---:|---:|---:|---:|---:|\n");
   } else {
     printf("\n# %s: %u nodes, %u CPUs, %" G_GUINT64_FORMAT " GiB; seeds "
            "%d-%d (sums)\n",
-           label, host->n_nodes, host->n_cpus, total_mib / 1024,
-           opt_first_seed, opt_first_seed + opt_seeds - 1);
+           label, host->n_nodes, host->n_cpus, total_mib / 1024, opt_first_seed,
+           opt_first_seed + opt_seeds - 1);
     printf("%-18s %7s %10s %10s %8s %7s %13s\n", "placer", "placed",
            "GiB placed", "node-local", "spanning", "refused", "stranded GiB");
   }
@@ -309,26 +312,22 @@ static void
 add_finding(GPtrArray *findings, const char *label, int seed, guint s,
             const Result *rs, guint b, const Result *rb)
 {
-  g_ptr_array_add(findings,
-                  g_strdup_printf("%s, seed %d: %s places %u VMs, %.0f GiB "
-                                  "(%u node-local, %u spanning, %u refused, "
-                                  "%.1f GiB stranded); %s places %u, %.0f "
-                                  "GiB (%u node-local, %u spanning, %u "
-                                  "refused, %.1f GiB stranded)",
-                                  label, seed, strat_name(s), rs->placed,
-                                  (double)rs->placed_mib / 1024, rs->local,
-                                  rs->spanned,
-                                  rs->refused,
-                                  (double)rs->stranded_mib / 1024,
-                                  strat_name(b), rb->placed,
-                                  (double)rb->placed_mib / 1024, rb->local,
-                                  rb->spanned, rb->refused,
-                                  (double)rb->stranded_mib / 1024));
+  g_ptr_array_add(
+      findings,
+      g_strdup_printf(
+          "%s, seed %d: %s places %u VMs, %.0f GiB "
+          "(%u node-local, %u spanning, %u refused, "
+          "%.1f GiB stranded); %s places %u, %.0f "
+          "GiB (%u node-local, %u spanning, %u "
+          "refused, %.1f GiB stranded)",
+          label, seed, strat_name(s), rs->placed, (double)rs->placed_mib / 1024,
+          rs->local, rs->spanned, rs->refused, (double)rs->stranded_mib / 1024,
+          strat_name(b), rb->placed, (double)rb->placed_mib / 1024, rb->local,
+          rb->spanned, rb->refused, (double)rb->stranded_mib / 1024));
 }
 
 static gboolean
-run_host(const char *label, QpHost *host, GPtrArray *findings,
-         GError **error)
+run_host(const char *label, QpHost *host, GPtrArray *findings, GError **error)
 {
   g_autoptr(SimState) empty = state_of_host(host);
   guint64 total = 0;
@@ -360,8 +359,7 @@ run_host(const char *label, QpHost *host, GPtrArray *findings,
                                "GiB\n",
                                label, seed, vms->len, strat_name(s),
                                r[s].placed, r[s].local, r[s].spanned,
-                               r[s].refused,
-                               (double)r[s].stranded_mib / 1024);
+                               r[s].refused, (double)r[s].stranded_mib / 1024);
     }
     /* Where a baseline does better, say exactly where: at least as many
      * VMs node-local and as much memory placed, and more of one. */
@@ -406,16 +404,18 @@ main(int argc, char **argv)
     const char *file;      /* recorded, or NULL */
     const char *synthetic; /* else */
   } hosts[] = {
-    {"EPYC 7351P (epyc-7351p.xml)", "epyc-7351p.xml", NULL},
-    {"2 sockets x 4 nodes (2s-8node.xml)", "2s-8node.xml", NULL},
-    {"synthetic 4 sockets x 4 nodes", NULL,
-     "pack:4 numa:4(memory=64GiB) core:8 pu:2"},
+      {"EPYC 7351P (epyc-7351p.xml)", "epyc-7351p.xml", NULL},
+      {"2 sockets x 4 nodes (2s-8node.xml)", "2s-8node.xml", NULL},
+      {"synthetic 4 sockets x 4 nodes", NULL,
+       "pack:4 numa:4(memory=64GiB) core:8 pu:2"},
   };
   g_autoptr(GPtrArray) findings = g_ptr_array_new_with_free_func(g_free);
   if (opt_markdown)
-    printf("Storms: vCPUs in {2,4,8,16} (weights 4:4:3:1), 1, 2 or 4 GiB per "
-           "vCPU, asking for 150%% of the host's memory; qemu-pin in mode "
-           "balanced. A baseline does better in a storm when it has at least as many VMs node-local and as much memory placed, and more of one.\n");
+    printf(
+        "Storms: vCPUs in {2,4,8,16} (weights 4:4:3:1), 1, 2 or 4 GiB per "
+        "vCPU, asking for 150%% of the host's memory; qemu-pin in mode "
+        "balanced. A baseline does better in a storm when it has at least as "
+        "many VMs node-local and as much memory placed, and more of one.\n");
   for (guint h = 0; h < G_N_ELEMENTS(hosts); h++) {
     g_autoptr(QpHost) host = NULL;
     if (hosts[h].file != NULL) {

@@ -167,18 +167,18 @@ test_storm_on_three_nodes(void)
     SimBaseline b;
     const char *expect;
   } cases[] = {
-    /* 6->0 (2 left), 4->1 (4 left), 4->1 (0 left), 6->2. */
-    {SIM_FIRST_FIT, "0;1;1;2"},
-    /* 6->0, 4->1 (fewest: 1,2 tie -> 1), 4->2, 6: fewest instances all
-     * 1 -> node 0 with 2 GiB left: refused. */
-    {SIM_INCUS, "0;1;2;refused"},
-    /* 6->0 (ties -> most free: all equal, lowest), 4->1 (vCPUs 0, free
-     * 8 GiB beats node 2's? equal -> lowest), 4->2 (vCPUs 0), 6: no node
-     * holds 6 GiB (2, 4, 4 left): pairs holding it with fewest vCPUs:
-     * {1,2} (4) holds 8 GiB. */
-    {SIM_XEN, "0;1;2;1,2"},
-    /* 6->0, 4->1 (8 > 2; 1 before 2), 4->2, 6: 4 (node 1) + 4 (node 2). */
-    {SIM_PROXMOX, "0;1;2;1,2"},
+      /* 6->0 (2 left), 4->1 (4 left), 4->1 (0 left), 6->2. */
+      {SIM_FIRST_FIT, "0;1;1;2"},
+      /* 6->0, 4->1 (fewest: 1,2 tie -> 1), 4->2, 6: fewest instances all
+       * 1 -> node 0 with 2 GiB left: refused. */
+      {SIM_INCUS, "0;1;2;refused"},
+      /* 6->0 (ties -> most free: all equal, lowest), 4->1 (vCPUs 0, free
+       * 8 GiB beats node 2's? equal -> lowest), 4->2 (vCPUs 0), 6: no node
+       * holds 6 GiB (2, 4, 4 left): pairs holding it with fewest vCPUs:
+       * {1,2} (4) holds 8 GiB. */
+      {SIM_XEN, "0;1;2;1,2"},
+      /* 6->0, 4->1 (8 > 2; 1 before 2), 4->2, 6: 4 (node 1) + 4 (node 2). */
+      {SIM_PROXMOX, "0;1;2;1,2"},
   };
   for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
     g_autoptr(SimState) s = host(3, 4, f);

@@ -34,14 +34,13 @@ qp_find_real_qemu(const char *argv0, GError **error)
     return NULL;
   }
   const char *path = g_getenv("PATH");
-  g_auto(GStrv) dirs = g_strsplit(path ? path : "/usr/local/bin:/usr/bin:/bin",
-                                  ":", -1);
+  g_auto(GStrv) dirs =
+      g_strsplit(path ? path : "/usr/local/bin:/usr/bin:/bin", ":", -1);
   for (guint i = 0; dirs[i] != NULL; i++) {
     const char *d = *dirs[i] ? dirs[i] : ".";
     g_autofree char *cand = g_build_filename(d, base, NULL);
     struct stat st;
-    if (stat(cand, &st) < 0 || !S_ISREG(st.st_mode) ||
-        access(cand, X_OK) < 0)
+    if (stat(cand, &st) < 0 || !S_ISREG(st.st_mode) || access(cand, X_OK) < 0)
       continue;
     if (st.st_dev == self.st_dev && st.st_ino == self.st_ino)
       continue;
@@ -114,7 +113,8 @@ cmd_status(QpOptions *opts)
     return 0;
   }
   if (opts->json) {
-    g_autoptr(JsonNode) node = qp_status_to_json(host, claims, &opts->placement);
+    g_autoptr(JsonNode) node =
+        qp_status_to_json(host, claims, &opts->placement);
     g_autofree char *text = json_to_string(node, TRUE);
     g_print("%s\n", text);
   } else {
@@ -145,8 +145,7 @@ run_qemu(QpOptions *opts, const char *binary, const char *argv0, int argc,
          char **argv, gboolean plan_only)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(QpQemuArgs) args =
-      qp_qemu_args_parse((guint)argc, argv, &error);
+  g_autoptr(QpQemuArgs) args = qp_qemu_args_parse((guint)argc, argv, &error);
   if (args == NULL) {
     qp_error("%s", error->message);
     return 1;

@@ -26,13 +26,13 @@ typedef struct {
   int qemu_pid;
   int pidfd;          /* -1: no pidfd (kernel < 5.3, valgrind): poll /proc */
   guint64 qemu_start; /* start time of qemu_pid, when it is known */
-  gboolean greeted; /* the handshake succeeded */
-  gboolean applied; /* every thread runs where the plan says */
+  gboolean greeted;   /* the handshake succeeded */
+  gboolean applied;   /* every thread runs where the plan says */
   gint64 t0;
   /* one-to-one hotplug: cpu-index -> the core (PUs) claimed for it */
   GHashTable *plugged;
   GHashTable *plugged_pu; /* cpu-index -> the PU of that core it runs on */
-  GHashTable *warned; /* cpu-indexes already warned about */
+  GHashTable *warned;     /* cpu-indexes already warned about */
   /* QEMU said it is exiting (SHUTDOWN on a host signal or quit): when it
    * is still there a while later, the signal is sent again. */
   gint64 exiting_since;
@@ -46,8 +46,8 @@ typedef struct {
 #define NUDGE_AFTER_MS 1000
 #define HOLD_QMP_TIMEOUT_MS 3000
 
-static void
-klog(Keeper *k, int level, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+static void klog(Keeper *k, int level, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
 
 static void
 klog(Keeper *k, int level, const char *fmt, ...)
@@ -245,7 +245,8 @@ release_unplugged(Keeper *k, GArray *vcpus)
     if (present)
       continue;
     hwloc_const_bitmap_t core = g_hash_table_lookup(k->plugged, l->data);
-    hwloc_bitmap_andnot(k->cfg->claim->dedicated, k->cfg->claim->dedicated, core);
+    hwloc_bitmap_andnot(k->cfg->claim->dedicated, k->cfg->claim->dedicated,
+                        core);
     g_autofree char *list = qp_list_format(core);
     klog(k, 1, "vCPU %d was unplugged: core %s released", index, list);
     g_hash_table_remove(k->plugged, l->data);
@@ -275,7 +276,8 @@ vcpu_target(Keeper *k, int index)
   if (plan->hotplug_cores == NULL || (guint)index < plan->n_boot_vcpus)
     return plan->vcpu_cpus[index];
   hwloc_bitmap_t core = g_hash_table_lookup(k->plugged, GINT_TO_POINTER(index));
-  if (core == NULL && !g_hash_table_contains(k->warned, GINT_TO_POINTER(index))) {
+  if (core == NULL &&
+      !g_hash_table_contains(k->warned, GINT_TO_POINTER(index))) {
     g_autoptr(GError) error = NULL;
     core = claim_core(k, index, &error);
     if (core != NULL) {
@@ -291,7 +293,8 @@ vcpu_target(Keeper *k, int index)
     return plan->vcpu_cpus[index];
   /* The whole core is the VM's; the vCPU runs on its first PU, as the boot
    * vCPUs do, so that a sibling is never shared by two vCPUs. */
-  hwloc_bitmap_t pu = g_hash_table_lookup(k->plugged_pu, GINT_TO_POINTER(index));
+  hwloc_bitmap_t pu =
+      g_hash_table_lookup(k->plugged_pu, GINT_TO_POINTER(index));
   if (pu == NULL) {
     pu = hwloc_bitmap_alloc();
     hwloc_bitmap_set(pu, (unsigned)hwloc_bitmap_first(core));
@@ -440,8 +443,7 @@ remove_record(Keeper *k)
   g_autoptr(GError) error = NULL;
   g_autoptr(QpLedger) ledger = qp_ledger_open(k->cfg->state_dir, &error);
   if (ledger == NULL || !qp_ledger_remove(ledger, k->cfg->claim->id, &error))
-    qp_error("keeper: cannot release the claim: %s",
-               error->message);
+    qp_error("keeper: cannot release the claim: %s", error->message);
 }
 
 static gboolean
@@ -579,9 +581,9 @@ is_exit(JsonObject *ev)
 static void
 on_event(Keeper *k, JsonObject *ev)
 {
-  const char *name = json_object_get_string_member_with_default(ev, "event", "");
-  if (strcmp(name, "SHUTDOWN") == 0 && is_exit(ev) &&
-      k->exiting_since == 0) {
+  const char *name =
+      json_object_get_string_member_with_default(ev, "event", "");
+  if (strcmp(name, "SHUTDOWN") == 0 && is_exit(ev) && k->exiting_since == 0) {
     /* No more queries: one in flight is what can hang QEMU's exit. */
     k->exiting_since = g_get_monotonic_time();
     klog(k, 1, "QEMU is exiting");
@@ -598,10 +600,8 @@ on_event(Keeper *k, JsonObject *ev)
   if (!query_and_apply(k, &changed, &error)) {
     /* QEMU going away while we look is no news. */
     if (!g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))
-      qp_error("keeper: re-applying the plan on resume: %s",
-                 error->message);
-  }
-  else if (changed > 0)
+      qp_error("keeper: re-applying the plan on resume: %s", error->message);
+  } else if (changed > 0)
     klog(k, 1, "re-applied the plan to %u threads on resume", changed);
 }
 
@@ -617,16 +617,17 @@ hold(Keeper *k)
         break;
       on_event(k, ev);
     }
-    struct pollfd p[2] = {{k->pidfd, POLLIN, 0},
-                          {monitor_open ? qp_qmp_get_fd(k->qmp) : -1, POLLIN, 0}};
+    struct pollfd p[2] = {
+        {k->pidfd, POLLIN, 0},
+        {monitor_open ? qp_qmp_get_fd(k->qmp) : -1, POLLIN, 0}};
     /* vCPUs may be plugged: there is no QMP event for that, so look. */
     const QpPlan *plan = k->cfg->plan;
     gboolean polling = monitor_open && k->exiting_since == 0 &&
                        plan->n_vcpus > plan->n_boot_vcpus;
     int timeout = polling ? 500 : -1;
     if (k->exiting_since != 0) {
-      gint64 due = k->exiting_since +
-                   (gint64)NUDGE_AFTER_MS * 1000 * (k->nudges + 1);
+      gint64 due =
+          k->exiting_since + (gint64)NUDGE_AFTER_MS * 1000 * (k->nudges + 1);
       timeout = (int)MAX(0, (due - g_get_monotonic_time()) / 1000);
     }
     if (k->pidfd < 0 && (timeout < 0 || timeout > 200))
@@ -672,7 +673,9 @@ hold(Keeper *k)
 void
 qp_keeper_main(const QpKeeperConfig *cfg)
 {
-  Keeper keeper = {.cfg = cfg, .qemu_pid = cfg->qemu_pid, .pidfd = -1,
+  Keeper keeper = {.cfg = cfg,
+                   .qemu_pid = cfg->qemu_pid,
+                   .pidfd = -1,
                    .t0 = g_get_monotonic_time()};
   Keeper *k = &keeper;
   GError *error = NULL;
@@ -742,8 +745,8 @@ qp_keeper_main(const QpKeeperConfig *cfg)
   if (!apply_plan(k, vcpus, iothreads, &changed, &error))
     fail(k, error);
   k->applied = TRUE;
-  klog(k, 1, "pinned %u threads (%u vCPUs, %u iothreads)", changed,
-       vcpus->len, iothreads->len);
+  klog(k, 1, "pinned %u threads (%u vCPUs, %u iothreads)", changed, vcpus->len,
+       iothreads->len);
 
   if (cfg->daemonize && !update_record(k, &error))
     fail(k, error);
@@ -761,8 +764,9 @@ qp_keeper_main(const QpKeeperConfig *cfg)
       g_autoptr(JsonObject) ev = qp_qmp_next_event(k->qmp, 0, NULL);
       if (ev == NULL)
         break;
-      resumed |= g_strcmp0(json_object_get_string_member_with_default(
-                               ev, "event", ""), "RESUME") == 0;
+      resumed |=
+          g_strcmp0(json_object_get_string_member_with_default(ev, "event", ""),
+                    "RESUME") == 0;
     }
     if (resumed) {
       g_autoptr(GError) again = NULL;

@@ -26,7 +26,8 @@ qp_set_affinity(int tid, hwloc_const_bitmap_t set, GError **error)
   size_t size = CPU_ALLOC_SIZE(QP_MAX_CPUS);
   int i;
   CPU_ZERO_S(size, mask);
-  hwloc_bitmap_foreach_begin(i, set) {
+  hwloc_bitmap_foreach_begin(i, set)
+  {
     if (i < QP_MAX_CPUS)
       CPU_SET_S((size_t)i, size, mask);
   }
@@ -67,8 +68,7 @@ qp_get_affinity(int tid, GError **error)
 }
 
 static gboolean
-set_mempolicy_nodes(QpPolicy policy, hwloc_const_bitmap_t nodes,
-                    GError **error)
+set_mempolicy_nodes(QpPolicy policy, hwloc_const_bitmap_t nodes, GError **error)
 {
   unsigned long mask[QP_MAX_CPUS / (8 * sizeof(unsigned long))] = {0};
   int i, mode;
@@ -78,7 +78,8 @@ set_mempolicy_nodes(QpPolicy policy, hwloc_const_bitmap_t nodes,
     /* MPOL_PREFERRED takes one node: the first. */
     i = hwloc_bitmap_first(nodes);
     if (i >= 0)
-      mask[i / (8 * sizeof(unsigned long))] |= 1UL << (i % (8 * sizeof(unsigned long)));
+      mask[i / (8 * sizeof(unsigned long))] |=
+          1UL << (i % (8 * sizeof(unsigned long)));
     break;
   case QP_POLICY_INTERLEAVE:
     mode = MPOL_INTERLEAVE;
@@ -88,7 +89,8 @@ set_mempolicy_nodes(QpPolicy policy, hwloc_const_bitmap_t nodes,
     break;
   }
   if (mode != MPOL_PREFERRED) {
-    hwloc_bitmap_foreach_begin(i, nodes) {
+    hwloc_bitmap_foreach_begin(i, nodes)
+    {
       if (i < QP_MAX_CPUS)
         mask[i / (8 * sizeof(unsigned long))] |=
             1UL << (i % (8 * sizeof(unsigned long)));
@@ -331,7 +333,8 @@ wait_daemonized(pid_t child, int status_fd, QpLedger *ledger, const char *id)
   }
   if (strcmp(line->str, "ok\n") != 0) {
     g_strchomp(line->str);
-    qp_error("%s", line->len ? line->str : "the keeper died before QEMU was ready");
+    qp_error("%s",
+             line->len ? line->str : "the keeper died before QEMU was ready");
     release_claim(ledger, id);
     return 1;
   }
@@ -354,8 +357,7 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
 
   int sv[2] = {-1, -1};
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-    qp_error("cannot create the monitor socket pair: %s",
-               g_strerror(errno));
+    qp_error("cannot create the monitor socket pair: %s", g_strerror(errno));
     qp_ledger_unlock(ledger);
     return 1;
   }

@@ -38,8 +38,8 @@ typedef struct {
   guint64 qemu_end_ino;  /* inode of QEMU's end: finds a daemon by its fds */
   int qemu_pid;          /* the process that is or becomes QEMU; 0 unknown */
   gboolean daemonize;
-  gboolean send_cont;    /* no -S and no -incoming from the caller */
-  int status_fd;         /* -daemonize: "ok\n" or a line of error; else -1 */
+  gboolean send_cont; /* no -S and no -incoming from the caller */
+  int status_fd;      /* -daemonize: "ok\n" or a line of error; else -1 */
   guint qmp_timeout_ms;
   guint start_timeout_ms;
   int verbose;

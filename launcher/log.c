@@ -50,10 +50,10 @@ qp_log(GLogLevelFlags level, const char *fmt, ...)
      * that an error has the journal's "err" priority without GLib treating
      * a critical as fatal (G_DEBUG=fatal-criticals). */
     const GLogField fields[] = {
-      {"MESSAGE", msg, -1},
-      {"SYSLOG_IDENTIFIER", "qemu-pin", -1},
-      {"GLIB_DOMAIN", G_LOG_DOMAIN, -1},
-      {"QEMU_PIN_VM", vm_name ? vm_name : "", -1},
+        {"MESSAGE", msg, -1},
+        {"SYSLOG_IDENTIFIER", "qemu-pin", -1},
+        {"GLIB_DOMAIN", G_LOG_DOMAIN, -1},
+        {"QEMU_PIN_VM", vm_name ? vm_name : "", -1},
     };
     if (g_log_writer_journald(level, fields, G_N_ELEMENTS(fields), NULL) ==
         G_LOG_WRITER_HANDLED)

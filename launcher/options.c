@@ -6,7 +6,10 @@
 
 #include "topology/cpulist.h"
 
+/* The quark's name is the argument as written. */
+/* clang-format off */
 G_DEFINE_QUARK(qp-launch-error-quark, qp_launch_error)
+/* clang-format on */
 
 typedef enum {
   IN_CLI = 1 << 0,
@@ -15,51 +18,52 @@ typedef enum {
 } Where;
 
 typedef struct {
-  const char *name;  /* --NAME, config key NAME */
-  const char *env;   /* environment twin */
+  const char *name; /* --NAME, config key NAME */
+  const char *env;  /* environment twin */
   Where where;
-  const char *arg;   /* value description for --help; NULL: a flag */
+  const char *arg; /* value description for --help; NULL: a flag */
   const char *help;
 } Setting;
 
 /* Every setting qemu-pin knows, in --help order. */
 static const Setting settings[] = {
-  {"mode", "QEMU_PIN_MODE", IN_CLI | IN_ENV | IN_CONFIG,
-   "auto|none|balanced|numa|one-to-one", "placement mode (default auto)"},
-  {"affinity", "QEMU_PIN_AFFINITY", IN_CLI | IN_ENV | IN_CONFIG, "CPULIST",
-   "host CPUs the VM may use"},
-  {"hostnodes", "QEMU_PIN_HOSTNODES", IN_CLI | IN_ENV | IN_CONFIG, "NODELIST",
-   "host NUMA nodes the VM may use"},
-  {"policy", "QEMU_PIN_POLICY", IN_CLI | IN_ENV | IN_CONFIG,
-   "bind|preferred|interleave", "memory policy of bindings (default bind)"},
-  {"strategy", "QEMU_PIN_STRATEGY", IN_CLI | IN_ENV | IN_CONFIG, "spread|pack",
-   "among fitting nodes: most room (spread) or tightest fit (pack)"},
-  {"smt", "QEMU_PIN_SMT", IN_CLI | IN_ENV | IN_CONFIG, "prefer|strict",
-   "one-to-one: use SMT siblings last (prefer) or never (strict)"},
-  {"device-locality", "QEMU_PIN_DEVICE_LOCALITY", IN_CLI | IN_ENV | IN_CONFIG,
-   "preferred|required|ignore", "keep the VM near its vfio-pci devices"},
-  {"vnuma", "QEMU_PIN_VNUMA", IN_CLI | IN_ENV | IN_CONFIG, "auto|off",
-   "give a guest without -numa a topology mirroring the placement"},
-  {"reserve-mib", "QEMU_PIN_RESERVE_MIB", IN_CLI | IN_ENV | IN_CONFIG, "MIB",
-   "memory of each node kept for the host"},
-  {"node-reserve-mib", "QEMU_PIN_NODE_RESERVE_MIB",
-   IN_CLI | IN_ENV | IN_CONFIG, "NODE:MIB,...", "per-node host reserve"},
-  {"config", "QEMU_PIN_CONFIG", IN_CLI | IN_ENV, "FILE",
-   "configuration file (default " QP_DEFAULT_CONFIG ")"},
-  {"state-dir", "QEMU_PIN_STATE_DIR", IN_CLI | IN_ENV | IN_CONFIG, "DIR",
-   "ledger directory (default /run/qemu-pin, or $XDG_RUNTIME_DIR/qemu-pin)"},
-  {"qemu", "QEMU_PIN_QEMU", IN_ENV | IN_CONFIG, "PATH",
-   "the real QEMU binary when qemu-pin runs under a QEMU name"},
-  {"topology", "QEMU_PIN_TOPOLOGY", IN_CLI | IN_ENV, "FILE",
-   "plan on a recorded hwloc XML host instead of this one"},
-  {"qmp-timeout", "QEMU_PIN_QMP_TIMEOUT", IN_CLI | IN_ENV | IN_CONFIG, "MS",
-   "longest wait for a QMP reply (default 30000)"},
-  {"start-timeout", "QEMU_PIN_START_TIMEOUT", IN_CLI | IN_ENV | IN_CONFIG,
-   "MS", "longest wait for QEMU's QMP greeting (default 120000)"},
-  {"dry-run", "QEMU_PIN_DRY_RUN", IN_CLI | IN_ENV, NULL,
-   "print the plan as JSON, launch nothing"},
-  {"verbose", "QEMU_PIN_VERBOSE", IN_CLI | IN_ENV, NULL,
-   "say what is done (-v), with timings (-vv)"},
+    {"mode", "QEMU_PIN_MODE", IN_CLI | IN_ENV | IN_CONFIG,
+     "auto|none|balanced|numa|one-to-one", "placement mode (default auto)"},
+    {"affinity", "QEMU_PIN_AFFINITY", IN_CLI | IN_ENV | IN_CONFIG, "CPULIST",
+     "host CPUs the VM may use"},
+    {"hostnodes", "QEMU_PIN_HOSTNODES", IN_CLI | IN_ENV | IN_CONFIG, "NODELIST",
+     "host NUMA nodes the VM may use"},
+    {"policy", "QEMU_PIN_POLICY", IN_CLI | IN_ENV | IN_CONFIG,
+     "bind|preferred|interleave", "memory policy of bindings (default bind)"},
+    {"strategy", "QEMU_PIN_STRATEGY", IN_CLI | IN_ENV | IN_CONFIG,
+     "spread|pack",
+     "among fitting nodes: most room (spread) or tightest fit (pack)"},
+    {"smt", "QEMU_PIN_SMT", IN_CLI | IN_ENV | IN_CONFIG, "prefer|strict",
+     "one-to-one: use SMT siblings last (prefer) or never (strict)"},
+    {"device-locality", "QEMU_PIN_DEVICE_LOCALITY", IN_CLI | IN_ENV | IN_CONFIG,
+     "preferred|required|ignore", "keep the VM near its vfio-pci devices"},
+    {"vnuma", "QEMU_PIN_VNUMA", IN_CLI | IN_ENV | IN_CONFIG, "auto|off",
+     "give a guest without -numa a topology mirroring the placement"},
+    {"reserve-mib", "QEMU_PIN_RESERVE_MIB", IN_CLI | IN_ENV | IN_CONFIG, "MIB",
+     "memory of each node kept for the host"},
+    {"node-reserve-mib", "QEMU_PIN_NODE_RESERVE_MIB",
+     IN_CLI | IN_ENV | IN_CONFIG, "NODE:MIB,...", "per-node host reserve"},
+    {"config", "QEMU_PIN_CONFIG", IN_CLI | IN_ENV, "FILE",
+     "configuration file (default " QP_DEFAULT_CONFIG ")"},
+    {"state-dir", "QEMU_PIN_STATE_DIR", IN_CLI | IN_ENV | IN_CONFIG, "DIR",
+     "ledger directory (default /run/qemu-pin, or $XDG_RUNTIME_DIR/qemu-pin)"},
+    {"qemu", "QEMU_PIN_QEMU", IN_ENV | IN_CONFIG, "PATH",
+     "the real QEMU binary when qemu-pin runs under a QEMU name"},
+    {"topology", "QEMU_PIN_TOPOLOGY", IN_CLI | IN_ENV, "FILE",
+     "plan on a recorded hwloc XML host instead of this one"},
+    {"qmp-timeout", "QEMU_PIN_QMP_TIMEOUT", IN_CLI | IN_ENV | IN_CONFIG, "MS",
+     "longest wait for a QMP reply (default 30000)"},
+    {"start-timeout", "QEMU_PIN_START_TIMEOUT", IN_CLI | IN_ENV | IN_CONFIG,
+     "MS", "longest wait for QEMU's QMP greeting (default 120000)"},
+    {"dry-run", "QEMU_PIN_DRY_RUN", IN_CLI | IN_ENV, NULL,
+     "print the plan as JSON, launch nothing"},
+    {"verbose", "QEMU_PIN_VERBOSE", IN_CLI | IN_ENV, NULL,
+     "say what is done (-v), with timings (-vv)"},
 };
 
 static const Setting *
@@ -204,8 +208,9 @@ qp_options_set(QpOptions *opts, const char *name, const char *value,
   } else if (strcmp(name, "node-reserve-mib") == 0) {
     GArray *arr = NULL;
     if (!parse_node_reserve(value, &arr))
-      return bad_value(error, origin, value,
-                       "NODE:MIB pairs separated by commas, such as 0:1024,1:512");
+      return bad_value(
+          error, origin, value,
+          "NODE:MIB pairs separated by commas, such as 0:1024,1:512");
     g_clear_pointer(&p->node_reserve, g_array_unref);
     p->node_reserve = arr;
   } else if (strcmp(name, "config") == 0) {
@@ -232,8 +237,7 @@ qp_options_set(QpOptions *opts, const char *name, const char *value,
   } else if (strcmp(name, "qmp-timeout") == 0 ||
              strcmp(name, "start-timeout") == 0) {
     if (!parse_uint(value, 24 * 3600 * 1000, &u) || u == 0)
-      return bad_value(error, origin, value,
-                       "milliseconds from 1 to 86400000");
+      return bad_value(error, origin, value, "milliseconds from 1 to 86400000");
     if (name[0] == 'q')
       opts->qmp_timeout_ms = (guint)u;
     else
@@ -300,8 +304,10 @@ build_help(void)
       "  qemu-pin [OPTIONS] [--] QEMU_BINARY [QEMU_ARGS...]\n"
       "  qemu-pin plan [OPTIONS] [--human] [--] QEMU_BINARY [QEMU_ARGS...]\n"
       "  qemu-pin topology [--json] [--topology=FILE]\n"
-      "  qemu-pin status [--json] [--prune] [--picture=FILE] [--state-dir=DIR]\n"
-      "  QEMU_NAME [QEMU_ARGS...]   (qemu-pin installed as qemu-system-* or kvm)\n"
+      "  qemu-pin status [--json] [--prune] [--picture=FILE] "
+      "[--state-dir=DIR]\n"
+      "  QEMU_NAME [QEMU_ARGS...]   (qemu-pin installed as qemu-system-* or "
+      "kvm)\n"
       "\n"
       "Places a VM's vCPUs and memory on a NUMA host, claims that room in a\n"
       "host-wide ledger, and runs QEMU with the plan in force.\n"
@@ -311,11 +317,12 @@ build_help(void)
     if (!(st->where & IN_CLI))
       continue;
     g_autofree char *left = st->arg != NULL
-        ? g_strdup_printf("--%s=%s", st->name, st->arg)
-        : g_strdup_printf("--%s", st->name);
+                                ? g_strdup_printf("--%s=%s", st->name, st->arg)
+                                : g_strdup_printf("--%s", st->name);
     g_string_append_printf(s, "  %s\n      %s [%s]\n", left, st->help, st->env);
   }
-  g_string_append(s,
+  g_string_append(
+      s,
       "  --human     plan: a readable table instead of JSON\n"
       "  --json      topology, status: JSON\n"
       "  --prune     status: remove records of VMs that are gone\n"
@@ -360,8 +367,8 @@ qp_options_parse_cli(QpOptions *opts, int argc, char **argv,
       return FALSE;
     }
     const char *eq = strchr(a, '=');
-    g_autofree char *name = eq ? g_strndup(a + 2, (gsize)(eq - a - 2))
-                               : g_strdup(a + 2);
+    g_autofree char *name =
+        eq ? g_strndup(a + 2, (gsize)(eq - a - 2)) : g_strdup(a + 2);
     g_autofree char *opt = g_strdup_printf("--%s", name);
     const Setting *s = find_setting(name);
     if (strcmp(name, "picture") == 0) {
@@ -447,7 +454,8 @@ qp_options_parse_env(QpOptions *opts, GError **error)
 static GHashTable *
 config_lines(const char *text)
 {
-  GHashTable *lines = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  GHashTable *lines =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_auto(GStrv) split = g_strsplit(text, "\n", -1);
   g_autofree char *group = NULL;
   for (guint i = 0; split[i] != NULL; i++) {
@@ -476,8 +484,8 @@ config_lines(const char *text)
 static guint
 config_line(GHashTable *lines, const char *group, const char *key)
 {
-  g_autofree char *k = key ? g_strdup_printf("%s\n%s", group, key)
-                           : g_strdup(group);
+  g_autofree char *k =
+      key ? g_strdup_printf("%s\n%s", group, key) : g_strdup(group);
   return GPOINTER_TO_UINT(g_hash_table_lookup(lines, k));
 }
 
@@ -514,8 +522,7 @@ group_matches(const char *group, const QpQemuArgs *args)
   if (g_str_has_prefix(group, "name:"))
     return args->name != NULL && strcmp(group + 5, args->name) == 0;
   if (g_str_has_prefix(group, "uuid:"))
-    return args->uuid != NULL &&
-           g_ascii_strcasecmp(group + 5, args->uuid) == 0;
+    return args->uuid != NULL && g_ascii_strcasecmp(group + 5, args->uuid) == 0;
   if (g_str_has_prefix(group, "id:"))
     return args->id != NULL && strcmp(group + 3, args->id) == 0;
   return FALSE;

@@ -14,24 +14,24 @@ G_BEGIN_DECLS
 GQuark qp_launch_error_quark(void);
 
 typedef enum {
-  QP_LAUNCH_ERROR_USAGE,   /* bad option, value or config */
-  QP_LAUNCH_ERROR_FAILED,  /* launch failed */
+  QP_LAUNCH_ERROR_USAGE,  /* bad option, value or config */
+  QP_LAUNCH_ERROR_FAILED, /* launch failed */
 } QpLaunchError;
 
 #define QP_DEFAULT_CONFIG "/etc/qemu-pin/qemu-pin.conf"
 
 typedef struct {
   QpPlacementOptions placement;
-  char *config;         /* config file; NULL: the default, if it exists */
+  char *config; /* config file; NULL: the default, if it exists */
   gboolean config_explicit;
-  char *state_dir;      /* NULL: qp_ledger_default_dir() */
-  char *qemu;           /* real QEMU binary (drop-in) */
-  char *topology;       /* recorded hwloc XML instead of the live host */
+  char *state_dir; /* NULL: qp_ledger_default_dir() */
+  char *qemu;      /* real QEMU binary (drop-in) */
+  char *topology;  /* recorded hwloc XML instead of the live host */
   gboolean dry_run;
-  gboolean human;       /* plan: readable table instead of JSON */
-  gboolean json;        /* topology/status: JSON */
-  gboolean prune;       /* status --prune */
-  char *picture;        /* status --picture=FILE */
+  gboolean human; /* plan: readable table instead of JSON */
+  gboolean json;  /* topology/status: JSON */
+  gboolean prune; /* status --prune */
+  char *picture;  /* status --picture=FILE */
   int verbose;
   guint qmp_timeout_ms;   /* every QMP reply */
   guint start_timeout_ms; /* QEMU's greeting */

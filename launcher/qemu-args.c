@@ -15,10 +15,13 @@
 
 #include "topology/cpulist.h"
 
+/* The quark's name is the argument as written. */
+/* clang-format off */
 G_DEFINE_QUARK(qp-args-error-quark, qp_args_error)
+/* clang-format on */
 
 #define MiB (G_GUINT64_CONSTANT(1) << 20)
-#define QP_MAX_NODES 128    /* QEMU's MAX_NODES */
+#define QP_MAX_NODES 128     /* QEMU's MAX_NODES */
 #define QP_CPU_HARD_CAP 1024 /* unknown machine types */
 #define HUGETLBFS_MAGIC_ 0x958458f6
 
@@ -33,34 +36,71 @@ G_DEFINE_QUARK(qp-args-error-quark, qp_args_error)
  * them). An option not listed takes none. "id" is Proxmox's: its kvm takes
  * `-id VMID`. */
 static const char *const options_with_arg[] = {
-  "machine", "M", "cpu", "accel", "smp", "numa", "add-fd", "set", "global",
-  "boot", "m", "mem-path", "k", "audio", "audiodev", "device", "name", "uuid",
-  "fda", "fdb", "hda", "hdb", "hdc", "hdd", "cdrom", "blockdev", "drive",
-  "mtdblock", "sd", "fsdev", "virtfs", "iscsi", "usbdevice", "display",
-  "spice", "rotate", "vga", "g", "vnc", "acpitable", "smbios", "netdev", "nic",
-  "net", "chardev", "tpmdev", "bios", "pflash", "kernel", "append", "initrd",
-  "dtb", "compat", "fw_cfg", "serial", "parallel", "monitor", "qmp",
-  "qmp-pretty", "mon", "debugcon", "pidfile", "overcommit", "gdb", "d", "D",
-  "dfilter", "seed", "L", "xen-domid", "action", "loadvm", "option-rom", "rtc",
-  "icount", "watchdog-action", "echr", "incoming", "chroot", "runas",
-  "prom-env", "semihosting-config", "sandbox", "readconfig", "trace", "plugin",
-  "qtest", "qtest-log", "msg", "dump-vmstate", "object", "id",
+    "machine",    "M",
+    "cpu",        "accel",
+    "smp",        "numa",
+    "add-fd",     "set",
+    "global",     "boot",
+    "m",          "mem-path",
+    "k",          "audio",
+    "audiodev",   "device",
+    "name",       "uuid",
+    "fda",        "fdb",
+    "hda",        "hdb",
+    "hdc",        "hdd",
+    "cdrom",      "blockdev",
+    "drive",      "mtdblock",
+    "sd",         "fsdev",
+    "virtfs",     "iscsi",
+    "usbdevice",  "display",
+    "spice",      "rotate",
+    "vga",        "g",
+    "vnc",        "acpitable",
+    "smbios",     "netdev",
+    "nic",        "net",
+    "chardev",    "tpmdev",
+    "bios",       "pflash",
+    "kernel",     "append",
+    "initrd",     "dtb",
+    "compat",     "fw_cfg",
+    "serial",     "parallel",
+    "monitor",    "qmp",
+    "qmp-pretty", "mon",
+    "debugcon",   "pidfile",
+    "overcommit", "gdb",
+    "d",          "D",
+    "dfilter",    "seed",
+    "L",          "xen-domid",
+    "action",     "loadvm",
+    "option-rom", "rtc",
+    "icount",     "watchdog-action",
+    "echr",       "incoming",
+    "chroot",     "runas",
+    "prom-env",   "semihosting-config",
+    "sandbox",    "readconfig",
+    "trace",      "plugin",
+    "qtest",      "qtest-log",
+    "msg",        "dump-vmstate",
+    "object",     "id",
 };
 
 /* Options whose value is free text: a value "help" there is not a request
  * for help. */
 static const char *const free_text_options[] = {
-  "uuid", "pidfile", "incoming", "id", "append", "kernel", "initrd",
-  "bios", "L", "dtb", "hda", "hdb", "hdc", "hdd", "fda", "fdb", "cdrom",
-  "mtdblock", "sd", "pflash", "loadvm", "runas", "chroot", "D", "readconfig",
-  "option-rom", "mem-path", "dump-vmstate", "add-fd", "seed", "xen-domid",
-  "qmp", "qmp-pretty", "monitor", "serial", "parallel", "debugcon", "gdb",
-  "echr", "k", "dfilter",
+    "uuid",       "pidfile",  "incoming",     "id",      "append",
+    "kernel",     "initrd",   "bios",         "L",       "dtb",
+    "hda",        "hdb",      "hdc",          "hdd",     "fda",
+    "fdb",        "cdrom",    "mtdblock",     "sd",      "pflash",
+    "loadvm",     "runas",    "chroot",       "D",       "readconfig",
+    "option-rom", "mem-path", "dump-vmstate", "add-fd",  "seed",
+    "xen-domid",  "qmp",      "qmp-pretty",   "monitor", "serial",
+    "parallel",   "debugcon", "gdb",          "echr",    "k",
+    "dfilter",
 };
 
 /* Options that print something and exit: never a launch. */
 static const char *const info_options[] = {
-  "h", "help", "version", "audio-help", "dump-vmstate",
+    "h", "help", "version", "audio-help", "dump-vmstate",
 };
 
 static gboolean
@@ -84,8 +124,8 @@ is_help_word(const char *s)
   return s != NULL && (strcmp(s, "help") == 0 || strcmp(s, "?") == 0);
 }
 
-static gboolean
-set_invalid(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+static gboolean set_invalid(GError **error, const char *format, ...)
+    G_GNUC_PRINTF(2, 3);
 
 static gboolean
 set_invalid(GError **error, const char *format, ...)
@@ -335,15 +375,32 @@ qp_parse_size(const char *text, const char *what, gboolean default_mib,
     }
   }
   switch (g_ascii_toupper(*p)) {
-  case '\0': mul = default_mib ? MiB : 1; break;
-  case 'B': mul = 1; break;
-  case 'K': mul = G_GUINT64_CONSTANT(1) << 10; break;
-  case 'M': mul = MiB; break;
-  case 'G': mul = G_GUINT64_CONSTANT(1) << 30; break;
-  case 'T': mul = G_GUINT64_CONSTANT(1) << 40; break;
-  case 'P': mul = G_GUINT64_CONSTANT(1) << 50; break;
-  case 'E': mul = G_GUINT64_CONSTANT(1) << 60; break;
-  default: goto bad;
+  case '\0':
+    mul = default_mib ? MiB : 1;
+    break;
+  case 'B':
+    mul = 1;
+    break;
+  case 'K':
+    mul = G_GUINT64_CONSTANT(1) << 10;
+    break;
+  case 'M':
+    mul = MiB;
+    break;
+  case 'G':
+    mul = G_GUINT64_CONSTANT(1) << 30;
+    break;
+  case 'T':
+    mul = G_GUINT64_CONSTANT(1) << 40;
+    break;
+  case 'P':
+    mul = G_GUINT64_CONSTANT(1) << 50;
+    break;
+  case 'E':
+    mul = G_GUINT64_CONSTANT(1) << 60;
+    break;
+  default:
+    goto bad;
   }
   if (*p != '\0' && p[1] != '\0')
     goto bad;
@@ -363,10 +420,11 @@ qp_parse_size(const char *text, const char *what, gboolean default_mib,
   return TRUE;
 
 bad:
-  return set_invalid(error,
-                     "%s '%s' is not a size: expected a number with an optional "
-                     "suffix B, K, M, G, T, P or E (such as 512M or 4G)",
-                     what, text);
+  return set_invalid(
+      error,
+      "%s '%s' is not a size: expected a number with an optional "
+      "suffix B, K, M, G, T, P or E (such as 512M or 4G)",
+      what, text);
 too_large:
   return set_invalid(error, "%s '%s' is too large: a size must fit in 64 bits",
                      what, text);
@@ -488,7 +546,8 @@ machine_info(const char *type)
   return m;
 }
 
-/* ---- parser state ---------------------------------------------------------- */
+/* ---- parser state ----------------------------------------------------------
+ */
 
 typedef struct {
   const char *name;  /* without its dashes */
@@ -498,8 +557,8 @@ typedef struct {
 } Opt;
 
 typedef struct {
-  guint argi;         /* argv index of the -numa node value */
-  guint64 mem_bytes;  /* memory of the node */
+  guint argi;          /* argv index of the -numa node value */
+  guint64 mem_bytes;   /* memory of the node */
   gboolean legacy_mem; /* mem= */
 } NodeExtra;
 
@@ -569,7 +628,8 @@ find_backend(const QpQemuArgs *a, const char *id)
   return NULL;
 }
 
-/* ---- lists ------------------------------------------------------------------ */
+/* ---- lists ------------------------------------------------------------------
+ */
 
 /* A list value of the options visitor: "3" or "0-3" (base 0 numbers). */
 static gboolean
@@ -598,10 +658,11 @@ kv_list(GArray *kv, const char *key, guint64 max, const char *what,
     if (strcmp(p->key, key) != 0)
       continue;
     if (!parse_range(p->value, max, &lo, &hi))
-      return set_invalid(error,
-                         "%s '%s': %s '%s' is not an index or range: expected "
-                         "a number or a range such as 0-3, at most %" G_GUINT64_FORMAT,
-                         what, text, key, p->value, max);
+      return set_invalid(
+          error,
+          "%s '%s': %s '%s' is not an index or range: expected "
+          "a number or a range such as 0-3, at most %" G_GUINT64_FORMAT,
+          what, text, key, p->value, max);
     if (set == NULL)
       set = hwloc_bitmap_alloc();
     hwloc_bitmap_set_range(set, (unsigned)lo, (int)hi);
@@ -615,24 +676,28 @@ json_list(JsonNode *node, const char *key, guint64 max, const char *text,
           hwloc_bitmap_t *out, GError **error)
 {
   if (!JSON_NODE_HOLDS_ARRAY(node))
-    return set_invalid(error, "-object '%s': '%s' must be an array of node numbers",
+    return set_invalid(error,
+                       "-object '%s': '%s' must be an array of node numbers",
                        text, key);
   JsonArray *arr = json_node_get_array(node);
   g_auto(hwloc_bitmap_t) set = hwloc_bitmap_alloc();
   for (guint i = 0; i < json_array_get_length(arr); i++) {
     JsonNode *e = json_array_get_element(arr, i);
-    if (!JSON_NODE_HOLDS_VALUE(e) || json_node_get_value_type(e) != G_TYPE_INT64 ||
+    if (!JSON_NODE_HOLDS_VALUE(e) ||
+        json_node_get_value_type(e) != G_TYPE_INT64 ||
         json_node_get_int(e) < 0 || (guint64)json_node_get_int(e) > max)
-      return set_invalid(error,
-                         "-object '%s': '%s' must hold integers from 0 to %" G_GUINT64_FORMAT,
-                         text, key, max);
+      return set_invalid(
+          error,
+          "-object '%s': '%s' must hold integers from 0 to %" G_GUINT64_FORMAT,
+          text, key, max);
     hwloc_bitmap_set(set, (unsigned)json_node_get_int(e));
   }
   *out = g_steal_pointer(&set);
   return TRUE;
 }
 
-/* ---- -object ------------------------------------------------------------------ */
+/* ---- -object
+ * ------------------------------------------------------------------ */
 
 static guint64
 default_hugepage_kib(void)
@@ -659,8 +724,8 @@ hugetlbfs_page_kib(const char *path)
   return (guint64)fs.f_bsize / 1024;
 }
 
-static const char *const json_bool_keys[] = {"prealloc", "hugetlb", "share",
-                                             "merge", "dump", "reserve", NULL};
+static const char *const json_bool_keys[] = {
+    "prealloc", "hugetlb", "share", "merge", "dump", "reserve", NULL};
 static const char *const json_size_keys[] = {"size", "hugetlbsize", "align",
                                              NULL};
 static const char *const json_string_keys[] = {"mem-path", "policy",
@@ -677,15 +742,19 @@ backend_from_json(JsonObject *obj, const char *text, QpBackend *b,
     JsonNode *n = json_object_get_member(obj, key);
     gboolean ok = TRUE;
     if (g_strv_contains(json_bool_keys, key))
-      ok = JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_BOOLEAN;
+      ok = JSON_NODE_HOLDS_VALUE(n) &&
+           json_node_get_value_type(n) == G_TYPE_BOOLEAN;
     else if (g_strv_contains(json_size_keys, key))
-      ok = JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_INT64 &&
+      ok = JSON_NODE_HOLDS_VALUE(n) &&
+           json_node_get_value_type(n) == G_TYPE_INT64 &&
            json_node_get_int(n) >= 0;
     else if (g_strv_contains(json_string_keys, key))
-      ok = JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_STRING;
+      ok = JSON_NODE_HOLDS_VALUE(n) &&
+           json_node_get_value_type(n) == G_TYPE_STRING;
     if (!ok) {
       g_list_free(members);
-      const char *expected = g_strv_contains(json_bool_keys, key) ? "true or false"
+      const char *expected = g_strv_contains(json_bool_keys, key)
+                                 ? "true or false"
                              : g_strv_contains(json_size_keys, key)
                                  ? "a non-negative integer (bytes)"
                                  : "a string";
@@ -704,7 +773,8 @@ backend_from_json(JsonObject *obj, const char *text, QpBackend *b,
   if (json_object_has_member(obj, "hugetlb"))
     b->hugetlb = json_object_get_boolean_member(obj, "hugetlb");
   if (json_object_has_member(obj, "hugetlbsize"))
-    b->hugetlbsize_kib = (guint64)json_object_get_int_member(obj, "hugetlbsize") / 1024;
+    b->hugetlbsize_kib =
+        (guint64)json_object_get_int_member(obj, "hugetlbsize") / 1024;
   if (json_object_has_member(obj, "mem-path"))
     b->mem_path = g_strdup(json_object_get_string_member(obj, "mem-path"));
   if (json_object_has_member(obj, "policy")) {
@@ -790,7 +860,8 @@ parse_object(QpQemuArgs *a, const Opt *o, GError **error)
     JsonNode *i = json_object_get_member(obj, "id");
     if (t == NULL || !JSON_NODE_HOLDS_VALUE(t) ||
         json_node_get_value_type(t) != G_TYPE_STRING)
-      return set_invalid(error, "-object '%s': 'qom-type' must be a string", text);
+      return set_invalid(error, "-object '%s': 'qom-type' must be a string",
+                         text);
     if (i != NULL && (!JSON_NODE_HOLDS_VALUE(i) ||
                       json_node_get_value_type(i) != G_TYPE_STRING))
       return set_invalid(error, "-object '%s': 'id' must be a string", text);
@@ -812,10 +883,13 @@ parse_object(QpQemuArgs *a, const Opt *o, GError **error)
     return TRUE;
 
   if (id == NULL || *id == '\0')
-    return set_invalid(error, "-object '%s': a memory backend needs an id", text);
+    return set_invalid(error, "-object '%s': a memory backend needs an id",
+                       text);
   if (find_backend(a, id) != NULL)
-    return set_invalid(error, "-object '%s': id '%s' is already used by another "
-                       "memory backend", text, id);
+    return set_invalid(error,
+                       "-object '%s': id '%s' is already used by another "
+                       "memory backend",
+                       text, id);
 
   g_autoptr(GPtrArray) holder = g_ptr_array_new_with_free_func(backend_free);
   QpBackend *b = g_new0(QpBackend, 1);
@@ -832,8 +906,10 @@ parse_object(QpQemuArgs *a, const Opt *o, GError **error)
   /* size_mib holds bytes until here. */
   guint64 bytes = b->size_mib;
   if (has_size && bytes == 0)
-    return set_invalid(error, "-object '%s': size 0 is not a memory size: "
-                       "expected more than 0 bytes", text);
+    return set_invalid(error,
+                       "-object '%s': size 0 is not a memory size: "
+                       "expected more than 0 bytes",
+                       text);
   if (!has_size && strcmp(b->qom_type, "memory-backend-file") != 0)
     return set_invalid(error, "-object '%s': memory backend '%s' needs a size",
                        text, b->id);
@@ -842,10 +918,13 @@ parse_object(QpQemuArgs *a, const Opt *o, GError **error)
   b->prealloc_context = obj ? json_object_has_member(obj, "prealloc-context")
                             : kv_get(kv, "prealloc-context") != NULL;
   if (b->policy == QP_POLICY_BIND && b->host_nodes == NULL)
-    return set_invalid(error, "-object '%s': policy bind needs host-nodes", text);
+    return set_invalid(error, "-object '%s': policy bind needs host-nodes",
+                       text);
   if (b->host_nodes != NULL && b->policy == QP_POLICY_DEFAULT)
-    return set_invalid(error, "-object '%s': host-nodes needs a policy other "
-                       "than default (bind, preferred or interleave)", text);
+    return set_invalid(error,
+                       "-object '%s': host-nodes needs a policy other "
+                       "than default (bind, preferred or interleave)",
+                       text);
   if (b->hugetlb && b->hugetlbsize_kib == 0)
     b->hugetlbsize_kib = default_hugepage_kib();
   if (strcmp(b->qom_type, "memory-backend-file") == 0) {
@@ -859,7 +938,8 @@ parse_object(QpQemuArgs *a, const Opt *o, GError **error)
   return TRUE;
 }
 
-/* ---- -smp ---------------------------------------------------------------------
+/* ---- -smp
+ * ---------------------------------------------------------------------
  *
  * machine_parse_smp_config() of QEMU 7.2: omitted values are computed from
  * the given ones; before the 6.2 machine types sockets are preferred over
@@ -868,28 +948,30 @@ parse_object(QpQemuArgs *a, const Opt *o, GError **error)
 static gboolean
 parse_smp(QpQemuArgs *a, GArray *kv, const char *last_text, GError **error)
 {
-  static const char *const keys[] = {"cpus", "maxcpus", "sockets", "dies",
-                                     "clusters", "cores", "threads", NULL};
+  static const char *const keys[] = {"cpus",     "maxcpus", "sockets", "dies",
+                                     "clusters", "cores",   "threads", NULL};
   const MachineInfo *m = &a->priv->machine;
   guint64 val[7] = {0};
   const char *unknown = kv_unknown_key(kv, keys);
 
   if (unknown != NULL) {
     KvPair *p = kv_last(kv, unknown);
-    return set_invalid(error,
-                       "-smp '%s': unknown parameter '%s': expected cpus, maxcpus, "
-                       "sockets, dies, clusters, cores or threads",
-                       p->text, unknown);
+    return set_invalid(
+        error,
+        "-smp '%s': unknown parameter '%s': expected cpus, maxcpus, "
+        "sockets, dies, clusters, cores or threads",
+        p->text, unknown);
   }
   for (guint k = 0; keys[k]; k++) {
     KvPair *p = kv_last(kv, keys[k]);
     if (p == NULL)
       continue;
     if (!parse_uint(p->value, G_MAXUINT32, &val[k]))
-      return set_invalid(error,
-                         "-smp '%s': %s '%s' is not a number: expected a positive "
-                         "integer",
-                         p->text, keys[k], p->value);
+      return set_invalid(
+          error,
+          "-smp '%s': %s '%s' is not a number: expected a positive "
+          "integer",
+          p->text, keys[k], p->value);
     if (val[k] == 0)
       return set_invalid(error,
                          "-smp '%s': %s=0 is invalid: every CPU topology value "
@@ -898,15 +980,18 @@ parse_smp(QpQemuArgs *a, GArray *kv, const char *last_text, GError **error)
   }
   guint64 cpus = val[0], maxcpus = val[1], sockets = val[2], dies = val[3],
           clusters = val[4], cores = val[5], threads = val[6];
-  const char *text = kv->len ? g_array_index(kv, KvPair, kv->len - 1).text
-                             : last_text;
+  const char *text =
+      kv->len ? g_array_index(kv, KvPair, kv->len - 1).text : last_text;
 
   if (!m->dies_supported && dies > 1)
-    return set_invalid(error, "-smp '%s': dies=%" G_GUINT64_FORMAT " is not "
-                       "supported by machine '%s'", text, dies, a->machine);
+    return set_invalid(error,
+                       "-smp '%s': dies=%" G_GUINT64_FORMAT " is not "
+                       "supported by machine '%s'",
+                       text, dies, a->machine);
   if (!m->clusters_supported && clusters > 1)
     return set_invalid(error,
-                       "-smp '%s': clusters=%" G_GUINT64_FORMAT " is not supported "
+                       "-smp '%s': clusters=%" G_GUINT64_FORMAT
+                       " is not supported "
                        "by machine '%s' (x86 has no clusters in QEMU 7.2)",
                        text, clusters, a->machine);
   dies = dies ? dies : 1;
@@ -945,25 +1030,28 @@ parse_smp(QpQemuArgs *a, GArray *kv, const char *last_text, GError **error)
   cpus = cpus ? cpus : maxcpus;
 
   if (product != maxcpus)
-    return set_invalid(error,
-                       "-smp '%s': sockets (%" G_GUINT64_FORMAT ") * dies (%" G_GUINT64_FORMAT
-                       ") * clusters (%" G_GUINT64_FORMAT ") * cores (%" G_GUINT64_FORMAT
-                       ") * threads (%" G_GUINT64_FORMAT ") = %" G_GUINT64_FORMAT
-                       " does not equal maxcpus (%" G_GUINT64_FORMAT ")",
-                       text, sockets, dies, clusters, cores, threads, product,
-                       maxcpus);
+    return set_invalid(
+        error,
+        "-smp '%s': sockets (%" G_GUINT64_FORMAT ") * dies (%" G_GUINT64_FORMAT
+        ") * clusters (%" G_GUINT64_FORMAT ") * cores (%" G_GUINT64_FORMAT
+        ") * threads (%" G_GUINT64_FORMAT ") = %" G_GUINT64_FORMAT
+        " does not equal maxcpus (%" G_GUINT64_FORMAT ")",
+        text, sockets, dies, clusters, cores, threads, product, maxcpus);
   if (maxcpus < cpus)
     return set_invalid(error,
-                       "-smp '%s': maxcpus (%" G_GUINT64_FORMAT ") must be at least "
+                       "-smp '%s': maxcpus (%" G_GUINT64_FORMAT
+                       ") must be at least "
                        "cpus (%" G_GUINT64_FORMAT ")",
                        text, maxcpus, cpus);
   if (maxcpus > m->max_cpus)
     return set_invalid(error,
-                       "-smp '%s': %" G_GUINT64_FORMAT " vCPUs exceed the maximum "
+                       "-smp '%s': %" G_GUINT64_FORMAT
+                       " vCPUs exceed the maximum "
                        "of %u of machine '%s'%s",
                        text, maxcpus, m->max_cpus, a->machine,
-                       m->known ? "" : " (qemu-pin's cap for machine types it "
-                                       "does not know)");
+                       m->known ? ""
+                                : " (qemu-pin's cap for machine types it "
+                                  "does not know)");
 
   QpRequest *r = a->req;
   r->vcpus = (guint)cpus;
@@ -998,7 +1086,8 @@ topo_ids(const QpRequest *r, guint index)
   return t;
 }
 
-/* ---- -m ------------------------------------------------------------------------ */
+/* ---- -m
+ * ------------------------------------------------------------------------ */
 
 /* KV holds -m's keys; from -machine memory.size= (BYTES) a size without a
  * suffix is in bytes, from -m in MiB. */
@@ -1013,10 +1102,11 @@ parse_memory(QpQemuArgs *a, GArray *kv, gboolean bytes, gboolean *custom,
 
   *custom = FALSE;
   if (unknown != NULL)
-    return set_invalid(error,
-                       "-m '%s': unknown parameter '%s': expected size, slots or "
-                       "maxmem",
-                       kv_last(kv, unknown)->text, unknown);
+    return set_invalid(
+        error,
+        "-m '%s': unknown parameter '%s': expected size, slots or "
+        "maxmem",
+        kv_last(kv, unknown)->text, unknown);
   if ((p = kv_last(kv, "size")) != NULL) {
     g_autofree char *what = g_strdup_printf("-m '%s': size", p->text);
     if (!qp_parse_size(p->value, what, !bytes, &size, error))
@@ -1036,22 +1126,24 @@ parse_memory(QpQemuArgs *a, GArray *kv, gboolean bytes, gboolean *custom,
   KvPair *slots = kv_last(kv, "slots"), *maxmem = kv_last(kv, "maxmem");
   guint64 nslots = 0, max = 0;
   if (slots != NULL && !parse_uint(slots->value, G_MAXUINT64, &nslots))
-    return set_invalid(error, "-m '%s': slots '%s' is not a number", slots->text,
-                       slots->value);
+    return set_invalid(error, "-m '%s': slots '%s' is not a number",
+                       slots->text, slots->value);
   if (maxmem != NULL) {
     g_autofree char *what = g_strdup_printf("-m '%s': maxmem", maxmem->text);
     if (!qp_parse_size(maxmem->value, what, FALSE, &max, error))
       return FALSE;
     if (max < size)
       return set_invalid(error,
-                         "-m '%s': maxmem (%" G_GUINT64_FORMAT " bytes) must be at "
+                         "-m '%s': maxmem (%" G_GUINT64_FORMAT
+                         " bytes) must be at "
                          "least the RAM size (%" G_GUINT64_FORMAT " bytes)",
                          maxmem->text, max, size);
     if (nslots > 0 && max == size)
-      return set_invalid(error,
-                         "-m '%s': memory slots were given but maxmem equals the "
-                         "RAM size: expected maxmem above %" G_GUINT64_FORMAT " bytes",
-                         maxmem->text, size);
+      return set_invalid(
+          error,
+          "-m '%s': memory slots were given but maxmem equals the "
+          "RAM size: expected maxmem above %" G_GUINT64_FORMAT " bytes",
+          maxmem->text, size);
   } else if (slots != NULL) {
     return set_invalid(error, "-m '%s': slots needs maxmem", slots->text);
   }
@@ -1060,7 +1152,8 @@ parse_memory(QpQemuArgs *a, GArray *kv, gboolean bytes, gboolean *custom,
   return TRUE;
 }
 
-/* ---- -numa ---------------------------------------------------------------------- */
+/* ---- -numa
+ * ---------------------------------------------------------------------- */
 
 typedef struct {
   gboolean present;
@@ -1073,8 +1166,8 @@ typedef struct {
 
 typedef struct {
   NumaNode nodes[QP_MAX_NODES];
-  guint n;            /* nodes declared so far */
-  int *cpu_node;      /* per vCPU index, -1 if none */
+  guint n;       /* nodes declared so far */
+  int *cpu_node; /* per vCPU index, -1 if none */
   guint dist[QP_MAX_NODES][QP_MAX_NODES];
   gboolean has_dist;
 } Numa;
@@ -1099,9 +1192,10 @@ numa_get_uint(GArray *kv, const char *key, guint64 max, const char *text,
     return TRUE;
   }
   if (!parse_uint(v, max, out))
-    return set_invalid(error,
-                       "-numa '%s': %s '%s' is not a number from 0 to %" G_GUINT64_FORMAT,
-                       text, key, v, max);
+    return set_invalid(
+        error,
+        "-numa '%s': %s '%s' is not a number from 0 to %" G_GUINT64_FORMAT,
+        text, key, v, max);
   return TRUE;
 }
 
@@ -1110,10 +1204,11 @@ numa_assign(QpQemuArgs *a, Numa *numa, guint cpu, guint node, const char *text,
             GError **error)
 {
   if (numa->cpu_node[cpu] >= 0 && (guint)numa->cpu_node[cpu] != node)
-    return set_invalid(error,
-                       "-numa '%s': vCPU %u is already assigned to node %d: the "
-                       "CPUs of two nodes must not overlap",
-                       text, cpu, numa->cpu_node[cpu]);
+    return set_invalid(
+        error,
+        "-numa '%s': vCPU %u is already assigned to node %d: the "
+        "CPUs of two nodes must not overlap",
+        text, cpu, numa->cpu_node[cpu]);
   numa->cpu_node[cpu] = (int)node;
   return TRUE;
 }
@@ -1121,26 +1216,31 @@ numa_assign(QpQemuArgs *a, Numa *numa, guint cpu, guint node, const char *text,
 static gboolean
 numa_node(QpQemuArgs *a, Numa *numa, const Opt *o, GArray *kv, GError **error)
 {
-  static const char *const keys[] = {"type", "nodeid", "cpus", "mem",
+  static const char *const keys[] = {"type",   "nodeid",    "cpus", "mem",
                                      "memdev", "initiator", NULL};
   const char *text = o->value, *unknown = kv_unknown_key(kv, keys);
   guint64 id = numa->n;
   gboolean has;
 
   if (unknown != NULL)
-    return set_invalid(error,
-                       "-numa '%s': unknown parameter '%s': expected nodeid, cpus, "
-                       "mem, memdev or initiator",
-                       text, unknown);
+    return set_invalid(
+        error,
+        "-numa '%s': unknown parameter '%s': expected nodeid, cpus, "
+        "mem, memdev or initiator",
+        text, unknown);
   if (!numa_get_uint(kv, "nodeid", G_MAXUINT16, text, FALSE, &id, &has, error))
     return FALSE;
   if (id >= QP_MAX_NODES)
-    return set_invalid(error, "-numa '%s': node %" G_GUINT64_FORMAT " is too high: "
-                       "QEMU has at most %d NUMA nodes", text, id, QP_MAX_NODES);
+    return set_invalid(error,
+                       "-numa '%s': node %" G_GUINT64_FORMAT " is too high: "
+                       "QEMU has at most %d NUMA nodes",
+                       text, id, QP_MAX_NODES);
   NumaNode *n = &numa->nodes[id];
   if (n->present)
-    return set_invalid(error, "-numa '%s': node %" G_GUINT64_FORMAT " is declared "
-                       "twice", text, id);
+    return set_invalid(error,
+                       "-numa '%s': node %" G_GUINT64_FORMAT " is declared "
+                       "twice",
+                       text, id);
   n->present = TRUE;
   n->argi = o->vi;
   n->text = text;
@@ -1148,14 +1248,17 @@ numa_node(QpQemuArgs *a, Numa *numa, const Opt *o, GArray *kv, GError **error)
 
   const char *mem = kv_get(kv, "mem"), *memdev = kv_get(kv, "memdev");
   if (mem != NULL && memdev != NULL)
-    return set_invalid(error, "-numa '%s': mem and memdev exclude each other: "
-                       "give one", text);
+    return set_invalid(error,
+                       "-numa '%s': mem and memdev exclude each other: "
+                       "give one",
+                       text);
   if (mem != NULL) {
     if (!a->priv->machine.numa_mem_supported)
-      return set_invalid(error,
-                         "-numa '%s': mem= is not supported by machine '%s': use "
-                         "memdev= with an -object memory-backend-*",
-                         text, a->machine);
+      return set_invalid(
+          error,
+          "-numa '%s': mem= is not supported by machine '%s': use "
+          "memdev= with an -object memory-backend-*",
+          text, a->machine);
     g_autofree char *what = g_strdup_printf("-numa '%s': mem", text);
     if (!qp_parse_size(mem, what, TRUE, &n->mem_bytes, error))
       return FALSE;
@@ -1164,13 +1267,15 @@ numa_node(QpQemuArgs *a, Numa *numa, const Opt *o, GArray *kv, GError **error)
   if (memdev != NULL) {
     QpBackend *b = find_backend(a, memdev);
     if (b == NULL)
-      return set_invalid(error,
-                         "-numa '%s': memdev '%s' names no -object memory-backend-*",
-                         text, memdev);
+      return set_invalid(
+          error, "-numa '%s': memdev '%s' names no -object memory-backend-*",
+          text, memdev);
     for (guint i = 0; i < QP_MAX_NODES; i++)
       if (numa->nodes[i].memdev && strcmp(numa->nodes[i].memdev, memdev) == 0)
-        return set_invalid(error, "-numa '%s': memdev '%s' is already the memory "
-                           "of node %u", text, memdev, i);
+        return set_invalid(error,
+                           "-numa '%s': memdev '%s' is already the memory "
+                           "of node %u",
+                           text, memdev, i);
     n->memdev = g_strdup(memdev);
     n->mem_bytes = b->size_bytes;
   }
@@ -1181,13 +1286,15 @@ numa_node(QpQemuArgs *a, Numa *numa, const Opt *o, GArray *kv, GError **error)
     if (strcmp(p->key, "cpus") != 0)
       continue;
     if (!parse_range(p->value, G_MAXUINT16, &lo, &hi))
-      return set_invalid(error,
-                         "-numa '%s': cpus '%s' is not a vCPU index or range such "
-                         "as 0-3",
-                         text, p->value);
+      return set_invalid(
+          error,
+          "-numa '%s': cpus '%s' is not a vCPU index or range such "
+          "as 0-3",
+          text, p->value);
     if (hi >= a->req->maxcpus)
       return set_invalid(error,
-                         "-numa '%s': vCPU %" G_GUINT64_FORMAT " does not exist: "
+                         "-numa '%s': vCPU %" G_GUINT64_FORMAT
+                         " does not exist: "
                          "indexes go up to maxcpus - 1 (%u)",
                          text, hi, a->req->maxcpus - 1);
     for (guint64 c = lo; c <= hi; c++)
@@ -1200,8 +1307,9 @@ numa_node(QpQemuArgs *a, Numa *numa, const Opt *o, GArray *kv, GError **error)
 static gboolean
 numa_cpu(QpQemuArgs *a, Numa *numa, const Opt *o, GArray *kv, GError **error)
 {
-  static const char *const keys[] = {"type", "node-id", "socket-id", "die-id",
-                                     "cluster-id", "core-id", "thread-id", NULL};
+  static const char *const keys[] = {"type",      "node-id",    "socket-id",
+                                     "die-id",    "cluster-id", "core-id",
+                                     "thread-id", NULL};
   const char *text = o->value, *unknown = kv_unknown_key(kv, keys);
   guint64 node = 0, ids[5] = {0};
   gboolean has, has_id[5];
@@ -1212,24 +1320,30 @@ numa_cpu(QpQemuArgs *a, Numa *numa, const Opt *o, GArray *kv, GError **error)
                        "-numa '%s': unknown parameter '%s': expected node-id, "
                        "socket-id, die-id, cluster-id, core-id or thread-id",
                        text, unknown);
-  if (!numa_get_uint(kv, "node-id", G_MAXUINT16, text, TRUE, &node, &has, error))
+  if (!numa_get_uint(kv, "node-id", G_MAXUINT16, text, TRUE, &node, &has,
+                     error))
     return FALSE;
   if (node >= QP_MAX_NODES || !numa->nodes[node].present)
-    return set_invalid(error,
-                       "-numa '%s': node %" G_GUINT64_FORMAT " is not declared: "
-                       "an earlier -numa node,nodeid=%" G_GUINT64_FORMAT " must "
-                       "declare it",
-                       text, node, node);
+    return set_invalid(
+        error,
+        "-numa '%s': node %" G_GUINT64_FORMAT " is not declared: "
+        "an earlier -numa node,nodeid=%" G_GUINT64_FORMAT " must "
+        "declare it",
+        text, node, node);
   for (guint k = 0; k < 5; k++)
     if (!numa_get_uint(kv, keys[k + 2], G_MAXINT64, text, FALSE, &ids[k],
                        &has_id[k], error))
       return FALSE;
   if (has_id[1] && r->dies == 1 && a->priv->machine.known)
-    return set_invalid(error, "-numa '%s': die-id is not supported with one die "
-                       "per socket", text);
+    return set_invalid(error,
+                       "-numa '%s': die-id is not supported with one die "
+                       "per socket",
+                       text);
   if (has_id[2] && !a->priv->machine.clusters_supported)
-    return set_invalid(error, "-numa '%s': cluster-id is not supported by machine "
-                       "'%s'", text, a->machine);
+    return set_invalid(error,
+                       "-numa '%s': cluster-id is not supported by machine "
+                       "'%s'",
+                       text, a->machine);
 
   gboolean match = FALSE;
   for (guint c = 0; c < r->maxcpus; c++) {
@@ -1246,8 +1360,10 @@ numa_cpu(QpQemuArgs *a, Numa *numa, const Opt *o, GArray *kv, GError **error)
     match = TRUE;
   }
   if (!match)
-    return set_invalid(error, "-numa '%s': no vCPU has these ids in the -smp "
-                       "topology", text);
+    return set_invalid(error,
+                       "-numa '%s': no vCPU has these ids in the -smp "
+                       "topology",
+                       text);
   return TRUE;
 }
 
@@ -1260,26 +1376,32 @@ numa_dist(Numa *numa, const char *text, GArray *kv, GError **error)
   gboolean has;
 
   if (unknown != NULL)
-    return set_invalid(error,
-                       "-numa '%s': unknown parameter '%s': expected src, dst and "
-                       "val",
-                       text, unknown);
+    return set_invalid(
+        error,
+        "-numa '%s': unknown parameter '%s': expected src, dst and "
+        "val",
+        text, unknown);
   if (!numa_get_uint(kv, "src", G_MAXUINT16, text, TRUE, &src, &has, error) ||
       !numa_get_uint(kv, "dst", G_MAXUINT16, text, TRUE, &dst, &has, error) ||
       !numa_get_uint(kv, "val", G_MAXUINT8, text, TRUE, &val, &has, error))
     return FALSE;
   if (src >= QP_MAX_NODES || dst >= QP_MAX_NODES || !numa->nodes[src].present ||
       !numa->nodes[dst].present)
-    return set_invalid(error,
-                       "-numa '%s': node %" G_GUINT64_FORMAT " is not declared: "
-                       "declare both nodes with -numa node first",
-                       text, (src >= QP_MAX_NODES || !numa->nodes[src].present) ? src : dst);
+    return set_invalid(
+        error,
+        "-numa '%s': node %" G_GUINT64_FORMAT " is not declared: "
+        "declare both nodes with -numa node first",
+        text, (src >= QP_MAX_NODES || !numa->nodes[src].present) ? src : dst);
   if (val < 10)
-    return set_invalid(error, "-numa '%s': distance %" G_GUINT64_FORMAT " is below "
-                       "the minimum of 10", text, val);
+    return set_invalid(error,
+                       "-numa '%s': distance %" G_GUINT64_FORMAT " is below "
+                       "the minimum of 10",
+                       text, val);
   if (src == dst && val != 10)
-    return set_invalid(error, "-numa '%s': the distance of a node to itself must "
-                       "be 10", text);
+    return set_invalid(error,
+                       "-numa '%s': the distance of a node to itself must "
+                       "be 10",
+                       text);
   numa->dist[src][dst] = (guint)val;
   numa->has_dist = TRUE;
   return TRUE;
@@ -1298,8 +1420,10 @@ numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
     return TRUE;
   for (guint i = 0; i < n; i++)
     if (!numa->nodes[i].present)
-      return set_invalid(error, "-numa: node %u is missing: node ids must run "
-                         "from 0 to %u without gaps", i, n - 1);
+      return set_invalid(error,
+                         "-numa: node %u is missing: node ids must run "
+                         "from 0 to %u without gaps",
+                         i, n - 1);
   for (guint i = 0; i < n; i++) {
     NumaNode *nd = &numa->nodes[i];
     any_mem |= nd->legacy_mem;
@@ -1309,19 +1433,22 @@ numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
     total += nd->mem_bytes;
   }
   if (any_mem && any_memdev)
-    return set_invalid(error, "-numa: mem= and memdev= are mixed: give every node "
+    return set_invalid(error,
+                       "-numa: mem= and memdev= are mixed: give every node "
                        "memdev= (or, on old machine types, every node mem=)");
   if (any_memdev && a->machine_memdev != NULL)
-    return set_invalid(error,
-                       "-machine memory-backend=%s and -numa node,memdev= exclude "
-                       "each other: give the memory of each node with memdev=",
-                       a->machine_memdev);
+    return set_invalid(
+        error,
+        "-machine memory-backend=%s and -numa node,memdev= exclude "
+        "each other: give the memory of each node with memdev=",
+        a->machine_memdev);
   if ((any_mem || any_memdev) && sizes_known && total != a->ram_bytes)
-    return set_invalid(error,
-                       "-numa: the memory of the nodes adds up to %" G_GUINT64_FORMAT
-                       " MiB, but the RAM size (-m) is %" G_GUINT64_FORMAT " MiB: "
-                       "they must be equal",
-                       bytes_to_mib(total), bytes_to_mib(a->ram_bytes));
+    return set_invalid(
+        error,
+        "-numa: the memory of the nodes adds up to %" G_GUINT64_FORMAT
+        " MiB, but the RAM size (-m) is %" G_GUINT64_FORMAT " MiB: "
+        "they must be equal",
+        bytes_to_mib(total), bytes_to_mib(a->ram_bytes));
   if (!any_mem && !any_memdev && a->machine_memdev == NULL) {
     /* No node has memory. QEMU 7.2 splits the RAM only for machine types
      * up to 5.0 (and refuses later ones); qemu-pin splits it the same way,
@@ -1329,7 +1456,8 @@ numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
      * each node a backend of that size. */
     guint64 used = 0;
     for (guint i = 0; i + 1 < n; i++) {
-      numa->nodes[i].mem_bytes = (a->ram_bytes / n) & ~((G_GUINT64_CONSTANT(1) << 23) - 1);
+      numa->nodes[i].mem_bytes =
+          (a->ram_bytes / n) & ~((G_GUINT64_CONSTANT(1) << 23) - 1);
       used += numa->nodes[i].mem_bytes;
     }
     numa->nodes[n - 1].mem_bytes = a->ram_bytes - used;
@@ -1352,10 +1480,11 @@ numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
       }
     }
     if (missing->len)
-      g_ptr_array_add(a->warnings,
-                      g_strdup_printf("vCPUs %s are in no -numa node: QEMU puts "
-                                      "them on node 0",
-                                      missing->str));
+      g_ptr_array_add(
+          a->warnings,
+          g_strdup_printf("vCPUs %s are in no -numa node: QEMU puts "
+                          "them on node 0",
+                          missing->str));
   }
 
   if (numa->has_dist) {
@@ -1363,8 +1492,10 @@ numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
     for (guint s = 0; s < n; s++)
       for (guint d = s; d < n; d++) {
         if (s != d && numa->dist[s][d] == 0 && numa->dist[d][s] == 0)
-          return set_invalid(error, "-numa dist: the distance between nodes %u "
-                             "and %u is missing: give at least one direction", s, d);
+          return set_invalid(error,
+                             "-numa dist: the distance between nodes %u "
+                             "and %u is missing: give at least one direction",
+                             s, d);
         if (numa->dist[s][d] && numa->dist[d][s] &&
             numa->dist[s][d] != numa->dist[d][s])
           asym = TRUE;
@@ -1380,7 +1511,7 @@ numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
     r->gdistance = g_new0(guint, n * n);
     for (guint s = 0; s < n; s++)
       for (guint d = 0; d < n; d++)
-        r->gdistance[s * n + d] = s == d ? 10
+        r->gdistance[s * n + d] = s == d             ? 10
                                   : numa->dist[s][d] ? numa->dist[s][d]
                                                      : numa->dist[d][s];
   }
@@ -1410,7 +1541,8 @@ numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
   return TRUE;
 }
 
-/* ---- -device vfio-pci ------------------------------------------------------------- */
+/* ---- -device vfio-pci
+ * ------------------------------------------------------------- */
 
 static gboolean
 hex_field(const char **p, guint64 max, guint64 *out)
@@ -1477,7 +1609,8 @@ parse_device(GPtrArray *vfio, const char *text, GError **error)
       JsonNode *n = json_object_get_member(obj, keys[k]);
       if (n == NULL)
         continue;
-      if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_STRING)
+      if (!JSON_NODE_HOLDS_VALUE(n) ||
+          json_node_get_value_type(n) != G_TYPE_STRING)
         return set_invalid(error, "-device '%s': '%s' must be a string", text,
                            keys[k]);
       *dest[k] = g_strdup(json_node_get_string(n));
@@ -1497,8 +1630,8 @@ parse_device(GPtrArray *vfio, const char *text, GError **error)
     addr = slash ? slash + 1 : sysfsdev;
   }
   if (addr == NULL)
-    return set_invalid(error, "-device '%s': vfio-pci needs host= or sysfsdev=",
-                       text);
+    return set_invalid(error,
+                       "-device '%s': vfio-pci needs host= or sysfsdev=", text);
   char *bdf = normalise_bdf(addr);
   if (bdf == NULL)
     return set_invalid(error,
@@ -1509,7 +1642,8 @@ parse_device(GPtrArray *vfio, const char *text, GError **error)
   return TRUE;
 }
 
-/* ---- the whole command line ---------------------------------------------------- */
+/* ---- the whole command line
+ * ---------------------------------------------------- */
 
 /* Not a launch: help, version, a capability probe. */
 static gboolean
@@ -1523,15 +1657,16 @@ wants_help(const Opt *o)
   /* -name help names the guest "help"; -name x,help asks for help. */
   if (is_help_word(o->value) && strcmp(o->name, "name") != 0)
     return TRUE;
-  g_autoptr(GArray) kv = kv_parse(o->value, strcmp(o->name, "name") == 0 ? "guest" : "");
+  g_autoptr(GArray) kv =
+      kv_parse(o->value, strcmp(o->name, "name") == 0 ? "guest" : "");
   if (kv_wants_help(kv))
     return TRUE;
   /* -machine type=help, -device driver=help, -object qom-type=help... */
   for (guint i = 0; i < kv->len; i++) {
     KvPair *p = &g_array_index(kv, KvPair, i);
     if (!p->flag && is_help_word(p->value) && strcmp(p->key, "guest") != 0 &&
-        (i == 0 || strcmp(p->key, "type") == 0 || strcmp(p->key, "driver") == 0 ||
-         strcmp(p->key, "qom-type") == 0))
+        (i == 0 || strcmp(p->key, "type") == 0 ||
+         strcmp(p->key, "driver") == 0 || strcmp(p->key, "qom-type") == 0))
       return TRUE;
   }
   return FALSE;
@@ -1577,8 +1712,8 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
       } else if (from_mem && g_str_has_prefix(p->key, "memory.")) {
         const char *k = p->key + 7;
         copy.key = g_strdup(strcmp(k, "max-size") == 0 ? "maxmem"
-                            : strcmp(k, "maxmem") == 0  ? "memory.maxmem"
-                                                        : k);
+                            : strcmp(k, "maxmem") == 0 ? "memory.maxmem"
+                                                       : k);
         g_array_append_val(mem, copy);
         mem_bytes = TRUE;
       } else {
@@ -1601,19 +1736,19 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
     else if (is_opt(o, "sandbox"))
       a->has_sandbox = TRUE;
     else if (is_opt(o, "readconfig"))
-      g_ptr_array_add(a->warnings,
-                      g_strdup_printf("-readconfig %s: qemu-pin does not read QEMU "
-                                      "config files: -smp, -m, -numa or -object "
-                                      "given there are not planned for",
-                                      o->value));
+      g_ptr_array_add(
+          a->warnings,
+          g_strdup_printf("-readconfig %s: qemu-pin does not read QEMU "
+                          "config files: -smp, -m, -numa or -object "
+                          "given there are not planned for",
+                          o->value));
     else if (is_opt(o, "mem-prealloc"))
       a->priv->mem_prealloc = TRUE;
     else if (is_opt(o, "mem-path")) {
       g_free(a->priv->mem_path);
       a->priv->mem_path = g_strdup(o->value);
       g_array_append_val(a->priv->mem_path_i, o->i);
-    }
-    else if (is_opt(o, "incoming"))
+    } else if (is_opt(o, "incoming"))
       g_free(a->incoming), a->incoming = g_strdup(o->value);
     else if (is_opt(o, "pidfile"))
       g_free(a->pidfile), a->pidfile = g_strdup(o->value);
@@ -1654,12 +1789,14 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
     if (!custom_ram && b->size_bytes != 0) {
       a->ram_bytes = b->size_bytes;
       a->req->mem_mib = b->size_mib;
-    } else if (custom_ram && b->size_bytes != 0 && b->size_bytes != a->ram_bytes)
-      return set_invalid(error,
-                         "-machine memory-backend=%s: the backend has %" G_GUINT64_FORMAT
-                         " bytes but -m asks for %" G_GUINT64_FORMAT ": they must "
-                         "be equal",
-                         a->machine_memdev, b->size_bytes, a->ram_bytes);
+    } else if (custom_ram && b->size_bytes != 0 &&
+               b->size_bytes != a->ram_bytes)
+      return set_invalid(
+          error,
+          "-machine memory-backend=%s: the backend has %" G_GUINT64_FORMAT
+          " bytes but -m asks for %" G_GUINT64_FORMAT ": they must "
+          "be equal",
+          a->machine_memdev, b->size_bytes, a->ram_bytes);
   }
 
   {
@@ -1684,10 +1821,11 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
       else if (strcmp(type, "dist") == 0)
         ok = numa_dist(&numa, o->value, kv, error);
       else if (strcmp(type, "hmat-lb") != 0 && strcmp(type, "hmat-cache") != 0)
-        ok = set_invalid(error,
-                         "-numa '%s': unknown type '%s': expected node, cpu, dist, "
-                         "hmat-lb or hmat-cache",
-                         o->value, type);
+        ok = set_invalid(
+            error,
+            "-numa '%s': unknown type '%s': expected node, cpu, dist, "
+            "hmat-lb or hmat-cache",
+            o->value, type);
     }
     if (ok)
       ok = numa_finish(a, &numa, error);
@@ -1791,7 +1929,8 @@ qp_qemu_args_parse(guint argc, char **argv, GError **error)
   return g_steal_pointer(&a);
 }
 
-/* ---- rewrite --------------------------------------------------------------------- */
+/* ---- rewrite
+ * --------------------------------------------------------------------- */
 
 typedef struct {
   const QpQemuArgs *args;
@@ -1835,9 +1974,11 @@ nodes_with_cpus(hwloc_const_bitmap_t nodes)
   int n;
   hwloc_bitmap_foreach_begin(n, nodes)
   {
-    g_autofree char *path = g_strdup_printf("/sys/devices/system/node/node%d/cpulist", n);
+    g_autofree char *path =
+        g_strdup_printf("/sys/devices/system/node/node%d/cpulist", n);
     g_autofree char *text = NULL;
-    if (g_file_get_contents(path, &text, NULL, NULL) && g_ascii_isdigit(text[0]))
+    if (g_file_get_contents(path, &text, NULL, NULL) &&
+        g_ascii_isdigit(text[0]))
       hwloc_bitmap_set(out, (unsigned)n);
   }
   hwloc_bitmap_foreach_end();
@@ -1914,7 +2055,8 @@ static char *
 new_backend(const char *id, const char *mem_path, guint64 bytes,
             hwloc_const_bitmap_t nodes, QpPolicy policy, gboolean with_tc)
 {
-  GString *s = g_string_new(mem_path ? "memory-backend-file" : "memory-backend-ram");
+  GString *s =
+      g_string_new(mem_path ? "memory-backend-file" : "memory-backend-ram");
   g_autofree char *size = g_strdup_printf("%" G_GUINT64_FORMAT, bytes);
   kv_append(s, "id", id);
   kv_append(s, "size", size);
@@ -1949,16 +2091,20 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
   if (m->host_nodes == NULL || hwloc_bitmap_iszero(m->host_nodes))
     return TRUE;
   if (m->gnode >= 0 && (guint)m->gnode >= r->n_gnodes)
-    return set_invalid(error, "plan: guest node %d does not exist (the guest has "
-                       "%u)", m->gnode, r->n_gnodes);
+    return set_invalid(error,
+                       "plan: guest node %d does not exist (the guest has "
+                       "%u)",
+                       m->gnode, r->n_gnodes);
   if (memdev == NULL)
     memdev = m->gnode < 0 ? a->machine_memdev : r->gnodes[m->gnode].memdev;
 
   if (memdev != NULL) {
     QpBackend *b = find_backend(a, memdev);
     if (b == NULL)
-      return set_invalid(error, "plan: memory backend '%s' is not on the command "
-                         "line", memdev);
+      return set_invalid(error,
+                         "plan: memory backend '%s' is not on the command "
+                         "line",
+                         memdev);
     if (g_hash_table_contains(done, b->id))
       return TRUE;
     g_hash_table_add(done, b->id);
@@ -1971,11 +2117,13 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
     if (!set_nodes && !with_tc)
       return TRUE;
     char *value = NULL;
-    if (!edit_backend(a, b, set_nodes, nodes, m->policy, with_tc, &value, error))
+    if (!edit_backend(a, b, set_nodes, nodes, m->policy, with_tc, &value,
+                      error))
       return FALSE;
     rw->replace[b->argi] = value;
     if (with_tc)
-      rewrite_insert(rw, b->argi - 1, "-object", thread_context(b->id, tc_nodes));
+      rewrite_insert(rw, b->argi - 1, "-object",
+                     thread_context(b->id, tc_nodes));
     return TRUE;
   }
   if (m->caller_set)
@@ -1985,12 +2133,14 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
    * the mem-path of the backends made here, as QEMU makes its own. */
   const char *mem_path = a->priv->mem_path;
   g_auto(hwloc_bitmap_t) tc_nodes =
-    a->priv->mem_prealloc ? nodes_with_cpus(m->host_nodes) : NULL;
+      a->priv->mem_prealloc ? nodes_with_cpus(m->host_nodes) : NULL;
   gboolean with_tc = tc_nodes != NULL;
   if (m->gnode < 0) {
     if (r->n_gnodes > 0)
-      return set_invalid(error, "plan: memory for the whole guest, but the guest "
-                         "has %u NUMA nodes", r->n_gnodes);
+      return set_invalid(error,
+                         "plan: memory for the whole guest, but the guest "
+                         "has %u NUMA nodes",
+                         r->n_gnodes);
     const char *id = qp_qemu_args_ram_id(a);
     drop_mem_path(rw);
     if (with_tc) {
@@ -2015,8 +2165,8 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
   if (with_tc)
     rewrite_insert(rw, nx->argi - 1, "-object", thread_context(id, tc_nodes));
   rewrite_insert(rw, nx->argi - 1, "-object",
-                 new_backend(id, mem_path, nx->mem_bytes, m->host_nodes, m->policy,
-                             with_tc));
+                 new_backend(id, mem_path, nx->mem_bytes, m->host_nodes,
+                             m->policy, with_tc));
   GString *s = g_string_new(a->argv[nx->argi]);
   kv_append(s, "memdev", id);
   rw->replace[nx->argi] = g_string_free(s, FALSE);
@@ -2033,10 +2183,11 @@ apply_vnuma(Rewrite *rw, const QpPlan *plan)
 {
   const QpQemuArgs *a = rw->args;
   g_ptr_array_add(rw->tail, g_strdup("-smp"));
-  g_ptr_array_add(rw->tail, g_strdup_printf(
-      "cpus=%u,maxcpus=%u,sockets=%u,dies=1,cores=%u,threads=%u",
-      a->req->vcpus, plan->n_vcpus, plan->vnuma_sockets, plan->vnuma_cores,
-      plan->vnuma_threads));
+  g_ptr_array_add(
+      rw->tail, g_strdup_printf(
+                    "cpus=%u,maxcpus=%u,sockets=%u,dies=1,cores=%u,threads=%u",
+                    a->req->vcpus, plan->n_vcpus, plan->vnuma_sockets,
+                    plan->vnuma_cores, plan->vnuma_threads));
   if (plan->n_vnodes == 0 || a->machine_memdev != NULL ||
       a->priv->mem_path != NULL)
     return FALSE;
@@ -2065,9 +2216,11 @@ apply_vnuma(Rewrite *rw, const QpPlan *plan)
       if (x == y)
         continue;
       g_ptr_array_add(rw->tail, g_strdup("-numa"));
-      g_ptr_array_add(rw->tail, g_strdup_printf(
-          "dist,src=%d,dst=%d,val=%u", plan->vnodes[x].id, plan->vnodes[y].id,
-          plan->vnode_distance[x * plan->n_vnodes + y]));
+      g_ptr_array_add(
+          rw->tail,
+          g_strdup_printf("dist,src=%d,dst=%d,val=%u", plan->vnodes[x].id,
+                          plan->vnodes[y].id,
+                          plan->vnode_distance[x * plan->n_vnodes + y]));
     }
   return TRUE;
 }
@@ -2099,7 +2252,8 @@ qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
         for (guint j = 0; j < rw.before[i]->len; j++)
           g_ptr_array_add(out, g_strdup(g_ptr_array_index(rw.before[i], j)));
       if (!rw.drop[i])
-        g_ptr_array_add(out, g_strdup(rw.replace[i] ? rw.replace[i] : args->argv[i]));
+        g_ptr_array_add(
+            out, g_strdup(rw.replace[i] ? rw.replace[i] : args->argv[i]));
     }
     for (guint j = 0; j < rw.tail->len; j++)
       g_ptr_array_add(out, g_strdup(g_ptr_array_index(rw.tail, j)));
@@ -2110,7 +2264,8 @@ qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
       g_ptr_array_add(out, g_strdup("-S"));
     if (qmp_fd >= 0) {
       g_ptr_array_add(out, g_strdup("-chardev"));
-      g_ptr_array_add(out, g_strdup_printf("socket,id=qemu-pin-qmp,fd=%d", qmp_fd));
+      g_ptr_array_add(out,
+                      g_strdup_printf("socket,id=qemu-pin-qmp,fd=%d", qmp_fd));
       g_ptr_array_add(out, g_strdup("-mon"));
       g_ptr_array_add(out, g_strdup("chardev=qemu-pin-qmp,mode=control"));
     }

@@ -21,7 +21,7 @@ typedef enum {
 /* A memory backend the caller made with -object memory-backend-*. */
 typedef struct {
   char *id;
-  char *qom_type;            /* memory-backend-ram|file|memfd */
+  char *qom_type; /* memory-backend-ram|file|memfd */
   guint64 size_mib;
   gboolean prealloc;
   gboolean hugetlb;
@@ -37,7 +37,7 @@ typedef struct {
 } QpBackend;
 
 typedef struct {
-  char **argv;          /* the caller's QEMU arguments (without the binary) */
+  char **argv; /* the caller's QEMU arguments (without the binary) */
   guint argc;
   /* Not a launch (help, version, capability probe): exec straight through. */
   gboolean passthrough;
@@ -48,14 +48,14 @@ typedef struct {
   char *incoming;       /* -incoming value, or NULL */
   gboolean daemonize;
   char *pidfile;
-  char *name;           /* -name (plain or guest=) */
+  char *name; /* -name (plain or guest=) */
   char *uuid;
-  char *id;             /* Proxmox's -id */
+  char *id; /* Proxmox's -id */
   gboolean has_sandbox;
   /* Added by the argv area (see qemu-args.c): */
-  char *machine;        /* machine type as given ("pc" when none) */
-  guint64 ram_bytes;    /* initial RAM in bytes (req->mem_mib rounded up) */
-  GPtrArray *warnings;  /* of char*: what QEMU would warn about */
+  char *machine;       /* machine type as given ("pc" when none) */
+  guint64 ram_bytes;   /* initial RAM in bytes (req->mem_mib rounded up) */
+  GPtrArray *warnings; /* of char*: what QEMU would warn about */
   struct _QpQemuArgsPriv *priv; /* parser state the rewrite needs */
 } QpQemuArgs;
 
@@ -68,11 +68,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpQemuArgs, qp_qemu_args_free)
 
 /* The argv to exec (ARGV0 first, NULL-terminated): the caller's arguments
  * with -S added, the private monitor on QMP_FD
- * (-chardev socket,id=qemu-pin-qmp,fd=N -mon chardev=qemu-pin-qmp,mode=control),
- * memory backends given host-nodes/policy where the caller set none, backends
- * created where there are none, and thread-context objects for preallocating
- * backends. PLAN may be NULL (mode none: only -S and the monitor). A
- * negative QMP_FD leaves the monitor out (for printing the argv). */
+ * (-chardev socket,id=qemu-pin-qmp,fd=N -mon
+ * chardev=qemu-pin-qmp,mode=control), memory backends given host-nodes/policy
+ * where the caller set none, backends created where there are none, and
+ * thread-context objects for preallocating backends. PLAN may be NULL (mode
+ * none: only -S and the monitor). A negative QMP_FD leaves the monitor out (for
+ * printing the argv). */
 char **qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
                             const QpPlan *plan, int qmp_fd, GError **error);
 
@@ -84,8 +85,8 @@ gboolean qp_parse_size_mib(const char *text, const char *what,
 /* The same in bytes, with QEMU 7.2's qemu_strtosz rules: suffixes B K M G T
  * P E (either case), a fraction only with a suffix, "0x" hex. Without a
  * suffix the unit is MiB if DEFAULT_MIB, else bytes. */
-gboolean qp_parse_size(const char *text, const char *what,
-                       gboolean default_mib, guint64 *out, GError **error);
+gboolean qp_parse_size(const char *text, const char *what, gboolean default_mib,
+                       guint64 *out, GError **error);
 
 /* Id of the backend the rewrite creates for a guest without vNUMA on machine
  * MACHINE: QEMU's default RAM id ("pc.ram" for pc and q35, so that the RAM

@@ -13,7 +13,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* The quark's name is the argument as written. */
+/* clang-format off */
 G_DEFINE_QUARK(qp-qmp-error-quark, qp_qmp_error)
+/* clang-format on */
 
 /* A hostile or broken peer must not make us buffer without bound. */
 #define QP_QMP_MAX_LINE (16 * 1024 * 1024)
@@ -25,10 +28,10 @@ G_DEFINE_QUARK(qp-qmp-error-quark, qp_qmp_error)
 struct QpQmp {
   int fd;
   guint timeout_ms;
-  GString *in;          /* bytes read and not yet consumed */
-  gsize scanned;        /* bytes of IN known to hold no '\n' */
-  gboolean eof;         /* the peer closed its end */
-  GQueue events;        /* of JsonObject * */
+  GString *in;   /* bytes read and not yet consumed */
+  gsize scanned; /* bytes of IN known to hold no '\n' */
+  gboolean eof;  /* the peer closed its end */
+  GQueue events; /* of JsonObject * */
   gint64 next_id;
   GHashTable *abandoned; /* ids of commands that timed out */
 };
@@ -43,8 +46,8 @@ qp_qmp_new(int fd, guint timeout_ms)
   qmp->in = g_string_sized_new(4096);
   g_queue_init(&qmp->events);
   qmp->next_id = 1;
-  qmp->abandoned = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
-                                         NULL);
+  qmp->abandoned =
+      g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
   return qmp;
 }
 
@@ -214,7 +217,7 @@ static gboolean
 wait_fd(QpQmp *qmp, short events, gint64 deadline, GError **error)
 {
   for (;;) {
-    struct pollfd pfd = { .fd = qmp->fd, .events = events };
+    struct pollfd pfd = {.fd = qmp->fd, .events = events};
     int ms = remaining_ms(deadline);
     int n = poll(&pfd, 1, ms);
 
@@ -321,8 +324,8 @@ static JsonObject *
 read_message(QpQmp *qmp, gint64 deadline, GError **error)
 {
   for (;;) {
-    char *nl = memchr(qmp->in->str + qmp->scanned, '\n',
-                      qmp->in->len - qmp->scanned);
+    char *nl =
+        memchr(qmp->in->str + qmp->scanned, '\n', qmp->in->len - qmp->scanned);
 
     if (nl != NULL) {
       gsize len = (gsize)(nl - qmp->in->str);
@@ -476,8 +479,7 @@ qp_qmp_execute(QpQmp *qmp, const char *command, JsonObject *arguments,
 
   json_object_set_string_member(req, "execute", command);
   if (arguments != NULL)
-    json_object_set_object_member(req, "arguments",
-                                  json_object_ref(arguments));
+    json_object_set_object_member(req, "arguments", json_object_ref(arguments));
   json_object_set_int_member(req, "id", id);
   root = json_node_init_object(json_node_alloc(), req);
   text = json_to_string(root, FALSE);
@@ -552,7 +554,8 @@ qp_qmp_handshake(QpQmp *qmp, GError **error)
   if (greeting == NULL) {
     if (g_error_matches(local, QP_QMP_ERROR, QP_QMP_ERROR_TIMEOUT))
       g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_TIMEOUT,
-                  "QMP greeting: nothing received within %u ms", qmp->timeout_ms);
+                  "QMP greeting: nothing received within %u ms",
+                  qmp->timeout_ms);
     else
       g_propagate_prefixed_error(error, g_steal_pointer(&local),
                                  "QMP greeting: ");
@@ -644,8 +647,8 @@ int_member(JsonObject *obj, const char *name, gboolean required,
   v = json_node_get_int(node);
   if (v < min_value || v > G_MAXINT) {
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
-                "%s: expected '%s' in %" G_GINT64_FORMAT "..%d, got %"
-                G_GINT64_FORMAT,
+                "%s: expected '%s' in %" G_GINT64_FORMAT
+                "..%d, got %" G_GINT64_FORMAT,
                 where, name, min_value, G_MAXINT, v);
     return FALSE;
   }
@@ -654,8 +657,8 @@ int_member(JsonObject *obj, const char *name, gboolean required,
 }
 
 static gboolean
-string_member(JsonObject *obj, const char *name, gboolean required,
-              char **out, const char *where, GError **error)
+string_member(JsonObject *obj, const char *name, gboolean required, char **out,
+              const char *where, GError **error)
 {
   JsonNode *node = json_object_get_member(obj, name);
 
@@ -700,8 +703,7 @@ expect_element(const char *command, JsonArray *arr, guint i, GError **error)
     g_autofree char *text = json_to_string(el, FALSE);
     g_autofree char *ex = excerpt(text, strlen(text));
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
-                "%s: element %u: expected an object, got '%s'", command, i,
-                ex);
+                "%s: element %u: expected an object, got '%s'", command, i, ex);
     return NULL;
   }
   return json_node_get_object(el);
@@ -737,8 +739,12 @@ qp_qmp_parse_cpus(JsonNode *ret, GError **error)
   for (guint i = 0; i < json_array_get_length(arr); i++) {
     JsonObject *el = expect_element(cmd, arr, i, error);
     g_autofree char *where = g_strdup_printf("%s: element %u", cmd, i);
-    QpVcpu v = { .node_id = -1, .socket_id = -1, .die_id = -1,
-                 .cluster_id = -1, .core_id = -1, .smt_id = -1 };
+    QpVcpu v = {.node_id = -1,
+                .socket_id = -1,
+                .die_id = -1,
+                .cluster_id = -1,
+                .core_id = -1,
+                .smt_id = -1};
     JsonNode *props;
 
     if (el == NULL)
@@ -794,7 +800,7 @@ qp_qmp_parse_iothreads(JsonNode *ret, GError **error)
   for (guint i = 0; i < json_array_get_length(arr); i++) {
     JsonObject *el = expect_element(cmd, arr, i, error);
     g_autofree char *where = g_strdup_printf("%s: element %u", cmd, i);
-    QpIothread t = { 0 };
+    QpIothread t = {0};
 
     if (el == NULL)
       return NULL;
@@ -810,8 +816,7 @@ qp_qmp_parse_iothreads(JsonNode *ret, GError **error)
 GArray *
 qp_qmp_query_cpus(QpQmp *qmp, GError **error)
 {
-  g_autoptr(JsonNode) ret = qp_qmp_execute(qmp, "query-cpus-fast", NULL,
-                                           error);
+  g_autoptr(JsonNode) ret = qp_qmp_execute(qmp, "query-cpus-fast", NULL, error);
 
   if (ret == NULL)
     return NULL;
@@ -821,8 +826,7 @@ qp_qmp_query_cpus(QpQmp *qmp, GError **error)
 GArray *
 qp_qmp_query_iothreads(QpQmp *qmp, GError **error)
 {
-  g_autoptr(JsonNode) ret = qp_qmp_execute(qmp, "query-iothreads", NULL,
-                                           error);
+  g_autoptr(JsonNode) ret = qp_qmp_execute(qmp, "query-iothreads", NULL, error);
 
   if (ret == NULL)
     return NULL;

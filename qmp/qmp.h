@@ -35,8 +35,8 @@ gboolean qp_qmp_handshake(QpQmp *qmp, GError **error);
 
 /* Runs COMMAND with ARGUMENTS (may be NULL; not consumed) and returns its
  * "return" member (a new reference). */
-JsonNode *qp_qmp_execute(QpQmp *qmp, const char *command,
-                         JsonObject *arguments, GError **error);
+JsonNode *qp_qmp_execute(QpQmp *qmp, const char *command, JsonObject *arguments,
+                         GError **error);
 
 /* The next event (a new reference to the whole message), waiting up to
  * TIMEOUT_MS (-1: forever). NULL without error on timeout; NULL with error on
@@ -49,7 +49,7 @@ gboolean qp_qmp_has_event(const QpQmp *qmp);
 typedef struct {
   int cpu_index;
   int thread_id;
-  int node_id;   /* -1 if absent */
+  int node_id;                                        /* -1 if absent */
   int socket_id, die_id, cluster_id, core_id, smt_id; /* -1 if absent */
   char *qom_path;
 } QpVcpu;

@@ -3,7 +3,10 @@
 #include <errno.h>
 #include <stdlib.h>
 
+/* The quark's name is the argument as written. */
+/* clang-format off */
 G_DEFINE_QUARK(qp-topology-error-quark, qp_topology_error)
+/* clang-format on */
 
 static gboolean
 parse_index(const char **p, guint max, guint *out)

@@ -38,7 +38,8 @@ static hwloc_obj_t
 first_memory_node(hwloc_obj_t obj)
 {
   hwloc_obj_t best = NULL;
-  for (hwloc_obj_t m = obj->memory_first_child; m != NULL; m = m->next_sibling) {
+  for (hwloc_obj_t m = obj->memory_first_child; m != NULL;
+       m = m->next_sibling) {
     hwloc_obj_t n = m->type == HWLOC_OBJ_NUMANODE ? m : first_memory_node(m);
     if (n != NULL && (best == NULL || n->os_index < best->os_index))
       best = n;
@@ -99,8 +100,7 @@ read_affinity(hwloc_bitmap_t out, GError **error)
     CPU_FREE(set);
     if (e != EINVAL) {
       g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LOAD,
-                  "cannot read this process's CPU affinity: %s",
-                  g_strerror(e));
+                  "cannot read this process's CPU affinity: %s", g_strerror(e));
       return FALSE;
     }
   }
@@ -175,9 +175,9 @@ fill_node(QpNode *n, hwloc_obj_t obj, Source source)
     if (size == 0 || size == base)
       continue;
     QpHugePool pool = {
-      .page_kib = size / 1024,
-      .total = attr->page_types[i].count,
-      .free = attr->page_types[i].count,
+        .page_kib = size / 1024,
+        .total = attr->page_types[i].count,
+        .free = attr->page_types[i].count,
     };
     if (source == SOURCE_LIVE) {
       g_autofree char *dir = g_strdup_printf(
@@ -201,7 +201,8 @@ fill_distances(QpHost *host, hwloc_topology_t topo)
   host->distance = g_new(guint, (gsize)n * n);
   for (guint i = 0; i < n; i++)
     for (guint j = 0; j < n; j++)
-      host->distance[i * n + j] = i == j ? QP_DISTANCE_LOCAL : QP_DISTANCE_REMOTE;
+      host->distance[i * n + j] =
+          i == j ? QP_DISTANCE_LOCAL : QP_DISTANCE_REMOTE;
 
   struct hwloc_distances_s *found[8];
   unsigned nr = G_N_ELEMENTS(found);
@@ -222,8 +223,8 @@ fill_distances(QpHost *host, hwloc_topology_t topo)
       for (unsigned j = 0; j < d->nbobjs && a >= 0; j++) {
         int b = qp_host_node_index(host, (int)d->objs[j]->os_index);
         if (b >= 0)
-          host->distance[(guint)a * n + (guint)b] =
-              (guint)MIN(d->values[i * d->nbobjs + j], (hwloc_uint64_t)G_MAXUINT);
+          host->distance[(guint)a * n + (guint)b] = (guint)MIN(
+              d->values[i * d->nbobjs + j], (hwloc_uint64_t)G_MAXUINT);
       }
     }
   }
@@ -259,7 +260,8 @@ fill_kinds(QpHost *host, hwloc_topology_t topo)
     for (unsigned i = 0; i < n_infos; i++)
       if (strcmp(infos[i].name, "CoreType") == 0)
         name = infos[i].value;
-    host->kind_names[k] = name != NULL ? g_strdup(name) : g_strdup_printf("kind%d", k);
+    host->kind_names[k] =
+        name != NULL ? g_strdup(name) : g_strdup_printf("kind%d", k);
     host->kind_efficiency[k] = efficiency;
     for (guint c = 0; c < host->n_cpus; c++)
       if (hwloc_bitmap_isset(set, (unsigned)host->cpus[c].id))
@@ -302,10 +304,10 @@ fill_pci(QpHost *host, hwloc_topology_t topo)
        d = hwloc_get_next_pcidev(topo, d)) {
     const struct hwloc_pcidev_attr_s *a = &d->attr->pcidev;
     QpPciDevice dev = {
-      .bdf = g_strdup_printf("%04x:%02x:%02x.%01x", (unsigned)a->domain,
-                             (unsigned)a->bus, (unsigned)a->dev,
-                             (unsigned)a->func),
-      .node = pci_node(host, topo, d),
+        .bdf = g_strdup_printf("%04x:%02x:%02x.%01x", (unsigned)a->domain,
+                               (unsigned)a->bus, (unsigned)a->dev,
+                               (unsigned)a->func),
+        .node = pci_node(host, topo, d),
     };
     g_array_append_val(host->pci, dev);
   }
@@ -317,8 +319,8 @@ static void
 apply_allowed(QpHost *host)
 {
   for (guint c = 0; c < host->n_cpus; c++)
-    host->cpus[c].allowed = hwloc_bitmap_isset(host->allowed,
-                                               (unsigned)host->cpus[c].id);
+    host->cpus[c].allowed =
+        hwloc_bitmap_isset(host->allowed, (unsigned)host->cpus[c].id);
   for (guint i = 0; i < host->n_nodes; i++)
     hwloc_bitmap_and(host->nodes[i].cpus, host->nodes[i].all_cpus,
                      host->allowed);
@@ -354,10 +356,12 @@ build_host(hwloc_topology_t topo, Source source, const char *name,
   host->source = g_strdup(name);
 
   /* Nodes, ascending id. */
-  host->n_nodes = (guint)MAX(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE), 0);
+  host->n_nodes =
+      (guint)MAX(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE), 0);
   host->nodes = g_new0(QpNode, MAX(host->n_nodes, 1));
   guint i = 0;
-  for (hwloc_obj_t o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, NULL);
+  for (hwloc_obj_t o =
+           hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, NULL);
        o != NULL && i < host->n_nodes;
        o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, o))
     fill_node(&host->nodes[i++], o, source);
@@ -392,7 +396,8 @@ build_host(hwloc_topology_t topo, Source source, const char *name,
   hwloc_bitmap_foreach_begin(id, all)
   {
     hwloc_obj_t pu = g_hash_table_lookup(pu_of_id, GUINT_TO_POINTER((guint)id));
-    hwloc_obj_t core_obj = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu);
+    hwloc_obj_t core_obj =
+        hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu);
     gpointer key = core_obj != NULL ? (gpointer)core_obj : (gpointer)pu;
     QpCpu *cpu = &host->cpus[c++];
     cpu->id = id;
@@ -403,9 +408,9 @@ build_host(hwloc_topology_t topo, Source source, const char *name,
       cpu->core = GPOINTER_TO_INT(found);
     } else {
       QpCore core = {
-        .package = cpu->package,
-        .node = cpu->node,
-        .pus = hwloc_bitmap_alloc(),
+          .package = cpu->package,
+          .node = cpu->node,
+          .pus = hwloc_bitmap_alloc(),
       };
       cpu->core = (int)cores->len;
       g_array_append_val(cores, core);
@@ -440,10 +445,9 @@ qp_hwloc_topology_init(hwloc_topology_t *topo)
 {
   const char *name = "HWLOC_PLUGINS_BLACKLIST";
   g_autofree char *saved = g_strdup(g_getenv(name));
-  g_autofree char *list =
-      saved != NULL && saved[0] != '\0'
-          ? g_strdup_printf("%s,%s", saved, UNUSED_PLUGINS)
-          : g_strdup(UNUSED_PLUGINS);
+  g_autofree char *list = saved != NULL && saved[0] != '\0'
+                              ? g_strdup_printf("%s,%s", saved, UNUSED_PLUGINS)
+                              : g_strdup(UNUSED_PLUGINS);
   /* Read during this init only: put the environment back for QEMU, which
    * inherits it. */
   g_setenv(name, list, TRUE);
@@ -497,16 +501,19 @@ qp_host_load_full(const char *xml_path, gboolean with_io, GError **error)
     if (!g_file_test(xml_path, G_FILE_TEST_IS_REGULAR)) {
       g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LOAD,
                   "topology file %s: %s: expected a recorded hwloc XML file "
-                  "(lstopo --of xml FILE)", xml_path,
+                  "(lstopo --of xml FILE)",
+                  xml_path,
                   g_file_test(xml_path, G_FILE_TEST_EXISTS)
-                      ? "not a regular file" : "no such file");
+                      ? "not a regular file"
+                      : "no such file");
       return NULL;
     }
     if (hwloc_topology_set_xml(topo, xml_path) < 0 ||
         hwloc_topology_load(topo) < 0) {
       g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
                   "topology file %s is not a valid hwloc XML topology: "
-                  "expected a file written by lstopo --of xml", xml_path);
+                  "expected a file written by lstopo --of xml",
+                  xml_path);
       return NULL;
     }
     return build_host(topo, SOURCE_XML, xml_path, error);
@@ -525,12 +532,14 @@ QpHost *
 qp_host_load_synthetic(const char *description, GError **error)
 {
   g_auto(hwloc_topology_t) topo = new_topology(TRUE);
-  if (description == NULL || hwloc_topology_set_synthetic(topo, description) < 0 ||
+  if (description == NULL ||
+      hwloc_topology_set_synthetic(topo, description) < 0 ||
       hwloc_topology_load(topo) < 0) {
-    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
-                "synthetic topology '%s' is not valid: expected an hwloc "
-                "description such as \"pack:2 numa:2(memory=16GiB) core:4 pu:2\"",
-                description != NULL ? description : "");
+    g_set_error(
+        error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+        "synthetic topology '%s' is not valid: expected an hwloc "
+        "description such as \"pack:2 numa:2(memory=16GiB) core:4 pu:2\"",
+        description != NULL ? description : "");
     return NULL;
   }
   return build_host(topo, SOURCE_SYNTHETIC, description, error);
@@ -735,7 +744,8 @@ qp_host_to_text(const QpHost *host)
   g_autofree char *id_list = qp_list_format(ids);
 
   g_string_append_printf(s, "source: %s\n", host->source);
-  g_string_append_printf(s, "available: %u nodes (%s)\n", host->n_nodes, id_list);
+  g_string_append_printf(s, "available: %u nodes (%s)\n", host->n_nodes,
+                         id_list);
   for (guint i = 0; i < host->n_nodes; i++) {
     const QpNode *n = &host->nodes[i];
     g_autofree char *all = qp_list_format(n->all_cpus);
@@ -743,16 +753,18 @@ qp_host_to_text(const QpHost *host)
     g_string_append_printf(s, "node %d cpus: %s", n->id,
                            *all != '\0' ? all : "(none: memory only)");
     if (!hwloc_bitmap_isequal(n->cpus, n->all_cpus))
-      g_string_append_printf(s, " (allowed: %s)", *cpus != '\0' ? cpus : "none");
+      g_string_append_printf(s, " (allowed: %s)",
+                             *cpus != '\0' ? cpus : "none");
     g_string_append_printf(s, "\nnode %d size: %" G_GUINT64_FORMAT " MiB\n",
                            n->id, n->total_mib);
     g_string_append_printf(s, "node %d free: %" G_GUINT64_FORMAT " MiB\n",
                            n->id, n->free_mib);
     for (guint h = 0; h < n->hugepages->len; h++) {
       const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, h);
-      g_string_append_printf(s, "node %d hugepages %" G_GUINT64_FORMAT
-                             " kB: %" G_GUINT64_FORMAT " total, %"
-                             G_GUINT64_FORMAT " free\n",
+      g_string_append_printf(s,
+                             "node %d hugepages %" G_GUINT64_FORMAT
+                             " kB: %" G_GUINT64_FORMAT
+                             " total, %" G_GUINT64_FORMAT " free\n",
                              n->id, p->page_kib, p->total, p->free);
     }
   }
@@ -769,7 +781,8 @@ qp_host_to_text(const QpHost *host)
 
   guint max_threads = 0;
   for (guint i = 0; i < host->n_cores; i++)
-    max_threads = MAX(max_threads, (guint)hwloc_bitmap_weight(host->cores[i].pus));
+    max_threads =
+        MAX(max_threads, (guint)hwloc_bitmap_weight(host->cores[i].pus));
   g_string_append_printf(s, "cores: %u, CPUs: %u, up to %u thread%s per core\n",
                          host->n_cores, host->n_cpus, max_threads,
                          max_threads == 1 ? "" : "s");

@@ -50,21 +50,21 @@ typedef struct {
 } QpPciDevice;
 
 typedef struct {
-  char *source;          /* "live", an XML path, or a synthetic description */
+  char *source; /* "live", an XML path, or a synthetic description */
   guint n_nodes;
-  QpNode *nodes;         /* ascending id */
+  QpNode *nodes; /* ascending id */
   guint n_cores;
-  QpCore *cores;         /* ascending first PU */
+  QpCore *cores; /* ascending first PU */
   guint n_cpus;
-  QpCpu *cpus;           /* ascending id */
-  guint *distance;       /* n_nodes * n_nodes, by index into nodes[] */
+  QpCpu *cpus;            /* ascending id */
+  guint *distance;        /* n_nodes * n_nodes, by index into nodes[] */
   hwloc_bitmap_t allowed; /* CPUs this process may use */
-  guint n_kinds;         /* >= 1 */
-  GArray *pci;           /* of QpPciDevice */
+  guint n_kinds;          /* >= 1 */
+  GArray *pci;            /* of QpPciDevice */
   /* Added by the host model (issue 8): */
-  char **kind_names;      /* n_kinds names: hwloc CoreType info ("IntelAtom",
-                           * "IntelCore"), else "kindN" */
-  int *kind_efficiency;   /* n_kinds hwloc efficiencies, -1 if unknown */
+  char **kind_names;    /* n_kinds names: hwloc CoreType info ("IntelAtom",
+                         * "IntelCore"), else "kindN" */
+  int *kind_efficiency; /* n_kinds hwloc efficiencies, -1 if unknown */
   hwloc_bitmap_t allowed_nodes; /* nodes this process may bind memory to */
 } QpHost;
 

@@ -38,9 +38,8 @@ struct QpLedger {
 
 /* ---- Small helpers ------------------------------------------------------- */
 
-static gboolean
-set_errno_error(GError **error, int errsv, const char *fmt, ...)
-  G_GNUC_PRINTF(3, 4);
+static gboolean set_errno_error(GError **error, int errsv, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
 
 static gboolean
 set_errno_error(GError **error, int errsv, const char *fmt, ...)
@@ -195,7 +194,8 @@ claim_is_live(const QpClaim *c)
          pid_start_matches(c->launcher_pid, c->launcher_start);
 }
 
-/* ---- Directory ------------------------------------------------------------ */
+/* ---- Directory ------------------------------------------------------------
+ */
 
 char *
 qp_ledger_default_dir(void)
@@ -287,9 +287,9 @@ qp_ledger_open(const char *dir, GError **error)
   if (created && (st.st_mode & 07777) != 0700)
     (void)fchmod(dirfd, 0700);
 
-  int lockfd = openat(dirfd, LOCK_NAME,
-                      O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
-                      0600);
+  int lockfd =
+      openat(dirfd, LOCK_NAME,
+             O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
   if (lockfd < 0) {
     set_errno_error(error, errno, "cannot open lock file %s/%s", dir,
                     LOCK_NAME);
@@ -299,8 +299,8 @@ qp_ledger_open(const char *dir, GError **error)
   if (fstat(lockfd, &st) < 0 || !S_ISREG(st.st_mode) ||
       st.st_uid != geteuid()) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
-                "lock file %s/%s is not a regular file owned by uid %u",
-                dir, LOCK_NAME, (unsigned)geteuid());
+                "lock file %s/%s is not a regular file owned by uid %u", dir,
+                LOCK_NAME, (unsigned)geteuid());
     close(lockfd);
     close(dirfd);
     return NULL;
@@ -398,7 +398,8 @@ qp_ledger_new_id(void)
   return g_uuid_string_random();
 }
 
-/* ---- Records: JSON --------------------------------------------------------- */
+/* ---- Records: JSON ---------------------------------------------------------
+ */
 
 static void
 add_node_map(JsonBuilder *b, const char *key, GArray *arr, gboolean load)
@@ -482,9 +483,8 @@ qp_claim_to_json(const QpClaim *c)
   return out;
 }
 
-static gboolean
-bad_field(GError **error, const char *field, const char *fmt, ...)
-  G_GNUC_PRINTF(3, 4);
+static gboolean bad_field(GError **error, const char *field, const char *fmt,
+                          ...) G_GNUC_PRINTF(3, 4);
 
 static gboolean
 bad_field(GError **error, const char *field, const char *fmt, ...)
@@ -523,10 +523,10 @@ get_uint(JsonNode *n, const char *field, guint64 max, guint64 *out,
          GError **error)
 {
   if (n == NULL)
-    return bad_field(error, field, "is missing; expected a non-negative "
-                                   "integer");
-  if (!JSON_NODE_HOLDS_VALUE(n) ||
-      json_node_get_value_type(n) != G_TYPE_INT64)
+    return bad_field(error, field,
+                     "is missing; expected a non-negative "
+                     "integer");
+  if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_INT64)
     return bad_field(error, field, "is %s; expected a non-negative integer",
                      node_type_word(n));
   gint64 v = json_node_get_int(n);
@@ -536,9 +536,9 @@ get_uint(JsonNode *n, const char *field, guint64 max, guint64 *out,
                      "integer",
                      v);
   if ((guint64)v > max)
-    return bad_field(error, field,
-                     "is %" G_GINT64_FORMAT "; expected at most %" G_GUINT64_FORMAT,
-                     v, max);
+    return bad_field(
+        error, field,
+        "is %" G_GINT64_FORMAT "; expected at most %" G_GUINT64_FORMAT, v, max);
   *out = (guint64)v;
   return TRUE;
 }
@@ -587,11 +587,13 @@ get_node_map(JsonObject *o, const char *field, gboolean load, GArray *out,
 {
   JsonNode *n = json_object_get_member(o, field);
   if (n == NULL)
-    return bad_field(error, field, "is missing; expected an object of node "
-                                   "numbers");
+    return bad_field(error, field,
+                     "is missing; expected an object of node "
+                     "numbers");
   if (!JSON_NODE_HOLDS_OBJECT(n))
-    return bad_field(error, field, "is %s; expected an object of node "
-                                   "numbers",
+    return bad_field(error, field,
+                     "is %s; expected an object of node "
+                     "numbers",
                      node_type_word(n));
   JsonObject *m = json_node_get_object(n);
   g_autoptr(GList) members = json_object_get_members(m);
@@ -710,8 +712,7 @@ qp_claim_from_json(const char *text, gsize len, GError **error)
     JsonNode *e = json_array_get_element(arr, i);
     g_autofree char *field = g_strdup_printf("hugepages[%u]", i);
     if (!JSON_NODE_HOLDS_OBJECT(e)) {
-      bad_field(error, field, "is %s; expected an object",
-                node_type_word(e));
+      bad_field(error, field, "is %s; expected an object", node_type_word(e));
       return NULL;
     }
     JsonObject *eo = json_node_get_object(e);
@@ -719,8 +720,8 @@ qp_claim_from_json(const char *text, gsize len, GError **error)
     g_autofree char *f_kib = g_strdup_printf("%s.page-kib", field);
     g_autofree char *f_pages = g_strdup_printf("%s.pages", field);
     guint64 node, kib, pages;
-    if (!get_uint(json_object_get_member(eo, "node"), f_node,
-                  QP_LIST_MAX_INDEX, &node, error) ||
+    if (!get_uint(json_object_get_member(eo, "node"), f_node, QP_LIST_MAX_INDEX,
+                  &node, error) ||
         !get_uint(json_object_get_member(eo, "page-kib"), f_kib, G_MAXINT64,
                   &kib, error) ||
         !get_uint(json_object_get_member(eo, "pages"), f_pages, G_MAXINT64,
@@ -782,8 +783,7 @@ qp_ledger_write(QpLedger *ledger, const QpClaim *claim, GError **error)
   int fd = -1;
   for (int attempt = 0; attempt < 2 && fd < 0; attempt++) {
     fd = openat(ledger->dirfd, tmp,
-                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
-                    O_NOCTTY,
+                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
                 0600);
     if (fd < 0 && errno == EEXIST && attempt == 0)
       (void)unlinkat(ledger->dirfd, tmp, 0); /* ours, left by a failure */
@@ -930,8 +930,8 @@ add_node_keys(GRegex *keys, const char *body, hwloc_bitmap_t nodes)
 static char *
 section(const char *text, const char *field, char open, char close)
 {
-  g_autofree char *pat = g_strdup_printf("\"%s\"\\s*:\\s*\\%c([^\\%c\\%c]*)\\%c",
-                                         field, open, open, close, close);
+  g_autofree char *pat = g_strdup_printf(
+      "\"%s\"\\s*:\\s*\\%c([^\\%c\\%c]*)\\%c", field, open, open, close, close);
   g_autoptr(GRegex) re = g_regex_new(pat, G_REGEX_RAW, 0, NULL);
   g_autoptr(GMatchInfo) mi = NULL;
   if (re == NULL || !g_regex_match(re, text, 0, &mi))
@@ -950,19 +950,18 @@ salvage_nodes(const char *text, const QpHost *host)
   g_autofree char *load = section(text, "load", '{', '}');
   if (mem == NULL || huge == NULL || load == NULL)
     return NULL;
-  g_autoptr(GRegex) cpus_re =
-      g_regex_new("\"dedicated-cpus\"\\s*:\\s*\"([0-9,-]*)\"", G_REGEX_RAW, 0,
-                  NULL);
+  g_autoptr(GRegex) cpus_re = g_regex_new(
+      "\"dedicated-cpus\"\\s*:\\s*\"([0-9,-]*)\"", G_REGEX_RAW, 0, NULL);
   g_autoptr(GMatchInfo) cmi = NULL;
   if (!g_regex_match(cpus_re, text, 0, &cmi))
     return NULL;
   g_autofree char *cpus = g_match_info_fetch(cmi, 1);
 
   g_auto(hwloc_bitmap_t) nodes = hwloc_bitmap_alloc();
-  g_autoptr(GRegex) keys = g_regex_new("\"([0-9]{1,5})\"\\s*:", G_REGEX_RAW,
-                                       0, NULL);
-  g_autoptr(GRegex) hnodes = g_regex_new("\"node\"\\s*:\\s*([0-9]{1,5})",
-                                         G_REGEX_RAW, 0, NULL);
+  g_autoptr(GRegex) keys =
+      g_regex_new("\"([0-9]{1,5})\"\\s*:", G_REGEX_RAW, 0, NULL);
+  g_autoptr(GRegex) hnodes =
+      g_regex_new("\"node\"\\s*:\\s*([0-9]{1,5})", G_REGEX_RAW, 0, NULL);
   add_node_keys(keys, mem, nodes);
   add_node_keys(keys, load, nodes);
   add_node_keys(hnodes, huge, nodes);
@@ -1107,8 +1106,7 @@ qp_ledger_read(QpLedger *ledger, const QpHost *host, GError **error)
       g_ptr_array_add(claims->warnings,
                       g_strdup_printf("ledger record %s/%s could not be read "
                                       "(%s); moved to %s",
-                                      ledger->dir, name, perr->message,
-                                      dest));
+                                      ledger->dir, name, perr->message, dest));
       g_ptr_array_add(corrupt, g_steal_pointer(&dest));
       continue;
     }
@@ -1147,8 +1145,7 @@ qp_claim_from_plan(const QpPlan *plan, const char *id, const char *name)
   if (plan->claim_mem)
     g_array_append_vals(c->mem, plan->claim_mem->data, plan->claim_mem->len);
   if (plan->claim_huge)
-    g_array_append_vals(c->huge, plan->claim_huge->data,
-                        plan->claim_huge->len);
+    g_array_append_vals(c->huge, plan->claim_huge->data, plan->claim_huge->len);
   if (plan->load)
     g_array_append_vals(c->load, plan->load->data, plan->load->len);
   if (plan->dedicated)

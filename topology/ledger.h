@@ -36,7 +36,8 @@ QpClaims *qp_ledger_read(QpLedger *ledger, const QpHost *host, GError **error);
 
 /* Writes CLAIM atomically (temp file, fsync, rename, fsync dir). Must hold the
  * lock. CLAIM->id names the record. */
-gboolean qp_ledger_write(QpLedger *ledger, const QpClaim *claim, GError **error);
+gboolean qp_ledger_write(QpLedger *ledger, const QpClaim *claim,
+                         GError **error);
 
 /* Removes the record ID (taking the lock itself). Missing is not an error. */
 gboolean qp_ledger_remove(QpLedger *ledger, const char *id, GError **error);
@@ -84,9 +85,9 @@ hwloc_bitmap_t qp_claims_dedicated(const QpClaims *claims);
 /* Memory and CPUs of one host node as the ledger sees them (for status;
  * the planner computes its own). */
 typedef struct {
-  int node;                 /* OS node id */
+  int node; /* OS node id */
   guint64 total_mib;
-  guint64 hugepage_mib;     /* memory in hugepage pools (not for plain RAM) */
+  guint64 hugepage_mib; /* memory in hugepage pools (not for plain RAM) */
   guint64 reserve_mib;
   guint64 claimed_mib;
   guint64 uncommitted_mib;  /* total - hugepage pools - reserve - claimed,

@@ -12,8 +12,8 @@ G_DEFINE_AUTO_CLEANUP_FREE_FUNC(hwloc_topology_t, hwloc_topology_destroy, NULL)
 
 /* Colours that stay apart from each other and from lstopo's own greys. */
 static const char *const palette[] = {
-  "#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4",
-  "#f032e6", "#bfef45", "#fabed4", "#469990", "#dcbeff", "#9a6324",
+    "#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4",
+    "#f032e6", "#bfef45", "#fabed4", "#469990", "#dcbeff", "#9a6324",
 };
 
 static void
@@ -24,8 +24,8 @@ style(hwloc_obj_t obj, const char *colour)
 }
 
 gboolean
-qp_status_picture(const char *xml_path, const QpClaims *claims,
-                  const char *out, GError **error)
+qp_status_picture(const char *xml_path, const QpClaims *claims, const char *out,
+                  GError **error)
 {
   const char *format;
   if (g_str_has_suffix(out, ".png"))
@@ -55,15 +55,17 @@ qp_status_picture(const char *xml_path, const QpClaims *claims,
   g_ptr_array_add(argv, g_strdup("--no-io"));
   g_ptr_array_add(argv, g_strdup("--no-default-legend"));
   g_ptr_array_add(argv, g_strdup("--append-legend"));
-  g_ptr_array_add(argv, g_strdup("qemu-pin status: VMs by colour (dedicated CPUs, "
-                                 "nodes holding their memory)"));
+  g_ptr_array_add(argv,
+                  g_strdup("qemu-pin status: VMs by colour (dedicated CPUs, "
+                           "nodes holding their memory)"));
 
   guint n = claims ? claims->claims->len : 0;
   for (guint i = 0; i < n; i++) {
     const QpClaim *c = g_ptr_array_index(claims->claims, i);
     const char *colour = palette[i % G_N_ELEMENTS(palette)];
     int cpu;
-    hwloc_bitmap_foreach_begin(cpu, c->dedicated) {
+    hwloc_bitmap_foreach_begin(cpu, c->dedicated)
+    {
       hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(topo, (unsigned)cpu);
       if (pu != NULL)
         style(pu, colour);
@@ -72,19 +74,22 @@ qp_status_picture(const char *xml_path, const QpClaims *claims,
     GString *mem = g_string_new(NULL);
     for (guint m = 0; m < c->mem->len; m++) {
       const QpNodeAmount *a = &g_array_index(c->mem, QpNodeAmount, m);
-      hwloc_obj_t node = hwloc_get_numanode_obj_by_os_index(topo, (unsigned)a->node);
+      hwloc_obj_t node =
+          hwloc_get_numanode_obj_by_os_index(topo, (unsigned)a->node);
       /* A node shared by several VMs keeps the colour of the first. */
-      if (node != NULL && hwloc_obj_get_info_by_name(node, "lstopoStyle") == NULL)
+      if (node != NULL &&
+          hwloc_obj_get_info_by_name(node, "lstopoStyle") == NULL)
         style(node, colour);
       g_string_append_printf(mem, "%snode %d: %" G_GUINT64_FORMAT " MiB",
                              m ? ", " : "", a->node, a->mib);
     }
     g_autofree char *ded = qp_list_format(c->dedicated);
     g_ptr_array_add(argv, g_strdup("--append-legend"));
-    g_ptr_array_add(argv, g_strdup_printf(
-        "%s = %s (pid %d, %s): CPUs %s; memory %s", colour,
-        c->name ? c->name : c->id, c->qemu_pid, qp_mode_name(c->mode),
-        *ded ? ded : "shared", mem->len ? mem->str : "none"));
+    g_ptr_array_add(
+        argv, g_strdup_printf("%s = %s (pid %d, %s): CPUs %s; memory %s",
+                              colour, c->name ? c->name : c->id, c->qemu_pid,
+                              qp_mode_name(c->mode), *ded ? ded : "shared",
+                              mem->len ? mem->str : "none"));
     g_string_free(mem, TRUE);
   }
   if (n == 0) {
@@ -92,7 +97,8 @@ qp_status_picture(const char *xml_path, const QpClaims *claims,
     g_ptr_array_add(argv, g_strdup("no VM holds a claim"));
   }
 
-  g_autofree char *tmpl = g_build_filename(g_get_tmp_dir(), "qemu-pin-XXXXXX.xml", NULL);
+  g_autofree char *tmpl =
+      g_build_filename(g_get_tmp_dir(), "qemu-pin-XXXXXX.xml", NULL);
   int fd = g_mkstemp(tmpl);
   if (fd < 0) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LOAD,

@@ -37,25 +37,25 @@ typedef struct {
   const QpClaims *claims;
   const QpRequest *req;
   const QpPlacementOptions *opts;
-  guint n;        /* vCPUs planned: maxcpus */
-  guint threads;  /* guest threads per core, >= 1 */
-  guint nn;       /* host->n_nodes */
-  guint64 unit_kib; /* memory unit: 1024 (MiB) or the hugepage size */
+  guint n;               /* vCPUs planned: maxcpus */
+  guint threads;         /* guest threads per core, >= 1 */
+  guint nn;              /* host->n_nodes */
+  guint64 unit_kib;      /* memory unit: 1024 (MiB) or the hugepage size */
   gboolean *node_ok;     /* may be used: in --hostnodes, allowed, not blocked */
   gboolean *device_node; /* holds a vfio device of the guest */
   gboolean any_device_node;
-  guint64 *avail;        /* uncommitted memory units */
-  guint64 *total_units;  /* for messages: memory (or pool) of the node */
+  guint64 *avail;       /* uncommitted memory units */
+  guint64 *total_units; /* for messages: memory (or pool) of the node */
   guint64 *claimed_units;
   guint64 *reserve_units;
-  guint *load;           /* shared vCPUs of other VMs */
+  guint *load; /* shared vCPUs of other VMs */
   hwloc_bitmap_t dedicated_others;
   hwloc_bitmap_t usable; /* before the kind restriction */
   int *cpu_idx;          /* CPU id -> index into host->cpus, -1 */
   int max_cpu_id;
-  int *node_idx;         /* node id -> index into host->nodes, -1 */
+  int *node_idx; /* node id -> index into host->nodes, -1 */
   int max_node_id;
-  int *vcpu_gnode;       /* vCPU -> index into req->gnodes (0 without) */
+  int *vcpu_gnode; /* vCPU -> index into req->gnodes (0 without) */
 } Ctx;
 
 /* One try on a set of CPUs (all usable CPUs, or those of one kind). */
@@ -63,17 +63,17 @@ typedef struct {
   hwloc_bitmap_t usable;
   hwloc_bitmap_t *node_cpus; /* per node index */
   guint *n_cpus;
-  GArray **node_cores;       /* per node index: guint core indexes */
-  guint *n_groups;           /* cores with >= threads usable PUs */
-  guint *n_pus;              /* usable PUs on free cores */
-  hwloc_bitmap_t taken;      /* PUs given to vCPUs of this plan */
-  gboolean *core_used;       /* per core index */
-  const char *kind_note;     /* " of CPU kind N", or "" */
+  GArray **node_cores;   /* per node index: guint core indexes */
+  guint *n_groups;       /* cores with >= threads usable PUs */
+  guint *n_pus;          /* usable PUs on free cores */
+  hwloc_bitmap_t taken;  /* PUs given to vCPUs of this plan */
+  gboolean *core_used;   /* per core index */
+  const char *kind_note; /* " of CPU kind N", or "" */
 } Attempt;
 
 /* A share of the guest's memory: one per guest node, or the whole guest. */
 typedef struct {
-  int gnode_index;   /* index into req->gnodes, -1 for the whole guest */
+  int gnode_index; /* index into req->gnodes, -1 for the whole guest */
   guint64 mem_mib;
   guint64 units;
   const char *memdev;
@@ -144,8 +144,7 @@ node_mem_detail(const Ctx *ctx, guint i)
                          units_to_mib(ctx, ctx->claimed_units[i]), reserve);
 }
 
-static void G_GNUC_PRINTF(2, 3)
-add_reason(QpPlan *plan, const char *fmt, ...)
+static void G_GNUC_PRINTF(2, 3) add_reason(QpPlan *plan, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -153,8 +152,7 @@ add_reason(QpPlan *plan, const char *fmt, ...)
   va_end(ap);
 }
 
-static void G_GNUC_PRINTF(2, 3)
-add_warning(QpPlan *plan, const char *fmt, ...)
+static void G_GNUC_PRINTF(2, 3) add_warning(QpPlan *plan, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -461,12 +459,11 @@ ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
       int i = d != NULL ? node_index(ctx, d->node) : -1;
       if (i < 0) {
         if (opts->device_locality == QP_DEVLOC_REQUIRED) {
-          g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                      "vfio device %s %s: --device-locality=required needs "
-                      "its host node (use preferred or ignore)",
-                      *b,
-                      d == NULL ? "is not on this host"
-                                : "has no known NUMA node");
+          g_set_error(
+              error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+              "vfio device %s %s: --device-locality=required needs "
+              "its host node (use preferred or ignore)",
+              *b, d == NULL ? "is not on this host" : "has no known NUMA node");
           return FALSE;
         }
         add_warning(notes, "vfio device %s %s: its locality is ignored", *b,
@@ -697,8 +694,8 @@ claim_caller_mem(const Ctx *ctx, const MemItem *it, guint64 *avail,
     g_autofree char *need = mem_phrase(ctx, it->units);
     g_autofree char *detail = node_mem_detail(ctx, best);
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                "%s needs %s on its host-nodes %s but node %d has only %"
-                G_GUINT64_FORMAT " MiB uncommitted %s",
+                "%s needs %s on its host-nodes %s but node %d has only "
+                "%" G_GUINT64_FORMAT " MiB uncommitted %s",
                 who, need, list, ctx->host->nodes[best].id,
                 units_to_mib(ctx, avail[best]), detail);
     return FALSE;
@@ -738,8 +735,7 @@ contribution(const SetSearch *s, guint j, guint64 mem_have, guint cap_have)
 {
   double v = 0;
   if (mem_have < s->mem_need)
-    v += (double)MIN(s->avail[j], s->mem_need - mem_have) /
-         (double)s->mem_need;
+    v += (double)MIN(s->avail[j], s->mem_need - mem_have) / (double)s->mem_need;
   guint c = node_cap(s->a, s->cap, j);
   if (cap_have < s->cap_need)
     v += (double)MIN(c, s->cap_need - cap_have) / (double)s->cap_need;
@@ -751,8 +747,8 @@ contribution(const SetSearch *s, guint j, guint64 mem_have, guint cap_have)
  * of what is still missing. Returns NULL when the usable nodes do not hold
  * the request. */
 static NodeSet *
-grow_from(const SetSearch *s, guint seed, gboolean distance_first,
-          guint limit, gboolean *in_set, guint *maxd)
+grow_from(const SetSearch *s, guint seed, gboolean distance_first, guint limit,
+          gboolean *in_set, guint *maxd)
 {
   const Ctx *ctx = s->ctx;
   guint nn = ctx->nn;
@@ -827,12 +823,12 @@ grow_from(const SetSearch *s, guint seed, gboolean distance_first,
 }
 
 typedef struct {
-  guint devices;   /* device nodes in the set */
+  guint devices; /* device nodes in the set */
   guint max_d;
-  guint64 sum_d;   /* of pairwise distances */
-  guint64 mem;     /* uncommitted units */
+  guint64 sum_d; /* of pairwise distances */
+  guint64 mem;   /* uncommitted units */
   guint64 cap;
-  guint64 load;    /* shared vCPUs of other VMs */
+  guint64 load; /* shared vCPUs of other VMs */
   guint64 cpus;
 } SetScore;
 
@@ -924,8 +920,9 @@ scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand)
       !hwloc_bitmap_iszero(ctx->claims->blocked_nodes)) {
     g_autofree char *bl = qp_list_format(ctx->claims->blocked_nodes);
     gboolean one = hwloc_bitmap_weight(ctx->claims->blocked_nodes) == 1;
-    g_string_append_printf(s, " (%s %s %s held whole by unreadable ledger "
-                              "records until an operator removes them)",
+    g_string_append_printf(s,
+                           " (%s %s %s held whole by unreadable ledger "
+                           "records until an operator removes them)",
                            one ? "node" : "nodes", bl, one ? "is" : "are");
   }
   return g_string_free(s, FALSE);
@@ -1027,8 +1024,8 @@ choose_node_set(const SetSearch *s, const char *prefix, GError **error)
   g_autofree char *need = mem_phrase(ctx, s->mem_need);
   if (bestmem < 0) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                "%sguest needs %s but no host node may be used%s", prefix,
-                need, scope);
+                "%sguest needs %s but no host node may be used%s", prefix, need,
+                scope);
     return NULL;
   }
   g_autofree char *detail = node_mem_detail(ctx, (guint)bestmem);
@@ -1036,15 +1033,16 @@ choose_node_set(const SetSearch *s, const char *prefix, GError **error)
   for (guint i = 0; i < nn; i++)
     ncand += s->cand[i] ? 1 : 0;
   if (ncand == 1)
-    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                "%sguest needs %s but the best node %d has only %"
-                G_GUINT64_FORMAT " MiB uncommitted %s",
-                prefix, need, ctx->host->nodes[bestmem].id,
-                units_to_mib(ctx, s->avail[bestmem]), detail);
+    g_set_error(
+        error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+        "%sguest needs %s but the best node %d has only %" G_GUINT64_FORMAT
+        " MiB uncommitted %s",
+        prefix, need, ctx->host->nodes[bestmem].id,
+        units_to_mib(ctx, s->avail[bestmem]), detail);
   else
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                "%sguest needs %s but the usable host nodes have only %"
-                G_GUINT64_FORMAT " MiB uncommitted together; the best node "
+                "%sguest needs %s but the usable host nodes have only "
+                "%" G_GUINT64_FORMAT " MiB uncommitted together; the best node "
                 "%d has %" G_GUINT64_FORMAT " MiB uncommitted %s",
                 prefix, need, units_to_mib(ctx, mem),
                 ctx->host->nodes[bestmem].id,
@@ -1057,8 +1055,8 @@ static gboolean *
 set_candidates(const Ctx *ctx, char **prefix)
 {
   gboolean *cand = g_new0(gboolean, MAX(ctx->nn, 1));
-  gboolean required = ctx->opts->device_locality == QP_DEVLOC_REQUIRED &&
-                      ctx->any_device_node;
+  gboolean required =
+      ctx->opts->device_locality == QP_DEVLOC_REQUIRED && ctx->any_device_node;
   for (guint i = 0; i < ctx->nn; i++)
     cand[i] = ctx->node_ok[i] && (!required || ctx->device_node[i]);
   if (required) {
@@ -1079,8 +1077,8 @@ set_candidates(const Ctx *ctx, char **prefix)
 /* ---- Results common to every mode --------------------------------------- */
 
 typedef struct {
-  guint64 *claim;    /* units per node index */
-  guint *load;       /* shared vCPUs per node index */
+  guint64 *claim; /* units per node index */
+  guint *load;    /* shared vCPUs per node index */
 } Acc;
 
 static void
@@ -1182,8 +1180,9 @@ finish_plan(QpPlan *plan, const Ctx *ctx, const Attempt *a, const Acc *acc,
                      "usable CPU is left on the VM's nodes");
   } else if (!hwloc_bitmap_iszero(plan->dedicated)) {
     g_autofree char *l = qp_list_format(around);
-    add_reason(plan, "emulator and iothreads on %s: the VM's nodes, off its "
-                     "dedicated cores",
+    add_reason(plan,
+               "emulator and iothreads on %s: the VM's nodes, off its "
+               "dedicated cores",
                l);
   }
   plan->emulator_cpus = hwloc_bitmap_dup(around);
@@ -1196,8 +1195,9 @@ finish_plan(QpPlan *plan, const Ctx *ctx, const Attempt *a, const Acc *acc,
   if (ctx->host->n_kinds > 1 &&
       !hwloc_bitmap_isequal(plan->startup_cpus, plan->process_cpus)) {
     g_autofree char *l = qp_list_format(plan->startup_cpus);
-    add_reason(plan, "startup CPUs %s: the largest same-kind subset of the "
-                     "process CPUs",
+    add_reason(plan,
+               "startup CPUs %s: the largest same-kind subset of the "
+               "process CPUs",
                l);
   }
 
@@ -1217,10 +1217,11 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
 {
   guint nn = ctx->nn;
   g_autoptr(GArray) items = build_mem_items(ctx);
-  g_autofree guint64 *avail = g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
+  g_autofree guint64 *avail =
+      g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
   Acc acc = {g_new0(guint64, MAX(nn, 1)), g_new0(guint, MAX(nn, 1))};
   G_GNUC_UNUSED g_autofree guint64 *acc_claim = acc.claim; /* frees it */
-  G_GNUC_UNUSED g_autofree guint *acc_load = acc.load; /* frees it */
+  G_GNUC_UNUSED g_autofree guint *acc_load = acc.load;     /* frees it */
   guint64 need = 0;
 
   /* Memory the caller bound itself stays there. */
@@ -1248,14 +1249,14 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
   SetScore sc = score_set(&s, &(NodeSet){k, nodes});
   g_autofree char *l = qp_list_format(ids);
   g_autofree char *needp = mem_phrase(ctx, need);
-  add_reason(plan,
-             "balanced: host node%s %s: the fewest nodes (%u) holding %s "
-             "and %u CPUs (%" G_GUINT64_FORMAT " usable CPUs, %"
-             G_GUINT64_FORMAT " MiB uncommitted), max distance %u, "
-             "%s strategy",
-             k > 1 ? "s" : "", l, k, needp, ctx->n, sc.cpus,
-             units_to_mib(ctx, sc.mem), k > 1 ? sc.max_d : 10,
-             qp_strategy_name(ctx->opts->strategy));
+  add_reason(
+      plan,
+      "balanced: host node%s %s: the fewest nodes (%u) holding %s "
+      "and %u CPUs (%" G_GUINT64_FORMAT " usable CPUs, %" G_GUINT64_FORMAT
+      " MiB uncommitted), max distance %u, "
+      "%s strategy",
+      k > 1 ? "s" : "", l, k, needp, ctx->n, sc.cpus, units_to_mib(ctx, sc.mem),
+      k > 1 ? sc.max_d : 10, qp_strategy_name(ctx->opts->strategy));
   if (k > 1) {
     guint64 best_mem = 0;
     guint best_cpus = 0;
@@ -1264,14 +1265,16 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
         best_mem = MAX(best_mem, avail[i]);
         best_cpus = MAX(best_cpus, a->n_cpus[i]);
       }
-    add_reason(plan, "balanced: no single node holds the guest: the most "
-                     "usable CPUs on one node are %u, the most uncommitted "
-                     "memory %" G_GUINT64_FORMAT " MiB",
+    add_reason(plan,
+               "balanced: no single node holds the guest: the most "
+               "usable CPUs on one node are %u, the most uncommitted "
+               "memory %" G_GUINT64_FORMAT " MiB",
                best_cpus, units_to_mib(ctx, best_mem));
   }
   if (ctx->any_device_node && ctx->opts->device_locality != QP_DEVLOC_IGNORE)
-    add_reason(plan, "balanced: %u of the chosen nodes hold the guest's vfio "
-                     "devices",
+    add_reason(plan,
+               "balanced: %u of the chosen nodes hold the guest's vfio "
+               "devices",
                sc.devices);
 
   for (guint x = 0; x < items->len; x++) {
@@ -1314,13 +1317,13 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
 /* ---- numa and one-to-one with vNUMA: guest node -> host node ------------ */
 
 typedef struct {
-  int gi;          /* index into req->gnodes, -1 for the whole guest */
-  guint nv;        /* vCPUs */
-  guint units;     /* CPU units needed (vCPUs, cores or sibling groups) */
-  guint64 mem;     /* memory units needed, 0 when the caller bound it */
+  int gi;      /* index into req->gnodes, -1 for the whole guest */
+  guint nv;    /* vCPUs */
+  guint units; /* CPU units needed (vCPUs, cores or sibling groups) */
+  guint64 mem; /* memory units needed, 0 when the caller bound it */
   hwloc_bitmap_t vcpus;
-  GArray *fixed;   /* caller's node indexes, or NULL */
-  int host;        /* chosen node index */
+  GArray *fixed; /* caller's node indexes, or NULL */
+  int host;      /* chosen node index */
 } GuestTask;
 
 /* Counts CPU units GT needs under CAP. */
@@ -1498,12 +1501,13 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
   guint nn = ctx->nn;
   guint nt = MAX(req->n_gnodes, 1);
   g_autoptr(GArray) items = build_mem_items(ctx);
-  g_autofree guint64 *avail = g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
+  g_autofree guint64 *avail =
+      g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
   g_autofree guint *capleft = g_new0(guint, MAX(nn, 1));
   g_autofree guint *load = g_memdup2(ctx->load, MAX(nn, 1) * sizeof(guint));
   Acc acc = {g_new0(guint64, MAX(nn, 1)), g_new0(guint, MAX(nn, 1))};
   G_GNUC_UNUSED g_autofree guint64 *acc_claim = acc.claim; /* frees it */
-  G_GNUC_UNUSED g_autofree guint *acc_load = acc.load; /* frees it */
+  G_GNUC_UNUSED g_autofree guint *acc_load = acc.load;     /* frees it */
   g_autofree int *owner = g_new(int, MAX(nn, 1));
   g_autofree gboolean *seen = g_new0(gboolean, MAX(nn, 1));
   g_autofree gboolean *used = g_new0(gboolean, MAX(nn, 1));
@@ -1582,9 +1586,8 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
       if (ctx->node_ok[i] && !used[i] && (gt->nv == 0 || a->n_cpus[i] > 0) &&
           capleft[i] >= gt->units && avail[i] >= gt->mem) {
         guint pos = pref[t]->len;
-        while (pos > 0 &&
-               node_before(ctx, a, avail, load,
-                           i, g_array_index(pref[t], guint, pos - 1)))
+        while (pos > 0 && node_before(ctx, a, avail, load, i,
+                                      g_array_index(pref[t], guint, pos - 1)))
           pos--;
         g_array_insert_val(pref[t], pos, i);
       }
@@ -1657,8 +1660,8 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
       g_autofree char *scope = scope_phrase(ctx, a, cand);
       if (bc < 0) {
         g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                    "%s has %u vCPUs but no host node has %s%s", who,
-                    gt->nv, cap_unit_name(cap), scope);
+                    "%s has %u vCPUs but no host node has %s%s", who, gt->nv,
+                    cap_unit_name(cap), scope);
       } else if (bm < 0) {
         g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
                     "%s needs %u %s%s but the best host node %d has only %u "
@@ -1669,11 +1672,12 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
       } else {
         g_autofree char *need = mem_phrase(ctx, gt->mem);
         g_autofree char *detail = node_mem_detail(ctx, (guint)bm);
-        g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                    "%s needs %s but the best node %d has only %"
-                    G_GUINT64_FORMAT " MiB uncommitted %s",
-                    who, need, host->nodes[bm].id,
-                    units_to_mib(ctx, avail[bm]), detail);
+        g_set_error(
+            error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+            "%s needs %s but the best node %d has only %" G_GUINT64_FORMAT
+            " MiB uncommitted %s",
+            who, need, host->nodes[bm].id, units_to_mib(ctx, avail[bm]),
+            detail);
       }
       goto out;
     }
@@ -1697,8 +1701,9 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
                 "%s shares host node %d with guest node %s: no assignment "
                 "with distinct host nodes fits",
                 who, host->nodes[i].id, others->str);
-    add_reason(plan, "%s -> host node %d: shared, the least loaded node with "
-                     "room left",
+    add_reason(plan,
+               "%s -> host node %d: shared, the least loaded node with "
+               "room left",
                who, host->nodes[i].id);
     g_string_free(others, TRUE);
   }
@@ -1749,8 +1754,8 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
     if (gt->fixed != NULL) {
       g_autofree char *who = gnode_name(ctx, gt->gi);
       g_autofree char *list = qp_list_format(it->caller_nodes);
-      add_reason(plan, "%s -> host node%s %s: the caller's host-nodes",
-                 who, k > 1 ? "s" : "", list);
+      add_reason(plan, "%s -> host node%s %s: the caller's host-nodes", who,
+                 k > 1 ? "s" : "", list);
       add_plan_mem(plan, ctx, it, it->caller_nodes, TRUE);
       if (!o2o) {
         /* Shared load over the caller's nodes, remainder on the first. */
@@ -1816,10 +1821,11 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
 {
   guint nn = ctx->nn;
   g_autoptr(GArray) items = build_mem_items(ctx);
-  g_autofree guint64 *avail = g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
+  g_autofree guint64 *avail =
+      g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
   Acc acc = {g_new0(guint64, MAX(nn, 1)), g_new0(guint, MAX(nn, 1))};
   G_GNUC_UNUSED g_autofree guint64 *acc_claim = acc.claim; /* frees it */
-  G_GNUC_UNUSED g_autofree guint *acc_load = acc.load; /* frees it */
+  G_GNUC_UNUSED g_autofree guint *acc_load = acc.load;     /* frees it */
   g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
   hwloc_bitmap_set_range(all, 0, (int)ctx->n - 1);
   guint units = task_units(ctx, cap, all);
@@ -1939,8 +1945,9 @@ plan_o2o(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
                     "siblings on the host",
                     ctx->threads, ctx->threads);
       if (ladder[r] == CAP_GROUPS)
-        add_reason(plan, "one-to-one: the guest has threads=%u, so vCPUs "
-                         "%u*k..%u*k+%u share one physical core as SMT siblings",
+        add_reason(plan,
+                   "one-to-one: the guest has threads=%u, so vCPUs "
+                   "%u*k..%u*k+%u share one physical core as SMT siblings",
                    ctx->threads, ctx->threads, ctx->threads, ctx->threads - 1);
       return TRUE;
     }
@@ -2002,8 +2009,9 @@ plan_on(const Ctx *ctx, QpMode mode, hwloc_const_bitmap_t usable,
   for (guint v = 0; v < plan->n_vcpus; v++)
     if (plan->vcpu_cpus[v] == NULL) {
       plan->vcpu_cpus[v] = hwloc_bitmap_dup(plan->process_cpus);
-      add_warning(plan, "vCPU %u got no CPU of its own: it floats on the "
-                        "process CPUs",
+      add_warning(plan,
+                  "vCPU %u got no CPU of its own: it floats on the "
+                  "process CPUs",
                   v);
     }
   return plan;
@@ -2069,8 +2077,9 @@ plan_compute(const QpHost *host, const QpClaims *claims, const QpRequest *req,
       plan = plan_on(&ctx, mode, kc, note, &err);
       if (plan != NULL) {
         g_autofree char *l = qp_list_format(kc);
-        add_reason(plan, "CPU kind %u (%s): the most performant kind that "
-                         "fits, usable CPUs %s",
+        add_reason(plan,
+                   "CPU kind %u (%s): the most performant kind that "
+                   "fits, usable CPUs %s",
                    k,
                    host->kind_names != NULL && host->kind_names[k] != NULL
                        ? host->kind_names[k]
@@ -2161,7 +2170,8 @@ static GPtrArray *
 spare_cores(const QpHost *host, const QpClaims *claims,
             const QpPlacementOptions *opts, const QpPlan *plan)
 {
-  GPtrArray *spare = g_ptr_array_new_with_free_func((GDestroyNotify)hwloc_bitmap_free);
+  GPtrArray *spare =
+      g_ptr_array_new_with_free_func((GDestroyNotify)hwloc_bitmap_free);
   g_auto(hwloc_bitmap_t) usable = usable_cpus(host, opts);
   g_auto(hwloc_bitmap_t) taken = hwloc_bitmap_dup(plan->dedicated);
   for (guint i = 0; claims != NULL && i < claims->claims->len; i++) {
@@ -2174,8 +2184,9 @@ spare_cores(const QpHost *host, const QpClaims *claims,
   for (int pass = 0; pass < 2; pass++)
     for (guint c = 0; c < host->n_cores; c++) {
       const QpCore *core = &host->cores[c];
-      gboolean own_node = core->node >= 0 &&
-                          hwloc_bitmap_isset(plan->host_nodes, (unsigned)core->node);
+      gboolean own_node =
+          core->node >= 0 &&
+          hwloc_bitmap_isset(plan->host_nodes, (unsigned)core->node);
       if (own_node != (pass == 0) || hwloc_bitmap_intersects(core->pus, taken))
         continue;
       hwloc_bitmap_t pus = hwloc_bitmap_dup(core->pus);
@@ -2269,7 +2280,8 @@ plan_with_hotplug(const QpHost *host, const QpClaims *claims,
       plan->n_boot_vcpus = boot;
       return plan;
     }
-    if (!g_error_matches(full_error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT)) {
+    if (!g_error_matches(full_error, QP_TOPOLOGY_ERROR,
+                         QP_TOPOLOGY_ERROR_NOFIT)) {
       g_propagate_error(error, g_steal_pointer(&full_error));
       return NULL;
     }
@@ -2368,7 +2380,8 @@ suggest_vnuma(QpPlan *plan, const Ctx *ctx)
       symmetric = FALSE;
   g_auto(hwloc_bitmap_t) vm_ids = hwloc_bitmap_alloc();
   for (guint x = 0; x < used->len; x++)
-    hwloc_bitmap_set(vm_ids, ctx->host->nodes[g_array_index(used, guint, x)].id);
+    hwloc_bitmap_set(vm_ids,
+                     ctx->host->nodes[g_array_index(used, guint, x)].id);
   guint64 mem_total = 0;
   for (guint c = 0; c < plan->claim_mem->len; c++) {
     const QpNodeAmount *m = &g_array_index(plan->claim_mem, QpNodeAmount, c);
@@ -2389,9 +2402,10 @@ suggest_vnuma(QpPlan *plan, const Ctx *ctx)
     plan->vnuma_sockets = 1;
     plan->vnuma_cores = n;
     plan->vnuma_threads = 1;
-    add_reason(plan, "--vnuma: the chosen CPUs form an asymmetric layout, so "
-                     "the suggested guest topology is flat (sockets=1, "
-                     "cores=%u) without -numa nodes",
+    add_reason(plan,
+               "--vnuma: the chosen CPUs form an asymmetric layout, so "
+               "the suggested guest topology is flat (sockets=1, "
+               "cores=%u) without -numa nodes",
                n);
     return;
   }
@@ -2399,8 +2413,9 @@ suggest_vnuma(QpPlan *plan, const Ctx *ctx)
   plan->vnuma_cores = per / threads;
   plan->vnuma_threads = threads;
   if (used->len < 2) {
-    add_reason(plan, "--vnuma: one host node: sockets=1, cores=%u, "
-                     "threads=%u and no -numa node",
+    add_reason(plan,
+               "--vnuma: one host node: sockets=1, cores=%u, "
+               "threads=%u and no -numa node",
                plan->vnuma_cores, threads);
     return;
   }
@@ -2439,9 +2454,10 @@ suggest_vnuma(QpPlan *plan, const Ctx *ctx)
     plan->vnodes[0].mem_mib = rest;
   }
   g_autofree char *l = qp_list_format(vm_ids);
-  add_reason(plan, "--vnuma: guest topology mirrors host nodes %s: "
-                   "sockets=%u, cores=%u, threads=%u, one -numa node per "
-                   "host node",
+  add_reason(plan,
+             "--vnuma: guest topology mirrors host nodes %s: "
+             "sockets=%u, cores=%u, threads=%u, one -numa node per "
+             "host node",
              l, plan->vnuma_sockets, plan->vnuma_cores, threads);
 }
 
@@ -2607,7 +2623,8 @@ qp_plan_to_json(const QpPlan *plan)
     json_builder_set_member_name(b, "hotplug-cores");
     json_builder_begin_array(b);
     for (guint c = 0; c < plan->hotplug_cores->len; c++) {
-      g_autofree char *l = qp_list_format(g_ptr_array_index(plan->hotplug_cores, c));
+      g_autofree char *l =
+          qp_list_format(g_ptr_array_index(plan->hotplug_cores, c));
       json_builder_add_string_value(b, l);
     }
     json_builder_end_array(b);
@@ -2675,8 +2692,8 @@ qp_plan_to_human(const QpPlan *plan, const QpHost *host)
                        "memdev          bound by\n");
     for (guint m = 0; m < plan->n_mem; m++) {
       const QpPlanMem *pm = &plan->mem[m];
-      g_autofree char *g = pm->gnode >= 0 ? g_strdup_printf("%d", pm->gnode)
-                                          : g_strdup("-");
+      g_autofree char *g =
+          pm->gnode >= 0 ? g_strdup_printf("%d", pm->gnode) : g_strdup("-");
       g_autofree char *hn = fmt_list(pm->host_nodes);
       g_string_append_printf(
           s, "%-11s %-11s %-11s %-9" G_GUINT64_FORMAT " %-15s %s\n", g, hn,
@@ -2717,9 +2734,9 @@ qp_plan_to_human(const QpPlan *plan, const QpHost *host)
     for (guint i = 0; i < plan->claim_huge->len; i++) {
       const QpHugeClaim *h = &g_array_index(plan->claim_huge, QpHugeClaim, i);
       if (h->node == id)
-        g_string_append_printf(huge, "%s%" G_GUINT64_FORMAT " x %"
-                               G_GUINT64_FORMAT " KiB",
-                               huge->len ? ", " : "", h->pages, h->page_kib);
+        g_string_append_printf(
+            huge, "%s%" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT " KiB",
+            huge->len ? ", " : "", h->pages, h->page_kib);
     }
     for (guint i = 0; i < plan->load->len; i++)
       if (g_array_index(plan->load, QpNodeLoad, i).node == id)
@@ -2728,23 +2745,26 @@ qp_plan_to_human(const QpPlan *plan, const QpHost *host)
       g_string_free(huge, TRUE);
       continue;
     }
-    g_string_append_printf(s, "        %-5d %-11" G_GUINT64_FORMAT
-                           " %-19s %u\n",
+    g_string_append_printf(s,
+                           "        %-5d %-11" G_GUINT64_FORMAT " %-19s %u\n",
                            id, mib, huge->len ? huge->str : "-", vcpus);
     g_string_free(huge, TRUE);
   }
 
   if (plan->vnuma) {
-    g_string_append_printf(s, "\nsuggested guest topology: sockets=%u "
-                              "cores=%u threads=%u\n",
+    g_string_append_printf(s,
+                           "\nsuggested guest topology: sockets=%u "
+                           "cores=%u threads=%u\n",
                            plan->vnuma_sockets, plan->vnuma_cores,
                            plan->vnuma_threads);
     for (guint n = 0; n < plan->n_vnodes; n++) {
       g_autofree char *vl = fmt_list(plan->vnodes[n].vcpus);
-      g_string_append_printf(s, "  -numa node,nodeid=%d,cpus=%s (%"
-                             G_GUINT64_FORMAT " MiB, host node %d)\n",
-                             plan->vnodes[n].id, vl, plan->vnodes[n].mem_mib,
-                             plan->vnodes[n].host_node);
+      g_string_append_printf(
+          s,
+          "  -numa node,nodeid=%d,cpus=%s (%" G_GUINT64_FORMAT
+          " MiB, host node %d)\n",
+          plan->vnodes[n].id, vl, plan->vnodes[n].mem_mib,
+          plan->vnodes[n].host_node);
     }
   }
 

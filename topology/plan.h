@@ -58,16 +58,16 @@ typedef struct {
 } QpGuestNode;
 
 typedef struct {
-  guint vcpus;    /* boot vCPUs */
-  guint maxcpus;  /* >= vcpus */
+  guint vcpus;   /* boot vCPUs */
+  guint maxcpus; /* >= vcpus */
   guint sockets, dies, clusters, cores, threads;
   guint64 mem_mib;
-  guint n_gnodes;        /* 0: no vNUMA */
+  guint n_gnodes; /* 0: no vNUMA */
   QpGuestNode *gnodes;
-  guint *gdistance;      /* n_gnodes * n_gnodes from -numa dist, or NULL */
-  guint64 hugepage_kib;  /* 0: no hugepages */
+  guint *gdistance;     /* n_gnodes * n_gnodes from -numa dist, or NULL */
+  guint64 hugepage_kib; /* 0: no hugepages */
   gboolean prealloc;
-  char **vfio;           /* NULL-terminated host BDFs of -device vfio-pci */
+  char **vfio; /* NULL-terminated host BDFs of -device vfio-pci */
   guint n_iothreads;
 } QpRequest;
 
@@ -85,14 +85,14 @@ typedef struct {
 typedef struct {
   QpMode mode;
   QpStrategy strategy;
-  QpPolicy policy;           /* memory policy for bindings qemu-pin makes */
+  QpPolicy policy; /* memory policy for bindings qemu-pin makes */
   QpSmt smt;
   QpDeviceLocality device_locality;
   gboolean vnuma;
-  hwloc_bitmap_t affinity;   /* host CPUs to stay inside, NULL = all */
-  hwloc_bitmap_t hostnodes;  /* host nodes to stay inside, NULL = all */
-  guint64 reserve_mib;       /* host reserve on each node */
-  GArray *node_reserve;      /* of QpNodeAmount: per-node overrides, or NULL */
+  hwloc_bitmap_t affinity;  /* host CPUs to stay inside, NULL = all */
+  hwloc_bitmap_t hostnodes; /* host nodes to stay inside, NULL = all */
+  guint64 reserve_mib;      /* host reserve on each node */
+  GArray *node_reserve;     /* of QpNodeAmount: per-node overrides, or NULL */
 } QpPlacementOptions;
 
 void qp_placement_options_init(QpPlacementOptions *opts);
@@ -112,19 +112,19 @@ typedef struct {
 } QpNodeLoad;
 
 typedef struct {
-  char *id;              /* ledger record id */
-  char *name;            /* VM name, or NULL */
+  char *id;   /* ledger record id */
+  char *name; /* VM name, or NULL */
   int qemu_pid;
-  guint64 qemu_start;    /* field 22 of /proc/PID/stat */
-  int launcher_pid;      /* qemu-pin while it waits for -daemonize, else 0 */
+  guint64 qemu_start; /* field 22 of /proc/PID/stat */
+  int launcher_pid;   /* qemu-pin while it waits for -daemonize, else 0 */
   guint64 launcher_start;
   int keeper_pid;
   QpMode mode;
-  GArray *mem;           /* of QpNodeAmount */
-  GArray *huge;          /* of QpHugeClaim */
+  GArray *mem;              /* of QpNodeAmount */
+  GArray *huge;             /* of QpHugeClaim */
   hwloc_bitmap_t dedicated; /* CPUs no other VM may use */
-  GArray *load;          /* of QpNodeLoad: shared vCPUs per node */
-  gint64 time;           /* unix time of the claim */
+  GArray *load;             /* of QpNodeLoad: shared vCPUs per node */
+  gint64 time;              /* unix time of the claim */
 } QpClaim;
 
 QpClaim *qp_claim_new(void);
@@ -132,9 +132,9 @@ void qp_claim_free(QpClaim *claim);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpClaim, qp_claim_free)
 
 typedef struct {
-  GPtrArray *claims;          /* of QpClaim, live records */
+  GPtrArray *claims;            /* of QpClaim, live records */
   hwloc_bitmap_t blocked_nodes; /* nodes held whole (corrupt records) */
-  GPtrArray *warnings;        /* of char*, shown on every plan */
+  GPtrArray *warnings;          /* of char*, shown on every plan */
 } QpClaims;
 
 QpClaims *qp_claims_new(void);
@@ -148,17 +148,17 @@ typedef struct {
   hwloc_bitmap_t host_nodes; /* where its memory is bound */
   QpPolicy policy;
   guint64 mem_mib;
-  char *memdev;              /* the caller's backend id, or NULL */
-  gboolean caller_set;       /* caller's host-nodes kept as they were */
+  char *memdev;        /* the caller's backend id, or NULL */
+  gboolean caller_set; /* caller's host-nodes kept as they were */
 } QpPlanMem;
 
 /* A guest NUMA node the planner suggests (--vnuma for a guest without
  * -numa): it mirrors one host node of the placement. */
 typedef struct {
-  int id;                 /* guest node id, 0.. */
-  hwloc_bitmap_t vcpus;   /* vCPU indexes (cpu-index) */
+  int id;               /* guest node id, 0.. */
+  hwloc_bitmap_t vcpus; /* vCPU indexes (cpu-index) */
   guint64 mem_mib;
-  int host_node;          /* the host node it mirrors */
+  int host_node; /* the host node it mirrors */
 } QpPlanVnode;
 
 typedef struct {
@@ -173,31 +173,31 @@ typedef struct {
   hwloc_bitmap_t mem_nodes;    /* process-wide memory policy nodes, or NULL */
   QpPolicy mem_policy;
   guint n_mem;
-  QpPlanMem *mem;              /* one per guest node, or one for the guest */
+  QpPlanMem *mem; /* one per guest node, or one for the guest */
   /* What the ledger records for this VM. */
-  GArray *claim_mem;           /* of QpNodeAmount */
-  GArray *claim_huge;          /* of QpHugeClaim */
-  hwloc_bitmap_t dedicated;    /* CPUs this VM takes for itself */
-  GArray *load;                /* of QpNodeLoad */
-  GPtrArray *reasons;          /* of char*: each choice in plain words */
-  GPtrArray *warnings;         /* of char* */
+  GArray *claim_mem;        /* of QpNodeAmount */
+  GArray *claim_huge;       /* of QpHugeClaim */
+  hwloc_bitmap_t dedicated; /* CPUs this VM takes for itself */
+  GArray *load;             /* of QpNodeLoad */
+  GPtrArray *reasons;       /* of char*: each choice in plain words */
+  GPtrArray *warnings;      /* of char* */
   /* Additions (planner). */
-  hwloc_bitmap_t host_nodes;   /* host nodes the VM's vCPUs and memory use */
+  hwloc_bitmap_t host_nodes; /* host nodes the VM's vCPUs and memory use */
   /* Suggested guest topology: set only with opts->vnuma on a guest without
    * vNUMA. -smp sockets/cores/threads mirror the chosen CPUs, flat
    * (sockets=1, cores=N, threads=1) when their layout is asymmetric. */
   gboolean vnuma;
   guint vnuma_sockets, vnuma_cores, vnuma_threads;
-  guint n_vnodes;              /* 0: no -numa node suggested (one host node) */
+  guint n_vnodes; /* 0: no -numa node suggested (one host node) */
   QpPlanVnode *vnodes;
-  guint *vnode_distance;       /* n_vnodes * n_vnodes, SLIT of the host nodes */
+  guint *vnode_distance; /* n_vnodes * n_vnodes, SLIT of the host nodes */
   /* one-to-one with hot-pluggable vCPUs (maxcpus > vcpus): cores are
    * dedicated to the boot vCPUs only; a vCPU plugged later takes the first
    * of these cores (usable PUs of each, in order of preference) that no VM
    * holds then, claimed by the keeper; without one it shares the VM's own
    * cores (vcpu_cpus of a hot-pluggable vCPU). */
   guint n_boot_vcpus;
-  GPtrArray *hotplug_cores;    /* of hwloc_bitmap_t, or NULL */
+  GPtrArray *hotplug_cores; /* of hwloc_bitmap_t, or NULL */
 } QpPlan;
 
 /* Computes a plan. On a request that does not fit, fails with

@@ -7,7 +7,8 @@
 
 #define BAR_COLUMNS 40
 
-/* ---- Capacity --------------------------------------------------------------- */
+/* ---- Capacity ---------------------------------------------------------------
+ */
 
 guint64
 qp_node_reserve_mib(const QpPlacementOptions *opts, int node)
@@ -136,8 +137,8 @@ page_sizes(const QpNode *n, const QpClaims *claims)
   GArray *sizes = g_array_new(FALSE, FALSE, sizeof(guint64));
   if (n->hugepages)
     for (guint i = 0; i < n->hugepages->len; i++)
-      g_array_append_val(
-          sizes, g_array_index(n->hugepages, QpHugePool, i).page_kib);
+      g_array_append_val(sizes,
+                         g_array_index(n->hugepages, QpHugePool, i).page_kib);
   for (guint i = 0; claims && i < claims->claims->len; i++) {
     const QpClaim *c = claims->claims->pdata[i];
     for (guint j = 0; j < c->huge->len; j++) {
@@ -163,7 +164,8 @@ find_pool(const QpNode *n, guint64 page_kib)
   return NULL;
 }
 
-/* ---- JSON ----------------------------------------------------------------- */
+/* ---- JSON -----------------------------------------------------------------
+ */
 
 static void
 add_uint(JsonBuilder *b, const char *key, guint64 v)
@@ -309,7 +311,8 @@ qp_status_to_json(const QpHost *host, const QpClaims *claims,
   return json_builder_get_root(b);
 }
 
-/* ---- Text ----------------------------------------------------------------- */
+/* ---- Text -----------------------------------------------------------------
+ */
 
 static guint
 columns(guint64 part, guint64 total)
@@ -346,11 +349,10 @@ append_bar(GString *s, const QpNodeCapacity *cap)
       ch = 'h';
     g_string_append_c(s, ch);
   }
-  g_string_append(s, cap->blocked
-                         ? "]  X blocked\n"
-                         : huge > 0 ? "]  # claimed, + host reserve, h "
-                                      "hugepage pools, . free\n"
-                                    : "]  # claimed, + host reserve, . free\n");
+  g_string_append(s, cap->blocked ? "]  X blocked\n"
+                     : huge > 0   ? "]  # claimed, + host reserve, h "
+                                    "hugepage pools, . free\n"
+                                  : "]  # claimed, + host reserve, . free\n");
 }
 
 static void
@@ -432,25 +434,25 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
             ? g_strdup_printf(" (%" G_GUINT64_FORMAT " in hugepage pools)",
                               cap.hugepage_mib)
             : g_strdup("");
-    g_string_append_printf(s,
-                           "node %d: %" G_GUINT64_FORMAT " MiB total%s, %"
-                           G_GUINT64_FORMAT " reserved, %" G_GUINT64_FORMAT
-                           " claimed, %" G_GUINT64_FORMAT " free%s\n",
-                           n->id, cap.total_mib, pools, cap.reserve_mib,
-                           cap.claimed_mib, cap.uncommitted_mib,
-                           cap.blocked ? " (blocked by an unreadable record)"
-                                       : "");
+    g_string_append_printf(
+        s,
+        "node %d: %" G_GUINT64_FORMAT " MiB total%s, %" G_GUINT64_FORMAT
+        " reserved, %" G_GUINT64_FORMAT " claimed, %" G_GUINT64_FORMAT
+        " free%s\n",
+        n->id, cap.total_mib, pools, cap.reserve_mib, cap.claimed_mib,
+        cap.uncommitted_mib,
+        cap.blocked ? " (blocked by an unreadable record)" : "");
     append_bar(s, &cap);
     g_autoptr(GArray) sizes = page_sizes(n, claims);
     for (guint j = 0; j < sizes->len; j++) {
       guint64 kib = g_array_index(sizes, guint64, j);
       const QpHugePool *p = find_pool(n, kib);
-      g_string_append_printf(s,
-                             "  hugepages %" G_GUINT64_FORMAT " KiB: %"
-                             G_GUINT64_FORMAT " total, %" G_GUINT64_FORMAT
-                             " free, %" G_GUINT64_FORMAT " claimed\n",
-                             kib, p ? p->total : 0, p ? p->free : 0,
-                             qp_claims_node_huge_pages(claims, n->id, kib));
+      g_string_append_printf(
+          s,
+          "  hugepages %" G_GUINT64_FORMAT " KiB: %" G_GUINT64_FORMAT
+          " total, %" G_GUINT64_FORMAT " free, %" G_GUINT64_FORMAT " claimed\n",
+          kib, p ? p->total : 0, p ? p->free : 0,
+          qp_claims_node_huge_pages(claims, n->id, kib));
     }
     append_cpus(s, n, &cap);
     qp_node_capacity_clear(&cap);

@@ -20,7 +20,8 @@
 static char *firmware; /* exits at once through isa-debug-exit */
 static char *tmpdir;
 
-/* ---- helpers ---------------------------------------------------------------- */
+/* ---- helpers ----------------------------------------------------------------
+ */
 
 static QpQemuArgs *
 parse_strv(const char *const *argv, GError **error)
@@ -78,7 +79,8 @@ make_firmware(void)
   g_free(fw);
 }
 
-/* ---- a QEMU with a private QMP socket ------------------------------------------- */
+/* ---- a QEMU with a private QMP socket
+ * ------------------------------------------- */
 
 typedef struct {
   GPid pid;
@@ -147,10 +149,11 @@ qemu_start(Qemu *q, const QpQemuArgs *args, const QpPlan *plan, char **argv_out,
 {
   int sv[2], ep[2];
   g_autoptr(GError) error = NULL;
-  g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
+  g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==,
+                  0);
   g_assert_cmpint(pipe2(ep, O_CLOEXEC), ==, 0);
   g_auto(GStrv) argv =
-    qp_qemu_args_rewrite(args, "qemu-system-x86_64", plan, sv[1], &error);
+      qp_qemu_args_rewrite(args, "qemu-system-x86_64", plan, sv[1], &error);
   g_assert_no_error(error);
   g_assert_nonnull(argv);
   if (argv_out)
@@ -220,7 +223,8 @@ mapping_policy(GPid pid, guint64 size)
   g_auto(GStrv) nl = g_strsplit(numa, "\n", -1);
   for (guint i = 0; ml[i]; i++) {
     guint64 lo, hi;
-    if (sscanf(ml[i], "%" G_GINT64_MODIFIER "x-%" G_GINT64_MODIFIER "x", &lo, &hi) != 2 ||
+    if (sscanf(ml[i], "%" G_GINT64_MODIFIER "x-%" G_GINT64_MODIFIER "x", &lo,
+               &hi) != 2 ||
         hi - lo != size)
       continue;
     g_autofree char *start = g_strdup_printf("%" G_GINT64_MODIFIER "x ", lo);
@@ -233,16 +237,18 @@ mapping_policy(GPid pid, guint64 size)
   return NULL;
 }
 
-/* ---- key=value and JSON syntax ------------------------------------------------- */
+/* ---- key=value and JSON syntax
+ * ------------------------------------------------- */
 
 static void
 test_kv_syntax(void)
 {
   /* ",," is a comma inside a value; the implied first key; flags. */
   g_autoptr(QpQemuArgs) a = parse_line_ok(
-    "-name guest=my,,vm,debug-threads=on -uuid 1b4e28ba-2fa1-11d2-883f-0016d3cca427 "
-    "-pidfile /run/x.pid -id 100 -incoming defer -daemonize -sandbox on "
-    "-S --smp 4 -m 1G");
+      "-name guest=my,,vm,debug-threads=on -uuid "
+      "1b4e28ba-2fa1-11d2-883f-0016d3cca427 "
+      "-pidfile /run/x.pid -id 100 -incoming defer -daemonize -sandbox on "
+      "-S --smp 4 -m 1G");
   g_assert_cmpstr(a->name, ==, "my,vm");
   g_assert_cmpstr(a->uuid, ==, "1b4e28ba-2fa1-11d2-883f-0016d3cca427");
   g_assert_cmpstr(a->pidfile, ==, "/run/x.pid");
@@ -268,15 +274,17 @@ test_kv_syntax(void)
 static void
 test_option_values(void)
 {
-  const char *argv[] = {"-append", "-smp 99", "-kernel", "-m", "disk.img",
-                        "-unknown-opt", "-smp", "2", "-m", "256", NULL};
+  const char *argv[] = {"-append",  "-smp 99",      "-kernel", "-m",
+                        "disk.img", "-unknown-opt", "-smp",    "2",
+                        "-m",       "256",          NULL};
   g_autoptr(QpQemuArgs) a = parse_ok(argv);
   g_assert_cmpuint(a->req->vcpus, ==, 2);
   g_assert_cmpuint(a->req->mem_mib, ==, 256);
   g_assert_cmpuint(a->argc, ==, 10);
 }
 
-/* ---- -smp: qemu-pin's topology equals QEMU 7.2's ---------------------------------- */
+/* ---- -smp: qemu-pin's topology equals QEMU 7.2's
+ * ---------------------------------- */
 
 typedef struct {
   const char *machine;
@@ -285,33 +293,34 @@ typedef struct {
 } SmpCase;
 
 static const SmpCase smp_cases[] = {
-  {"q35", "4", 4, 4, 1, 1, 4, 1},
-  {"q35", "cpus=4", 4, 4, 1, 1, 4, 1},
-  {"q35", "4,sockets=2", 4, 4, 2, 1, 2, 1},
-  {"q35", "4,cores=2", 4, 4, 2, 1, 2, 1},
-  {"q35", "8,threads=2", 8, 8, 1, 1, 4, 2},
-  {"q35", "12,sockets=2,threads=2", 12, 12, 2, 1, 3, 2},
-  {"q35", "8,sockets=2,dies=2", 8, 8, 2, 2, 2, 1},
-  {"q35", "sockets=2", 2, 2, 2, 1, 1, 1},
-  {"q35", "maxcpus=8", 8, 8, 1, 1, 8, 1},
-  {"q35", "4,maxcpus=8", 4, 8, 1, 1, 8, 1},
-  {"q35", "4,maxcpus=8,sockets=2", 4, 8, 2, 1, 4, 1},
-  {"q35", "cpus=4,cpus=2", 2, 2, 1, 1, 2, 1},
-  {"q35", "0x4", 4, 4, 1, 1, 4, 1},
-  {"q35", "010", 8, 8, 1, 1, 8, 1},
-  {"q35", "2,sockets=1,cores=1,threads=2", 2, 2, 1, 1, 1, 2},
-  {"pc-q35-6.1", "4", 4, 4, 4, 1, 1, 1},
-  {"pc-q35-6.1", "8,cores=2", 8, 8, 4, 1, 2, 1},
-  {"pc-q35-6.1", "12,cores=3,threads=2", 12, 12, 2, 1, 3, 2},
-  {"pc-i440fx-6.0", "4,sockets=2", 4, 4, 2, 1, 2, 1},
-  {"pc", "6", 6, 6, 1, 1, 6, 1},
+    {"q35", "4", 4, 4, 1, 1, 4, 1},
+    {"q35", "cpus=4", 4, 4, 1, 1, 4, 1},
+    {"q35", "4,sockets=2", 4, 4, 2, 1, 2, 1},
+    {"q35", "4,cores=2", 4, 4, 2, 1, 2, 1},
+    {"q35", "8,threads=2", 8, 8, 1, 1, 4, 2},
+    {"q35", "12,sockets=2,threads=2", 12, 12, 2, 1, 3, 2},
+    {"q35", "8,sockets=2,dies=2", 8, 8, 2, 2, 2, 1},
+    {"q35", "sockets=2", 2, 2, 2, 1, 1, 1},
+    {"q35", "maxcpus=8", 8, 8, 1, 1, 8, 1},
+    {"q35", "4,maxcpus=8", 4, 8, 1, 1, 8, 1},
+    {"q35", "4,maxcpus=8,sockets=2", 4, 8, 2, 1, 4, 1},
+    {"q35", "cpus=4,cpus=2", 2, 2, 1, 1, 2, 1},
+    {"q35", "0x4", 4, 4, 1, 1, 4, 1},
+    {"q35", "010", 8, 8, 1, 1, 8, 1},
+    {"q35", "2,sockets=1,cores=1,threads=2", 2, 2, 1, 1, 1, 2},
+    {"pc-q35-6.1", "4", 4, 4, 4, 1, 1, 1},
+    {"pc-q35-6.1", "8,cores=2", 8, 8, 4, 1, 2, 1},
+    {"pc-q35-6.1", "12,cores=3,threads=2", 12, 12, 2, 1, 3, 2},
+    {"pc-i440fx-6.0", "4,sockets=2", 4, 4, 2, 1, 2, 1},
+    {"pc", "6", 6, 6, 1, 1, 6, 1},
 };
 
 static void
 test_smp(gconstpointer data)
 {
   const SmpCase *c = data;
-  g_autofree char *line = g_strdup_printf("-machine %s -smp %s", c->machine, c->smp);
+  g_autofree char *line =
+      g_strdup_printf("-machine %s -smp %s", c->machine, c->smp);
   g_autoptr(QpQemuArgs) a = parse_line_ok(line);
   const QpRequest *r = a->req;
   g_assert_cmpuint(r->vcpus, ==, c->cpus);
@@ -331,35 +340,39 @@ test_smp_matches_qemu(void)
   for (gsize i = 0; i < G_N_ELEMENTS(smp_cases); i++) {
     const SmpCase *c = &smp_cases[i];
     g_autofree char *line = g_strdup_printf(
-      "-machine %s -accel tcg -display none -nodefaults -smp %s", c->machine, c->smp);
+        "-machine %s -accel tcg -display none -nodefaults -smp %s", c->machine,
+        c->smp);
     g_autoptr(QpQemuArgs) a = parse_line_ok(line);
     Qemu q;
     g_autofree char *err = NULL;
     if (!qemu_start(&q, a, NULL, NULL, &err))
       g_error("QEMU refused -smp %s: %s", c->smp, err);
-    g_autofree char *slots = qemu_cmd(&q, "{\"execute\":\"query-hotpluggable-cpus\"}");
+    g_autofree char *slots =
+        qemu_cmd(&q, "{\"execute\":\"query-hotpluggable-cpus\"}");
     g_autofree char *fast = qemu_cmd(&q, "{\"execute\":\"query-cpus-fast\"}");
     g_autoptr(JsonParser) p1 = json_parser_new();
     g_autoptr(JsonParser) p2 = json_parser_new();
     g_assert_true(json_parser_load_from_data(p1, slots, -1, NULL));
     g_assert_true(json_parser_load_from_data(p2, fast, -1, NULL));
     JsonArray *s = json_object_get_array_member(
-      json_node_get_object(json_parser_get_root(p1)), "return");
+        json_node_get_object(json_parser_get_root(p1)), "return");
     JsonArray *f = json_object_get_array_member(
-      json_node_get_object(json_parser_get_root(p2)), "return");
+        json_node_get_object(json_parser_get_root(p2)), "return");
     guint sockets = 0, dies = 1, cores = 0, threads = 0;
     for (guint k = 0; k < json_array_get_length(s); k++) {
       JsonObject *props = json_object_get_object_member(
-        json_array_get_object_element(s, k), "props");
-      sockets = MAX(sockets, json_object_get_int_member(props, "socket-id") + 1);
+          json_array_get_object_element(s, k), "props");
+      sockets =
+          MAX(sockets, json_object_get_int_member(props, "socket-id") + 1);
       if (json_object_has_member(props, "die-id"))
         dies = MAX(dies, json_object_get_int_member(props, "die-id") + 1);
       cores = MAX(cores, json_object_get_int_member(props, "core-id") + 1);
-      threads = MAX(threads, json_object_get_int_member(props, "thread-id") + 1);
+      threads =
+          MAX(threads, json_object_get_int_member(props, "thread-id") + 1);
     }
-    g_test_message("-M %s -smp %s: QEMU %u slots, %u running, %u/%u/%u/%u", c->machine,
-                   c->smp, json_array_get_length(s), json_array_get_length(f),
-                   sockets, dies, cores, threads);
+    g_test_message("-M %s -smp %s: QEMU %u slots, %u running, %u/%u/%u/%u",
+                   c->machine, c->smp, json_array_get_length(s),
+                   json_array_get_length(f), sockets, dies, cores, threads);
     g_assert_cmpuint(json_array_get_length(s), ==, a->req->maxcpus);
     g_assert_cmpuint(json_array_get_length(f), ==, a->req->vcpus);
     g_assert_cmpuint(sockets, ==, a->req->sockets);
@@ -377,12 +390,14 @@ test_smp_matches_qemu(void)
 static void
 test_machine_smp_memory(void)
 {
-  g_autoptr(QpQemuArgs) a = parse_line_ok("-machine q35,smp.cpus=4,smp.sockets=2,memory.size=256M");
+  g_autoptr(QpQemuArgs) a =
+      parse_line_ok("-machine q35,smp.cpus=4,smp.sockets=2,memory.size=256M");
   g_assert_cmpuint(a->req->vcpus, ==, 4);
   g_assert_cmpuint(a->req->sockets, ==, 2);
   g_assert_cmpuint(a->req->cores, ==, 2);
   g_assert_cmpuint(a->req->mem_mib, ==, 256);
-  g_autoptr(QpQemuArgs) b = parse_line_ok("-machine q35,smp.cpus=4,memory.size=256M -smp 2 -m 512");
+  g_autoptr(QpQemuArgs) b =
+      parse_line_ok("-machine q35,smp.cpus=4,memory.size=256M -smp 2 -m 512");
   g_assert_cmpuint(b->req->vcpus, ==, 2);
   g_assert_cmpuint(b->req->sockets, ==, 1);
   g_assert_cmpuint(b->req->mem_mib, ==, 512);
@@ -390,25 +405,28 @@ test_machine_smp_memory(void)
   g_autoptr(QpQemuArgs) c = parse_line_ok("-machine memory.size=268435456");
   g_assert_cmpuint(c->req->mem_mib, ==, 256);
 
-  const char *lines[] = {"-machine q35,smp.cpus=4,smp.sockets=2,memory.size=256M",
-                         "-machine q35,smp.cpus=4,memory.size=256M -smp 2 -m 512"};
+  const char *lines[] = {
+      "-machine q35,smp.cpus=4,smp.sockets=2,memory.size=256M",
+      "-machine q35,smp.cpus=4,memory.size=256M -smp 2 -m 512"};
   for (gsize i = 0; i < G_N_ELEMENTS(lines); i++) {
-    g_autofree char *line = g_strdup_printf("-accel tcg -display none -nodefaults %s", lines[i]);
+    g_autofree char *line =
+        g_strdup_printf("-accel tcg -display none -nodefaults %s", lines[i]);
     g_autoptr(QpQemuArgs) q_args = parse_line_ok(line);
     Qemu q;
     g_autofree char *err = NULL;
     if (!qemu_start(&q, q_args, NULL, NULL, &err))
       g_error("QEMU refused %s: %s", line, err);
     g_autofree char *cpus = qemu_cmd(&q, "{\"execute\":\"query-cpus-fast\"}");
-    g_autofree char *mem = qemu_cmd(&q, "{\"execute\":\"query-memory-size-summary\"}");
+    g_autofree char *mem =
+        qemu_cmd(&q, "{\"execute\":\"query-memory-size-summary\"}");
     g_autoptr(JsonParser) p1 = json_parser_new();
     g_autoptr(JsonParser) p2 = json_parser_new();
     g_assert_true(json_parser_load_from_data(p1, cpus, -1, NULL));
     g_assert_true(json_parser_load_from_data(p2, mem, -1, NULL));
     JsonArray *arr = json_object_get_array_member(
-      json_node_get_object(json_parser_get_root(p1)), "return");
+        json_node_get_object(json_parser_get_root(p1)), "return");
     JsonObject *m = json_object_get_object_member(
-      json_node_get_object(json_parser_get_root(p2)), "return");
+        json_node_get_object(json_parser_get_root(p2)), "return");
     g_assert_cmpuint(json_array_get_length(arr), ==, q_args->req->vcpus);
     g_assert_cmpuint((guint64)json_object_get_int_member(m, "base-memory"), ==,
                      q_args->req->mem_mib * MiB);
@@ -418,7 +436,8 @@ test_machine_smp_memory(void)
   }
 }
 
-/* ---- -m and sizes ---------------------------------------------------------------- */
+/* ---- -m and sizes
+ * ---------------------------------------------------------------- */
 
 static void
 test_sizes(void)
@@ -428,17 +447,23 @@ test_sizes(void)
     gboolean default_mib;
     guint64 bytes;
   } ok[] = {
-    {"4G", TRUE, 4ull << 30},   {"4g", TRUE, 4ull << 30},
-    {"512", TRUE, 512 * MiB},   {"512", FALSE, 512},
-    {"1.5G", TRUE, 1536 * MiB}, {"1024K", TRUE, MiB},
-    {"0x200", TRUE, 512 * MiB}, {"010", TRUE, 10 * MiB},
-    {"1B", TRUE, 1},            {"2T", FALSE, 2ull << 40},
-    {"8E", FALSE, 8ull << 60},
+      {"4G", TRUE, 4ull << 30},
+      {"4g", TRUE, 4ull << 30},
+      {"512", TRUE, 512 * MiB},
+      {"512", FALSE, 512},
+      {"1.5G", TRUE, 1536 * MiB},
+      {"1024K", TRUE, MiB},
+      {"0x200", TRUE, 512 * MiB},
+      {"010", TRUE, 10 * MiB},
+      {"1B", TRUE, 1},
+      {"2T", FALSE, 2ull << 40},
+      {"8E", FALSE, 8ull << 60},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(ok); i++) {
     g_autoptr(GError) error = NULL;
     guint64 v = 0;
-    g_assert_true(qp_parse_size(ok[i].text, "-m", ok[i].default_mib, &v, &error));
+    g_assert_true(
+        qp_parse_size(ok[i].text, "-m", ok[i].default_mib, &v, &error));
     g_assert_no_error(error);
     g_assert_cmpuint(v, ==, ok[i].bytes);
   }
@@ -446,8 +471,9 @@ test_sizes(void)
   g_assert_true(qp_parse_size_mib("1536K", "-m", TRUE, &mib, NULL));
   g_assert_cmpuint(mib, ==, 2); /* rounded up */
 
-  const char *bad[] = {"4Q", "", "-1", "1.5", "4 G", "1e3", "16E", "99999999999999G",
-                       "1.G", "0x", "G"};
+  const char *bad[] = {"4Q",  "",    "-1",  "1.5",
+                       "4 G", "1e3", "16E", "99999999999999G",
+                       "1.G", "0x",  "G"};
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
     g_autoptr(GError) error = NULL;
     guint64 v = 0;
@@ -474,23 +500,31 @@ test_memory(void)
   g_assert_cmpuint(c->req->mem_mib, ==, 3072);
   /* Without -m the RAM size is the machine backend's. */
   g_autoptr(QpQemuArgs) d = parse_line_ok(
-    "-object memory-backend-ram,id=r,size=768M -machine memory-backend=r");
+      "-object memory-backend-ram,id=r,size=768M -machine memory-backend=r");
   g_assert_cmpuint(d->req->mem_mib, ==, 768);
   g_assert_cmpstr(d->machine_memdev, ==, "r");
 }
 
-/* ---- memory backends, both syntaxes ----------------------------------------------- */
+/* ---- memory backends, both syntaxes
+ * ----------------------------------------------- */
 
 static void
 test_backends(void)
 {
   g_autoptr(QpQemuArgs) a = parse_line_ok(
-    "-m 3G -object memory-backend-ram,id=ram0,size=1G,host-nodes=0-1,host-nodes=3,policy=bind,prealloc=on "
-    "-object {\"qom-type\":\"memory-backend-memfd\",\"id\":\"ram1\",\"size\":1073741824,"
-    "\"hugetlb\":true,\"hugetlbsize\":2097152,\"host-nodes\":[2],\"policy\":\"preferred\"} "
-    "-object memory-backend-file,id=ram2,size=1G,mem-path=/dev/shm,share=on "
-    "-object iothread,id=io1 -object {\"qom-type\":\"iothread\",\"id\":\"io2\"} "
-    "-numa node,memdev=ram0 -numa node,memdev=ram1 -numa node,memdev=ram2 -smp 3");
+      "-m 3G -object "
+      "memory-backend-ram,id=ram0,size=1G,host-nodes=0-1,host-nodes=3,policy="
+      "bind,prealloc=on "
+      "-object "
+      "{\"qom-type\":\"memory-backend-memfd\",\"id\":\"ram1\",\"size\":"
+      "1073741824,"
+      "\"hugetlb\":true,\"hugetlbsize\":2097152,\"host-nodes\":[2],\"policy\":"
+      "\"preferred\"} "
+      "-object memory-backend-file,id=ram2,size=1G,mem-path=/dev/shm,share=on "
+      "-object iothread,id=io1 -object "
+      "{\"qom-type\":\"iothread\",\"id\":\"io2\"} "
+      "-numa node,memdev=ram0 -numa node,memdev=ram1 -numa node,memdev=ram2 "
+      "-smp 3");
   g_assert_cmpuint(a->backends->len, ==, 3);
   QpBackend *b0 = g_ptr_array_index(a->backends, 0);
   QpBackend *b1 = g_ptr_array_index(a->backends, 1);
@@ -522,8 +556,9 @@ test_backends(void)
   g_assert_cmpuint(a->req->gnodes[1].mem_mib, ==, 1024);
 
   /* -mem-prealloc makes every backend preallocate. */
-  g_autoptr(QpQemuArgs) c = parse_line_ok(
-    "-mem-prealloc -object memory-backend-ram,id=r,size=128M -machine memory-backend=r");
+  g_autoptr(QpQemuArgs) c =
+      parse_line_ok("-mem-prealloc -object memory-backend-ram,id=r,size=128M "
+                    "-machine memory-backend=r");
   g_assert_true(((QpBackend *)g_ptr_array_index(c->backends, 0))->prealloc);
   g_assert_true(c->req->prealloc);
 }
@@ -532,10 +567,11 @@ static void
 test_vfio(void)
 {
   g_autoptr(QpQemuArgs) a = parse_line_ok(
-    "-device vfio-pci,host=01:00.0,id=hostdev0 "
-    "-device {\"driver\":\"vfio-pci\",\"host\":\"0000:41:00.1\",\"id\":\"hostdev1\"} "
-    "-device vfio-pci,sysfsdev=/sys/bus/pci/devices/0001:02:1f.7 "
-    "-device virtio-net-pci,host=xx -device vfio-pci,host=AB:01.2");
+      "-device vfio-pci,host=01:00.0,id=hostdev0 "
+      "-device "
+      "{\"driver\":\"vfio-pci\",\"host\":\"0000:41:00.1\",\"id\":\"hostdev1\"} "
+      "-device vfio-pci,sysfsdev=/sys/bus/pci/devices/0001:02:1f.7 "
+      "-device virtio-net-pci,host=xx -device vfio-pci,host=AB:01.2");
   g_assert_nonnull(a->req->vfio);
   g_assert_cmpuint(g_strv_length(a->req->vfio), ==, 4);
   g_assert_cmpstr(a->req->vfio[0], ==, "0000:01:00.0");
@@ -544,7 +580,9 @@ test_vfio(void)
   g_assert_cmpstr(a->req->vfio[3], ==, "0000:ab:01.2");
 }
 
-/* ---- -numa --------------------------------------------------------------------------- */
+/* ---- -numa
+ * ---------------------------------------------------------------------------
+ */
 
 #define TWO_BACKENDS                                                           \
   "-m 1G -object memory-backend-ram,id=m0,size=512M "                          \
@@ -554,12 +592,13 @@ static void
 test_numa_nodes(void)
 {
   g_autoptr(QpQemuArgs) a = parse_line_ok(
-    TWO_BACKENDS "-smp 4 -numa node,nodeid=0,cpus=0,cpus=2,memdev=m0 "
-                 "-numa node,nodeid=1,cpus=1,cpus=3,memdev=m1 "
-                 "-numa dist,src=0,dst=1,val=21");
+      TWO_BACKENDS "-smp 4 -numa node,nodeid=0,cpus=0,cpus=2,memdev=m0 "
+                   "-numa node,nodeid=1,cpus=1,cpus=3,memdev=m1 "
+                   "-numa dist,src=0,dst=1,val=21");
   const QpRequest *r = a->req;
   g_assert_cmpuint(r->n_gnodes, ==, 2);
-  g_autofree char *c0 = list(r->gnodes[0].vcpus), *c1 = list(r->gnodes[1].vcpus);
+  g_autofree char *c0 = list(r->gnodes[0].vcpus),
+                  *c1 = list(r->gnodes[1].vcpus);
   g_assert_cmpstr(c0, ==, "0,2");
   g_assert_cmpstr(c1, ==, "1,3");
   g_assert_cmpuint(r->gnodes[0].mem_mib, ==, 512);
@@ -577,12 +616,15 @@ test_numa_cpu(void)
 {
   /* -numa cpu by socket, and by core: index order is socket-major. */
   g_autoptr(QpQemuArgs) a = parse_line_ok(
-    TWO_BACKENDS "-smp 8,sockets=2,cores=2,threads=2 "
-                 "-numa node,nodeid=0,memdev=m0 -numa node,nodeid=1,memdev=m1 "
-                 "-numa cpu,node-id=1,socket-id=1,core-id=0 "
-                 "-numa cpu,node-id=0,socket-id=0 -numa cpu,node-id=1,socket-id=1,core-id=1,thread-id=1 "
-                 "-numa cpu,node-id=0,socket-id=1,core-id=1,thread-id=0");
-  g_autofree char *c0 = list(a->req->gnodes[0].vcpus), *c1 = list(a->req->gnodes[1].vcpus);
+      TWO_BACKENDS
+      "-smp 8,sockets=2,cores=2,threads=2 "
+      "-numa node,nodeid=0,memdev=m0 -numa node,nodeid=1,memdev=m1 "
+      "-numa cpu,node-id=1,socket-id=1,core-id=0 "
+      "-numa cpu,node-id=0,socket-id=0 -numa "
+      "cpu,node-id=1,socket-id=1,core-id=1,thread-id=1 "
+      "-numa cpu,node-id=0,socket-id=1,core-id=1,thread-id=0");
+  g_autofree char *c0 = list(a->req->gnodes[0].vcpus),
+                  *c1 = list(a->req->gnodes[1].vcpus);
   g_assert_cmpstr(c0, ==, "0-3,6");
   g_assert_cmpstr(c1, ==, "4-5,7");
   g_assert_cmpuint(a->warnings->len, ==, 0);
@@ -594,31 +636,37 @@ static void
 test_numa_defaults(void)
 {
   g_autoptr(QpQemuArgs) a = parse_line_ok(
-    TWO_BACKENDS "-smp 4,sockets=2 -numa node,memdev=m0 -numa node,memdev=m1");
-  g_autofree char *a0 = list(a->req->gnodes[0].vcpus), *a1 = list(a->req->gnodes[1].vcpus);
+      TWO_BACKENDS
+      "-smp 4,sockets=2 -numa node,memdev=m0 -numa node,memdev=m1");
+  g_autofree char *a0 = list(a->req->gnodes[0].vcpus),
+                  *a1 = list(a->req->gnodes[1].vcpus);
   g_assert_cmpstr(a0, ==, "0-1");
   g_assert_cmpstr(a1, ==, "2-3");
   g_assert_cmpuint(a->warnings->len, ==, 0);
 
   g_autoptr(QpQemuArgs) b = parse_line_ok(
-    TWO_BACKENDS "-smp 4,sockets=4 -numa node,memdev=m0 -numa node,memdev=m1,cpus=3");
-  g_autofree char *b0 = list(b->req->gnodes[0].vcpus), *b1 = list(b->req->gnodes[1].vcpus);
+      TWO_BACKENDS
+      "-smp 4,sockets=4 -numa node,memdev=m0 -numa node,memdev=m1,cpus=3");
+  g_autofree char *b0 = list(b->req->gnodes[0].vcpus),
+                  *b1 = list(b->req->gnodes[1].vcpus);
   g_assert_cmpstr(b0, ==, "0-2");
   g_assert_cmpstr(b1, ==, "3");
   g_assert_cmpuint(b->warnings->len, ==, 1);
 
   /* No memory on any node: qemu-pin splits the RAM as QEMU's default did,
    * 8 MiB aligned, the rest on the last node. */
-  g_autoptr(QpQemuArgs) c = parse_line_ok("-m 1000M -smp 3 -numa node -numa node -numa node");
+  g_autoptr(QpQemuArgs) c =
+      parse_line_ok("-m 1000M -smp 3 -numa node -numa node -numa node");
   g_assert_cmpuint(c->req->gnodes[0].mem_mib, ==, 328);
   g_assert_cmpuint(c->req->gnodes[1].mem_mib, ==, 328);
   g_assert_cmpuint(c->req->gnodes[2].mem_mib, ==, 344);
   g_assert_null(c->req->gnodes[0].memdev);
 
   /* A node without memory beside nodes with memdev is memory-less. */
-  g_autoptr(QpQemuArgs) d = parse_line_ok(
-    "-m 512M -object memory-backend-ram,id=m0,size=512M -smp 2 -numa node,memdev=m0,cpus=0 "
-    "-numa node,cpus=1");
+  g_autoptr(QpQemuArgs) d =
+      parse_line_ok("-m 512M -object memory-backend-ram,id=m0,size=512M -smp 2 "
+                    "-numa node,memdev=m0,cpus=0 "
+                    "-numa node,cpus=1");
   g_assert_cmpuint(d->req->gnodes[1].mem_mib, ==, 0);
 }
 
@@ -627,39 +675,45 @@ static void
 test_numa_defaults_match_qemu(void)
 {
   const char *lines[] = {
-    TWO_BACKENDS "-smp 4,sockets=2 -numa node,memdev=m0 -numa node,memdev=m1",
-    TWO_BACKENDS "-smp 4,sockets=4 -numa node,memdev=m0 -numa node,memdev=m1,cpus=3",
-    TWO_BACKENDS "-smp 8,sockets=2,cores=2,threads=2 -numa node,memdev=m0 "
-                 "-numa node,memdev=m1 -numa cpu,node-id=1,socket-id=1,core-id=0 "
-                 "-numa cpu,node-id=0,socket-id=0 -numa cpu,node-id=1,socket-id=1,core-id=1,thread-id=1 "
-                 "-numa cpu,node-id=0,socket-id=1,core-id=1,thread-id=0",
+      TWO_BACKENDS "-smp 4,sockets=2 -numa node,memdev=m0 -numa node,memdev=m1",
+      TWO_BACKENDS
+      "-smp 4,sockets=4 -numa node,memdev=m0 -numa node,memdev=m1,cpus=3",
+      TWO_BACKENDS
+      "-smp 8,sockets=2,cores=2,threads=2 -numa node,memdev=m0 "
+      "-numa node,memdev=m1 -numa cpu,node-id=1,socket-id=1,core-id=0 "
+      "-numa cpu,node-id=0,socket-id=0 -numa "
+      "cpu,node-id=1,socket-id=1,core-id=1,thread-id=1 "
+      "-numa cpu,node-id=0,socket-id=1,core-id=1,thread-id=0",
   };
   for (gsize i = 0; i < G_N_ELEMENTS(lines); i++) {
-    g_autofree char *line = g_strdup_printf("-M q35 -accel tcg -display none -nodefaults %s",
-                                            lines[i]);
+    g_autofree char *line = g_strdup_printf(
+        "-M q35 -accel tcg -display none -nodefaults %s", lines[i]);
     g_autoptr(QpQemuArgs) a = parse_line_ok(line);
     Qemu q;
     g_autofree char *err = NULL;
     if (!qemu_start(&q, a, NULL, NULL, &err))
       g_error("QEMU refused %s: %s", line, err);
-    g_autofree char *fast = qemu_cmd(&q, "{\"execute\":\"query-hotpluggable-cpus\"}");
+    g_autofree char *fast =
+        qemu_cmd(&q, "{\"execute\":\"query-hotpluggable-cpus\"}");
     g_autoptr(JsonParser) p = json_parser_new();
     g_assert_true(json_parser_load_from_data(p, fast, -1, NULL));
     JsonArray *s = json_object_get_array_member(
-      json_node_get_object(json_parser_get_root(p)), "return");
+        json_node_get_object(json_parser_get_root(p)), "return");
     g_assert_cmpuint(json_array_get_length(s), ==, a->req->maxcpus);
     for (guint k = 0; k < json_array_get_length(s); k++) {
       JsonObject *props = json_object_get_object_member(
-        json_array_get_object_element(s, k), "props");
+          json_array_get_object_element(s, k), "props");
       /* Recompute the vCPU index from the ids, socket-major. */
       const QpRequest *r = a->req;
-      guint idx = (((guint)json_object_get_int_member(props, "socket-id") * r->dies +
-                    (json_object_has_member(props, "die-id")
-                       ? (guint)json_object_get_int_member(props, "die-id") : 0)) *
-                     r->cores +
-                   (guint)json_object_get_int_member(props, "core-id")) *
-                    r->threads +
-                  (guint)json_object_get_int_member(props, "thread-id");
+      guint idx =
+          (((guint)json_object_get_int_member(props, "socket-id") * r->dies +
+            (json_object_has_member(props, "die-id")
+                 ? (guint)json_object_get_int_member(props, "die-id")
+                 : 0)) *
+               r->cores +
+           (guint)json_object_get_int_member(props, "core-id")) *
+              r->threads +
+          (guint)json_object_get_int_member(props, "thread-id");
       int node = (int)json_object_get_int_member(props, "node-id");
       g_assert_true(hwloc_bitmap_isset(r->gnodes[node].vcpus, idx));
     }
@@ -669,24 +723,42 @@ test_numa_defaults_match_qemu(void)
   }
 }
 
-/* ---- not a launch -------------------------------------------------------------------- */
+/* ---- not a launch
+ * -------------------------------------------------------------------- */
 
 static void
 test_passthrough(void)
 {
   const char *yes[] = {
-    "-version", "--version", "-h", "-help", "--help", "-machine help", "-M ?",
-    "-cpu help", "-cpu ?", "-device help", "-device vfio-pci,help",
-    "-device driver=?", "-object help", "-object memory-backend-ram,help",
-    "-accel help", "-machine none", "-M none,accel=kvm:tcg",
-    ("-S -no-user-config -nodefaults -nographic -machine none,accel=kvm:tcg "
-     "-qmp unix:/tmp/m.sock,server=on,wait=off -pidfile /tmp/p -daemonize"),
-    /* Bad values elsewhere are the real binary's to report. */
-    "-smp 0 -version", "-smp 4,sockets=3,cores=1 -machine help", "-m 4Q -cpu help",
-    "-name foo,help", "-display help", "-smp",
+      "-version",
+      "--version",
+      "-h",
+      "-help",
+      "--help",
+      "-machine help",
+      "-M ?",
+      "-cpu help",
+      "-cpu ?",
+      "-device help",
+      "-device vfio-pci,help",
+      "-device driver=?",
+      "-object help",
+      "-object memory-backend-ram,help",
+      "-accel help",
+      "-machine none",
+      "-M none,accel=kvm:tcg",
+      ("-S -no-user-config -nodefaults -nographic -machine none,accel=kvm:tcg "
+       "-qmp unix:/tmp/m.sock,server=on,wait=off -pidfile /tmp/p -daemonize"),
+      /* Bad values elsewhere are the real binary's to report. */
+      "-smp 0 -version",
+      "-smp 4,sockets=3,cores=1 -machine help",
+      "-m 4Q -cpu help",
+      "-name foo,help",
+      "-display help",
+      "-smp",
   };
   const char *no[] = {
-    "-name help", "-machine q35", "-smp 2", "-append help", "-kernel ?",
+      "-name help", "-machine q35", "-smp 2", "-append help", "-kernel ?",
   };
   for (gsize i = 0; i < G_N_ELEMENTS(yes); i++) {
     g_autoptr(GError) error = NULL;
@@ -706,7 +778,8 @@ test_passthrough(void)
   }
 }
 
-/* ---- bad input ------------------------------------------------------------------------ */
+/* ---- bad input
+ * ------------------------------------------------------------------------ */
 
 typedef struct {
   const char *line;
@@ -715,87 +788,116 @@ typedef struct {
 } BadCase;
 
 static const BadCase bad_cases[] = {
-  /* -smp */
-  {"-smp 0", "'0'", "at least 1"},
-  {"-smp -1", "'-1'", "not a number"},
-  {"-smp 4,sockets=3,cores=1", "'4,sockets=3,cores=1'", "= 3 does not equal maxcpus (4)"},
-  {"-smp cpus=99999", "'cpus=99999'", "maximum"},
-  {"-M q35 -smp 289", "'289'", "288"},
-  {"-smp 256", "'256'", "255"},
-  {"-smp 8,maxcpus=4", "'8,maxcpus=4'", "at least cpus"},
-  {"-smp 4,clusters=2", "'4,clusters=2'", "clusters"},
-  {"-smp 1.5", "'1.5'", NULL},
-  {"-smp 4,foo=1", "'foo'", "unknown parameter"},
-  {"-smp 4,sockets=0", "sockets=0", NULL},
-  {"-smp cpus=", "'cpus='", NULL},
-  {"-smp 4,threads=3", "'4,threads=3'", "does not equal"},
-  /* -m */
-  {"-m 0", "'0'", NULL},
-  {"-m 4Q", "'4Q'", NULL},
-  {"-m 99999999999999G", "'99999999999999G'", "too large"},
-  {"-m 18446744073709551615", "'18446744073709551615'", "too large"},
-  {"-m -1", "'-1'", NULL},
-  {"-m 1G,slots=2", "'1G,slots=2'", "maxmem"},
-  {"-m 1G,maxmem=512M", "'1G,maxmem=512M'", NULL},
-  {"-m 1G,foo=1", "'foo'", NULL},
-  {"-m size=", "'size='", NULL},
-  /* -numa */
-  {TWO_BACKENDS "-numa node,memdev=m0 -numa node,memdev=nope", "'nope'", NULL},
-  {TWO_BACKENDS "-smp 4 -numa node,cpus=0-2,memdev=m0 -numa node,cpus=2-3,memdev=m1",
-   "'node,cpus=2-3,memdev=m1'", "vCPU 2"},
-  {TWO_BACKENDS "-smp 4 -numa node,cpus=4,memdev=m0", "'node,cpus=4,memdev=m0'", NULL},
-  {TWO_BACKENDS "-smp 4 -numa node,cpus=3-1", "'3-1'", NULL},
-  {TWO_BACKENDS "-numa cpu,node-id=0,socket-id=0 -numa node,memdev=m0", "node-id=0", "declared"},
-  {TWO_BACKENDS "-numa node,memdev=m0 -numa dist,src=0,dst=1,val=20", "src=0,dst=1", NULL},
-  {TWO_BACKENDS "-numa node,memdev=m0 -numa node,memdev=m1 -numa dist,src=0,dst=1,val=9",
-   "val=9", "10"},
-  {TWO_BACKENDS "-numa node,nodeid=0,memdev=m0 -numa node,nodeid=2,memdev=m1", "node 1", NULL},
-  {TWO_BACKENDS "-numa node,nodeid=0,memdev=m0 -numa node,nodeid=0,memdev=m1", "node,nodeid=0", "twice"},
-  {"-m 1G -object memory-backend-ram,id=m0,size=512M -numa node,memdev=m0 -numa node,mem=512M",
-   "mem=512M", NULL},
-  {"-M pc-i440fx-4.2 -m 1G -object memory-backend-ram,id=m0,size=512M -numa node,memdev=m0 "
-   "-numa node,mem=512M",
-   "mixed", NULL},
-  {TWO_BACKENDS "-numa node,memdev=m0", "512 MiB", "1024 MiB"},
-  {TWO_BACKENDS "-numa node,memdev=m0 -numa node,memdev=m0", "'m0'", NULL},
-  {TWO_BACKENDS "-numa foo", "'foo'", NULL},
-  {TWO_BACKENDS "-numa node,memdev=m0,bar=1", "'bar'", NULL},
-  {TWO_BACKENDS "-numa node,memdev=m0 -numa node,memdev=m1 -numa cpu,node-id=0,die-id=0",
-   "die-id", NULL},
-  /* -machine memory-backend */
-  {"-machine memory-backend=nope", "nope", NULL},
-  {"-m 1G -object memory-backend-ram,id=r,size=512M -machine memory-backend=r", "memory-backend=r",
-   NULL},
-  /* -object, key=value */
-  {"-object memory-backend-ram,id=r,size=4Q", "'4Q'", NULL},
-  {"-object memory-backend-ram,id=r,size=0", "size 0", NULL},
-  {"-object memory-backend-ram,id=r", "'memory-backend-ram,id=r'", "size"},
-  {"-object memory-backend-ram,id=r,size=1G,host-nodes=0-,policy=bind", "'0-'", NULL},
-  {"-object memory-backend-ram,id=r,size=1G,host-nodes=a,policy=bind", "'a'", NULL},
-  {"-object memory-backend-ram,id=r,size=1G,host-nodes=0,policy=fast", "'fast'", NULL},
-  {"-object memory-backend-ram,id=r,size=1G,policy=bind", "policy=bind", "host-nodes"},
-  {"-object memory-backend-ram,id=r,size=1G,prealloc=maybe", "'maybe'", NULL},
-  {"-object memory-backend-ram,size=1G", "'memory-backend-ram,size=1G'", "id"},
-  /* -object, JSON */
-  {"-object {\"qom-type\":\"memory-backend-ram\",\"id\":\"r\",\"size\":1073741824",
-   "{\"qom-type\":\"memory-backend-ram\",\"id\":\"r\",\"size\":1073741824", "JSON"},
-  {"-object {\"qom-type\":\"memory-backend-ram\",\"id\":\"r\",\"size\":\"1G\"}", "'size'", "integer"},
-  {"-object {\"qom-type\":\"memory-backend-ram\",\"id\":\"r\",\"size\":-1}", "'size'", NULL},
-  {"-object {\"qom-type\":\"memory-backend-ram\",\"id\":\"r\",\"size\":1024,\"host-nodes\":0,\"policy\":\"bind\"}",
-   "'host-nodes'", "array"},
-  {"-object {\"qom-type\":\"memory-backend-ram\",\"id\":\"r\",\"size\":1024,\"host-nodes\":[\"0\"],\"policy\":\"bind\"}",
-   "'host-nodes'", NULL},
-  {"-object {\"qom-type\":\"memory-backend-ram\",\"id\":\"r\",\"size\":1024,\"prealloc\":\"yes\"}",
-   "'prealloc'", NULL},
-  {"-object {\"qom-type\":42,\"id\":\"r\"}", "'qom-type'", NULL},
-  {"-object {}", "'{}'", "qom-type"},
-  /* -device vfio-pci */
-  {"-device vfio-pci,host=01:00", "'01:00'", NULL},
-  {"-device vfio-pci,host=0000:01:20.0", "'0000:01:20.0'", NULL},
-  {"-device vfio-pci", "host=", NULL},
-  {"-device {\"driver\":\"vfio-pci\",\"host\":1}", "'host'", NULL},
-  /* missing argument */
-  {"-name x -m", "-m", "requires an argument"},
+    /* -smp */
+    {"-smp 0", "'0'", "at least 1"},
+    {"-smp -1", "'-1'", "not a number"},
+    {"-smp 4,sockets=3,cores=1", "'4,sockets=3,cores=1'",
+     "= 3 does not equal maxcpus (4)"},
+    {"-smp cpus=99999", "'cpus=99999'", "maximum"},
+    {"-M q35 -smp 289", "'289'", "288"},
+    {"-smp 256", "'256'", "255"},
+    {"-smp 8,maxcpus=4", "'8,maxcpus=4'", "at least cpus"},
+    {"-smp 4,clusters=2", "'4,clusters=2'", "clusters"},
+    {"-smp 1.5", "'1.5'", NULL},
+    {"-smp 4,foo=1", "'foo'", "unknown parameter"},
+    {"-smp 4,sockets=0", "sockets=0", NULL},
+    {"-smp cpus=", "'cpus='", NULL},
+    {"-smp 4,threads=3", "'4,threads=3'", "does not equal"},
+    /* -m */
+    {"-m 0", "'0'", NULL},
+    {"-m 4Q", "'4Q'", NULL},
+    {"-m 99999999999999G", "'99999999999999G'", "too large"},
+    {"-m 18446744073709551615", "'18446744073709551615'", "too large"},
+    {"-m -1", "'-1'", NULL},
+    {"-m 1G,slots=2", "'1G,slots=2'", "maxmem"},
+    {"-m 1G,maxmem=512M", "'1G,maxmem=512M'", NULL},
+    {"-m 1G,foo=1", "'foo'", NULL},
+    {"-m size=", "'size='", NULL},
+    /* -numa */
+    {TWO_BACKENDS "-numa node,memdev=m0 -numa node,memdev=nope", "'nope'",
+     NULL},
+    {TWO_BACKENDS
+     "-smp 4 -numa node,cpus=0-2,memdev=m0 -numa node,cpus=2-3,memdev=m1",
+     "'node,cpus=2-3,memdev=m1'", "vCPU 2"},
+    {TWO_BACKENDS "-smp 4 -numa node,cpus=4,memdev=m0",
+     "'node,cpus=4,memdev=m0'", NULL},
+    {TWO_BACKENDS "-smp 4 -numa node,cpus=3-1", "'3-1'", NULL},
+    {TWO_BACKENDS "-numa cpu,node-id=0,socket-id=0 -numa node,memdev=m0",
+     "node-id=0", "declared"},
+    {TWO_BACKENDS "-numa node,memdev=m0 -numa dist,src=0,dst=1,val=20",
+     "src=0,dst=1", NULL},
+    {TWO_BACKENDS
+     "-numa node,memdev=m0 -numa node,memdev=m1 -numa dist,src=0,dst=1,val=9",
+     "val=9", "10"},
+    {TWO_BACKENDS "-numa node,nodeid=0,memdev=m0 -numa node,nodeid=2,memdev=m1",
+     "node 1", NULL},
+    {TWO_BACKENDS "-numa node,nodeid=0,memdev=m0 -numa node,nodeid=0,memdev=m1",
+     "node,nodeid=0", "twice"},
+    {"-m 1G -object memory-backend-ram,id=m0,size=512M -numa node,memdev=m0 "
+     "-numa node,mem=512M",
+     "mem=512M", NULL},
+    {"-M pc-i440fx-4.2 -m 1G -object memory-backend-ram,id=m0,size=512M -numa "
+     "node,memdev=m0 "
+     "-numa node,mem=512M",
+     "mixed", NULL},
+    {TWO_BACKENDS "-numa node,memdev=m0", "512 MiB", "1024 MiB"},
+    {TWO_BACKENDS "-numa node,memdev=m0 -numa node,memdev=m0", "'m0'", NULL},
+    {TWO_BACKENDS "-numa foo", "'foo'", NULL},
+    {TWO_BACKENDS "-numa node,memdev=m0,bar=1", "'bar'", NULL},
+    {TWO_BACKENDS
+     "-numa node,memdev=m0 -numa node,memdev=m1 -numa cpu,node-id=0,die-id=0",
+     "die-id", NULL},
+    /* -machine memory-backend */
+    {"-machine memory-backend=nope", "nope", NULL},
+    {"-m 1G -object memory-backend-ram,id=r,size=512M -machine "
+     "memory-backend=r",
+     "memory-backend=r", NULL},
+    /* -object, key=value */
+    {"-object memory-backend-ram,id=r,size=4Q", "'4Q'", NULL},
+    {"-object memory-backend-ram,id=r,size=0", "size 0", NULL},
+    {"-object memory-backend-ram,id=r", "'memory-backend-ram,id=r'", "size"},
+    {"-object memory-backend-ram,id=r,size=1G,host-nodes=0-,policy=bind",
+     "'0-'", NULL},
+    {"-object memory-backend-ram,id=r,size=1G,host-nodes=a,policy=bind", "'a'",
+     NULL},
+    {"-object memory-backend-ram,id=r,size=1G,host-nodes=0,policy=fast",
+     "'fast'", NULL},
+    {"-object memory-backend-ram,id=r,size=1G,policy=bind", "policy=bind",
+     "host-nodes"},
+    {"-object memory-backend-ram,id=r,size=1G,prealloc=maybe", "'maybe'", NULL},
+    {"-object memory-backend-ram,size=1G", "'memory-backend-ram,size=1G'",
+     "id"},
+    /* -object, JSON */
+    {"-object "
+     "{\"qom-type\":\"memory-backend-ram\",\"id\":\"r\",\"size\":1073741824",
+     "{\"qom-type\":\"memory-backend-ram\",\"id\":\"r\",\"size\":1073741824",
+     "JSON"},
+    {"-object "
+     "{\"qom-type\":\"memory-backend-ram\",\"id\":\"r\",\"size\":\"1G\"}",
+     "'size'", "integer"},
+    {"-object {\"qom-type\":\"memory-backend-ram\",\"id\":\"r\",\"size\":-1}",
+     "'size'", NULL},
+    {"-object "
+     "{\"qom-type\":\"memory-backend-ram\",\"id\":\"r\",\"size\":1024,\"host-"
+     "nodes\":0,\"policy\":\"bind\"}",
+     "'host-nodes'", "array"},
+    {"-object "
+     "{\"qom-type\":\"memory-backend-ram\",\"id\":\"r\",\"size\":1024,\"host-"
+     "nodes\":[\"0\"],\"policy\":\"bind\"}",
+     "'host-nodes'", NULL},
+    {"-object "
+     "{\"qom-type\":\"memory-backend-ram\",\"id\":\"r\",\"size\":1024,"
+     "\"prealloc\":\"yes\"}",
+     "'prealloc'", NULL},
+    {"-object {\"qom-type\":42,\"id\":\"r\"}", "'qom-type'", NULL},
+    {"-object {}", "'{}'", "qom-type"},
+    /* -device vfio-pci */
+    {"-device vfio-pci,host=01:00", "'01:00'", NULL},
+    {"-device vfio-pci,host=0000:01:20.0", "'0000:01:20.0'", NULL},
+    {"-device vfio-pci", "host=", NULL},
+    {"-device {\"driver\":\"vfio-pci\",\"host\":1}", "'host'", NULL},
+    /* missing argument */
+    {"-name x -m", "-m", "requires an argument"},
 };
 
 static void
@@ -816,23 +918,72 @@ test_bad_input(gconstpointer data)
 }
 
 /* ---- robustness: random command lines never crash, and every refusal is
- * one line ------------------------------------------------------------------------ */
+ * one line
+ * ------------------------------------------------------------------------ */
 
 static QpPlan *plan_new(guint n_mem);
-static void plan_set(QpPlan *p, guint k, int gnode, const char *nodes, const char *memdev);
+static void plan_set(QpPlan *p, guint k, int gnode, const char *nodes,
+                     const char *memdev);
 static void plan_free_(QpPlan *p);
 
 static char *
 random_value(void)
 {
   static const char *const pieces[] = {
-    "0", "1", "4", "-1", "0x10", "010", "99999", "1G", "4Q", "512", "1.5G", "",
-    ",", ",,", "=", "cpus=", "sockets=2", "cores=", "threads=2", "maxcpus=8",
-    "node", "cpu", "dist", "nodeid=", "memdev=m0", "mem=1G", "cpus=0-1", "src=0",
-    "dst=1", "val=20", "node-id=0", "socket-id=0", "memory-backend-ram", "id=m0",
-    "size=", "host-nodes=0-", "policy=bind", "prealloc=on", "help", "?", "{",
-    "}", "\"", "\"qom-type\":", "\"size\":", "[0]", "vfio-pci", "host=01:00.0",
-    "q35", "none", "memory-backend=m0", "-", "no", "noprealloc",
+      "0",
+      "1",
+      "4",
+      "-1",
+      "0x10",
+      "010",
+      "99999",
+      "1G",
+      "4Q",
+      "512",
+      "1.5G",
+      "",
+      ",",
+      ",,",
+      "=",
+      "cpus=",
+      "sockets=2",
+      "cores=",
+      "threads=2",
+      "maxcpus=8",
+      "node",
+      "cpu",
+      "dist",
+      "nodeid=",
+      "memdev=m0",
+      "mem=1G",
+      "cpus=0-1",
+      "src=0",
+      "dst=1",
+      "val=20",
+      "node-id=0",
+      "socket-id=0",
+      "memory-backend-ram",
+      "id=m0",
+      "size=",
+      "host-nodes=0-",
+      "policy=bind",
+      "prealloc=on",
+      "help",
+      "?",
+      "{",
+      "}",
+      "\"",
+      "\"qom-type\":",
+      "\"size\":",
+      "[0]",
+      "vfio-pci",
+      "host=01:00.0",
+      "q35",
+      "none",
+      "memory-backend=m0",
+      "-",
+      "no",
+      "noprealloc",
   };
   GString *s = g_string_new(NULL);
   guint n = (guint)g_test_rand_int_range(0, 6);
@@ -847,10 +998,11 @@ random_value(void)
 static void
 test_random_argv(void)
 {
-  static const char *const options[] = {"-smp", "-m", "-numa", "-object", "-machine",
-                                        "-M", "-device", "-name", "-S", "--smp",
-                                        "-mem-prealloc", "-mem-path", "-incoming",
-                                        "image", "-nographic", "-version"};
+  static const char *const options[] = {
+      "-smp",      "-m",    "-numa",         "-object",
+      "-machine",  "-M",    "-device",       "-name",
+      "-S",        "--smp", "-mem-prealloc", "-mem-path",
+      "-incoming", "image", "-nographic",    "-version"};
   guint refused = 0, passthrough = 0, launched = 0;
   for (guint iter = 0; iter < 4000; iter++) {
     g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
@@ -863,7 +1015,8 @@ test_random_argv(void)
     }
     g_ptr_array_add(argv, NULL);
     g_autoptr(GError) error = NULL;
-    g_autoptr(QpQemuArgs) a = parse_strv((const char *const *)argv->pdata, &error);
+    g_autoptr(QpQemuArgs) a =
+        parse_strv((const char *const *)argv->pdata, &error);
     if (a == NULL) {
       g_assert_error(error, QP_ARGS_ERROR, QP_ARGS_ERROR_INVALID);
       g_assert_null(strchr(error->message, '\n'));
@@ -887,18 +1040,20 @@ test_random_argv(void)
       g_assert_error(error, QP_ARGS_ERROR, QP_ARGS_ERROR_INVALID);
     plan_free_(plan);
   }
-  g_test_message("refused %u, passed through %u, launched %u", refused, passthrough,
-                 launched);
+  g_test_message("refused %u, passed through %u, launched %u", refused,
+                 passthrough, launched);
   /* The generator reaches every outcome. */
   g_assert_cmpuint(refused, >, 0);
   g_assert_cmpuint(passthrough, >, 0);
   g_assert_cmpuint(launched, >, 0);
 }
 
-/* ---- rewrite ---------------------------------------------------------------------------- */
+/* ---- rewrite
+ * ----------------------------------------------------------------------------
+ */
 
-static const char *base_args =
-  "-accel tcg -display none -nodefaults -device isa-debug-exit,iobase=0xf4,iosize=4";
+static const char *base_args = "-accel tcg -display none -nodefaults -device "
+                               "isa-debug-exit,iobase=0xf4,iosize=4";
 
 static QpPlan *
 plan_new(guint n_mem)
@@ -933,79 +1088,156 @@ plan_free_(QpPlan *p)
 
 typedef struct {
   const char *name;
-  const char *args;             /* the caller's, after base_args */
-  int gnodes[4];                /* plan: guest node per mem entry (-2 ends) */
-  const char *memdevs[4];       /* plan: memdev per entry */
-  guint64 sizes[4];             /* bytes of RAM mappings that must be bind:0 */
-  const char *expect[4];        /* substrings of the rewritten argv */
-  const char *policy;           /* expected policy of the mappings */
-  const char *absent;           /* must not be in the rewritten argv */
+  const char *args;       /* the caller's, after base_args */
+  int gnodes[4];          /* plan: guest node per mem entry (-2 ends) */
+  const char *memdevs[4]; /* plan: memdev per entry */
+  guint64 sizes[4];       /* bytes of RAM mappings that must be bind:0 */
+  const char *expect[4];  /* substrings of the rewritten argv */
+  const char *policy;     /* expected policy of the mappings */
+  const char *absent;     /* must not be in the rewritten argv */
 } RewriteCase;
 
 static const RewriteCase rewrite_cases[] = {
-  {"no-vnuma", "-M q35 -m 96M -smp 2", {-1, -2}, {NULL},
-   {96 * MiB},
-   {"-object memory-backend-ram,id=pc.ram,size=100663296,host-nodes=0,policy=bind "
-    "-machine memory-backend=pc.ram -S -chardev socket,id=qemu-pin-qmp,fd=", NULL},
-   "bind:0"},
-  {"no-vnuma-pc", "-m 80M", {-1, -2}, {NULL}, {80 * MiB}, {"id=pc.ram", NULL}, "bind:0"},
-  {"machine-backend-kv", "-M q35 -object memory-backend-ram,id=mem,size=72M "
-   "-machine memory-backend=mem", {-1, -2}, {NULL}, {72 * MiB},
-   {"memory-backend-ram,id=mem,size=72M,host-nodes=0,policy=bind", NULL}, "bind:0"},
-  {"machine-backend-json", "-M q35 -m 88M -object "
-   "{\"qom-type\":\"memory-backend-ram\",\"id\":\"mem\",\"size\":92274688} "
-   "-machine memory-backend=mem", {-1, -2}, {NULL}, {88 * MiB},
-   {"\"host-nodes\":[0]", "\"policy\":\"bind\"", NULL}, "bind:0"},
-  {"numa-kv-and-json", "-M q35 -m 112M -smp 2 "
-   "-object memory-backend-ram,id=m0,size=48M "
-   "-object {\"qom-type\":\"memory-backend-ram\",\"id\":\"m1\",\"size\":67108864} "
-   "-numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1",
-   {0, 1, -2}, {"m0", "m1"}, {48 * MiB, 64 * MiB},
-   {"id=m0,size=48M,host-nodes=0,policy=bind", NULL}, "bind:0"},
-  {"numa-without-memdev", "-M q35 -m 128M -smp 2 -numa node,cpus=0 -numa node,cpus=1",
-   {0, 1, -2}, {NULL, NULL}, {64 * MiB, 64 * MiB},
-   {"-object memory-backend-ram,id=qemu-pin-node0,size=67108864,host-nodes=0,policy=bind "
-    "-numa node,cpus=0,memdev=qemu-pin-node0", NULL}, "bind:0"},
-  {"caller-host-nodes-kept", "-M q35 -object "
-   "memory-backend-ram,id=mem,size=56M,host-nodes=0,policy=preferred "
-   "-machine memory-backend=mem", {-1, -2}, {NULL}, {56 * MiB},
-   {"memory-backend-ram,id=mem,size=56M,host-nodes=0,policy=preferred -machine", NULL},
-   "prefer:0"},
-  {"prealloc-kv", "-M q35 -object memory-backend-ram,id=mem,size=40M,prealloc=on "
-   "-machine memory-backend=mem", {-1, -2}, {NULL}, {40 * MiB},
-   {"-object thread-context,id=qemu-pin-tc-mem,node-affinity=0 -object "
-    "memory-backend-ram,id=mem,size=40M,prealloc=on,host-nodes=0,policy=bind,"
-    "prealloc-context=qemu-pin-tc-mem", NULL},
-   "bind:0"},
-  {"prealloc-json", "-M q35 -m 40M -object "
-   "{\"qom-type\":\"memory-backend-ram\",\"id\":\"mem\",\"size\":41943040,\"prealloc\":true} "
-   "-machine memory-backend=mem", {-1, -2}, {NULL}, {40 * MiB},
-   {"thread-context,id=qemu-pin-tc-mem,node-affinity=0", "\"prealloc-context\":\"qemu-pin-tc-mem\"", NULL},
-   "bind:0"},
-  {"mem-prealloc", "-M q35 -m 48M -mem-prealloc", {-1, -2}, {NULL}, {48 * MiB},
-   {"thread-context,id=qemu-pin-tc-pc.ram,node-affinity=0 -object memory-backend-ram,"
-    "id=pc.ram,size=50331648,host-nodes=0,policy=bind,prealloc-context=qemu-pin-tc-pc.ram", NULL},
-   "bind:0"},
-  {"mem-path-becomes-backend", "-M q35 -m 64M -mem-path /dev/shm -smp 1", {-1, -2}, {NULL},
-   {64 * MiB},
-   {"-M q35 -m 64M -smp 1 -object memory-backend-file,id=pc.ram,size=67108864,"
-    "mem-path=/dev/shm,host-nodes=0,policy=bind -machine memory-backend=pc.ram", NULL},
-   "bind:0", "-mem-path"},
-  {"numa-mem-path-dir", "-M q35 -m 64M -mem-path /dev/shm -smp 2 -numa node -numa node",
-   {0, 1, -2}, {NULL, NULL}, {32 * MiB, 32 * MiB},
-   {"memory-backend-file,id=qemu-pin-node1,size=33554432,mem-path=/dev/shm,host-nodes=0,"
-    "policy=bind -numa node,memdev=qemu-pin-node1", NULL},
-   "bind:0", "-mem-path"},
-  {"trailing-comma", "-M q35 -object memory-backend-ram,id=mem,size=40M, "
-   "-machine memory-backend=mem", {-1, -2}, {NULL}, {40 * MiB},
-   {"id=mem,size=40M,host-nodes=0,policy=bind", NULL}, "bind:0"},
+    {"no-vnuma",
+     "-M q35 -m 96M -smp 2",
+     {-1, -2},
+     {NULL},
+     {96 * MiB},
+     {"-object "
+      "memory-backend-ram,id=pc.ram,size=100663296,host-nodes=0,policy=bind "
+      "-machine memory-backend=pc.ram -S -chardev socket,id=qemu-pin-qmp,fd=",
+      NULL},
+     "bind:0"},
+    {"no-vnuma-pc",
+     "-m 80M",
+     {-1, -2},
+     {NULL},
+     {80 * MiB},
+     {"id=pc.ram", NULL},
+     "bind:0"},
+    {"machine-backend-kv",
+     "-M q35 -object memory-backend-ram,id=mem,size=72M "
+     "-machine memory-backend=mem",
+     {-1, -2},
+     {NULL},
+     {72 * MiB},
+     {"memory-backend-ram,id=mem,size=72M,host-nodes=0,policy=bind", NULL},
+     "bind:0"},
+    {"machine-backend-json",
+     "-M q35 -m 88M -object "
+     "{\"qom-type\":\"memory-backend-ram\",\"id\":\"mem\",\"size\":92274688} "
+     "-machine memory-backend=mem",
+     {-1, -2},
+     {NULL},
+     {88 * MiB},
+     {"\"host-nodes\":[0]", "\"policy\":\"bind\"", NULL},
+     "bind:0"},
+    {"numa-kv-and-json",
+     "-M q35 -m 112M -smp 2 "
+     "-object memory-backend-ram,id=m0,size=48M "
+     "-object "
+     "{\"qom-type\":\"memory-backend-ram\",\"id\":\"m1\",\"size\":67108864} "
+     "-numa node,nodeid=0,cpus=0,memdev=m0 -numa "
+     "node,nodeid=1,cpus=1,memdev=m1",
+     {0, 1, -2},
+     {"m0", "m1"},
+     {48 * MiB, 64 * MiB},
+     {"id=m0,size=48M,host-nodes=0,policy=bind", NULL},
+     "bind:0"},
+    {"numa-without-memdev",
+     "-M q35 -m 128M -smp 2 -numa node,cpus=0 -numa node,cpus=1",
+     {0, 1, -2},
+     {NULL, NULL},
+     {64 * MiB, 64 * MiB},
+     {"-object "
+      "memory-backend-ram,id=qemu-pin-node0,size=67108864,host-nodes=0,policy="
+      "bind "
+      "-numa node,cpus=0,memdev=qemu-pin-node0",
+      NULL},
+     "bind:0"},
+    {"caller-host-nodes-kept",
+     "-M q35 -object "
+     "memory-backend-ram,id=mem,size=56M,host-nodes=0,policy=preferred "
+     "-machine memory-backend=mem",
+     {-1, -2},
+     {NULL},
+     {56 * MiB},
+     {"memory-backend-ram,id=mem,size=56M,host-nodes=0,policy=preferred "
+      "-machine",
+      NULL},
+     "prefer:0"},
+    {"prealloc-kv",
+     "-M q35 -object memory-backend-ram,id=mem,size=40M,prealloc=on "
+     "-machine memory-backend=mem",
+     {-1, -2},
+     {NULL},
+     {40 * MiB},
+     {"-object thread-context,id=qemu-pin-tc-mem,node-affinity=0 -object "
+      "memory-backend-ram,id=mem,size=40M,prealloc=on,host-nodes=0,policy=bind,"
+      "prealloc-context=qemu-pin-tc-mem",
+      NULL},
+     "bind:0"},
+    {"prealloc-json",
+     "-M q35 -m 40M -object "
+     "{\"qom-type\":\"memory-backend-ram\",\"id\":\"mem\",\"size\":41943040,"
+     "\"prealloc\":true} "
+     "-machine memory-backend=mem",
+     {-1, -2},
+     {NULL},
+     {40 * MiB},
+     {"thread-context,id=qemu-pin-tc-mem,node-affinity=0",
+      "\"prealloc-context\":\"qemu-pin-tc-mem\"", NULL},
+     "bind:0"},
+    {"mem-prealloc",
+     "-M q35 -m 48M -mem-prealloc",
+     {-1, -2},
+     {NULL},
+     {48 * MiB},
+     {"thread-context,id=qemu-pin-tc-pc.ram,node-affinity=0 -object "
+      "memory-backend-ram,"
+      "id=pc.ram,size=50331648,host-nodes=0,policy=bind,prealloc-context=qemu-"
+      "pin-tc-pc.ram",
+      NULL},
+     "bind:0"},
+    {"mem-path-becomes-backend",
+     "-M q35 -m 64M -mem-path /dev/shm -smp 1",
+     {-1, -2},
+     {NULL},
+     {64 * MiB},
+     {"-M q35 -m 64M -smp 1 -object "
+      "memory-backend-file,id=pc.ram,size=67108864,"
+      "mem-path=/dev/shm,host-nodes=0,policy=bind -machine "
+      "memory-backend=pc.ram",
+      NULL},
+     "bind:0",
+     "-mem-path"},
+    {"numa-mem-path-dir",
+     "-M q35 -m 64M -mem-path /dev/shm -smp 2 -numa node -numa node",
+     {0, 1, -2},
+     {NULL, NULL},
+     {32 * MiB, 32 * MiB},
+     {"memory-backend-file,id=qemu-pin-node1,size=33554432,mem-path=/dev/"
+      "shm,host-nodes=0,"
+      "policy=bind -numa node,memdev=qemu-pin-node1",
+      NULL},
+     "bind:0",
+     "-mem-path"},
+    {"trailing-comma",
+     "-M q35 -object memory-backend-ram,id=mem,size=40M, "
+     "-machine memory-backend=mem",
+     {-1, -2},
+     {NULL},
+     {40 * MiB},
+     {"id=mem,size=40M,host-nodes=0,policy=bind", NULL},
+     "bind:0"},
 };
 
 static void
 test_rewrite(gconstpointer data)
 {
   const RewriteCase *c = data;
-  g_autofree char *line = g_strdup_printf("%s -bios %s %s", base_args, firmware, c->args);
+  g_autofree char *line =
+      g_strdup_printf("%s -bios %s %s", base_args, firmware, c->args);
   g_autoptr(QpQemuArgs) a = parse_line_ok(line);
   guint n = 0;
   while (c->gnodes[n] != -2)
@@ -1030,8 +1262,8 @@ test_rewrite(gconstpointer data)
   for (guint k = 0; c->sizes[k]; k++) {
     g_autofree char *policy = mapping_policy(q.pid, c->sizes[k]);
     if (g_strcmp0(policy, c->policy) != 0)
-      g_error("mapping of %" G_GUINT64_FORMAT " bytes: policy %s, expected %s", c->sizes[k],
-              policy, c->policy);
+      g_error("mapping of %" G_GUINT64_FORMAT " bytes: policy %s, expected %s",
+              c->sizes[k], policy, c->policy);
   }
   /* The guest runs and exits through isa-debug-exit: status 1. */
   g_free(qemu_cmd(&q, "{\"execute\":\"cont\"}"));
@@ -1051,12 +1283,14 @@ test_rewrite_no_plan(void)
   g_autoptr(QpQemuArgs) a = parse_ok(argv);
   g_auto(GStrv) out = qp_qemu_args_rewrite(a, "/usr/bin/kvm", NULL, 7, NULL);
   g_autofree char *joined = g_strjoinv(" ", out);
-  g_assert_cmpstr(joined, ==,
-                  "/usr/bin/kvm -name a,,b -smp 2 -S disk.img -chardev "
-                  "socket,id=qemu-pin-qmp,fd=7 -mon chardev=qemu-pin-qmp,mode=control");
+  g_assert_cmpstr(
+      joined, ==,
+      "/usr/bin/kvm -name a,,b -smp 2 -S disk.img -chardev "
+      "socket,id=qemu-pin-qmp,fd=7 -mon chardev=qemu-pin-qmp,mode=control");
   const char *argv2[] = {"-smp", "2", NULL};
   g_autoptr(QpQemuArgs) b = parse_ok(argv2);
-  g_auto(GStrv) out2 = qp_qemu_args_rewrite(b, "qemu-system-x86_64", NULL, -1, NULL);
+  g_auto(GStrv) out2 =
+      qp_qemu_args_rewrite(b, "qemu-system-x86_64", NULL, -1, NULL);
   g_autofree char *joined2 = g_strjoinv(" ", out2);
   g_assert_cmpstr(joined2, ==, "qemu-system-x86_64 -smp 2 -S");
 }
@@ -1067,23 +1301,29 @@ test_rewrite_no_plan(void)
 static void
 test_rewrite_node_lists(void)
 {
-  g_autoptr(QpQemuArgs) a = parse_line_ok(
-    "-M q35 -m 64M -object memory-backend-ram,id=mem,size=64M -machine memory-backend=mem");
+  g_autoptr(QpQemuArgs) a =
+      parse_line_ok("-M q35 -m 64M -object memory-backend-ram,id=mem,size=64M "
+                    "-machine memory-backend=mem");
   QpPlan *plan = plan_new(1);
   plan_set(plan, 0, -1, "0-2,5", NULL);
-  g_auto(GStrv) out = qp_qemu_args_rewrite(a, "qemu-system-x86_64", plan, -1, NULL);
+  g_auto(GStrv) out =
+      qp_qemu_args_rewrite(a, "qemu-system-x86_64", plan, -1, NULL);
   g_autofree char *joined = g_strjoinv(" ", out);
-  g_assert_nonnull(strstr(joined, "size=64M,host-nodes=0-2,host-nodes=5,policy=bind"));
+  g_assert_nonnull(
+      strstr(joined, "size=64M,host-nodes=0-2,host-nodes=5,policy=bind"));
 
-  const char *json = "{\"qom-type\":\"memory-backend-ram\",\"id\":\"mem\",\"size\":67108864}";
-  const char *argv[] = {"-M", "q35", "-m", "64M", "-object", json, "-machine",
-                        "memory-backend=mem", NULL};
+  const char *json =
+      "{\"qom-type\":\"memory-backend-ram\",\"id\":\"mem\",\"size\":67108864}";
+  const char *argv[] = {"-M",      "q35", "-m",       "64M",
+                        "-object", json,  "-machine", "memory-backend=mem",
+                        NULL};
   g_autoptr(QpQemuArgs) b = parse_ok(argv);
-  g_auto(GStrv) out2 = qp_qemu_args_rewrite(b, "qemu-system-x86_64", plan, -1, NULL);
+  g_auto(GStrv) out2 =
+      qp_qemu_args_rewrite(b, "qemu-system-x86_64", plan, -1, NULL);
   g_autoptr(JsonParser) p = json_parser_new();
   g_assert_true(json_parser_load_from_data(p, out2[6], -1, NULL));
   JsonArray *nodes = json_object_get_array_member(
-    json_node_get_object(json_parser_get_root(p)), "host-nodes");
+      json_node_get_object(json_parser_get_root(p)), "host-nodes");
   g_assert_cmpuint(json_array_get_length(nodes), ==, 4);
   g_assert_cmpint(json_array_get_int_element(nodes, 3), ==, 5);
   plan_free_(plan);
@@ -1092,18 +1332,22 @@ test_rewrite_node_lists(void)
    * selects none); none at all, no thread-context. Node 0 has CPUs here,
    * node 5 does not exist. */
   g_autoptr(QpQemuArgs) c = parse_line_ok(
-    "-M q35 -m 64M -object memory-backend-ram,id=mem,size=64M,prealloc=on "
-    "-machine memory-backend=mem");
+      "-M q35 -m 64M -object memory-backend-ram,id=mem,size=64M,prealloc=on "
+      "-machine memory-backend=mem");
   QpPlan *p2 = plan_new(1);
   plan_set(p2, 0, -1, "0,5", NULL);
-  g_auto(GStrv) out3 = qp_qemu_args_rewrite(c, "qemu-system-x86_64", p2, -1, NULL);
+  g_auto(GStrv) out3 =
+      qp_qemu_args_rewrite(c, "qemu-system-x86_64", p2, -1, NULL);
   g_autofree char *j3 = g_strjoinv(" ", out3);
-  g_assert_nonnull(strstr(j3, "-object thread-context,id=qemu-pin-tc-mem,node-affinity=0 "));
-  g_assert_nonnull(strstr(j3, "host-nodes=0,host-nodes=5,policy=bind,prealloc-context="));
+  g_assert_nonnull(
+      strstr(j3, "-object thread-context,id=qemu-pin-tc-mem,node-affinity=0 "));
+  g_assert_nonnull(
+      strstr(j3, "host-nodes=0,host-nodes=5,policy=bind,prealloc-context="));
   plan_free_(p2);
   QpPlan *p3 = plan_new(1);
   plan_set(p3, 0, -1, "5", NULL);
-  g_auto(GStrv) out4 = qp_qemu_args_rewrite(c, "qemu-system-x86_64", p3, -1, NULL);
+  g_auto(GStrv) out4 =
+      qp_qemu_args_rewrite(c, "qemu-system-x86_64", p3, -1, NULL);
   g_autofree char *j4 = g_strjoinv(" ", out4);
   g_assert_null(strstr(j4, "thread-context"));
   g_assert_null(strstr(j4, "prealloc-context"));
@@ -1117,34 +1361,40 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   make_firmware();
 
-  g_test_add_func("/args/syntax/key-value-escapes-and-implied-keys", test_kv_syntax);
+  g_test_add_func("/args/syntax/key-value-escapes-and-implied-keys",
+                  test_kv_syntax);
   g_test_add_func("/args/syntax/values-are-never-options", test_option_values);
   for (gsize i = 0; i < G_N_ELEMENTS(smp_cases); i++) {
-    g_autofree char *path = g_strdup_printf("/args/smp/%s/%s", smp_cases[i].machine,
-                                            smp_cases[i].smp);
+    g_autofree char *path = g_strdup_printf(
+        "/args/smp/%s/%s", smp_cases[i].machine, smp_cases[i].smp);
     g_test_add_data_func(path, &smp_cases[i], test_smp);
   }
   g_test_add_func("/args/smp/topology-equals-qemu", test_smp_matches_qemu);
   g_test_add_func("/args/m/sizes-as-qemu-strtosz", test_sizes);
-  g_test_add_func("/args/machine/smp-and-memory-properties", test_machine_smp_memory);
+  g_test_add_func("/args/machine/smp-and-memory-properties",
+                  test_machine_smp_memory);
   g_test_add_func("/args/m/size-slots-maxmem-default", test_memory);
   g_test_add_func("/args/object/memory-backends-both-syntaxes", test_backends);
   g_test_add_func("/args/device/vfio-host-normalised", test_vfio);
   g_test_add_func("/args/numa/nodes-cpus-memdev-dist", test_numa_nodes);
   g_test_add_func("/args/numa/cpu-by-topology-ids", test_numa_cpu);
-  g_test_add_func("/args/numa/unassigned-vcpus-and-ram-split", test_numa_defaults);
-  g_test_add_func("/args/numa/assignment-equals-qemu", test_numa_defaults_match_qemu);
+  g_test_add_func("/args/numa/unassigned-vcpus-and-ram-split",
+                  test_numa_defaults);
+  g_test_add_func("/args/numa/assignment-equals-qemu",
+                  test_numa_defaults_match_qemu);
   g_test_add_func("/args/passthrough/help-version-probe", test_passthrough);
   for (gsize i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
-    g_autofree char *path = g_strdup_printf("/args/bad-input/%" G_GSIZE_FORMAT, i);
+    g_autofree char *path =
+        g_strdup_printf("/args/bad-input/%" G_GSIZE_FORMAT, i);
     g_test_add_data_func(path, &bad_cases[i], test_bad_input);
   }
   for (gsize i = 0; i < G_N_ELEMENTS(rewrite_cases); i++) {
-    g_autofree char *path = g_strdup_printf("/args/rewrite/qemu-accepts/%s",
-                                            rewrite_cases[i].name);
+    g_autofree char *path =
+        g_strdup_printf("/args/rewrite/qemu-accepts/%s", rewrite_cases[i].name);
     g_test_add_data_func(path, &rewrite_cases[i], test_rewrite);
   }
-  g_test_add_func("/args/rewrite/no-plan-adds-only-S-and-monitor", test_rewrite_no_plan);
+  g_test_add_func("/args/rewrite/no-plan-adds-only-S-and-monitor",
+                  test_rewrite_no_plan);
   g_test_add_func("/args/rewrite/host-node-lists", test_rewrite_node_lists);
   g_test_add_func("/args/robustness/random-command-lines", test_random_argv);
 

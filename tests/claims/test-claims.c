@@ -76,10 +76,10 @@ on_abort(int sig)
 }
 
 typedef struct {
-  char *dir;    /* per-test directory; its name marks our processes */
-  char *state;  /* ledger directory */
+  char *dir;   /* per-test directory; its name marks our processes */
+  char *state; /* ledger directory */
   char *halt_fw;
-  char *qmp;    /* the caller's own monitor socket */
+  char *qmp; /* the caller's own monitor socket */
   char *marker;
 } Fixture;
 
@@ -124,8 +124,8 @@ command(Fixture *f, const char *state, const char *name, guint mib,
   for (guint i = 0; opts && opts[i]; i++)
     g_ptr_array_add(a, g_strdup(opts[i]));
   g_ptr_array_add(a, g_strdup("--"));
-  const char *common[] = {"-accel", "tcg", "-machine", "q35", "-nodefaults",
-                          "-display", "none", NULL};
+  const char *common[] = {"-accel",      "tcg",      "-machine", "q35",
+                          "-nodefaults", "-display", "none",     NULL};
   g_ptr_array_add(a, g_strdup(qp_test_qemu()));
   for (guint i = 0; common[i]; i++)
     g_ptr_array_add(a, g_strdup(common[i]));
@@ -152,7 +152,8 @@ vm_command(Fixture *f, const char *opt)
   return command(f, f->state, f->marker, GUEST_MIB, opts, extra);
 }
 
-/* ---- Reading the world ------------------------------------------------------ */
+/* ---- Reading the world ------------------------------------------------------
+ */
 
 static JsonObject *
 parse_object(const char *text)
@@ -171,8 +172,8 @@ static JsonObject *
 status_json(const char *state, const char *opt)
 {
   g_autofree char *sd = g_strdup_printf("--state-dir=%s", state);
-  char *argv[] = {(char *)qp_test_binary(), "status", "--json", sd,
-                  (char *)opt, NULL};
+  char *argv[] = {
+      (char *)qp_test_binary(), "status", "--json", sd, (char *)opt, NULL};
   QpTestRun r;
   qp_test_run(argv, NULL, &r);
   if (r.status != 0)
@@ -223,8 +224,8 @@ host_total_mib(void)
   g_assert_cmpint(r.status, ==, 0);
   g_autoptr(JsonObject) t = parse_object(r.out);
   qp_test_run_clear(&r);
-  JsonObject *n =
-      json_array_get_object_element(json_object_get_array_member(t, "nodes"), 0);
+  JsonObject *n = json_array_get_object_element(
+      json_object_get_array_member(t, "nodes"), 0);
   g_assert_cmpint(json_object_get_int_member(n, "id"), ==, 0);
   return json_object_get_int_member(n, "total_mib");
 }
@@ -422,7 +423,7 @@ check_record_names(Fixture *f, int qemu_pid, int keeper_pid)
 typedef struct {
   char *state;
   char *reserve_opt;
-  gint64 reserve;  /* --reserve-mib */
+  gint64 reserve; /* --reserve-mib */
   gint stop;
   gint samples; /* status samples taken (atomic) */
   GMutex lock;  /* the rest */
@@ -483,7 +484,8 @@ scan_records(const char *state, guint *n_records, guint64 *dedicated)
     JsonObject *rec = json_node_get_object(json_parser_get_root(p));
     JsonObject *mem = json_object_get_object_member(rec, "memory-mib");
     sum += json_object_get_int_member_with_default(mem, "0", 0);
-    guint64 ded = cpu_mask(json_object_get_string_member(rec, "dedicated-cpus"));
+    guint64 ded =
+        cpu_mask(json_object_get_string_member(rec, "dedicated-cpus"));
     if (*dedicated & ded)
       return -2;
     *dedicated |= ded;
@@ -541,11 +543,11 @@ status_thread(gpointer data)
   g_autofree char *sd = g_strdup_printf("--state-dir=%s", s->state);
   while (!g_atomic_int_get(&s->stop)) {
     char *argv[] = {(char *)qp_test_binary(), "status", "--json", sd,
-                    s->reserve_opt, NULL};
+                    s->reserve_opt,           NULL};
     g_autofree char *out = NULL, *err = NULL;
     int ws = 0;
-    if (!g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
-                      &err, &ws, NULL) ||
+    if (!g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+                      &ws, NULL) ||
         !g_spawn_check_wait_status(ws, NULL)) {
       violation(s, g_strdup_printf("status failed: %s", err ? err : ""));
       continue;
@@ -571,29 +573,31 @@ status_thread(gpointer data)
       JsonObject *vm = json_array_get_object_element(vms, i);
       JsonObject *mem = json_object_get_object_member(vm, "memory-mib");
       vm_sum += json_object_get_int_member_with_default(mem, "0", 0);
-      guint64 ded = cpu_mask(json_object_get_string_member(vm, "dedicated-cpus"));
+      guint64 ded =
+          cpu_mask(json_object_get_string_member(vm, "dedicated-cpus"));
       overlap |= (vm_ded & ded) != 0;
       vm_ded |= ded;
     }
     if (overlap ||
         vm_ded != cpu_mask(json_object_get_string_member(n, "dedicated-cpus")))
-      violation(s, g_strdup_printf("dedicated CPUs: node says %s, VMs %s",
-                                   json_object_get_string_member(n, "dedicated-cpus"),
-                                   overlap ? "overlap" : "differ"));
+      violation(
+          s, g_strdup_printf("dedicated CPUs: node says %s, VMs %s",
+                             json_object_get_string_member(n, "dedicated-cpus"),
+                             overlap ? "overlap" : "differ"));
     if (claimed > total - reserve || reserve != s->reserve ||
         claimed != vm_sum || uncommitted != total - reserve - claimed)
-      violation(s, g_strdup_printf("total %" G_GINT64_FORMAT
-                                   ", reserve %" G_GINT64_FORMAT
-                                   ", claimed %" G_GINT64_FORMAT
-                                   ", uncommitted %" G_GINT64_FORMAT
-                                   ", VMs hold %" G_GINT64_FORMAT,
-                                   total, reserve, claimed, uncommitted,
-                                   vm_sum));
+      violation(s, g_strdup_printf(
+                       "total %" G_GINT64_FORMAT ", reserve %" G_GINT64_FORMAT
+                       ", claimed %" G_GINT64_FORMAT
+                       ", uncommitted %" G_GINT64_FORMAT
+                       ", VMs hold %" G_GINT64_FORMAT,
+                       total, reserve, claimed, uncommitted, vm_sum));
     g_mutex_lock(&s->lock);
     gpointer key = GINT_TO_POINTER((int)claimed);
     g_hash_table_insert(
         s->seen, key,
-        GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(s->seen, key)) + 1));
+        GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(s->seen, key)) +
+                         1));
     g_mutex_unlock(&s->lock);
     g_atomic_int_inc(&s->samples);
   }
@@ -602,11 +606,11 @@ status_thread(gpointer data)
 
 typedef struct {
   GPid pid;
-  char *dir;  /* stdout, stderr */
+  char *dir; /* stdout, stderr */
   char *sock;
-  char *name; /* -name value, unique: "<marker>-vmNN" */
-  char *tag;  /* "<name>,": matches this VM's processes only */
-  int cpu;    /* --affinity */
+  char *name;      /* -name value, unique: "<marker>-vmNN" */
+  char *tag;       /* "<name>,": matches this VM's processes only */
+  int cpu;         /* --affinity */
   int exit_status; /* -1 while running or unknown */
   gboolean running;
 } Launch;
@@ -615,7 +619,8 @@ static void
 sampler_init(Sampler *s, const char *state, const char *reserve_opt,
              gint64 reserve)
 {
-  *s = (Sampler){.state = (char *)state, .reserve_opt = (char *)reserve_opt,
+  *s = (Sampler){.state = (char *)state,
+                 .reserve_opt = (char *)reserve_opt,
                  .reserve = reserve,
                  .seen = g_hash_table_new(g_direct_hash, g_direct_equal),
                  .violations = g_ptr_array_new_with_free_func(g_free)};
@@ -713,7 +718,8 @@ test_concurrent_launches(Fixture *f, gconstpointer data)
   const gint64 capacity = N_FIT * BIG_MIB + BIG_MIB / 2;
   g_assert_cmpint(total, >, capacity);
   const gint64 reserve = total - capacity;
-  g_autofree char *reserve_opt = g_strdup_printf("--reserve-mib=%" G_GINT64_FORMAT, reserve);
+  g_autofree char *reserve_opt =
+      g_strdup_printf("--reserve-mib=%" G_GINT64_FORMAT, reserve);
   g_test_message("node 0: %" G_GINT64_FORMAT " MiB, reserve %" G_GINT64_FORMAT
                  ", capacity %" G_GINT64_FORMAT " MiB = %d guests of %d MiB",
                  total, reserve, capacity, N_FIT, BIG_MIB);
@@ -772,15 +778,17 @@ test_concurrent_launches(Fixture *f, gconstpointer data)
   g_assert_cmpuint(s.violations->len, ==, 0);
   g_assert_cmpint(s.samples, >=, 3);
   g_assert_cmpint(s.max_scanned_mib, ==, N_FIT * BIG_MIB);
-  g_assert_true(g_hash_table_contains(
-      s.seen, GINT_TO_POINTER(N_FIT * BIG_MIB)));
+  g_assert_true(
+      g_hash_table_contains(s.seen, GINT_TO_POINTER(N_FIT * BIG_MIB)));
 
   /* Exactly N_FIT run, the others failed with the one shortfall line. */
   g_autofree char *nofit_head = g_strdup_printf(
       "qemu-pin: VM does not fit: guest needs %d MiB but the best node 0 "
-      "has only ", BIG_MIB);
+      "has only ",
+      BIG_MIB);
   guint n_running = 0, n_failed = 0;
-  g_autoptr(GHashTable) qemu_pids = g_hash_table_new(g_direct_hash, g_direct_equal);
+  g_autoptr(GHashTable) qemu_pids =
+      g_hash_table_new(g_direct_hash, g_direct_equal);
   for (int i = 0; i < N_LAUNCHES; i++) {
     g_autofree char *err = file_text(l[i].dir, "stderr");
     g_autoptr(GArray) keepers = pids_of_kind(l[i].tag, TRUE);
@@ -806,9 +814,9 @@ test_concurrent_launches(Fixture *f, gconstpointer data)
             qp_test_task_field(l[i].pid, tid, "Cpus_allowed_list");
         if (have == NULL)
           continue; /* a worker thread that left meanwhile */
-        g_assert_cmpstr(have, ==,
-                        json_object_get_string_member(plans[l[i].cpu],
-                                                      "emulator-cpus"));
+        g_assert_cmpstr(
+            have, ==,
+            json_object_get_string_member(plans[l[i].cpu], "emulator-cpus"));
         threads++;
       }
       g_assert_cmpuint(threads, >=, 1);
@@ -823,8 +831,8 @@ test_concurrent_launches(Fixture *f, gconstpointer data)
     } else {
       n_failed++;
       if (n_failed == 1 || !g_str_has_prefix(err, nofit_head))
-        g_test_message("launch %d: status %d, stderr: %s", i,
-                       l[i].exit_status, err);
+        g_test_message("launch %d: status %d, stderr: %s", i, l[i].exit_status,
+                       err);
       g_assert_cmpint(l[i].exit_status, ==, 1);
       g_assert_cmpuint(count_lines(err), ==, 1);
       /* "... only U MiB uncommitted (T MiB total, C MiB claimed, R MiB
@@ -836,7 +844,8 @@ test_concurrent_launches(Fixture *f, gconstpointer data)
                              "%" SCNd64 " MiB uncommitted (%" SCNd64
                              " MiB total, %" SCNd64 " MiB claimed, %" SCNd64
                              " MiB reserved%3[)\n]",
-                             &u, &t, &c, &r, tail), ==, 5);
+                             &u, &t, &c, &r, tail),
+                      ==, 5);
       g_assert_cmpstr(tail, ==, ")\n");
       g_assert_cmpint(c, ==, N_FIT * BIG_MIB);
       g_assert_cmpint(r, ==, reserve);
@@ -876,7 +885,8 @@ test_concurrent_launches(Fixture *f, gconstpointer data)
   for (guint i = 0; i < N_FIT; i++) {
     JsonObject *vm = json_array_get_object_element(vms, i);
     g_assert_true(g_hash_table_contains(
-        qemu_pids, GINT_TO_POINTER(json_object_get_int_member(vm, "qemu-pid"))));
+        qemu_pids,
+        GINT_TO_POINTER(json_object_get_int_member(vm, "qemu-pid"))));
   }
 
   /* Stop the guests: the ledger empties. */
@@ -951,8 +961,8 @@ test_concurrent_one_to_one(Fixture *f, gconstpointer data)
     g_autoptr(GArray) keepers = pids_of_kind(l[i].tag, TRUE);
     if (!l[i].running) {
       if (strcmp(err, nocpu) != 0)
-        g_test_message("launch %d: status %d, stderr: %s", i,
-                       l[i].exit_status, err);
+        g_test_message("launch %d: status %d, stderr: %s", i, l[i].exit_status,
+                       err);
       g_assert_cmpint(l[i].exit_status, ==, 1);
       g_assert_cmpstr(err, ==, nocpu);
       g_assert_cmpuint(keepers->len, ==, 0);
@@ -997,7 +1007,8 @@ test_concurrent_one_to_one(Fixture *f, gconstpointer data)
   sampler_clear(&s);
 }
 
-/* ---- 2. Faults ------------------------------------------------------------- */
+/* ---- 2. Faults -------------------------------------------------------------
+ */
 
 static void
 test_killed_keeper_keeps_claim(Fixture *f, gconstpointer data)
@@ -1158,8 +1169,8 @@ typedef struct {
 } CorruptCase;
 
 static const CorruptCase corrupt_cases[] = {
-  {"cut-inside-time", "\"time\"", 3, TRUE},
-  {"cut-inside-memory", "\"memory-mib\"", 6, FALSE},
+    {"cut-inside-time", "\"time\"", 3, TRUE},
+    {"cut-inside-memory", "\"memory-mib\"", 6, FALSE},
 };
 
 static void
@@ -1196,8 +1207,8 @@ test_truncated_record(Fixture *f, gconstpointer data)
   qp_test_run(argv, NULL, &r);
   g_test_message("status:\n%s%s", r.out, r.err);
   g_assert_cmpint(r.status, ==, 0);
-  g_autofree char *moved = g_strdup_printf(
-      "warning: ledger record %s could not be read (", path);
+  g_autofree char *moved =
+      g_strdup_printf("warning: ledger record %s could not be read (", path);
   g_autofree char *moved_end =
       g_strdup_printf("); moved to %s.json.corrupt\n", id);
   g_autofree char *corrupt = record_path(f->state, id, ".json.corrupt");
@@ -1215,8 +1226,9 @@ test_truncated_record(Fixture *f, gconstpointer data)
   g_assert_nonnull(strstr(r.out, moved_end));
   g_assert_nonnull(strstr(r.out, held_line));
   g_assert_nonnull(strstr(r.out, "(blocked by an unreadable record)\n"));
-  g_assert_nonnull(
-      strstr(r.out, "  memory [XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX]  X blocked\n"));
+  g_assert_nonnull(strstr(
+      r.out,
+      "  memory [XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX]  X blocked\n"));
   g_assert_nonnull(strstr(r.out, "no VM holds a claim\n"));
   qp_test_run_clear(&r);
   g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
@@ -1269,11 +1281,11 @@ test_truncated_record(Fixture *f, gconstpointer data)
 }
 
 typedef enum {
-  SD_SYMLINK,   /* a symlink to a good directory */
-  SD_DANGLING,  /* a symlink to nothing */
-  SD_FOREIGN,   /* owned by another uid */
-  SD_WRITABLE,  /* mode 0777 */
-  SD_FILE,      /* a regular file */
+  SD_SYMLINK,  /* a symlink to a good directory */
+  SD_DANGLING, /* a symlink to nothing */
+  SD_FOREIGN,  /* owned by another uid */
+  SD_WRITABLE, /* mode 0777 */
+  SD_FILE,     /* a regular file */
 } StateDirKind;
 
 typedef struct {
@@ -1283,11 +1295,11 @@ typedef struct {
 } StateDirCase;
 
 static const StateDirCase state_dir_cases[] = {
-  {"symlink-to-a-directory", SD_SYMLINK, "is a symlink"},
-  {"dangling-symlink", SD_DANGLING, "is a symlink"},
-  {"foreign-owner", SD_FOREIGN, "is owned by uid 65534"},
-  {"writable-by-others", SD_WRITABLE, "has mode 0777"},
-  {"regular-file", SD_FILE, "is not a directory"},
+    {"symlink-to-a-directory", SD_SYMLINK, "is a symlink"},
+    {"dangling-symlink", SD_DANGLING, "is a symlink"},
+    {"foreign-owner", SD_FOREIGN, "is owned by uid 65534"},
+    {"writable-by-others", SD_WRITABLE, "has mode 0777"},
+    {"regular-file", SD_FILE, "is not a directory"},
 };
 
 /* A state directory that is not safe to use is refused, by a launch and by
@@ -1360,10 +1372,12 @@ test_bad_state_dir(Fixture *f, gconstpointer data)
 static void
 test_daemonize_record_names_daemon(Fixture *f, gconstpointer data)
 {
-  g_autofree char *qmparg = g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  g_autofree char *qmparg =
+      g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
   g_autofree char *pidfile = g_build_filename(f->dir, "vm.pid", NULL);
   const char *opts[] = {"--mode=balanced", NULL};
-  const char *extra[] = {"-daemonize", "-pidfile", pidfile, "-qmp", qmparg, NULL};
+  const char *extra[] = {"-daemonize", "-pidfile", pidfile,
+                         "-qmp",       qmparg,     NULL};
   g_autoptr(GPtrArray) cmd =
       command(f, f->state, f->marker, GUEST_MIB, opts, extra);
   QpTestRun r;
@@ -1383,8 +1397,7 @@ test_daemonize_record_names_daemon(Fixture *f, gconstpointer data)
   g_autoptr(JsonObject) rec = read_record(f->state, id);
   gint64 launcher = json_object_get_int_member(rec, "launcher-pid");
   char lstate = launcher > 0 ? proc_state((int)launcher, NULL) : 0;
-  g_test_message("record: qemu-pid %d, launcher-pid %" G_GINT64_FORMAT
-                 " (%s)",
+  g_test_message("record: qemu-pid %d, launcher-pid %" G_GINT64_FORMAT " (%s)",
                  pid, launcher, lstate ? "alive" : "gone");
   g_autoptr(JsonObject) st = status_json(f->state, NULL);
   g_assert_cmpuint(n_vms(st), ==, 1);
@@ -1405,7 +1418,8 @@ test_daemonize_record_names_daemon(Fixture *f, gconstpointer data)
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
 }
 
-/* ---- 3. Status views ------------------------------------------------------- */
+/* ---- 3. Status views -------------------------------------------------------
+ */
 
 static char *
 line_starting(const char *text, const char *prefix)
@@ -1440,7 +1454,8 @@ test_status_one_vm(Fixture *f, gconstpointer data)
   g_assert_cmpint(r.status, ==, 0);
   g_assert_cmpstr(r.err, ==, "");
   gint64 total = 0;
-  g_assert_cmpint(sscanf(r.out, "node 0: %" SCNd64 " MiB total", &total), ==, 1);
+  g_assert_cmpint(sscanf(r.out, "node 0: %" SCNd64 " MiB total", &total), ==,
+                  1);
   g_autofree char *head = g_strdup_printf(
       "node 0: %" G_GINT64_FORMAT " MiB total, %" G_GINT64_FORMAT
       " reserved, %d claimed, %" G_GINT64_FORMAT " free\n",
@@ -1476,7 +1491,8 @@ test_status_one_vm(Fixture *f, gconstpointer data)
   g_assert_true(total == kernel_before || total == kernel_after);
   g_assert_cmpint(node0_mem(st, "reserve"), ==, reserve);
   g_assert_cmpint(node0_mem(st, "claimed"), ==, GUEST_MIB);
-  g_assert_cmpint(node0_mem(st, "uncommitted"), ==, total - reserve - GUEST_MIB);
+  g_assert_cmpint(node0_mem(st, "uncommitted"), ==,
+                  total - reserve - GUEST_MIB);
   g_assert_false(json_object_get_boolean_member(n, "blocked"));
   g_assert_cmpstr(json_object_get_string_member(n, "cpus"), ==, "0-1");
   g_assert_cmpstr(json_object_get_string_member(n, "dedicated-cpus"), ==, "");
@@ -1499,7 +1515,8 @@ test_status_one_vm(Fixture *f, gconstpointer data)
   g_assert_cmpuint(json_object_get_size(load), ==, 1);
   g_assert_cmpint(json_object_get_int_member(load, "0"), ==, 1);
   g_assert_cmpuint(
-      json_array_get_length(json_object_get_array_member(vm, "hugepages")), ==, 0);
+      json_array_get_length(json_object_get_array_member(vm, "hugepages")), ==,
+      0);
   g_assert_cmpstr(json_object_get_string_member(vm, "dedicated-cpus"), ==, "");
   gint64 since = json_object_get_int_member(vm, "since");
   g_assert_cmpint(since, >=, t0);
@@ -1536,8 +1553,8 @@ test_status_dedicated_cpu(Fixture *f, gconstpointer data)
       "free, - not usable",
       strcmp(ded, "0") == 0 ? "D." : ".D");
   g_assert_cmpstr(cpus, ==, want_line);
-  g_autofree char *mem_line = g_strdup_printf(
-      "\n    memory node 0 64 MiB; dedicated cpus %s\n", ded);
+  g_autofree char *mem_line =
+      g_strdup_printf("\n    memory node 0 64 MiB; dedicated cpus %s\n", ded);
   g_assert_nonnull(strstr(r.out, mem_line));
   qp_test_run_clear(&r);
 
@@ -1557,8 +1574,7 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   signal(SIGABRT, on_abort);
-#define ADD(path, fn, data) \
-  g_test_add(path, Fixture, data, setup, fn, teardown)
+#define ADD(path, fn, data) g_test_add(path, Fixture, data, setup, fn, teardown)
   ADD("/claims/concurrent/exactly-those-that-fit-start-and-run-pinned",
       test_concurrent_launches, NULL);
   ADD("/claims/concurrent/one-to-one-never-dedicates-a-cpu-twice",

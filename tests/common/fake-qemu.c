@@ -153,7 +153,7 @@ main(int argc, char **argv)
   const char *tid_env = g_getenv("FAKE_QEMU_VCPU_TID");
   g_autoptr(GPtrArray) iothreads = g_ptr_array_new_with_free_func(g_free);
   g_auto(GStrv) script_parts = NULL;
-  FakeQmpScript script = { 0 };
+  FakeQmpScript script = {0};
   const char *pidfile = NULL;
   gboolean do_daemonize = FALSE;
   int fd = -1, ready_fd = -1;
@@ -162,7 +162,7 @@ main(int argc, char **argv)
   unsigned lifetime;
   FakeQmp *peer;
   FakeQmpEnd end;
-  struct sigaction sa = { .sa_handler = on_signal };
+  struct sigaction sa = {.sa_handler = on_signal};
 
   for (int i = 1; i < argc; i++) {
     const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -209,8 +209,7 @@ main(int argc, char **argv)
   g_ptr_array_add(iothreads, NULL);
   script.iothreads = (const char *const *)iothreads->pdata;
 
-  script_parts = g_strsplit(script_env != NULL ? script_env : "normal", ":",
-                            2);
+  script_parts = g_strsplit(script_env != NULL ? script_env : "normal", ":", 2);
   if (!fake_qmp_behaviour_from_name(script_parts[0], &script.behaviour)) {
     fprintf(stderr, "fake-qemu: unknown FAKE_QEMU_SCRIPT '%s'\n",
             script_parts[0]);
@@ -223,13 +222,13 @@ main(int argc, char **argv)
   sigaction(SIGHUP, &sa, NULL);
   sigaction(SIGALRM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
-  lifetime = life_env != NULL ? (unsigned)g_ascii_strtoull(life_env, NULL, 10)
-                              : 120;
+  lifetime =
+      life_env != NULL ? (unsigned)g_ascii_strtoull(life_env, NULL, 10) : 120;
   alarm(lifetime);
 
   if (log_env != NULL) {
-    script.log_fd = open(log_env, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                         0644);
+    script.log_fd =
+        open(log_env, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (script.log_fd < 0) {
       fprintf(stderr, "fake-qemu: FAKE_QEMU_LOG '%s': %s\n", log_env,
               g_strerror(errno));
@@ -253,8 +252,10 @@ main(int argc, char **argv)
     if (it[1] == NULL ||
         !g_ascii_string_to_unsigned(it[0], 10, 0, n_vcpus - 1, &index, NULL) ||
         !g_ascii_string_to_signed(it[1], 10, 1, G_MAXINT, &tid, NULL)) {
-      fprintf(stderr, "fake-qemu: FAKE_QEMU_VCPU_TID '%s': expected N:TID "
-                      "with N below %u\n", tid_env, n_vcpus);
+      fprintf(stderr,
+              "fake-qemu: FAKE_QEMU_VCPU_TID '%s': expected N:TID "
+              "with N below %u\n",
+              tid_env, n_vcpus);
       return 2;
     }
     fake_qmp_set_vcpu_tid(peer, (guint)index, (int)tid);

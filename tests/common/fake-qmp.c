@@ -26,7 +26,7 @@ typedef struct {
 struct FakeQmp {
   FakeQmpScript script;
   int fd;
-  int stop_pipe[2]; /* fake_qmp_start(): wakes the serving thread */
+  int stop_pipe[2];    /* fake_qmp_start(): wakes the serving thread */
   int workers_pipe[2]; /* closing the write end ends the workers */
   GThread *thread;
   GMutex lock; /* writes to fd, commands */
@@ -102,14 +102,14 @@ fake_qmp_behaviour_from_name(const char *name, FakeQmpBehaviour *out)
     const char *name;
     FakeQmpBehaviour b;
   } names[] = {
-    { "normal", FAKE_QMP_NORMAL },
-    { "no-greeting", FAKE_QMP_NO_GREETING },
-    { "garbage", FAKE_QMP_GARBAGE },
-    { "command-error", FAKE_QMP_COMMAND_ERROR },
-    { "never-reply", FAKE_QMP_NEVER_REPLY },
-    { "close-after-greeting", FAKE_QMP_CLOSE_AFTER_GREETING },
-    { "vanish-threads", FAKE_QMP_VANISH_THREADS },
-    { "exit-during-startup", FAKE_QMP_EXIT_DURING_STARTUP },
+      {"normal", FAKE_QMP_NORMAL},
+      {"no-greeting", FAKE_QMP_NO_GREETING},
+      {"garbage", FAKE_QMP_GARBAGE},
+      {"command-error", FAKE_QMP_COMMAND_ERROR},
+      {"never-reply", FAKE_QMP_NEVER_REPLY},
+      {"close-after-greeting", FAKE_QMP_CLOSE_AFTER_GREETING},
+      {"vanish-threads", FAKE_QMP_VANISH_THREADS},
+      {"exit-during-startup", FAKE_QMP_EXIT_DURING_STARTUP},
   };
 
   for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
@@ -323,8 +323,8 @@ cpus_return(FakeQmp *fake)
   for (guint i = 0; i < fake->vcpu_tids->len; i++) {
     JsonObject *cpu = json_object_new();
     JsonObject *props = json_object_new();
-    g_autofree char *path = g_strdup_printf("/machine/unattached/device[%u]",
-                                            i);
+    g_autofree char *path =
+        g_strdup_printf("/machine/unattached/device[%u]", i);
 
     json_object_set_int_member(props, "core-id", i);
     json_object_set_int_member(props, "thread-id", 0);
@@ -365,7 +365,7 @@ status_return(FakeQmp *fake)
   JsonObject *st = json_object_new();
 
   json_object_set_string_member(st, "status",
-                                fake->running   ? "running"
+                                fake->running    ? "running"
                                 : fake->ever_ran ? "paused"
                                                  : "prelaunch");
   json_object_set_boolean_member(st, "singlestep", FALSE);
@@ -459,8 +459,8 @@ handle_line(FakeQmp *fake, const char *line, FakeQmpEnd *end)
     *end = FAKE_QMP_END_QUIT;
     return FALSE;
   } else {
-    g_autofree char *desc = g_strdup_printf("The command %s has not been found",
-                                            cmd);
+    g_autofree char *desc =
+        g_strdup_printf("The command %s has not been found", cmd);
     send_error(fake, "CommandNotFound", desc, id);
   }
   return TRUE;
@@ -500,8 +500,8 @@ fake_qmp_serve(FakeQmp *fake, int stop_fd)
 
   for (;;) {
     struct pollfd pfd[2] = {
-      { .fd = fake->fd, .events = POLLIN },
-      { .fd = stop_fd, .events = POLLIN },
+        {.fd = fake->fd, .events = POLLIN},
+        {.fd = stop_fd, .events = POLLIN},
     };
     char buf[4096];
     ssize_t n;

@@ -44,8 +44,8 @@ typedef struct {
    * events_before (e.g. {"STOP", "RESUME"} before "query-status"). */
   const char *events_before;
   const char *const *events;
-  gboolean paused;         /* query-status: "prelaunch" until cont */
-  int log_fd;              /* if > 0: each command name received, a line */
+  gboolean paused; /* query-status: "prelaunch" until cont */
+  int log_fd;      /* if > 0: each command name received, a line */
 } FakeQmpScript;
 
 typedef struct FakeQmp FakeQmp;
@@ -69,9 +69,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(FakeQmp, fake_qmp_stop)
 
 /* Lower level, for fake-qemu: serve FD in the calling thread. */
 typedef enum {
-  FAKE_QMP_END_CLOSED,  /* the client closed (or STOP_FD became readable) */
-  FAKE_QMP_END_QUIT,    /* "quit" was answered */
-  FAKE_QMP_END_EXIT,    /* EXIT_DURING_STARTUP: exit now */
+  FAKE_QMP_END_CLOSED, /* the client closed (or STOP_FD became readable) */
+  FAKE_QMP_END_QUIT,   /* "quit" was answered */
+  FAKE_QMP_END_EXIT,   /* EXIT_DURING_STARTUP: exit now */
 } FakeQmpEnd;
 
 /* Serves FD (not closed) until the end; STOP_FD (-1: none) readable stops

@@ -96,8 +96,8 @@ qp_test_run(char **argv, char **envp, QpTestRun *r)
   GError *error = NULL;
   int wstatus = 0;
   memset(r, 0, sizeof(*r));
-  g_spawn_sync(NULL, argv, envp, G_SPAWN_DEFAULT, NULL, NULL, &r->out,
-               &r->err, &wstatus, &error);
+  g_spawn_sync(NULL, argv, envp, G_SPAWN_DEFAULT, NULL, NULL, &r->out, &r->err,
+               &wstatus, &error);
   g_assert_no_error(error);
   r->status = decode_status(wstatus);
 }
@@ -218,7 +218,8 @@ qp_test_policies_of_mappings(int pid, guint64 size_kib)
     const char *l = lines[i];
     const char *dash = strchr(l, '-');
     const char *space = strchr(l, ' ');
-    if (g_ascii_isxdigit(l[0]) && dash != NULL && space != NULL && dash < space) {
+    if (g_ascii_isxdigit(l[0]) && dash != NULL && space != NULL &&
+        dash < space) {
       current = l;
       continue;
     }
@@ -340,7 +341,8 @@ qp_test_plan(char **args)
   GError *error = NULL;
   json_parser_load_from_data(p, r.out, -1, &error);
   g_assert_no_error(error);
-  JsonObject *o = json_object_ref(json_node_get_object(json_parser_get_root(p)));
+  JsonObject *o =
+      json_object_ref(json_node_get_object(json_parser_get_root(p)));
   qp_test_run_clear(&r);
   return o;
 }

@@ -19,7 +19,8 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
       qp_claim_from_json((const char *)data, size, &error);
   if (claim == NULL) {
     /* Errors quote the bad value as given, line breaks and all (finding 1
-     * in docs/robustness.md: escaped when printed), so only their presence is checked here. */
+     * in docs/robustness.md: escaped when printed), so only their presence is
+     * checked here. */
     if (error == NULL || error->message[0] == '\0')
       abort();
     return 0;

@@ -24,9 +24,9 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     if (memfd < 0)
       abort();
     path = g_strdup_printf("/proc/self/fd/%d", memfd);
-    char *argv[] = {"-name", "vm", "-uuid",
-                    "6b8f2c1e-0c4e-4a8b-9f3d-2d1c0e9a7b55", "-id", "101",
-                    NULL};
+    char *argv[] = {
+        "-name", "vm",  "-uuid", "6b8f2c1e-0c4e-4a8b-9f3d-2d1c0e9a7b55",
+        "-id",   "101", NULL};
     args = qp_qemu_args_parse(6, argv, NULL);
     if (args == NULL)
       abort();

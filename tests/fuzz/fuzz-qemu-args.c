@@ -25,8 +25,8 @@ int
 LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
   if (host == NULL) {
-    host = qp_host_load_synthetic("pack:2 numa:1(memory=16GiB) core:4 pu:2",
-                                  NULL);
+    host =
+        qp_host_load_synthetic("pack:2 numa:1(memory=16GiB) core:4 pu:2", NULL);
     if (host == NULL)
       abort();
   }
@@ -61,8 +61,8 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
       abort();
     return 0;
   }
-  g_auto(GStrv) out = qp_qemu_args_rewrite(args, "qemu-system-x86_64", plan,
-                                           3, &error);
+  g_auto(GStrv) out =
+      qp_qemu_args_rewrite(args, "qemu-system-x86_64", plan, 3, &error);
   if (out == NULL && (error == NULL || strchr(error->message, '\n') != NULL))
     abort();
 

@@ -12,11 +12,11 @@
 #include "tests/common/qp-test.h"
 
 typedef struct {
-  char *dir;     /* per-test directory; its name marks our processes */
-  char *state;   /* ledger directory */
+  char *dir;   /* per-test directory; its name marks our processes */
+  char *state; /* ledger directory */
   char *halt_fw;
   char *exit_fw;
-  char *qmp;     /* the caller's own monitor socket */
+  char *qmp; /* the caller's own monitor socket */
   char *marker;
 } Fixture;
 
@@ -57,9 +57,11 @@ command(Fixture *f, const char *const *opts, const char *fw,
   for (guint i = 0; opts && opts[i]; i++)
     g_ptr_array_add(a, g_strdup(opts[i]));
   g_ptr_array_add(a, g_strdup("--"));
-  const char *common[] = {"-accel", "tcg", "-machine", "q35", "-nodefaults",
-                          "-display", "none", "-device",
-                          "isa-debug-exit,iobase=0xf4,iosize=4", NULL};
+  const char *common[] = {
+      "-accel", "tcg",         "-machine",
+      "q35",    "-nodefaults", "-display",
+      "none",   "-device",     "isa-debug-exit,iobase=0xf4,iosize=4",
+      NULL};
   g_ptr_array_add(a, g_strdup(qp_test_qemu()));
   for (guint i = 0; common[i]; i++)
     g_ptr_array_add(a, g_strdup(common[i]));
@@ -92,13 +94,15 @@ stop_and_check_released(Fixture *f, GPid pid)
 static void
 test_one_to_one_pins(Fixture *f, gconstpointer data)
 {
-  g_autofree char *qmparg = g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  g_autofree char *qmparg =
+      g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
   const char *opts[] = {"--mode=one-to-one", NULL};
   const char *extra[] = {"-smp", "2", "-m", "64", "-qmp", qmparg, NULL};
   g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
 
   g_autoptr(JsonObject) plan = plan_of(cmd);
-  g_assert_cmpstr(json_object_get_string_member(plan, "mode"), ==, "one-to-one");
+  g_assert_cmpstr(json_object_get_string_member(plan, "mode"), ==,
+                  "one-to-one");
   g_auto(GStrv) want = qp_test_plan_vcpu_sets(plan);
   g_assert_cmpuint(g_strv_length(want), ==, 2);
   /* One CPU each, not the same one. */
@@ -107,7 +111,8 @@ test_one_to_one_pins(Fixture *f, gconstpointer data)
   g_assert_cmpstr(want[0], !=, want[1]);
 
   GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
-  g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 30000));
+  g_assert_true(
+      qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 30000));
   g_assert_true(qp_test_wait_status(f->qmp, "running", 10000));
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
   /* QEMU is the process the caller started: exec in place. */
@@ -149,30 +154,40 @@ typedef struct {
 } MemCase;
 
 static const MemCase mem_cases[] = {
-  {"balanced-without-numa", "--mode=balanced", {64, 0},
-   {"-smp", "2", "-m", "64", NULL}},
-  {"balanced-machine-memory-backend", "--mode=balanced", {96, 0},
-   {"-smp", "2", "-m", "96", "-object", "memory-backend-ram,id=pc.ram,size=96M",
-    "-machine", "memory-backend=pc.ram", NULL}},
-  {"numa-caller-backends-keyvalue", "--mode=auto", {48, 80},
-   {"-smp", "2", "-m", "128",
-    "-object", "memory-backend-ram,id=m0,size=48M",
-    "-object", "memory-backend-ram,id=m1,size=80M",
-    "-numa", "node,nodeid=0,cpus=0,memdev=m0",
-    "-numa", "node,nodeid=1,cpus=1,memdev=m1", NULL}},
-  {"numa-caller-backends-json", "--mode=numa", {48, 80},
-   {"-smp", "2", "-m", "128",
-    "-object", "{\"qom-type\":\"memory-backend-ram\",\"id\":\"m0\",\"size\":50331648}",
-    "-object", "{\"qom-type\":\"memory-backend-ram\",\"id\":\"m1\",\"size\":83886080}",
-    "-numa", "node,nodeid=0,cpus=0,memdev=m0",
-    "-numa", "node,nodeid=1,cpus=1,memdev=m1", NULL}},
+    {"balanced-without-numa",
+     "--mode=balanced",
+     {64, 0},
+     {"-smp", "2", "-m", "64", NULL}},
+    {"balanced-machine-memory-backend",
+     "--mode=balanced",
+     {96, 0},
+     {"-smp", "2", "-m", "96", "-object",
+      "memory-backend-ram,id=pc.ram,size=96M", "-machine",
+      "memory-backend=pc.ram", NULL}},
+    {"numa-caller-backends-keyvalue",
+     "--mode=auto",
+     {48, 80},
+     {"-smp", "2", "-m", "128", "-object", "memory-backend-ram,id=m0,size=48M",
+      "-object", "memory-backend-ram,id=m1,size=80M", "-numa",
+      "node,nodeid=0,cpus=0,memdev=m0", "-numa",
+      "node,nodeid=1,cpus=1,memdev=m1", NULL}},
+    {"numa-caller-backends-json",
+     "--mode=numa",
+     {48, 80},
+     {"-smp", "2", "-m", "128", "-object",
+      "{\"qom-type\":\"memory-backend-ram\",\"id\":\"m0\",\"size\":50331648}",
+      "-object",
+      "{\"qom-type\":\"memory-backend-ram\",\"id\":\"m1\",\"size\":83886080}",
+      "-numa", "node,nodeid=0,cpus=0,memdev=m0", "-numa",
+      "node,nodeid=1,cpus=1,memdev=m1", NULL}},
 };
 
 static void
 test_memory_bound(Fixture *f, gconstpointer data)
 {
   const MemCase *c = data;
-  g_autofree char *qmparg = g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  g_autofree char *qmparg =
+      g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
   g_autoptr(GPtrArray) extra = g_ptr_array_new();
   for (guint i = 0; c->extra[i]; i++)
     g_ptr_array_add(extra, (char *)c->extra[i]);
@@ -188,14 +203,15 @@ test_memory_bound(Fixture *f, gconstpointer data)
   JsonArray *mem = json_object_get_array_member(plan, "memory");
   g_assert_cmpuint(json_array_get_length(mem), >=, 1);
   JsonObject *m0 = json_array_get_object_element(mem, 0);
-  g_autofree char *want = g_strdup_printf(
-      "%s:%s", json_object_get_string_member(m0, "policy"),
-      json_object_get_string_member(m0, "host-nodes"));
+  g_autofree char *want =
+      g_strdup_printf("%s:%s", json_object_get_string_member(m0, "policy"),
+                      json_object_get_string_member(m0, "host-nodes"));
 
   GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
   g_assert_true(qp_test_wait_status(f->qmp, "running", 30000));
   for (guint i = 0; i < G_N_ELEMENTS(c->sizes_mib) && c->sizes_mib[i]; i++) {
-    g_auto(GStrv) pol = qp_test_policies_of_mappings(pid, c->sizes_mib[i] * 1024);
+    g_auto(GStrv) pol =
+        qp_test_policies_of_mappings(pid, c->sizes_mib[i] * 1024);
     g_test_message("%s: %" G_GUINT64_FORMAT " MiB mappings: %s", c->name,
                    c->sizes_mib[i], pol[0] ? pol[0] : "(none)");
     g_assert_cmpuint(g_strv_length(pol), ==, 1);
@@ -207,7 +223,8 @@ test_memory_bound(Fixture *f, gconstpointer data)
 static void
 test_caller_S_replan_on_cont(Fixture *f, gconstpointer data)
 {
-  g_autofree char *qmparg = g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  g_autofree char *qmparg =
+      g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
   const char *opts[] = {"--mode=one-to-one", NULL};
   const char *extra[] = {"-smp", "2", "-m", "64", "-S", "-qmp", qmparg, NULL};
   g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
@@ -215,7 +232,8 @@ test_caller_S_replan_on_cont(Fixture *f, gconstpointer data)
   g_auto(GStrv) want = qp_test_plan_vcpu_sets(plan);
 
   GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
-  g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 30000));
+  g_assert_true(
+      qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 30000));
   /* The caller asked for -S: qemu-pin must not have resumed. */
   g_usleep(300000);
   g_autofree char *st = qp_test_query_status(f->qmp);
@@ -227,7 +245,8 @@ test_caller_S_replan_on_cont(Fixture *f, gconstpointer data)
   CPU_ZERO(&all);
   for (int c = 0; c < 2; c++)
     CPU_SET(c, &all);
-  g_assert_cmpint(sched_setaffinity(g_array_index(tids, int, 0), sizeof(all), &all), ==, 0);
+  g_assert_cmpint(
+      sched_setaffinity(g_array_index(tids, int, 0), sizeof(all), &all), ==, 0);
   g_autofree char *changed =
       qp_test_task_field(pid, g_array_index(tids, int, 0), "Cpus_allowed_list");
   g_assert_cmpstr(changed, ==, "0-1");
@@ -235,7 +254,8 @@ test_caller_S_replan_on_cont(Fixture *f, gconstpointer data)
   gint64 t0 = g_get_monotonic_time();
   g_autoptr(JsonNode) r = qp_test_qmp_command(f->qmp, "cont");
   g_assert_nonnull(r);
-  g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 10000));
+  g_assert_true(
+      qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 10000));
   g_test_message("plan back %.1f ms after the caller's cont",
                  (double)(g_get_monotonic_time() - t0) / 1000.0);
   g_assert_true(qp_test_wait_status(f->qmp, "running", 5000));
@@ -245,11 +265,12 @@ test_caller_S_replan_on_cont(Fixture *f, gconstpointer data)
 static void
 test_daemonize(Fixture *f, gconstpointer data)
 {
-  g_autofree char *qmparg = g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  g_autofree char *qmparg =
+      g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
   g_autofree char *pidfile = g_build_filename(f->dir, "vm.pid", NULL);
   const char *opts[] = {"--mode=one-to-one", NULL};
-  const char *extra[] = {"-smp", "2", "-m", "64", "-daemonize", "-pidfile",
-                         pidfile, "-qmp", qmparg, NULL};
+  const char *extra[] = {"-smp",     "2",     "-m",   "64",   "-daemonize",
+                         "-pidfile", pidfile, "-qmp", qmparg, NULL};
   g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
   g_autoptr(JsonObject) plan = plan_of(cmd);
   g_auto(GStrv) want = qp_test_plan_vcpu_sets(plan);
@@ -269,7 +290,8 @@ test_daemonize(Fixture *f, gconstpointer data)
   g_autofree char *cmdline_path = g_strdup_printf("/proc/%d/cmdline", pid);
   g_autofree char *cmdline = NULL;
   g_assert_true(g_file_get_contents(cmdline_path, &cmdline, NULL, NULL));
-  g_assert_cmpstr(cmdline, ==, qp_test_qemu()); /* argv[0] as the caller gave it */
+  g_assert_cmpstr(cmdline, ==,
+                  qp_test_qemu()); /* argv[0] as the caller gave it */
   g_autofree char *st = qp_test_query_status(f->qmp);
   g_assert_cmpstr(st, ==, "running");
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
@@ -296,7 +318,8 @@ sigterm_status(GPtrArray *cmd, const char *dir, gboolean via_qemu_pin,
 static void
 test_sigterm_status(Fixture *f, gconstpointer data)
 {
-  g_autofree char *qmparg = g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  g_autofree char *qmparg =
+      g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
   const char *extra[] = {"-smp", "2", "-m", "64", "-qmp", qmparg, NULL};
   const char *opts[] = {"--mode=one-to-one", NULL};
   g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
@@ -309,12 +332,12 @@ test_sigterm_status(Fixture *f, gconstpointer data)
 }
 
 static const char *const passthrough_cases[][4] = {
-  {"-version", NULL},
-  {"-machine", "help", NULL},
-  {"-device", "help", NULL},
-  {"-cpu", "help", NULL},
-  {"-device", "virtio-net-pci,help", NULL},
-  {"-M", "none", "-version"},
+    {"-version", NULL},
+    {"-machine", "help", NULL},
+    {"-device", "help", NULL},
+    {"-cpu", "help", NULL},
+    {"-device", "virtio-net-pci,help", NULL},
+    {"-M", "none", "-version"},
 };
 
 static void
@@ -333,7 +356,7 @@ test_passthrough(Fixture *f, gconstpointer data)
   g_ptr_array_add(forms[0], (char *)qp_test_qemu());   /* QEMU itself */
   g_ptr_array_add(forms[1], (char *)qp_test_binary()); /* prefix form */
   g_ptr_array_add(forms[1], (char *)qp_test_qemu());
-  g_ptr_array_add(forms[2], link);                      /* drop-in */
+  g_ptr_array_add(forms[2], link); /* drop-in */
   for (int i = 0; i < 3; i++) {
     for (guint j = 0; args[j]; j++)
       g_ptr_array_add(forms[i], (char *)args[j]);
@@ -364,10 +387,13 @@ typedef struct {
 } FailCase;
 
 static const FailCase fail_cases[] = {
-  {"unknown-qemu-option", NULL, {"-bogus-option", NULL}, "-bogus-option"},
-  {"bad-smp", NULL, {"-smp", "4,sockets=3,cores=1", NULL}, "4,sockets=3,cores=1"},
-  {"bad-affinity", "--affinity=3-1", {NULL}, "3-1"},
-  {"affinity-outside-host", "--affinity=4000", {NULL}, "4000"},
+    {"unknown-qemu-option", NULL, {"-bogus-option", NULL}, "-bogus-option"},
+    {"bad-smp",
+     NULL,
+     {"-smp", "4,sockets=3,cores=1", NULL},
+     "4,sockets=3,cores=1"},
+    {"bad-affinity", "--affinity=3-1", {NULL}, "3-1"},
+    {"affinity-outside-host", "--affinity=4000", {NULL}, "4000"},
 };
 
 static void
@@ -404,16 +430,19 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
-#define ADD(path, fn, data) \
-  g_test_add(path, Fixture, data, setup, fn, teardown)
-  ADD("/launch/one-to-one/pins-each-vcpu-to-its-planned-cpu", test_one_to_one_pins, NULL);
+#define ADD(path, fn, data) g_test_add(path, Fixture, data, setup, fn, teardown)
+  ADD("/launch/one-to-one/pins-each-vcpu-to-its-planned-cpu",
+      test_one_to_one_pins, NULL);
   ADD("/launch/exit-status/is-the-guest-s", test_guest_exit_status, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(mem_cases); i++) {
-    g_autofree char *p = g_strdup_printf("/launch/memory/%s", mem_cases[i].name);
+    g_autofree char *p =
+        g_strdup_printf("/launch/memory/%s", mem_cases[i].name);
     ADD(p, test_memory_bound, &mem_cases[i]);
   }
-  ADD("/launch/caller-S/stays-paused-and-replans-on-cont", test_caller_S_replan_on_cont, NULL);
-  ADD("/launch/daemonize/returns-after-pinning-with-pidfile", test_daemonize, NULL);
+  ADD("/launch/caller-S/stays-paused-and-replans-on-cont",
+      test_caller_S_replan_on_cont, NULL);
+  ADD("/launch/daemonize/returns-after-pinning-with-pidfile", test_daemonize,
+      NULL);
   ADD("/launch/sigterm/same-status-as-plain-qemu", test_sigterm_status, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(passthrough_cases); i++) {
     g_autofree char *joined = g_strjoinv("_", (char **)passthrough_cases[i]);
@@ -421,7 +450,8 @@ main(int argc, char **argv)
     ADD(p, test_passthrough, passthrough_cases[i]);
   }
   for (gsize i = 0; i < G_N_ELEMENTS(fail_cases); i++) {
-    g_autofree char *p = g_strdup_printf("/launch/failing/%s", fail_cases[i].name);
+    g_autofree char *p =
+        g_strdup_printf("/launch/failing/%s", fail_cases[i].name);
     ADD(p, test_failing_launch, &fail_cases[i]);
   }
   return g_test_run();

@@ -135,7 +135,8 @@ set_file(const char *path, const char *text, gssize len)
 }
 
 /* ---- A small host by hand: 2 nodes x 4 CPUs (0-3, 4-7), 16 GiB each,
- * 2 MiB pages on node 0. ---------------------------------------------------- */
+ * 2 MiB pages on node 0. ----------------------------------------------------
+ */
 
 static QpHost *
 host_new(void)
@@ -191,7 +192,8 @@ host_free(QpHost *h)
 typedef QpHost TestHost;
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TestHost, host_free)
 
-/* ---- Real processes --------------------------------------------------------- */
+/* ---- Real processes ---------------------------------------------------------
+ */
 
 static int
 spawn_sleep(void)
@@ -213,7 +215,8 @@ kill_and_reap(int pid)
   g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
 }
 
-/* ---- State directory ------------------------------------------------------- */
+/* ---- State directory -------------------------------------------------------
+ */
 
 static void
 test_dir_created_private(Fixture *f, gconstpointer data)
@@ -340,7 +343,8 @@ test_dir_default(void)
   }
 }
 
-/* ---- Records ---------------------------------------------------------------- */
+/* ---- Records ----------------------------------------------------------------
+ */
 
 static QpClaim *
 full_claim(void)
@@ -401,11 +405,17 @@ test_record_round_trip(void)
   g_assert_cmpint(back->time, ==, 1764450000);
 
   /* The documented field names are on disk. */
-  const char *keys[] = {"\"version\" : 1", "\"qemu-pid\"", "\"qemu-start\"",
-                        "\"launcher-pid\"", "\"launcher-start\"",
-                        "\"keeper-pid\"", "\"mode\" : \"one-to-one\"",
-                        "\"memory-mib\"", "\"page-kib\"",
-                        "\"dedicated-cpus\" : \"0-3,8\"", "\"load\"",
+  const char *keys[] = {"\"version\" : 1",
+                        "\"qemu-pid\"",
+                        "\"qemu-start\"",
+                        "\"launcher-pid\"",
+                        "\"launcher-start\"",
+                        "\"keeper-pid\"",
+                        "\"mode\" : \"one-to-one\"",
+                        "\"memory-mib\"",
+                        "\"page-kib\"",
+                        "\"dedicated-cpus\" : \"0-3,8\"",
+                        "\"load\"",
                         "\"time\""};
   for (gsize i = 0; i < G_N_ELEMENTS(keys); i++)
     g_assert_nonnull(strstr(text, keys[i]));
@@ -477,8 +487,8 @@ test_record_strict(void)
     g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID);
     g_assert_null(strchr(error->message, '\n'));
     if (strstr(error->message, cases[i].needle) == NULL)
-      g_error("case %s=%s: \"%s\" lacks \"%s\"", cases[i].member,
-              cases[i].json, error->message, cases[i].needle);
+      g_error("case %s=%s: \"%s\" lacks \"%s\"", cases[i].member, cases[i].json,
+              error->message, cases[i].needle);
   }
 
   const char *not_json[] = {"", "{", "[1]", "{\"version\":1", "null"};
@@ -613,7 +623,8 @@ test_corrupt_truncated_blocks_all(Fixture *f, gconstpointer data)
   g_autofree char *blocked = qp_list_format(claims->blocked_nodes);
   g_assert_cmpstr(blocked, ==, "0-1");
   g_assert_true(warnings_contain(claims, "could not be read"));
-  g_autofree char *w = g_strdup_printf("ledger record %s is unreadable", corrupt);
+  g_autofree char *w =
+      g_strdup_printf("ledger record %s is unreadable", corrupt);
   g_assert_true(warnings_contain(claims, w));
   g_assert_true(warnings_contain(claims, "all nodes 0-1 are held until an "
                                          "operator removes it"));
@@ -720,7 +731,8 @@ test_corrupt_id_mismatch(Fixture *f, gconstpointer data)
   qp_ledger_unlock(l);
 }
 
-/* ---- Liveness ---------------------------------------------------------------- */
+/* ---- Liveness
+ * ---------------------------------------------------------------- */
 
 static void
 test_proc_start_time(void)
@@ -874,7 +886,8 @@ test_temp_files(Fixture *f, gconstpointer data)
   g_assert_true(g_file_test(p_live, G_FILE_TEST_EXISTS));
 }
 
-/* ---- Atomicity and the lock -------------------------------------------------- */
+/* ---- Atomicity and the lock
+ * -------------------------------------------------- */
 
 /* Reads and parses every record in DIR; FALSE on the first that fails. */
 static gboolean
@@ -1076,7 +1089,8 @@ test_lock_not_shared_across_fork(Fixture *f, gconstpointer data)
   close(fd);
 }
 
-/* ---- Status ------------------------------------------------------------------ */
+/* ---- Status
+ * ------------------------------------------------------------------ */
 
 static QpClaims *
 status_claims(void)
@@ -1139,8 +1153,7 @@ test_status_json(void)
   g_assert_cmpstr(json_object_get_string_member(n0, "dedicated-cpus"), ==,
                   "0-1");
   g_assert_cmpint(json_object_get_int_member(n0, "shared-vcpus"), ==, 2);
-  g_assert_cmpfloat(json_object_get_double_member(n0, "load-per-cpu"), ==,
-                    1.0);
+  g_assert_cmpfloat(json_object_get_double_member(n0, "load-per-cpu"), ==, 1.0);
   JsonArray *hp = json_object_get_array_member(n0, "hugepages");
   g_assert_cmpuint(json_array_get_length(hp), ==, 1);
   JsonObject *p = json_array_get_object_element(hp, 0);
@@ -1155,14 +1168,12 @@ test_status_json(void)
   g_assert_cmpint(json_object_get_int_member(m1, "reserve"), ==, 512);
   g_assert_cmpint(json_object_get_int_member(m1, "claimed"), ==, 1024);
   g_assert_cmpint(json_object_get_int_member(m1, "uncommitted"), ==, 14848);
-  g_assert_cmpstr(json_object_get_string_member(n1, "dedicated-cpus"), ==,
-                  "");
+  g_assert_cmpstr(json_object_get_string_member(n1, "dedicated-cpus"), ==, "");
   g_assert_cmpint(json_object_get_int_member(n1, "shared-vcpus"), ==, 2);
-  g_assert_cmpfloat(json_object_get_double_member(n1, "load-per-cpu"), ==,
-                    0.5);
+  g_assert_cmpfloat(json_object_get_double_member(n1, "load-per-cpu"), ==, 0.5);
   g_assert_cmpuint(
-      json_array_get_length(json_object_get_array_member(n1, "hugepages")),
-      ==, 0);
+      json_array_get_length(json_object_get_array_member(n1, "hugepages")), ==,
+      0);
 
   JsonArray *vms = json_object_get_array_member(o, "vms");
   g_assert_cmpuint(json_array_get_length(vms), ==, 2);
@@ -1171,8 +1182,7 @@ test_status_json(void)
   g_assert_cmpstr(json_object_get_string_member(va, "name"), ==, "alpha");
   g_assert_cmpint(json_object_get_int_member(va, "qemu-pid"), ==, 100);
   g_assert_cmpint(json_object_get_int_member(va, "keeper-pid"), ==, 101);
-  g_assert_cmpstr(json_object_get_string_member(va, "mode"), ==,
-                  "one-to-one");
+  g_assert_cmpstr(json_object_get_string_member(va, "mode"), ==, "one-to-one");
   g_assert_cmpstr(json_object_get_string_member(va, "dedicated-cpus"), ==,
                   "0-1");
   g_assert_cmpint(json_object_get_int_member(
@@ -1183,8 +1193,7 @@ test_status_json(void)
   g_assert_true(json_object_get_null_member(vb, "name"));
   JsonArray *w = json_object_get_array_member(o, "warnings");
   g_assert_cmpuint(json_array_get_length(w), ==, 1);
-  g_assert_cmpstr(json_array_get_string_element(w, 0), ==,
-                  "something to see");
+  g_assert_cmpstr(json_array_get_string_element(w, 0), ==, "something to see");
   qp_placement_options_clear(&opts);
 }
 
@@ -1289,7 +1298,7 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
-#define FT(path, fn) \
+#define FT(path, fn)                                                           \
   g_test_add(path, Fixture, NULL, fixture_setup, fn, fixture_teardown)
   FT("/ledger/dir/created-private", test_dir_created_private);
   FT("/ledger/dir/refuses-symlink", test_dir_refuses_symlink);

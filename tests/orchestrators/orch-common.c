@@ -214,7 +214,8 @@ orch_set_vcpu_affinities(int pid, const char *cpus)
   cpu_set_t mask;
   CPU_ZERO(&mask);
   int i;
-  hwloc_bitmap_foreach_begin(i, set) {
+  hwloc_bitmap_foreach_begin(i, set)
+  {
     if (i < CPU_SETSIZE)
       CPU_SET(i, &mask);
   }
@@ -328,8 +329,8 @@ run_virsh(const char *verb)
 {
   pid_t pid = fork();
   if (pid == 0) {
-    char *argv[] = {abort_virsh, "-c", "qemu:///system", (char *)verb,
-                    abort_domain, NULL};
+    char *argv[] = {abort_virsh,  "-c",         "qemu:///system",
+                    (char *)verb, abort_domain, NULL};
     int null = open("/dev/null", O_WRONLY);
     if (null >= 0) {
       dup2(null, STDOUT_FILENO);
@@ -360,8 +361,7 @@ on_fatal_signal(int sig)
 }
 
 void
-orch_cleanup_on_abort(const char *marker, const char *virsh,
-                      const char *domain)
+orch_cleanup_on_abort(const char *marker, const char *virsh, const char *domain)
 {
   static gboolean installed;
   g_strlcpy(abort_marker, marker ? marker : "", sizeof(abort_marker));

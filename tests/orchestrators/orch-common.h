@@ -30,8 +30,7 @@ JsonNode *orch_qmp(const char *path, const char *command, char **error_text);
 char *orch_status(const char *path);
 
 /* Waits until query-status over PATH says WANT. */
-gboolean orch_wait_status(const char *path, const char *want,
-                          guint timeout_ms);
+gboolean orch_wait_status(const char *path, const char *want, guint timeout_ms);
 
 /* The one ledger record in DIR (NULL if there is not exactly one). */
 JsonObject *orch_record(const char *dir);

@@ -40,12 +40,10 @@ typedef struct {
  * n: inc cx; cmp cx,4; jb s; pause; jmp l
  * and at the reset vector: jmp far F000:E000. */
 static const guint8 unplug_code[] = {
-  0xFA, 0xBA, 0xD8, 0x0C, 0x30, 0xC0, 0xEE,
-  0xB9, 0x01, 0x00,
-  0xBA, 0xD8, 0x0C, 0x66, 0x31, 0xC0, 0x89, 0xC8, 0x66, 0xEF,
-  0xBA, 0xDC, 0x0C, 0xEC, 0xA8, 0x04, 0x74, 0x03,
-  0xB0, 0x08, 0xEE,
-  0x41, 0x83, 0xF9, 0x04, 0x72, 0xE5, 0xF3, 0x90, 0xEB, 0xDE,
+    0xFA, 0xBA, 0xD8, 0x0C, 0x30, 0xC0, 0xEE, 0xB9, 0x01, 0x00, 0xBA,
+    0xD8, 0x0C, 0x66, 0x31, 0xC0, 0x89, 0xC8, 0x66, 0xEF, 0xBA, 0xDC,
+    0x0C, 0xEC, 0xA8, 0x04, 0x74, 0x03, 0xB0, 0x08, 0xEE, 0x41, 0x83,
+    0xF9, 0x04, 0x72, 0xE5, 0xF3, 0x90, 0xEB, 0xDE,
 };
 static const guint8 reset_jump[] = {0xEA, 0x00, 0xE0, 0x00, 0xF0};
 
@@ -109,10 +107,28 @@ launch(Fixture *f, guint maxcpus)
   g_autofree char *state = g_strdup_printf("--state-dir=%s", f->state);
   g_autofree char *name = g_strdup_printf("%s,debug-threads=on", f->marker);
   g_autofree char *qmp = g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
-  char *argv[] = {(char *)qp_test_binary(), state, "--mode=one-to-one", "--",
-                  (char *)qp_test_qemu(), "-accel", "tcg", "-machine", "q35",
-                  "-nodefaults", "-display", "none", "-smp", smp,
-                  "-m", "64", "-bios", f->fw, "-name", name, "-qmp", qmp,
+  char *argv[] = {(char *)qp_test_binary(),
+                  state,
+                  "--mode=one-to-one",
+                  "--",
+                  (char *)qp_test_qemu(),
+                  "-accel",
+                  "tcg",
+                  "-machine",
+                  "q35",
+                  "-nodefaults",
+                  "-display",
+                  "none",
+                  "-smp",
+                  smp,
+                  "-m",
+                  "64",
+                  "-bios",
+                  f->fw,
+                  "-name",
+                  name,
+                  "-qmp",
+                  qmp,
                   NULL};
   f->pid = qp_test_spawn(argv, NULL, f->dir);
   if (!orch_wait_status(f->qmp, "running", 30000)) {
@@ -273,9 +289,20 @@ other_vm_gets(Fixture *f, const char *cpu)
 {
   g_autofree char *state = g_strdup_printf("--state-dir=%s", f->state);
   g_autofree char *affinity = g_strdup_printf("--affinity=%s", cpu);
-  char *argv[] = {(char *)qp_test_binary(), "plan", state, affinity,
-                  "--mode=one-to-one", "--", (char *)qp_test_qemu(),
-                  "-accel", "tcg", "-smp", "1", "-m", "64", NULL};
+  char *argv[] = {(char *)qp_test_binary(),
+                  "plan",
+                  state,
+                  affinity,
+                  "--mode=one-to-one",
+                  "--",
+                  (char *)qp_test_qemu(),
+                  "-accel",
+                  "tcg",
+                  "-smp",
+                  "1",
+                  "-m",
+                  "64",
+                  NULL};
   QpTestRun r;
   qp_test_run(argv, NULL, &r);
   gboolean ok = r.status == 0;
@@ -377,9 +404,9 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add("/orchestrators/hotplug/device-add/pinned-to-new-core-and-counted",
              Fixture, NULL, setup, test_plug_pinned_and_counted, teardown);
-  g_test_add("/orchestrators/hotplug/device-del/core-released",
-             Fixture, NULL, setup, test_unplug_releases, teardown);
-  g_test_add("/orchestrators/hotplug/no-free-core/clear-warning",
-             Fixture, NULL, setup, test_no_free_core_warns, teardown);
+  g_test_add("/orchestrators/hotplug/device-del/core-released", Fixture, NULL,
+             setup, test_unplug_releases, teardown);
+  g_test_add("/orchestrators/hotplug/no-free-core/clear-warning", Fixture, NULL,
+             setup, test_no_free_core_warns, teardown);
   return g_test_run();
 }

@@ -20,15 +20,15 @@
 #define VIRSH_URI "qemu:///system"
 
 typedef struct {
-  gboolean ready;  /* libvirtd runs and we are root */
+  gboolean ready; /* libvirtd runs and we are root */
   char *dir;
-  char *marker;    /* the domain's name too */
-  char *state;     /* the ledger the domain's qemu-pin uses */
+  char *marker; /* the domain's name too */
+  char *state;  /* the ledger the domain's qemu-pin uses */
   char *plan_state;
   char *dropin;
   char *config;
   char *fw;
-  char *xml;       /* the domain's XML file */
+  char *xml; /* the domain's XML file */
   char *pidfile;
   char *log;
 } Fixture;
@@ -50,9 +50,8 @@ find_program(const char *prog, const char *fallback)
 static int
 run_setup(const char *arg)
 {
-  g_autofree char *script =
-      g_test_build_filename(G_TEST_DIST, "orchestrators", "libvirt-setup.sh",
-                            NULL);
+  g_autofree char *script = g_test_build_filename(G_TEST_DIST, "orchestrators",
+                                                  "libvirt-setup.sh", NULL);
   char *argv[] = {script, (char *)arg, NULL};
   QpTestRun r;
   qp_test_run(argv, NULL, &r);
@@ -61,8 +60,8 @@ run_setup(const char *arg)
     g_free(setup_skip_reason);
     setup_skip_reason = g_strstrip(g_strdup(r.out));
   } else if (status != 0) {
-    g_test_message("libvirt-setup.sh %s: exit %d: %s%s", arg ? arg : "",
-                   status, r.out, r.err);
+    g_test_message("libvirt-setup.sh %s: exit %d: %s%s", arg ? arg : "", status,
+                   r.out, r.err);
   }
   qp_test_run_clear(&r);
   return status;
@@ -151,8 +150,8 @@ forget_capabilities(const char *emulator)
 {
   g_autofree char *sum =
       g_compute_checksum_for_string(G_CHECKSUM_SHA256, emulator, -1);
-  g_autofree char *file = g_strdup_printf(
-      "/var/cache/libvirt/qemu/capabilities/%s.xml", sum);
+  g_autofree char *file =
+      g_strdup_printf("/var/cache/libvirt/qemu/capabilities/%s.xml", sum);
   unlink(file);
 }
 
@@ -174,13 +173,13 @@ setup(Fixture *f, gconstpointer data)
   f->plan_state = g_build_filename(f->dir, "plan-state", NULL);
   f->dropin = orch_dropin(f->dir, "qemu-system-x86_64");
   f->fw = qp_test_firmware(f->dir, QP_TEST_FW_HALT);
-  g_autofree char *conf = g_strdup_printf(
-      "# qemu-pin for the libvirt test domain %s\n"
-      "[defaults]\n"
-      "qemu = %s\n"
-      "state-dir = %s\n"
-      "mode = one-to-one\n",
-      f->marker, qp_test_qemu(), f->state);
+  g_autofree char *conf =
+      g_strdup_printf("# qemu-pin for the libvirt test domain %s\n"
+                      "[defaults]\n"
+                      "qemu = %s\n"
+                      "state-dir = %s\n"
+                      "mode = one-to-one\n",
+                      f->marker, qp_test_qemu(), f->state);
   f->config = orch_write(f->dir, "qemu-pin.conf", conf);
   g_autofree char *xml = domain_xml(f, "");
   f->xml = orch_write(f->dir, "domain.xml", xml);
@@ -358,8 +357,7 @@ check_pinned_to_plan(Fixture *f, char **want)
   g_autoptr(JsonObject) rec = orch_record(f->state);
   g_assert_nonnull(rec);
   g_assert_cmpint(json_object_get_int_member(rec, "qemu-pid"), ==, pid);
-  g_assert_cmpstr(json_object_get_string_member(rec, "mode"), ==,
-                  "one-to-one");
+  g_assert_cmpstr(json_object_get_string_member(rec, "mode"), ==, "one-to-one");
   g_assert_cmpstr(json_object_get_string_member(rec, "name"), ==, f->marker);
   g_autofree char *all = orch_union(want);
   g_assert_cmpstr(json_object_get_string_member(rec, "dedicated-cpus"), ==,
@@ -482,22 +480,22 @@ test_survives_libvirtd_restart(Fixture *f, gconstpointer data)
 }
 
 typedef struct {
-  const char *mode;     /* of the domain's [name:NAME] group */
-  const char *cpu_xml;  /* NUMA cells, or "" */
-  guint64 map_kib;      /* size of each guest RAM mapping */
+  const char *mode;    /* of the domain's [name:NAME] group */
+  const char *cpu_xml; /* NUMA cells, or "" */
+  guint64 map_kib;     /* size of each guest RAM mapping */
   guint n_maps;
 } MemCase;
 
 static const MemCase mem_without_vnuma = {"balanced", "", 128 * 1024, 1};
 static const MemCase mem_with_vnuma = {
-  "numa",
-  "  <cpu>\n"
-  "    <numa>\n"
-  "      <cell id='0' cpus='0' memory='64' unit='MiB'/>\n"
-  "      <cell id='1' cpus='1' memory='64' unit='MiB'/>\n"
-  "    </numa>\n"
-  "  </cpu>\n",
-  64 * 1024, 2};
+    "numa",
+    "  <cpu>\n"
+    "    <numa>\n"
+    "      <cell id='0' cpus='0' memory='64' unit='MiB'/>\n"
+    "      <cell id='1' cpus='1' memory='64' unit='MiB'/>\n"
+    "    </numa>\n"
+    "  </cpu>\n",
+    64 * 1024, 2};
 
 /* libvirt gives guest RAM as JSON backends (`-machine memory-backend=pc.ram`
  * with `-object {"qom-type":"memory-backend-ram","id":"pc.ram",...}`, or one
@@ -511,15 +509,15 @@ test_memory_bound(Fixture *f, gconstpointer data)
   const MemCase *c = data;
   if (!f->ready)
     return;
-  g_autofree char *conf = g_strdup_printf(
-      "[defaults]\n"
-      "qemu = %s\n"
-      "state-dir = %s\n"
-      "mode = one-to-one\n"
-      "\n"
-      "[name:%s]\n"
-      "mode = %s\n",
-      qp_test_qemu(), f->state, f->marker, c->mode);
+  g_autofree char *conf =
+      g_strdup_printf("[defaults]\n"
+                      "qemu = %s\n"
+                      "state-dir = %s\n"
+                      "mode = one-to-one\n"
+                      "\n"
+                      "[name:%s]\n"
+                      "mode = %s\n",
+                      qp_test_qemu(), f->state, f->marker, c->mode);
   g_free(orch_write(f->dir, "qemu-pin.conf", conf));
   g_autofree char *xml = domain_xml(f, c->cpu_xml);
   g_free(orch_write(f->dir, "domain.xml", xml));
@@ -549,7 +547,8 @@ test_memory_bound(Fixture *f, gconstpointer data)
   g_assert_cmpint(pid, >, 0);
   g_auto(GStrv) policies = qp_test_policies_of_mappings(pid, c->map_kib);
   g_autofree char *have = g_strjoinv(" ", policies);
-  g_test_message("guest RAM mappings of %" G_GUINT64_FORMAT " KiB: %s (want %s)",
+  g_test_message("guest RAM mappings of %" G_GUINT64_FORMAT
+                 " KiB: %s (want %s)",
                  c->map_kib, have, want);
   g_assert_cmpuint(g_strv_length(policies), ==, c->n_maps);
   for (guint i = 0; i < c->n_maps; i++)

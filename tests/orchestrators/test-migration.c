@@ -75,15 +75,17 @@ command(Fixture *f, gboolean plan, const char *role, const char *state,
   g_ptr_array_add(a, g_strdup_printf("--state-dir=%s", state));
   g_ptr_array_add(a, g_strdup("--mode=one-to-one"));
   g_ptr_array_add(a, g_strdup("--"));
-  const char *common[] = {"-accel", "tcg", "-machine", "q35", "-nodefaults",
-                          "-display", "none", "-smp", "2", "-m", "64", NULL};
+  const char *common[] = {"-accel",      "tcg",      "-machine", "q35",
+                          "-nodefaults", "-display", "none",     "-smp",
+                          "2",           "-m",       "64",       NULL};
   g_ptr_array_add(a, g_strdup(qp_test_qemu()));
   for (guint i = 0; common[i]; i++)
     g_ptr_array_add(a, g_strdup(common[i]));
   g_ptr_array_add(a, g_strdup("-bios"));
   g_ptr_array_add(a, g_strdup(f->fw));
   g_ptr_array_add(a, g_strdup("-name"));
-  g_ptr_array_add(a, g_strdup_printf("%s-%s,debug-threads=on", f->marker, role));
+  g_ptr_array_add(a,
+                  g_strdup_printf("%s-%s,debug-threads=on", f->marker, role));
   g_ptr_array_add(a, g_strdup("-qmp"));
   g_ptr_array_add(a, g_strdup_printf("unix:%s,server=on,wait=off", qmp));
   for (guint i = 0; extra && extra[i]; i++)
@@ -93,8 +95,7 @@ command(Fixture *f, gboolean plan, const char *role, const char *state,
 }
 
 static char **
-planned(Fixture *f, const char *role, const char *qmp,
-        const char *const *extra)
+planned(Fixture *f, const char *role, const char *qmp, const char *const *extra)
 {
   g_autofree char *empty = g_build_filename(f->dir, "plan-state", NULL);
   g_autoptr(GPtrArray) cmd = command(f, TRUE, role, empty, qmp, extra);
@@ -165,11 +166,11 @@ migrate_and_wait(Fixture *f, const char *uri)
         orch_qmp(f->src_qmp, "{\"execute\":\"query-migrate\"}", NULL);
     g_free(status);
     status = r && JSON_NODE_HOLDS_OBJECT(r)
-        ? g_strdup(json_object_get_string_member_with_default(
-              json_node_get_object(r), "status", "none"))
-        : NULL;
-    if (status != NULL && (strcmp(status, "completed") == 0 ||
-                           strcmp(status, "failed") == 0))
+                 ? g_strdup(json_object_get_string_member_with_default(
+                       json_node_get_object(r), "status", "none"))
+                 : NULL;
+    if (status != NULL &&
+        (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0))
       break;
     g_usleep(50000);
   } while (g_get_monotonic_time() < deadline);
@@ -182,8 +183,7 @@ check_dst_claim(Fixture *f)
   g_autoptr(JsonObject) rec = orch_record(f->dst_state);
   g_assert_nonnull(rec);
   g_assert_cmpint(json_object_get_int_member(rec, "qemu-pid"), ==, f->dst);
-  g_assert_cmpstr(json_object_get_string_member(rec, "mode"), ==,
-                  "one-to-one");
+  g_assert_cmpstr(json_object_get_string_member(rec, "mode"), ==, "one-to-one");
 }
 
 static void
@@ -286,9 +286,11 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
-  g_test_add("/orchestrators/migration/incoming-defer/no-cont-plan-after-caller-cont",
-             Fixture, NULL, setup, test_defer_caller_cont, teardown);
-  g_test_add("/orchestrators/migration/incoming-uri/runs-pinned-after-migration",
-             Fixture, NULL, setup, test_uri_autostart, teardown);
+  g_test_add(
+      "/orchestrators/migration/incoming-defer/no-cont-plan-after-caller-cont",
+      Fixture, NULL, setup, test_defer_caller_cont, teardown);
+  g_test_add(
+      "/orchestrators/migration/incoming-uri/runs-pinned-after-migration",
+      Fixture, NULL, setup, test_uri_autostart, teardown);
   return g_test_run();
 }

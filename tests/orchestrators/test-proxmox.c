@@ -27,15 +27,15 @@
 typedef struct {
   char *dir;
   char *marker;
-  char *kvm;       /* DIR/bin/kvm -> qemu-pin */
+  char *kvm; /* DIR/bin/kvm -> qemu-pin */
   char *config;
-  char *state;     /* state-dir of [id:VMID] */
+  char *state;          /* state-dir of [id:VMID] */
   char *state_defaults; /* state-dir of [defaults]: must stay unused */
-  char *qmp;       /* DIR/VMID.qmp: qemu-server's monitor */
-  char *event;     /* DIR/qmeventd.sock: the event daemon's */
+  char *qmp;            /* DIR/VMID.qmp: qemu-server's monitor */
+  char *event;          /* DIR/qmeventd.sock: the event daemon's */
   char *pidfile;
   char *fw;
-  char *shim;      /* pve-qemu-kvm's stand-in: the "real" QEMU here */
+  char *shim;       /* pve-qemu-kvm's stand-in: the "real" QEMU here */
   char *readconfig; /* like /usr/share/qemu-server/pve-q35-4.0.cfg */
   int event_listen; /* our qmeventd stand-in */
 } Fixture;
@@ -53,8 +53,8 @@ setup(Fixture *f, gconstpointer data)
   f->event = g_build_filename(f->dir, "qmeventd.sock", NULL);
   f->pidfile = g_build_filename(f->dir, VMID ".pid", NULL);
   f->fw = qp_test_firmware(f->dir, QP_TEST_FW_HALT);
-  f->shim = g_test_build_filename(G_TEST_BUILT, "orchestrators",
-                                  "pve-kvm-shim", NULL);
+  f->shim = g_test_build_filename(G_TEST_BUILT, "orchestrators", "pve-kvm-shim",
+                                  NULL);
   g_assert_true(g_file_test(f->shim, G_FILE_TEST_IS_EXECUTABLE));
   f->readconfig = orch_write(f->dir, "pve-q35.cfg",
                              "[device \"pcidmi\"]\n"
@@ -69,24 +69,23 @@ setup(Fixture *f, gconstpointer data)
                              "  chassis_nr = \"1\"\n");
   /* [defaults] says balanced and another ledger; the VM's group, matched by
    * -id, says one-to-one and this ledger. The record shows which was used. */
-  g_autofree char *conf = g_strdup_printf(
-      "[defaults]\n"
-      "qemu = %s\n"
-      "mode = balanced\n"
-      "state-dir = %s\n"
-      "\n"
-      "[id:" VMID "]\n"
-      "mode = one-to-one\n"
-      "state-dir = %s\n",
-      f->shim, f->state_defaults, f->state);
+  g_autofree char *conf = g_strdup_printf("[defaults]\n"
+                                          "qemu = %s\n"
+                                          "mode = balanced\n"
+                                          "state-dir = %s\n"
+                                          "\n"
+                                          "[id:" VMID "]\n"
+                                          "mode = one-to-one\n"
+                                          "state-dir = %s\n",
+                                          f->shim, f->state_defaults, f->state);
   f->config = orch_write(f->dir, "qemu-pin.conf", conf);
 
   f->event_listen = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   g_assert_cmpint(f->event_listen, >=, 0);
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   g_strlcpy(sa.sun_path, f->event, sizeof(sa.sun_path));
-  g_assert_cmpint(bind(f->event_listen, (struct sockaddr *)&sa, sizeof(sa)),
-                  ==, 0);
+  g_assert_cmpint(bind(f->event_listen, (struct sockaddr *)&sa, sizeof(sa)), ==,
+                  0);
   g_assert_cmpint(listen(f->event_listen, 4), ==, 0);
 }
 
@@ -126,33 +125,53 @@ proxmox_argv_full(Fixture *f, const char *argv0, const char *qmp,
   GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
 #define ADD(...) g_ptr_array_add(a, g_strdup_printf(__VA_ARGS__))
   ADD("%s", argv0);
-  ADD("-id"); ADD(VMID);
-  ADD("-name"); ADD("%s,debug-threads=on", f->marker);
+  ADD("-id");
+  ADD(VMID);
+  ADD("-name");
+  ADD("%s,debug-threads=on", f->marker);
   ADD("-no-shutdown");
-  ADD("-chardev"); ADD("socket,id=qmp,path=%s,server=on,wait=off", qmp);
-  ADD("-mon"); ADD("chardev=qmp,mode=control");
-  ADD("-chardev"); ADD("socket,id=qmp-event,path=%s,reconnect=5", f->event);
-  ADD("-mon"); ADD("chardev=qmp-event,mode=control");
-  ADD("-pidfile"); ADD("%s", pidfile);
+  ADD("-chardev");
+  ADD("socket,id=qmp,path=%s,server=on,wait=off", qmp);
+  ADD("-mon");
+  ADD("chardev=qmp,mode=control");
+  ADD("-chardev");
+  ADD("socket,id=qmp-event,path=%s,reconnect=5", f->event);
+  ADD("-mon");
+  ADD("chardev=qmp-event,mode=control");
+  ADD("-pidfile");
+  ADD("%s", pidfile);
   ADD("-daemonize");
-  ADD("-smbios"); ADD("type=1,uuid=5f7a3b52-54f1-4c4e-9d8e-6c1f0e2a4217");
+  ADD("-smbios");
+  ADD("type=1,uuid=5f7a3b52-54f1-4c4e-9d8e-6c1f0e2a4217");
   gboolean big = g_get_num_processors() >= 4;
-  ADD("-smp"); ADD(big ? "4,sockets=2,cores=2,maxcpus=4"
-                       : "2,sockets=2,cores=1,maxcpus=2");
+  ADD("-smp");
+  ADD(big ? "4,sockets=2,cores=2,maxcpus=4" : "2,sockets=2,cores=1,maxcpus=2");
   ADD("-nodefaults");
-  ADD("-boot"); ADD("menu=on,strict=on,reboot-timeout=1000");
-  ADD("-display"); ADD("none");
-  ADD("-cpu"); ADD("kvm64,enforce,+lahf_lm,+sep");
-  ADD("-m"); ADD("256");
-  ADD("-object"); ADD("memory-backend-ram,id=ram-node0,size=128M");
-  ADD("-numa"); ADD("node,nodeid=0,cpus=%s,memdev=ram-node0", big ? "0-1" : "0");
-  ADD("-object"); ADD("memory-backend-ram,id=ram-node1,size=128M");
-  ADD("-numa"); ADD("node,nodeid=1,cpus=%s,memdev=ram-node1", big ? "2-3" : "1");
+  ADD("-boot");
+  ADD("menu=on,strict=on,reboot-timeout=1000");
+  ADD("-display");
+  ADD("none");
+  ADD("-cpu");
+  ADD("kvm64,enforce,+lahf_lm,+sep");
+  ADD("-m");
+  ADD("256");
+  ADD("-object");
+  ADD("memory-backend-ram,id=ram-node0,size=128M");
+  ADD("-numa");
+  ADD("node,nodeid=0,cpus=%s,memdev=ram-node0", big ? "0-1" : "0");
+  ADD("-object");
+  ADD("memory-backend-ram,id=ram-node1,size=128M");
+  ADD("-numa");
+  ADD("node,nodeid=1,cpus=%s,memdev=ram-node1", big ? "2-3" : "1");
   /* qemu-server adds -readconfig pve-q35-4.0.cfg on q35: devices only. */
-  ADD("-readconfig"); ADD("%s", f->readconfig);
-  ADD("-bios"); ADD("%s", f->fw);
-  ADD("-machine"); ADD("type=q35");
-  ADD("-accel"); ADD("tcg");
+  ADD("-readconfig");
+  ADD("%s", f->readconfig);
+  ADD("-bios");
+  ADD("%s", f->fw);
+  ADD("-machine");
+  ADD("type=q35");
+  ADD("-accel");
+  ADD("tcg");
   for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
     ADD("%s", extra[i]);
 #undef ADD
@@ -250,7 +269,8 @@ test_launch_as_kvm(Fixture *f, gconstpointer data)
   g_autoptr(GPtrArray) cmd = proxmox_argv(f, f->kvm);
   g_auto(GStrv) want = planned_vcpu_sets(f, cmd);
   g_autofree char *conf_env = g_strdup_printf("QEMU_PIN_CONFIG=%s", f->config);
-  g_autofree char *shim_env = g_strdup_printf("QP_SHIM_QEMU=%s", qp_test_qemu());
+  g_autofree char *shim_env =
+      g_strdup_printf("QP_SHIM_QEMU=%s", qp_test_qemu());
   const char *extra[] = {conf_env, shim_env, NULL};
   g_auto(GStrv) env = orch_env(extra);
 
@@ -285,7 +305,7 @@ test_launch_as_kvm(Fixture *f, gconstpointer data)
       orch_qmp(f->qmp, "{\"execute\":\"query-cpus-fast\"}", NULL);
   g_assert_nonnull(cpus);
   g_assert_cmpuint(json_array_get_length(json_node_get_array(cpus)), ==,
-                  g_strv_length(want));
+                   g_strv_length(want));
   /* qmeventd's socket got QEMU's greeting. */
   g_autofree char *greeting = event_greeting(f);
   g_assert_nonnull(greeting);
@@ -294,8 +314,7 @@ test_launch_as_kvm(Fixture *f, gconstpointer data)
   /* The claim, in the ledger of the [id:N] group, with its mode. */
   g_autoptr(JsonObject) rec = orch_record(f->state);
   g_assert_nonnull(rec);
-  g_assert_cmpstr(json_object_get_string_member(rec, "mode"), ==,
-                  "one-to-one");
+  g_assert_cmpstr(json_object_get_string_member(rec, "mode"), ==, "one-to-one");
   g_autofree char *all = orch_union(want);
   g_assert_cmpstr(json_object_get_string_member(rec, "dedicated-cpus"), ==,
                   all);
@@ -314,14 +333,15 @@ test_refused_launch_fails(Fixture *f, gconstpointer data)
   /* A plan that cannot be met (affinity on a CPU this host does not have)
    * is refused before QEMU starts: qemu-server sees a non-zero exit, no
    * pidfile, no process, no claim. */
-  g_autofree char *conf = g_strdup_printf(
-      "[defaults]\nqemu = %s\n\n[id:" VMID "]\nmode = one-to-one\n"
-      "affinity = 4095\nstate-dir = %s\n",
-      f->shim, f->state);
+  g_autofree char *conf = g_strdup_printf("[defaults]\nqemu = %s\n\n[id:" VMID
+                                          "]\nmode = one-to-one\n"
+                                          "affinity = 4095\nstate-dir = %s\n",
+                                          f->shim, f->state);
   g_autofree char *path = orch_write(f->dir, "refuse.conf", conf);
   g_autoptr(GPtrArray) cmd = proxmox_argv(f, f->kvm);
   g_autofree char *conf_env = g_strdup_printf("QEMU_PIN_CONFIG=%s", path);
-  g_autofree char *shim_env = g_strdup_printf("QP_SHIM_QEMU=%s", qp_test_qemu());
+  g_autofree char *shim_env =
+      g_strdup_printf("QP_SHIM_QEMU=%s", qp_test_qemu());
   const char *extra[] = {conf_env, shim_env, NULL};
   g_auto(GStrv) env = orch_env(extra);
   QpTestRun r;
@@ -344,7 +364,8 @@ test_queries_pass_through(Fixture *f, gconstpointer data)
                               {"-machine", "help", NULL},
                               {"-cpu", "help", NULL}};
   g_autofree char *conf_env = g_strdup_printf("QEMU_PIN_CONFIG=%s", f->config);
-  g_autofree char *shim_env = g_strdup_printf("QP_SHIM_QEMU=%s", qp_test_qemu());
+  g_autofree char *shim_env =
+      g_strdup_printf("QP_SHIM_QEMU=%s", qp_test_qemu());
   const char *extra[] = {conf_env, shim_env, NULL};
   g_auto(GStrv) env = orch_env(extra);
   for (guint i = 0; i < G_N_ELEMENTS(queries); i++) {
@@ -377,11 +398,11 @@ wait_migrated(const char *src_qmp)
         orch_qmp(src_qmp, "{\"execute\":\"query-migrate\"}", NULL);
     g_free(status);
     status = r && JSON_NODE_HOLDS_OBJECT(r)
-        ? g_strdup(json_object_get_string_member_with_default(
-              json_node_get_object(r), "status", "none"))
-        : NULL;
-    if (status != NULL && (strcmp(status, "completed") == 0 ||
-                           strcmp(status, "failed") == 0))
+                 ? g_strdup(json_object_get_string_member_with_default(
+                       json_node_get_object(r), "status", "none"))
+                 : NULL;
+    if (status != NULL &&
+        (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0))
       break;
     g_usleep(50000);
   } while (g_get_monotonic_time() < deadline);
@@ -399,7 +420,8 @@ test_incoming_migration(Fixture *f, gconstpointer data)
     g_test_skip("one-to-one with 2 vCPUs needs at least 2 host CPUs");
     return;
   }
-  g_autofree char *shim_env = g_strdup_printf("QP_SHIM_QEMU=%s", qp_test_qemu());
+  g_autofree char *shim_env =
+      g_strdup_printf("QP_SHIM_QEMU=%s", qp_test_qemu());
 
   /* The source "node": its own config and ledger. */
   g_autofree char *src_state = g_build_filename(f->dir, "src-state", NULL);
@@ -410,9 +432,10 @@ test_incoming_migration(Fixture *f, gconstpointer data)
   g_autofree char *src_conf = orch_write(f->dir, "src.conf", src_conf_text);
   g_autofree char *src_qmp = g_build_filename(f->dir, "src.qmp", NULL);
   g_autofree char *src_pidfile = g_build_filename(f->dir, "src.pid", NULL);
-  g_autoptr(GPtrArray) src = proxmox_argv_full(f, f->kvm, src_qmp,
-                                               src_pidfile, NULL);
-  g_autofree char *src_conf_env = g_strdup_printf("QEMU_PIN_CONFIG=%s", src_conf);
+  g_autoptr(GPtrArray) src =
+      proxmox_argv_full(f, f->kvm, src_qmp, src_pidfile, NULL);
+  g_autofree char *src_conf_env =
+      g_strdup_printf("QEMU_PIN_CONFIG=%s", src_conf);
   const char *src_extra[] = {src_conf_env, shim_env, NULL};
   g_auto(GStrv) src_env = orch_env(src_extra);
   QpTestRun r;
@@ -461,8 +484,8 @@ test_incoming_migration(Fixture *f, gconstpointer data)
       orch_qmp(f->qmp, "{\"execute\":\"cont\"}", NULL);
   g_assert_nonnull(resumed);
   g_assert_true(orch_wait_status(f->qmp, "running", 10000));
-  g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want,
-                                           10000));
+  g_assert_true(
+      qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 10000));
   g_autoptr(JsonObject) rec = orch_record(f->state);
   g_assert_nonnull(rec);
   g_assert_cmpint(json_object_get_int_member(rec, "qemu-pid"), ==, pid);
@@ -486,7 +509,7 @@ main(int argc, char **argv)
              Fixture, NULL, setup, test_incoming_migration, teardown);
   g_test_add("/orchestrators/proxmox/version-and-help-pass-through", Fixture,
              NULL, setup, test_queries_pass_through, teardown);
-  g_test_add("/orchestrators/proxmox/refused-plan-exits-nonzero", Fixture,
-             NULL, setup, test_refused_launch_fails, teardown);
+  g_test_add("/orchestrators/proxmox/refused-plan-exits-nonzero", Fixture, NULL,
+             setup, test_refused_launch_fails, teardown);
   return g_test_run();
 }

@@ -13,10 +13,10 @@ load_recorded(const char *name)
 {
   g_autoptr(GError) error = NULL;
   const char *dir = g_getenv("QP_TOPOLOGIES");
-  g_autofree char *path =
-      dir != NULL ? g_build_filename(dir, name, NULL)
-                  : g_test_build_filename(G_TEST_DIST, "..", "data", "topologies",
-                                          name, NULL);
+  g_autofree char *path = dir != NULL
+                              ? g_build_filename(dir, name, NULL)
+                              : g_test_build_filename(G_TEST_DIST, "..", "data",
+                                                      "topologies", name, NULL);
   QpHost *host = qp_host_load(path, &error);
   g_assert_no_error(error);
   g_assert_nonnull(host);
@@ -143,8 +143,8 @@ test_intel_smt(void)
     g_assert_cmpuint(p1g->total, ==, 4);
     g_assert_cmpuint(p1g->free, ==, 4);
     /* Ascending page size. */
-    g_assert_cmpuint(g_array_index(node(h, n)->hugepages, QpHugePool, 0).page_kib,
-                     ==, 2048);
+    g_assert_cmpuint(
+        g_array_index(node(h, n)->hugepages, QpHugePool, 0).page_kib, ==, 2048);
   }
 }
 
@@ -156,11 +156,9 @@ test_intel_pci(void)
     const char *bdf;
     int node;
   } want[] = {
-    {"0000:00:14.0", 0}, /* a USB controller: any class is kept */
-    {"0000:3b:00.0", 0},
-    {"0000:3b:00.1", 0},
-    {"0000:af:00.0", 1},
-    {"0000:d8:00.0", 1},
+      {"0000:00:14.0", 0}, /* a USB controller: any class is kept */
+      {"0000:3b:00.0", 0}, {"0000:3b:00.1", 0},
+      {"0000:af:00.0", 1}, {"0000:d8:00.0", 1},
   };
   g_assert_cmpuint(h->pci->len, ==, G_N_ELEMENTS(want));
   for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
@@ -294,8 +292,8 @@ test_synthetic(void)
   g_assert_cmpuint(qp_host_distance(h, 1, 2), ==, 32);
   /* A cgroup subset modelled on a synthetic host. */
   g_auto(hwloc_bitmap_t) allowed = NULL;
-  g_assert_true(qp_list_parse("0-3,8,40", "allowed", QP_LIST_MAX_INDEX, &allowed,
-                              &error));
+  g_assert_true(qp_list_parse("0-3,8,40", "allowed", QP_LIST_MAX_INDEX,
+                              &allowed, &error));
   qp_host_set_allowed(h, allowed);
   g_assert_cmpstr(list(h->allowed), ==, "0-3,8");
   g_assert_cmpstr(node_cpus(h, 0), ==, "0-3");
@@ -365,7 +363,8 @@ isolated(void)
 {
   g_autofree char *text = NULL;
   hwloc_bitmap_t b = NULL;
-  if (g_file_get_contents("/sys/devices/system/cpu/isolated", &text, NULL, NULL) &&
+  if (g_file_get_contents("/sys/devices/system/cpu/isolated", &text, NULL,
+                          NULL) &&
       *g_strstrip(text) != '\0')
     g_assert_true(qp_list_parse(text, "isolated", QP_LIST_MAX_INDEX, &b, NULL));
   return b != NULL ? b : hwloc_bitmap_alloc();
@@ -444,7 +443,8 @@ test_live_pci(void)
   g_autoptr(GPtrArray) want = g_ptr_array_new_with_free_func(g_free);
   const char *name;
   while ((name = g_dir_read_name(dir)) != NULL) {
-    g_autofree char *cls_path = g_strdup_printf("/sys/bus/pci/devices/%s/class", name);
+    g_autofree char *cls_path =
+        g_strdup_printf("/sys/bus/pci/devices/%s/class", name);
     g_autofree char *node_path =
         g_strdup_printf("/sys/bus/pci/devices/%s/numa_node", name);
     g_autofree char *cls = NULL, *nodes = NULL;
@@ -497,8 +497,9 @@ test_malformed_file(void)
   g_autofree char *bad_xml = g_build_filename(dir, "truncated.xml", NULL);
   g_autofree char *not_xml = g_build_filename(dir, "not-xml.xml", NULL);
   g_assert_true(g_file_set_contents(
-      bad_xml, "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n<object type=",
-      -1, NULL));
+      bad_xml,
+      "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n<object type=", -1,
+      NULL));
   g_assert_true(g_file_set_contents(not_xml, "node 0 cpus: 0-3\n", -1, NULL));
   check_load_error(bad_xml, QP_TOPOLOGY_ERROR_INVALID);
   check_load_error(not_xml, QP_TOPOLOGY_ERROR_INVALID);
@@ -529,21 +530,24 @@ test_json(void)
   g_assert_cmpint(json_array_get_int_element(row, 2), ==, 10);
   JsonArray *hp = json_object_get_array_member(n0, "hugepages");
   g_assert_cmpuint(json_array_get_length(hp), ==, 2);
-  g_assert_cmpint(json_object_get_int_member(json_array_get_object_element(hp, 0),
-                                             "page_kib"), ==, 2048);
+  g_assert_cmpint(json_object_get_int_member(
+                      json_array_get_object_element(hp, 0), "page_kib"),
+                  ==, 2048);
   g_assert_cmpstr(json_object_get_string_member(o, "allowed"), ==, "0-7");
-  g_assert_cmpuint(json_array_get_length(json_object_get_array_member(o, "cores")),
-                   ==, 8);
-  g_assert_cmpuint(json_array_get_length(json_object_get_array_member(o, "kinds")),
-                   ==, 1);
-  g_assert_cmpuint(json_array_get_length(json_object_get_array_member(o, "pci")),
-                   ==, 0);
+  g_assert_cmpuint(
+      json_array_get_length(json_object_get_array_member(o, "cores")), ==, 8);
+  g_assert_cmpuint(
+      json_array_get_length(json_object_get_array_member(o, "kinds")), ==, 1);
+  g_assert_cmpuint(
+      json_array_get_length(json_object_get_array_member(o, "pci")), ==, 0);
 
   g_autoptr(QpHost) intel = load_recorded("intel-2s-smt.xml");
   g_autoptr(JsonNode) iroot = qp_host_to_json(intel);
-  JsonArray *pci = json_object_get_array_member(json_node_get_object(iroot), "pci");
+  JsonArray *pci =
+      json_object_get_array_member(json_node_get_object(iroot), "pci");
   JsonObject *gpu = json_array_get_object_element(pci, 4);
-  g_assert_cmpstr(json_object_get_string_member(gpu, "bdf"), ==, "0000:d8:00.0");
+  g_assert_cmpstr(json_object_get_string_member(gpu, "bdf"), ==,
+                  "0000:d8:00.0");
   g_assert_cmpint(json_object_get_int_member(gpu, "node"), ==, 1);
   JsonObject *core0 = json_array_get_object_element(
       json_object_get_array_member(json_node_get_object(iroot), "cores"), 0);
@@ -564,13 +568,17 @@ test_text(void)
   g_autoptr(QpHost) cg = load_recorded("cgroup-subset.xml");
   g_autofree char *cgtext = qp_host_to_text(cg);
   g_assert_nonnull(strstr(cgtext, "node 1 cpus: 4-7,20-23 (allowed: 4-5)\n"));
-  g_assert_nonnull(strstr(cgtext, "node 3 cpus: 12-15,28-31 (allowed: none)\n"));
-  g_assert_nonnull(strstr(cgtext, "cores: 16, CPUs: 32, up to 2 threads per core\n"));
+  g_assert_nonnull(
+      strstr(cgtext, "node 3 cpus: 12-15,28-31 (allowed: none)\n"));
+  g_assert_nonnull(
+      strstr(cgtext, "cores: 16, CPUs: 32, up to 2 threads per core\n"));
 
   g_autoptr(QpHost) hy = load_recorded("hybrid.xml");
   g_autofree char *hytext = qp_host_to_text(hy);
-  g_assert_nonnull(strstr(hytext, "kind 0: IntelAtom, efficiency 0, cpus 16-23\n"));
-  g_assert_nonnull(strstr(hytext, "kind 1: IntelCore, efficiency 1, cpus 0-15\n"));
+  g_assert_nonnull(
+      strstr(hytext, "kind 0: IntelAtom, efficiency 0, cpus 16-23\n"));
+  g_assert_nonnull(
+      strstr(hytext, "kind 1: IntelCore, efficiency 1, cpus 0-15\n"));
 }
 
 /* Mapped into this process: a file whose path holds NEEDLE. */
@@ -641,21 +649,26 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/host/epyc-7351p/nodes-cpus-memory-smt-slit", test_epyc);
-  g_test_add_func("/host/intel-2s/smt-siblings-n-and-n-plus-16-and-hugepage-pools",
-                  test_intel_smt);
-  g_test_add_func("/host/intel-2s/pci-devices-carry-their-node", test_intel_pci);
+  g_test_add_func(
+      "/host/intel-2s/smt-siblings-n-and-n-plus-16-and-hugepage-pools",
+      test_intel_smt);
+  g_test_add_func("/host/intel-2s/pci-devices-carry-their-node",
+                  test_intel_pci);
   g_test_add_func("/host/2s-8node/non-uniform-distances", test_2s8n);
-  g_test_add_func("/host/hybrid/e-cores-are-kind-0-p-cores-kind-1", test_hybrid);
+  g_test_add_func("/host/hybrid/e-cores-are-kind-0-p-cores-kind-1",
+                  test_hybrid);
   g_test_add_func("/host/cpuless/memory-only-node-has-no-cpus", test_cpuless);
   g_test_add_func("/host/cgroup-subset/allowed-is-a-subset-all-cpus-seen",
                   test_cgroup_subset);
-  g_test_add_func("/host/recorded/this-machine-loads", test_this_machine_recorded);
+  g_test_add_func("/host/recorded/this-machine-loads",
+                  test_this_machine_recorded);
   g_test_add_func("/host/synthetic/defaults-and-test-setters", test_synthetic);
   g_test_add_func("/host/synthetic/coreless-memory-only-and-spread-smt-shapes",
                   test_synthetic_shapes);
   g_test_add_func("/host/synthetic/invalid-description-is-one-line-error",
                   test_synthetic_invalid);
-  g_test_add_func("/host/live/allowed-equals-affinity-minus-isolated", test_live);
+  g_test_add_func("/host/live/allowed-equals-affinity-minus-isolated",
+                  test_live);
   g_test_add_func("/host/live/allowed-follows-narrowed-affinity",
                   test_live_follows_affinity);
   g_test_add_func("/host/live/pci-devices-match-sysfs", test_live_pci);

@@ -319,8 +319,7 @@ assert_nofit(GError *error, const char *needle)
 }
 
 static QpPlan *
-plan_ok(const QpHost *h, const QpClaims *c, const QpRequest *r,
-        const Opts *o)
+plan_ok(const QpHost *h, const QpClaims *c, const QpRequest *r, const Opts *o)
 {
   g_autoptr(GError) error = NULL;
   QpPlan *p = qp_plan_compute(h, c, r, &o->o, &error);
@@ -832,8 +831,7 @@ test_cgroup_subset(void)
 {
   g_autoptr(TestHost) h = epyc(NULL);
   host_allow(h, "2-5,18-21");
-  const QpMode modes[] = {QP_MODE_BALANCED, QP_MODE_NUMA,
-                          QP_MODE_ONE_TO_ONE};
+  const QpMode modes[] = {QP_MODE_BALANCED, QP_MODE_NUMA, QP_MODE_ONE_TO_ONE};
   for (gsize m = 0; m < G_N_ELEMENTS(modes); m++) {
     g_autoptr(QpRequest) r = request(4, 2048);
     g_autoptr(Opts) o = opts_new(modes[m], NULL);
@@ -852,7 +850,8 @@ test_cgroup_subset(void)
   }
 }
 
-/* ---- Claims --------------------------------------------------------------- */
+/* ---- Claims ---------------------------------------------------------------
+ */
 
 static void
 test_claims_dedicated_never_reused(void)
@@ -1061,8 +1060,9 @@ test_errors_name_shortfall(void)
       {QP_MODE_NUMA, 12, 1024, NULL,
        "guest needs 12 usable CPUs (one host node per guest node) but the "
        "best host node 0 has only 8 left"},
-      {QP_MODE_ONE_TO_ONE, 40, 1024, NULL, "one-to-one needs 40 CPUs on "
-                                           "free cores but only 32 are free"},
+      {QP_MODE_ONE_TO_ONE, 40, 1024, NULL,
+       "one-to-one needs 40 CPUs on "
+       "free cores but only 32 are free"},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autoptr(QpRequest) r = request(cases[i].vcpus, cases[i].mem);
@@ -1234,8 +1234,7 @@ test_hostnodes_option(void)
 {
   g_autoptr(TestHost) h = epyc(NULL);
   g_autoptr(QpRequest) r = seed_request(FALSE);
-  const QpMode modes[] = {QP_MODE_BALANCED, QP_MODE_NUMA,
-                          QP_MODE_ONE_TO_ONE};
+  const QpMode modes[] = {QP_MODE_BALANCED, QP_MODE_NUMA, QP_MODE_ONE_TO_ONE};
   for (gsize m = 0; m < G_N_ELEMENTS(modes); m++) {
     g_autoptr(Opts) o = opts_new(modes[m], NULL);
     o->o.hostnodes = list("2-3");
@@ -1377,8 +1376,9 @@ test_scale_64_nodes(void)
       g_assert_cmpint(hwloc_bitmap_weight(po->host_nodes), ==, 5);
       g_auto(hwloc_bitmap_t) others = hwloc_bitmap_alloc();
       for (guint i = 0; i < c->claims->len; i++)
-        hwloc_bitmap_or(others, others,
-                        ((QpClaim *)g_ptr_array_index(c->claims, i))->dedicated);
+        hwloc_bitmap_or(
+            others, others,
+            ((QpClaim *)g_ptr_array_index(c->claims, i))->dedicated);
       g_assert_false(hwloc_bitmap_intersects(po->dedicated, others));
     }
   }
@@ -1468,8 +1468,7 @@ test_recorded_intel_smt(void)
   g_autoptr(Opts) o3 = opts_new(QP_MODE_NUMA, NULL);
   g_autoptr(QpPlan) p3 = plan_ok(h, NULL, r3, o3);
   g_assert_cmpuint(p3->claim_huge->len, ==, 1);
-  g_assert_cmpuint(g_array_index(p3->claim_huge, QpHugeClaim, 0).pages, ==,
-                   4);
+  g_assert_cmpuint(g_array_index(p3->claim_huge, QpHugeClaim, 0).pages, ==, 4);
   r3->mem_mib = 5120;
   g_autoptr(GError) error = NULL;
   g_autoptr(QpPlan) p4 = qp_plan_compute(h, NULL, r3, &o3->o, &error);
@@ -1542,8 +1541,7 @@ static void
 test_recorded_cgroup(void)
 {
   g_autoptr(QpHost) h = recorded("cgroup-subset.xml");
-  const QpMode modes[] = {QP_MODE_BALANCED, QP_MODE_NUMA,
-                          QP_MODE_ONE_TO_ONE};
+  const QpMode modes[] = {QP_MODE_BALANCED, QP_MODE_NUMA, QP_MODE_ONE_TO_ONE};
   for (gsize m = 0; m < G_N_ELEMENTS(modes); m++) {
     g_autoptr(QpRequest) r = request(8, 4096);
     g_autoptr(Opts) o = opts_new(modes[m], NULL);
@@ -1569,8 +1567,7 @@ main(int argc, char **argv)
                   test_seed_balanced_hostnodes);
   g_test_add_func("/plan/seed/numa-auto", test_seed_numa_auto);
   g_test_add_func("/plan/seed/numa-hostnodes", test_seed_numa_hostnodes);
-  g_test_add_func("/plan/seed/numa-seed-node-sizes",
-                  test_seed_numa_seed_sizes);
+  g_test_add_func("/plan/seed/numa-seed-node-sizes", test_seed_numa_seed_sizes);
   g_test_add_func("/plan/seed/one-to-one-auto", test_seed_o2o_auto);
   g_test_add_func("/plan/seed/one-to-one-hostnodes", test_seed_o2o_hostnodes);
   g_test_add_func("/plan/seed/none", test_seed_none);

@@ -70,7 +70,7 @@ spawn_monitored(const char *const *argv, char **envp, guint timeout_ms)
   g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GError) error = NULL;
   g_autofree char *fdstr = NULL;
-  Child c = { 0 };
+  Child c = {0};
   int sv[2];
 
   g_assert_no_errno(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
@@ -116,10 +116,26 @@ static Child
 spawn_qemu(const char *extra_object)
 {
   const char *argv[] = {
-    QEMU, "-accel", "tcg", "-display", "none", "-S", "-machine", "q35",
-    "-smp", "2", "-m", "64", "-nodefaults",
-    "-chardev", "socket,id=m,fd=@FD@", "-mon", "chardev=m,mode=control",
-    extra_object != NULL ? "-object" : NULL, extra_object, NULL,
+      QEMU,
+      "-accel",
+      "tcg",
+      "-display",
+      "none",
+      "-S",
+      "-machine",
+      "q35",
+      "-smp",
+      "2",
+      "-m",
+      "64",
+      "-nodefaults",
+      "-chardev",
+      "socket,id=m,fd=@FD@",
+      "-mon",
+      "chardev=m,mode=control",
+      extra_object != NULL ? "-object" : NULL,
+      extra_object,
+      NULL,
   };
 
   return spawn_monitored(argv, NULL, 10000);
@@ -138,8 +154,8 @@ fake_qemu_path(void)
  * unset), plus EXTRA arguments. */
 static Child
 spawn_fake_qemu_env(const char *script, const char *vcpus,
-                    const char *const *extra, guint timeout_ms,
-                    const char *var, const char *value)
+                    const char *const *extra, guint timeout_ms, const char *var,
+                    const char *value)
 {
   g_autofree char *path = fake_qemu_path();
   g_auto(GStrv) envp = g_get_environ();
@@ -172,8 +188,8 @@ spawn_fake_qemu_env(const char *script, const char *vcpus,
 }
 
 static Child
-spawn_fake_qemu(const char *script, const char *vcpus,
-                const char *const *extra, guint timeout_ms)
+spawn_fake_qemu(const char *script, const char *vcpus, const char *const *extra,
+                guint timeout_ms)
 {
   return spawn_fake_qemu_env(script, vcpus, extra, timeout_ms, NULL, NULL);
 }
@@ -217,8 +233,8 @@ sent_lines(int peer)
 }
 
 static const char greeting[] =
-  "{\"QMP\": {\"version\": {\"qemu\": {\"micro\": 0, \"minor\": 2, "
-  "\"major\": 7}, \"package\": \"\"}, \"capabilities\": [\"oob\"]}}\r\n";
+    "{\"QMP\": {\"version\": {\"qemu\": {\"micro\": 0, \"minor\": 2, "
+    "\"major\": 7}, \"package\": \"\"}, \"capabilities\": [\"oob\"]}}\r\n";
 
 static void
 assert_one_line(const GError *error)
@@ -280,8 +296,8 @@ test_qemu_iothreads(void)
   g_assert_no_error(error);
   g_assert_cmpuint(threads->len, ==, 1);
   g_assert_cmpstr(g_array_index(threads, QpIothread, 0).id, ==, "io0");
-  g_assert_true(is_thread_of(c.pid,
-                             g_array_index(threads, QpIothread, 0).thread_id));
+  g_assert_true(
+      is_thread_of(c.pid, g_array_index(threads, QpIothread, 0).thread_id));
   child_kill(&c);
 }
 
@@ -311,9 +327,9 @@ test_qemu_cont_resume(void)
   g_assert_true(qp_qmp_handshake(c.qmp, &error));
   status = qp_qmp_execute(c.qmp, "query-status", NULL, &error);
   g_assert_no_error(error);
-  g_assert_cmpstr(json_object_get_string_member(json_node_get_object(status),
-                                                "status"),
-                  ==, "prelaunch");
+  g_assert_cmpstr(
+      json_object_get_string_member(json_node_get_object(status), "status"), ==,
+      "prelaunch");
   g_assert_false(qp_qmp_has_event(c.qmp));
   ret = qp_qmp_execute(c.qmp, "cont", NULL, &error);
   g_assert_no_error(error);
@@ -391,20 +407,21 @@ test_qemu_command_error(void)
 static void
 test_fake_no_greeting(void)
 {
-  FakeQmpScript s = { .behaviour = FAKE_QMP_NO_GREETING };
+  FakeQmpScript s = {.behaviour = FAKE_QMP_NO_GREETING};
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 300, &fake);
 
   g_assert_false(qp_qmp_handshake(qmp, &error));
   g_assert_error(error, QP_QMP_ERROR, QP_QMP_ERROR_TIMEOUT);
-  g_assert_cmpstr(error->message, ==, "QMP greeting: nothing received within 300 ms");
+  g_assert_cmpstr(error->message, ==,
+                  "QMP greeting: nothing received within 300 ms");
 }
 
 static void
 test_fake_garbage_greeting(void)
 {
-  FakeQmpScript s = { .behaviour = FAKE_QMP_GARBAGE };
+  FakeQmpScript s = {.behaviour = FAKE_QMP_GARBAGE};
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 5000, &fake);
@@ -419,7 +436,7 @@ test_fake_garbage_greeting(void)
 static void
 test_fake_close_after_greeting(void)
 {
-  FakeQmpScript s = { .behaviour = FAKE_QMP_CLOSE_AFTER_GREETING };
+  FakeQmpScript s = {.behaviour = FAKE_QMP_CLOSE_AFTER_GREETING};
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 5000, &fake);
@@ -427,32 +444,32 @@ test_fake_close_after_greeting(void)
   g_assert_false(qp_qmp_handshake(qmp, &error));
   g_assert_error(error, QP_QMP_ERROR, QP_QMP_ERROR_IO);
   /* Writing may already see EPIPE, or reading sees the end. */
-  g_assert_true(g_str_has_prefix(error->message,
-                                 "qmp_capabilities: peer closed the connection"));
+  g_assert_true(g_str_has_prefix(
+      error->message, "qmp_capabilities: peer closed the connection"));
   assert_one_line(error);
 }
 
 static void
 test_fake_exit_during_startup(void)
 {
-  FakeQmpScript s = { .behaviour = FAKE_QMP_EXIT_DURING_STARTUP };
+  FakeQmpScript s = {.behaviour = FAKE_QMP_EXIT_DURING_STARTUP};
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 5000, &fake);
 
   g_assert_false(qp_qmp_handshake(qmp, &error));
   g_assert_error(error, QP_QMP_ERROR, QP_QMP_ERROR_IO);
-  g_assert_true(g_str_has_prefix(error->message,
-                                 "qmp_capabilities: peer closed the connection"));
+  g_assert_true(g_str_has_prefix(
+      error->message, "qmp_capabilities: peer closed the connection"));
 }
 
 static void
 test_fake_command_error(void)
 {
-  FakeQmpScript s = { .behaviour = FAKE_QMP_COMMAND_ERROR,
-                      .command = "query-cpus-fast",
-                      .error_class = "GenericError",
-                      .error_desc = "no vCPUs\nfor you" };
+  FakeQmpScript s = {.behaviour = FAKE_QMP_COMMAND_ERROR,
+                     .command = "query-cpus-fast",
+                     .error_class = "GenericError",
+                     .error_desc = "no vCPUs\nfor you"};
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 5000, &fake);
@@ -469,8 +486,8 @@ test_fake_command_error(void)
 static void
 test_fake_never_reply(void)
 {
-  FakeQmpScript s = { .behaviour = FAKE_QMP_NEVER_REPLY,
-                      .command = "query-cpus-fast" };
+  FakeQmpScript s = {.behaviour = FAKE_QMP_NEVER_REPLY,
+                     .command = "query-cpus-fast"};
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 300, &fake);
@@ -494,8 +511,8 @@ test_fake_never_reply(void)
 static void
 test_fake_garbage_reply(void)
 {
-  FakeQmpScript s = { .behaviour = FAKE_QMP_GARBAGE,
-                      .command = "query-iothreads" };
+  FakeQmpScript s = {.behaviour = FAKE_QMP_GARBAGE,
+                     .command = "query-iothreads"};
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 5000, &fake);
@@ -513,7 +530,7 @@ test_fake_garbage_reply(void)
 static void
 test_fake_vanish_threads(void)
 {
-  FakeQmpScript s = { .behaviour = FAKE_QMP_VANISH_THREADS, .n_vcpus = 2 };
+  FakeQmpScript s = {.behaviour = FAKE_QMP_VANISH_THREADS, .n_vcpus = 2};
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 5000, &fake);
@@ -533,8 +550,8 @@ test_fake_vanish_threads(void)
 static void
 test_fake_real_threads(void)
 {
-  const char *const io[] = { "io0", "io1", NULL };
-  FakeQmpScript s = { .n_vcpus = 3, .iothreads = io };
+  const char *const io[] = {"io0", "io1", NULL};
+  FakeQmpScript s = {.n_vcpus = 3, .iothreads = io};
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 5000, &fake);
@@ -559,15 +576,15 @@ test_fake_real_threads(void)
   g_assert_no_error(error);
   g_assert_cmpuint(threads->len, ==, 2);
   g_assert_cmpstr(g_array_index(threads, QpIothread, 1).id, ==, "io1");
-  g_assert_true(is_thread_of(getpid(),
-                             g_array_index(threads, QpIothread, 1).thread_id));
+  g_assert_true(
+      is_thread_of(getpid(), g_array_index(threads, QpIothread, 1).thread_id));
 }
 
 static void
 test_fake_given_thread_ids(void)
 {
-  const int ids[] = { 4242, 4343 };
-  FakeQmpScript s = { .n_vcpus = 2, .thread_ids = ids };
+  const int ids[] = {4242, 4343};
+  FakeQmpScript s = {.n_vcpus = 2, .thread_ids = ids};
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 5000, &fake);
@@ -584,8 +601,8 @@ test_fake_given_thread_ids(void)
 static void
 test_fake_events_queued_in_order(void)
 {
-  const char *const evs[] = { "STOP", "RESUME", "MY_EVENT", NULL };
-  FakeQmpScript s = { .events_before = "query-cpus-fast", .events = evs };
+  const char *const evs[] = {"STOP", "RESUME", "MY_EVENT", NULL};
+  FakeQmpScript s = {.events_before = "query-cpus-fast", .events = evs};
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 5000, &fake);
@@ -618,7 +635,7 @@ test_fake_events_queued_in_order(void)
 static void
 test_fake_event_on_demand(void)
 {
-  FakeQmpScript s = { .paused = TRUE };
+  FakeQmpScript s = {.paused = TRUE};
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 5000, &fake);
@@ -635,7 +652,7 @@ test_fake_event_on_demand(void)
 static void
 test_fake_cont_and_quit(void)
 {
-  FakeQmpScript s = { .paused = TRUE };
+  FakeQmpScript s = {.paused = TRUE};
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 5000, &fake);
@@ -645,13 +662,15 @@ test_fake_cont_and_quit(void)
   g_assert_true(qp_qmp_handshake(qmp, &error));
   st1 = qp_qmp_execute(qmp, "query-status", NULL, &error);
   g_assert_no_error(error);
-  g_assert_cmpstr(json_object_get_string_member(json_node_get_object(st1),
-                                                "status"), ==, "prelaunch");
+  g_assert_cmpstr(
+      json_object_get_string_member(json_node_get_object(st1), "status"), ==,
+      "prelaunch");
   ret = qp_qmp_execute(qmp, "cont", NULL, &error);
   g_assert_no_error(error);
   st2 = qp_qmp_execute(qmp, "query-status", NULL, &error);
-  g_assert_cmpstr(json_object_get_string_member(json_node_get_object(st2),
-                                                "status"), ==, "running");
+  g_assert_cmpstr(
+      json_object_get_string_member(json_node_get_object(st2), "status"), ==,
+      "running");
   q = qp_qmp_execute(qmp, "quit", NULL, &error);
   g_assert_no_error(error);
   ev1 = qp_qmp_next_event(qmp, 5000, &error);
@@ -666,7 +685,7 @@ test_fake_cont_and_quit(void)
 static void
 test_fake_unknown_command(void)
 {
-  FakeQmpScript s = { 0 };
+  FakeQmpScript s = {0};
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 5000, &fake);
@@ -684,9 +703,9 @@ test_fake_unknown_command(void)
 static void
 test_fake_qemu_normal(void)
 {
-  const char *const extra[] = { "-S", "-smp", "2,sockets=1", "-object",
-                                "iothread,id=io7", "-name", "guest=x",
-                                "-nodefaults", NULL };
+  const char *const extra[] = {
+      "-S",    "-smp",    "2,sockets=1", "-object", "iothread,id=io7",
+      "-name", "guest=x", "-nodefaults", NULL};
   g_autoptr(GError) error = NULL;
   g_autoptr(GArray) cpus = NULL;
   g_autoptr(GArray) threads = NULL;
@@ -709,8 +728,9 @@ test_fake_qemu_normal(void)
   g_assert_cmpuint(threads->len, ==, 1);
   g_assert_cmpstr(g_array_index(threads, QpIothread, 0).id, ==, "io7");
   st = qp_qmp_execute(c.qmp, "query-status", NULL, &error);
-  g_assert_cmpstr(json_object_get_string_member(json_node_get_object(st),
-                                                "status"), ==, "prelaunch");
+  g_assert_cmpstr(
+      json_object_get_string_member(json_node_get_object(st), "status"), ==,
+      "prelaunch");
   ret = qp_qmp_execute(c.qmp, "cont", NULL, &error);
   g_assert_no_error(error);
   ev = qp_qmp_next_event(c.qmp, 5000, &error);
@@ -724,7 +744,7 @@ test_fake_qemu_normal(void)
 static void
 test_fake_qemu_vcpus(void)
 {
-  const char *const smp[] = { "-smp", "cpus=2,cores=2", NULL };
+  const char *const smp[] = {"-smp", "cpus=2,cores=2", NULL};
   g_autoptr(GError) error = NULL;
   g_autoptr(GArray) none = NULL, env = NULL, from_smp = NULL;
   Child c;
@@ -858,7 +878,7 @@ test_fake_qemu_daemonize(void)
 {
   g_autofree char *dir = g_dir_make_tmp("fake-qemu-XXXXXX", NULL);
   g_autofree char *pidfile = g_build_filename(dir, "pid", NULL);
-  const char *const extra[] = { "-daemonize", "-pidfile", pidfile, NULL };
+  const char *const extra[] = {"-daemonize", "-pidfile", pidfile, NULL};
   g_autoptr(GError) error = NULL;
   g_autoptr(GArray) cpus = NULL;
   g_autoptr(JsonNode) q = NULL;
@@ -888,7 +908,7 @@ test_fake_qemu_daemonize(void)
 static void
 test_fake_qemu_daemonize_startup_failure(void)
 {
-  const char *const extra[] = { "-daemonize", NULL };
+  const char *const extra[] = {"-daemonize", NULL};
   Child c = spawn_fake_qemu("exit-during-startup", NULL, extra, 5000);
 
   /* The caller of a -daemonize QEMU learns of the failure by exit status. */
@@ -915,9 +935,9 @@ static void
 test_raw_requests_carry_ids(void)
 {
   g_autofree char *text = g_strconcat(
-    greeting, "{\"return\": {}, \"id\": 1}\r\n", "\r\n",
-    "{\"return\": {\"a\": 1}, \"id\": 2}\n",
-    "  {\"event\": \"X\"}  \r\n", "{\"id\": 3, \"return\": [1]}\r\n", NULL);
+      greeting, "{\"return\": {}, \"id\": 1}\r\n", "\r\n",
+      "{\"return\": {\"a\": 1}, \"id\": 2}\n", "  {\"event\": \"X\"}  \r\n",
+      "{\"id\": 3, \"return\": [1]}\r\n", NULL);
   g_autoptr(GError) error = NULL;
   g_autoptr(JsonObject) args = json_object_new();
   g_autoptr(JsonNode) r2 = NULL, r3 = NULL;
@@ -929,8 +949,8 @@ test_raw_requests_carry_ids(void)
   json_object_set_string_member(args, "path", "/machine");
   r2 = qp_qmp_execute(qmp, "first", args, &error);
   g_assert_no_error(error);
-  g_assert_cmpint(json_object_get_int_member(json_node_get_object(r2), "a"),
-                  ==, 1);
+  g_assert_cmpint(json_object_get_int_member(json_node_get_object(r2), "a"), ==,
+                  1);
   r3 = qp_qmp_execute(qmp, "second", NULL, &error);
   g_assert_no_error(error);
   g_assert_true(JSON_NODE_HOLDS_ARRAY(r3));
@@ -939,71 +959,73 @@ test_raw_requests_carry_ids(void)
   lines = sent_lines(peer);
   g_assert_cmpuint(g_strv_length(lines), ==, 3);
   g_assert_cmpstr(lines[0], ==, "{\"execute\":\"qmp_capabilities\",\"id\":1}");
-  g_assert_cmpstr(lines[1], ==,
-                  "{\"execute\":\"first\",\"arguments\":{\"path\":\"/machine\"},"
-                  "\"id\":2}");
+  g_assert_cmpstr(
+      lines[1], ==,
+      "{\"execute\":\"first\",\"arguments\":{\"path\":\"/machine\"},"
+      "\"id\":2}");
   g_assert_cmpstr(lines[2], ==, "{\"execute\":\"second\",\"id\":3}");
   close(peer);
 }
 
 typedef struct {
   const char *name;
-  const char *reply;   /* what the peer sends after the handshake */
+  const char *reply; /* what the peer sends after the handshake */
   int code;
   const char *message; /* the whole expected message */
 } RawRow;
 
 static const RawRow raw_rows[] = {
-  { "wrong-id", "{\"return\": [], \"id\": 7}\r\n", QP_QMP_ERROR_PROTOCOL,
-    "query-cpus-fast: expected a reply with id 2, got id 7" },
-  { "missing-id", "{\"return\": []}\r\n", QP_QMP_ERROR_PROTOCOL,
-    "query-cpus-fast: expected a reply with id 2, got one without an integer "
-    "id: '{\"return\":[]}'" },
-  { "string-id", "{\"return\": [], \"id\": \"2\"}\r\n", QP_QMP_ERROR_PROTOCOL,
-    "query-cpus-fast: expected a reply with id 2, got one without an integer "
-    "id: '{\"return\":[],\"id\":\"2\"}'" },
-  { "array-not-object", "[1, 2]\r\n", QP_QMP_ERROR_PROTOCOL,
-    "query-cpus-fast: expected a JSON object, got '[1, 2]'" },
-  { "not-a-reply", "{\"hello\": 1}\r\n", QP_QMP_ERROR_PROTOCOL,
-    "query-cpus-fast: expected a reply or an event, got '{\"hello\":1}'" },
-  { "event-name-not-string", "{\"event\": 5}\r\n", QP_QMP_ERROR_PROTOCOL,
-    "query-cpus-fast: expected an event name string, got '{\"event\":5}'" },
-  { "error-without-desc", "{\"error\": {\"class\": \"X\"}, \"id\": 2}\r\n",
-    QP_QMP_ERROR_PROTOCOL,
-    "query-cpus-fast: expected an error with 'class' and 'desc', got "
-    "'{\"error\":{\"class\":\"X\"},\"id\":2}'" },
-  { "return-not-array", "{\"return\": {}, \"id\": 2}\r\n",
-    QP_QMP_ERROR_PROTOCOL, "query-cpus-fast: expected an array, got '{}'" },
-  { "thread-id-missing",
-    "{\"return\": [{\"cpu-index\": 0}], \"id\": 2}\r\n", QP_QMP_ERROR_PROTOCOL,
-    "query-cpus-fast: element 0: expected member 'thread-id', found none" },
-  { "thread-id-string",
-    "{\"return\": [{\"cpu-index\": 0, \"thread-id\": \"12\"}], \"id\": 2}\r\n",
-    QP_QMP_ERROR_PROTOCOL,
-    "query-cpus-fast: element 0: expected an integer for 'thread-id', got "
-    "'\"12\"'" },
-  { "thread-id-zero",
-    "{\"return\": [{\"cpu-index\": 0, \"thread-id\": 0}], \"id\": 2}\r\n",
-    QP_QMP_ERROR_PROTOCOL,
-    "query-cpus-fast: element 0: expected 'thread-id' in 1..2147483647, got 0" },
-  { "props-not-object",
-    "{\"return\": [{\"cpu-index\": 0, \"thread-id\": 9, \"props\": 1}], "
-    "\"id\": 2}\r\n",
-    QP_QMP_ERROR_PROTOCOL,
-    "query-cpus-fast: element 0: expected an object for 'props'" },
-  { "closed-mid-message", "{\"return\": [", QP_QMP_ERROR_IO,
-    "query-cpus-fast: peer closed the connection in the middle of a message" },
-  { "invalid-utf8", "{\"return\": \"\xff\xfe\"}\r\n", QP_QMP_ERROR_PROTOCOL,
-    "query-cpus-fast: expected a JSON object, got invalid UTF-8 "
-    "'{\"return\": \"\\xff\\xfe\"}'" },
+    {"wrong-id", "{\"return\": [], \"id\": 7}\r\n", QP_QMP_ERROR_PROTOCOL,
+     "query-cpus-fast: expected a reply with id 2, got id 7"},
+    {"missing-id", "{\"return\": []}\r\n", QP_QMP_ERROR_PROTOCOL,
+     "query-cpus-fast: expected a reply with id 2, got one without an integer "
+     "id: '{\"return\":[]}'"},
+    {"string-id", "{\"return\": [], \"id\": \"2\"}\r\n", QP_QMP_ERROR_PROTOCOL,
+     "query-cpus-fast: expected a reply with id 2, got one without an integer "
+     "id: '{\"return\":[],\"id\":\"2\"}'"},
+    {"array-not-object", "[1, 2]\r\n", QP_QMP_ERROR_PROTOCOL,
+     "query-cpus-fast: expected a JSON object, got '[1, 2]'"},
+    {"not-a-reply", "{\"hello\": 1}\r\n", QP_QMP_ERROR_PROTOCOL,
+     "query-cpus-fast: expected a reply or an event, got '{\"hello\":1}'"},
+    {"event-name-not-string", "{\"event\": 5}\r\n", QP_QMP_ERROR_PROTOCOL,
+     "query-cpus-fast: expected an event name string, got '{\"event\":5}'"},
+    {"error-without-desc", "{\"error\": {\"class\": \"X\"}, \"id\": 2}\r\n",
+     QP_QMP_ERROR_PROTOCOL,
+     "query-cpus-fast: expected an error with 'class' and 'desc', got "
+     "'{\"error\":{\"class\":\"X\"},\"id\":2}'"},
+    {"return-not-array", "{\"return\": {}, \"id\": 2}\r\n",
+     QP_QMP_ERROR_PROTOCOL, "query-cpus-fast: expected an array, got '{}'"},
+    {"thread-id-missing", "{\"return\": [{\"cpu-index\": 0}], \"id\": 2}\r\n",
+     QP_QMP_ERROR_PROTOCOL,
+     "query-cpus-fast: element 0: expected member 'thread-id', found none"},
+    {"thread-id-string",
+     "{\"return\": [{\"cpu-index\": 0, \"thread-id\": \"12\"}], \"id\": 2}\r\n",
+     QP_QMP_ERROR_PROTOCOL,
+     "query-cpus-fast: element 0: expected an integer for 'thread-id', got "
+     "'\"12\"'"},
+    {"thread-id-zero",
+     "{\"return\": [{\"cpu-index\": 0, \"thread-id\": 0}], \"id\": 2}\r\n",
+     QP_QMP_ERROR_PROTOCOL,
+     "query-cpus-fast: element 0: expected 'thread-id' in 1..2147483647, got "
+     "0"},
+    {"props-not-object",
+     "{\"return\": [{\"cpu-index\": 0, \"thread-id\": 9, \"props\": 1}], "
+     "\"id\": 2}\r\n",
+     QP_QMP_ERROR_PROTOCOL,
+     "query-cpus-fast: element 0: expected an object for 'props'"},
+    {"closed-mid-message", "{\"return\": [", QP_QMP_ERROR_IO,
+     "query-cpus-fast: peer closed the connection in the middle of a message"},
+    {"invalid-utf8", "{\"return\": \"\xff\xfe\"}\r\n", QP_QMP_ERROR_PROTOCOL,
+     "query-cpus-fast: expected a JSON object, got invalid UTF-8 "
+     "'{\"return\": \"\\xff\\xfe\"}'"},
 };
 
 static void
 test_raw_row(gconstpointer data)
 {
   const RawRow *row = data;
-  g_autofree char *text = g_strconcat(greeting, "{\"return\": {}, \"id\": 1}\r\n",
-                                      row->reply, NULL);
+  g_autofree char *text = g_strconcat(
+      greeting, "{\"return\": {}, \"id\": 1}\r\n", row->reply, NULL);
   g_autoptr(GError) error = NULL;
   g_autoptr(GArray) cpus = NULL;
   int peer;
@@ -1028,8 +1050,8 @@ test_raw_late_reply_dropped(void)
   g_autoptr(GArray) cpus = NULL;
   g_autoptr(JsonObject) ev = NULL;
   int peer;
-  g_autofree char *text = g_strconcat(greeting, "{\"return\": {}, \"id\": 1}\r\n",
-                                      NULL);
+  g_autofree char *text =
+      g_strconcat(greeting, "{\"return\": {}, \"id\": 1}\r\n", NULL);
   g_autoptr(QpQmp) quick = raw_client(text, 200, &peer);
   const char late[] = "{\"return\": {}, \"id\": 2}\r\n"
                       "{\"event\": \"RESUME\"}\r\n"
@@ -1079,7 +1101,7 @@ test_raw_line_too_long(void)
   g_autoptr(GError) error = NULL;
   int peer;
   g_autoptr(QpQmp) qmp = raw_client("", 5000, &peer);
-  Flood f = { .fd = peer, .bytes = 17 * 1024 * 1024 };
+  Flood f = {.fd = peer, .bytes = 17 * 1024 * 1024};
   GThread *t = g_thread_new("flood", flood_thread, &f);
 
   g_assert_false(qp_qmp_handshake(qmp, &error));
@@ -1126,11 +1148,11 @@ static void
 test_parse_cpus_props(void)
 {
   const char *text =
-    "[{\"cpu-index\": 1, \"thread-id\": 100, \"qom-path\": \"/p\","
-    "  \"target\": \"x86_64\", \"props\": {\"node-id\": 1, \"socket-id\": 2,"
-    "  \"die-id\": 3, \"cluster-id\": 4, \"core-id\": 5, \"thread-id\": 6,"
-    "  \"book-id\": 9, \"drawer-id\": 8}},"
-    " {\"cpu-index\": 0, \"thread-id\": 101}]";
+      "[{\"cpu-index\": 1, \"thread-id\": 100, \"qom-path\": \"/p\","
+      "  \"target\": \"x86_64\", \"props\": {\"node-id\": 1, \"socket-id\": 2,"
+      "  \"die-id\": 3, \"cluster-id\": 4, \"core-id\": 5, \"thread-id\": 6,"
+      "  \"book-id\": 9, \"drawer-id\": 8}},"
+      " {\"cpu-index\": 0, \"thread-id\": 101}]";
   g_autoptr(JsonNode) node = json_from_string(text, NULL);
   g_autoptr(GError) error = NULL;
   g_autoptr(GArray) cpus = qp_qmp_parse_cpus(node, &error);
@@ -1163,9 +1185,9 @@ static void
 test_parse_iothreads(void)
 {
   g_autoptr(JsonNode) good = json_from_string(
-    "[{\"id\": \"a\", \"thread-id\": 5, \"poll-max-ns\": 0}]", NULL);
-  g_autoptr(JsonNode) bad = json_from_string(
-    "[{\"id\": 3, \"thread-id\": 5}]", NULL);
+      "[{\"id\": \"a\", \"thread-id\": 5, \"poll-max-ns\": 0}]", NULL);
+  g_autoptr(JsonNode) bad =
+      json_from_string("[{\"id\": 3, \"thread-id\": 5}]", NULL);
   g_autoptr(GError) error = NULL;
   g_autoptr(GArray) t = qp_qmp_parse_iothreads(good, &error);
   GArray *none;
@@ -1189,7 +1211,8 @@ main(int argc, char **argv)
 
   g_test_add_func("/qmp/qemu/query-cpus-fast/two-vcpus-are-qemu-threads",
                   test_qemu_cpus);
-  g_test_add_func("/qmp/qemu/query-iothreads/one-iothread", test_qemu_iothreads);
+  g_test_add_func("/qmp/qemu/query-iothreads/one-iothread",
+                  test_qemu_iothreads);
   g_test_add_func("/qmp/qemu/query-iothreads/none", test_qemu_no_iothreads);
   g_test_add_func("/qmp/qemu/cont/resume-event-queued", test_qemu_cont_resume);
   g_test_add_func("/qmp/qemu/quit/peer-close-is-io-error",
@@ -1239,7 +1262,8 @@ main(int argc, char **argv)
     g_autofree char *path = g_strdup_printf("/qmp/reader/%s", raw_rows[i].name);
     g_test_add_data_func(path, &raw_rows[i], test_raw_row);
   }
-  g_test_add_func("/qmp/reader/late-reply-dropped", test_raw_late_reply_dropped);
+  g_test_add_func("/qmp/reader/late-reply-dropped",
+                  test_raw_late_reply_dropped);
   g_test_add_func("/qmp/reader/line-too-long", test_raw_line_too_long);
   g_test_add_func("/qmp/parse/deep-nesting-refused", test_parse_deep_nesting);
   g_test_add_func("/qmp/parse/cpus-props", test_parse_cpus_props);

@@ -13,8 +13,8 @@ typedef struct {
   char *marker; /* basename of dir: in the argv of QEMU and of the keeper */
   char *state;  /* ledger directory */
   char *halt_fw;
-  char *ran;    /* the QEMU wrapper touches this file when it runs */
-  char *qemu;   /* wrapper script: touch ran, exec real QEMU */
+  char *ran;  /* the QEMU wrapper touches this file when it runs */
+  char *qemu; /* wrapper script: touch ran, exec real QEMU */
 } RbFixture;
 
 void rb_setup(RbFixture *f, gconstpointer data);

@@ -18,8 +18,8 @@
 #include "tests/robustness/rb-common.h"
 
 typedef enum {
-  FAKE,      /* fake-qemu */
-  REAL,      /* real QEMU (TCG) */
+  FAKE, /* fake-qemu */
+  REAL, /* real QEMU (TCG) */
 } Target;
 
 typedef enum {
@@ -44,50 +44,143 @@ typedef struct {
 #define TOPO_EPYC "--topology=@/epyc-7351p.xml"
 
 static const Row rows[] = {
-  {"fake/no-greeting", FAKE, "no-greeting", {"--start-timeout=1000"},
-   {"-smp", "2"}, NO_SPECIAL, 137,
-   {"QEMU was stopped", "did not greet within 1000 ms"}},
-  {"fake/garbage-greeting", FAKE, "garbage", {NULL}, {"-smp", "2"},
-   NO_SPECIAL, 137, {"QEMU was stopped", "greeting", "not JSON"}},
-  {"fake/garbage-reply", FAKE, "garbage:query-cpus-fast", {NULL},
-   {"-smp", "2"}, NO_SPECIAL, 137, {"QEMU was stopped", "query-cpus-fast"}},
-  {"fake/error-capabilities", FAKE, "command-error:qmp_capabilities", {NULL},
-   {"-smp", "2"}, NO_SPECIAL, 137,
-   {"qmp_capabilities", "injected failure"}},
-  {"fake/error-query-cpus", FAKE, "command-error:query-cpus-fast", {NULL},
-   {"-smp", "2"}, NO_SPECIAL, 137,
-   {"query-cpus-fast", "GenericError", "injected failure"}},
-  {"fake/error-query-iothreads", FAKE, "command-error:query-iothreads",
-   {NULL}, {"-smp", "2"}, NO_SPECIAL, 137,
-   {"query-iothreads", "injected failure"}},
-  {"fake/error-cont", FAKE, "command-error:cont", {NULL}, {"-smp", "2"},
-   NO_SPECIAL, 137, {"cont", "injected failure"}},
-  {"fake/no-reply-query-cpus", FAKE, "never-reply:query-cpus-fast",
-   {"--qmp-timeout=500"}, {"-smp", "2"}, NO_SPECIAL, 137,
-   {"no reply to 'query-cpus-fast' within 500 ms"}},
-  {"fake/no-reply-cont", FAKE, "never-reply:cont", {"--qmp-timeout=500"},
-   {"-smp", "2"}, NO_SPECIAL, 137, {"no reply to 'cont' within 500 ms"}},
-  {"fake/close-after-greeting", FAKE, "close-after-greeting", {NULL},
-   {"-smp", "2"}, NO_SPECIAL, 137, {"QEMU was stopped", "closed"}},
-  {"fake/vanished-threads", FAKE, "vanish-threads", {NULL}, {"-smp", "2"},
-   NO_SPECIAL, 137, {"QEMU was stopped", "is gone"}},
-  {"fake/einval", FAKE, "normal", {"--mode=one-to-one", TOPO_EPYC},
-   {"-smp", "2,threads=2", "-m", "64"}, NO_SPECIAL, 137,
-   {"vCPU 1", "CPUs 16", "Invalid argument"}},
-  {"fake/eperm", FAKE, "normal", {"--mode=one-to-one"}, {"-smp", "2"},
-   EPERM_FOREIGN_TID, 137, {"vCPU 1", "Operation not permitted"}},
-  {"fake/exit-during-startup", FAKE, "exit-during-startup", {NULL},
-   {"-smp", "2"}, NO_SPECIAL, 1, {"exiting during startup"}},
-  /* Real QEMU */
-  {"qemu/no-greeting", REAL, NULL, {"--start-timeout=1000"},
-   {"-smp", "2", "-m", "64"}, FIFO_CHARDEV, 137,
-   {"QEMU was stopped", "did not greet within 1000 ms"}},
-  {"qemu/einval", REAL, NULL, {"--mode=one-to-one", TOPO_EPYC},
-   {"-smp", "4", "-m", "64"}, NO_SPECIAL, 137,
-   {"vCPU 2", "CPUs 2", "Invalid argument"}},
-  {"qemu/exit-during-startup", REAL, NULL, {NULL},
-   {"-smp", "2", "-m", "64", "-device", "no-such-device"}, NO_SPECIAL, 1,
-   {"no-such-device"}},
+    {"fake/no-greeting",
+     FAKE,
+     "no-greeting",
+     {"--start-timeout=1000"},
+     {"-smp", "2"},
+     NO_SPECIAL,
+     137,
+     {"QEMU was stopped", "did not greet within 1000 ms"}},
+    {"fake/garbage-greeting",
+     FAKE,
+     "garbage",
+     {NULL},
+     {"-smp", "2"},
+     NO_SPECIAL,
+     137,
+     {"QEMU was stopped", "greeting", "not JSON"}},
+    {"fake/garbage-reply",
+     FAKE,
+     "garbage:query-cpus-fast",
+     {NULL},
+     {"-smp", "2"},
+     NO_SPECIAL,
+     137,
+     {"QEMU was stopped", "query-cpus-fast"}},
+    {"fake/error-capabilities",
+     FAKE,
+     "command-error:qmp_capabilities",
+     {NULL},
+     {"-smp", "2"},
+     NO_SPECIAL,
+     137,
+     {"qmp_capabilities", "injected failure"}},
+    {"fake/error-query-cpus",
+     FAKE,
+     "command-error:query-cpus-fast",
+     {NULL},
+     {"-smp", "2"},
+     NO_SPECIAL,
+     137,
+     {"query-cpus-fast", "GenericError", "injected failure"}},
+    {"fake/error-query-iothreads",
+     FAKE,
+     "command-error:query-iothreads",
+     {NULL},
+     {"-smp", "2"},
+     NO_SPECIAL,
+     137,
+     {"query-iothreads", "injected failure"}},
+    {"fake/error-cont",
+     FAKE,
+     "command-error:cont",
+     {NULL},
+     {"-smp", "2"},
+     NO_SPECIAL,
+     137,
+     {"cont", "injected failure"}},
+    {"fake/no-reply-query-cpus",
+     FAKE,
+     "never-reply:query-cpus-fast",
+     {"--qmp-timeout=500"},
+     {"-smp", "2"},
+     NO_SPECIAL,
+     137,
+     {"no reply to 'query-cpus-fast' within 500 ms"}},
+    {"fake/no-reply-cont",
+     FAKE,
+     "never-reply:cont",
+     {"--qmp-timeout=500"},
+     {"-smp", "2"},
+     NO_SPECIAL,
+     137,
+     {"no reply to 'cont' within 500 ms"}},
+    {"fake/close-after-greeting",
+     FAKE,
+     "close-after-greeting",
+     {NULL},
+     {"-smp", "2"},
+     NO_SPECIAL,
+     137,
+     {"QEMU was stopped", "closed"}},
+    {"fake/vanished-threads",
+     FAKE,
+     "vanish-threads",
+     {NULL},
+     {"-smp", "2"},
+     NO_SPECIAL,
+     137,
+     {"QEMU was stopped", "is gone"}},
+    {"fake/einval",
+     FAKE,
+     "normal",
+     {"--mode=one-to-one", TOPO_EPYC},
+     {"-smp", "2,threads=2", "-m", "64"},
+     NO_SPECIAL,
+     137,
+     {"vCPU 1", "CPUs 16", "Invalid argument"}},
+    {"fake/eperm",
+     FAKE,
+     "normal",
+     {"--mode=one-to-one"},
+     {"-smp", "2"},
+     EPERM_FOREIGN_TID,
+     137,
+     {"vCPU 1", "Operation not permitted"}},
+    {"fake/exit-during-startup",
+     FAKE,
+     "exit-during-startup",
+     {NULL},
+     {"-smp", "2"},
+     NO_SPECIAL,
+     1,
+     {"exiting during startup"}},
+    /* Real QEMU */
+    {"qemu/no-greeting",
+     REAL,
+     NULL,
+     {"--start-timeout=1000"},
+     {"-smp", "2", "-m", "64"},
+     FIFO_CHARDEV,
+     137,
+     {"QEMU was stopped", "did not greet within 1000 ms"}},
+    {"qemu/einval",
+     REAL,
+     NULL,
+     {"--mode=one-to-one", TOPO_EPYC},
+     {"-smp", "4", "-m", "64"},
+     NO_SPECIAL,
+     137,
+     {"vCPU 2", "CPUs 2", "Invalid argument"}},
+    {"qemu/exit-during-startup",
+     REAL,
+     NULL,
+     {NULL},
+     {"-smp", "2", "-m", "64", "-device", "no-such-device"},
+     NO_SPECIAL,
+     1,
+     {"no-such-device"}},
 };
 
 typedef struct {
@@ -144,9 +237,10 @@ test_row(RbFixture *f, gconstpointer data)
   for (guint i = 0; row->opts[i] != NULL; i++) {
     const char *at = strchr(row->opts[i], '@');
     if (at != NULL)
-      g_ptr_array_add(argv, g_strdup_printf(
-          "%.*s%s%s", (int)(at - row->opts[i]), row->opts[i],
-          g_getenv("QP_TOPOLOGIES"), at + 1));
+      g_ptr_array_add(argv,
+                      g_strdup_printf("%.*s%s%s", (int)(at - row->opts[i]),
+                                      row->opts[i], g_getenv("QP_TOPOLOGIES"),
+                                      at + 1));
     else
       g_ptr_array_add(argv, g_strdup(row->opts[i]));
   }
@@ -155,8 +249,8 @@ test_row(RbFixture *f, gconstpointer data)
     g_ptr_array_add(argv, g_strdup(fake));
   } else {
     g_ptr_array_add(argv, g_strdup(f->qemu));
-    const char *common[] = {"-accel", "tcg", "-machine", "q35", "-nodefaults",
-                            "-display", "none", NULL};
+    const char *common[] = {"-accel",      "tcg",      "-machine", "q35",
+                            "-nodefaults", "-display", "none",     NULL};
     for (guint i = 0; common[i] != NULL; i++)
       g_ptr_array_add(argv, g_strdup(common[i]));
     g_ptr_array_add(argv, g_strdup("-bios"));
@@ -176,9 +270,10 @@ test_row(RbFixture *f, gconstpointer data)
     g_ptr_array_add(argv, g_strdup("-daemonize"));
     g_ptr_array_add(argv, g_strdup("-pidfile"));
     /* Where QEMU (nobody, in the EPERM row) may write. */
-    g_ptr_array_add(argv, g_build_filename(
-        row->special == EPERM_FOREIGN_TID ? f->state : f->dir, "qemu.pid",
-        NULL));
+    g_ptr_array_add(
+        argv,
+        g_build_filename(row->special == EPERM_FOREIGN_TID ? f->state : f->dir,
+                         "qemu.pid", NULL));
   }
   g_ptr_array_add(argv, NULL);
 

@@ -33,9 +33,18 @@ launch_fake_daemon(RbFixture *f, char **envp, const char *name, char **err)
   g_autofree char *fake = rb_fake_qemu();
   g_autofree char *pidfile = g_build_filename(f->dir, "qemu.pid", NULL);
   g_autofree char *marked = g_strdup_printf("%s,%s", name, f->marker);
-  char *argv[] = {(char *)qp_test_binary(), "--mode=one-to-one", "--", fake,
-                  "-smp", "1", "-name", marked, "-daemonize", "-pidfile",
-                  pidfile, NULL};
+  char *argv[] = {(char *)qp_test_binary(),
+                  "--mode=one-to-one",
+                  "--",
+                  fake,
+                  "-smp",
+                  "1",
+                  "-name",
+                  marked,
+                  "-daemonize",
+                  "-pidfile",
+                  pidfile,
+                  NULL};
   GPid pid = qp_test_spawn(argv, envp, f->dir);
   int status = qp_test_wait(pid, 30000);
   g_autofree char *path = g_build_filename(f->dir, "stderr", NULL);
@@ -124,10 +133,10 @@ typedef struct {
 } NewlineRow;
 
 static const NewlineRow newline_rows[] = {
-  {"/regressions/one-line/option-value", "--affinity=1\n2", NULL, NULL},
-  {"/regressions/one-line/env-value", NULL, "QEMU_PIN_MODE=x\ny", NULL},
-  {"/regressions/one-line/config-escape", NULL, NULL,
-   "[defaults]\nmode = a\\nb\n"},
+    {"/regressions/one-line/option-value", "--affinity=1\n2", NULL, NULL},
+    {"/regressions/one-line/env-value", NULL, "QEMU_PIN_MODE=x\ny", NULL},
+    {"/regressions/one-line/config-escape", NULL, NULL,
+     "[defaults]\nmode = a\\nb\n"},
 };
 
 static void
@@ -146,9 +155,19 @@ test_one_line(RbFixture *f, gconstpointer data)
   }
   g_autofree char *name = g_strdup_printf("%s,debug-threads=on", f->marker);
   char *argv[] = {(char *)qp_test_binary(),
-                  (char *)(row->opt ? row->opt : "--strategy=spread"), "--",
-                  f->qemu, "-accel", "tcg", "-nodefaults", "-display", "none",
-                  "-bios", f->halt_fw, "-name", name, NULL};
+                  (char *)(row->opt ? row->opt : "--strategy=spread"),
+                  "--",
+                  f->qemu,
+                  "-accel",
+                  "tcg",
+                  "-nodefaults",
+                  "-display",
+                  "none",
+                  "-bios",
+                  f->halt_fw,
+                  "-name",
+                  name,
+                  NULL};
   g_autofree char *err = NULL;
   int status = rb_run(f, argv, envp, 30000, &err);
   g_test_message("status %d, stderr: %s", status, err ? err : "(none)");
@@ -167,8 +186,8 @@ test_machine_smp_named(RbFixture *f, gconstpointer data)
 {
   g_auto(GStrv) envp = g_get_environ();
   clean_env(&envp, f);
-  char *argv[] = {(char *)qp_test_binary(), "--", f->qemu, "-machine",
-                  "q35,smp.cpus=0", "-name", f->marker, NULL};
+  char *argv[] = {(char *)qp_test_binary(), "--",    f->qemu,   "-machine",
+                  "q35,smp.cpus=0",         "-name", f->marker, NULL};
   g_autofree char *err = NULL;
   int status = rb_run(f, argv, envp, 30000, &err);
   g_test_message("status %d, stderr: %s", status, err);
@@ -225,10 +244,26 @@ test_sigterm_busy_monitor(RbFixture *f, gconstpointer data)
   clean_env(&envp, f);
   g_autofree char *qmp = g_build_filename(f->dir, "qmp", NULL);
   g_autofree char *qmparg = g_strdup_printf("unix:%s,server=on,wait=off", qmp);
-  char *argv[] = {(char *)qp_test_binary(), "--mode=one-to-one", "--", f->qemu,
-                  "-accel", "tcg", "-display", "none", "-nodefaults", "-m",
-                  "64", "-smp", "2", "-bios", f->halt_fw, "-name", f->marker,
-                  "-qmp", qmparg, NULL};
+  char *argv[] = {(char *)qp_test_binary(),
+                  "--mode=one-to-one",
+                  "--",
+                  f->qemu,
+                  "-accel",
+                  "tcg",
+                  "-display",
+                  "none",
+                  "-nodefaults",
+                  "-m",
+                  "64",
+                  "-smp",
+                  "2",
+                  "-bios",
+                  f->halt_fw,
+                  "-name",
+                  f->marker,
+                  "-qmp",
+                  qmparg,
+                  NULL};
   for (guint round = 0; round < BUSY_ROUNDS; round++) {
     GPid pid = qp_test_spawn(argv, envp, f->dir);
     g_assert_true(qp_test_wait_status(qmp, "running", 30000));
@@ -239,8 +274,7 @@ test_sigterm_busy_monitor(RbFixture *f, gconstpointer data)
     gint64 t0 = g_get_monotonic_time();
     int status = qp_test_wait(pid, 20000);
     g_test_message("round %u: QEMU exited %.2f s after SIGTERM, status %d",
-                   round, (double)(g_get_monotonic_time() - t0) / 1e6,
-                   status);
+                   round, (double)(g_get_monotonic_time() - t0) / 1e6, status);
     h.stop = TRUE;
     if (status < 0)
       kill(pid, SIGKILL);

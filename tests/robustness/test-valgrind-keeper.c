@@ -35,9 +35,12 @@ static GPtrArray *
 command(RbFixture *f, const char *qmp)
 {
   GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
-  const char *vg[] = {"--leak-check=full", "--errors-for-leak-kinds=definite",
-                      "--error-exitcode=99", "--trace-children=no",
-                      "--child-silent-after-fork=no", NULL};
+  const char *vg[] = {"--leak-check=full",
+                      "--errors-for-leak-kinds=definite",
+                      "--error-exitcode=99",
+                      "--trace-children=no",
+                      "--child-silent-after-fork=no",
+                      NULL};
   g_ptr_array_add(a, g_strdup(valgrind));
   for (guint i = 0; vg[i] != NULL; i++)
     g_ptr_array_add(a, g_strdup(vg[i]));
@@ -47,8 +50,9 @@ command(RbFixture *f, const char *qmp)
   g_ptr_array_add(a, g_strdup_printf("--state-dir=%s", f->state));
   g_ptr_array_add(a, g_strdup("--mode=one-to-one"));
   g_ptr_array_add(a, g_strdup("--"));
-  const char *q[] = {"-accel", "tcg", "-machine", "q35", "-nodefaults",
-                     "-display", "none", "-smp", "2", "-m", "64", NULL};
+  const char *q[] = {"-accel",      "tcg",      "-machine", "q35",
+                     "-nodefaults", "-display", "none",     "-smp",
+                     "2",           "-m",       "64",       NULL};
   g_ptr_array_add(a, g_strdup(qp_test_qemu()));
   for (guint i = 0; q[i] != NULL; i++)
     g_ptr_array_add(a, g_strdup(q[i]));
@@ -111,8 +115,8 @@ test_full_life(RbFixture *f, gconstpointer data)
 
   GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
   /* Pinned and running, under valgrind's pace. */
-  g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want,
-                                           180000));
+  g_assert_true(
+      qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 180000));
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
 
   /* Once the keeper has sent its own cont (so that the RESUME below is not
@@ -133,16 +137,17 @@ test_full_life(RbFixture *f, gconstpointer data)
   g_assert_cmpuint(tids->len, ==, 2);
   cpu_set_t all;
   CPU_ZERO(&all);
-  for (int i = 0; i < CPU_SETSIZE && i < (int)sysconf(_SC_NPROCESSORS_ONLN); i++)
+  for (int i = 0; i < CPU_SETSIZE && i < (int)sysconf(_SC_NPROCESSORS_ONLN);
+       i++)
     CPU_SET(i, &all);
-  g_assert_cmpint(sched_setaffinity(g_array_index(tids, int, 0), sizeof(all),
-                                    &all), ==, 0);
+  g_assert_cmpint(
+      sched_setaffinity(g_array_index(tids, int, 0), sizeof(all), &all), ==, 0);
   g_autoptr(JsonNode) r1 = qp_test_qmp_command(qmp, "stop");
   g_assert_nonnull(r1);
   g_autoptr(JsonNode) r2 = qp_test_qmp_command(qmp, "cont");
   g_assert_nonnull(r2);
-  g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want,
-                                           120000));
+  g_assert_true(
+      qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 120000));
 
   /* QEMU leaves: the keeper releases the claim and exits. */
   kill(pid, SIGTERM);
@@ -161,11 +166,22 @@ test_failure(RbFixture *f, gconstpointer data)
   g_autofree char *logs = g_strdup_printf("--log-file=%s/vg.%%p", f->dir);
   g_autofree char *state = g_strdup_printf("--state-dir=%s", f->state);
   g_autofree char *name = g_strdup_printf("%s", f->marker);
-  char *argv[] = {valgrind, "--leak-check=full",
-                  "--errors-for-leak-kinds=definite", "--trace-children=no",
-                  "--child-silent-after-fork=no", logs,
-                  (char *)qp_test_binary(), state, "--mode=one-to-one", "--",
-                  fake, "-smp", "2", "-name", name, NULL};
+  char *argv[] = {valgrind,
+                  "--leak-check=full",
+                  "--errors-for-leak-kinds=definite",
+                  "--trace-children=no",
+                  "--child-silent-after-fork=no",
+                  logs,
+                  (char *)qp_test_binary(),
+                  state,
+                  "--mode=one-to-one",
+                  "--",
+                  fake,
+                  "-smp",
+                  "2",
+                  "-name",
+                  name,
+                  NULL};
   g_auto(GStrv) envp = g_get_environ();
   envp = g_environ_setenv(envp, "FAKE_QEMU_SCRIPT", "command-error:cont", TRUE);
   envp = g_environ_setenv(envp, "FAKE_QEMU_LIFETIME", "120", TRUE);
@@ -188,8 +204,8 @@ main(int argc, char **argv)
     g_test_message("valgrind not found");
     return 77;
   }
-  g_test_add("/valgrind/keeper/life", RbFixture, NULL, rb_setup,
-             test_full_life, rb_teardown);
+  g_test_add("/valgrind/keeper/life", RbFixture, NULL, rb_setup, test_full_life,
+             rb_teardown);
   g_test_add("/valgrind/keeper/failure", RbFixture, NULL, rb_setup,
              test_failure, rb_teardown);
   int rc = g_test_run();

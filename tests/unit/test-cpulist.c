@@ -6,7 +6,8 @@ check_ok(const char *text, const char *canonical)
 {
   g_autoptr(GError) error = NULL;
   g_auto(hwloc_bitmap_t) set = NULL;
-  g_assert_true(qp_list_parse(text, "--affinity", QP_LIST_MAX_INDEX, &set, &error));
+  g_assert_true(
+      qp_list_parse(text, "--affinity", QP_LIST_MAX_INDEX, &set, &error));
   g_assert_no_error(error);
   g_autofree char *s = qp_list_format(set);
   g_assert_cmpstr(s, ==, canonical);
@@ -26,12 +27,13 @@ test_valid(void)
 static void
 test_invalid(void)
 {
-  const char *bad[] = {"0-", "3-1", "a", "99999", "", "1,", ",1", "1--2",
-                       "-1", "1 2", "0x1", "1-2-3", "8192"};
+  const char *bad[] = {"0-",   "3-1", "a",   "99999", "",      "1,",  ",1",
+                       "1--2", "-1",  "1 2", "0x1",   "1-2-3", "8192"};
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
     g_autoptr(GError) error = NULL;
     g_auto(hwloc_bitmap_t) set = NULL;
-    g_assert_false(qp_list_parse(bad[i], "--affinity", QP_LIST_MAX_INDEX, &set, &error));
+    g_assert_false(
+        qp_list_parse(bad[i], "--affinity", QP_LIST_MAX_INDEX, &set, &error));
     g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID);
     g_assert_null(set);
     /* One line naming the option and, unless empty, the value. */

@@ -24,26 +24,26 @@ static QpQemuArgs *
 qemu_args(const char *const *argv)
 {
   GError *error = NULL;
-  QpQemuArgs *a = qp_qemu_args_parse(g_strv_length((char **)argv), (char **)argv, &error);
+  QpQemuArgs *a =
+      qp_qemu_args_parse(g_strv_length((char **)argv), (char **)argv, &error);
   g_assert_no_error(error);
   return a;
 }
 
-static const char config[] =
-  "# qemu-pin.conf\n"
-  "[defaults]\n"
-  "mode = balanced\n"
-  "affinity = 0-7\n"
-  "reserve-mib = 1024\n"
-  "\n"
-  "[name:web]\n"
-  "mode = numa\n"
-  "hostnodes = 1\n"
-  "[uuid:6A1E1F2C-0000-4000-8000-000000000001]\n"
-  "strategy = pack\n"
-  "[id:105]\n"
-  "mode = one-to-one\n"
-  "smt = strict\n";
+static const char config[] = "# qemu-pin.conf\n"
+                             "[defaults]\n"
+                             "mode = balanced\n"
+                             "affinity = 0-7\n"
+                             "reserve-mib = 1024\n"
+                             "\n"
+                             "[name:web]\n"
+                             "mode = numa\n"
+                             "hostnodes = 1\n"
+                             "[uuid:6A1E1F2C-0000-4000-8000-000000000001]\n"
+                             "strategy = pack\n"
+                             "[id:105]\n"
+                             "mode = one-to-one\n"
+                             "smt = strict\n";
 
 static char *
 list(hwloc_const_bitmap_t set)
@@ -72,19 +72,20 @@ test_precedence(void)
   g_assert_true(qp_options_parse_env(&o, &error));
   g_assert_true(qp_options_load_config(&o, args, &error));
   g_assert_no_error(error);
-  g_assert_cmpint(o.placement.mode, ==, QP_MODE_NUMA);        /* [name:web] */
+  g_assert_cmpint(o.placement.mode, ==, QP_MODE_NUMA);         /* [name:web] */
   g_assert_cmpint(o.placement.strategy, ==, QP_STRATEGY_PACK); /* [uuid:...] */
   g_autofree char *aff = list(o.placement.affinity);
-  g_assert_cmpstr(aff, ==, "2-3");                              /* env */
+  g_assert_cmpstr(aff, ==, "2-3"); /* env */
   g_autofree char *hn = list(o.placement.hostnodes);
   g_assert_cmpstr(hn, ==, "1");
-  g_assert_cmpuint(o.placement.reserve_mib, ==, 1024);          /* defaults */
+  g_assert_cmpuint(o.placement.reserve_mib, ==, 1024); /* defaults */
   qp_options_clear(&o);
 
   /* The command line beats the environment. */
   qp_options_init(&o);
-  char *cli2[] = {"qemu-pin", "--config", path, "--affinity=5", "--mode",
-                  "none", "qemu-system-x86_64", NULL};
+  char *cli2[] = {"qemu-pin",           "--config", path,
+                  "--affinity=5",       "--mode",   "none",
+                  "qemu-system-x86_64", NULL};
   g_assert_true(qp_options_parse_cli(&o, 7, cli2, TRUE, &qi, &error));
   g_assert_true(qp_options_parse_env(&o, &error));
   g_assert_true(qp_options_load_config(&o, args, &error));
@@ -112,7 +113,8 @@ test_proxmox_id_group(void)
   g_assert_no_error(error);
   g_assert_cmpint(o.placement.mode, ==, QP_MODE_ONE_TO_ONE);
   g_assert_cmpint(o.placement.smt, ==, QP_SMT_STRICT);
-  g_assert_cmpint(o.placement.strategy, ==, QP_STRATEGY_SPREAD); /* not vm105's uuid */
+  g_assert_cmpint(o.placement.strategy, ==,
+                  QP_STRATEGY_SPREAD); /* not vm105's uuid */
   qp_options_clear(&o);
   g_unsetenv("QEMU_PIN_CONFIG");
   unlink(path);
@@ -124,13 +126,15 @@ typedef struct {
 } BadConfig;
 
 static const BadConfig bad_configs[] = {
-  {"[defaults]\nmode = fast\n", {":2:", "mode", "'fast'", "one-to-one"}},
-  {"[defaults]\n\nmodez = numa\n", {":3:", "unknown key 'modez'", "[defaults]", NULL}},
-  {"[defaults]\naffinity = 3-1\n", {":2:", "affinity", "'3-1'", NULL}},
-  {"[vm1]\nmode = numa\n", {":1:", "unknown group [vm1]", NULL}},
-  {"[defaults]\nthis is not a setting\n", {":2:", "'this is not a setting'", NULL}},
-  {"[name:x]\nreserve-mib = -5\n", {":2:", "reserve-mib", "'-5'", NULL}},
-  {"[defaults]\nconfig = /x\n", {":2:", "unknown key 'config'", NULL}},
+    {"[defaults]\nmode = fast\n", {":2:", "mode", "'fast'", "one-to-one"}},
+    {"[defaults]\n\nmodez = numa\n",
+     {":3:", "unknown key 'modez'", "[defaults]", NULL}},
+    {"[defaults]\naffinity = 3-1\n", {":2:", "affinity", "'3-1'", NULL}},
+    {"[vm1]\nmode = numa\n", {":1:", "unknown group [vm1]", NULL}},
+    {"[defaults]\nthis is not a setting\n",
+     {":2:", "'this is not a setting'", NULL}},
+    {"[name:x]\nreserve-mib = -5\n", {":2:", "reserve-mib", "'-5'", NULL}},
+    {"[defaults]\nconfig = /x\n", {":2:", "unknown key 'config'", NULL}},
 };
 
 static void
@@ -174,10 +178,10 @@ static void
 test_bad_env(void)
 {
   const char *rows[][3] = {
-    {"QEMU_PIN_MODE", "bogus", "'bogus'"},
-    {"QEMU_PIN_AFFINITY", "0-", "'0-'"},
-    {"QEMU_PIN_QMP_TIMEOUT", "0", "'0'"},
-    {"QEMU_PIN_DRY_RUN", "maybe", "'maybe'"},
+      {"QEMU_PIN_MODE", "bogus", "'bogus'"},
+      {"QEMU_PIN_AFFINITY", "0-", "'0-'"},
+      {"QEMU_PIN_QMP_TIMEOUT", "0", "'0'"},
+      {"QEMU_PIN_DRY_RUN", "maybe", "'maybe'"},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(rows); i++) {
     QpOptions o;
@@ -196,13 +200,16 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/options/precedence/cli-env-vm-group-defaults", test_precedence);
+  g_test_add_func("/options/precedence/cli-env-vm-group-defaults",
+                  test_precedence);
   g_test_add_func("/options/config/matches-proxmox-id", test_proxmox_id_group);
   for (gsize i = 0; i < G_N_ELEMENTS(bad_configs); i++) {
     g_autofree char *p = g_strdup_printf("/options/config/bad/%zu", i);
     g_test_add_data_func(p, &bad_configs[i], test_bad_config);
   }
-  g_test_add_func("/options/config/missing-explicit-file-is-an-error", test_missing_config);
-  g_test_add_func("/options/env/bad-values-name-variable-and-value", test_bad_env);
+  g_test_add_func("/options/config/missing-explicit-file-is-an-error",
+                  test_missing_config);
+  g_test_add_func("/options/env/bad-values-name-variable-and-value",
+                  test_bad_env);
   return g_test_run();
 }

@@ -15,7 +15,8 @@ claim(const char *name, const char *dedicated, int node, guint64 mib)
   c->mode = QP_MODE_ONE_TO_ONE;
   if (dedicated != NULL) {
     hwloc_bitmap_t set = NULL;
-    g_assert_true(qp_list_parse(dedicated, "test", QP_LIST_MAX_INDEX, &set, NULL));
+    g_assert_true(
+        qp_list_parse(dedicated, "test", QP_LIST_MAX_INDEX, &set, NULL));
     hwloc_bitmap_copy(c->dedicated, set);
     hwloc_bitmap_free(set);
   }
@@ -32,8 +33,8 @@ test_two_vms_svg(void)
     g_test_skip("lstopo (Debian package hwloc) is not installed");
     return;
   }
-  g_autofree char *xml = g_build_filename(g_getenv("QP_TOPOLOGIES"),
-                                          "epyc-7351p.xml", NULL);
+  g_autofree char *xml =
+      g_build_filename(g_getenv("QP_TOPOLOGIES"), "epyc-7351p.xml", NULL);
   g_autoptr(QpClaims) claims = qp_claims_new();
   g_ptr_array_add(claims->claims, claim("web", "0-1", 0, 8192));
   g_ptr_array_add(claims->claims, claim("db", NULL, 2, 4096));
@@ -46,8 +47,10 @@ test_two_vms_svg(void)
   g_assert_true(g_file_get_contents(out, &svg, NULL, NULL));
   g_assert_nonnull(strstr(svg, "<svg"));
   /* Each VM in the legend, with its CPUs and memory. */
-  g_assert_nonnull(strstr(svg, "web (pid 4242, one-to-one): CPUs 0-1; memory node 0: 8192 MiB"));
-  g_assert_nonnull(strstr(svg, "db (pid 4242, one-to-one): CPUs shared; memory node 2: 4096 MiB"));
+  g_assert_nonnull(strstr(
+      svg, "web (pid 4242, one-to-one): CPUs 0-1; memory node 0: 8192 MiB"));
+  g_assert_nonnull(strstr(
+      svg, "db (pid 4242, one-to-one): CPUs shared; memory node 2: 4096 MiB"));
   /* Their colours (#e6194b, #3cb44b) fill the objects they hold: web's two
    * PUs and node 0, db's node 2; nothing else has them. */
   g_auto(GStrv) rects = g_strsplit(svg, "<rect ", -1);

@@ -151,8 +151,10 @@ $sim_verdict
   file and one \`/proc/PID/stat\` per record under the lock: at 1,000 records
   the ledger, not the planner, sets the lock hold time.
 - \`qemu-pin plan\` (no launch) is the time qemu-pin spends before QEMU
-  starts: loading the live host with hwloc (including its PCI devices, for
-  \`vfio-pci\` locality), reading the ledger and planning. Starting QEMU
+  starts: its own start (about 4 ms of dynamic linking here), loading the
+  live host with hwloc (without PCI devices unless the guest has a
+  \`vfio-pci\` device, and without hwloc's plugins), reading the ledger and
+  planning. Starting QEMU
   paused and resuming it over QMP costs the rest (compare *QEMU -S, then cont
   over QMP*), plus the keeper's own steps (pinning latency).
 - This host has fewer CPUs than most of the guests asked for, so pinned modes

@@ -151,7 +151,7 @@ $sim_verdict
   file and one \`/proc/PID/stat\` per record under the lock: at 1,000 records
   the ledger, not the planner, sets the lock hold time.
 - \`qemu-pin plan\` (no launch) is the time qemu-pin spends before QEMU
-  starts: its own start (about 4 ms of dynamic linking here), loading the
+  starts: its own start (about 2.5 ms more than /bin/true here: 17 shared libraries), loading the
   live host with hwloc (without PCI devices unless the guest has a
   \`vfio-pci\` device, and without hwloc's plugins), reading the ledger and
   planning. Starting QEMU

@@ -27,6 +27,14 @@
  *   FAKE_QEMU_LOG       file to append each QMP command name to, one a line
  *   FAKE_QEMU_LIFETIME  seconds before it gives up and exits 3 (default 120),
  *                       so a test that forgets it leaves nothing behind
+ *   FAKE_QEMU_EXIT_HANG 1: the first SIGTERM/SIGINT/SIGHUP only emits
+ *                       SHUTDOWN (reason host-signal) and it stays, as QEMU
+ *                       7.2 does when it hangs in its monitor cleanup; the
+ *                       second ends it
+ *
+ * SIGUSR1 emits SHUTDOWN (guest-shutdown) and STOP, and it stays: a guest
+ * that powered off under -no-shutdown. Events are written from the signal
+ * handler: send signals while the monitor is idle.
  *
  * Otherwise it lives like a VM: after "quit" it exits 0; on SIGTERM, SIGINT
  * or SIGHUP it prints QEMU's "terminating on signal" line and exits 0; when
@@ -41,12 +49,37 @@
 #include <string.h>
 #include <unistd.h>
 
+static int monitor_fd = -1;
+static gboolean exit_hang;
+static volatile sig_atomic_t terms;
+
+static void
+emit(const char *event)
+{
+  if (monitor_fd >= 0 && write(monitor_fd, event, strlen(event)) < 0) {
+  }
+}
+
 static void
 on_signal(int sig)
 {
   char msg[80];
   int n;
 
+  if (sig == SIGUSR1) {
+    emit("{\"event\": \"SHUTDOWN\", \"data\": {\"guest\": true, "
+         "\"reason\": \"guest-shutdown\"}, \"timestamp\": {\"seconds\": 0, "
+         "\"microseconds\": 0}}\r\n"
+         "{\"event\": \"STOP\", \"timestamp\": {\"seconds\": 0, "
+         "\"microseconds\": 0}}\r\n");
+    return;
+  }
+  if (sig != SIGALRM && exit_hang && terms++ == 0) {
+    emit("{\"event\": \"SHUTDOWN\", \"data\": {\"guest\": false, "
+         "\"reason\": \"host-signal\"}, \"timestamp\": {\"seconds\": 0, "
+         "\"microseconds\": 0}}\r\n");
+    return;
+  }
   if (sig == SIGALRM) {
     static const char m[] = "fake-qemu: lifetime over (FAKE_QEMU_LIFETIME)\n";
     if (write(2, m, sizeof m - 1) < 0) {
@@ -221,6 +254,9 @@ main(int argc, char **argv)
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
   sigaction(SIGALRM, &sa, NULL);
+  sigaction(SIGUSR1, &sa, NULL);
+  exit_hang = g_strcmp0(g_getenv("FAKE_QEMU_EXIT_HANG"), "1") == 0;
+  monitor_fd = fd;
   signal(SIGPIPE, SIG_IGN);
   lifetime =
       life_env != NULL ? (unsigned)g_ascii_strtoull(life_env, NULL, 10) : 120;

@@ -288,6 +288,88 @@ test_sigterm_busy_monitor(RbFixture *f, gconstpointer data)
   }
 }
 
+/* The keeper's part of finding 10, made deterministic with fake-qemu:
+ * SHUTDOWN (host-signal) and then still there. Returns the fake's PID once
+ * the keeper has sent cont; its stderr goes to F's directory. */
+static GPid
+start_fake_vm(RbFixture *f, char ***envp, const char *extra_env)
+{
+  g_autofree char *fake = rb_fake_qemu();
+  g_autofree char *log = g_build_filename(f->dir, "qmp.log", NULL);
+  *envp = g_environ_setenv(*envp, "FAKE_QEMU_LOG", log, TRUE);
+  if (extra_env != NULL)
+    *envp = g_environ_setenv(*envp, extra_env, "1", TRUE);
+  char *argv[] = {(char *)qp_test_binary(),
+                  "-v",
+                  "--",
+                  fake,
+                  "-smp",
+                  "1",
+                  "-name",
+                  f->marker,
+                  NULL};
+  GPid pid = qp_test_spawn(argv, *envp, f->dir);
+  gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+  for (;;) {
+    g_autofree char *text = NULL;
+    if (g_file_get_contents(log, &text, NULL, NULL) &&
+        strstr(text, "cont\n") != NULL)
+      break;
+    g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+    g_usleep(10000);
+  }
+  return pid;
+}
+
+static char *
+stderr_of(RbFixture *f)
+{
+  g_autofree char *path = g_build_filename(f->dir, "stderr", NULL);
+  char *text = NULL;
+  g_file_get_contents(path, &text, NULL, NULL);
+  return text != NULL ? text : g_strdup("");
+}
+
+static void
+test_exit_hang_signalled_again(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  GPid pid = start_fake_vm(f, &envp, "FAKE_QEMU_EXIT_HANG");
+  g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
+  int status = qp_test_wait(pid, 20000);
+  g_autofree char *err = stderr_of(f);
+  g_test_message("status %d, stderr: %s", status, err);
+  g_assert_cmpint(status, ==, 0);
+  /* The fake says so only for the second signal, which came from the
+   * keeper. */
+  g_assert_nonnull(strstr(err, "QEMU is exiting"));
+  g_assert_nonnull(strstr(err, "sending SIGTERM again"));
+  g_assert_nonnull(strstr(err, "fake-qemu: terminating on signal 15"));
+  rb_assert_nothing_left(f, 10000);
+}
+
+/* A guest that powers off under -no-shutdown stays, paused, by design:
+ * the keeper leaves it alone. */
+static void
+test_guest_shutdown_left_alone(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  GPid pid = start_fake_vm(f, &envp, NULL);
+  g_assert_cmpint(kill(pid, SIGUSR1), ==, 0);
+  /* Three times the keeper's wait before it signals again. */
+  g_usleep(3 * G_USEC_PER_SEC);
+  g_assert_cmpint(qp_test_wait(pid, 0), ==, -1); /* still running */
+  g_autofree char *err = stderr_of(f);
+  g_assert_null(strstr(err, "QEMU is exiting"));
+  g_assert_null(strstr(err, "sending SIGTERM again"));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
+  g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
+  g_assert_cmpint(qp_test_wait(pid, 20000), ==, 0);
+  rb_assert_nothing_left(f, 10000);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -304,5 +386,9 @@ main(int argc, char **argv)
              test_machine_smp_named, rb_teardown);
   g_test_add("/regressions/sigterm-with-busy-monitor", RbFixture, NULL,
              rb_setup, test_sigterm_busy_monitor, rb_teardown);
+  g_test_add("/regressions/exit-hang/keeper-sends-sigterm-again", RbFixture,
+             NULL, rb_setup, test_exit_hang_signalled_again, rb_teardown);
+  g_test_add("/regressions/exit-hang/guest-shutdown-left-alone", RbFixture,
+             NULL, rb_setup, test_guest_shutdown_left_alone, rb_teardown);
   return g_test_run();
 }

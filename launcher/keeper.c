@@ -624,12 +624,14 @@ hold(Keeper *k)
     const QpPlan *plan = k->cfg->plan;
     gboolean polling = monitor_open && k->exiting_since == 0 &&
                        plan->n_vcpus > plan->n_boot_vcpus;
+    /* QEMU said it exits: when the next SIGTERM is due. */
+    gint64 nudge_at = k->exiting_since == 0
+                          ? 0
+                          : k->exiting_since +
+                                (gint64)NUDGE_AFTER_MS * 1000 * (k->nudges + 1);
     int timeout = polling ? 500 : -1;
-    if (k->exiting_since != 0) {
-      gint64 due =
-          k->exiting_since + (gint64)NUDGE_AFTER_MS * 1000 * (k->nudges + 1);
-      timeout = (int)MAX(0, (due - g_get_monotonic_time()) / 1000);
-    }
+    if (nudge_at != 0)
+      timeout = (int)MAX(0, (nudge_at - g_get_monotonic_time()) / 1000);
     if (k->pidfd < 0 && (timeout < 0 || timeout > 200))
       timeout = 200; /* no pidfd: look at /proc */
     int r = poll(p, 2, timeout);
@@ -637,9 +639,7 @@ hold(Keeper *k)
       continue;
     if (k->pidfd < 0 && qemu_gone(k, 0))
       return; /* QEMU exited */
-    if (r == 0 && k->exiting_since != 0 &&
-        g_get_monotonic_time() - k->exiting_since >=
-            (gint64)NUDGE_AFTER_MS * 1000 * (k->nudges + 1)) {
+    if (r == 0 && nudge_at != 0 && g_get_monotonic_time() >= nudge_at) {
       k->nudges++;
       if (k->nudges == 1)
         qp_info("keeper: QEMU (pid %d) is still there %d ms after it began "

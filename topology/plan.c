@@ -546,6 +546,21 @@ attempt_init(Attempt *a, const Ctx *ctx, hwloc_const_bitmap_t usable)
 
 /* ---- Memory helpers ----------------------------------------------------- */
 
+/* Takes what is left of LEFT units from the nodes of SET in order, each
+ * as far as it holds. Returns what no node could take. */
+static guint64
+fill_in_order(guint64 left, const guint *set, guint k, guint64 *avail,
+              guint64 *claim)
+{
+  for (guint j = 0; j < k && left > 0; j++) {
+    guint64 take = MIN(left, avail[set[j]]);
+    avail[set[j]] -= take;
+    claim[set[j]] += take;
+    left -= take;
+  }
+  return left;
+}
+
 /* Splits NEED units over SET (node indexes): even shares with the remainder
  * on the first node; a node short of its share leaves the rest to the
  * others, in order. The caller has checked that SET holds NEED. */
@@ -563,12 +578,15 @@ split_units(guint64 need, const guint *set, guint k, guint64 *avail,
     claim[set[j]] += take;
     left -= take;
   }
-  for (guint j = 0; j < k && left > 0; j++) {
-    guint64 take = MIN(left, avail[set[j]]);
-    avail[set[j]] -= take;
-    claim[set[j]] += take;
-    left -= take;
-  }
+  fill_in_order(left, set, k, avail, claim);
+}
+
+static gint
+by_avail(gconstpointer a, gconstpointer b, gpointer avail)
+{
+  guint64 x = ((const guint64 *)avail)[*(const guint *)a];
+  guint64 y = ((const guint64 *)avail)[*(const guint *)b];
+  return x < y ? -1 : x > y;
 }
 
 /* Pack: fills the set's nodes tightest first, so that what stays free
@@ -578,22 +596,10 @@ static void
 split_units_tight(guint64 need, const guint *set, guint k, guint64 *avail,
                   guint64 *claim)
 {
-  guint64 left = need;
-  g_autofree gboolean *done = g_new0(gboolean, MAX(k, 1));
-  while (left > 0) {
-    int t = -1;
-    for (guint j = 0; j < k; j++)
-      if (!done[j] && avail[set[j]] > 0 &&
-          (t < 0 || avail[set[j]] < avail[set[t]]))
-        t = (int)j;
-    if (t < 0)
-      return;
-    done[t] = TRUE;
-    guint64 take = MIN(left, avail[set[t]]);
-    avail[set[t]] -= take;
-    claim[set[t]] += take;
-    left -= take;
-  }
+  g_autofree guint *order = g_memdup2(set, sizeof(guint) * k);
+  /* Stable: equal nodes keep the set's order. */
+  g_qsort_with_data(order, (gint)k, sizeof(guint), by_avail, avail);
+  fill_in_order(need, order, k, avail, claim);
 }
 
 static GArray *

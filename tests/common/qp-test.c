@@ -377,16 +377,29 @@ read_line(int fd, GString *buf)
   }
 }
 
-JsonNode *
-qp_test_qmp_command(const char *path, const char *command)
+int
+qp_test_connect_unix(const char *path)
 {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -1;
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
   if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+    int e = errno;
     close(fd);
-    return NULL;
+    errno = e;
+    return -1;
   }
+  return fd;
+}
+
+JsonNode *
+qp_test_qmp_command(const char *path, const char *command)
+{
+  int fd = qp_test_connect_unix(path);
+  if (fd < 0)
+    return NULL;
   g_autoptr(GString) line = g_string_new(NULL);
   g_autofree char *cmd = g_strdup_printf(
       "{\"execute\":\"qmp_capabilities\"}\n{\"execute\":\"%s\",\"id\":1}\n",

@@ -72,6 +72,9 @@ JsonObject *qp_test_plan(char **qemu_pin_and_qemu_args);
 /* The vCPU CPU sets of a plan as a NULL-terminated array of list strings. */
 char **qp_test_plan_vcpu_sets(JsonObject *plan);
 
+/* A stream socket connected to the unix socket PATH, or -1 (errno set). */
+int qp_test_connect_unix(const char *path);
+
 /* Sends one QMP command over the unix socket PATH (after the capabilities
  * handshake) and returns the "return" member, or NULL. */
 JsonNode *qp_test_qmp_command(const char *path, const char *command);

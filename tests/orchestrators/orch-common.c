@@ -8,7 +8,6 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,18 +72,14 @@ orch_qmp(const char *path, const char *command, char **error_text)
 {
   if (error_text)
     *error_text = NULL;
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  g_assert_cmpint(fd, >=, 0);
-  struct timeval tv = {30, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
-  if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+  int fd = qp_test_connect_unix(path);
+  if (fd < 0) {
     if (error_text)
       *error_text = g_strdup_printf("connect %s: %s", path, g_strerror(errno));
-    close(fd);
     return NULL;
   }
+  struct timeval tv = {30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
   g_autoptr(GString) line = g_string_new(NULL);
   g_autofree char *text = g_strdup_printf(

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "tests/robustness/rb-common.h"
@@ -24,6 +23,16 @@ clean_env(char ***envp, RbFixture *f)
   *envp = g_environ_setenv(*envp, "QEMU_PIN_CONFIG", conf, TRUE);
   *envp = g_environ_setenv(*envp, "QEMU_PIN_STATE_DIR", f->state, TRUE);
   *envp = g_environ_setenv(*envp, "FAKE_QEMU_LIFETIME", "60", TRUE);
+}
+
+/* What the launch in F's directory wrote to stderr ("" if nothing). */
+static char *
+stderr_of(RbFixture *f)
+{
+  g_autofree char *path = g_build_filename(f->dir, "stderr", NULL);
+  char *text = NULL;
+  g_file_get_contents(path, &text, NULL, NULL);
+  return text != NULL ? text : g_strdup("");
 }
 
 /* qemu-pin OPTS -- fake-qemu -smp 1 -name NAME -daemonize -pidfile P */
@@ -47,8 +56,7 @@ launch_fake_daemon(RbFixture *f, char **envp, const char *name, char **err)
                   NULL};
   GPid pid = qp_test_spawn(argv, envp, f->dir);
   int status = qp_test_wait(pid, 30000);
-  g_autofree char *path = g_build_filename(f->dir, "stderr", NULL);
-  g_file_get_contents(path, err, NULL, NULL);
+  *err = stderr_of(f);
   return status;
 }
 
@@ -225,11 +233,8 @@ hammer_monitor(gpointer data)
 static int
 connect_monitor(const char *path)
 {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = qp_test_connect_unix(path);
   g_assert_cmpint(fd, >=, 0);
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
-  g_assert_cmpint(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
   static const char caps[] = "{\"execute\":\"qmp_capabilities\"}\n";
   g_assert_cmpint(write(fd, caps, sizeof(caps) - 1), ==, sizeof(caps) - 1);
   return fd;
@@ -319,15 +324,6 @@ start_fake_vm(RbFixture *f, char ***envp, const char *extra_env)
     g_usleep(10000);
   }
   return pid;
-}
-
-static char *
-stderr_of(RbFixture *f)
-{
-  g_autofree char *path = g_build_filename(f->dir, "stderr", NULL);
-  char *text = NULL;
-  g_file_get_contents(path, &text, NULL, NULL);
-  return text != NULL ? text : g_strdup("");
 }
 
 static void

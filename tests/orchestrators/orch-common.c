@@ -368,3 +368,24 @@ orch_cleanup_on_abort(const char *marker, const char *virsh, const char *domain)
     signal(SIGTERM, on_fatal_signal);
   }
 }
+
+void
+orch_wait_migrated(const char *src_qmp)
+{
+  gint64 deadline = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
+  g_autofree char *status = NULL;
+  do {
+    g_autoptr(JsonNode) r =
+        orch_qmp(src_qmp, "{\"execute\":\"query-migrate\"}", NULL);
+    g_free(status);
+    status = r && JSON_NODE_HOLDS_OBJECT(r)
+                 ? g_strdup(json_object_get_string_member_with_default(
+                       json_node_get_object(r), "status", "none"))
+                 : NULL;
+    if (status != NULL &&
+        (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0))
+      break;
+    g_usleep(50000);
+  } while (g_get_monotonic_time() < deadline);
+  g_assert_cmpstr(status, ==, "completed");
+}

@@ -32,6 +32,10 @@ char *orch_status(const char *path);
 /* Waits until query-status over PATH says WANT. */
 gboolean orch_wait_status(const char *path, const char *want, guint timeout_ms);
 
+/* Waits (up to 120 s) until query-migrate over the source's SRC_QMP says
+ * the migration ended, and asserts it completed. */
+void orch_wait_migrated(const char *src_qmp);
+
 /* The one ledger record in DIR (NULL if there is not exactly one). */
 JsonObject *orch_record(const char *dir);
 

@@ -159,22 +159,7 @@ migrate_and_wait(Fixture *f, const char *uri)
   g_autofree char *cmd = g_strdup_printf(
       "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"%s\"}}", uri);
   qmp_ok(f->src_qmp, cmd);
-  gint64 deadline = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
-  g_autofree char *status = NULL;
-  do {
-    g_autoptr(JsonNode) r =
-        orch_qmp(f->src_qmp, "{\"execute\":\"query-migrate\"}", NULL);
-    g_free(status);
-    status = r && JSON_NODE_HOLDS_OBJECT(r)
-                 ? g_strdup(json_object_get_string_member_with_default(
-                       json_node_get_object(r), "status", "none"))
-                 : NULL;
-    if (status != NULL &&
-        (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0))
-      break;
-    g_usleep(50000);
-  } while (g_get_monotonic_time() < deadline);
-  g_assert_cmpstr(status, ==, "completed");
+  orch_wait_migrated(f->src_qmp);
 }
 
 static void

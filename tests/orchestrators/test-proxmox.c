@@ -388,27 +388,6 @@ test_queries_pass_through(Fixture *f, gconstpointer data)
   g_assert_false(g_file_test(f->state, G_FILE_TEST_EXISTS));
 }
 
-static void
-wait_migrated(const char *src_qmp)
-{
-  gint64 deadline = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
-  g_autofree char *status = NULL;
-  do {
-    g_autoptr(JsonNode) r =
-        orch_qmp(src_qmp, "{\"execute\":\"query-migrate\"}", NULL);
-    g_free(status);
-    status = r && JSON_NODE_HOLDS_OBJECT(r)
-                 ? g_strdup(json_object_get_string_member_with_default(
-                       json_node_get_object(r), "status", "none"))
-                 : NULL;
-    if (status != NULL &&
-        (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0))
-      break;
-    g_usleep(50000);
-  } while (g_get_monotonic_time() < deadline);
-  g_assert_cmpstr(status, ==, "completed");
-}
-
 /* A Proxmox live migration's target: `kvm ... -daemonize -incoming
  * unix:/run/qemu-server/VMID.migrate -S`; once the source has migrated,
  * qemu-server's `qm resume` sends `cont`. Here the source is the same VM
@@ -476,7 +455,7 @@ test_incoming_migration(Fixture *f, gconstpointer data)
   if (started == NULL)
     g_test_message("migrate: %s", err);
   g_assert_nonnull(started);
-  wait_migrated(src_qmp);
+  orch_wait_migrated(src_qmp);
 
   /* -S was given: nobody but qemu-server may start the guest. */
   g_assert_true(orch_wait_status(f->qmp, "paused", 30000));

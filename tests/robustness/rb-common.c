@@ -136,3 +136,14 @@ rb_assert_nothing_left(RbFixture *f, guint timeout_ms)
     g_test_fail_printf("state directory not empty: %s", list);
   }
 }
+
+void
+rb_add_guest_args(RbFixture *f, GPtrArray *argv)
+{
+  const char *common[] = {"-accel",      "tcg",      "-machine", "q35",
+                          "-nodefaults", "-display", "none",     NULL};
+  for (guint i = 0; common[i] != NULL; i++)
+    g_ptr_array_add(argv, g_strdup(common[i]));
+  g_ptr_array_add(argv, g_strdup("-bios"));
+  g_ptr_array_add(argv, g_strdup(f->halt_fw));
+}

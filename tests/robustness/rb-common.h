@@ -31,6 +31,10 @@ char *rb_fake_qemu(void);
 int rb_run(RbFixture *f, char **argv, char **envp, guint timeout_ms,
            char **err);
 
+/* Appends the real QEMU arguments of a guest that sits halted under TCG
+ * (F's halting firmware, no devices, no display) to ARGV. */
+void rb_add_guest_args(RbFixture *f, GPtrArray *argv);
+
 /* Asserts TEXT is exactly one line ending in '\n'. */
 void rb_assert_one_line(const char *text);
 

@@ -594,12 +594,7 @@ test_row(RbFixture *f, gconstpointer data)
     envp = g_environ_setenv(envp, "QEMU_PIN_QEMU", f->qemu, TRUE);
     g_ptr_array_add(argv, g_strdup(link));
   }
-  const char *common[] = {"-accel",      "tcg",      "-machine", "q35",
-                          "-nodefaults", "-display", "none",     NULL};
-  for (guint i = 0; common[i] != NULL; i++)
-    g_ptr_array_add(argv, g_strdup(common[i]));
-  g_ptr_array_add(argv, g_strdup("-bios"));
-  g_ptr_array_add(argv, g_strdup(f->halt_fw));
+  rb_add_guest_args(f, argv);
   g_ptr_array_add(argv, g_strdup("-name"));
   g_ptr_array_add(argv, g_strdup_printf("%s,debug-threads=on", f->marker));
   for (guint i = 0; row->qemu[i] != NULL; i++)

@@ -249,12 +249,7 @@ test_row(RbFixture *f, gconstpointer data)
     g_ptr_array_add(argv, g_strdup(fake));
   } else {
     g_ptr_array_add(argv, g_strdup(f->qemu));
-    const char *common[] = {"-accel",      "tcg",      "-machine", "q35",
-                            "-nodefaults", "-display", "none",     NULL};
-    for (guint i = 0; common[i] != NULL; i++)
-      g_ptr_array_add(argv, g_strdup(common[i]));
-    g_ptr_array_add(argv, g_strdup("-bios"));
-    g_ptr_array_add(argv, g_strdup(f->halt_fw));
+    rb_add_guest_args(f, argv);
   }
   g_ptr_array_add(argv, g_strdup("-name"));
   g_ptr_array_add(argv, g_strdup_printf("%s,debug-threads=on", f->marker));

@@ -368,6 +368,9 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
     qp_ledger_unlock(ledger);
     return 1;
   }
+  g_autofree char *prealloc_note = qp_qemu_args_prealloc_note(args, plan);
+  if (prealloc_note != NULL)
+    qp_info("%s", prealloc_note);
 
   g_autofree char *id = qp_ledger_new_id();
   g_autoptr(QpClaim) claim = qp_claim_from_plan(plan, id, args->name);

@@ -295,6 +295,31 @@ kv_append(GString *s, const char *key, const char *value)
   }
 }
 
+/* TEXT (key=value syntax) without its KEY=... items; the others stay as
+ * they were written, ",," escapes included. */
+static char *
+kv_without(const char *text, const char *key)
+{
+  GString *out = g_string_new(NULL);
+  const char *p = text;
+  while (*p) {
+    const char *start = p;
+    while (*p && !(*p == ',' && p[1] != ','))
+      p += *p == ',' ? 2 : 1;
+    gsize len = (gsize)(p - start);
+    gsize klen = strcspn(start, "=,");
+    if (!(klen < len && start[klen] == '=' && klen == strlen(key) &&
+          strncmp(start, key, klen) == 0)) {
+      if (out->len > 0)
+        g_string_append_c(out, ',');
+      g_string_append_len(out, start, (gssize)len);
+    }
+    if (*p == ',')
+      p++;
+  }
+  return g_string_free(out, FALSE);
+}
+
 /* ---- numbers and sizes --------------------------------------------------- */
 
 /* An unsigned integer as QEMU's qemu_strtou64(.., base 0) reads it: decimal,
@@ -1995,6 +2020,19 @@ tc_id(const char *backend)
   return g_strdup_printf("qemu-pin-tc-%s", backend);
 }
 
+/* Whether QEMU can use a thread-context of the command line. QEMU creates
+ * the context's thread before the fork of -daemonize (the type is created
+ * "pre-sandbox", in 7.2 as in later releases), so the daemon has the object
+ * but not its thread: the first preallocation thread asked of it is waited
+ * for forever, and the first process never exits. Preallocation then goes
+ * without one: the backend's host-nodes/policy still place the memory, and
+ * its threads inherit the startup CPU set of the main thread. */
+static gboolean
+prealloc_context_usable(const QpQemuArgs *a)
+{
+  return !a->daemonize;
+}
+
 static char *
 thread_context(const char *backend, hwloc_const_bitmap_t nodes)
 {
@@ -2005,20 +2043,22 @@ thread_context(const char *backend, hwloc_const_bitmap_t nodes)
   return g_string_free(s, FALSE);
 }
 
-/* The caller's backend B with HOST_NODES/POLICY added (when SET_NODES) and a
- * prealloc-context (when WITH_TC). */
+/* The caller's backend B (TEXT, its value so far) with HOST_NODES/POLICY
+ * added (when SET_NODES), a prealloc-context added (when WITH_TC) or the
+ * caller's taken off (when DROP_TC). */
 static gboolean
-edit_backend(const QpQemuArgs *a, const QpBackend *b, gboolean set_nodes,
+edit_backend(const char *text, const QpBackend *b, gboolean set_nodes,
              hwloc_const_bitmap_t nodes, QpPolicy policy, gboolean with_tc,
-             char **out, GError **error)
+             gboolean drop_tc, char **out, GError **error)
 {
-  const char *text = a->argv[b->argi];
   g_autofree char *tc = tc_id(b->id);
   /* The caller's policy (preferred without host-nodes) stays. */
   gboolean set_policy = set_nodes && b->policy == QP_POLICY_DEFAULT;
 
   if (!b->json) {
-    GString *s = g_string_new(text);
+    g_autofree char *kept =
+        drop_tc ? kv_without(text, "prealloc-context") : NULL;
+    GString *s = g_string_new(kept ? kept : text);
     if (set_nodes)
       append_list(s, "host-nodes", nodes);
     if (set_policy)
@@ -2032,6 +2072,8 @@ edit_backend(const QpQemuArgs *a, const QpBackend *b, gboolean set_nodes,
   if (!json_parser_load_from_data(parser, text, -1, error))
     return FALSE;
   JsonObject *obj = json_node_get_object(json_parser_get_root(parser));
+  if (drop_tc)
+    json_object_remove_member(obj, "prealloc-context");
   if (set_nodes) {
     JsonArray *arr = json_array_new();
     int n;
@@ -2111,15 +2153,19 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
     gboolean set_nodes = b->host_nodes == NULL && !m->caller_set;
     hwloc_const_bitmap_t nodes = set_nodes ? m->host_nodes : b->host_nodes;
     g_auto(hwloc_bitmap_t) tc_nodes = NULL;
-    if (b->prealloc && !b->prealloc_context && nodes != NULL)
+    if (b->prealloc && !b->prealloc_context && nodes != NULL &&
+        prealloc_context_usable(a))
       tc_nodes = nodes_with_cpus(nodes);
     gboolean with_tc = tc_nodes != NULL;
     if (!set_nodes && !with_tc)
       return TRUE;
     char *value = NULL;
-    if (!edit_backend(a, b, set_nodes, nodes, m->policy, with_tc, &value,
-                      error))
+    const char *text =
+        rw->replace[b->argi] ? rw->replace[b->argi] : a->argv[b->argi];
+    if (!edit_backend(text, b, set_nodes, nodes, m->policy, with_tc, FALSE,
+                      &value, error))
       return FALSE;
+    g_free(rw->replace[b->argi]);
     rw->replace[b->argi] = value;
     if (with_tc)
       rewrite_insert(rw, b->argi - 1, "-object",
@@ -2133,7 +2179,9 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
    * the mem-path of the backends made here, as QEMU makes its own. */
   const char *mem_path = a->priv->mem_path;
   g_auto(hwloc_bitmap_t) tc_nodes =
-      a->priv->mem_prealloc ? nodes_with_cpus(m->host_nodes) : NULL;
+      a->priv->mem_prealloc && prealloc_context_usable(a)
+          ? nodes_with_cpus(m->host_nodes)
+          : NULL;
   gboolean with_tc = tc_nodes != NULL;
   if (m->gnode < 0) {
     if (r->n_gnodes > 0)
@@ -2225,6 +2273,31 @@ apply_vnuma(Rewrite *rw, const QpPlan *plan)
   return TRUE;
 }
 
+char *
+qp_qemu_args_prealloc_note(const QpQemuArgs *args, const QpPlan *plan)
+{
+  if (prealloc_context_usable(args))
+    return NULL;
+  g_autoptr(GString) dropped = g_string_new(NULL);
+  for (guint k = 0; k < args->backends->len; k++) {
+    const QpBackend *b = g_ptr_array_index(args->backends, k);
+    if (b->prealloc_context)
+      g_string_append_printf(dropped, "%s%s", dropped->len ? ", " : "", b->id);
+  }
+  gboolean bound = FALSE;
+  for (guint k = 0; plan != NULL && k < plan->n_mem; k++)
+    bound |= plan->mem[k].host_nodes != NULL &&
+             !hwloc_bitmap_iszero(plan->mem[k].host_nodes);
+  if (dropped->len == 0 && !(args->req->prealloc && bound))
+    return NULL;
+  return g_strdup_printf(
+      "-daemonize: preallocating without a thread-context (QEMU starts its "
+      "thread before the fork, and the daemon would wait for it forever)%s%s; "
+      "memory stays bound by host-nodes/policy, preallocation threads run on "
+      "the startup CPUs",
+      dropped->len ? "; prealloc-context dropped from " : "", dropped->str);
+}
+
 char **
 qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
                      const QpPlan *plan, int qmp_fd, GError **error)
@@ -2238,6 +2311,14 @@ qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
   rw.before = g_new0(GPtrArray *, argc + 1);
   rw.drop = g_new0(gboolean, argc + 1);
   rw.tail = g_ptr_array_new_with_free_func(g_free);
+  /* The caller's prealloc-context, where QEMU could only hang on it. */
+  for (guint k = 0;
+       !prealloc_context_usable(args) && ok && k < args->backends->len; k++) {
+    const QpBackend *b = g_ptr_array_index(args->backends, k);
+    if (b->prealloc_context)
+      ok = edit_backend(args->argv[b->argi], b, FALSE, NULL, QP_POLICY_DEFAULT,
+                        FALSE, TRUE, &rw.replace[b->argi], error);
+  }
   gboolean vnodes = plan != NULL && plan->vnuma && args->req->n_gnodes == 0 &&
                     apply_vnuma(&rw, plan);
   for (guint k = 0; plan != NULL && ok && k < plan->n_mem; k++)

@@ -71,11 +71,19 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpQemuArgs, qp_qemu_args_free)
  * (-chardev socket,id=qemu-pin-qmp,fd=N -mon
  * chardev=qemu-pin-qmp,mode=control), memory backends given host-nodes/policy
  * where the caller set none, backends created where there are none, and
- * thread-context objects for preallocating backends. PLAN may be NULL (mode
- * none: only -S and the monitor). A negative QMP_FD leaves the monitor out (for
- * printing the argv). */
+ * thread-context objects for preallocating backends (none with -daemonize:
+ * see qp_qemu_args_prealloc_note). PLAN may be NULL (mode none: only -S and
+ * the monitor). A negative QMP_FD leaves the monitor out (for printing the
+ * argv). */
 char **qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
                             const QpPlan *plan, int qmp_fd, GError **error);
+
+/* With -daemonize QEMU cannot use a thread-context of its command line (its
+ * thread does not survive the fork; preallocating through it never ends), so
+ * the rewrite adds none and takes the caller's prealloc-context off its
+ * backends. One line saying so, for -v, when that leaves preallocation
+ * without one; else NULL. */
+char *qp_qemu_args_prealloc_note(const QpQemuArgs *args, const QpPlan *plan);
 
 /* "4G", "512M", "1024" (MiB by default, as -m does) to MiB, rounded up to a
  * whole MiB. */

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <hwloc.h>
+
 const char *
 qp_test_binary(void)
 {
@@ -196,7 +198,7 @@ qp_test_wait_vcpu_affinity(int pid, const char *const *want, guint timeout_ms)
 }
 
 char **
-qp_test_policies_of_mappings(int pid, guint64 size_kib)
+qp_test_numa_maps_of_mappings(int pid, guint64 size_kib)
 {
   g_autoptr(GPtrArray) policies = g_ptr_array_new();
   g_autofree char *smaps_path = g_strdup_printf("/proc/%d/smaps", pid);
@@ -235,12 +237,65 @@ qp_test_policies_of_mappings(int pid, guint64 size_kib)
   }
   g_auto(GStrv) nl = g_strsplit(numa, "\n", -1);
   for (guint i = 0; nl[i] != NULL; i++) {
-    g_auto(GStrv) f = g_strsplit(nl[i], " ", 3);
+    g_auto(GStrv) f = g_strsplit(nl[i], " ", 2);
     if (f[0] != NULL && f[1] != NULL && g_hash_table_contains(starts, f[0]))
       g_ptr_array_add(policies, g_strdup(f[1]));
   }
   g_ptr_array_add(policies, NULL);
   return (char **)g_ptr_array_free(g_steal_pointer(&policies), FALSE);
+}
+
+char **
+qp_test_policies_of_mappings(int pid, guint64 size_kib)
+{
+  char **lines = qp_test_numa_maps_of_mappings(pid, size_kib);
+  for (guint i = 0; lines[i] != NULL; i++)
+    *strchrnul(lines[i], ' ') = '\0';
+  return lines;
+}
+
+char **
+qp_test_wait_mappings(int pid, guint64 size_kib, guint n, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  for (;;) {
+    char **lines = qp_test_numa_maps_of_mappings(pid, size_kib);
+    if (g_strv_length(lines) == n || g_get_monotonic_time() > deadline)
+      return lines;
+    g_strfreev(lines);
+    g_usleep(20000);
+  }
+}
+
+guint64
+qp_test_numa_maps_resident_kib(const char *line, gboolean *on_policy_nodes)
+{
+  hwloc_bitmap_t on = hwloc_bitmap_alloc();
+  guint64 pages = 0, page_kib = 4;
+  g_auto(GStrv) items = g_strsplit(line, " ", -1);
+  for (guint i = 0; items[i] != NULL; i++) {
+    guint node;
+    guint64 n;
+    if (sscanf(items[i], "N%u=%" G_GUINT64_FORMAT, &node, &n) == 2) {
+      pages += n;
+      hwloc_bitmap_set(on, node);
+    } else {
+      sscanf(items[i], "kernelpagesize_kB=%" G_GUINT64_FORMAT, &page_kib);
+    }
+  }
+  if (on_policy_nodes != NULL) {
+    /* "bind:0-1", "prefer:0", "interleave:0,2"; "default" has no nodes. */
+    const char *colon = strchr(items[0] ? items[0] : "", ':');
+    hwloc_bitmap_t policy = hwloc_bitmap_alloc();
+    if (colon == NULL)
+      hwloc_bitmap_fill(policy);
+    else
+      hwloc_bitmap_list_sscanf(policy, colon + 1);
+    *on_policy_nodes = hwloc_bitmap_isincluded(on, policy);
+    hwloc_bitmap_free(policy);
+  }
+  hwloc_bitmap_free(on);
+  return pages * page_kib;
 }
 
 GArray *

@@ -55,6 +55,22 @@ gboolean qp_test_wait_vcpu_affinity(int pid, const char *const *want,
  * exactly SIZE_KIB in PID, in address order (NULL-terminated, maybe empty). */
 char **qp_test_policies_of_mappings(int pid, guint64 size_kib);
 
+/* The same mappings' whole numa_maps lines, without the address
+ * ("bind:0 anon=32768 dirty=32768 N0=32768 kernelpagesize_kB=4"). */
+char **qp_test_numa_maps_of_mappings(int pid, guint64 size_kib);
+
+/* The same, read until there are N such mappings (up to TIMEOUT_MS): a
+ * thread's new malloc arena is briefly a mapping of 128 MiB too (glibc
+ * reserves twice its 64 MiB, then trims). */
+char **qp_test_wait_mappings(int pid, guint64 size_kib, guint n,
+                             guint timeout_ms);
+
+/* KiB of a numa_maps LINE that are in memory (its N<node>=<pages> items);
+ * *ON_POLICY_NODES (when not NULL) says whether they are all on the nodes
+ * of the line's policy ("bind:0-1"; any node for "default"). */
+guint64 qp_test_numa_maps_resident_kib(const char *line,
+                                       gboolean *on_policy_nodes);
+
 /* PIDs of processes other than this one whose command line contains
  * MARKER. */
 GArray *qp_test_pids_with(const char *marker);

@@ -301,6 +301,160 @@ test_daemonize(Fixture *f, gconstpointer data)
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
 }
 
+/* Preallocated guest memory in every mode, with and without -daemonize.
+ * QEMU creates the thread of a command line thread-context before the fork
+ * of -daemonize; preallocating through such a context then waits forever
+ * and the first process never exits. So each launch must simply start: a
+ * hang fails on qemu-pin's start timeout (daemonized) or on the wait for the
+ * guest to run. Then /proc says where the memory is and that it is all
+ * there: each 128 MiB backend has the planned policy, the preallocated ones
+ * are wholly resident on their bound nodes, the vCPUs have their planned
+ * CPUs. */
+typedef enum {
+  SHAPE_NUMA,    /* a preallocated backend per guest node (-numa memdev=) */
+  SHAPE_MACHINE, /* one preallocated backend as -machine memory-backend= */
+  SHAPE_ISSUE,   /* the caller's own thread-context on one of two backends */
+} PreallocShape;
+
+typedef struct {
+  char *name;
+  PreallocShape shape;
+  char *mode; /* --mode=... */
+  gboolean daemonize;
+  gboolean verbose;
+} PreallocCase;
+
+static void
+prealloc_case_free(PreallocCase *c)
+{
+  g_free(c->name);
+  g_free(c->mode);
+  g_free(c);
+}
+
+static const char *const prealloc_shapes[][16] = {
+    [SHAPE_NUMA] = {"-smp", "2", "-m", "256", "-object",
+                    "memory-backend-ram,id=m0,size=128M,prealloc=on", "-object",
+                    "memory-backend-ram,id=m1,size=128M,prealloc=on", "-numa",
+                    "node,nodeid=0,cpus=0,memdev=m0", "-numa",
+                    "node,nodeid=1,cpus=1,memdev=m1", NULL},
+    [SHAPE_MACHINE] = {"-smp", "2", "-m", "128", "-object",
+                       "memory-backend-ram,id=mem,size=128M,prealloc=on",
+                       "-machine", "memory-backend=mem", NULL},
+    [SHAPE_ISSUE] = {"-smp", "2", "-m", "256", "-object",
+                     "thread-context,id=tc0,node-affinity=0", "-object",
+                     "memory-backend-ram,id=m0,size=128M,prealloc=on,"
+                     "prealloc-context=tc0",
+                     "-object", "memory-backend-ram,id=m1,size=128M", "-numa",
+                     "node,nodeid=0,cpus=0,memdev=m0", "-numa",
+                     "node,nodeid=1,cpus=1,memdev=m1", NULL},
+};
+/* Backends of 128 MiB, and how many of them preallocate. */
+static const guint prealloc_backends[][2] = {
+    [SHAPE_NUMA] = {2, 2}, [SHAPE_MACHINE] = {1, 1}, [SHAPE_ISSUE] = {2, 1}};
+
+static void
+test_prealloc(Fixture *f, gconstpointer data)
+{
+  const PreallocCase *c = data;
+  gboolean none = strcmp(c->mode, "--mode=none") == 0;
+  if (none && c->daemonize && c->shape == SHAPE_ISSUE) {
+    /* Mode none is QEMU unchanged, and QEMU hangs on this line itself. */
+    g_test_skip("mode none execs QEMU as given: QEMU hangs on this line");
+    return;
+  }
+  g_autofree char *qmparg =
+      g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  g_autofree char *pidfile = g_build_filename(f->dir, "vm.pid", NULL);
+  g_autoptr(GPtrArray) extra = g_ptr_array_new();
+  const char *const *shape = prealloc_shapes[c->shape];
+  for (guint i = 0; shape[i] != NULL; i++)
+    g_ptr_array_add(extra, (char *)shape[i]);
+  g_ptr_array_add(extra, "-qmp");
+  g_ptr_array_add(extra, qmparg);
+  if (c->daemonize) {
+    g_ptr_array_add(extra, "-daemonize");
+    g_ptr_array_add(extra, "-pidfile");
+    g_ptr_array_add(extra, pidfile);
+  }
+  g_ptr_array_add(extra, NULL);
+  const char *opts[] = {c->mode, "--start-timeout=30000",
+                        c->verbose ? "-v" : NULL, NULL};
+  g_autoptr(GPtrArray) cmd =
+      command(f, opts, f->halt_fw, (const char *const *)extra->pdata);
+
+  /* What the plan binds: "policy:host-nodes" per memory entry. */
+  g_autoptr(JsonObject) plan = none ? NULL : plan_of(cmd);
+  g_autoptr(GPtrArray) bound = g_ptr_array_new_with_free_func(g_free);
+  JsonArray *mem = plan ? json_object_get_array_member(plan, "memory") : NULL;
+  for (guint i = 0; mem != NULL && i < json_array_get_length(mem); i++) {
+    JsonObject *m = json_array_get_object_element(mem, i);
+    g_ptr_array_add(
+        bound,
+        g_strdup_printf("%s:%s", json_object_get_string_member(m, "policy"),
+                        json_object_get_string_member(m, "host-nodes")));
+  }
+  /* Mode none, or a plan that binds no memory (one-to-one without vNUMA):
+   * QEMU's default policy. */
+  gboolean binds = bound->len > 0;
+  g_ptr_array_add(bound, NULL);
+
+  GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
+  int qemu = pid;
+  if (c->daemonize) {
+    int status = qp_test_wait(pid, 60000);
+    g_test_message("%s: first process: %d", c->name, status);
+    g_assert_cmpint(status, ==, 0);
+    g_autofree char *text = NULL;
+    g_assert_true(g_file_get_contents(pidfile, &text, NULL, NULL));
+    qemu = atoi(text);
+    g_assert_cmpint(qemu, >, 0);
+  }
+  g_assert_true(qp_test_wait_status(f->qmp, "running", 60000));
+
+  /* Nothing about it on stderr unless -v, then one line. */
+  g_autofree char *err_path = g_build_filename(f->dir, "stderr", NULL);
+  g_autofree char *err = NULL;
+  g_assert_true(g_file_get_contents(err_path, &err, NULL, NULL));
+  g_test_message("%s: stderr: %s", c->name, err);
+  guint notes = 0;
+  for (const char *p = err; (p = strstr(p, "thread-context")) != NULL; p++)
+    notes++;
+  g_assert_cmpuint(notes, ==, c->verbose ? 1 : 0);
+
+  g_auto(GStrv) maps = qp_test_wait_mappings(
+      qemu, 128 * 1024, prealloc_backends[c->shape][0], 5000);
+  g_assert_cmpuint(g_strv_length(maps), ==, prealloc_backends[c->shape][0]);
+  guint whole = 0;
+  for (guint i = 0; maps[i] != NULL; i++) {
+    gboolean on_bound = FALSE;
+    guint64 kib = qp_test_numa_maps_resident_kib(maps[i], &on_bound);
+    g_test_message("%s: %s", c->name, maps[i]);
+    g_autofree char *policy = g_strndup(maps[i], strcspn(maps[i], " "));
+    if (!binds) {
+      g_assert_cmpstr(policy, ==, "default");
+    } else {
+      g_assert_true(g_strv_contains((const char *const *)bound->pdata, policy));
+      /* Resident pages are on the bound nodes only. */
+      g_assert_true(on_bound);
+    }
+    whole += kib == 128 * 1024;
+  }
+  g_assert_cmpuint(whole, ==, prealloc_backends[c->shape][1]);
+
+  if (!none) {
+    g_auto(GStrv) want = qp_test_plan_vcpu_sets(plan);
+    g_assert_true(
+        qp_test_wait_vcpu_affinity(qemu, (const char *const *)want, 30000));
+    g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
+  }
+  kill(qemu, SIGTERM);
+  if (!c->daemonize)
+    g_assert_cmpint(qp_test_wait(pid, 20000), >=, 0);
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+}
+
 static int
 sigterm_status(GPtrArray *cmd, const char *dir, gboolean via_qemu_pin,
                const char *qmp)
@@ -444,6 +598,33 @@ main(int argc, char **argv)
   ADD("/launch/daemonize/returns-after-pinning-with-pidfile", test_daemonize,
       NULL);
   ADD("/launch/sigterm/same-status-as-plain-qemu", test_sigterm_status, NULL);
+  static const char *const shape_names[] = {
+      "numa-memdev", "machine-memory-backend", "issue-18-thread-context"};
+  static const char *const modes[] = {"auto", "balanced", "numa", "one-to-one",
+                                      "none"};
+  g_autoptr(GPtrArray) prealloc =
+      g_ptr_array_new_with_free_func((GDestroyNotify)prealloc_case_free);
+  for (guint s = 0; s < G_N_ELEMENTS(shape_names); s++)
+    for (guint m = 0; m < G_N_ELEMENTS(modes); m++)
+      for (int d = 0; d < 2; d++) {
+        PreallocCase *c = g_new0(PreallocCase, 1);
+        c->shape = (PreallocShape)s;
+        c->mode = g_strdup_printf("--mode=%s", modes[m]);
+        c->daemonize = d;
+        c->name = g_strdup_printf("/launch/prealloc/%s/%s/%s", shape_names[s],
+                                  modes[m], d ? "daemonize" : "foreground");
+        g_ptr_array_add(prealloc, c);
+        ADD(c->name, test_prealloc, c);
+      }
+  /* The -v line: said once, and only with -v (the cases above have none). */
+  PreallocCase *v = g_new0(PreallocCase, 1);
+  v->shape = SHAPE_ISSUE;
+  v->mode = g_strdup("--mode=numa");
+  v->daemonize = v->verbose = TRUE;
+  v->name = g_strdup("/launch/prealloc/issue-18-thread-context/numa/"
+                     "daemonize-verbose");
+  g_ptr_array_add(prealloc, v);
+  ADD(v->name, test_prealloc, v);
   for (gsize i = 0; i < G_N_ELEMENTS(passthrough_cases); i++) {
     g_autofree char *joined = g_strjoinv("_", (char **)passthrough_cases[i]);
     g_autofree char *p = g_strdup_printf("/launch/passthrough/%s", joined);

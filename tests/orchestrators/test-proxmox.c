@@ -1,15 +1,18 @@
 /* A Proxmox VE style launch: qemu-server starts `/usr/bin/kvm` with `-id N`,
  * two monitors (its own QMP socket and a client socket to qmeventd),
  * `-pidfile /var/run/qemu-server/N.pid -daemonize`, sockets/cores in -smp and
- * one memory backend per guest NUMA node. Proxmox cannot run here, so the
+ * one preallocated memory backend per guest NUMA node (a hugepage VM's:
+ * memory-backend-file, share=on, prealloc=yes; /dev/shm stands in for
+ * /run/hugepages/kvm/2048kB). Proxmox cannot run here, so the
  * test reproduces that command line shape and runs it through qemu-pin
  * installed as `kvm` (a symlink), with real QEMU (TCG; behind pve-kvm-shim,
  * which accepts Proxmox's `-id N` like pve-qemu-kvm does), and checks what
  * qemu-server relies on: the first process exits 0 when the VM is up, the
  * pidfile's process has argv[0] ending in `kvm` and the same -pidfile
- * (qemu-server's check_running()), the VM's own QMP socket answers, and
- * `kill PID` stops it. qemu-pin's settings come from the config group
- * matched by `-id N`. */
+ * (qemu-server's check_running()), the VM's own QMP socket answers, each
+ * guest node's memory is all there on its bound host node, and `kill PID`
+ * stops it. qemu-pin's settings come from the config group matched by
+ * `-id N`. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -76,6 +79,7 @@ setup(Fixture *f, gconstpointer data)
                                           "\n"
                                           "[id:" VMID "]\n"
                                           "mode = one-to-one\n"
+                                          "start-timeout = 30000\n"
                                           "state-dir = %s\n",
                                           f->shim, f->state_defaults, f->state);
   f->config = orch_write(f->dir, "qemu-pin.conf", conf);
@@ -156,11 +160,13 @@ proxmox_argv_full(Fixture *f, const char *argv0, const char *qmp,
   ADD("-m");
   ADD("256");
   ADD("-object");
-  ADD("memory-backend-ram,id=ram-node0,size=128M");
+  ADD("memory-backend-file,id=ram-node0,size=128M,mem-path=/dev/shm,"
+      "share=on,prealloc=yes");
   ADD("-numa");
   ADD("node,nodeid=0,cpus=%s,memdev=ram-node0", big ? "0-1" : "0");
   ADD("-object");
-  ADD("memory-backend-ram,id=ram-node1,size=128M");
+  ADD("memory-backend-file,id=ram-node1,size=128M,mem-path=/dev/shm,"
+      "share=on,prealloc=yes");
   ADD("-numa");
   ADD("node,nodeid=1,cpus=%s,memdev=ram-node1", big ? "2-3" : "1");
   /* qemu-server adds -readconfig pve-q35-4.0.cfg on q35: devices only. */
@@ -293,6 +299,18 @@ test_launch_as_kvm(Fixture *f, gconstpointer data)
   g_assert_true(proxmox_check_running(pid, f->pidfile));
   g_auto(GStrv) argv = orch_cmdline(pid);
   g_assert_cmpstr(argv[0], ==, f->kvm);
+  /* Each guest node's backend: bound, and preallocated (all of it in
+   * memory) on the node it is bound to. */
+  g_auto(GStrv) maps = qp_test_wait_mappings(pid, 128 * 1024, 2, 5000);
+  g_assert_cmpuint(g_strv_length(maps), ==, 2);
+  for (guint i = 0; maps[i] != NULL; i++) {
+    g_test_message("guest node memory: %s", maps[i]);
+    gboolean on_bound = FALSE;
+    g_assert_cmpuint(qp_test_numa_maps_resident_kib(maps[i], &on_bound), ==,
+                     128 * 1024);
+    g_assert_true(g_str_has_prefix(maps[i], "bind:"));
+    g_assert_true(on_bound);
+  }
   g_autofree char *exe_link = g_strdup_printf("/proc/%d/exe", pid);
   g_autofree char *exe = g_file_read_link(exe_link, NULL);
   g_autofree char *real = realpath(qp_test_qemu(), NULL);

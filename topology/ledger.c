@@ -1148,6 +1148,12 @@ qp_claim_from_plan(const QpPlan *plan, const char *id, const char *name)
     g_array_append_vals(c->huge, plan->claim_huge->data, plan->claim_huge->len);
   if (plan->load)
     g_array_append_vals(c->load, plan->load->data, plan->load->len);
+  for (guint i = 0; plan->cpu_load != NULL && i < plan->cpu_load->len; i++) {
+    const QpCpuLoad *l = &g_array_index(plan->cpu_load, QpCpuLoad, i);
+    QpCpuLoad copy = {hwloc_bitmap_dup(l->cpus), l->vcpus};
+    g_array_append_val(c->cpu_load, copy);
+  }
+  c->best_effort = plan->best_effort;
   if (plan->dedicated)
     hwloc_bitmap_copy(c->dedicated, plan->dedicated);
   c->time = g_get_real_time() / G_USEC_PER_SEC;

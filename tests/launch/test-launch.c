@@ -628,8 +628,9 @@ test_best_effort_explicit_refuse(Fixture *f, gconstpointer data)
         g_auto(GStrv) env =
             source == 1 ? env_with("QEMU_PIN_MODE", modes[m]) : NULL;
         g_autoptr(GPtrArray) extra = crowded_args(smp, vnuma, NULL);
+        /* A guest that started by mistake exits at once (and says so). */
         g_autoptr(GPtrArray) cmd =
-            command(f, opts, f->halt_fw, (const char *const *)extra->pdata);
+            command(f, opts, f->exit_fw, (const char *const *)extra->pdata);
         QpTestRun r;
         qp_test_run((char **)cmd->pdata, env, &r);
         g_test_message("%s from %s, %s: status %d, stderr: %s", modes[m],
@@ -680,7 +681,7 @@ test_best_effort_memory_refused(Fixture *f, gconstpointer data)
       /* auto also as the default, without --mode */
       const char *opts[] = {m == 0 && s == 0 ? NULL : modes[m], NULL};
       const char *extra[] = {"-smp", smps[s], "-m", big, NULL};
-      g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
+      g_autoptr(GPtrArray) cmd = command(f, opts, f->exit_fw, extra);
       QpTestRun r;
       qp_test_run((char **)cmd->pdata, NULL, &r);
       g_test_message("%s -smp %s -m %s: status %d, stderr: %s",

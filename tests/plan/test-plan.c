@@ -1808,6 +1808,9 @@ test_best_effort_sees_load(void)
   assert_set(g_array_index(first->cpu_load, QpCpuLoad, 0).cpus, "0-1");
   g_assert_cmpuint(g_array_index(first->cpu_load, QpCpuLoad, 0).vcpus, ==, 6);
   g_ptr_array_add(c->claims, first);
+  /* Another VM holds as much memory on node 1, so that only the load tells
+   * the nodes apart. */
+  claim_mem(claim_add(c, "memory"), 1, claimed_on(p1, 0));
   g_autofree double *load = qp_claims_cpu_load(h, c);
   g_assert_cmpfloat(load[0], ==, 3.0);
   g_assert_cmpfloat(load[1], ==, 3.0);
@@ -2000,6 +2003,55 @@ test_recorded_cgroup(void)
   }
 }
 
+/* Best effort on recorded hosts: this machine (2 CPUs, one node), the
+ * cgroup subset and the seed's EPYC. */
+static void
+test_recorded_best_effort(void)
+{
+  g_autoptr(Opts) o = opts_new(QP_MODE_AUTO, NULL);
+  g_autoptr(QpHost) me = recorded("this-machine.xml");
+  g_autoptr(QpRequest) r = request(8, 512);
+  g_autoptr(QpPlan) p = plan_ok(me, NULL, r, o);
+  for (guint v = 0; v < 8; v++)
+    assert_vcpu(p, v, "0-1");
+  const char *want[] = {"8 vCPUs share 2 usable CPUs", NULL};
+  assert_best_effort(p, 1, want);
+  g_autoptr(QpRequest) r2 = request(8, 512);
+  request_vnuma(r2, 2, 4, 256);
+  g_autoptr(QpPlan) p2 = plan_ok(me, NULL, r2, o);
+  assert_set(p2->mem[0].host_nodes, "0");
+  assert_set(p2->mem[1].host_nodes, "0");
+  const char *want2[] = {"guest nodes 0-1 share host node 0", NULL};
+  assert_best_effort(p2, 1, want2);
+
+  /* The cgroup allows 0-5,16-19: never anything else. */
+  g_autoptr(QpHost) cg = recorded("cgroup-subset.xml");
+  g_autoptr(QpRequest) r3 = request(12, 4096);
+  g_autoptr(QpPlan) p3 = plan_ok(cg, NULL, r3, o);
+  assert_set(p3->process_cpus, "0-5,16-19");
+  const char *want3[] = {"12 vCPUs share 10 usable CPUs", NULL};
+  assert_best_effort(p3, 1, want3);
+
+  /* 4 guest nodes of 10 vCPUs on the EPYC's 4 nodes of 8 CPUs: each guest
+   * node's share is exactly its own host node. */
+  g_autoptr(QpHost) epyc_rec = recorded("epyc-7351p.xml");
+  g_autoptr(QpRequest) r4 = request(40, 8192);
+  request_vnuma(r4, 4, 10, 2048);
+  g_autoptr(QpPlan) p4 = plan_ok(epyc_rec, NULL, r4, o);
+  for (guint g = 0; g < 4; g++) {
+    g_autofree char *cpus = g_strdup_printf("%u-%u,%u-%u", 4 * g, 4 * g + 3,
+                                            16 + 4 * g, 16 + 4 * g + 3);
+    g_autofree char *node = g_strdup_printf("%u", g);
+    assert_vcpu(p4, 10 * g, cpus);
+    assert_vcpu(p4, 10 * g + 9, cpus);
+    assert_set(p4->mem[g].host_nodes, node);
+    g_assert_cmpuint(load_on(p4, (int)g), ==, 10);
+  }
+  const char *want4[] = {"40 vCPUs share 32 usable CPUs (1.25 per CPU)", NULL};
+  assert_best_effort(p4, 1, want4);
+  g_assert_cmpuint(p4->not_given->len, ==, 1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2076,5 +2128,6 @@ main(int argc, char **argv)
   g_test_add_func("/plan/recorded/hybrid", test_recorded_hybrid);
   g_test_add_func("/plan/recorded/cpuless", test_recorded_cpuless);
   g_test_add_func("/plan/recorded/cgroup-subset", test_recorded_cgroup);
+  g_test_add_func("/plan/recorded/best-effort", test_recorded_best_effort);
   return g_test_run();
 }

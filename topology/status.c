@@ -519,7 +519,9 @@ append_vm(GString *s, const QpClaim *c)
     g_string_append_printf(s, "; %u shared vCPUs on node %d", l->vcpus,
                            l->node);
   }
-  for (guint i = 0; i < c->cpu_load->len; i++) {
+  /* Where a best-effort VM's vCPUs share CPUs (others float on their
+   * nodes, as the node lines show). */
+  for (guint i = 0; c->best_effort && i < c->cpu_load->len; i++) {
     const QpCpuLoad *l = &g_array_index(c->cpu_load, QpCpuLoad, i);
     g_autofree char *list = qp_list_format(l->cpus);
     g_string_append_printf(s, "; %u vCPUs float on cpus %s", l->vcpus, list);

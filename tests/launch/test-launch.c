@@ -483,15 +483,6 @@ crowded_args(guint smp, gboolean vnuma, const char *qmp)
   return a;
 }
 
-static guint
-count_lines(const char *text)
-{
-  guint n = 0;
-  for (const char *p = text; *p; p++)
-    n += *p == '\n';
-  return n;
-}
-
 /* `qemu-pin status --json` of the fixture's ledger. */
 static JsonObject *
 status_of(Fixture *f)
@@ -549,7 +540,7 @@ test_best_effort_starts(Fixture *f, gconstpointer data)
   g_autofree char *err = NULL;
   g_assert_true(g_file_get_contents(errpath, &err, NULL, NULL));
   g_test_message("stderr: %s", err);
-  g_assert_cmpuint(count_lines(err), ==, 1);
+  g_assert_cmpuint(qp_test_count_lines(err), ==, 1);
   g_assert_true(
       g_str_has_prefix(err, "qemu-pin: warning: best effort (mode auto): "));
   g_autofree char *share = g_strdup_printf("%u vCPUs share %d usable CPUs", smp,
@@ -639,7 +630,7 @@ test_best_effort_explicit_refuse(Fixture *f, gconstpointer data)
                                      : "the config file",
                        vnuma ? "2 guest nodes" : "no vNUMA", r.status, r.err);
         g_assert_cmpint(r.status, ==, 1);
-        g_assert_cmpuint(count_lines(r.err), ==, 1);
+        g_assert_cmpuint(qp_test_count_lines(r.err), ==, 1);
         g_assert_true(g_str_has_prefix(r.err, "qemu-pin: VM does not fit: "));
         g_assert_null(strstr(r.err, "best effort"));
         g_assert_true(qp_test_wait_no_process(f->marker, 10000));
@@ -688,7 +679,7 @@ test_best_effort_memory_refused(Fixture *f, gconstpointer data)
                      opts[0] ? opts[0] : "(default)", smps[s], big, r.status,
                      r.err);
       g_assert_cmpint(r.status, ==, 1);
-      g_assert_cmpuint(count_lines(r.err), ==, 1);
+      g_assert_cmpuint(qp_test_count_lines(r.err), ==, 1);
       g_assert_true(g_str_has_prefix(r.err, "qemu-pin: VM does not fit: "));
       if (m == 0 || s == 0) {
         /* The shortfall named is memory. */

@@ -9,7 +9,8 @@
  *     there, as balanced does;
  *   - numa shape: each guest node keeps its memory on one host node, on a
  *     node with usable CPUs where it fits (nodes with room for its vCPUs
- *     first, then distinct nodes, then the least loaded); its vCPUs float
+ *     first, then its vfio devices' nodes, nodes no other guest node uses,
+ *     the least loaded per CPU, the most memory); its vCPUs float
  *     on that node's CPUs and, when they are short, on the nearest nodes'
  *     spare CPUs. When the VM has more vCPUs than usable CPUs, every guest
  *     node gets its share of the CPUs (vCPUs x usable / all vCPUs), so the

@@ -158,7 +158,8 @@ $sim_verdict
   paused and resuming it over QMP costs the rest (compare *QEMU -S, then cont
   over QMP*), plus the keeper's own steps (pinning latency).
 - This host has fewer CPUs than most of the guests asked for, so pinned modes
-  are refused there by design (qemu-pin does not overcommit CPUs); the lab
+  are refused there by design (an explicit mode does not overcommit CPUs;
+  \`auto\` would start them best-effort); the lab
   rows stand in for larger guests.
 
 ## Plan and plan+claim time

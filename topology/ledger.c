@@ -451,6 +451,8 @@ qp_claim_to_json(const QpClaim *c)
   add_int(b, "keeper-pid", c->keeper_pid);
   json_builder_set_member_name(b, "mode");
   json_builder_add_string_value(b, qp_mode_name(c->mode));
+  json_builder_set_member_name(b, "best-effort");
+  json_builder_add_boolean_value(b, c->best_effort);
   /* Order matters for salvage of a damaged record (docs/ledger.md): every
    * field that names nodes comes before "time". */
   add_node_map(b, "memory-mib", c->mem, FALSE);
@@ -469,6 +471,18 @@ qp_claim_to_json(const QpClaim *c)
   json_builder_set_member_name(b, "dedicated-cpus");
   json_builder_add_string_value(b, cpus);
   add_node_map(b, "load", c->load, TRUE);
+  json_builder_set_member_name(b, "cpu-load");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < c->cpu_load->len; i++) {
+    QpCpuLoad *l = &g_array_index(c->cpu_load, QpCpuLoad, i);
+    g_autofree char *list = qp_list_format(l->cpus);
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "cpus");
+    json_builder_add_string_value(b, list);
+    add_int(b, "vcpus", l->vcpus);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
   add_int(b, "time", c->time);
   json_builder_end_object(b);
 
@@ -618,6 +632,50 @@ get_node_map(JsonObject *o, const char *field, gboolean load, GArray *out,
   return TRUE;
 }
 
+/* "cpu-load": [ { "cpus": "0-3", "vcpus": 8 } ]; optional (records written
+ * before it have only the per-node "load"). */
+static gboolean
+get_cpu_load(JsonObject *o, GArray *out, GError **error)
+{
+  JsonNode *n = json_object_get_member(o, "cpu-load");
+  if (n == NULL)
+    return TRUE;
+  if (!JSON_NODE_HOLDS_ARRAY(n))
+    return bad_field(error, "cpu-load", "is %s; expected an array",
+                     node_type_word(n));
+  JsonArray *arr = json_node_get_array(n);
+  for (guint i = 0; i < json_array_get_length(arr); i++) {
+    JsonNode *e = json_array_get_element(arr, i);
+    g_autofree char *field = g_strdup_printf("cpu-load[%u]", i);
+    if (!JSON_NODE_HOLDS_OBJECT(e))
+      return bad_field(error, field, "is %s; expected an object",
+                       node_type_word(e));
+    JsonObject *eo = json_node_get_object(e);
+    g_autofree char *f_cpus = g_strdup_printf("%s.cpus", field);
+    g_autofree char *f_vcpus = g_strdup_printf("%s.vcpus", field);
+    JsonNode *cn = json_object_get_member(eo, "cpus");
+    if (cn == NULL || !JSON_NODE_HOLDS_VALUE(cn) ||
+        json_node_get_value_type(cn) != G_TYPE_STRING)
+      return bad_field(error, f_cpus, "is %s; expected a CPU list string",
+                       cn ? node_type_word(cn) : "missing");
+    g_autofree char *origin =
+        g_strdup_printf("ledger record field \"%s\"", f_cpus);
+    hwloc_bitmap_t set = NULL;
+    if (!qp_list_parse(json_node_get_string(cn), origin, QP_LIST_MAX_INDEX,
+                       &set, error))
+      return FALSE;
+    guint64 v;
+    if (!get_uint(json_object_get_member(eo, "vcpus"), f_vcpus, G_MAXUINT, &v,
+                  error)) {
+      hwloc_bitmap_free(set);
+      return FALSE;
+    }
+    QpCpuLoad l = {set, (guint)v};
+    g_array_append_val(out, l);
+  }
+  return TRUE;
+}
+
 QpClaim *
 qp_claim_from_json(const char *text, gsize len, GError **error)
 {
@@ -698,6 +756,17 @@ qp_claim_from_json(const char *text, gsize len, GError **error)
     return NULL;
   }
 
+  n = json_object_get_member(o, "best-effort");
+  if (n != NULL) {
+    if (!JSON_NODE_HOLDS_VALUE(n) ||
+        json_node_get_value_type(n) != G_TYPE_BOOLEAN) {
+      bad_field(error, "best-effort", "is %s; expected true or false",
+                node_type_word(n));
+      return NULL;
+    }
+    c->best_effort = json_node_get_boolean(n);
+  }
+
   if (!get_node_map(o, "memory-mib", FALSE, c->mem, error))
     return NULL;
 
@@ -752,6 +821,8 @@ qp_claim_from_json(const char *text, gsize len, GError **error)
   }
 
   if (!get_node_map(o, "load", TRUE, c->load, error))
+    return NULL;
+  if (!get_cpu_load(o, c->cpu_load, error))
     return NULL;
 
   if (!get_member_uint(o, "time", G_MAXINT64, &v, error))
@@ -1148,6 +1219,12 @@ qp_claim_from_plan(const QpPlan *plan, const char *id, const char *name)
     g_array_append_vals(c->huge, plan->claim_huge->data, plan->claim_huge->len);
   if (plan->load)
     g_array_append_vals(c->load, plan->load->data, plan->load->len);
+  for (guint i = 0; plan->cpu_load != NULL && i < plan->cpu_load->len; i++) {
+    const QpCpuLoad *l = &g_array_index(plan->cpu_load, QpCpuLoad, i);
+    QpCpuLoad copy = {hwloc_bitmap_dup(l->cpus), l->vcpus};
+    g_array_append_val(c->cpu_load, copy);
+  }
+  c->best_effort = plan->best_effort;
   if (plan->dedicated)
     hwloc_bitmap_copy(c->dedicated, plan->dedicated);
   c->time = g_get_real_time() / G_USEC_PER_SEC;

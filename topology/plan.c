@@ -15,73 +15,17 @@
  *      one-to-one (a physical core per vCPU, or SMT sibling pairs for a guest
  *      with threads=2).
  *   4. Derived sets: process, emulator, iothread and startup CPUs, claims.
+ *   5. Mode auto never refuses a VM for CPUs: what balanced or numa refused
+ *      is placed best-effort (plan-best-effort.c).
  *
  * Node sets are grown from every seed node (numad's centre + nearest), so a
  * plan costs O(n^3) in the number of nodes at worst instead of enumerating
  * subsets. docs/plan-schema.md documents the JSON output. */
-#include "topology/plan.h"
+#include "topology/plan-internal.h"
 
 #include <string.h>
 
-/* ---- Context ------------------------------------------------------------ */
-
-typedef enum {
-  CAP_CPUS,   /* usable CPUs: balanced, numa */
-  CAP_CORES,  /* free cores, one PU each: one-to-one */
-  CAP_GROUPS, /* free cores with `threads` usable PUs: one-to-one threads>1 */
-  CAP_PUS,    /* usable PUs of free cores: one-to-one, --smt=prefer fallback */
-} CapKind;
-
-typedef struct {
-  const QpHost *host;
-  const QpClaims *claims;
-  const QpRequest *req;
-  const QpPlacementOptions *opts;
-  guint n;               /* vCPUs planned: maxcpus */
-  guint threads;         /* guest threads per core, >= 1 */
-  guint nn;              /* host->n_nodes */
-  guint64 unit_kib;      /* memory unit: 1024 (MiB) or the hugepage size */
-  gboolean *node_ok;     /* may be used: in --hostnodes, allowed, not blocked */
-  gboolean *device_node; /* holds a vfio device of the guest */
-  gboolean any_device_node;
-  guint64 *avail;       /* uncommitted memory units */
-  guint64 *total_units; /* for messages: memory (or pool) of the node */
-  guint64 *claimed_units;
-  guint64 *reserve_units;
-  guint *load; /* shared vCPUs of other VMs */
-  hwloc_bitmap_t dedicated_others;
-  hwloc_bitmap_t usable; /* before the kind restriction */
-  int *cpu_idx;          /* CPU id -> index into host->cpus, -1 */
-  int max_cpu_id;
-  int *node_idx; /* node id -> index into host->nodes, -1 */
-  int max_node_id;
-  int *vcpu_gnode; /* vCPU -> index into req->gnodes (0 without) */
-} Ctx;
-
-/* One try on a set of CPUs (all usable CPUs, or those of one kind). */
-typedef struct {
-  hwloc_bitmap_t usable;
-  hwloc_bitmap_t *node_cpus; /* per node index */
-  guint *n_cpus;
-  GArray **node_cores;   /* per node index: guint core indexes */
-  guint *n_groups;       /* cores with >= threads usable PUs */
-  guint *n_pus;          /* usable PUs on free cores */
-  hwloc_bitmap_t taken;  /* PUs given to vCPUs of this plan */
-  gboolean *core_used;   /* per core index */
-  const char *kind_note; /* " of CPU kind N", or "" */
-} Attempt;
-
-/* A share of the guest's memory: one per guest node, or the whole guest. */
-typedef struct {
-  int gnode_index; /* index into req->gnodes, -1 for the whole guest */
-  guint64 mem_mib;
-  guint64 units;
-  const char *memdev;
-  hwloc_const_bitmap_t caller_nodes;
-  QpPolicy caller_policy;
-} MemItem;
-
-static int
+int
 node_index(const Ctx *ctx, int id)
 {
   if (id < 0 || id > ctx->max_node_id)
@@ -89,7 +33,7 @@ node_index(const Ctx *ctx, int id)
   return ctx->node_idx[id];
 }
 
-static int
+int
 cpu_index(const Ctx *ctx, int id)
 {
   if (id < 0 || id > ctx->max_cpu_id)
@@ -97,7 +41,7 @@ cpu_index(const Ctx *ctx, int id)
   return ctx->cpu_idx[id];
 }
 
-static guint
+guint
 dist(const Ctx *ctx, guint a, guint b)
 {
   if (ctx->host->distance == NULL)
@@ -105,7 +49,7 @@ dist(const Ctx *ctx, guint a, guint b)
   return ctx->host->distance[a * ctx->nn + b];
 }
 
-static guint64
+guint64
 units_to_mib(const Ctx *ctx, guint64 units)
 {
   return units * ctx->unit_kib / 1024;
@@ -118,7 +62,7 @@ mib_to_units(const Ctx *ctx, guint64 mib)
 }
 
 /* "8192 MiB" or "8192 MiB of 2048 KiB hugepages (4096 pages)". */
-static char *
+char *
 mem_phrase(const Ctx *ctx, guint64 units)
 {
   if (ctx->unit_kib == 1024)
@@ -129,7 +73,7 @@ mem_phrase(const Ctx *ctx, guint64 units)
 }
 
 /* "(16124 MiB total, 12028 MiB claimed, 512 MiB reserved)" */
-static char *
+char *
 node_mem_detail(const Ctx *ctx, guint i)
 {
   const char *what = ctx->unit_kib == 1024 ? "total" : "in the pool";
@@ -144,7 +88,8 @@ node_mem_detail(const Ctx *ctx, guint i)
                          units_to_mib(ctx, ctx->claimed_units[i]), reserve);
 }
 
-static void G_GNUC_PRINTF(2, 3) add_reason(QpPlan *plan, const char *fmt, ...)
+void
+add_reason(QpPlan *plan, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -152,7 +97,8 @@ static void G_GNUC_PRINTF(2, 3) add_reason(QpPlan *plan, const char *fmt, ...)
   va_end(ap);
 }
 
-static void G_GNUC_PRINTF(2, 3) add_warning(QpPlan *plan, const char *fmt, ...)
+void
+add_warning(QpPlan *plan, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -203,10 +149,12 @@ plan_new(guint n)
   plan->claim_mem = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
   plan->claim_huge = g_array_new(FALSE, TRUE, sizeof(QpHugeClaim));
   plan->load = g_array_new(FALSE, TRUE, sizeof(QpNodeLoad));
+  plan->cpu_load = qp_cpu_load_array_new();
   plan->dedicated = hwloc_bitmap_alloc();
   plan->host_nodes = hwloc_bitmap_alloc();
   plan->reasons = g_ptr_array_new_with_free_func(g_free);
   plan->warnings = g_ptr_array_new_with_free_func(g_free);
+  plan->not_given = g_ptr_array_new_with_free_func(g_free);
   plan->mem_policy = QP_POLICY_DEFAULT;
   return plan;
 }
@@ -237,6 +185,10 @@ qp_plan_free(QpPlan *plan)
   hwloc_bitmap_free(plan->dedicated);
   if (plan->load != NULL)
     g_array_unref(plan->load);
+  if (plan->cpu_load != NULL)
+    g_array_unref(plan->cpu_load);
+  if (plan->not_given != NULL)
+    g_ptr_array_unref(plan->not_given);
   if (plan->reasons != NULL)
     g_ptr_array_unref(plan->reasons);
   if (plan->warnings != NULL)
@@ -479,7 +431,7 @@ ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
 
 /* ---- Attempts ----------------------------------------------------------- */
 
-static void
+void
 attempt_clear(Attempt *a, guint nn)
 {
   hwloc_bitmap_free(a->usable);
@@ -498,7 +450,7 @@ attempt_clear(Attempt *a, guint nn)
   g_free(a->core_used);
 }
 
-static void
+void
 attempt_init(Attempt *a, const Ctx *ctx, hwloc_const_bitmap_t usable)
 {
   const QpHost *host = ctx->host;
@@ -564,7 +516,7 @@ fill_in_order(guint64 left, const guint *set, guint k, guint64 *avail,
 /* Splits NEED units over SET (node indexes): even shares with the remainder
  * on the first node; a node short of its share leaves the rest to the
  * others, in order. The caller has checked that SET holds NEED. */
-static void
+void
 split_units(guint64 need, const guint *set, guint k, guint64 *avail,
             guint64 *claim)
 {
@@ -602,7 +554,7 @@ split_units_tight(guint64 need, const guint *set, guint k, guint64 *avail,
   fill_in_order(need, order, k, avail, claim);
 }
 
-static GArray *
+GArray *
 build_mem_items(const Ctx *ctx)
 {
   const QpRequest *req = ctx->req;
@@ -635,7 +587,7 @@ bind_policy(const Ctx *ctx)
                                                 : ctx->opts->policy;
 }
 
-static char *
+char *
 gnode_name(const Ctx *ctx, int gi)
 {
   if (gi < 0)
@@ -644,7 +596,7 @@ gnode_name(const Ctx *ctx, int gi)
 }
 
 /* Node indexes of a caller's host-nodes, checked against the host. */
-static gboolean
+gboolean
 caller_node_indexes(const Ctx *ctx, const MemItem *it, GArray **out,
                     GError **error)
 {
@@ -679,7 +631,7 @@ caller_node_indexes(const Ctx *ctx, const MemItem *it, GArray **out,
 
 /* Claims the memory of a caller-set item on the caller's nodes. Caller's
  * nodes outside --hostnodes are allowed: an explicit binding wins. */
-static gboolean
+gboolean
 claim_caller_mem(const Ctx *ctx, const MemItem *it, guint64 *avail,
                  guint64 *claim, GError **error)
 {
@@ -904,7 +856,7 @@ same_set(const NodeSet *a, const NodeSet *b)
 
 /* "in affinity 0-7 on host nodes 0-1 of CPU kind 1 (4 CPUs dedicated to
  * other VMs)" */
-static char *
+char *
 scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand)
 {
   GString *s = g_string_new("");
@@ -1057,7 +1009,7 @@ choose_node_set(const SetSearch *s, const char *prefix, GError **error)
 }
 
 /* Candidates for node sets, honouring --device-locality=required. */
-static gboolean *
+gboolean *
 set_candidates(const Ctx *ctx, char **prefix)
 {
   gboolean *cand = g_new0(gboolean, MAX(ctx->nn, 1));
@@ -1082,12 +1034,7 @@ set_candidates(const Ctx *ctx, char **prefix)
 
 /* ---- Results common to every mode --------------------------------------- */
 
-typedef struct {
-  guint64 *claim; /* units per node index */
-  guint *load;    /* shared vCPUs per node index */
-} Acc;
-
-static void
+void
 add_plan_mem(QpPlan *plan, const Ctx *ctx, const MemItem *it,
              hwloc_const_bitmap_t nodes, gboolean caller_set)
 {
@@ -1102,7 +1049,7 @@ add_plan_mem(QpPlan *plan, const Ctx *ctx, const MemItem *it,
   m->caller_set = caller_set;
 }
 
-static hwloc_bitmap_t
+hwloc_bitmap_t
 ids_of(const Ctx *ctx, const guint *nodes, guint k)
 {
   hwloc_bitmap_t b = hwloc_bitmap_alloc();
@@ -1145,7 +1092,7 @@ largest_kind_subset(const Ctx *ctx, hwloc_const_bitmap_t set)
 /* Fills claims, emulator/iothread/startup sets and host_nodes from what the
  * mode decided (vcpu_cpus, process_cpus, dedicated, mem, ACC). VM_NODES are
  * the node indexes whose CPUs the VM uses. */
-static void
+void
 finish_plan(QpPlan *plan, const Ctx *ctx, const Attempt *a, const Acc *acc,
             const gboolean *vm_nodes)
 {
@@ -1214,12 +1161,14 @@ finish_plan(QpPlan *plan, const Ctx *ctx, const Attempt *a, const Acc *acc,
                       plan->mem[m].host_nodes);
     plan->mem_policy = bind_policy(ctx);
   }
+  plan_fill_cpu_load(plan);
 }
 
 /* ---- balanced ----------------------------------------------------------- */
 
-static gboolean
-plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
+gboolean
+plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
+              GError **error)
 {
   guint nn = ctx->nn;
   g_autoptr(GArray) items = build_mem_items(ctx);
@@ -1243,7 +1192,7 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
 
   g_autofree char *prefix = NULL;
   g_autofree gboolean *cand = set_candidates(ctx, &prefix);
-  SetSearch s = {ctx, a, CAP_CPUS, avail, need, ctx->n, cand};
+  SetSearch s = {ctx, a, CAP_CPUS, avail, need, cpu_need, cand};
   NodeSet *set = choose_node_set(&s, prefix, error);
   if (set == NULL)
     return FALSE;
@@ -1255,14 +1204,15 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
   SetScore sc = score_set(&s, &(NodeSet){k, nodes});
   g_autofree char *l = qp_list_format(ids);
   g_autofree char *needp = mem_phrase(ctx, need);
-  add_reason(
-      plan,
-      "balanced: host node%s %s: the fewest nodes (%u) holding %s "
-      "and %u CPUs (%" G_GUINT64_FORMAT " usable CPUs, %" G_GUINT64_FORMAT
-      " MiB uncommitted), max distance %u, "
-      "%s strategy",
-      k > 1 ? "s" : "", l, k, needp, ctx->n, sc.cpus, units_to_mib(ctx, sc.mem),
-      k > 1 ? sc.max_d : 10, qp_strategy_name(ctx->opts->strategy));
+  add_reason(plan,
+             "balanced: host node%s %s: the fewest nodes (%u) holding %s "
+             "and %u CPUs (%" G_GUINT64_FORMAT
+             " usable CPUs, %" G_GUINT64_FORMAT
+             " MiB uncommitted), max distance %u, "
+             "%s strategy",
+             k > 1 ? "s" : "", l, k, needp, cpu_need, sc.cpus,
+             units_to_mib(ctx, sc.mem), k > 1 ? sc.max_d : 10,
+             qp_strategy_name(ctx->opts->strategy));
   if (k > 1) {
     guint64 best_mem = 0;
     guint best_cpus = 0;
@@ -1994,7 +1944,7 @@ plan_on(const Ctx *ctx, QpMode mode, hwloc_const_bitmap_t usable,
   gboolean ok = FALSE;
   switch (mode) {
   case QP_MODE_BALANCED:
-    ok = plan_balanced(plan, ctx, &a, error);
+    ok = plan_balanced(plan, ctx, &a, ctx->n, error);
     break;
   case QP_MODE_NUMA:
     ok = plan_by_gnode(plan, ctx, &a, FALSE, CAP_CPUS, error);
@@ -2035,9 +1985,11 @@ kind_cpus(const Ctx *ctx, guint kind)
 
 static void suggest_vnuma(QpPlan *plan, const Ctx *ctx);
 
+/* BEST_EFFORT: mode auto after balanced or numa refused the VM. */
 static QpPlan *
 plan_compute(const QpHost *host, const QpClaims *claims, const QpRequest *req,
-             const QpPlacementOptions *opts, GError **error)
+             const QpPlacementOptions *opts, gboolean best_effort,
+             GError **error)
 {
   g_return_val_if_fail(host != NULL && req != NULL && opts != NULL, NULL);
   Ctx ctx = {0};
@@ -2067,7 +2019,12 @@ plan_compute(const QpHost *host, const QpClaims *claims, const QpRequest *req,
     goto out;
   }
 
-  if (host->n_kinds <= 1) {
+  if (best_effort) {
+    plan = plan_new(ctx.n);
+    plan->mode = mode;
+    if (!plan_best_effort(plan, &ctx, error))
+      g_clear_pointer(&plan, qp_plan_free);
+  } else if (host->n_kinds <= 1) {
     plan = plan_on(&ctx, mode, ctx.usable, "", error);
   } else {
     /* The most performant kind that fits; kinds are mixed only when
@@ -2264,24 +2221,34 @@ extend_to_maxcpus(QpPlan *plan, const QpRequest *req, guint max,
 static QpPlan *
 plan_with_hotplug(const QpHost *host, const QpClaims *claims,
                   const QpRequest *req, const QpPlacementOptions *opts,
-                  GError **error)
+                  gboolean best_effort, GError **error)
 {
   guint boot = MAX(req->vcpus, 1);
   guint max = MAX(req->maxcpus, boot);
   if (max == boot) {
-    QpPlan *plan = plan_compute(host, claims, req, opts, error);
+    QpPlan *plan = plan_compute(host, claims, req, opts, best_effort, error);
     if (plan != NULL)
       plan->n_boot_vcpus = plan->n_vcpus;
     return plan;
   }
 
   QpRequest boot_req;
+  if (best_effort) {
+    /* The boot vCPUs share what there is; those plugged later share the
+     * CPUs of their guest node's boot vCPUs. */
+    boot_request(req, &boot_req);
+    QpPlan *plan = plan_compute(host, claims, &boot_req, opts, TRUE, error);
+    boot_request_clear(&boot_req);
+    if (plan != NULL)
+      extend_to_maxcpus(plan, req, max, FALSE);
+    return plan;
+  }
   if (opts->mode != QP_MODE_ONE_TO_ONE) {
     /* Room for every possible vCPU if the host has it; else for the boot
      * vCPUs, those plugged later sharing their CPUs (Proxmox and libvirt
      * give every VM a maxcpus above what it boots with). */
     g_autoptr(GError) full_error = NULL;
-    QpPlan *plan = plan_compute(host, claims, req, opts, &full_error);
+    QpPlan *plan = plan_compute(host, claims, req, opts, FALSE, &full_error);
     if (plan != NULL) {
       plan->n_boot_vcpus = boot;
       return plan;
@@ -2292,7 +2259,7 @@ plan_with_hotplug(const QpHost *host, const QpClaims *claims,
       return NULL;
     }
     boot_request(req, &boot_req);
-    plan = plan_compute(host, claims, &boot_req, opts, NULL);
+    plan = plan_compute(host, claims, &boot_req, opts, FALSE, NULL);
     boot_request_clear(&boot_req);
     if (plan == NULL) {
       g_propagate_error(error, g_steal_pointer(&full_error));
@@ -2310,7 +2277,7 @@ plan_with_hotplug(const QpHost *host, const QpClaims *claims,
    * vCPU; one plugged later takes a free core when it comes (the keeper
    * claims it), so that a VM does not hold cores it may never use. */
   boot_request(req, &boot_req);
-  QpPlan *plan = plan_compute(host, claims, &boot_req, opts, error);
+  QpPlan *plan = plan_compute(host, claims, &boot_req, opts, FALSE, error);
   boot_request_clear(&boot_req);
   if (plan == NULL)
     return NULL;
@@ -2332,7 +2299,15 @@ qp_plan_compute(const QpHost *host, const QpClaims *claims,
 {
   g_return_val_if_fail(host != NULL && req != NULL && opts != NULL, NULL);
   GError *local = NULL;
-  QpPlan *plan = plan_with_hotplug(host, claims, req, opts, &local);
+  QpPlan *plan = plan_with_hotplug(host, claims, req, opts, FALSE, &local);
+  /* Mode auto never refuses a VM for CPUs: what balanced or numa refused
+   * is placed best-effort, which fails only for memory (or options that
+   * leave no CPU at all). */
+  if (plan == NULL && opts->mode == QP_MODE_AUTO &&
+      g_error_matches(local, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT)) {
+    g_clear_error(&local);
+    plan = plan_with_hotplug(host, claims, req, opts, TRUE, &local);
+  }
   if (local != NULL &&
       g_error_matches(local, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT))
     g_prefix_error(&local, "VM does not fit: ");
@@ -2498,6 +2473,9 @@ qp_plan_to_json(const QpPlan *plan)
   json_builder_begin_object(b);
   json_builder_set_member_name(b, "mode");
   json_builder_add_string_value(b, qp_mode_name(plan->mode));
+  json_builder_set_member_name(b, "best-effort");
+  json_builder_add_boolean_value(b, plan->best_effort);
+  json_strings(b, "not-given", plan->not_given);
 
   json_builder_set_member_name(b, "vcpus");
   json_builder_begin_array(b);
@@ -2584,6 +2562,17 @@ qp_plan_to_json(const QpPlan *plan)
     json_builder_add_int_value(b, l->vcpus);
   }
   json_builder_end_object(b);
+  json_builder_set_member_name(b, "cpu-load");
+  json_builder_begin_array(b);
+  for (guint i = 0; plan->cpu_load != NULL && i < plan->cpu_load->len; i++) {
+    const QpCpuLoad *l = &g_array_index(plan->cpu_load, QpCpuLoad, i);
+    json_builder_begin_object(b);
+    json_list(b, "cpus", l->cpus);
+    json_builder_set_member_name(b, "vcpus");
+    json_builder_add_int_value(b, l->vcpus);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
   json_builder_end_object(b);
 
   if (plan->vnuma) {
@@ -2666,13 +2655,19 @@ qp_plan_to_human(const QpPlan *plan, const QpHost *host)
   g_autofree char *memn = fmt_list(plan->mem_nodes);
   g_autofree char *ded = fmt_list(plan->dedicated);
 
-  g_string_append_printf(s, "mode            %s\n", qp_mode_name(plan->mode));
+  g_string_append_printf(s, "mode            %s%s\n", qp_mode_name(plan->mode),
+                         plan->best_effort ? " (best effort)" : "");
   g_string_append_printf(s, "host nodes      %s\n", nodes);
   g_string_append_printf(s, "process CPUs    %s\n", proc);
   g_string_append_printf(s, "emulator CPUs   %s\n", emu);
   g_string_append_printf(s, "iothread CPUs   %s\n", io);
   g_string_append_printf(s, "startup CPUs    %s\n", start);
   g_string_append_printf(s, "dedicated CPUs  %s\n", ded);
+  for (guint i = 0; plan->cpu_load != NULL && i < plan->cpu_load->len; i++) {
+    const QpCpuLoad *l = &g_array_index(plan->cpu_load, QpCpuLoad, i);
+    g_autofree char *cl = fmt_list(l->cpus);
+    g_string_append_printf(s, "shared vCPUs    %u on CPUs %s\n", l->vcpus, cl);
+  }
   if (plan->mem_nodes != NULL)
     g_string_append_printf(s, "memory policy   %s on nodes %s\n",
                            qp_policy_name(plan->mem_policy), memn);

@@ -111,6 +111,16 @@ typedef struct {
   guint vcpus;
 } QpNodeLoad;
 
+/* Shared vCPUs that float on a set of CPUs (a VM's vCPUs with the same CPU
+ * set): each CPU of the set carries vcpus / |cpus| of them. */
+typedef struct {
+  hwloc_bitmap_t cpus;
+  guint vcpus;
+} QpCpuLoad;
+
+/* An empty GArray of QpCpuLoad that frees the sets with it. */
+GArray *qp_cpu_load_array_new(void);
+
 typedef struct {
   char *id;   /* ledger record id */
   char *name; /* VM name, or NULL */
@@ -124,6 +134,9 @@ typedef struct {
   GArray *huge;             /* of QpHugeClaim */
   hwloc_bitmap_t dedicated; /* CPUs no other VM may use */
   GArray *load;             /* of QpNodeLoad: shared vCPUs per node */
+  GArray *cpu_load;         /* of QpCpuLoad: the same vCPUs per CPU set;
+                               empty in records that predate it */
+  gboolean best_effort;     /* placed best-effort by mode auto */
   gint64 time;              /* unix time of the claim */
 } QpClaim;
 
@@ -140,6 +153,11 @@ typedef struct {
 QpClaims *qp_claims_new(void);
 void qp_claims_free(QpClaims *claims);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpClaims, qp_claims_free)
+
+/* Shared vCPUs per CPU that CLAIMS put on HOST: an array indexed like
+ * host->cpus (free with g_free). A record without cpu_load spreads its
+ * per-node load over the node's CPUs that no VM has dedicated. */
+double *qp_claims_cpu_load(const QpHost *host, const QpClaims *claims);
 
 /* ---- Plan --------------------------------------------------------------- */
 
@@ -179,8 +197,14 @@ typedef struct {
   GArray *claim_huge;       /* of QpHugeClaim */
   hwloc_bitmap_t dedicated; /* CPUs this VM takes for itself */
   GArray *load;             /* of QpNodeLoad */
+  GArray *cpu_load;         /* of QpCpuLoad: shared vCPUs per CPU set */
   GPtrArray *reasons;       /* of char*: each choice in plain words */
   GPtrArray *warnings;      /* of char* */
+  /* Mode auto could not give what balanced or numa promise (the vCPUs do
+   * not fit their CPUs) and placed the VM as well as it could: NOT_GIVEN
+   * says what is missing, and one warning says it too. */
+  gboolean best_effort;
+  GPtrArray *not_given; /* of char* */
   /* Additions (planner). */
   hwloc_bitmap_t host_nodes; /* host nodes the VM's vCPUs and memory use */
   /* Suggested guest topology: set only with opts->vnuma on a guest without

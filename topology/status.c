@@ -130,6 +130,58 @@ load_per_cpu(const QpNodeCapacity *cap)
                               : 0.0;
 }
 
+/* Shared vCPUs per CPU, rounded to hundredths as they are shown. */
+static double
+cpu_load_of(const QpHost *host, const double *load, int id)
+{
+  int i = qp_host_cpu_index(host, id);
+  return i >= 0 ? (double)(gint64)(load[i] * 100 + 0.5) / 100 : 0.0;
+}
+
+/* CPUs of a node that carry the same shared load. */
+typedef struct {
+  hwloc_bitmap_t cpus;
+  double per_cpu;
+} LoadGroup;
+
+static void
+load_group_clear(gpointer p)
+{
+  g_clear_pointer(&((LoadGroup *)p)->cpus, hwloc_bitmap_free);
+}
+
+/* The CPUs of node N that carry shared vCPUs (LOAD from
+ * qp_claims_cpu_load()), grouped by load in the order of their first CPU;
+ * OVER gets those with more than one vCPU per CPU. */
+static GArray *
+node_load_groups(const QpHost *host, const QpNode *n, const double *load,
+                 hwloc_bitmap_t over)
+{
+  GArray *groups = g_array_new(FALSE, TRUE, sizeof(LoadGroup));
+  g_array_set_clear_func(groups, load_group_clear);
+  if (n->all_cpus == NULL)
+    return groups;
+  int cpu;
+  hwloc_bitmap_foreach_begin(cpu, n->all_cpus)
+  {
+    double l = cpu_load_of(host, load, cpu);
+    if (l <= 0.0)
+      continue;
+    if (l > 1.0)
+      hwloc_bitmap_set(over, (unsigned)cpu);
+    guint g = 0;
+    while (g < groups->len && g_array_index(groups, LoadGroup, g).per_cpu != l)
+      g++;
+    if (g == groups->len) {
+      LoadGroup e = {hwloc_bitmap_alloc(), l};
+      g_array_append_val(groups, e);
+    }
+    hwloc_bitmap_set(g_array_index(groups, LoadGroup, g).cpus, (unsigned)cpu);
+  }
+  hwloc_bitmap_foreach_end();
+  return groups;
+}
+
 /* Page sizes of the node's pools plus any a claim names on the node. */
 static GArray *
 page_sizes(const QpNode *n, const QpClaims *claims)
@@ -193,7 +245,7 @@ add_list(JsonBuilder *b, const char *key, hwloc_const_bitmap_t set)
 
 static void
 add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
-              const QpPlacementOptions *opts, guint index)
+              const QpPlacementOptions *opts, const double *load, guint index)
 {
   const QpNode *n = &host->nodes[index];
   QpNodeCapacity cap;
@@ -236,6 +288,20 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
   add_uint(b, "shared-vcpus", cap.shared_vcpus);
   json_builder_set_member_name(b, "load-per-cpu");
   json_builder_add_double_value(b, load_per_cpu(&cap));
+  g_auto(hwloc_bitmap_t) over = hwloc_bitmap_alloc();
+  g_autoptr(GArray) groups = node_load_groups(host, n, load, over);
+  json_builder_set_member_name(b, "cpu-load");
+  json_builder_begin_array(b);
+  for (guint g = 0; g < groups->len; g++) {
+    const LoadGroup *lg = &g_array_index(groups, LoadGroup, g);
+    json_builder_begin_object(b);
+    add_list(b, "cpus", lg->cpus);
+    json_builder_set_member_name(b, "vcpus-per-cpu");
+    json_builder_add_double_value(b, lg->per_cpu);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  add_list(b, "overcommitted-cpus", over);
   json_builder_end_object(b);
   qp_node_capacity_clear(&cap);
 }
@@ -251,6 +317,8 @@ add_vm_json(JsonBuilder *b, const QpClaim *c)
     add_uint(b, "launcher-pid", (guint64)c->launcher_pid);
   add_uint(b, "keeper-pid", (guint64)MAX(c->keeper_pid, 0));
   add_str(b, "mode", qp_mode_name(c->mode));
+  json_builder_set_member_name(b, "best-effort");
+  json_builder_add_boolean_value(b, c->best_effort);
   json_builder_set_member_name(b, "memory-mib");
   json_builder_begin_object(b);
   for (guint i = 0; i < c->mem->len; i++) {
@@ -281,6 +349,16 @@ add_vm_json(JsonBuilder *b, const QpClaim *c)
     add_uint(b, key, l->vcpus);
   }
   json_builder_end_object(b);
+  json_builder_set_member_name(b, "cpu-load");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < c->cpu_load->len; i++) {
+    const QpCpuLoad *l = &g_array_index(c->cpu_load, QpCpuLoad, i);
+    json_builder_begin_object(b);
+    add_list(b, "cpus", l->cpus);
+    add_uint(b, "vcpus", l->vcpus);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
   json_builder_set_member_name(b, "since");
   json_builder_add_int_value(b, c->time);
   json_builder_end_object(b);
@@ -294,8 +372,9 @@ qp_status_to_json(const QpHost *host, const QpClaims *claims,
   json_builder_begin_object(b);
   json_builder_set_member_name(b, "nodes");
   json_builder_begin_array(b);
+  g_autofree double *load = host ? qp_claims_cpu_load(host, claims) : NULL;
   for (guint i = 0; host && i < host->n_nodes; i++)
-    add_node_json(b, host, claims, opts, i);
+    add_node_json(b, host, claims, opts, load, i);
   json_builder_end_array(b);
   json_builder_set_member_name(b, "vms");
   json_builder_begin_array(b);
@@ -356,7 +435,8 @@ append_bar(GString *s, const QpNodeCapacity *cap)
 }
 
 static void
-append_cpus(GString *s, const QpNode *n, const QpNodeCapacity *cap)
+append_cpus(GString *s, const QpHost *host, const QpNode *n,
+            const QpNodeCapacity *cap, const double *load)
 {
   if (n->all_cpus == NULL || hwloc_bitmap_iszero(n->all_cpus))
     return;
@@ -365,20 +445,41 @@ append_cpus(GString *s, const QpNode *n, const QpNodeCapacity *cap)
   int cpu;
   hwloc_bitmap_foreach_begin(cpu, n->all_cpus)
   {
+    double l = cpu_load_of(host, load, cpu);
     char ch = '.';
     if (hwloc_bitmap_isset(cap->dedicated, (unsigned)cpu))
       ch = 'D';
+    else if (l > 1.0)
+      ch = 'O';
+    else if (l > 0.0)
+      ch = 'S';
     else if (n->cpus == NULL || !hwloc_bitmap_isset(n->cpus, (unsigned)cpu))
       ch = '-';
-    else if (cap->shared_vcpus > 0)
-      ch = 'S';
     g_string_append_c(s, ch);
   }
   hwloc_bitmap_foreach_end();
+  g_auto(hwloc_bitmap_t) over = hwloc_bitmap_alloc();
+  g_autoptr(GArray) groups = node_load_groups(host, n, load, over);
   g_string_append_printf(s,
                          "]  D dedicated, S shared (%u vCPUs, %.2f per CPU), "
-                         ". free, - not usable\n",
-                         cap->shared_vcpus, load_per_cpu(cap));
+                         "%s. free, - not usable\n",
+                         cap->shared_vcpus, load_per_cpu(cap),
+                         hwloc_bitmap_iszero(over)
+                             ? ""
+                             : "O overcommitted (more vCPUs than CPUs), ");
+  if (groups->len == 0)
+    return;
+  g_string_append(s, "  shared vCPUs per CPU:");
+  for (guint g = 0; g < groups->len; g++) {
+    const LoadGroup *lg = &g_array_index(groups, LoadGroup, g);
+    g_autofree char *cl = qp_list_format(lg->cpus);
+    g_string_append_printf(s, "%s %.2f on %s", g ? "," : "", lg->per_cpu, cl);
+  }
+  if (!hwloc_bitmap_iszero(over)) {
+    g_autofree char *ol = qp_list_format(over);
+    g_string_append_printf(s, "; overcommitted %s", ol);
+  }
+  g_string_append_c(s, '\n');
 }
 
 static void
@@ -391,8 +492,9 @@ append_vm(GString *s, const QpClaim *c)
                          c->id, c->qemu_pid);
   if (c->launcher_pid > 0)
     g_string_append_printf(s, ", launcher pid %d", c->launcher_pid);
-  g_string_append_printf(s, ", keeper pid %d, mode %s, since %s\n",
-                         c->keeper_pid, qp_mode_name(c->mode), since);
+  g_string_append_printf(s, ", keeper pid %d, mode %s%s, since %s\n",
+                         c->keeper_pid, qp_mode_name(c->mode),
+                         c->best_effort ? " (best effort)" : "", since);
   g_string_append(s, "    memory");
   if (c->mem->len == 0)
     g_string_append(s, " none");
@@ -417,6 +519,13 @@ append_vm(GString *s, const QpClaim *c)
     g_string_append_printf(s, "; %u shared vCPUs on node %d", l->vcpus,
                            l->node);
   }
+  /* Where a best-effort VM's vCPUs share CPUs (others float on their
+   * nodes, as the node lines show). */
+  for (guint i = 0; c->best_effort && i < c->cpu_load->len; i++) {
+    const QpCpuLoad *l = &g_array_index(c->cpu_load, QpCpuLoad, i);
+    g_autofree char *list = qp_list_format(l->cpus);
+    g_string_append_printf(s, "; %u vCPUs float on cpus %s", l->vcpus, list);
+  }
   g_string_append_c(s, '\n');
 }
 
@@ -425,6 +534,7 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
                   const QpPlacementOptions *opts)
 {
   GString *s = g_string_new(NULL);
+  g_autofree double *load = host ? qp_claims_cpu_load(host, claims) : NULL;
   for (guint i = 0; host && i < host->n_nodes; i++) {
     const QpNode *n = &host->nodes[i];
     QpNodeCapacity cap;
@@ -454,7 +564,7 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
           kib, p ? p->total : 0, p ? p->free : 0,
           qp_claims_node_huge_pages(claims, n->id, kib));
     }
-    append_cpus(s, n, &cap);
+    append_cpus(s, host, n, &cap, load);
     qp_node_capacity_clear(&cap);
   }
 

@@ -102,6 +102,21 @@ qp_placement_options_clear(QpPlacementOptions *opts)
   g_clear_pointer(&opts->node_reserve, g_array_unref);
 }
 
+static void
+cpu_load_clear(gpointer p)
+{
+  QpCpuLoad *l = p;
+  g_clear_pointer(&l->cpus, hwloc_bitmap_free);
+}
+
+GArray *
+qp_cpu_load_array_new(void)
+{
+  GArray *a = g_array_new(FALSE, TRUE, sizeof(QpCpuLoad));
+  g_array_set_clear_func(a, cpu_load_clear);
+  return a;
+}
+
 QpClaim *
 qp_claim_new(void)
 {
@@ -109,6 +124,7 @@ qp_claim_new(void)
   c->mem = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
   c->huge = g_array_new(FALSE, TRUE, sizeof(QpHugeClaim));
   c->load = g_array_new(FALSE, TRUE, sizeof(QpNodeLoad));
+  c->cpu_load = qp_cpu_load_array_new();
   c->dedicated = hwloc_bitmap_alloc();
   return c;
 }
@@ -123,6 +139,7 @@ qp_claim_free(QpClaim *c)
   g_array_unref(c->mem);
   g_array_unref(c->huge);
   g_array_unref(c->load);
+  g_array_unref(c->cpu_load);
   hwloc_bitmap_free(c->dedicated);
   g_free(c);
 }

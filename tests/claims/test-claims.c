@@ -358,15 +358,6 @@ wait_records(const char *state, guint n, guint timeout_ms)
   return FALSE;
 }
 
-static guint
-count_lines(const char *text)
-{
-  guint n = 0;
-  for (const char *p = text; *p; p++)
-    n += *p == '\n';
-  return n;
-}
-
 static char *
 file_text(const char *dir, const char *name)
 {
@@ -834,7 +825,7 @@ test_concurrent_launches(Fixture *f, gconstpointer data)
         g_test_message("launch %d: status %d, stderr: %s", i, l[i].exit_status,
                        err);
       g_assert_cmpint(l[i].exit_status, ==, 1);
-      g_assert_cmpuint(count_lines(err), ==, 1);
+      g_assert_cmpuint(qp_test_count_lines(err), ==, 1);
       /* "... only U MiB uncommitted (T MiB total, C MiB claimed, R MiB
        * reserved)": the numbers add up, and the claim is the N_FIT. */
       g_assert_true(g_str_has_prefix(err, nofit_head));
@@ -1255,7 +1246,7 @@ test_truncated_record(Fixture *f, gconstpointer data)
   g_assert_cmpint(r.status, ==, 1);
   g_autofree char *warn_line = g_strdup_printf("qemu-pin: warning: %s\n", held);
   g_assert_true(g_str_has_prefix(r.err, warn_line));
-  g_assert_cmpuint(count_lines(r.err), ==, 2);
+  g_assert_cmpuint(qp_test_count_lines(r.err), ==, 2);
   const char *error_line = r.err + strlen(warn_line);
   /* The refusal itself should name the node it could not use. */
   if (strstr(error_line, "node 0") == NULL)
@@ -1341,7 +1332,7 @@ test_bad_state_dir(Fixture *f, gconstpointer data)
   qp_test_run((char **)cmd->pdata, NULL, &r);
   g_test_message("status %d, stderr: %s", r.status, r.err);
   g_assert_cmpint(r.status, ==, 1);
-  g_assert_cmpuint(count_lines(r.err), ==, 1);
+  g_assert_cmpuint(qp_test_count_lines(r.err), ==, 1);
   g_assert_true(g_str_has_prefix(r.err, says));
   qp_test_run_clear(&r);
   /* Nothing started, nothing created there or through a link. */
@@ -1363,7 +1354,7 @@ test_bad_state_dir(Fixture *f, gconstpointer data)
   char *argv[] = {(char *)qp_test_binary(), "status", sd, NULL};
   qp_test_run(argv, NULL, &r);
   g_assert_cmpint(r.status, ==, 1);
-  g_assert_cmpuint(count_lines(r.err), ==, 1);
+  g_assert_cmpuint(qp_test_count_lines(r.err), ==, 1);
   g_assert_true(g_str_has_prefix(r.err, says));
   g_assert_cmpstr(r.out, ==, "");
   qp_test_run_clear(&r);

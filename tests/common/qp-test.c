@@ -367,6 +367,15 @@ qp_test_wait_no_process(const char *marker, guint timeout_ms)
 }
 
 guint
+qp_test_count_lines(const char *text)
+{
+  guint n = 0;
+  for (const char *p = text; *p; p++)
+    n += *p == '\n';
+  return n;
+}
+
+guint
 qp_test_count_records(const char *dir)
 {
   guint n = 0;

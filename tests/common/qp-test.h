@@ -78,6 +78,9 @@ GArray *qp_test_pids_with(const char *marker);
 /* Waits until no process has MARKER in its command line. */
 gboolean qp_test_wait_no_process(const char *marker, guint timeout_ms);
 
+/* Number of lines (newlines) in TEXT. */
+guint qp_test_count_lines(const char *text);
+
 /* Number of ledger records (*.json) in DIR. */
 guint qp_test_count_records(const char *dir);
 

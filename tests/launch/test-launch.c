@@ -11,6 +11,9 @@
 
 #include "tests/common/qp-test.h"
 
+#include <hwloc.h>
+#include "topology/cpulist.h"
+
 typedef struct {
   char *dir;   /* per-test directory; its name marks our processes */
   char *state; /* ledger directory */
@@ -580,6 +583,270 @@ test_failing_launch(Fixture *f, gconstpointer data)
   qp_test_run_clear(&r);
 }
 
+/* ---- Mode auto places best-effort what does not fit the CPUs ------------ */
+
+/* CPUs this process may use (as qemu-pin sees them: same cgroup). */
+static hwloc_bitmap_t
+own_cpus(void)
+{
+  g_autofree char *list =
+      qp_test_task_field(getpid(), getpid(), "Cpus_allowed_list");
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  g_assert_cmpint(hwloc_bitmap_list_sscanf(set, list), ==, 0);
+  return set;
+}
+
+/* -smp for a guest that outnumbers this host's CPUs four times (QEMU's q35
+ * under TCG takes up to 255 vCPUs); 0 when the host is too large. */
+static guint
+crowded_smp(void)
+{
+  g_auto(hwloc_bitmap_t) cpus = own_cpus();
+  guint n = 4 * (guint)hwloc_bitmap_weight(cpus);
+  return n <= 255 ? n : 0;
+}
+
+/* QEMU arguments of the crowded guests: without vNUMA, or two guest nodes
+ * of half the vCPUs each with 64 MiB of their own. */
+static GPtrArray *
+crowded_args(guint smp, gboolean vnuma, const char *qmp)
+{
+  GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(a, g_strdup("-smp"));
+  g_ptr_array_add(a, g_strdup_printf("%u", smp));
+  g_ptr_array_add(a, g_strdup("-m"));
+  if (!vnuma) {
+    g_ptr_array_add(a, g_strdup("64"));
+  } else {
+    g_ptr_array_add(a, g_strdup("128"));
+    for (guint g = 0; g < 2; g++) {
+      g_ptr_array_add(a, g_strdup("-object"));
+      g_ptr_array_add(a,
+                      g_strdup_printf("memory-backend-ram,id=m%u,size=64M", g));
+      g_ptr_array_add(a, g_strdup("-numa"));
+      g_ptr_array_add(a,
+                      g_strdup_printf("node,nodeid=%u,cpus=%u-%u,memdev=m%u", g,
+                                      g * smp / 2, (g + 1) * smp / 2 - 1, g));
+    }
+  }
+  if (qmp != NULL) {
+    g_ptr_array_add(a, g_strdup("-qmp"));
+    g_ptr_array_add(a, g_strdup_printf("unix:%s,server=on,wait=off", qmp));
+  }
+  g_ptr_array_add(a, NULL);
+  return a;
+}
+
+/* `qemu-pin status --json` of the fixture's ledger. */
+static JsonObject *
+status_of(Fixture *f)
+{
+  g_autofree char *sd = g_strdup_printf("--state-dir=%s", f->state);
+  char *argv[] = {(char *)qp_test_binary(), "status", "--json", sd, NULL};
+  QpTestRun r;
+  qp_test_run(argv, NULL, &r);
+  g_assert_cmpint(r.status, ==, 0);
+  g_autoptr(JsonParser) p = json_parser_new();
+  g_assert_true(json_parser_load_from_data(p, r.out, -1, NULL));
+  qp_test_run_clear(&r);
+  return json_object_ref(json_node_get_object(json_parser_get_root(p)));
+}
+
+/* Auto starts a guest with more vCPUs than CPUs: every vCPU thread on the
+ * CPUs the plan gives (together every usable CPU), memory bound, one
+ * warning line, and the overcommit in the ledger. */
+static void
+test_best_effort_starts(Fixture *f, gconstpointer data)
+{
+  gboolean vnuma = GPOINTER_TO_INT(data);
+  guint smp = crowded_smp();
+  if (smp == 0) {
+    g_test_skip("this host has more than 63 CPUs: no guest outnumbers them");
+    return;
+  }
+  g_autoptr(GPtrArray) extra = crowded_args(smp, vnuma, f->qmp);
+  g_autoptr(GPtrArray) cmd =
+      command(f, NULL, f->halt_fw, (const char *const *)extra->pdata);
+
+  g_autoptr(JsonObject) plan = plan_of(cmd);
+  g_assert_true(json_object_get_boolean_member(plan, "best-effort"));
+  g_assert_cmpstr(json_object_get_string_member(plan, "mode"), ==,
+                  vnuma ? "numa" : "balanced");
+  g_auto(GStrv) want = qp_test_plan_vcpu_sets(plan);
+  g_assert_cmpuint(g_strv_length(want), ==, smp);
+  /* Pinned as well as possible: together the vCPUs use every usable CPU. */
+  g_auto(hwloc_bitmap_t) cpus = own_cpus();
+  g_auto(hwloc_bitmap_t) used = hwloc_bitmap_alloc();
+  for (guint v = 0; v < smp; v++) {
+    g_auto(hwloc_bitmap_t) set = hwloc_bitmap_alloc();
+    g_assert_cmpint(hwloc_bitmap_list_sscanf(set, want[v]), ==, 0);
+    hwloc_bitmap_or(used, used, set);
+  }
+  g_assert_true(hwloc_bitmap_isequal(used, cpus));
+
+  GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
+  g_assert_true(
+      qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 60000));
+  g_assert_true(qp_test_wait_status(f->qmp, "running", 20000));
+
+  /* Exactly one line on stderr: the warning naming what was not given. */
+  g_autofree char *errpath = g_build_filename(f->dir, "stderr", NULL);
+  g_autofree char *err = NULL;
+  g_assert_true(g_file_get_contents(errpath, &err, NULL, NULL));
+  g_test_message("stderr: %s", err);
+  g_assert_cmpuint(qp_test_count_lines(err), ==, 1);
+  g_assert_true(
+      g_str_has_prefix(err, "qemu-pin: warning: best effort (mode auto): "));
+  g_autofree char *share = g_strdup_printf("%u vCPUs share %d usable CPUs", smp,
+                                           hwloc_bitmap_weight(cpus));
+  g_assert_nonnull(strstr(err, share));
+
+  /* Each guest node's memory is bound where the plan says. */
+  if (vnuma) {
+    JsonArray *mem = json_object_get_array_member(plan, "memory");
+    g_assert_cmpuint(json_array_get_length(mem), ==, 2);
+    g_auto(GStrv) pol = qp_test_policies_of_mappings(pid, 64 * 1024);
+    g_assert_cmpuint(g_strv_length(pol), ==, 2);
+    for (guint g = 0; g < 2; g++) {
+      JsonObject *m = json_array_get_object_element(mem, g);
+      g_autofree char *bound = g_strdup_printf(
+          "bind:%s", json_object_get_string_member(m, "host-nodes"));
+      g_assert_true(g_strv_contains((const char *const *)pol, bound));
+    }
+  }
+
+  /* The ledger holds the VM as best effort, its CPUs overcommitted. */
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
+  g_autoptr(JsonObject) st = status_of(f);
+  JsonObject *vm =
+      json_array_get_object_element(json_object_get_array_member(st, "vms"), 0);
+  g_assert_true(json_object_get_boolean_member(vm, "best-effort"));
+  JsonArray *vcl = json_object_get_array_member(vm, "cpu-load");
+  guint64 sum = 0;
+  for (guint i = 0; i < json_array_get_length(vcl); i++)
+    sum += (guint64)json_object_get_int_member(
+        json_array_get_object_element(vcl, i), "vcpus");
+  g_assert_cmpuint(sum, ==, smp);
+  g_auto(hwloc_bitmap_t) over = hwloc_bitmap_alloc();
+  JsonArray *nodes = json_object_get_array_member(st, "nodes");
+  for (guint i = 0; i < json_array_get_length(nodes); i++) {
+    const char *l = json_object_get_string_member(
+        json_array_get_object_element(nodes, i), "overcommitted-cpus");
+    g_auto(hwloc_bitmap_t) set = hwloc_bitmap_alloc();
+    g_assert_cmpint(hwloc_bitmap_list_sscanf(set, l), ==, 0);
+    hwloc_bitmap_or(over, over, set);
+  }
+  g_assert_true(hwloc_bitmap_isequal(over, cpus));
+  stop_and_check_released(f, pid);
+}
+
+static GStrv
+env_with(const char *name, const char *value)
+{
+  return g_environ_setenv(g_get_environ(), name, value, TRUE);
+}
+
+/* The same guests in balanced, numa and one-to-one given explicitly (command
+ * line, environment, config file): one line, nothing started or claimed. */
+static void
+test_best_effort_explicit_refuse(Fixture *f, gconstpointer data)
+{
+  guint smp = crowded_smp();
+  if (smp == 0) {
+    g_test_skip("this host has more than 63 CPUs: no guest outnumbers them");
+    return;
+  }
+  const char *modes[] = {"balanced", "numa", "one-to-one"};
+  g_autofree char *conf = g_build_filename(f->dir, "qemu-pin.conf", NULL);
+  for (int vnuma = 0; vnuma <= 1; vnuma++)
+    for (gsize m = 0; m < G_N_ELEMENTS(modes); m++)
+      for (int source = 0; source < 3; source++) {
+        g_autofree char *opt = g_strdup_printf("--mode=%s", modes[m]);
+        g_autofree char *copt = g_strdup_printf("--config=%s", conf);
+        g_autofree char *text =
+            g_strdup_printf("[defaults]\nmode = %s\n", modes[m]);
+        g_assert_true(g_file_set_contents(conf, text, -1, NULL));
+        const char *opts[] = {source == 0   ? opt
+                              : source == 2 ? copt
+                                            : NULL,
+                              NULL};
+        g_auto(GStrv) env =
+            source == 1 ? env_with("QEMU_PIN_MODE", modes[m]) : NULL;
+        g_autoptr(GPtrArray) extra = crowded_args(smp, vnuma, NULL);
+        /* A guest that started by mistake exits at once (and says so). */
+        g_autoptr(GPtrArray) cmd =
+            command(f, opts, f->exit_fw, (const char *const *)extra->pdata);
+        QpTestRun r;
+        qp_test_run((char **)cmd->pdata, env, &r);
+        g_test_message("%s from %s, %s: status %d, stderr: %s", modes[m],
+                       source == 0   ? "the command line"
+                       : source == 1 ? "the environment"
+                                     : "the config file",
+                       vnuma ? "2 guest nodes" : "no vNUMA", r.status, r.err);
+        g_assert_cmpint(r.status, ==, 1);
+        g_assert_cmpuint(qp_test_count_lines(r.err), ==, 1);
+        g_assert_true(g_str_has_prefix(r.err, "qemu-pin: VM does not fit: "));
+        g_assert_null(strstr(r.err, "best effort"));
+        g_assert_true(qp_test_wait_no_process(f->marker, 10000));
+        g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+        qp_test_run_clear(&r);
+      }
+}
+
+/* MemTotal of node 0 in MiB, from sysfs. */
+static guint64
+node0_total_mib(void)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents("/sys/devices/system/node/node0/meminfo", &text,
+                           NULL, NULL))
+    return 0;
+  const char *p = strstr(text, "MemTotal:");
+  return p != NULL ? g_ascii_strtoull(p + strlen("MemTotal:"), NULL, 10) / 1024
+                   : 0;
+}
+
+/* Memory that does not fit is refused in every mode, auto included, and
+ * also when the vCPUs do not fit either. */
+static void
+test_best_effort_memory_refused(Fixture *f, gconstpointer data)
+{
+  guint64 total = node0_total_mib();
+  if (total == 0) {
+    g_test_skip("no /sys/devices/system/node/node0/meminfo");
+    return;
+  }
+  g_autofree char *big = g_strdup_printf("%" G_GUINT64_FORMAT, total + 1024);
+  const char *modes[] = {"--mode=auto", "--mode=balanced", "--mode=numa",
+                         "--mode=one-to-one", NULL};
+  g_autofree char *smp_crowded = g_strdup_printf("%u", MAX(crowded_smp(), 2));
+  const char *smps[] = {"1", smp_crowded};
+  for (guint m = 0; modes[m] != NULL; m++)
+    for (guint s = 0; s < G_N_ELEMENTS(smps); s++) {
+      /* auto also as the default, without --mode */
+      const char *opts[] = {m == 0 && s == 0 ? NULL : modes[m], NULL};
+      const char *extra[] = {"-smp", smps[s], "-m", big, NULL};
+      g_autoptr(GPtrArray) cmd = command(f, opts, f->exit_fw, extra);
+      QpTestRun r;
+      qp_test_run((char **)cmd->pdata, NULL, &r);
+      g_test_message("%s -smp %s -m %s: status %d, stderr: %s",
+                     opts[0] ? opts[0] : "(default)", smps[s], big, r.status,
+                     r.err);
+      g_assert_cmpint(r.status, ==, 1);
+      g_assert_cmpuint(qp_test_count_lines(r.err), ==, 1);
+      g_assert_true(g_str_has_prefix(r.err, "qemu-pin: VM does not fit: "));
+      if (m == 0 || s == 0) {
+        /* The shortfall named is memory. */
+        g_autofree char *needs = g_strdup_printf("needs %s MiB", big);
+        g_assert_nonnull(strstr(r.err, needs));
+        g_assert_nonnull(strstr(r.err, "uncommitted"));
+      }
+      g_assert_true(qp_test_wait_no_process(f->marker, 10000));
+      g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+      qp_test_run_clear(&r);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -635,5 +902,13 @@ main(int argc, char **argv)
         g_strdup_printf("/launch/failing/%s", fail_cases[i].name);
     ADD(p, test_failing_launch, &fail_cases[i]);
   }
+  ADD("/launch/best-effort/auto-more-vcpus-than-cpus-starts",
+      test_best_effort_starts, GINT_TO_POINTER(FALSE));
+  ADD("/launch/best-effort/auto-two-guest-nodes-start", test_best_effort_starts,
+      GINT_TO_POINTER(TRUE));
+  ADD("/launch/best-effort/explicit-modes-refuse",
+      test_best_effort_explicit_refuse, NULL);
+  ADD("/launch/best-effort/memory-refused-in-every-mode",
+      test_best_effort_memory_refused, NULL);
   return g_test_run();
 }

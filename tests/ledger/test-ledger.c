@@ -367,6 +367,11 @@ full_claim(void)
   hwloc_bitmap_set(c->dedicated, 8);
   QpNodeLoad ld = {.node = 3, .vcpus = 4};
   g_array_append_val(c->load, ld);
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  hwloc_bitmap_set_range(set, 12, 13);
+  QpCpuLoad cl = {set, 4};
+  g_array_append_val(c->cpu_load, cl);
+  c->best_effort = TRUE;
   c->time = 1764450000;
   return c;
 }
@@ -402,6 +407,12 @@ test_record_round_trip(void)
   g_assert_cmpuint(back->load->len, ==, 1);
   g_assert_cmpint(g_array_index(back->load, QpNodeLoad, 0).node, ==, 3);
   g_assert_cmpuint(g_array_index(back->load, QpNodeLoad, 0).vcpus, ==, 4);
+  g_assert_true(back->best_effort);
+  g_assert_cmpuint(back->cpu_load->len, ==, 1);
+  g_autofree char *lcpus =
+      qp_list_format(g_array_index(back->cpu_load, QpCpuLoad, 0).cpus);
+  g_assert_cmpstr(lcpus, ==, "12-13");
+  g_assert_cmpuint(g_array_index(back->cpu_load, QpCpuLoad, 0).vcpus, ==, 4);
   g_assert_cmpint(back->time, ==, 1764450000);
 
   /* The documented field names are on disk. */
@@ -416,6 +427,9 @@ test_record_round_trip(void)
                         "\"page-kib\"",
                         "\"dedicated-cpus\" : \"0-3,8\"",
                         "\"load\"",
+                        "\"best-effort\" : true",
+                        "\"cpu-load\"",
+                        "\"cpus\" : \"12-13\"",
                         "\"time\""};
   for (gsize i = 0; i < G_N_ELEMENTS(keys); i++)
     g_assert_nonnull(strstr(text, keys[i]));
@@ -428,6 +442,29 @@ test_record_round_trip(void)
   g_assert_no_error(error);
   g_assert_null(b2->name);
   g_assert_true(hwloc_bitmap_iszero(b2->dedicated));
+  g_assert_false(b2->best_effort);
+  g_assert_cmpuint(b2->cpu_load->len, ==, 0);
+}
+
+/* Records written before best effort existed have neither "best-effort"
+ * nor "cpu-load": they still read, with none. */
+static void
+test_record_without_cpu_load(void)
+{
+  const char *old =
+      "{ \"version\" : 1, \"id\" : \"old\", \"name\" : null, "
+      "\"qemu-pid\" : 7, \"qemu-start\" : 8, \"launcher-pid\" : 0, "
+      "\"launcher-start\" : 0, \"keeper-pid\" : 9, \"mode\" : \"numa\", "
+      "\"memory-mib\" : { \"1\" : 1024 }, \"hugepages\" : [], "
+      "\"dedicated-cpus\" : \"\", \"load\" : { \"1\" : 4 }, "
+      "\"time\" : 1700000000 }";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpClaim) c = qp_claim_from_json(old, strlen(old), &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(c);
+  g_assert_false(c->best_effort);
+  g_assert_cmpuint(c->cpu_load->len, ==, 0);
+  g_assert_cmpuint(g_array_index(c->load, QpNodeLoad, 0).vcpus, ==, 4);
 }
 
 typedef struct {
@@ -459,6 +496,15 @@ test_record_strict(void)
       {"hugepages", "{}", "\"hugepages\" is an object"},
       {"load", "[]", "\"load\" is an array"},
       {"load", "{\"1\": true}", "\"load\" node \"1\" is a boolean"},
+      {"best-effort", "\"yes\"", "\"best-effort\" is a string"},
+      {"best-effort", "null", "\"best-effort\" is null"},
+      {"cpu-load", "{}", "\"cpu-load\" is an object"},
+      {"cpu-load", "[3]", "\"cpu-load[0]\" is an integer"},
+      {"cpu-load", "[{\"vcpus\":1}]", "\"cpu-load[0].cpus\" is missing"},
+      {"cpu-load", "[{\"cpus\":\"0-\",\"vcpus\":1}]", "cpu-load[0].cpus"},
+      {"cpu-load", "[{\"cpus\":\"\",\"vcpus\":1}]", "cpu-load[0].cpus"},
+      {"cpu-load", "[{\"cpus\":\"0-1\",\"vcpus\":-2}]",
+       "\"cpu-load[0].vcpus\" is -2"},
       {"version", "2", "\"version\" is 2"},
       {"time", NULL, "\"time\" is missing"},
       {"id", "\"../etc\"", "\"id\" is \"../etc\""},
@@ -576,6 +622,11 @@ test_claim_from_plan(void)
   QpNodeLoad ld = {1, 6};
   g_array_append_val(plan.load, ld);
   hwloc_bitmap_set(plan.dedicated, 5);
+  plan.cpu_load = qp_cpu_load_array_new();
+  QpCpuLoad cl = {hwloc_bitmap_alloc(), 6};
+  hwloc_bitmap_set_range(cl.cpus, 4, 7);
+  g_array_append_val(plan.cpu_load, cl);
+  plan.best_effort = TRUE;
 
   gint64 before = g_get_real_time() / G_USEC_PER_SEC;
   g_autoptr(QpClaim) c = qp_claim_from_plan(&plan, "id-1", "vm");
@@ -589,9 +640,16 @@ test_claim_from_plan(void)
   g_assert_true(hwloc_bitmap_isequal(c->dedicated, plan.dedicated));
   g_assert_cmpint(c->time, >=, before);
   g_assert_cmpint(c->qemu_pid, ==, 0);
+  g_assert_true(c->best_effort);
+  g_assert_cmpuint(c->cpu_load->len, ==, 1);
+  g_assert_cmpuint(g_array_index(c->cpu_load, QpCpuLoad, 0).vcpus, ==, 6);
   /* A copy, not shared. */
   hwloc_bitmap_set(plan.dedicated, 6);
   g_assert_false(hwloc_bitmap_isset(c->dedicated, 6));
+  hwloc_bitmap_set(cl.cpus, 0);
+  g_assert_false(
+      hwloc_bitmap_isset(g_array_index(c->cpu_load, QpCpuLoad, 0).cpus, 0));
+  g_array_unref(plan.cpu_load);
 
   g_array_unref(plan.claim_mem);
   g_array_unref(plan.claim_huge);
@@ -682,6 +740,31 @@ test_corrupt_salvages_nodes(Fixture *f, gconstpointer data)
   g_autofree char *blocked2 = qp_list_format(again->blocked_nodes);
   g_assert_cmpstr(blocked2, ==, "1");
   qp_ledger_unlock(l);
+}
+
+/* A record cut inside "cpu-load" salvages the nodes of its complete
+ * sections: "cpu-load" names no node that "load" does not. */
+static void
+test_corrupt_cut_in_cpu_load(Fixture *f, gconstpointer data)
+{
+  g_autoptr(TestHost) host = host_new();
+  g_autoptr(QpLedger) l = open_ok(f);
+  g_autoptr(QpClaim) c = make_live_claim("vm-c", 1, 1024);
+  QpNodeLoad ld = {1, 6};
+  g_array_append_val(c->load, ld);
+  QpCpuLoad cl = {hwloc_bitmap_alloc(), 6};
+  hwloc_bitmap_set_range(cl.cpus, 4, 7);
+  g_array_append_val(c->cpu_load, cl);
+  g_autofree char *text = qp_claim_to_json(c);
+  const char *cut = strstr(text, "\"cpus\" : \"4-7\"");
+  g_assert_nonnull(cut);
+  g_autofree char *rec = state_file(f, "vm-c.json");
+  set_file(rec, text, cut - text);
+  g_assert_true(qp_ledger_lock(l, NULL));
+  g_autoptr(QpClaims) claims = read_ok(l, host);
+  qp_ledger_unlock(l);
+  g_autofree char *blocked = qp_list_format(claims->blocked_nodes);
+  g_assert_cmpstr(blocked, ==, "1");
 }
 
 static void
@@ -1241,6 +1324,89 @@ test_status_text(void)
   qp_placement_options_clear(&opts);
 }
 
+/* Overcommit per CPU: a best-effort VM's vCPUs on CPUs 4-5 and an older
+ * record's per-node load spread over its node's CPUs. */
+static void
+test_status_overcommit(void)
+{
+  g_autoptr(TestHost) host = host_new();
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  QpClaim *c = make_claim("id-c", 300, 5, 1, 1024);
+  c->name = g_strdup("crowded");
+  c->best_effort = TRUE;
+  QpNodeLoad lc = {1, 6};
+  g_array_append_val(c->load, lc);
+  QpCpuLoad cl = {hwloc_bitmap_alloc(), 6};
+  hwloc_bitmap_set_range(cl.cpus, 4, 5);
+  g_array_append_val(c->cpu_load, cl);
+  g_ptr_array_add(claims->claims, c);
+  QpClaim *d = make_claim("id-d", 400, 5, 1, 1024);
+  QpNodeLoad ld = {1, 2};
+  g_array_append_val(d->load, ld);
+  QpCpuLoad dl = {hwloc_bitmap_alloc(), 2};
+  hwloc_bitmap_set_range(dl.cpus, 4, 7);
+  g_array_append_val(d->cpu_load, dl);
+  g_ptr_array_add(claims->claims, d);
+
+  g_autoptr(JsonNode) root = qp_status_to_json(host, claims, NULL);
+  JsonObject *o = json_node_get_object(root);
+  JsonObject *n1 = json_array_get_object_element(
+      json_object_get_array_member(o, "nodes"), 1);
+  g_assert_cmpint(json_object_get_int_member(n1, "shared-vcpus"), ==, 8);
+  g_assert_cmpfloat(json_object_get_double_member(n1, "load-per-cpu"), ==, 2.0);
+  JsonArray *groups = json_object_get_array_member(n1, "cpu-load");
+  g_assert_cmpuint(json_array_get_length(groups), ==, 2);
+  JsonObject *g0 = json_array_get_object_element(groups, 0);
+  JsonObject *g1 = json_array_get_object_element(groups, 1);
+  g_assert_cmpstr(json_object_get_string_member(g0, "cpus"), ==, "4-5");
+  g_assert_cmpfloat(json_object_get_double_member(g0, "vcpus-per-cpu"), ==,
+                    3.5);
+  g_assert_cmpstr(json_object_get_string_member(g1, "cpus"), ==, "6-7");
+  g_assert_cmpfloat(json_object_get_double_member(g1, "vcpus-per-cpu"), ==,
+                    0.5);
+  g_assert_cmpstr(json_object_get_string_member(n1, "overcommitted-cpus"), ==,
+                  "4-5");
+  JsonObject *n0 = json_array_get_object_element(
+      json_object_get_array_member(o, "nodes"), 0);
+  g_assert_cmpuint(
+      json_array_get_length(json_object_get_array_member(n0, "cpu-load")), ==,
+      0);
+  g_assert_cmpstr(json_object_get_string_member(n0, "overcommitted-cpus"), ==,
+                  "");
+  JsonObject *vc =
+      json_array_get_object_element(json_object_get_array_member(o, "vms"), 0);
+  g_assert_true(json_object_get_boolean_member(vc, "best-effort"));
+  JsonArray *vcl = json_object_get_array_member(vc, "cpu-load");
+  g_assert_cmpuint(json_array_get_length(vcl), ==, 1);
+  g_assert_cmpstr(json_object_get_string_member(
+                      json_array_get_object_element(vcl, 0), "cpus"),
+                  ==, "4-5");
+  g_assert_cmpint(json_object_get_int_member(
+                      json_array_get_object_element(vcl, 0), "vcpus"),
+                  ==, 6);
+
+  g_autofree char *text = qp_status_to_text(host, claims, NULL);
+  if (g_test_verbose())
+    g_printerr("%s", text);
+  const char *want[] = {
+      "  cpus 0-3 [....]  D dedicated, S shared (0 vCPUs, 0.00 per CPU), . "
+      "free, - not usable\n",
+      "  cpus 4-7 [OOSS]  D dedicated, S shared (8 vCPUs, 2.00 per CPU), O "
+      "overcommitted (more vCPUs than CPUs), . free, - not usable\n",
+      "  shared vCPUs per CPU: 3.50 on 4-5, 0.50 on 6-7; overcommitted 4-5\n",
+      "  crowded  id-c  qemu pid 300, keeper pid 0, mode numa (best effort), "
+      "since ",
+      "    memory node 1 1024 MiB; 6 shared vCPUs on node 1; 6 vCPUs float on "
+      "cpus 4-5\n",
+      "  -  id-d  qemu pid 400, keeper pid 0, mode numa, since ",
+      /* Not best effort: its vCPUs float on its node, no sets listed. */
+      "    memory node 1 1024 MiB; 2 shared vCPUs on node 1\n",
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(want); i++)
+    if (strstr(text, want[i]) == NULL)
+      g_error("status text lacks \"%s\":\n%s", want[i], text);
+}
+
 /* The same views on a host from hwloc's synthetic description (host.c). */
 static void
 test_status_synthetic_host(Fixture *f, gconstpointer data)
@@ -1309,6 +1475,8 @@ main(int argc, char **argv)
   g_test_add_func("/ledger/dir/default", test_dir_default);
   g_test_add_func("/ledger/record/round-trip", test_record_round_trip);
   g_test_add_func("/ledger/record/strict-fields-named", test_record_strict);
+  g_test_add_func("/ledger/record/reads-records-without-cpu-load",
+                  test_record_without_cpu_load);
   FT("/ledger/record/requires-lock", test_record_requires_lock);
   g_test_add_func("/ledger/record/new-id-unique", test_record_new_id);
   FT("/ledger/record/remove", test_record_remove);
@@ -1316,6 +1484,7 @@ main(int argc, char **argv)
   FT("/ledger/corrupt/truncated-blocks-all-nodes",
      test_corrupt_truncated_blocks_all);
   FT("/ledger/corrupt/salvages-nodes", test_corrupt_salvages_nodes);
+  FT("/ledger/corrupt/cut-in-cpu-load", test_corrupt_cut_in_cpu_load);
   FT("/ledger/corrupt/warns-until-removed", test_corrupt_warns_until_removed);
   FT("/ledger/corrupt/id-mismatch", test_corrupt_id_mismatch);
   g_test_add_func("/ledger/liveness/start-time-after-last-paren",
@@ -1329,6 +1498,7 @@ main(int argc, char **argv)
   FT("/ledger/lock/not-shared-across-fork", test_lock_not_shared_across_fork);
   g_test_add_func("/ledger/status/json", test_status_json);
   g_test_add_func("/ledger/status/text", test_status_text);
+  g_test_add_func("/ledger/status/overcommit-per-cpu", test_status_overcommit);
   FT("/ledger/status/synthetic-host", test_status_synthetic_host);
   return g_test_run();
 }

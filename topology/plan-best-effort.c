@@ -1,0 +1,597 @@
+/* Best effort: mode auto when the vCPUs do not fit the CPUs that balanced
+ * or numa would give them.
+ *
+ * CPU overcommit is how most VM hosts run, and plain QEMU starts such a VM,
+ * so auto never refuses one for CPUs. It widens the placement instead:
+ *   - balanced shape (a guest without vNUMA): the fewest nodes holding the
+ *     memory and as many usable CPUs as there are (every usable CPU when
+ *     the vCPUs outnumber them); the vCPUs float there, memory is bound
+ *     there, as balanced does;
+ *   - numa shape: each guest node keeps its memory on one host node, on a
+ *     node with usable CPUs where it fits (nodes with room for its vCPUs
+ *     first, then its vfio devices' nodes, nodes no other guest node uses,
+ *     the least loaded per CPU, the most memory); its vCPUs float
+ *     on that node's CPUs and, when they are short, on the nearest nodes'
+ *     spare CPUs. When the VM has more vCPUs than usable CPUs, every guest
+ *     node gets its share of the CPUs (vCPUs x usable / all vCPUs), so the
+ *     overcommit is even;
+ *   - on hybrid hosts the CPUs of every kind count;
+ *   - when other VMs have dedicated every usable CPU, their cores are
+ *     shared rather than the VM refused (the warning says so): with no
+ *     other CPU to run on, sharing them is what plain QEMU would do too.
+ * Memory is claimed as the modes claim it and a VM whose memory does not fit
+ * is still refused; so is one whose own options (--affinity, --hostnodes)
+ * leave no CPU at all. What could not be given goes into plan->not_given
+ * and into one warning line.
+ *
+ * Pure like the rest of the planner: no I/O, no clock, no globals. */
+#include "topology/plan-internal.h"
+
+#include <string.h>
+
+/* ---- Shared load per CPU ------------------------------------------------ */
+
+void
+plan_fill_cpu_load(QpPlan *plan)
+{
+  if (plan->mode == QP_MODE_ONE_TO_ONE || plan->mode == QP_MODE_NONE)
+    return;
+  for (guint v = 0; v < plan->n_vcpus; v++) {
+    hwloc_const_bitmap_t set = plan->vcpu_cpus[v];
+    if (set == NULL || hwloc_bitmap_iszero(set))
+      continue;
+    gboolean found = FALSE;
+    for (guint g = 0; g < plan->cpu_load->len && !found; g++) {
+      QpCpuLoad *l = &g_array_index(plan->cpu_load, QpCpuLoad, g);
+      if (hwloc_bitmap_isequal(l->cpus, set)) {
+        l->vcpus++;
+        found = TRUE;
+      }
+    }
+    if (!found) {
+      QpCpuLoad l = {hwloc_bitmap_dup(set), 1};
+      g_array_append_val(plan->cpu_load, l);
+    }
+  }
+}
+
+static void
+spread_load(const QpHost *host, double *load, hwloc_const_bitmap_t cpus,
+            guint vcpus)
+{
+  int w = hwloc_bitmap_weight(cpus);
+  if (w <= 0 || vcpus == 0)
+    return;
+  int cpu;
+  hwloc_bitmap_foreach_begin(cpu, cpus)
+  {
+    int i = qp_host_cpu_index(host, cpu);
+    if (i >= 0)
+      load[i] += (double)vcpus / w;
+  }
+  hwloc_bitmap_foreach_end();
+}
+
+double *
+qp_claims_cpu_load(const QpHost *host, const QpClaims *claims)
+{
+  double *load = g_new0(double, MAX(host->n_cpus, 1));
+  if (claims == NULL || claims->claims == NULL)
+    return load;
+  g_auto(hwloc_bitmap_t) dedicated = hwloc_bitmap_alloc();
+  for (guint c = 0; c < claims->claims->len; c++) {
+    const QpClaim *cl = g_ptr_array_index(claims->claims, c);
+    if (cl->dedicated != NULL)
+      hwloc_bitmap_or(dedicated, dedicated, cl->dedicated);
+  }
+  g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
+  for (guint c = 0; c < claims->claims->len; c++) {
+    const QpClaim *cl = g_ptr_array_index(claims->claims, c);
+    if (cl->cpu_load != NULL && cl->cpu_load->len > 0) {
+      for (guint g = 0; g < cl->cpu_load->len; g++) {
+        const QpCpuLoad *l = &g_array_index(cl->cpu_load, QpCpuLoad, g);
+        spread_load(host, load, l->cpus, l->vcpus);
+      }
+      continue;
+    }
+    /* A record without CPU sets: its vCPUs floated on the node. */
+    for (guint k = 0; cl->load != NULL && k < cl->load->len; k++) {
+      const QpNodeLoad *l = &g_array_index(cl->load, QpNodeLoad, k);
+      int i = qp_host_node_index(host, l->node);
+      if (i < 0)
+        continue;
+      const QpNode *node = &host->nodes[i];
+      hwloc_bitmap_zero(cpus);
+      if (node->cpus != NULL)
+        hwloc_bitmap_andnot(cpus, node->cpus, dedicated);
+      if (hwloc_bitmap_iszero(cpus) && node->all_cpus != NULL)
+        hwloc_bitmap_copy(cpus, node->all_cpus);
+      spread_load(host, load, cpus, l->vcpus);
+    }
+  }
+  return load;
+}
+
+/* ---- Helpers ------------------------------------------------------------ */
+
+static void G_GNUC_PRINTF(2, 3) not_given(QpPlan *plan, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_ptr_array_add(plan->not_given, g_strdup_vprintf(fmt, ap));
+  va_end(ap);
+}
+
+/* CPUs the VM may use when other VMs' dedicated cores count too: allowed,
+ * in --affinity, on usable nodes. */
+static hwloc_bitmap_t
+cpus_with_dedicated(const Ctx *ctx)
+{
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (guint i = 0; i < ctx->nn; i++)
+    if (ctx->node_ok[i] && ctx->host->nodes[i].cpus != NULL)
+      hwloc_bitmap_or(set, set, ctx->host->nodes[i].cpus);
+  if (ctx->host->allowed != NULL)
+    hwloc_bitmap_and(set, set, ctx->host->allowed);
+  if (ctx->opts->affinity != NULL)
+    hwloc_bitmap_and(set, set, ctx->opts->affinity);
+  return set;
+}
+
+static guint
+cand_cpus(const Ctx *ctx, const Attempt *a, const gboolean *cand)
+{
+  guint total = 0;
+  for (guint i = 0; i < ctx->nn; i++)
+    if (cand[i])
+      total += a->n_cpus[i];
+  return total;
+}
+
+/* Shared vCPUs of other VMs on each node's CPUs of A (per CPU load, so a
+ * VM confined to part of a node weighs on that part only). */
+static double *
+others_load(const Ctx *ctx, const Attempt *a)
+{
+  g_autofree double *per_cpu = qp_claims_cpu_load(ctx->host, ctx->claims);
+  double *load = g_new0(double, MAX(ctx->nn, 1));
+  for (guint i = 0; i < ctx->nn; i++) {
+    int cpu;
+    hwloc_bitmap_foreach_begin(cpu, a->node_cpus[i])
+    {
+      int ci = cpu_index(ctx, cpu);
+      if (ci >= 0)
+        load[i] += per_cpu[ci];
+    }
+    hwloc_bitmap_foreach_end();
+  }
+  return load;
+}
+
+/* "8 vCPUs share 2 usable CPUs (4.00 per CPU)" when the vCPUs outnumber the
+ * CPUs they float on. */
+static void
+note_overcommit(QpPlan *plan, guint vcpus, guint cpus, const char *where)
+{
+  if (cpus == 0 || vcpus <= cpus)
+    return;
+  /* First: it is what a reader looks for. */
+  g_ptr_array_insert(plan->not_given, 0,
+                     g_strdup_printf("%u vCPUs share %u usable CPUs%s (%.2f "
+                                     "per CPU)",
+                                     vcpus, cpus, where, (double)vcpus / cpus));
+}
+
+/* ---- Balanced shape ----------------------------------------------------- */
+
+static gboolean
+widen_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint total,
+               GError **error)
+{
+  if (!plan_balanced(plan, ctx, a, MIN(ctx->n, total), error))
+    return FALSE;
+  g_autofree char *nodes = qp_list_format(plan->host_nodes);
+  g_autofree char *where = g_strdup_printf(
+      " on host node%s %s",
+      hwloc_bitmap_weight(plan->host_nodes) > 1 ? "s" : "", nodes);
+  note_overcommit(plan, ctx->n, (guint)hwloc_bitmap_weight(plan->process_cpus),
+                  where);
+  return TRUE;
+}
+
+/* ---- numa shape --------------------------------------------------------- */
+
+typedef struct {
+  const Ctx *ctx;
+  const Attempt *a;
+  const double *others; /* shared vCPUs of other VMs per node */
+  double *mine;         /* this VM's vCPUs per node so far */
+  guint64 *capleft;     /* CPU room left per node, in scaled units */
+  guint *homes;         /* guest nodes whose memory is on the node */
+  const guint64 *avail;
+} Room;
+
+static double
+load_per_cpu(const Room *r, guint i)
+{
+  guint n = r->a->n_cpus[i];
+  return n > 0 ? (r->others[i] + r->mine[i]) / n : 0.0;
+}
+
+/* TRUE when node I is a better home than J for a guest node with NV vCPUs
+ * needing NEED scaled units of CPU room. */
+static gboolean
+home_before(const Room *r, guint nv, guint64 need, guint i, guint j)
+{
+  const Ctx *ctx = r->ctx;
+  if (nv > 0) {
+    gboolean ci = r->a->n_cpus[i] > 0, cj = r->a->n_cpus[j] > 0;
+    if (ci != cj)
+      return ci;
+    gboolean fi = r->capleft[i] >= need, fj = r->capleft[j] >= need;
+    if (fi != fj)
+      return fi;
+  }
+  if (ctx->opts->device_locality != QP_DEVLOC_IGNORE &&
+      ctx->device_node[i] != ctx->device_node[j])
+    return ctx->device_node[i];
+  if ((r->homes[i] == 0) != (r->homes[j] == 0))
+    return r->homes[i] == 0;
+  double li = load_per_cpu(r, i), lj = load_per_cpu(r, j);
+  if (li != lj)
+    return li < lj;
+  guint64 gi = units_to_mib(ctx, r->avail[i]) / 1024;
+  guint64 gj = units_to_mib(ctx, r->avail[j]) / 1024;
+  if (gi != gj)
+    return gi > gj;
+  return i < j;
+}
+
+/* Distance of node I to the nearest of HOME (K node indexes). */
+static guint
+dist_to(const Ctx *ctx, const guint *home, guint k, guint i)
+{
+  guint d = G_MAXUINT;
+  for (guint x = 0; x < k; x++)
+    d = MIN(d, dist(ctx, home[x], i));
+  return d;
+}
+
+typedef struct {
+  const Room *r;
+  const guint *home;
+  guint k;
+} GrowOrder;
+
+static gint
+grow_cmp(gconstpointer pa, gconstpointer pb, gpointer data)
+{
+  const GrowOrder *o = data;
+  guint i = *(const guint *)pa, j = *(const guint *)pb;
+  gboolean hi = FALSE, hj = FALSE;
+  for (guint x = 0; x < o->k; x++) {
+    hi = hi || o->home[x] == i;
+    hj = hj || o->home[x] == j;
+  }
+  if (hi != hj)
+    return hi ? -1 : 1;
+  guint di = dist_to(o->r->ctx, o->home, o->k, i);
+  guint dj = dist_to(o->r->ctx, o->home, o->k, j);
+  if (di != dj)
+    return di < dj ? -1 : 1;
+  double li = load_per_cpu(o->r, i), lj = load_per_cpu(o->r, j);
+  if (li != lj)
+    return li < lj ? -1 : 1;
+  return i < j ? -1 : i > j;
+}
+
+/* The CPUs of a guest node's vCPUs: its home nodes' CPUs, then the nearest
+ * nodes' spare room until NEED scaled units are found. Fills SPAN (node
+ * indexes, in order) and SHARE (units taken per node index). */
+static void
+grow_cpus(Room *r, const gboolean *cand, const guint *home, guint k,
+          guint64 need, GArray *span, guint64 *share)
+{
+  const Ctx *ctx = r->ctx;
+  g_autoptr(GArray) order = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint i = 0; i < ctx->nn; i++) {
+    gboolean is_home = FALSE;
+    for (guint x = 0; x < k; x++)
+      is_home = is_home || home[x] == i;
+    if ((cand[i] || is_home) && r->a->n_cpus[i] > 0)
+      g_array_append_val(order, i);
+  }
+  GrowOrder o = {r, home, k};
+  g_array_sort_with_data(order, grow_cmp, &o);
+  guint64 left = need;
+  for (guint x = 0; x < order->len && left > 0; x++) {
+    guint i = g_array_index(order, guint, x);
+    guint64 take = MIN(left, r->capleft[i]);
+    if (take == 0)
+      continue;
+    r->capleft[i] -= take;
+    share[i] += take;
+    left -= take;
+    g_array_append_val(span, i);
+  }
+  /* The room adds up to the need of every guest node; should a rounding
+   * leave this one without a node, it shares the first in order. */
+  if (span->len == 0 && order->len > 0) {
+    guint i = g_array_index(order, guint, 0);
+    share[i] = need;
+    g_array_append_val(span, i);
+  }
+}
+
+static gboolean
+widen_gnodes(QpPlan *plan, const Ctx *ctx, Attempt *a, guint total,
+             GError **error)
+{
+  const QpRequest *req = ctx->req;
+  const QpHost *host = ctx->host;
+  guint nn = ctx->nn;
+  guint nt = MAX(req->n_gnodes, 1);
+  g_autoptr(GArray) items = build_mem_items(ctx);
+  g_autofree guint64 *avail =
+      g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
+  g_autofree double *others = others_load(ctx, a);
+  g_autofree double *mine = g_new0(double, MAX(nn, 1));
+  g_autofree guint64 *capleft = g_new0(guint64, MAX(nn, 1));
+  g_autofree guint *homes = g_new0(guint, MAX(nn, 1));
+  g_autofree guint64 *share = g_new0(guint64, MAX(nn, 1));
+  g_autofree gboolean *vm_nodes = g_new0(gboolean, MAX(nn, 1));
+  g_autofree gboolean *cand = g_new0(gboolean, MAX(nn, 1));
+  g_autofree int *home_of = g_new(int, nt);
+  Acc acc = {g_new0(guint64, MAX(nn, 1)), g_new0(guint, MAX(nn, 1))};
+  G_GNUC_UNUSED g_autofree guint64 *acc_claim = acc.claim; /* frees it */
+  G_GNUC_UNUSED g_autofree guint *acc_load = acc.load;     /* frees it */
+  Room r = {ctx, a, others, mine, capleft, homes, avail};
+
+  /* CPU room in units that make the VM's vCPUs fit exactly when they
+   * outnumber the usable CPUs: a node holds n_cpus x vCPUs, a guest node
+   * needs its vCPUs x usable CPUs. */
+  gboolean scaled = ctx->n > total;
+  for (guint i = 0; i < nn; i++) {
+    cand[i] = ctx->node_ok[i];
+    capleft[i] = (guint64)a->n_cpus[i] * (scaled ? ctx->n : 1);
+  }
+
+  /* Guest nodes the caller bound first, as numa does; then the others. */
+  for (int pass = 0; pass < 2; pass++)
+    for (guint t = 0; t < nt; t++) {
+      MemItem *it = &g_array_index(items, MemItem, t);
+      gboolean fixed = it->caller_nodes != NULL;
+      if (fixed != (pass == 0))
+        continue;
+      g_autofree char *who = gnode_name(ctx, it->gnode_index);
+      g_auto(hwloc_bitmap_t) vcpus = hwloc_bitmap_alloc();
+      for (guint v = 0; v < ctx->n; v++)
+        if (req->n_gnodes == 0 || ctx->vcpu_gnode[v] == (int)t)
+          hwloc_bitmap_set(vcpus, v);
+      guint nv = (guint)hwloc_bitmap_weight(vcpus);
+      guint64 need = (guint64)nv * (scaled ? total : 1);
+
+      g_autoptr(GArray) home = NULL;
+      if (fixed) {
+        if (!claim_caller_mem(ctx, it, avail, acc.claim, error) ||
+            !caller_node_indexes(ctx, it, &home, error))
+          return FALSE;
+        home_of[t] = -1;
+      } else {
+        int best = -1;
+        for (guint i = 0; i < nn; i++)
+          if (cand[i] && avail[i] >= it->units &&
+              (best < 0 || home_before(&r, nv, need, i, (guint)best)))
+            best = (int)i;
+        if (best < 0) {
+          int bm = -1;
+          for (guint i = 0; i < nn; i++)
+            if (cand[i] && (bm < 0 || avail[i] > avail[bm]))
+              bm = (int)i;
+          g_autofree char *mem = mem_phrase(ctx, it->units);
+          if (bm < 0) {
+            g_autofree char *scope = scope_phrase(ctx, a, cand);
+            g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                        "%s needs %s but no host node may be used%s", who, mem,
+                        scope);
+          } else {
+            g_autofree char *detail = node_mem_detail(ctx, (guint)bm);
+            g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                        "%s needs %s but the best node %d has only "
+                        "%" G_GUINT64_FORMAT " MiB uncommitted %s",
+                        who, mem, host->nodes[bm].id,
+                        units_to_mib(ctx, avail[bm]), detail);
+          }
+          return FALSE;
+        }
+        guint i = (guint)best;
+        home = g_array_new(FALSE, FALSE, sizeof(guint));
+        g_array_append_val(home, i);
+        split_units(it->units, &i, 1, avail, acc.claim);
+        home_of[t] = best;
+      }
+      for (guint x = 0; x < home->len; x++)
+        homes[g_array_index(home, guint, x)]++;
+
+      const guint *hn = (const guint *)(void *)home->data;
+      g_auto(hwloc_bitmap_t) hids = ids_of(ctx, hn, home->len);
+      add_plan_mem(plan, ctx, it, fixed ? it->caller_nodes : hids, fixed);
+      if (nv == 0)
+        continue;
+
+      g_autoptr(GArray) span = g_array_new(FALSE, FALSE, sizeof(guint));
+      memset(share, 0, MAX(nn, 1) * sizeof(guint64));
+      grow_cpus(&r, cand, hn, home->len, need, span, share);
+      g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
+      guint given = 0;
+      for (guint x = 0; x < span->len; x++) {
+        guint i = g_array_index(span, guint, x);
+        hwloc_bitmap_or(cpus, cpus, a->node_cpus[i]);
+        vm_nodes[i] = TRUE;
+        guint l = need > 0 ? (guint)((guint64)nv * share[i] / need) : 0;
+        acc.load[i] += l;
+        mine[i] += l;
+        given += l;
+      }
+      guint first = g_array_index(span, guint, 0);
+      acc.load[first] += nv - given;
+      mine[first] += nv - given;
+      int v;
+      hwloc_bitmap_foreach_begin(v, vcpus)
+      {
+        plan->vcpu_cpus[v] = hwloc_bitmap_dup(cpus);
+      }
+      hwloc_bitmap_foreach_end();
+
+      g_auto(hwloc_bitmap_t) sids =
+          ids_of(ctx, (const guint *)(void *)span->data, span->len);
+      g_autofree char *vl = qp_list_format(vcpus);
+      g_autofree char *cl = qp_list_format(cpus);
+      g_autofree char *sl = qp_list_format(sids);
+      g_autofree char *hl = qp_list_format(hids);
+      add_reason(plan,
+                 "%s -> host node%s %s (memory%s); vCPUs %s float on CPUs %s "
+                 "of host node%s %s: best effort",
+                 who, home->len > 1 ? "s" : "", hl,
+                 fixed ? ", the caller's host-nodes" : "", vl, cl,
+                 span->len > 1 ? "s" : "", sl);
+      if (span->len > 1)
+        not_given(plan, "%s's vCPUs span host nodes %s", who, sl);
+      if (!hwloc_bitmap_intersects(sids, hids))
+        not_given(plan, "%s's memory is on host node%s %s, its vCPUs on %s",
+                  who, home->len > 1 ? "s" : "", hl, sl);
+    }
+
+  /* Guest nodes sharing a host node for their memory. */
+  for (guint i = 0; i < nn; i++) {
+    if (homes[i] < 2)
+      continue;
+    g_auto(hwloc_bitmap_t) g = hwloc_bitmap_alloc();
+    gboolean any_placed = FALSE;
+    for (guint t = 0; t < nt; t++) {
+      MemItem *it = &g_array_index(items, MemItem, t);
+      gboolean here = home_of[t] == (int)i;
+      if (it->caller_nodes != NULL)
+        here = hwloc_bitmap_isset(it->caller_nodes, host->nodes[i].id);
+      else
+        any_placed = any_placed || here;
+      if (here)
+        hwloc_bitmap_set(g, req->n_gnodes ? req->gnodes[t].id : 0);
+    }
+    g_autofree char *gl = qp_list_format(g);
+    if (any_placed)
+      not_given(plan, "guest nodes %s share host node %d", gl,
+                host->nodes[i].id);
+  }
+
+  /* --device-locality=required: every device node holds a guest node. */
+  if (ctx->opts->device_locality == QP_DEVLOC_REQUIRED && ctx->any_device_node)
+    for (guint i = 0; i < nn; i++)
+      if (ctx->device_node[i] && homes[i] == 0) {
+        g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                    "--device-locality=required: no guest node fits on host "
+                    "node %d, which holds a vfio device of the guest",
+                    host->nodes[i].id);
+        return FALSE;
+      }
+
+  note_overcommit(plan, ctx->n, total, "");
+  finish_plan(plan, ctx, a, &acc, vm_nodes);
+  return TRUE;
+}
+
+/* ---- Entry -------------------------------------------------------------- */
+
+/* Kinds of the CPUs in SET. */
+static guint
+kinds_in(const Ctx *ctx, hwloc_const_bitmap_t set)
+{
+  guint nk = MAX(ctx->host->n_kinds, 1);
+  g_autofree gboolean *seen = g_new0(gboolean, nk);
+  guint n = 0;
+  int cpu;
+  hwloc_bitmap_foreach_begin(cpu, set)
+  {
+    int ci = cpu_index(ctx, cpu);
+    int k = ci >= 0 ? ctx->host->cpus[ci].kind : 0;
+    if (k >= 0 && (guint)k < nk && !seen[k]) {
+      seen[k] = TRUE;
+      n++;
+    }
+  }
+  hwloc_bitmap_foreach_end();
+  return n;
+}
+
+gboolean
+plan_best_effort(QpPlan *plan, const Ctx *ctx, GError **error)
+{
+  gboolean balanced = plan->mode == QP_MODE_BALANCED;
+  g_autofree char *prefix = NULL;
+  g_autofree gboolean *cand = NULL;
+  if (balanced) {
+    cand = set_candidates(ctx, &prefix);
+  } else {
+    cand = g_memdup2(ctx->node_ok, MAX(ctx->nn, 1) * sizeof(gboolean));
+    prefix = g_strdup("");
+  }
+
+  Attempt a;
+  attempt_init(&a, ctx, ctx->usable);
+  guint total = cand_cpus(ctx, &a, cand);
+  gboolean on_dedicated = FALSE;
+  if (total == 0) {
+    /* Every usable CPU is another VM's dedicated core: share them. */
+    g_auto(hwloc_bitmap_t) all = cpus_with_dedicated(ctx);
+    attempt_clear(&a, ctx->nn);
+    attempt_init(&a, ctx, all);
+    total = cand_cpus(ctx, &a, cand);
+    on_dedicated = total > 0;
+  }
+  if (total == 0) {
+    g_autofree char *scope = scope_phrase(ctx, &a, cand);
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                "%sno CPU may run the guest's %u vCPUs%s: --affinity and "
+                "--hostnodes must leave at least one usable CPU",
+                prefix, ctx->n, scope);
+    attempt_clear(&a, ctx->nn);
+    return FALSE;
+  }
+
+  gboolean ok = balanced ? widen_balanced(plan, ctx, &a, total, error)
+                         : widen_gnodes(plan, ctx, &a, total, error);
+  attempt_clear(&a, ctx->nn);
+  if (!ok)
+    return FALSE;
+
+  g_auto(hwloc_bitmap_t) vm_cpus = hwloc_bitmap_alloc();
+  for (guint v = 0; v < plan->n_vcpus; v++)
+    if (plan->vcpu_cpus[v] != NULL)
+      hwloc_bitmap_or(vm_cpus, vm_cpus, plan->vcpu_cpus[v]);
+  if (on_dedicated) {
+    g_autofree char *l = qp_list_format(vm_cpus);
+    not_given(plan,
+              "every usable CPU is dedicated to a one-to-one VM, so the "
+              "vCPUs share those cores (%s)",
+              l);
+  }
+  if (ctx->host->n_kinds > 1 && kinds_in(ctx, vm_cpus) > 1)
+    not_given(plan, "the vCPUs straddle CPU kinds");
+  if (plan->not_given->len == 0)
+    return TRUE; /* nothing was missing after all */
+
+  plan->best_effort = TRUE;
+  g_autofree char **items = (char **)g_new0(char *, plan->not_given->len + 1);
+  for (guint i = 0; i < plan->not_given->len; i++)
+    items[i] = g_ptr_array_index(plan->not_given, i);
+  g_autofree char *what = g_strjoinv("; ", items);
+  add_warning(plan,
+              "best effort (mode auto): %s; an explicit --mode=%s refuses "
+              "this VM instead",
+              what, qp_mode_name(plan->mode));
+  add_reason(plan,
+             "best effort: the vCPUs do not fit the CPUs %s would give, and "
+             "mode auto never refuses a VM for CPUs",
+             qp_mode_name(plan->mode));
+  return TRUE;
+}

@@ -10,10 +10,8 @@ set -eu
 
 [ $# -eq 1 ] || { echo "usage: check-apparmor.sh ABSTRACTION" >&2; exit 2; }
 abstraction=$1
-work=$(mktemp -d /tmp/qp-apparmor.XXXXXX)
-QP_LAB_SCRATCH=$work
-. "$QP_SOURCE_ROOT/tests/lab/lib.sh"
-trap 'rm -rf "$work"' EXIT
+test_name=apparmor
+. "$QP_SOURCE_ROOT/tests/install/common.sh"
 
 command -v apparmor_parser >/dev/null || skip "no apparmor_parser (Debian package apparmor)"
 [ -f /etc/apparmor.d/tunables/global ] || skip "no /etc/apparmor.d/tunables/global"

@@ -19,10 +19,8 @@ abs() { case $1 in /*) echo "$1" ;; *) echo "$prefix/$1" ;; esac; }
 bindir=$(abs "$4") sbindir=$(abs "$5") libexecdir=$(abs "$6") datadir=$(abs "$7")
 mandir=$(abs "$8") apparmordir=$9
 
-work=$(mktemp -d /tmp/qp-install.XXXXXX)
-QP_LAB_SCRATCH=$work
-. "$QP_SOURCE_ROOT/tests/lab/lib.sh"
-trap 'lab_cleanup || true; rm -rf "$work"' EXIT
+test_name=install
+. "$QP_SOURCE_ROOT/tests/install/common.sh"
 dest=$work/dest
 
 echo "# meson install --destdir $dest"

@@ -11,10 +11,8 @@ set -eu
 
 [ $# -eq 1 ] || { echo "usage: check-takeover.sh TAKEOVER_SCRIPT" >&2; exit 2; }
 takeover=$1
-work=$(mktemp -d /tmp/qp-takeover.XXXXXX)
-QP_LAB_SCRATCH=$work
-. "$QP_SOURCE_ROOT/tests/lab/lib.sh"
-trap 'lab_cleanup || true; rm -rf "$work"' EXIT
+test_name=takeover
+. "$QP_SOURCE_ROOT/tests/install/common.sh"
 
 command -v dpkg-divert >/dev/null || skip "no dpkg-divert (not a Debian system)"
 real=$(command -v "$QP_QEMU") || skip "no $QP_QEMU"

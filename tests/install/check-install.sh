@@ -77,9 +77,13 @@ if [ "$(id -u)" -ne 0 ]; then
   log "not root: systemd-tmpfiles cannot create the ledger directory with its owner"
 elif ! command -v systemd-tmpfiles >/dev/null; then
   log "no systemd-tmpfiles: the ledger directory is not made"
+elif [ -n "$group" ] && ! getent group "$group" >/dev/null; then
+  log "no group $group on this machine: the ledger directory is not made"
 else
+  # tmpfiles --root resolves users and groups in the root's /etc.
   sysroot=$work/sysroot
-  mkdir -p "$sysroot/run"
+  mkdir -p "$sysroot/run" "$sysroot/etc"
+  cp /etc/passwd /etc/group "$sysroot/etc/"
   systemd-tmpfiles --root="$sysroot" --create "$dest$prefix/lib/tmpfiles.d/qemu-pin.conf" ||
     fail "systemd-tmpfiles --create failed on the entry"
   if [ -n "$group" ]; then want="drwxrws--T root $group"; else want="drwx------ root root"; fi

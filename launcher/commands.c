@@ -23,6 +23,30 @@ qp_is_qemu_name(const char *name)
          strcmp(name, "qemu-kvm") == 0;
 }
 
+/* An executable regular file (after symlinks) that is not qemu-pin itself. */
+static gboolean
+is_other_program(const char *path, const struct stat *self)
+{
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+         access(path, X_OK) == 0 &&
+         !(st.st_dev == self->st_dev && st.st_ino == self->st_ino);
+}
+
+/* PATH is qemu-pin under a QEMU name: the binary dpkg-divert moved aside
+ * to PATH.distrib (its default name, what qemu-pin-takeover uses) is the
+ * real QEMU. */
+static char *
+diverted_qemu(const char *path, const struct stat *self)
+{
+  struct stat st;
+  if (stat(path, &st) < 0 || st.st_dev != self->st_dev ||
+      st.st_ino != self->st_ino)
+    return NULL;
+  g_autofree char *distrib = g_strconcat(path, ".distrib", NULL);
+  return is_other_program(distrib, self) ? g_steal_pointer(&distrib) : NULL;
+}
+
 char *
 qp_find_real_qemu(const char *argv0, GError **error)
 {
@@ -33,18 +57,20 @@ qp_find_real_qemu(const char *argv0, GError **error)
                 "cannot stat /proc/self/exe: %s", g_strerror(errno));
     return NULL;
   }
+  char *diverted;
+  if (strchr(argv0, '/') != NULL &&
+      (diverted = diverted_qemu(argv0, &self)) != NULL)
+    return diverted;
   const char *path = g_getenv("PATH");
   g_auto(GStrv) dirs =
       g_strsplit(path ? path : "/usr/local/bin:/usr/bin:/bin", ":", -1);
   for (guint i = 0; dirs[i] != NULL; i++) {
     const char *d = *dirs[i] ? dirs[i] : ".";
     g_autofree char *cand = g_build_filename(d, base, NULL);
-    struct stat st;
-    if (stat(cand, &st) < 0 || !S_ISREG(st.st_mode) || access(cand, X_OK) < 0)
-      continue;
-    if (st.st_dev == self.st_dev && st.st_ino == self.st_ino)
-      continue;
-    return g_steal_pointer(&cand);
+    if (is_other_program(cand, &self))
+      return g_steal_pointer(&cand);
+    if ((diverted = diverted_qemu(cand, &self)) != NULL)
+      return diverted;
   }
   g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
               "no real QEMU binary named '%s' on PATH other than qemu-pin "

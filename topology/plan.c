@@ -800,6 +800,13 @@ split_units(guint64 need, const guint *set, guint k, guint64 *avail,
   fill_in_order(left, set, k, avail, claim);
 }
 
+void
+qp_plan_split_units(guint64 need, const guint *set, guint k, guint64 *avail,
+                    guint64 *claim)
+{
+  split_units(need, set, k, avail, claim);
+}
+
 static gint
 by_avail(gconstpointer a, gconstpointer b, gpointer avail)
 {

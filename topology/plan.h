@@ -257,6 +257,13 @@ QpPlan *qp_plan_compute(const QpHost *host, const QpClaims *claims,
 void qp_plan_free(QpPlan *plan);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpPlan, qp_plan_free)
 
+/* Splits NEED units over the node indexes SET (K of them) as the planner
+ * does: even shares, the remainder on the first node, a node short of its
+ * share (AVAIL, reduced) leaving the rest to the others; adds to CLAIM. The
+ * caller has checked that SET holds NEED. */
+void qp_plan_split_units(guint64 need, const guint *set, guint k,
+                         guint64 *avail, guint64 *claim);
+
 JsonNode *qp_plan_to_json(const QpPlan *plan);
 char *qp_plan_to_human(const QpPlan *plan, const QpHost *host);
 

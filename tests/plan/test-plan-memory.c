@@ -5,7 +5,9 @@
 #include "topology/ledger.h"
 #include "topology/plan.h"
 
+#include <glib/gstdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static QpHost *
 recorded(const char *name)
@@ -282,6 +284,76 @@ test_one_to_one_flat(void)
   assert_pieces_add_up(p, h);
 }
 
+/* The ledger records each page size per node as planned, status shows it,
+ * and the next plan counts it. */
+static void
+test_ledger_and_status(void)
+{
+  g_autoptr(QpHost) h = recorded("intel-2s-smt.xml");
+  g_autoptr(QpRequest) r = request(2, 6144, 0);
+  gnode(r, 0, "0", 2048, 0);
+  gnode(r, 1, "1", 4096, 1048576);
+  device(r, QP_MEM_DIMM, 1, "d0", 512, 0);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, QP_MODE_NUMA);
+  int n0 = hwloc_bitmap_first(p->mem[0].host_nodes);
+  int n1 = hwloc_bitmap_first(p->mem[1].host_nodes);
+  g_assert_cmpint(n0, !=, n1);
+
+  g_autofree char *tmp = g_dir_make_tmp("qp-plan-mem-XXXXXX", NULL);
+  g_autofree char *dir = g_build_filename(tmp, "state", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpLedger) ledger = qp_ledger_open(dir, &error);
+  g_assert_no_error(error);
+  g_assert_true(qp_ledger_lock(ledger, &error));
+  g_autoptr(QpClaim) claim = qp_claim_from_plan(p, "mixed", "mixed");
+  claim->qemu_pid = getpid();
+  claim->qemu_start = qp_proc_start_time(getpid());
+  g_assert_true(qp_ledger_write(ledger, claim, &error));
+  g_autoptr(QpClaims) claims = qp_ledger_read(ledger, h, &error);
+  g_assert_no_error(error);
+  qp_ledger_unlock(ledger);
+  g_assert_cmpuint(claims->claims->len, ==, 1);
+
+  QpPlacementOptions opts;
+  qp_placement_options_init(&opts);
+  g_autoptr(JsonNode) root = qp_status_to_json(h, claims, &opts);
+  qp_placement_options_clear(&opts);
+  JsonArray *nodes =
+      json_object_get_array_member(json_node_get_object(root), "nodes");
+  for (guint i = 0; i < json_array_get_length(nodes); i++) {
+    JsonObject *n = json_array_get_object_element(nodes, i);
+    gint64 id = json_object_get_int_member(n, "id");
+    gint64 mib = json_object_get_int_member(
+        json_object_get_object_member(n, "memory-mib"), "claimed");
+    g_assert_cmpint(mib, ==, id == n0 ? 2048 : 512);
+    JsonArray *hp = json_object_get_array_member(n, "hugepages");
+    for (guint k = 0; k < json_array_get_length(hp); k++) {
+      JsonObject *o = json_array_get_object_element(hp, k);
+      gint64 kib = json_object_get_int_member(o, "page-kib");
+      gint64 want = kib == 1048576 && id == n1 ? 4 : 0;
+      g_assert_cmpint(json_object_get_int_member(o, "claimed"), ==, want);
+    }
+  }
+  JsonObject *vm = json_array_get_object_element(
+      json_object_get_array_member(json_node_get_object(root), "vms"), 0);
+  g_assert_cmpuint(
+      json_array_get_length(json_object_get_array_member(vm, "hugepages")), ==,
+      1);
+
+  /* The next guest on 1 GiB pages finds node N1's pool taken. */
+  g_autoptr(QpRequest) r2 = request(1, 1024, 1048576);
+  g_autoptr(QpPlan) p2 = plan_ok(h, claims, r2, QP_MODE_BALANCED);
+  g_assert_cmpuint(pages_on(p2, n0, 1048576), ==, 1);
+  g_assert_cmpuint(pages_on(p2, n1, 1048576), ==, 0);
+
+  g_autoptr(QpLedger) again = qp_ledger_open(dir, NULL);
+  qp_ledger_remove(again, "mixed", NULL);
+  g_autofree char *lock = g_build_filename(dir, "lock", NULL);
+  g_unlink(lock);
+  g_rmdir(dir);
+  g_rmdir(tmp);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -293,5 +365,7 @@ main(int argc, char **argv)
   g_test_add_func("/plan/memory/caller-bound-pieces", test_caller_bound_pieces);
   g_test_add_func("/plan/memory/one-to-one-claims-without-binding",
                   test_one_to_one_flat);
+  g_test_add_func("/plan/memory/ledger-and-status-per-page-size",
+                  test_ledger_and_status);
   return g_test_run();
 }

@@ -6,7 +6,10 @@
 #include "topology/ledger.h"
 
 #include <glib/gstdio.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 #define MiB (G_GUINT64_CONSTANT(1) << 20)
 
@@ -313,6 +316,59 @@ test_page_size_per_guest_node(void)
   g_assert_cmpint(b->req->policy, ==, QP_POLICY_BIND);
 }
 
+/* -mem-path and memory-backend-file on hugetlbfs take its page size. The
+ * test mounts hugetlbfs (2 MiB and 1 GiB pages) in a mount namespace of its
+ * own, so it needs root. */
+static void
+test_hugetlbfs_paths(void)
+{
+  if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0 ||
+      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+    g_test_skip("mounting hugetlbfs in a mount namespace needs root");
+    return;
+  }
+  g_autofree char *dir = g_dir_make_tmp("qp-hugetlbfs-XXXXXX", NULL);
+  g_autofree char *m2 = g_build_filename(dir, "2M", NULL);
+  g_autofree char *m1g = g_build_filename(dir, "1G", NULL);
+  g_mkdir(m2, 0700);
+  g_mkdir(m1g, 0700);
+  if (mount("none", m2, "hugetlbfs", 0, "pagesize=2M") != 0) {
+    g_test_skip("cannot mount hugetlbfs with 2 MiB pages");
+    return;
+  }
+  gboolean have_1g = mount("none", m1g, "hugetlbfs", 0, "pagesize=1G") == 0;
+
+  g_autofree char *line = g_strdup_printf("-m 512 -mem-path %s", m2);
+  g_autoptr(QpQemuArgs) a = parse_line(line);
+  g_assert_cmpuint(a->req->page_kib, ==, 2048);
+
+  /* With legacy -numa node,mem= every node's RAM is in -mem-path. */
+  g_autofree char *legacy = g_strdup_printf(
+      "-M pc-i440fx-5.0 -m 512 -smp 2 -mem-path %s -numa node,mem=256M "
+      "-numa node,mem=256M",
+      m2);
+  g_autoptr(QpQemuArgs) l = parse_line(legacy);
+  g_assert_cmpuint(l->req->gnodes[0].page_kib, ==, 2048);
+  g_assert_cmpuint(l->req->gnodes[1].page_kib, ==, 2048);
+
+  if (have_1g) {
+    /* A file QEMU is to create there: its directory says. */
+    g_autofree char *file = g_strdup_printf(
+        "-m 1G,slots=1,maxmem=4G -object memory-backend-file,id=f,size=1G,"
+        "mem-path=%s/guest,share=on -device pc-dimm,memdev=f",
+        m1g);
+    g_autoptr(QpQemuArgs) b = parse_line(file);
+    g_assert_cmpuint(b->req->devmem[0].page_kib, ==, 1048576);
+    g_assert_cmpuint(b->req->devmem[0].mib, ==, 1024);
+    g_assert_cmpuint(b->req->page_kib, ==, 0);
+    umount(m1g);
+  }
+  umount(m2);
+  g_rmdir(m2);
+  g_rmdir(m1g);
+  g_rmdir(dir);
+}
+
 /* ---- plans ----------------------------------------------------------------
  */
 
@@ -531,6 +587,8 @@ main(int argc, char **argv)
                   test_file_size_from_file);
   g_test_add_func("/memory/parse/page-size-per-guest-node",
                   test_page_size_per_guest_node);
+  g_test_add_func("/memory/parse/mem-path-and-files-on-hugetlbfs",
+                  test_hugetlbfs_paths);
   g_test_add_func("/memory/plan/unused-hugetlb-backend-keeps-ram-ordinary",
                   test_plan_unused_hugetlb_backend);
   g_test_add_func("/memory/plan/ordinary-node-and-1g-node",

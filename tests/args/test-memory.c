@@ -3,6 +3,7 @@
  * tests/data/topologies: every piece of memory with its page size, guest
  * node and claim; what QEMU refuses itself passes through. */
 #include "launcher/qemu-args.h"
+#include "tests/common/qp-plan-test.h"
 #include "topology/ledger.h"
 
 #include <glib/gstdio.h>
@@ -35,71 +36,6 @@ devmem(const QpQemuArgs *a, const char *memdev)
     if (g_strcmp0(a->req->devmem[i].memdev, memdev) == 0)
       return &a->req->devmem[i];
   return NULL;
-}
-
-static QpHost *
-recorded(const char *name)
-{
-  g_autofree char *path =
-      g_build_filename(g_getenv("QP_TOPOLOGIES"), name, NULL);
-  g_autoptr(GError) error = NULL;
-  QpHost *h = qp_host_load(path, &error);
-  g_assert_no_error(error);
-  return h;
-}
-
-typedef struct {
-  QpPlacementOptions o;
-} Opts;
-
-static void
-opts_free(Opts *o)
-{
-  qp_placement_options_clear(&o->o);
-  g_free(o);
-}
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(Opts, opts_free)
-
-static Opts *
-opts_new(QpMode mode)
-{
-  Opts *o = g_new0(Opts, 1);
-  qp_placement_options_init(&o->o);
-  o->o.mode = mode;
-  return o;
-}
-
-static QpPlan *
-plan_ok(const QpHost *h, const QpQemuArgs *a, QpMode mode)
-{
-  g_autoptr(Opts) o = opts_new(mode);
-  g_autoptr(GError) error = NULL;
-  QpPlan *p = qp_plan_compute(h, NULL, a->req, &o->o, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(p);
-  return p;
-}
-
-static guint64
-mem_on(const QpPlan *p, int node)
-{
-  guint64 mib = 0;
-  for (guint i = 0; i < p->claim_mem->len; i++)
-    if (g_array_index(p->claim_mem, QpNodeAmount, i).node == node)
-      mib += g_array_index(p->claim_mem, QpNodeAmount, i).mib;
-  return mib;
-}
-
-static guint64
-pages_on(const QpPlan *p, int node, guint64 page_kib)
-{
-  guint64 pages = 0;
-  for (guint i = 0; i < p->claim_huge->len; i++) {
-    const QpHugeClaim *h = &g_array_index(p->claim_huge, QpHugeClaim, i);
-    if (h->node == node && h->page_kib == page_kib)
-      pages += h->pages;
-  }
-  return pages;
 }
 
 static const QpPlanMem *
@@ -378,7 +314,7 @@ test_hugetlbfs_paths(void)
 static void
 test_plan_unused_hugetlb_backend(void)
 {
-  g_autoptr(QpHost) h = recorded("intel-2s-smt.xml");
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
   g_autoptr(QpQemuArgs) a = parse_line(
       "-m 1024 -smp 1 -object memory-backend-memfd,id=x,hugetlb=on,size=2M");
   /* The recorded host has 2 MiB and 1 GiB pools; the host running the
@@ -389,11 +325,11 @@ test_plan_unused_hugetlb_backend(void)
     a->req->devmem[0].page_kib = 2048;
   }
   for (QpMode m = QP_MODE_BALANCED; m <= QP_MODE_ONE_TO_ONE; m++) {
-    g_autoptr(QpPlan) p = plan_ok(h, a, m);
-    int node = mem_on(p, 0) > 0 ? 0 : 1;
-    g_assert_cmpuint(mem_on(p, node), ==, 1024);
-    g_assert_cmpuint(pages_on(p, node, 2048), ==, 1);
-    g_assert_cmpuint(pages_on(p, 1 - node, 2048), ==, 0);
+    g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, a->req, m);
+    int node = qp_test_mem_on(p, 0) > 0 ? 0 : 1;
+    g_assert_cmpuint(qp_test_mem_on(p, node), ==, 1024);
+    g_assert_cmpuint(qp_test_pages_on(p, node, 2048), ==, 1);
+    g_assert_cmpuint(qp_test_pages_on(p, 1 - node, 2048), ==, 0);
     g_assert_cmpuint(p->claim_huge->len, ==, 1);
     const QpPlanMem *x = plan_mem(p, "x");
     g_assert_nonnull(x);
@@ -403,12 +339,8 @@ test_plan_unused_hugetlb_backend(void)
 
   /* A host without 2 MiB pages: the reserved page does not fit, as QEMU
    * cannot map it either ("unable to map backing store"). */
-  g_autoptr(QpHost) none = recorded("this-machine.xml");
-  g_autoptr(Opts) o = opts_new(QP_MODE_AUTO);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(QpPlan) p = qp_plan_compute(none, NULL, a->req, &o->o, &error);
-  g_assert_null(p);
-  g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT);
+  g_autoptr(QpHost) none = qp_test_recorded("this-machine.xml");
+  g_autoptr(GError) error = qp_test_plan_nofit(none, a->req, QP_MODE_AUTO);
   g_assert_nonnull(strstr(error->message, "2 MiB of 2048 KiB hugepages"));
   g_assert_null(strstr(error->message, "1024 MiB of"));
 }
@@ -419,7 +351,7 @@ test_plan_unused_hugetlb_backend(void)
 static void
 test_plan_ordinary_and_1g_nodes(void)
 {
-  g_autoptr(QpHost) h = recorded("intel-2s-smt.xml");
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
   g_autoptr(QpQemuArgs) a = parse_line(
       "-m 6G -smp 2 "
       "-object memory-backend-ram,id=m0,size=2G "
@@ -427,15 +359,15 @@ test_plan_ordinary_and_1g_nodes(void)
       "-numa node,nodeid=0,cpus=0,memdev=m0 "
       "-numa node,nodeid=1,cpus=1,memdev=m1");
   for (QpMode m = QP_MODE_NUMA; m <= QP_MODE_ONE_TO_ONE; m++) {
-    g_autoptr(QpPlan) p = plan_ok(h, a, m);
+    g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, a->req, m);
     const QpPlanMem *m0 = plan_mem(p, "m0"), *m1 = plan_mem(p, "m1");
     int n0 = hwloc_bitmap_first(m0->host_nodes);
     int n1 = hwloc_bitmap_first(m1->host_nodes);
     g_assert_cmpint(n0, !=, n1);
-    g_assert_cmpuint(mem_on(p, n0), ==, 2048);
-    g_assert_cmpuint(mem_on(p, n1), ==, 0);
-    g_assert_cmpuint(pages_on(p, n1, 1048576), ==, 4);
-    g_assert_cmpuint(pages_on(p, n0, 1048576), ==, 0);
+    g_assert_cmpuint(qp_test_mem_on(p, n0), ==, 2048);
+    g_assert_cmpuint(qp_test_mem_on(p, n1), ==, 0);
+    g_assert_cmpuint(qp_test_pages_on(p, n1, 1048576), ==, 4);
+    g_assert_cmpuint(qp_test_pages_on(p, n0, 1048576), ==, 0);
     g_assert_cmpuint(p->claim_mem->len, ==, 1);
     g_assert_cmpuint(p->claim_huge->len, ==, 1);
   }
@@ -446,11 +378,7 @@ test_plan_ordinary_and_1g_nodes(void)
       "-object memory-backend-memfd,id=m1,size=5G,hugetlb=on,hugetlbsize=1G "
       "-numa node,nodeid=0,cpus=0,memdev=m0 "
       "-numa node,nodeid=1,cpus=1,memdev=m1");
-  g_autoptr(Opts) o = opts_new(QP_MODE_NUMA);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(QpPlan) p = qp_plan_compute(h, NULL, b->req, &o->o, &error);
-  g_assert_null(p);
-  g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT);
+  g_autoptr(GError) error = qp_test_plan_nofit(h, b->req, QP_MODE_NUMA);
   g_assert_nonnull(strstr(error->message,
                           "guest node 1 needs 5120 MiB of 1048576 KiB "
                           "hugepages (5 pages)"));
@@ -461,7 +389,7 @@ test_plan_ordinary_and_1g_nodes(void)
 static void
 test_plan_devices(void)
 {
-  g_autoptr(QpHost) h = recorded("2s-8node.xml"); /* 32 GiB per node */
+  g_autoptr(QpHost) h = qp_test_recorded("2s-8node.xml"); /* 32 GiB per node */
   g_autoptr(QpQemuArgs) a = parse_line(
       "-m 8G,slots=4,maxmem=64G -smp 2 "
       "-object memory-backend-ram,id=r0,size=4G "
@@ -474,7 +402,7 @@ test_plan_devices(void)
       "-device virtio-mem-pci,id=vm0,memdev=v0,requested-size=2G "
       "-object memory-backend-ram,id=c0,size=1G,host-nodes=7,policy=bind "
       "-device pc-dimm,memdev=c0,node=1");
-  g_autoptr(QpPlan) p = plan_ok(h, a, QP_MODE_NUMA);
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, a->req, QP_MODE_NUMA);
   const QpPlanMem *r0 = plan_mem(p, "r0"), *r1 = plan_mem(p, "r1");
   const QpPlanMem *d0 = plan_mem(p, "d0"), *v0 = plan_mem(p, "v0");
   const QpPlanMem *c0 = plan_mem(p, "c0");
@@ -488,9 +416,9 @@ test_plan_devices(void)
   g_assert_cmpstr(cn, ==, "7");
   int n0 = hwloc_bitmap_first(r0->host_nodes);
   int n1 = hwloc_bitmap_first(r1->host_nodes);
-  g_assert_cmpuint(mem_on(p, n0), ==, 4096 + 2048);
-  g_assert_cmpuint(mem_on(p, n1), ==, 4096 + 20480);
-  g_assert_cmpuint(mem_on(p, 7), ==, 1024);
+  g_assert_cmpuint(qp_test_mem_on(p, n0), ==, 4096 + 2048);
+  g_assert_cmpuint(qp_test_mem_on(p, n1), ==, 4096 + 20480);
+  g_assert_cmpuint(qp_test_mem_on(p, 7), ==, 1024);
   /* The plan's rewrite binds the device backends there. */
   g_auto(GStrv) argv = qp_qemu_args_rewrite(a, "qemu", p, -1, NULL);
   g_assert_nonnull(argv);
@@ -510,18 +438,14 @@ test_plan_devices(void)
                  "-numa node,nodeid=1,cpus=1,memdev=r1 "
                  "-object memory-backend-ram,id=d0,size=30G "
                  "-device pc-dimm,memdev=d0,node=1");
-  g_autoptr(Opts) o = opts_new(QP_MODE_NUMA);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(QpPlan) none = qp_plan_compute(h, NULL, b->req, &o->o, &error);
-  g_assert_null(none);
-  g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT);
+  g_autoptr(GError) error = qp_test_plan_nofit(h, b->req, QP_MODE_NUMA);
   g_assert_nonnull(strstr(error->message, "guest node 1 needs 34816 MiB"));
 
   /* Balanced: the set must hold the RAM and the dimm together. */
   g_autoptr(QpQemuArgs) c = parse_line(
       "-m 16G,slots=4,maxmem=64G -smp 2 "
       "-object memory-backend-ram,id=d0,size=24G -device pc-dimm,memdev=d0");
-  g_autoptr(QpPlan) pb = plan_ok(h, c, QP_MODE_BALANCED);
+  g_autoptr(QpPlan) pb = qp_test_plan_ok(h, NULL, c->req, QP_MODE_BALANCED);
   g_assert_cmpint(hwloc_bitmap_weight(pb->host_nodes), ==, 2);
   guint64 total = 0;
   for (guint i = 0; i < pb->claim_mem->len; i++)
@@ -557,11 +481,11 @@ test_qemu_refuses_itself(void)
       "-m 1024,slots=2,maxmem=2G -object memory-backend-ram,id=m1,size=256M "
       "-device pc-dimm,memdev=m1,node=x",
   };
-  g_autoptr(QpHost) h = recorded("2s-8node.xml");
+  g_autoptr(QpHost) h = qp_test_recorded("2s-8node.xml");
   for (guint i = 0; i < G_N_ELEMENTS(lines); i++) {
     g_autoptr(QpQemuArgs) a = parse_line(lines[i]);
     for (QpMode m = QP_MODE_BALANCED; m <= QP_MODE_ONE_TO_ONE; m++) {
-      g_autoptr(QpPlan) p = plan_ok(h, a, m);
+      g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, a->req, m);
       guint64 total = 0;
       for (guint k = 0; k < p->claim_mem->len; k++)
         total += g_array_index(p->claim_mem, QpNodeAmount, k).mib;

@@ -2,23 +2,13 @@
  * tests/data/topologies: ordinary memory and the hugepages of each size are
  * planned and claimed apart, per host node, for every piece of the guest's
  * memory (the RAM of each guest node, memory devices, unused backends). */
+#include "tests/common/qp-plan-test.h"
 #include "topology/ledger.h"
 #include "topology/plan.h"
 
 #include <glib/gstdio.h>
 #include <string.h>
 #include <unistd.h>
-
-static QpHost *
-recorded(const char *name)
-{
-  const char *dir = g_getenv("QP_TOPOLOGIES");
-  g_autofree char *path = g_build_filename(dir, name, NULL);
-  g_autoptr(GError) error = NULL;
-  QpHost *h = qp_host_load(path, &error);
-  g_assert_no_error(error);
-  return h;
-}
 
 static hwloc_bitmap_t
 list(const char *text)
@@ -72,70 +62,6 @@ device(QpRequest *r, QpMemKind kind, int gi, const char *memdev, guint64 mib,
   return d;
 }
 
-typedef struct {
-  QpPlacementOptions o;
-} Opts;
-
-static void
-opts_free(Opts *o)
-{
-  qp_placement_options_clear(&o->o);
-  g_free(o);
-}
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(Opts, opts_free)
-
-static Opts *
-opts_new(QpMode mode)
-{
-  Opts *o = g_new0(Opts, 1);
-  qp_placement_options_init(&o->o);
-  o->o.mode = mode;
-  return o;
-}
-
-static QpPlan *
-plan_ok(const QpHost *h, const QpClaims *c, const QpRequest *r, QpMode mode)
-{
-  g_autoptr(Opts) o = opts_new(mode);
-  g_autoptr(GError) error = NULL;
-  QpPlan *p = qp_plan_compute(h, c, r, &o->o, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(p);
-  return p;
-}
-
-static GError *
-plan_error(const QpHost *h, const QpRequest *r, QpMode mode)
-{
-  g_autoptr(Opts) o = opts_new(mode);
-  GError *error = NULL;
-  g_autoptr(QpPlan) p = qp_plan_compute(h, NULL, r, &o->o, &error);
-  g_assert_null(p);
-  g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT);
-  g_assert_null(strchr(error->message, '\n'));
-  return error;
-}
-
-static guint64
-mem_on(const QpPlan *p, int node)
-{
-  for (guint i = 0; i < p->claim_mem->len; i++)
-    if (g_array_index(p->claim_mem, QpNodeAmount, i).node == node)
-      return g_array_index(p->claim_mem, QpNodeAmount, i).mib;
-  return 0;
-}
-
-static guint64
-pages_on(const QpPlan *p, int node, guint64 page_kib)
-{
-  for (guint i = 0; i < p->claim_huge->len; i++) {
-    const QpHugeClaim *h = &g_array_index(p->claim_huge, QpHugeClaim, i);
-    if (h->node == node && h->page_kib == page_kib)
-      return h->pages;
-  }
-  return 0;
-}
-
 /* Every claim of the plan is the sum of what its pieces claim. */
 static void
 assert_pieces_add_up(const QpPlan *p, const QpHost *h)
@@ -155,9 +81,9 @@ assert_pieces_add_up(const QpPlan *p, const QpHost *h)
         else
           p1g += u->units;
       }
-    g_assert_cmpuint(mib, ==, mem_on(p, id));
-    g_assert_cmpuint(p2m, ==, pages_on(p, id, 2048));
-    g_assert_cmpuint(p1g, ==, pages_on(p, id, 1048576));
+    g_assert_cmpuint(mib, ==, qp_test_mem_on(p, id));
+    g_assert_cmpuint(p2m, ==, qp_test_pages_on(p, id, 2048));
+    g_assert_cmpuint(p1g, ==, qp_test_pages_on(p, id, 1048576));
   }
 }
 
@@ -165,7 +91,8 @@ assert_pieces_add_up(const QpPlan *p, const QpHost *h)
 static void
 test_classes_are_apart(void)
 {
-  g_autoptr(QpHost) h = recorded("intel-2s-smt.xml"); /* 1024 x 2M, 4 x 1G */
+  g_autoptr(QpHost) h =
+      qp_test_recorded("intel-2s-smt.xml"); /* 1024 x 2M, 4 x 1G */
   g_autoptr(QpClaims) c = qp_claims_new();
   QpClaim *other = qp_claim_new();
   other->id = g_strdup("other");
@@ -177,24 +104,24 @@ test_classes_are_apart(void)
 
   /* 2 MiB pages: only node 0 has them left. */
   g_autoptr(QpRequest) r = request(2, 1024, 2048);
-  g_autoptr(QpPlan) p = plan_ok(h, c, r, QP_MODE_BALANCED);
-  g_assert_cmpuint(pages_on(p, 0, 2048), ==, 512);
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, c, r, QP_MODE_BALANCED);
+  g_assert_cmpuint(qp_test_pages_on(p, 0, 2048), ==, 512);
   g_assert_cmpuint(p->claim_mem->len, ==, 0);
   /* 1 GiB pages: only node 1. */
   g_autoptr(QpRequest) r1 = request(2, 2048, 1048576);
-  g_autoptr(QpPlan) p1 = plan_ok(h, c, r1, QP_MODE_BALANCED);
-  g_assert_cmpuint(pages_on(p1, 1, 1048576), ==, 2);
+  g_autoptr(QpPlan) p1 = qp_test_plan_ok(h, c, r1, QP_MODE_BALANCED);
+  g_assert_cmpuint(qp_test_pages_on(p1, 1, 1048576), ==, 2);
   /* Both in one guest: guest node 0 in 2M pages, guest node 1 in 1G
    * pages, ordinary memory in a pc-dimm of guest node 1. */
   g_autoptr(QpRequest) r2 = request(2, 3072, 0);
   gnode(r2, 0, "0", 1024, 2048);
   gnode(r2, 1, "1", 2048, 1048576);
   device(r2, QP_MEM_DIMM, 1, "d0", 512, 0);
-  g_autoptr(QpPlan) p2 = plan_ok(h, c, r2, QP_MODE_NUMA);
-  g_assert_cmpuint(pages_on(p2, 0, 2048), ==, 512);
-  g_assert_cmpuint(pages_on(p2, 1, 1048576), ==, 2);
-  g_assert_cmpuint(mem_on(p2, 1), ==, 512);
-  g_assert_cmpuint(mem_on(p2, 0), ==, 0);
+  g_autoptr(QpPlan) p2 = qp_test_plan_ok(h, c, r2, QP_MODE_NUMA);
+  g_assert_cmpuint(qp_test_pages_on(p2, 0, 2048), ==, 512);
+  g_assert_cmpuint(qp_test_pages_on(p2, 1, 1048576), ==, 2);
+  g_assert_cmpuint(qp_test_mem_on(p2, 1), ==, 512);
+  g_assert_cmpuint(qp_test_mem_on(p2, 0), ==, 0);
   g_assert_cmpuint(p2->claim_huge->len, ==, 2);
   assert_pieces_add_up(p2, h);
 }
@@ -204,25 +131,30 @@ test_classes_are_apart(void)
 static void
 test_balanced_spreads_a_class(void)
 {
-  g_autoptr(QpHost) h = recorded("intel-2s-smt.xml");
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
   g_autoptr(QpRequest) r = request(2, 3072, 2048); /* 1536 pages */
   device(r, QP_MEM_DIMM, -1, "d0", 1024, 0);
-  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, QP_MODE_BALANCED);
-  g_assert_cmpuint(pages_on(p, 0, 2048), ==, 768);
-  g_assert_cmpuint(pages_on(p, 1, 2048), ==, 768);
-  g_assert_cmpuint(mem_on(p, 0) + mem_on(p, 1), ==, 1024);
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, r, QP_MODE_BALANCED);
+  g_assert_cmpuint(qp_test_pages_on(p, 0, 2048), ==, 768);
+  g_assert_cmpuint(qp_test_pages_on(p, 1, 2048), ==, 768);
+  g_assert_cmpuint(qp_test_mem_on(p, 0) + qp_test_mem_on(p, 1), ==, 1024);
   assert_pieces_add_up(p, h);
 
-  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED);
-  o->o.strategy = QP_STRATEGY_PACK;
-  g_autoptr(QpPlan) pk = qp_plan_compute(h, NULL, r, &o->o, NULL);
+  QpPlacementOptions pack;
+  qp_placement_options_init(&pack);
+  pack.mode = QP_MODE_BALANCED;
+  pack.strategy = QP_STRATEGY_PACK;
+  g_autoptr(QpPlan) pk = qp_plan_compute(h, NULL, r, &pack, NULL);
+  qp_placement_options_clear(&pack);
   g_assert_nonnull(pk);
-  g_assert_cmpuint(pages_on(pk, 0, 2048) + pages_on(pk, 1, 2048), ==, 1536);
-  g_assert_true(pages_on(pk, 0, 2048) == 1024 || pages_on(pk, 1, 2048) == 1024);
+  g_assert_cmpuint(
+      qp_test_pages_on(pk, 0, 2048) + qp_test_pages_on(pk, 1, 2048), ==, 1536);
+  g_assert_true(qp_test_pages_on(pk, 0, 2048) == 1024 ||
+                qp_test_pages_on(pk, 1, 2048) == 1024);
 
   /* More than both pools hold: named in pages. */
   g_autoptr(QpRequest) big = request(2, 5120, 2048);
-  g_autoptr(GError) e = plan_error(h, big, QP_MODE_BALANCED);
+  g_autoptr(GError) e = qp_test_plan_nofit(h, big, QP_MODE_BALANCED);
   g_assert_nonnull(strstr(e->message, "guest needs 5120 MiB of 2048 KiB "
                                       "hugepages (2560 pages) but the usable "
                                       "host nodes have only 4096 MiB"));
@@ -233,7 +165,7 @@ test_balanced_spreads_a_class(void)
 static void
 test_caller_bound_pieces(void)
 {
-  g_autoptr(QpHost) h = recorded("2s-8node.xml"); /* 32 GiB per node */
+  g_autoptr(QpHost) h = qp_test_recorded("2s-8node.xml"); /* 32 GiB per node */
   g_autoptr(QpRequest) r = request(2, 4096, 0);
   gnode(r, 0, "0", 2048, 0);
   gnode(r, 1, "1", 2048, 0);
@@ -243,7 +175,7 @@ test_caller_bound_pieces(void)
   QpMemDevice *d = device(r, QP_MEM_DIMM, 0, "d2", 3072, 0);
   d->host_nodes = list("6-7");
   d->policy = QP_POLICY_INTERLEAVE;
-  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, QP_MODE_NUMA);
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, r, QP_MODE_NUMA);
   g_assert_cmpuint(p->n_mem, ==, 4);
   const QpPlanMem *d1 = &p->mem[2], *d2 = &p->mem[3];
   g_assert_cmpstr(d1->memdev, ==, "d1");
@@ -253,14 +185,14 @@ test_caller_bound_pieces(void)
   g_assert_true(p->mem[1].caller_set);
   g_assert_true(d2->caller_set);
   g_assert_cmpint(d2->policy, ==, QP_POLICY_INTERLEAVE);
-  g_assert_cmpuint(mem_on(p, 5), ==, 2048 + 1024);
-  g_assert_cmpuint(mem_on(p, 6), ==, 1536);
-  g_assert_cmpuint(mem_on(p, 7), ==, 1536);
+  g_assert_cmpuint(qp_test_mem_on(p, 5), ==, 2048 + 1024);
+  g_assert_cmpuint(qp_test_mem_on(p, 6), ==, 1536);
+  g_assert_cmpuint(qp_test_mem_on(p, 7), ==, 1536);
   assert_pieces_add_up(p, h);
 
   /* A caller-bound device that does not fit there: named. */
   d->mib = 70000;
-  g_autoptr(GError) e = plan_error(h, r, QP_MODE_NUMA);
+  g_autoptr(GError) e = qp_test_plan_nofit(h, r, QP_MODE_NUMA);
   g_assert_nonnull(strstr(e->message, "pc-dimm dev-d2 of guest node 0 needs "
                                       "70000 MiB on its host-nodes 6-7"));
 }
@@ -270,17 +202,17 @@ test_caller_bound_pieces(void)
 static void
 test_one_to_one_flat(void)
 {
-  g_autoptr(QpHost) h = recorded("intel-2s-smt.xml");
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
   g_autoptr(QpRequest) r = request(4, 4096, 0);
   device(r, QP_MEM_VIRTIO_MEM, -1, "v0", 2048, 0);
   device(r, QP_MEM_UNUSED, -1, "u0", 1024, 1048576);
-  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, QP_MODE_ONE_TO_ONE);
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, r, QP_MODE_ONE_TO_ONE);
   g_assert_cmpuint(p->n_mem, ==, 3);
   for (guint m = 0; m < p->n_mem; m++)
     g_assert_null(p->mem[m].host_nodes);
   g_assert_null(p->mem_nodes);
-  g_assert_cmpuint(mem_on(p, 0), ==, 6144);
-  g_assert_cmpuint(pages_on(p, 0, 1048576), ==, 1);
+  g_assert_cmpuint(qp_test_mem_on(p, 0), ==, 6144);
+  g_assert_cmpuint(qp_test_pages_on(p, 0, 1048576), ==, 1);
   assert_pieces_add_up(p, h);
 }
 
@@ -289,12 +221,12 @@ test_one_to_one_flat(void)
 static void
 test_ledger_and_status(void)
 {
-  g_autoptr(QpHost) h = recorded("intel-2s-smt.xml");
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
   g_autoptr(QpRequest) r = request(2, 6144, 0);
   gnode(r, 0, "0", 2048, 0);
   gnode(r, 1, "1", 4096, 1048576);
   device(r, QP_MEM_DIMM, 1, "d0", 512, 0);
-  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, QP_MODE_NUMA);
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, r, QP_MODE_NUMA);
   int n0 = hwloc_bitmap_first(p->mem[0].host_nodes);
   int n1 = hwloc_bitmap_first(p->mem[1].host_nodes);
   g_assert_cmpint(n0, !=, n1);
@@ -342,9 +274,9 @@ test_ledger_and_status(void)
 
   /* The next guest on 1 GiB pages finds node N1's pool taken. */
   g_autoptr(QpRequest) r2 = request(1, 1024, 1048576);
-  g_autoptr(QpPlan) p2 = plan_ok(h, claims, r2, QP_MODE_BALANCED);
-  g_assert_cmpuint(pages_on(p2, n0, 1048576), ==, 1);
-  g_assert_cmpuint(pages_on(p2, n1, 1048576), ==, 0);
+  g_autoptr(QpPlan) p2 = qp_test_plan_ok(h, claims, r2, QP_MODE_BALANCED);
+  g_assert_cmpuint(qp_test_pages_on(p2, n0, 1048576), ==, 1);
+  g_assert_cmpuint(qp_test_pages_on(p2, n1, 1048576), ==, 0);
 
   g_autoptr(QpLedger) again = qp_ledger_open(dir, NULL);
   qp_ledger_remove(again, "mixed", NULL);

@@ -436,6 +436,58 @@ test_hugetlb_guest_node(Fixture *f, gconstpointer data)
   stop(f, pid);
 }
 
+/* What QEMU 7.2 refuses itself reaches QEMU: the same exit status and the
+ * same message as without qemu-pin, and nothing left behind. */
+static void
+test_qemu_refuses_itself(Fixture *f, gconstpointer data)
+{
+  static const char *const lines[][9] = {
+      /* no slots */
+      {"-m", "64", "-object", "memory-backend-ram,id=m1,size=32M", "-device",
+       "pc-dimm,memdev=m1", NULL},
+      /* no such backend */
+      {"-m", "64,slots=2,maxmem=1G", "-device", "pc-dimm,memdev=nosuch", NULL},
+      /* a node the guest does not have */
+      {"-m", "64,slots=2,maxmem=1G", "-object",
+       "memory-backend-ram,id=m1,size=32M", "-device",
+       "pc-dimm,memdev=m1,node=1", NULL},
+      /* a backend used twice */
+      {"-m", "64,slots=2,maxmem=1G", "-object",
+       "memory-backend-ram,id=m0,size=64M", "-machine", "memory-backend=m0",
+       "-device", "pc-dimm,memdev=m0"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(lines); i++) {
+    g_autoptr(GPtrArray) cmd = command(f, NULL, lines[i]);
+    guint dash = 0;
+    while (strcmp(cmd->pdata[dash], "--") != 0)
+      dash++;
+    QpTestRun direct, pinned;
+    qp_test_run((char **)cmd->pdata + dash + 1, NULL, &direct);
+    qp_test_run((char **)cmd->pdata, NULL, &pinned);
+    g_test_message("QEMU: %s", direct.err);
+    g_assert_cmpint(direct.status, ==, 1);
+    g_assert_cmpint(pinned.status, ==, direct.status);
+    g_assert_cmpstr(pinned.err, ==, direct.err);
+    g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+    g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+    qp_test_run_clear(&direct);
+    qp_test_run_clear(&pinned);
+  }
+
+  /* A requested-size above the backend: QEMU starts, the guest can have
+   * the backend at most, and that is claimed. */
+  const char *accepted[] = {
+      "-m",      "64,maxmem=1G",
+      "-object", "memory-backend-ram,id=v0,size=32M",
+      "-device", "virtio-mem-pci,id=vm0,memdev=v0,requested-size=96M",
+      NULL};
+  g_autoptr(GPtrArray) cmd = command(f, NULL, accepted);
+  GPid pid = launch(f, cmd);
+  g_autoptr(JsonObject) rec = record(f);
+  g_assert_cmpint(record_mib(rec, "0"), ==, 64 + 32);
+  stop(f, pid);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -447,5 +499,7 @@ main(int argc, char **argv)
       test_hugetlb_backend_beside_ram);
   ADD("/launch/memory/hugetlb-guest-node-beside-ordinary-node",
       test_hugetlb_guest_node);
+  ADD("/launch/memory/what-qemu-refuses-reaches-qemu",
+      test_qemu_refuses_itself);
   return g_test_run();
 }

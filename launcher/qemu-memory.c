@@ -16,6 +16,8 @@
  * - A backend on device DAX or on a DAX filesystem is not host RAM, and
  *   memory-backend-epc (SGX) is no RAM of the node either: neither is
  *   bound nor claimed.
+ * - A backend used by another device (ivshmem-plain, memory shared with
+ *   other VMs or processes) is that device's: neither bound nor claimed.
  * - A backend used twice, or a device naming no backend: QEMU refuses the
  *   command line, the first user counts and QEMU says what is wrong. */
 #include "launcher/qemu-memory.h"
@@ -173,6 +175,7 @@ find_backend(const QpQemuArgs *a, const char *id)
 
 typedef struct {
   QpMemKind kind;
+  gboolean other; /* another device with memdev= (ivshmem-plain, ...) */
   char *id;
   char *memdev;
   guint64 node;      /* 0 when unset or unreadable */
@@ -226,8 +229,9 @@ json_uint(JsonObject *obj, const char *key)
   return (guint64)json_node_get_int(n);
 }
 
-/* The memory device of the -device value TEXT; FALSE for another device. A
- * value QEMU cannot read counts as 0 (QEMU refuses it). */
+/* The memory device of the -device value TEXT, or another device naming a
+ * backend (OTHER); FALSE for a device without memdev=. A value QEMU cannot
+ * read counts as 0 (QEMU refuses it). */
 static gboolean
 parse_mem_device(const char *text, MemDevice *d)
 {
@@ -241,19 +245,21 @@ parse_mem_device(const char *text, MemDevice *d)
       return FALSE;
     JsonObject *obj = json_node_get_object(root);
     g_autofree char *driver = json_string(obj, "driver");
-    if (!device_kind(driver, &d->kind))
-      return FALSE;
+    d->other = !device_kind(driver, &d->kind);
     d->id = json_string(obj, "id");
     d->memdev = json_string(obj, "memdev");
+    if (d->other)
+      return d->memdev != NULL;
     d->node = json_uint(obj, "node");
     d->requested = json_uint(obj, "requested-size");
     return TRUE;
   }
   g_autoptr(GArray) kv = qp_kv_parse(text, "driver");
-  if (!device_kind(qp_kv_get(kv, "driver"), &d->kind))
-    return FALSE;
+  d->other = !device_kind(qp_kv_get(kv, "driver"), &d->kind);
   d->id = g_strdup(qp_kv_get(kv, "id"));
   d->memdev = g_strdup(qp_kv_get(kv, "memdev"));
+  if (d->other)
+    return d->memdev != NULL;
   const char *v = qp_kv_get(kv, "node");
   char *end = NULL;
   if (v != NULL && g_ascii_isdigit(*v)) {
@@ -322,7 +328,7 @@ qp_memory_model(QpQemuArgs *a, GPtrArray *devices, const char *mem_path)
       if (d.kind == QP_MEM_VIRTIO_MEM)
         bytes = MIN(d.requested, bytes);
       int gnode = r->n_gnodes == 0 ? -1 : (int)MIN(d.node, G_MAXINT);
-      if (backend_is_ram(b))
+      if (backend_is_ram(b) && !d.other)
         add_devmem(r, d.kind, gnode, d.id, b, bytes);
     }
     mem_device_clear(&d);

@@ -183,6 +183,14 @@ test_unused_backends(void)
   g_assert_cmpuint(a->req->page_kib, ==, 0);
   g_assert_cmpuint(a->req->mem_mib, ==, 1024);
 
+  /* A backend another device uses (memory shared through ivshmem) is that
+   * device's: not the guest's memory to place. */
+  g_autoptr(QpQemuArgs) shared =
+      parse_line("-m 1024 -object memory-backend-file,id=hostmem,size=16M,"
+                 "mem-path=/dev/shm/qp-ivshmem,share=on,prealloc=on "
+                 "-device ivshmem-plain,memdev=hostmem");
+  g_assert_cmpuint(shared->req->n_devmem, ==, 0);
+
   /* -mem-prealloc makes every backend preallocate. */
   g_autoptr(QpQemuArgs) b = parse_line(
       "-m 1024 -mem-prealloc -object memory-backend-ram,id=plain,size=64M");

@@ -316,8 +316,8 @@ test_hugetlbfs_paths(void)
 /* ---- plans ----------------------------------------------------------------
  */
 
-/* The issue's first example: one unused 2 MiB hugetlb backend made the whole
- * guest "hugepages". The RAM is ordinary memory; the backend's reserved
+/* One unused 2 MiB hugetlb backend must not make the whole guest
+ * "hugepages". The RAM is ordinary memory; the backend's reserved
  * page is claimed on the same node. */
 static void
 test_plan_unused_hugetlb_backend(void)
@@ -353,7 +353,7 @@ test_plan_unused_hugetlb_backend(void)
   g_assert_null(strstr(error->message, "1024 MiB of"));
 }
 
-/* The issue's second example: guest node 0 on ordinary memory, guest node 1
+/* Guest node 0 on ordinary memory, guest node 1
  * on 1 GiB pages: ordinary memory on node 0's host node only, 1 GiB pages on
  * node 1's host node only. */
 static void

@@ -344,7 +344,7 @@ reserve_hugepages(Fixture *f, gint64 count)
   return TRUE;
 }
 
-/* The issue's example: one unused 2 MiB hugetlb backend. The RAM stays
+/* One unused 2 MiB hugetlb backend beside ordinary RAM. The RAM stays
  * ordinary memory; the backend's page (reserved by the kernel when QEMU
  * maps it) is claimed on the same node. */
 static void

@@ -2,6 +2,7 @@
  * monitor, applies the plan to every thread, resumes the guest, re-applies
  * the plan whenever the guest is resumed by someone else, and releases the
  * VM's claim when QEMU exits. */
+#include "launcher/keeper-memory.h"
 #include "launcher/launch.h"
 #include "launcher/log.h"
 
@@ -33,6 +34,7 @@ typedef struct {
   GHashTable *plugged;
   GHashTable *plugged_pu; /* cpu-index -> the PU of that core it runs on */
   GHashTable *warned;     /* cpu-indexes already warned about */
+  QpMemWatch *mem;        /* memory plugged later, or NULL */
   /* QEMU said it is exiting (SHUTDOWN on a host signal or quit): when it
    * is still there a while later, the signal is sent again. */
   gint64 exiting_since;
@@ -591,6 +593,8 @@ on_event(Keeper *k, JsonObject *ev)
   }
   if (k->exiting_since != 0)
     return;
+  if (k->mem != NULL && qp_mem_watch_event(name))
+    qp_mem_watch_update(k->mem, k->qmp);
   /* RESUME: someone else may have moved threads before resuming (libvirt
    * does). DEVICE_DELETED: an unplugged vCPU gives its core back. */
   if (strcmp(name, "RESUME") != 0 && strcmp(name, "DEVICE_DELETED") != 0)
@@ -620,10 +624,11 @@ hold(Keeper *k)
     struct pollfd p[2] = {
         {k->pidfd, POLLIN, 0},
         {monitor_open ? qp_qmp_get_fd(k->qmp) : -1, POLLIN, 0}};
-    /* vCPUs may be plugged: there is no QMP event for that, so look. */
+    /* vCPUs and memory may be plugged: there is no QMP event for that, so
+     * look. */
     const QpPlan *plan = k->cfg->plan;
     gboolean polling = monitor_open && k->exiting_since == 0 &&
-                       plan->n_vcpus > plan->n_boot_vcpus;
+                       (plan->n_vcpus > plan->n_boot_vcpus || k->mem != NULL);
     /* QEMU said it exits: when the next SIGTERM is due. */
     gint64 nudge_at = k->exiting_since == 0
                           ? 0
@@ -650,9 +655,12 @@ hold(Keeper *k)
     }
     if (r == 0 && polling) {
       g_autoptr(GError) error = NULL;
-      if (!query_and_apply(k, NULL, &error) &&
+      if (plan->n_vcpus > plan->n_boot_vcpus &&
+          !query_and_apply(k, NULL, &error) &&
           !g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))
         qp_error("keeper: %s", error->message);
+      if (k->mem != NULL)
+        qp_mem_watch_update(k->mem, k->qmp);
       continue;
     }
     if (r == 0)
@@ -747,6 +755,8 @@ qp_keeper_main(const QpKeeperConfig *cfg)
   k->applied = TRUE;
   klog(k, 1, "pinned %u threads (%u vCPUs, %u iothreads)", changed, vcpus->len,
        iothreads->len);
+  if (cfg->mem_hotplug)
+    k->mem = qp_mem_watch_new(cfg, k->qmp);
 
   if (cfg->daemonize && !update_record(k, &error))
     fail(k, error);

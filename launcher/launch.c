@@ -341,6 +341,16 @@ wait_daemonized(pid_t child, int status_fd, QpLedger *ledger, const char *id)
   return 0;
 }
 
+/* Memory can be plugged (-m maxmem) or resized (virtio-mem) later. */
+static gboolean
+memory_may_change(const QpRequest *req)
+{
+  for (guint i = 0; i < req->n_devmem; i++)
+    if (req->devmem[i].kind == QP_MEM_VIRTIO_MEM)
+      return TRUE;
+  return req->maxmem_mib > 0;
+}
+
 int
 qp_launch(QpOptions *opts, const char *binary, const char *argv0,
           QpQemuArgs *args)
@@ -403,6 +413,9 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
       .qmp_timeout_ms = opts->qmp_timeout_ms,
       .start_timeout_ms = opts->start_timeout_ms,
       .verbose = opts->verbose,
+      .mem_hotplug = memory_may_change(args->req),
+      .topology = opts->topology,
+      .placement = &opts->placement,
   };
   int keeper = spawn_keeper(&cfg, sv[1], &error);
   close(sv[0]);

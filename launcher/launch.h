@@ -43,6 +43,12 @@ typedef struct {
   guint qmp_timeout_ms;
   guint start_timeout_ms;
   int verbose;
+  /* Memory may be plugged or resized while the VM runs (-m maxmem, or a
+   * virtio-mem device): the keeper watches it and claims what is added,
+   * on the host TOPOLOGY (NULL: live) with the reserves of PLACEMENT. */
+  gboolean mem_hotplug;
+  const char *topology;
+  const QpPlacementOptions *placement;
 } QpKeeperConfig;
 
 /* The keeper's life: apply the plan, resume, hold the claim until QEMU

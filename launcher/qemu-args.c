@@ -9,10 +9,10 @@
 
 #include <errno.h>
 #include <json-glib/json-glib.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/vfs.h>
 
+#include "launcher/qemu-kv.h"
+#include "launcher/qemu-memory.h"
 #include "topology/cpulist.h"
 
 /* The quark's name is the argument as written. */
@@ -23,7 +23,6 @@ G_DEFINE_QUARK(qp-args-error-quark, qp_args_error)
 #define MiB (G_GUINT64_CONSTANT(1) << 20)
 #define QP_MAX_NODES 128     /* QEMU's MAX_NODES */
 #define QP_CPU_HARD_CAP 1024 /* unknown machine types */
-#define HUGETLBFS_MAGIC_ 0x958458f6
 
 /* ---- The option table ---------------------------------------------------
  *
@@ -252,6 +251,18 @@ kv_get(GArray *kv, const char *key)
 {
   KvPair *p = kv_last(kv, key);
   return p ? p->value : NULL;
+}
+
+GArray *
+qp_kv_parse(const char *text, const char *implied)
+{
+  return kv_parse(text, implied);
+}
+
+const char *
+qp_kv_get(GArray *kv, const char *key)
+{
+  return kv_get(kv, key);
 }
 
 static gboolean
@@ -724,31 +735,6 @@ json_list(JsonNode *node, const char *key, guint64 max, const char *text,
 /* ---- -object
  * ------------------------------------------------------------------ */
 
-static guint64
-default_hugepage_kib(void)
-{
-  g_autofree char *text = NULL;
-  if (!g_file_get_contents("/proc/meminfo", &text, NULL, NULL))
-    return 2048;
-  const char *p = strstr(text, "Hugepagesize:");
-  guint64 kib = 0;
-  if (p == NULL || sscanf(p, "Hugepagesize: %" G_GUINT64_FORMAT, &kib) != 1)
-    return 2048;
-  return kib;
-}
-
-/* Page size of PATH if it is on hugetlbfs (the directory or file a
- * memory-backend-file or -mem-path names), else 0. */
-static guint64
-hugetlbfs_page_kib(const char *path)
-{
-  struct statfs fs;
-  if (path == NULL || statfs(path, &fs) != 0 ||
-      (unsigned long)fs.f_type != (unsigned long)HUGETLBFS_MAGIC_)
-    return 0;
-  return (guint64)fs.f_bsize / 1024;
-}
-
 static const char *const json_bool_keys[] = {
     "prealloc", "hugetlb", "share", "merge", "dump", "reserve", NULL};
 static const char *const json_size_keys[] = {"size", "hugetlbsize", "align",
@@ -950,15 +936,7 @@ parse_object(QpQemuArgs *a, const Opt *o, GError **error)
                        "-object '%s': host-nodes needs a policy other "
                        "than default (bind, preferred or interleave)",
                        text);
-  if (b->hugetlb && b->hugetlbsize_kib == 0)
-    b->hugetlbsize_kib = default_hugepage_kib();
-  if (strcmp(b->qom_type, "memory-backend-file") == 0) {
-    guint64 page = hugetlbfs_page_kib(b->mem_path);
-    if (page != 0) {
-      b->hugetlb = TRUE;
-      b->hugetlbsize_kib = page;
-    }
-  }
+  qp_backend_classify(b, text);
   g_ptr_array_add(a->backends, g_ptr_array_steal_index(holder, 0));
   return TRUE;
 }
@@ -1174,6 +1152,7 @@ parse_memory(QpQemuArgs *a, GArray *kv, gboolean bytes, gboolean *custom,
   }
   a->ram_bytes = size;
   a->req->mem_mib = bytes_to_mib(size);
+  a->req->maxmem_mib = bytes_to_mib(max);
   return TRUE;
 }
 
@@ -1860,32 +1839,32 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
   }
 
   g_autoptr(GPtrArray) vfio = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) devices = g_ptr_array_new();
   for (guint i = 0; i < opts->len; i++) {
     const Opt *o = &g_array_index(opts, Opt, i);
-    if (is_opt(o, "device") && !parse_device(vfio, o->value, error))
+    if (!is_opt(o, "device"))
+      continue;
+    if (!parse_device(vfio, o->value, error))
       return FALSE;
+    g_ptr_array_add(devices, (gpointer)o->value);
   }
   if (vfio->len > 0) {
     g_ptr_array_add(vfio, NULL);
     a->req->vfio = (char **)g_ptr_array_steal(vfio, NULL);
   }
 
-  /* Huge pages and preallocation, over every backend. -mem-prealloc makes
-   * every memory backend preallocate (it is a global property in 7.2). */
+  /* Preallocation, over every backend. -mem-prealloc makes every memory
+   * backend preallocate (it is a global property in 7.2). */
   QpRequest *r = a->req;
   for (guint i = 0; i < a->backends->len; i++) {
     QpBackend *b = g_ptr_array_index(a->backends, i);
     if (a->priv->mem_prealloc)
       b->prealloc = TRUE;
     r->prealloc |= b->prealloc;
-    if (b->hugetlb && r->hugepage_kib == 0)
-      r->hugepage_kib = b->hugetlbsize_kib;
   }
   if (a->priv->mem_prealloc)
     r->prealloc = TRUE;
-  if (a->priv->mem_path != NULL && a->machine_memdev == NULL &&
-      r->hugepage_kib == 0)
-    r->hugepage_kib = hugetlbfs_page_kib(a->priv->mem_path);
+  qp_memory_model(a, devices, a->priv->mem_path);
   return TRUE;
 }
 
@@ -2322,7 +2301,7 @@ qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
   gboolean vnodes = plan != NULL && plan->vnuma && args->req->n_gnodes == 0 &&
                     apply_vnuma(&rw, plan);
   for (guint k = 0; plan != NULL && ok && k < plan->n_mem; k++)
-    if (!(vnodes && plan->mem[k].gnode < 0))
+    if (!(vnodes && plan->mem[k].gnode < 0 && plan->mem[k].kind == QP_MEM_RAM))
       ok = apply_mem(&rw, &plan->mem[k], done, error);
 
   GPtrArray *out = g_ptr_array_new();

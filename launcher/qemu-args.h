@@ -34,6 +34,10 @@ typedef struct {
   /* Added by the argv area: */
   guint64 size_bytes;        /* exact size, 0 if unset (file backends) */
   gboolean prealloc_context; /* the caller set prealloc-context */
+  /* Filled in by the memory model (qemu-memory.c): */
+  guint64 page_kib; /* 0: ordinary memory, else its hugepage size */
+  gboolean reserve; /* hugetlb pages reserved at start (reserve=, on) */
+  gboolean dax;     /* device DAX or a file on a DAX filesystem: not RAM */
 } QpBackend;
 
 typedef struct {

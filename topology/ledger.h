@@ -98,6 +98,12 @@ typedef struct {
   guint shared_cpus;        /* usable CPUs of the node not dedicated */
 } QpNodeCapacity;
 
+/* Pages of PAGE_KIB on host->nodes[INDEX] that no claim holds: the pool's
+ * free pages less the claimed ones (0 when blocked), as the planner counts
+ * them. */
+guint64 qp_node_huge_uncommitted(const QpHost *host, const QpClaims *claims,
+                                 guint index, guint64 page_kib);
+
 /* Fills OUT for host->nodes[INDEX]; free with qp_node_capacity_clear(). */
 void qp_node_capacity(const QpHost *host, const QpClaims *claims,
                       const QpPlacementOptions *opts, guint index,

@@ -7,20 +7,22 @@
  *     memory and as many usable CPUs as there are (every usable CPU when
  *     the vCPUs outnumber them); the vCPUs float there, memory is bound
  *     there, as balanced does;
- *   - numa shape: each guest node keeps its memory on one host node, on a
- *     node with usable CPUs where it fits (nodes with room for its vCPUs
+ *   - numa shape: each guest node keeps its memory (its RAM and memory
+ *     devices, each claimed in its page size) on one host node, on a node
+ *     with usable CPUs where all of it fits (nodes with room for its vCPUs
  *     first, then its vfio devices' nodes, nodes no other guest node uses,
- *     the least loaded per CPU, the most memory); its vCPUs float
- *     on that node's CPUs and, when they are short, on the nearest nodes'
- *     spare CPUs. When the VM has more vCPUs than usable CPUs, every guest
+ *     the least loaded per CPU, the most memory); its vCPUs float on that
+ *     node's CPUs and, when they are short, on the nearest nodes' spare
+ *     CPUs. When the VM has more vCPUs than usable CPUs, every guest
  *     node gets its share of the CPUs (vCPUs x usable / all vCPUs), so the
  *     overcommit is even;
  *   - on hybrid hosts the CPUs of every kind count;
  *   - when other VMs have dedicated every usable CPU, their cores are
  *     shared rather than the VM refused (the warning says so): with no
  *     other CPU to run on, sharing them is what plain QEMU would do too.
- * Memory is claimed as the modes claim it and a VM whose memory does not fit
- * is still refused; so is one whose own options (--affinity, --hostnodes)
+ * Memory is claimed piece by piece as the modes claim it (what the caller
+ * bound stays on its host-nodes) and a VM whose memory does not fit is still
+ * refused; so is one whose own options (--affinity, --hostnodes)
  * leave no CPU at all. What could not be given goes into plan->not_given
  * and into one warning line.
  *
@@ -240,8 +242,8 @@ home_before(const Room *r, guint nv, guint64 need, guint i, guint j)
   double li = load_per_cpu(r, i), lj = load_per_cpu(r, j);
   if (li != lj)
     return li < lj;
-  guint64 gi = units_to_mib(ctx, r->avail[i]) / 1024;
-  guint64 gj = units_to_mib(ctx, r->avail[j]) / 1024;
+  guint64 gi = rank_mib(ctx, r->avail, i) / 1024;
+  guint64 gj = rank_mib(ctx, r->avail, j) / 1024;
   if (gi != gj)
     return gi > gj;
   return i < j;
@@ -331,9 +333,7 @@ widen_gnodes(QpPlan *plan, const Ctx *ctx, Attempt *a, guint total,
   const QpHost *host = ctx->host;
   guint nn = ctx->nn;
   guint nt = MAX(req->n_gnodes, 1);
-  g_autoptr(GArray) items = build_mem_items(ctx);
-  g_autofree guint64 *avail =
-      g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
+  g_autofree guint64 *avail = avail_copy(ctx);
   g_autofree double *others = others_load(ctx, a);
   g_autofree double *mine = g_new0(double, MAX(nn, 1));
   g_autofree guint64 *capleft = g_new0(guint64, MAX(nn, 1));
@@ -342,9 +342,8 @@ widen_gnodes(QpPlan *plan, const Ctx *ctx, Attempt *a, guint total,
   g_autofree gboolean *vm_nodes = g_new0(gboolean, MAX(nn, 1));
   g_autofree gboolean *cand = g_new0(gboolean, MAX(nn, 1));
   g_autofree int *home_of = g_new(int, nt);
-  Acc acc = {g_new0(guint64, MAX(nn, 1)), g_new0(guint, MAX(nn, 1))};
-  G_GNUC_UNUSED g_autofree guint64 *acc_claim = acc.claim; /* frees it */
-  G_GNUC_UNUSED g_autofree guint *acc_load = acc.load;     /* frees it */
+  g_auto(Acc) acc;
+  acc_init(&acc, ctx);
   Room r = {ctx, a, others, mine, capleft, homes, avail};
 
   /* CPU room in units that make the VM's vCPUs fit exactly when they
@@ -356,14 +355,21 @@ widen_gnodes(QpPlan *plan, const Ctx *ctx, Attempt *a, guint total,
     capleft[i] = (guint64)a->n_cpus[i] * (scaled ? ctx->n : 1);
   }
 
-  /* Guest nodes the caller bound first, as numa does; then the others. */
+  /* Memory the caller bound stays there (with the memory devices of a
+   * guest node whose RAM it bound); guest nodes whose RAM the caller bound
+   * come first, as numa does; then the others, each with its free pieces
+   * (RAM and memory devices) on one host node. */
+  if (!claim_all_fixed(ctx, &acc, avail, error))
+    return FALSE;
   for (int pass = 0; pass < 2; pass++)
     for (guint t = 0; t < nt; t++) {
-      MemItem *it = &g_array_index(items, MemItem, t);
-      gboolean fixed = it->caller_nodes != NULL;
+      /* The pieces start with the RAM of each guest node, in order. */
+      const Piece *ram = piece_at(ctx, t);
+      int gi = req->n_gnodes > 0 ? (int)t : -1;
+      gboolean fixed = ram->caller_set;
       if (fixed != (pass == 0))
         continue;
-      g_autofree char *who = gnode_name(ctx, it->gnode_index);
+      g_autofree char *who = gnode_name(ctx, gi);
       g_auto(hwloc_bitmap_t) vcpus = hwloc_bitmap_alloc();
       for (guint v = 0; v < ctx->n; v++)
         if (req->n_gnodes == 0 || ctx->vcpu_gnode[v] == (int)t)
@@ -373,52 +379,53 @@ widen_gnodes(QpPlan *plan, const Ctx *ctx, Attempt *a, guint total,
 
       g_autoptr(GArray) home = NULL;
       if (fixed) {
-        if (!claim_caller_mem(ctx, it, avail, acc.claim, error) ||
-            !caller_node_indexes(ctx, it, &home, error))
+        if (!node_indexes(ctx, ram->fixed, who, &home, error))
           return FALSE;
         home_of[t] = -1;
       } else {
+        g_autofree guint64 *mem = free_need(ctx, gi);
         int best = -1;
         for (guint i = 0; i < nn; i++)
-          if (cand[i] && avail[i] >= it->units &&
+          if (cand[i] && fits(ctx, avail, i, mem) &&
               (best < 0 || home_before(&r, nv, need, i, (guint)best)))
             best = (int)i;
         if (best < 0) {
           int bm = -1;
           for (guint i = 0; i < nn; i++)
-            if (cand[i] && (bm < 0 || avail[i] > avail[bm]))
+            if (cand[i] && (bm < 0 || rank_mib(ctx, avail, i) >
+                                          rank_mib(ctx, avail, (guint)bm)))
               bm = (int)i;
-          g_autofree char *mem = mem_phrase(ctx, it->units);
           if (bm < 0) {
             g_autofree char *scope = scope_phrase(ctx, a, cand);
+            g_autofree char *m = need_phrase(ctx, mem);
             g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                        "%s needs %s but no host node may be used%s", who, mem,
+                        "%s needs %s but no host node may be used%s", who, m,
                         scope);
           } else {
-            g_autofree char *detail = node_mem_detail(ctx, (guint)bm);
+            guint c = short_class(ctx, avail, (guint)bm, mem);
+            g_autofree char *m = mem_phrase(ctx, c, mem[c]);
+            g_autofree char *detail = node_mem_detail(ctx, c, (guint)bm);
             g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
                         "%s needs %s but the best node %d has only "
                         "%" G_GUINT64_FORMAT " MiB uncommitted %s",
-                        who, mem, host->nodes[bm].id,
-                        units_to_mib(ctx, avail[bm]), detail);
+                        who, m, host->nodes[bm].id,
+                        units_to_mib(ctx, c, avail[AT(ctx, c, bm)]), detail);
           }
           return FALSE;
         }
         guint i = (guint)best;
         home = g_array_new(FALSE, FALSE, sizeof(guint));
         g_array_append_val(home, i);
-        split_units(it->units, &i, 1, avail, acc.claim);
+        take_task_pieces(ctx, &acc, avail, gi, i);
         home_of[t] = best;
       }
       for (guint x = 0; x < home->len; x++)
         homes[g_array_index(home, guint, x)]++;
-
-      const guint *hn = (const guint *)(void *)home->data;
-      g_auto(hwloc_bitmap_t) hids = ids_of(ctx, hn, home->len);
-      add_plan_mem(plan, ctx, it, fixed ? it->caller_nodes : hids, fixed);
       if (nv == 0)
         continue;
 
+      const guint *hn = (const guint *)(void *)home->data;
+      g_auto(hwloc_bitmap_t) hids = ids_of(ctx, hn, home->len);
       g_autoptr(GArray) span = g_array_new(FALSE, FALSE, sizeof(guint));
       memset(share, 0, MAX(nn, 1) * sizeof(guint64));
       grow_cpus(&r, cand, hn, home->len, need, span, share);
@@ -462,6 +469,19 @@ widen_gnodes(QpPlan *plan, const Ctx *ctx, Attempt *a, guint total,
                   who, home->len > 1 ? "s" : "", hl, sl);
     }
 
+  /* Memory: each piece on its own nodes, or on its guest node's home. */
+  for (guint x = 0; x < ctx->pieces->len; x++) {
+    const Piece *p = piece_at(ctx, x);
+    int home = home_of[MAX(p->gi, 0)];
+    if (p->fixed != NULL || home < 0) {
+      add_plan_mem(plan, ctx, &acc, x, p->fixed);
+    } else {
+      guint i = (guint)home;
+      g_auto(hwloc_bitmap_t) ids = ids_of(ctx, &i, 1);
+      add_plan_mem(plan, ctx, &acc, x, ids);
+    }
+  }
+
   /* Guest nodes sharing a host node for their memory. */
   for (guint i = 0; i < nn; i++) {
     if (homes[i] < 2)
@@ -469,10 +489,10 @@ widen_gnodes(QpPlan *plan, const Ctx *ctx, Attempt *a, guint total,
     g_auto(hwloc_bitmap_t) g = hwloc_bitmap_alloc();
     gboolean any_placed = FALSE;
     for (guint t = 0; t < nt; t++) {
-      MemItem *it = &g_array_index(items, MemItem, t);
+      const Piece *ram = piece_at(ctx, t);
       gboolean here = home_of[t] == (int)i;
-      if (it->caller_nodes != NULL)
-        here = hwloc_bitmap_isset(it->caller_nodes, host->nodes[i].id);
+      if (ram->caller_set)
+        here = hwloc_bitmap_isset(ram->fixed, host->nodes[i].id);
       else
         any_placed = any_placed || here;
       if (here)

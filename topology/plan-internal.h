@@ -21,10 +21,17 @@ typedef struct {
   const QpClaims *claims;
   const QpRequest *req;
   const QpPlacementOptions *opts;
-  guint n;               /* vCPUs planned: maxcpus */
-  guint threads;         /* guest threads per core, >= 1 */
-  guint nn;              /* host->n_nodes */
-  guint64 unit_kib;      /* memory unit: 1024 (MiB) or the hugepage size */
+  guint n;       /* vCPUs planned: maxcpus */
+  guint threads; /* guest threads per core, >= 1 */
+  guint nn;      /* host->n_nodes */
+  /* Memory classes: 0 is ordinary memory (units of MiB), then one per
+   * hugepage size the guest uses (units of pages). Per-node arrays of
+   * units hold ncls * nn values, class-major (AT()). */
+  guint ncls;
+  guint64 *cls_kib;      /* per class: 1024, or the page size */
+  guint64 *cls_page;     /* per class: 0, or the page size */
+  gboolean *cls_used;    /* the guest needs memory of the class */
+  GArray *pieces;        /* of Piece: every piece of the guest's memory */
   gboolean *node_ok;     /* may be used: in --hostnodes, allowed, not blocked */
   gboolean *device_node; /* holds a vfio device of the guest */
   gboolean any_device_node;
@@ -55,50 +62,90 @@ typedef struct {
   const char *kind_note; /* " of CPU kind N", or "" */
 } Attempt;
 
-/* A share of the guest's memory: one per guest node, or the whole guest. */
+/* A piece of the guest's memory: the RAM of a guest node (or of the whole
+ * guest), a memory device, or a backend no one uses yet. */
 typedef struct {
-  int gnode_index; /* index into req->gnodes, -1 for the whole guest */
+  int gi; /* index into req->gnodes, -1 for the whole guest */
+  QpMemKind kind;
+  guint cls; /* memory class */
   guint64 mem_mib;
   guint64 units;
   const char *memdev;
-  hwloc_const_bitmap_t caller_nodes;
+  const char *device;
+  /* Nodes it must go to: the caller's host-nodes of its backend
+   * (caller_set), else those of its guest node's RAM; NULL if free. */
+  hwloc_const_bitmap_t fixed;
+  gboolean caller_set;
   QpPolicy caller_policy;
-} MemItem;
+} Piece;
 
-/* What a mode accumulates for the claims. */
+/* Index of class C, node index I in a per-node array of units. */
+#define AT(ctx, c, i) ((gsize)(c) * (ctx)->nn + (i))
+
+/* What a mode claims: units per class and node, and per piece and node. */
 typedef struct {
-  guint64 *claim; /* units per node index */
-  guint *load;    /* shared vCPUs per node index */
+  guint64 *claim;   /* ncls * nn, AT() */
+  guint64 *piece;   /* one row of nn per piece */
+  guint *load;      /* shared vCPUs per node index */
+  gboolean unbound; /* memory claimed but not bound (one-to-one, no vNUMA) */
 } Acc;
+
+void acc_init(Acc *acc, const Ctx *ctx);
+void acc_clear(Acc *acc);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Acc, acc_clear)
 
 /* ---- Helpers (topology/plan.c) ------------------------------------------ */
 
 int node_index(const Ctx *ctx, int id);
 int cpu_index(const Ctx *ctx, int id);
 guint dist(const Ctx *ctx, guint a, guint b);
-guint64 units_to_mib(const Ctx *ctx, guint64 units);
-char *mem_phrase(const Ctx *ctx, guint64 units);
-char *node_mem_detail(const Ctx *ctx, guint i);
+guint64 units_to_mib(const Ctx *ctx, guint c, guint64 units);
+/* "8192 MiB" or "8192 MiB of 2048 KiB hugepages (4096 pages)" */
+char *mem_phrase(const Ctx *ctx, guint c, guint64 units);
+/* "(16124 MiB total, 12028 MiB claimed, 512 MiB reserved)": class C of
+ * node index I. */
+char *node_mem_detail(const Ctx *ctx, guint c, guint i);
+/* What NEED (units per class) holds: "1024 MiB and 2048 MiB of 2048 KiB
+ * hugepages (1024 pages)". */
+char *need_phrase(const Ctx *ctx, const guint64 *need);
+/* Uncommitted MiB of node I in AVAIL over the classes the guest uses. */
+guint64 rank_mib(const Ctx *ctx, const guint64 *avail, guint i);
+/* TRUE when node I holds NEED (units per class) in AVAIL. */
+gboolean fits(const Ctx *ctx, const guint64 *avail, guint i,
+              const guint64 *need);
+/* The first class of NEED that node I cannot hold. */
+guint short_class(const Ctx *ctx, const guint64 *avail, guint i,
+                  const guint64 *need);
 void add_reason(QpPlan *plan, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 void add_warning(QpPlan *plan, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
 void attempt_init(Attempt *a, const Ctx *ctx, hwloc_const_bitmap_t usable);
 void attempt_clear(Attempt *a, guint nn);
 
-void split_units(guint64 need, const guint *set, guint k, guint64 *avail,
-                 guint64 *claim);
-GArray *build_mem_items(const Ctx *ctx);
+/* A copy of ctx->avail for one try (free with g_free). */
+guint64 *avail_copy(const Ctx *ctx);
+const Piece *piece_at(const Ctx *ctx, guint x);
 char *gnode_name(const Ctx *ctx, int gi);
-gboolean caller_node_indexes(const Ctx *ctx, const MemItem *it, GArray **out,
-                             GError **error);
-gboolean claim_caller_mem(const Ctx *ctx, const MemItem *it, guint64 *avail,
-                          guint64 *claim, GError **error);
+/* Node indexes of host-nodes NODES of WHO, checked against the host. */
+gboolean node_indexes(const Ctx *ctx, hwloc_const_bitmap_t nodes,
+                      const char *who, GArray **out, GError **error);
+/* Claims every piece that has nodes it must go to (Piece.fixed). */
+gboolean claim_all_fixed(const Ctx *ctx, Acc *acc, guint64 *avail,
+                         GError **error);
+/* Units per class of the pieces of guest node GI (-1: every piece) that go
+ * where the planner chooses (free with g_free). */
+guint64 *free_need(const Ctx *ctx, int gi);
+/* Claims the free pieces of guest node GI (-1: of the guest) on node I. */
+void take_task_pieces(const Ctx *ctx, Acc *acc, guint64 *avail, int gi,
+                      guint i);
 /* Candidate nodes for node sets (--device-locality=required keeps only the
  * devices' nodes, and PREFIX then says so). */
 gboolean *set_candidates(const Ctx *ctx, char **prefix);
 char *scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand);
-void add_plan_mem(QpPlan *plan, const Ctx *ctx, const MemItem *it,
-                  hwloc_const_bitmap_t nodes, gboolean caller_set);
+/* The plan's entry for piece X, bound to NODES (NULL: not bound), with
+ * what ACC claimed for it. */
+void add_plan_mem(QpPlan *plan, const Ctx *ctx, const Acc *acc, guint x,
+                  hwloc_const_bitmap_t nodes);
 hwloc_bitmap_t ids_of(const Ctx *ctx, const guint *nodes, guint k);
 void finish_plan(QpPlan *plan, const Ctx *ctx, const Attempt *a, const Acc *acc,
                  const gboolean *vm_nodes);

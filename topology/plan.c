@@ -6,8 +6,9 @@
  *
  * Outline:
  *   1. Node state: usable CPUs (allowed & affinity & --hostnodes - CPUs
- *      dedicated to other VMs), uncommitted memory (or free hugepages of the
- *      requested size), shared vCPU load of other VMs.
+ *      dedicated to other VMs), uncommitted memory per memory class
+ *      (ordinary memory, and the free hugepages of each size the guest
+ *      uses), shared vCPU load of other VMs.
  *   2. CPU kinds: the plan is tried on the CPUs of one kind at a time, most
  *      performant kind first; kinds are mixed only when --affinity forces it.
  *   3. The mode: balanced (fewest close nodes holding memory and CPUs),
@@ -50,42 +51,119 @@ dist(const Ctx *ctx, guint a, guint b)
 }
 
 guint64
-units_to_mib(const Ctx *ctx, guint64 units)
+units_to_mib(const Ctx *ctx, guint c, guint64 units)
 {
-  return units * ctx->unit_kib / 1024;
+  return units * ctx->cls_kib[c] / 1024;
 }
 
 static guint64
-mib_to_units(const Ctx *ctx, guint64 mib)
+mib_to_units(const Ctx *ctx, guint c, guint64 mib)
 {
-  return (mib * 1024 + ctx->unit_kib - 1) / ctx->unit_kib;
+  return (mib * 1024 + ctx->cls_kib[c] - 1) / ctx->cls_kib[c];
+}
+
+/* Class of memory in pages of PAGE_KIB (0: ordinary memory). */
+static guint
+class_of(const Ctx *ctx, guint64 page_kib)
+{
+  for (guint c = 1; page_kib != 0 && c < ctx->ncls; c++)
+    if (ctx->cls_page[c] == page_kib)
+      return c;
+  return 0;
 }
 
 /* "8192 MiB" or "8192 MiB of 2048 KiB hugepages (4096 pages)". */
 char *
-mem_phrase(const Ctx *ctx, guint64 units)
+mem_phrase(const Ctx *ctx, guint c, guint64 units)
 {
-  if (ctx->unit_kib == 1024)
+  if (c == 0)
     return g_strdup_printf("%" G_GUINT64_FORMAT " MiB", units);
   return g_strdup_printf("%" G_GUINT64_FORMAT " MiB of %" G_GUINT64_FORMAT
                          " KiB hugepages (%" G_GUINT64_FORMAT " pages)",
-                         units_to_mib(ctx, units), ctx->unit_kib, units);
+                         units_to_mib(ctx, c, units), ctx->cls_page[c], units);
+}
+
+/* What NEED (units per class) holds: "1024 MiB and 2048 MiB of 2048 KiB
+ * hugepages (1024 pages)". */
+char *
+need_phrase(const Ctx *ctx, const guint64 *need)
+{
+  GString *s = g_string_new("");
+  for (guint c = 0; c < ctx->ncls; c++)
+    if (need[c] > 0) {
+      g_autofree char *p = mem_phrase(ctx, c, need[c]);
+      g_string_append_printf(s, "%s%s", s->len ? " and " : "", p);
+    }
+  if (s->len == 0)
+    g_string_append(s, "0 MiB");
+  return g_string_free(s, FALSE);
+}
+
+/* Memory of node I that counts when ranking nodes: the uncommitted MiB of
+ * every class the guest uses. */
+guint64
+rank_mib(const Ctx *ctx, const guint64 *avail, guint i)
+{
+  guint64 mib = 0;
+  for (guint c = 0; c < ctx->ncls; c++)
+    if (ctx->cls_used[c])
+      mib += units_to_mib(ctx, c, avail[AT(ctx, c, i)]);
+  return mib;
+}
+
+/* "16384 MiB uncommitted, 2048 MiB uncommitted in 2048 KiB hugepages" */
+static char *
+avail_phrase(const Ctx *ctx, const guint64 *avail, guint i)
+{
+  GString *s = g_string_new("");
+  for (guint c = 0; c < ctx->ncls; c++) {
+    if (!ctx->cls_used[c])
+      continue;
+    g_string_append_printf(s, "%s%" G_GUINT64_FORMAT " MiB uncommitted",
+                           s->len ? ", " : "",
+                           units_to_mib(ctx, c, avail[AT(ctx, c, i)]));
+    if (c > 0)
+      g_string_append_printf(s, " in %" G_GUINT64_FORMAT " KiB hugepages",
+                             ctx->cls_page[c]);
+  }
+  return g_string_free(s, FALSE);
+}
+
+/* TRUE when node I holds NEED (units per class) in AVAIL. */
+gboolean
+fits(const Ctx *ctx, const guint64 *avail, guint i, const guint64 *need)
+{
+  for (guint c = 0; c < ctx->ncls; c++)
+    if (avail[AT(ctx, c, i)] < need[c])
+      return FALSE;
+  return TRUE;
+}
+
+/* The first class of NEED that node I cannot hold. */
+guint
+short_class(const Ctx *ctx, const guint64 *avail, guint i, const guint64 *need)
+{
+  for (guint c = 0; c < ctx->ncls; c++)
+    if (avail[AT(ctx, c, i)] < need[c])
+      return c;
+  return 0;
 }
 
 /* "(16124 MiB total, 12028 MiB claimed, 512 MiB reserved)" */
 char *
-node_mem_detail(const Ctx *ctx, guint i)
+node_mem_detail(const Ctx *ctx, guint c, guint i)
 {
-  const char *what = ctx->unit_kib == 1024 ? "total" : "in the pool";
+  const char *what = c == 0 ? "total" : "in the pool";
+  gsize k = AT(ctx, c, i);
   g_autofree char *reserve =
-      ctx->reserve_units[i] > 0
+      ctx->reserve_units[k] > 0
           ? g_strdup_printf(", %" G_GUINT64_FORMAT " MiB reserved",
-                            units_to_mib(ctx, ctx->reserve_units[i]))
+                            units_to_mib(ctx, c, ctx->reserve_units[k]))
           : g_strdup("");
   return g_strdup_printf("(%" G_GUINT64_FORMAT " MiB %s, %" G_GUINT64_FORMAT
                          " MiB claimed%s)",
-                         units_to_mib(ctx, ctx->total_units[i]), what,
-                         units_to_mib(ctx, ctx->claimed_units[i]), reserve);
+                         units_to_mib(ctx, c, ctx->total_units[k]), what,
+                         units_to_mib(ctx, c, ctx->claimed_units[k]), reserve);
 }
 
 void
@@ -159,6 +237,26 @@ plan_new(guint n)
   return plan;
 }
 
+static void
+plan_mem_clear(QpPlanMem *m)
+{
+  hwloc_bitmap_free(m->host_nodes);
+  g_free(m->memdev);
+  g_free(m->device);
+  if (m->claim != NULL)
+    g_array_unref(m->claim);
+}
+
+/* Drops every piece of memory the plan holds (a failed try). */
+static void
+plan_mem_drop(QpPlan *plan)
+{
+  for (guint i = 0; i < plan->n_mem; i++)
+    plan_mem_clear(&plan->mem[i]);
+  g_clear_pointer(&plan->mem, g_free);
+  plan->n_mem = 0;
+}
+
 void
 qp_plan_free(QpPlan *plan)
 {
@@ -173,11 +271,7 @@ qp_plan_free(QpPlan *plan)
   hwloc_bitmap_free(plan->iothread_cpus);
   hwloc_bitmap_free(plan->startup_cpus);
   hwloc_bitmap_free(plan->mem_nodes);
-  for (guint i = 0; i < plan->n_mem; i++) {
-    hwloc_bitmap_free(plan->mem[i].host_nodes);
-    g_free(plan->mem[i].memdev);
-  }
-  g_free(plan->mem);
+  plan_mem_drop(plan);
   if (plan->claim_mem != NULL)
     g_array_unref(plan->claim_mem);
   if (plan->claim_huge != NULL)
@@ -208,6 +302,11 @@ qp_plan_free(QpPlan *plan)
 static void
 ctx_clear(Ctx *ctx)
 {
+  g_free(ctx->cls_kib);
+  g_free(ctx->cls_page);
+  g_free(ctx->cls_used);
+  if (ctx->pieces != NULL)
+    g_array_unref(ctx->pieces);
   g_free(ctx->node_ok);
   g_free(ctx->device_node);
   g_free(ctx->avail);
@@ -266,6 +365,105 @@ find_pci(const QpHost *host, const char *bdf)
   return NULL;
 }
 
+static void
+add_page_size(GArray *sizes, guint64 page_kib)
+{
+  if (page_kib == 0)
+    return;
+  for (guint i = 0; i < sizes->len; i++)
+    if (g_array_index(sizes, guint64, i) == page_kib)
+      return;
+  g_array_append_val(sizes, page_kib);
+}
+
+static gint
+compare_u64(gconstpointer a, gconstpointer b)
+{
+  guint64 x = *(const guint64 *)a, y = *(const guint64 *)b;
+  return x < y ? -1 : x > y;
+}
+
+static hwloc_const_bitmap_t
+nonempty(hwloc_const_bitmap_t set)
+{
+  return set != NULL && !hwloc_bitmap_iszero(set) ? set : NULL;
+}
+
+static void
+add_piece(Ctx *ctx, int gi, QpMemKind kind, guint64 mib, guint64 page_kib,
+          const char *memdev, const char *device, hwloc_const_bitmap_t caller,
+          QpPolicy policy)
+{
+  Piece p = {.gi = gi,
+             .kind = kind,
+             .cls = class_of(ctx, page_kib),
+             .mem_mib = mib,
+             .memdev = memdev,
+             .device = device,
+             .fixed = nonempty(caller),
+             .caller_set = nonempty(caller) != NULL,
+             .caller_policy = policy};
+  p.units = mib_to_units(ctx, p.cls, mib);
+  g_array_append_val(ctx->pieces, p);
+}
+
+/* The memory classes the guest uses and the pieces of its memory: the RAM
+ * of each guest node (or of the guest) first, in guest node order, then
+ * the memory devices and unused backends. A piece whose backend has no
+ * host-nodes of the caller's goes where its guest node's RAM must go. */
+static void
+init_classes(Ctx *ctx)
+{
+  const QpRequest *req = ctx->req;
+  g_autoptr(GArray) sizes = g_array_new(FALSE, FALSE, sizeof(guint64));
+  if (req->n_gnodes == 0)
+    add_page_size(sizes, req->page_kib);
+  for (guint g = 0; g < req->n_gnodes; g++)
+    add_page_size(sizes, req->gnodes[g].page_kib);
+  for (guint d = 0; d < req->n_devmem; d++)
+    add_page_size(sizes, req->devmem[d].page_kib);
+  g_array_sort(sizes, compare_u64);
+  ctx->ncls = sizes->len + 1;
+  ctx->cls_kib = g_new0(guint64, ctx->ncls);
+  ctx->cls_page = g_new0(guint64, ctx->ncls);
+  ctx->cls_used = g_new0(gboolean, ctx->ncls);
+  ctx->cls_kib[0] = 1024;
+  for (guint c = 1; c < ctx->ncls; c++)
+    ctx->cls_kib[c] = ctx->cls_page[c] = g_array_index(sizes, guint64, c - 1);
+
+  ctx->pieces = g_array_new(FALSE, TRUE, sizeof(Piece));
+  if (req->n_gnodes == 0)
+    add_piece(ctx, -1, QP_MEM_RAM, req->mem_mib, req->page_kib, NULL, NULL,
+              req->host_nodes, req->policy);
+  for (guint g = 0; g < req->n_gnodes; g++) {
+    const QpGuestNode *gn = &req->gnodes[g];
+    add_piece(ctx, (int)g, QP_MEM_RAM, gn->mem_mib, gn->page_kib, gn->memdev,
+              NULL, gn->host_nodes, gn->policy);
+  }
+  guint n_ram = ctx->pieces->len;
+  for (guint d = 0; d < req->n_devmem; d++) {
+    const QpMemDevice *dm = &req->devmem[d];
+    /* A node QEMU refuses (it names no guest node) counts as the first. */
+    int gi = req->n_gnodes == 0                                   ? -1
+             : dm->gnode >= 0 && (guint)dm->gnode < req->n_gnodes ? dm->gnode
+                                                                  : 0;
+    add_piece(ctx, gi, dm->kind, dm->mib, dm->page_kib, dm->memdev, dm->device,
+              dm->host_nodes, dm->policy);
+    Piece *p = &g_array_index(ctx->pieces, Piece, ctx->pieces->len - 1);
+    const Piece *ram = &g_array_index(ctx->pieces, Piece, MAX(gi, 0));
+    if (p->fixed == NULL && MAX(gi, 0) < (int)n_ram)
+      p->fixed = ram->fixed;
+  }
+  gboolean any = FALSE;
+  for (guint x = 0; x < ctx->pieces->len; x++) {
+    const Piece *p = &g_array_index(ctx->pieces, Piece, x);
+    if (p->units > 0)
+      ctx->cls_used[p->cls] = any = TRUE;
+  }
+  if (!any)
+    ctx->cls_used[0] = TRUE;
+}
+
 static gboolean
 ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
          const QpRequest *req, const QpPlacementOptions *opts, QpPlan *notes,
@@ -278,7 +476,7 @@ ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
   ctx->n = MAX(MAX(req->maxcpus, req->vcpus), 1);
   ctx->threads = MAX(req->threads, 1);
   ctx->nn = host->n_nodes;
-  ctx->unit_kib = req->hugepage_kib != 0 ? req->hugepage_kib : 1024;
+  init_classes(ctx);
 
   guint nn = ctx->nn;
   ctx->max_node_id = -1;
@@ -317,11 +515,12 @@ ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
   }
 
   /* Claims of other VMs. */
+  gsize cells = MAX((gsize)nn * ctx->ncls, 1);
   ctx->dedicated_others = hwloc_bitmap_alloc();
-  ctx->avail = g_new0(guint64, MAX(nn, 1));
-  ctx->total_units = g_new0(guint64, MAX(nn, 1));
-  ctx->claimed_units = g_new0(guint64, MAX(nn, 1));
-  ctx->reserve_units = g_new0(guint64, MAX(nn, 1));
+  ctx->avail = g_new0(guint64, cells);
+  ctx->total_units = g_new0(guint64, cells);
+  ctx->claimed_units = g_new0(guint64, cells);
+  ctx->reserve_units = g_new0(guint64, cells);
   ctx->load = g_new0(guint, MAX(nn, 1));
   if (claims != NULL && claims->claims != NULL)
     for (guint c = 0; c < claims->claims->len; c++) {
@@ -336,43 +535,46 @@ ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
           if (i >= 0)
             ctx->load[i] += l->vcpus;
         }
-      if (ctx->unit_kib == 1024 && cl->mem != NULL)
+      if (cl->mem != NULL)
         for (guint k = 0; k < cl->mem->len; k++) {
           const QpNodeAmount *m = &g_array_index(cl->mem, QpNodeAmount, k);
           int i = node_index(ctx, m->node);
           if (i >= 0)
-            ctx->claimed_units[i] += m->mib;
+            ctx->claimed_units[AT(ctx, 0, i)] += m->mib;
         }
-      if (ctx->unit_kib != 1024 && cl->huge != NULL)
+      if (cl->huge != NULL)
         for (guint k = 0; k < cl->huge->len; k++) {
           const QpHugeClaim *h = &g_array_index(cl->huge, QpHugeClaim, k);
           int i = node_index(ctx, h->node);
-          if (i >= 0 && h->page_kib == ctx->unit_kib)
-            ctx->claimed_units[i] += h->pages;
+          guint hc = class_of(ctx, h->page_kib);
+          if (i >= 0 && hc > 0)
+            ctx->claimed_units[AT(ctx, hc, i)] += h->pages;
         }
     }
 
   for (guint i = 0; i < nn; i++) {
     const QpNode *node = &host->nodes[i];
-    if (ctx->unit_kib == 1024) {
-      /* Memory in hugepage pools is not available to plain allocations. */
-      guint64 pools = 0;
-      if (node->hugepages != NULL)
-        for (guint k = 0; k < node->hugepages->len; k++) {
-          const QpHugePool *p = &g_array_index(node->hugepages, QpHugePool, k);
-          pools += p->total * p->page_kib / 1024;
-        }
-      guint64 total = node->total_mib > pools ? node->total_mib - pools : 0;
-      ctx->total_units[i] = total;
-      ctx->reserve_units[i] = node_reserve_mib(opts, node->id);
-      guint64 used = ctx->reserve_units[i] + ctx->claimed_units[i];
-      ctx->avail[i] = total > used ? total - used : 0;
-    } else {
-      const QpHugePool *p = node_pool(node, ctx->unit_kib);
+    /* Memory in hugepage pools is not available to plain allocations. */
+    guint64 pools = 0;
+    if (node->hugepages != NULL)
+      for (guint k = 0; k < node->hugepages->len; k++) {
+        const QpHugePool *p = &g_array_index(node->hugepages, QpHugePool, k);
+        pools += p->total * p->page_kib / 1024;
+      }
+    guint64 total = node->total_mib > pools ? node->total_mib - pools : 0;
+    gsize k = AT(ctx, 0, i);
+    ctx->total_units[k] = total;
+    ctx->reserve_units[k] = node_reserve_mib(opts, node->id);
+    guint64 used = ctx->reserve_units[k] + ctx->claimed_units[k];
+    ctx->avail[k] = total > used ? total - used : 0;
+    /* Hugepages: the pool's free pages less what other VMs claimed. */
+    for (guint c = 1; c < ctx->ncls; c++) {
+      const QpHugePool *p = node_pool(node, ctx->cls_page[c]);
       guint64 free_pages = p != NULL ? p->free : 0;
-      ctx->total_units[i] = p != NULL ? p->total : 0;
-      ctx->avail[i] = free_pages > ctx->claimed_units[i]
-                          ? free_pages - ctx->claimed_units[i]
+      k = AT(ctx, c, i);
+      ctx->total_units[k] = p != NULL ? p->total : 0;
+      ctx->avail[k] = free_pages > ctx->claimed_units[k]
+                          ? free_pages - ctx->claimed_units[k]
                           : 0;
     }
   }
@@ -516,7 +718,7 @@ fill_in_order(guint64 left, const guint *set, guint k, guint64 *avail,
 /* Splits NEED units over SET (node indexes): even shares with the remainder
  * on the first node; a node short of its share leaves the rest to the
  * others, in order. The caller has checked that SET holds NEED. */
-void
+static void
 split_units(guint64 need, const guint *set, guint k, guint64 *avail,
             guint64 *claim)
 {
@@ -531,6 +733,13 @@ split_units(guint64 need, const guint *set, guint k, guint64 *avail,
     left -= take;
   }
   fill_in_order(left, set, k, avail, claim);
+}
+
+void
+qp_plan_split_units(guint64 need, const guint *set, guint k, guint64 *avail,
+                    guint64 *claim)
+{
+  split_units(need, set, k, avail, claim);
 }
 
 static gint
@@ -554,30 +763,12 @@ split_units_tight(guint64 need, const guint *set, guint k, guint64 *avail,
   fill_in_order(need, order, k, avail, claim);
 }
 
-GArray *
-build_mem_items(const Ctx *ctx)
+/* A copy of the uncommitted units per class and node, for one try. */
+guint64 *
+avail_copy(const Ctx *ctx)
 {
-  const QpRequest *req = ctx->req;
-  GArray *items = g_array_new(FALSE, TRUE, sizeof(MemItem));
-  if (req->n_gnodes == 0) {
-    MemItem it = {.gnode_index = -1, .mem_mib = req->mem_mib};
-    it.units = mib_to_units(ctx, it.mem_mib);
-    g_array_append_val(items, it);
-    return items;
-  }
-  for (guint g = 0; g < req->n_gnodes; g++) {
-    const QpGuestNode *gn = &req->gnodes[g];
-    MemItem it = {.gnode_index = (int)g,
-                  .mem_mib = gn->mem_mib,
-                  .memdev = gn->memdev,
-                  .caller_nodes = gn->host_nodes,
-                  .caller_policy = gn->policy};
-    if (it.caller_nodes != NULL && hwloc_bitmap_iszero(it.caller_nodes))
-      it.caller_nodes = NULL;
-    it.units = mib_to_units(ctx, it.mem_mib);
-    g_array_append_val(items, it);
-  }
-  return items;
+  return g_memdup2(ctx->avail,
+                   MAX((gsize)ctx->nn * ctx->ncls, 1) * sizeof(guint64));
 }
 
 static QpPolicy
@@ -595,16 +786,72 @@ gnode_name(const Ctx *ctx, int gi)
   return g_strdup_printf("guest node %d", ctx->req->gnodes[gi].id);
 }
 
-/* Node indexes of a caller's host-nodes, checked against the host. */
+const Piece *
+piece_at(const Ctx *ctx, guint x)
+{
+  return &g_array_index(ctx->pieces, Piece, x);
+}
+
+/* "guest node 1", or "pc-dimm dimm0 of guest node 1" for a device. */
+static char *
+piece_name(const Ctx *ctx, const Piece *p)
+{
+  g_autofree char *g = gnode_name(ctx, p->gi);
+  if (p->kind == QP_MEM_RAM)
+    return g_steal_pointer(&g);
+  if (p->kind == QP_MEM_UNUSED)
+    return g_strdup_printf("unused memory backend %s", p->memdev);
+  return g_strdup_printf("%s %s of %s", qp_mem_kind_name(p->kind),
+                         p->device != NULL ? p->device : p->memdev, g);
+}
+
+/* ---- Claims per piece --------------------------------------------------- */
+
+void
+acc_init(Acc *acc, const Ctx *ctx)
+{
+  guint nn = MAX(ctx->nn, 1);
+  acc->claim = g_new0(guint64, (gsize)nn * ctx->ncls);
+  acc->piece = g_new0(guint64, (gsize)nn * MAX(ctx->pieces->len, 1));
+  acc->load = g_new0(guint, nn);
+  acc->unbound = FALSE;
+}
+
+void
+acc_clear(Acc *acc)
+{
+  g_free(acc->claim);
+  g_free(acc->piece);
+  g_free(acc->load);
+}
+
+/* Claims piece X over the nodes SET (indexes) from AVAIL: even shares,
+ * or with TIGHT the tightest node first (see split_units_tight). */
+static void
+take_piece(const Ctx *ctx, Acc *acc, guint64 *avail, guint x, const guint *set,
+           guint k, gboolean tight)
+{
+  const Piece *p = piece_at(ctx, x);
+  g_autofree guint64 *got = g_new0(guint64, MAX(ctx->nn, 1));
+  if (tight)
+    split_units_tight(p->units, set, k, avail + AT(ctx, p->cls, 0), got);
+  else
+    split_units(p->units, set, k, avail + AT(ctx, p->cls, 0), got);
+  for (guint i = 0; i < ctx->nn; i++) {
+    acc->piece[(gsize)x * ctx->nn + i] += got[i];
+    acc->claim[AT(ctx, p->cls, i)] += got[i];
+  }
+}
+
+/* Node indexes of host-nodes NODES of WHO, checked against the host. */
 gboolean
-caller_node_indexes(const Ctx *ctx, const MemItem *it, GArray **out,
-                    GError **error)
+node_indexes(const Ctx *ctx, hwloc_const_bitmap_t nodes, const char *who,
+             GArray **out, GError **error)
 {
   g_autoptr(GArray) set = g_array_new(FALSE, FALSE, sizeof(guint));
-  g_autofree char *who = gnode_name(ctx, it->gnode_index);
-  g_autofree char *list = qp_list_format(it->caller_nodes);
+  g_autofree char *list = qp_list_format(nodes);
   int id;
-  hwloc_bitmap_foreach_begin(id, it->caller_nodes)
+  hwloc_bitmap_foreach_begin(id, nodes)
   {
     int i = node_index(ctx, id);
     if (i < 0) {
@@ -629,38 +876,66 @@ caller_node_indexes(const Ctx *ctx, const MemItem *it, GArray **out,
   return TRUE;
 }
 
-/* Claims the memory of a caller-set item on the caller's nodes. Caller's
+/* Claims piece X on the nodes it must go to (Piece.fixed). The caller's
  * nodes outside --hostnodes are allowed: an explicit binding wins. */
-gboolean
-claim_caller_mem(const Ctx *ctx, const MemItem *it, guint64 *avail,
-                 guint64 *claim, GError **error)
+static gboolean
+claim_fixed(const Ctx *ctx, Acc *acc, guint64 *avail, guint x, GError **error)
 {
+  const Piece *p = piece_at(ctx, x);
+  g_autofree char *who = piece_name(ctx, p);
   g_autoptr(GArray) set = NULL;
-  if (!caller_node_indexes(ctx, it, &set, error))
+  if (!node_indexes(ctx, p->fixed, who, &set, error))
     return FALSE;
   guint64 have = 0;
   guint best = g_array_index(set, guint, 0);
   for (guint j = 0; j < set->len; j++) {
     guint i = g_array_index(set, guint, j);
-    have += avail[i];
-    if (avail[i] > avail[best])
+    have += avail[AT(ctx, p->cls, i)];
+    if (avail[AT(ctx, p->cls, i)] > avail[AT(ctx, p->cls, best)])
       best = i;
   }
-  if (have < it->units) {
-    g_autofree char *who = gnode_name(ctx, it->gnode_index);
-    g_autofree char *list = qp_list_format(it->caller_nodes);
-    g_autofree char *need = mem_phrase(ctx, it->units);
-    g_autofree char *detail = node_mem_detail(ctx, best);
+  if (have < p->units) {
+    g_autofree char *list = qp_list_format(p->fixed);
+    g_autofree char *need = mem_phrase(ctx, p->cls, p->units);
+    g_autofree char *detail = node_mem_detail(ctx, p->cls, best);
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                "%s needs %s on its host-nodes %s but node %d has only "
+                "%s needs %s on %s %s but node %d has only "
                 "%" G_GUINT64_FORMAT " MiB uncommitted %s",
-                who, need, list, ctx->host->nodes[best].id,
-                units_to_mib(ctx, avail[best]), detail);
+                who, need,
+                p->caller_set ? "its host-nodes" : "the host-nodes of its RAM",
+                list, ctx->host->nodes[best].id,
+                units_to_mib(ctx, p->cls, avail[AT(ctx, p->cls, best)]),
+                detail);
     return FALSE;
   }
-  split_units(it->units, (const guint *)(void *)set->data, set->len, avail,
-              claim);
+  take_piece(ctx, acc, avail, x, (const guint *)(void *)set->data, set->len,
+             FALSE);
   return TRUE;
+}
+
+/* Claims every piece that has nodes it must go to. */
+gboolean
+claim_all_fixed(const Ctx *ctx, Acc *acc, guint64 *avail, GError **error)
+{
+  for (guint x = 0; x < ctx->pieces->len; x++)
+    if (piece_at(ctx, x)->fixed != NULL &&
+        !claim_fixed(ctx, acc, avail, x, error))
+      return FALSE;
+  return TRUE;
+}
+
+/* Units per class of the pieces of guest node GI (-1: every piece) that
+ * go where the planner chooses. */
+guint64 *
+free_need(const Ctx *ctx, int gi)
+{
+  guint64 *need = g_new0(guint64, ctx->ncls);
+  for (guint x = 0; x < ctx->pieces->len; x++) {
+    const Piece *p = piece_at(ctx, x);
+    if (p->fixed == NULL && (gi < 0 || p->gi == gi || p->gi < 0))
+      need[p->cls] += p->units;
+  }
+  return need;
 }
 
 /* ---- Node sets (balanced, one-to-one without vNUMA) --------------------- */
@@ -682,18 +957,50 @@ typedef struct {
   const Ctx *ctx;
   const Attempt *a;
   CapKind cap;
-  const guint64 *avail;
-  guint64 mem_need;
+  const guint64 *avail;    /* units per class and node, AT() */
+  const guint64 *mem_need; /* units per class */
   guint cap_need;
   const gboolean *cand;
 } SetSearch;
 
-static double
-contribution(const SetSearch *s, guint j, guint64 mem_have, guint cap_have)
+/* TRUE when HAVE (units per class) holds the memory S needs. */
+static gboolean
+mem_held(const SetSearch *s, const guint64 *have)
 {
-  double v = 0;
-  if (mem_have < s->mem_need)
-    v += (double)MIN(s->avail[j], s->mem_need - mem_have) / (double)s->mem_need;
+  for (guint c = 0; c < s->ctx->ncls; c++)
+    if (have[c] < s->mem_need[c])
+      return FALSE;
+  return TRUE;
+}
+
+/* TRUE when node J has memory of a class S still misses. */
+static gboolean
+mem_useful(const SetSearch *s, guint j, const guint64 *have)
+{
+  for (guint c = 0; c < s->ctx->ncls; c++)
+    if (have[c] < s->mem_need[c] && s->avail[AT(s->ctx, c, j)] > 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* What node J adds to the set: the share of the missing memory it holds
+ * (averaged over the classes the guest needs) plus the share of the
+ * missing CPU units. */
+static double
+contribution(const SetSearch *s, guint j, const guint64 *have, guint cap_have)
+{
+  double v = 0, mem = 0;
+  guint classes = 0;
+  for (guint c = 0; c < s->ctx->ncls; c++) {
+    if (s->mem_need[c] == 0)
+      continue;
+    classes++;
+    if (have[c] < s->mem_need[c])
+      mem += (double)MIN(s->avail[AT(s->ctx, c, j)], s->mem_need[c] - have[c]) /
+             (double)s->mem_need[c];
+  }
+  if (classes > 0)
+    v += mem / classes;
   guint c = node_cap(s->a, s->cap, j);
   if (cap_have < s->cap_need)
     v += (double)MIN(c, s->cap_need - cap_have) / (double)s->cap_need;
@@ -712,7 +1019,7 @@ grow_from(const SetSearch *s, guint seed, gboolean distance_first, guint limit,
   guint nn = ctx->nn;
   guint k = 0;
   g_autofree guint *nodes = g_new(guint, nn);
-  guint64 mem_have = 0;
+  g_autofree guint64 *mem_have = g_new0(guint64, ctx->ncls);
   guint cap_have = 0;
 
   for (guint j = 0; j < nn; j++) {
@@ -723,11 +1030,12 @@ grow_from(const SetSearch *s, guint seed, gboolean distance_first, guint limit,
   for (;;) {
     in_set[add] = TRUE;
     nodes[k++] = add;
-    mem_have += s->avail[add];
+    for (guint c = 0; c < ctx->ncls; c++)
+      mem_have[c] += s->avail[AT(ctx, c, add)];
     cap_have += node_cap(s->a, s->cap, add);
     for (guint j = 0; j < nn; j++)
       maxd[j] = MAX(maxd[j], dist(ctx, add, j));
-    if (mem_have >= s->mem_need && cap_have >= s->cap_need)
+    if (mem_held(s, mem_have) && cap_have >= s->cap_need)
       break;
     int best = -1;
     double best_c = 0;
@@ -735,7 +1043,7 @@ grow_from(const SetSearch *s, guint seed, gboolean distance_first, guint limit,
       if (!s->cand[j] || in_set[j])
         continue;
       gboolean useful =
-          (mem_have < s->mem_need && s->avail[j] > 0) ||
+          mem_useful(s, j, mem_have) ||
           (cap_have < s->cap_need && node_cap(s->a, s->cap, j) > 0);
       if (!useful)
         continue;
@@ -784,7 +1092,7 @@ typedef struct {
   guint devices; /* device nodes in the set */
   guint max_d;
   guint64 sum_d; /* of pairwise distances */
-  guint64 mem;   /* uncommitted units */
+  guint64 mem;   /* uncommitted MiB (rank_mib) */
   guint64 cap;
   guint64 load; /* shared vCPUs of other VMs */
   guint64 cpus;
@@ -799,7 +1107,7 @@ score_set(const SetSearch *s, const NodeSet *set)
     guint i = set->nodes[x];
     if (ctx->device_node[i])
       sc.devices++;
-    sc.mem += s->avail[i];
+    sc.mem += rank_mib(ctx, s->avail, i);
     sc.cap += node_cap(s->a, s->cap, i);
     sc.load += ctx->load[i];
     sc.cpus += s->a->n_cpus[i];
@@ -826,8 +1134,8 @@ compare_sets(const SetSearch *s, const NodeSet *a, const NodeSet *b)
     return x.sum_d < y.sum_d ? -1 : 1;
   /* Memory compares in whole GiB: smaller differences are the noise of
    * firmware and kernel reservations (seed 000's nodes: 15891-16124 MB). */
-  x.mem = units_to_mib(s->ctx, x.mem) / 1024;
-  y.mem = units_to_mib(s->ctx, y.mem) / 1024;
+  x.mem /= 1024;
+  y.mem /= 1024;
   if (s->ctx->opts->strategy == QP_STRATEGY_PACK) {
     /* Tightest fit: least memory left over, then fewest CPUs left over. */
     if (x.mem != y.mem)
@@ -926,13 +1234,14 @@ choose_node_set(const SetSearch *s, const char *prefix, GError **error)
   g_autoptr(GPtrArray) sets = g_ptr_array_new_with_free_func(node_set_free);
   g_autofree gboolean *in_set = g_new0(gboolean, MAX(nn, 1));
   g_autofree guint *maxd = g_new0(guint, MAX(nn, 1));
+  g_autofree guint64 *none = g_new0(guint64, ctx->ncls);
   guint kmin = G_MAXUINT;
 
   for (guint seed = 0; seed < nn; seed++) {
     if (!s->cand[seed])
       continue;
     if (s->cap_need > 0 ? node_cap(s->a, s->cap, seed) == 0
-                        : s->avail[seed] == 0 && s->mem_need > 0)
+                        : !mem_held(s, none) && !mem_useful(s, seed, none))
       continue;
     for (int df = 1; df >= 0; df--) {
       NodeSet *set = grow_from(s, seed, df, kmin, in_set, maxd);
@@ -963,30 +1272,41 @@ choose_node_set(const SetSearch *s, const char *prefix, GError **error)
     return r;
   }
 
-  /* Name the shortfall. */
-  guint64 mem = 0;
+  /* Name the shortfall: the class of memory the candidates lack. */
+  g_autofree guint64 *mems = g_new0(guint64, ctx->ncls);
   guint cap = 0;
-  int bestmem = -1;
   for (guint i = 0; i < nn; i++)
     if (s->cand[i]) {
-      mem += s->avail[i];
+      for (guint c = 0; c < ctx->ncls; c++)
+        mems[c] += s->avail[AT(ctx, c, i)];
       cap += node_cap(s->a, s->cap, i);
-      if (bestmem < 0 || s->avail[i] > s->avail[bestmem])
-        bestmem = (int)i;
     }
+  guint cls = 0;
+  while (cls + 1 < ctx->ncls && s->mem_need[cls] == 0)
+    cls++;
+  for (guint c = ctx->ncls; c-- > 0;)
+    if (mems[c] < s->mem_need[c])
+      cls = c;
+  guint64 mem = mems[cls];
+  int bestmem = -1;
+  for (guint i = 0; i < nn; i++)
+    if (s->cand[i] && (bestmem < 0 || s->avail[AT(ctx, cls, i)] >
+                                          s->avail[AT(ctx, cls, bestmem)]))
+      bestmem = (int)i;
   g_autofree char *scope = scope_phrase(ctx, s->a, s->cand);
   if (cap < s->cap_need) {
     set_cap_error(ctx, s->cap, s->cap_need, cap, scope, prefix, error);
     return NULL;
   }
-  g_autofree char *need = mem_phrase(ctx, s->mem_need);
+  g_autofree char *need = mem_phrase(ctx, cls, s->mem_need[cls]);
   if (bestmem < 0) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
                 "%sguest needs %s but no host node may be used%s", prefix, need,
                 scope);
     return NULL;
   }
-  g_autofree char *detail = node_mem_detail(ctx, (guint)bestmem);
+  g_autofree char *detail = node_mem_detail(ctx, cls, (guint)bestmem);
+  guint64 best_units = s->avail[AT(ctx, cls, bestmem)];
   guint ncand = 0;
   for (guint i = 0; i < nn; i++)
     ncand += s->cand[i] ? 1 : 0;
@@ -996,15 +1316,15 @@ choose_node_set(const SetSearch *s, const char *prefix, GError **error)
         "%sguest needs %s but the best node %d has only %" G_GUINT64_FORMAT
         " MiB uncommitted %s",
         prefix, need, ctx->host->nodes[bestmem].id,
-        units_to_mib(ctx, s->avail[bestmem]), detail);
+        units_to_mib(ctx, cls, best_units), detail);
   else
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
                 "%sguest needs %s but the usable host nodes have only "
                 "%" G_GUINT64_FORMAT " MiB uncommitted together; the best node "
                 "%d has %" G_GUINT64_FORMAT " MiB uncommitted %s",
-                prefix, need, units_to_mib(ctx, mem),
+                prefix, need, units_to_mib(ctx, cls, mem),
                 ctx->host->nodes[bestmem].id,
-                units_to_mib(ctx, s->avail[bestmem]), detail);
+                units_to_mib(ctx, cls, best_units), detail);
   return NULL;
 }
 
@@ -1034,19 +1354,33 @@ set_candidates(const Ctx *ctx, char **prefix)
 
 /* ---- Results common to every mode --------------------------------------- */
 
+/* The plan's entry for piece X, bound to NODES (NULL: not bound), with
+ * what ACC claimed for it. */
 void
-add_plan_mem(QpPlan *plan, const Ctx *ctx, const MemItem *it,
-             hwloc_const_bitmap_t nodes, gboolean caller_set)
+add_plan_mem(QpPlan *plan, const Ctx *ctx, const Acc *acc, guint x,
+             hwloc_const_bitmap_t nodes)
 {
+  const Piece *p = piece_at(ctx, x);
+  gboolean caller_set = p->caller_set && nodes == p->fixed;
   plan->mem = g_renew(QpPlanMem, plan->mem, plan->n_mem + 1);
   QpPlanMem *m = &plan->mem[plan->n_mem++];
   memset(m, 0, sizeof(*m));
-  m->gnode = it->gnode_index < 0 ? -1 : ctx->req->gnodes[it->gnode_index].id;
-  m->host_nodes = hwloc_bitmap_dup(nodes);
-  m->policy = caller_set ? it->caller_policy : bind_policy(ctx);
-  m->mem_mib = it->mem_mib;
-  m->memdev = g_strdup(it->memdev);
+  m->gnode = p->gi < 0 ? -1 : ctx->req->gnodes[p->gi].id;
+  m->host_nodes = nodes != NULL ? hwloc_bitmap_dup(nodes) : NULL;
+  m->policy = caller_set ? p->caller_policy : bind_policy(ctx);
+  m->mem_mib = p->mem_mib;
+  m->memdev = g_strdup(p->memdev);
   m->caller_set = caller_set;
+  m->kind = p->kind;
+  m->device = g_strdup(p->device);
+  m->page_kib = ctx->cls_page[p->cls];
+  m->claim = g_array_new(FALSE, FALSE, sizeof(QpNodeUnits));
+  for (guint i = 0; i < ctx->nn; i++) {
+    QpNodeUnits u = {ctx->host->nodes[i].id,
+                     acc->piece[(gsize)x * ctx->nn + i]};
+    if (u.units > 0)
+      g_array_append_val(m->claim, u);
+  }
 }
 
 hwloc_bitmap_t
@@ -1098,14 +1432,17 @@ finish_plan(QpPlan *plan, const Ctx *ctx, const Attempt *a, const Acc *acc,
 {
   for (guint i = 0; i < ctx->nn; i++) {
     int id = ctx->host->nodes[i].id;
-    if (acc->claim[i] > 0) {
+    for (guint c = 0; c < ctx->ncls; c++) {
+      guint64 units = acc->claim[AT(ctx, c, i)];
+      if (units == 0)
+        continue;
       hwloc_bitmap_set(plan->host_nodes, id);
-      if (ctx->unit_kib == 1024) {
-        QpNodeAmount m = {.node = id, .mib = acc->claim[i]};
+      if (c == 0) {
+        QpNodeAmount m = {.node = id, .mib = units};
         g_array_append_val(plan->claim_mem, m);
       } else {
         QpHugeClaim h = {
-            .node = id, .page_kib = ctx->unit_kib, .pages = acc->claim[i]};
+            .node = id, .page_kib = ctx->cls_page[c], .pages = units};
         g_array_append_val(plan->claim_huge, h);
       }
     }
@@ -1154,11 +1491,12 @@ finish_plan(QpPlan *plan, const Ctx *ctx, const Attempt *a, const Acc *acc,
                l);
   }
 
-  if (plan->n_mem > 0) {
+  if (plan->n_mem > 0 && !acc->unbound) {
     plan->mem_nodes = hwloc_bitmap_alloc();
     for (guint m = 0; m < plan->n_mem; m++)
-      hwloc_bitmap_or(plan->mem_nodes, plan->mem_nodes,
-                      plan->mem[m].host_nodes);
+      if (plan->mem[m].host_nodes != NULL)
+        hwloc_bitmap_or(plan->mem_nodes, plan->mem_nodes,
+                        plan->mem[m].host_nodes);
     plan->mem_policy = bind_policy(ctx);
   }
   plan_fill_cpu_load(plan);
@@ -1171,24 +1509,14 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
               GError **error)
 {
   guint nn = ctx->nn;
-  g_autoptr(GArray) items = build_mem_items(ctx);
-  g_autofree guint64 *avail =
-      g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
-  Acc acc = {g_new0(guint64, MAX(nn, 1)), g_new0(guint, MAX(nn, 1))};
-  G_GNUC_UNUSED g_autofree guint64 *acc_claim = acc.claim; /* frees it */
-  G_GNUC_UNUSED g_autofree guint *acc_load = acc.load;     /* frees it */
-  guint64 need = 0;
+  g_autofree guint64 *avail = avail_copy(ctx);
+  g_auto(Acc) acc;
+  acc_init(&acc, ctx);
 
   /* Memory the caller bound itself stays there. */
-  for (guint x = 0; x < items->len; x++) {
-    MemItem *it = &g_array_index(items, MemItem, x);
-    if (it->caller_nodes != NULL) {
-      if (!claim_caller_mem(ctx, it, avail, acc.claim, error))
-        return FALSE;
-    } else {
-      need += it->units;
-    }
-  }
+  if (!claim_all_fixed(ctx, &acc, avail, error))
+    return FALSE;
+  g_autofree guint64 *need = free_need(ctx, -1);
 
   g_autofree char *prefix = NULL;
   g_autofree gboolean *cand = set_candidates(ctx, &prefix);
@@ -1203,29 +1531,27 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
 
   SetScore sc = score_set(&s, &(NodeSet){k, nodes});
   g_autofree char *l = qp_list_format(ids);
-  g_autofree char *needp = mem_phrase(ctx, need);
+  g_autofree char *needp = need_phrase(ctx, need);
   add_reason(plan,
              "balanced: host node%s %s: the fewest nodes (%u) holding %s "
              "and %u CPUs (%" G_GUINT64_FORMAT
-             " usable CPUs, %" G_GUINT64_FORMAT
-             " MiB uncommitted), max distance %u, "
-             "%s strategy",
-             k > 1 ? "s" : "", l, k, needp, cpu_need, sc.cpus,
-             units_to_mib(ctx, sc.mem), k > 1 ? sc.max_d : 10,
-             qp_strategy_name(ctx->opts->strategy));
+             " usable CPUs, %" G_GUINT64_FORMAT " MiB uncommitted), max "
+             "distance %u, %s strategy",
+             k > 1 ? "s" : "", l, k, needp, cpu_need, sc.cpus, sc.mem,
+             k > 1 ? sc.max_d : 10, qp_strategy_name(ctx->opts->strategy));
   if (k > 1) {
     guint64 best_mem = 0;
     guint best_cpus = 0;
     for (guint i = 0; i < nn; i++)
       if (cand[i]) {
-        best_mem = MAX(best_mem, avail[i]);
+        best_mem = MAX(best_mem, rank_mib(ctx, avail, i));
         best_cpus = MAX(best_cpus, a->n_cpus[i]);
       }
     add_reason(plan,
                "balanced: no single node holds the guest: the most "
                "usable CPUs on one node are %u, the most uncommitted "
                "memory %" G_GUINT64_FORMAT " MiB",
-               best_cpus, units_to_mib(ctx, best_mem));
+               best_cpus, best_mem);
   }
   if (ctx->any_device_node && ctx->opts->device_locality != QP_DEVLOC_IGNORE)
     add_reason(plan,
@@ -1233,17 +1559,15 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
                "devices",
                sc.devices);
 
-  for (guint x = 0; x < items->len; x++) {
-    MemItem *it = &g_array_index(items, MemItem, x);
-    if (it->caller_nodes != NULL) {
-      add_plan_mem(plan, ctx, it, it->caller_nodes, TRUE);
+  for (guint x = 0; x < ctx->pieces->len; x++) {
+    const Piece *p = piece_at(ctx, x);
+    if (p->fixed != NULL) {
+      add_plan_mem(plan, ctx, &acc, x, p->fixed);
       continue;
     }
-    if (ctx->opts->strategy == QP_STRATEGY_PACK)
-      split_units_tight(it->units, nodes, k, avail, acc.claim);
-    else
-      split_units(it->units, nodes, k, avail, acc.claim);
-    add_plan_mem(plan, ctx, it, ids, FALSE);
+    take_piece(ctx, &acc, avail, x, nodes, k,
+               ctx->opts->strategy == QP_STRATEGY_PACK);
+    add_plan_mem(plan, ctx, &acc, x, ids);
   }
 
   plan->process_cpus = hwloc_bitmap_alloc();
@@ -1273,10 +1597,11 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
 /* ---- numa and one-to-one with vNUMA: guest node -> host node ------------ */
 
 typedef struct {
-  int gi;      /* index into req->gnodes, -1 for the whole guest */
-  guint nv;    /* vCPUs */
-  guint units; /* CPU units needed (vCPUs, cores or sibling groups) */
-  guint64 mem; /* memory units needed, 0 when the caller bound it */
+  int gi;       /* index into req->gnodes, -1 for the whole guest */
+  guint nv;     /* vCPUs */
+  guint units;  /* CPU units needed (vCPUs, cores or sibling groups) */
+  guint64 *mem; /* memory units needed per class, not counting the pieces
+                   that must go to nodes of their own (Piece.fixed) */
   hwloc_bitmap_t vcpus;
   GArray *fixed; /* caller's node indexes, or NULL */
   int host;      /* chosen node index */
@@ -1315,8 +1640,8 @@ node_before(const Ctx *ctx, const Attempt *a, const guint64 *avail,
   guint64 lj = (guint64)load[j] * MAX(a->n_cpus[i], 1);
   if (li != lj)
     return li < lj;
-  guint64 gi = units_to_mib(ctx, avail[i]) / 1024;
-  guint64 gj = units_to_mib(ctx, avail[j]) / 1024;
+  guint64 gi = rank_mib(ctx, avail, i) / 1024;
+  guint64 gj = rank_mib(ctx, avail, j) / 1024;
   if (gi != gj)
     return gi > gj;
   return i < j;
@@ -1344,6 +1669,7 @@ gtasks_free(GuestTask *tasks, guint n)
 {
   for (guint t = 0; t < n; t++) {
     hwloc_bitmap_free(tasks[t].vcpus);
+    g_free(tasks[t].mem);
     if (tasks[t].fixed != NULL)
       g_array_unref(tasks[t].fixed);
   }
@@ -1448,6 +1774,17 @@ reason_cores(QpPlan *plan, const Ctx *ctx, guint i, hwloc_const_bitmap_t vcpus,
                                : "one physical core each, siblings left idle");
 }
 
+/* Claims the free pieces of guest node GI (-1: of the guest) on node I. */
+void
+take_task_pieces(const Ctx *ctx, Acc *acc, guint64 *avail, int gi, guint i)
+{
+  for (guint x = 0; x < ctx->pieces->len; x++) {
+    const Piece *p = piece_at(ctx, x);
+    if (p->fixed == NULL && p->gi == gi)
+      take_piece(ctx, acc, avail, x, &i, 1, FALSE);
+  }
+}
+
 static gboolean
 plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
               CapKind cap, GError **error)
@@ -1456,14 +1793,11 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
   const QpHost *host = ctx->host;
   guint nn = ctx->nn;
   guint nt = MAX(req->n_gnodes, 1);
-  g_autoptr(GArray) items = build_mem_items(ctx);
-  g_autofree guint64 *avail =
-      g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
+  g_autofree guint64 *avail = avail_copy(ctx);
   g_autofree guint *capleft = g_new0(guint, MAX(nn, 1));
   g_autofree guint *load = g_memdup2(ctx->load, MAX(nn, 1) * sizeof(guint));
-  Acc acc = {g_new0(guint64, MAX(nn, 1)), g_new0(guint, MAX(nn, 1))};
-  G_GNUC_UNUSED g_autofree guint64 *acc_claim = acc.claim; /* frees it */
-  G_GNUC_UNUSED g_autofree guint *acc_load = acc.load;     /* frees it */
+  g_auto(Acc) acc;
+  acc_init(&acc, ctx);
   g_autofree int *owner = g_new(int, MAX(nn, 1));
   g_autofree gboolean *seen = g_new0(gboolean, MAX(nn, 1));
   g_autofree gboolean *used = g_new0(gboolean, MAX(nn, 1));
@@ -1487,19 +1821,21 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
         hwloc_bitmap_set(gt->vcpus, v);
     gt->nv = (guint)hwloc_bitmap_weight(gt->vcpus);
     gt->units = task_units(ctx, cap, gt->vcpus);
-    gt->mem = g_array_index(items, MemItem, t).units;
+    gt->mem = free_need(ctx, gt->gi);
     pref[t] = g_array_new(FALSE, FALSE, sizeof(guint));
   }
 
-  /* 1. Guest nodes whose memory the caller bound: used as given. */
+  /* 1. Memory the caller bound stays there, and guest nodes whose RAM the
+   * caller bound are used as given. */
+  if (!claim_all_fixed(ctx, &acc, avail, error))
+    goto out;
   for (guint t = 0; t < nt; t++) {
     GuestTask *gt = &tasks[t];
-    MemItem *it = &g_array_index(items, MemItem, t);
-    if (it->caller_nodes == NULL)
+    const Piece *ram = piece_at(ctx, t);
+    if (!ram->caller_set)
       continue;
-    if (!claim_caller_mem(ctx, it, avail, acc.claim, error))
-      goto out;
-    if (!caller_node_indexes(ctx, it, &gt->fixed, error))
+    g_autofree char *who = gnode_name(ctx, gt->gi);
+    if (!node_indexes(ctx, ram->fixed, who, &gt->fixed, error))
       goto out;
     guint have = 0;
     g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
@@ -1509,8 +1845,7 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
       hwloc_bitmap_or(cpus, cpus, a->node_cpus[i]);
     }
     if (have < gt->units) {
-      g_autofree char *who = gnode_name(ctx, gt->gi);
-      g_autofree char *list = qp_list_format(it->caller_nodes);
+      g_autofree char *list = qp_list_format(ram->fixed);
       g_autofree char *cl = qp_list_format(cpus);
       g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
                   "%s has %u vCPUs but its host-nodes %s have only %u %s%s "
@@ -1529,7 +1864,6 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
       left -= take;
       used[i] = TRUE;
     }
-    gt->mem = 0;
   }
 
   /* 2. The others: distinct host nodes, least loaded first (a maximum
@@ -1540,7 +1874,7 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
       continue;
     for (guint i = 0; i < nn; i++)
       if (ctx->node_ok[i] && !used[i] && (gt->nv == 0 || a->n_cpus[i] > 0) &&
-          capleft[i] >= gt->units && avail[i] >= gt->mem) {
+          capleft[i] >= gt->units && fits(ctx, avail, i, gt->mem)) {
         guint pos = pref[t]->len;
         while (pos > 0 && node_before(ctx, a, avail, load, i,
                                       g_array_index(pref[t], guint, pos - 1)))
@@ -1571,19 +1905,19 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
       continue;
     guint i = (guint)gt->host;
     g_autofree char *who = gnode_name(ctx, gt->gi);
+    g_autofree char *room = avail_phrase(ctx, avail, i);
     capleft[i] -= gt->units;
     load[i] += o2o ? 0 : gt->nv;
     add_reason(plan,
-               "%s -> host node %d: %s (%u shared vCPUs on %u usable CPUs), "
-               "%" G_GUINT64_FORMAT " MiB uncommitted%s",
+               "%s -> host node %d: %s (%u shared vCPUs on %u usable "
+               "CPUs), %s",
                who, host->nodes[i].id,
                ctx->device_node[i] &&
                        ctx->opts->device_locality != QP_DEVLOC_IGNORE
                    ? "holds its vfio device"
                    : "least loaded",
-               ctx->load[i], a->n_cpus[i], units_to_mib(ctx, avail[i]),
-               ctx->unit_kib == 1024 ? "" : " in hugepages");
-    split_units(gt->mem, &i, 1, avail, acc.claim);
+               ctx->load[i], a->n_cpus[i], room);
+    take_task_pieces(ctx, &acc, avail, gt->gi, i);
     used[i] = TRUE;
   }
 
@@ -1595,7 +1929,7 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
     int best = -1;
     for (guint i = 0; i < nn; i++)
       if (ctx->node_ok[i] && (gt->nv == 0 || a->n_cpus[i] > 0) &&
-          capleft[i] >= gt->units && avail[i] >= gt->mem &&
+          capleft[i] >= gt->units && fits(ctx, avail, i, gt->mem) &&
           (best < 0 || node_before(ctx, a, avail, load, i, (guint)best)))
         best = (int)i;
     g_autofree char *who = gnode_name(ctx, gt->gi);
@@ -1607,7 +1941,8 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
           continue;
         if (bc < 0 || capleft[i] > capleft[bc])
           bc = (int)i;
-        if (capleft[i] >= gt->units && (bm < 0 || avail[i] > avail[bm]))
+        if (capleft[i] >= gt->units &&
+            (bm < 0 || rank_mib(ctx, avail, i) > rank_mib(ctx, avail, bm)))
           bm = (int)i;
       }
       g_autofree gboolean *cand = g_new0(gboolean, MAX(nn, 1));
@@ -1626,14 +1961,15 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
                     cap == CAP_CPUS ? " (one host node per guest node)" : "",
                     host->nodes[bc].id, capleft[bc], scope);
       } else {
-        g_autofree char *need = mem_phrase(ctx, gt->mem);
-        g_autofree char *detail = node_mem_detail(ctx, (guint)bm);
+        guint c = short_class(ctx, avail, (guint)bm, gt->mem);
+        g_autofree char *need = mem_phrase(ctx, c, gt->mem[c]);
+        g_autofree char *detail = node_mem_detail(ctx, c, (guint)bm);
         g_set_error(
             error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
             "%s needs %s but the best node %d has only %" G_GUINT64_FORMAT
             " MiB uncommitted %s",
-            who, need, host->nodes[bm].id, units_to_mib(ctx, avail[bm]),
-            detail);
+            who, need, host->nodes[bm].id,
+            units_to_mib(ctx, c, avail[AT(ctx, c, bm)]), detail);
       }
       goto out;
     }
@@ -1641,7 +1977,7 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
     gt->host = best;
     capleft[i] -= gt->units;
     load[i] += o2o ? 0 : gt->nv;
-    split_units(gt->mem, &i, 1, avail, acc.claim);
+    take_task_pieces(ctx, &acc, avail, gt->gi, i);
     GString *others = g_string_new("");
     for (guint u = 0; u < nt; u++)
       if (u != t && tasks[u].host == best)
@@ -1689,7 +2025,6 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
   /* 4. vCPUs and memory. */
   for (guint t = 0; t < nt; t++) {
     GuestTask *gt = &tasks[t];
-    MemItem *it = &g_array_index(items, MemItem, t);
     g_autofree guint *one = NULL;
     const guint *nodes;
     guint k;
@@ -1709,20 +2044,16 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
     }
     if (gt->fixed != NULL) {
       g_autofree char *who = gnode_name(ctx, gt->gi);
-      g_autofree char *list = qp_list_format(it->caller_nodes);
+      g_autofree char *list = qp_list_format(piece_at(ctx, t)->fixed);
       add_reason(plan, "%s -> host node%s %s: the caller's host-nodes", who,
                  k > 1 ? "s" : "", list);
-      add_plan_mem(plan, ctx, it, it->caller_nodes, TRUE);
       if (!o2o) {
         /* Shared load over the caller's nodes, remainder on the first. */
         for (guint x = 0; x < k; x++)
           acc.load[nodes[x]] += gt->nv / k + (x == 0 ? gt->nv % k : 0);
       }
-    } else {
-      g_auto(hwloc_bitmap_t) ids = ids_of(ctx, nodes, 1);
-      add_plan_mem(plan, ctx, it, ids, FALSE);
-      if (!o2o)
-        acc.load[nodes[0]] += gt->nv;
+    } else if (!o2o) {
+      acc.load[nodes[0]] += gt->nv;
     }
     if (!o2o) {
       int v;
@@ -1758,6 +2089,18 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
       }
     }
   }
+  /* Memory: each piece on its own nodes, or on its guest node's. */
+  for (guint x = 0; x < ctx->pieces->len; x++) {
+    const Piece *p = piece_at(ctx, x);
+    const GuestTask *gt = &tasks[MAX(p->gi, 0)];
+    if (p->fixed != NULL || gt->host < 0) {
+      add_plan_mem(plan, ctx, &acc, x, p->fixed);
+    } else {
+      guint i = (guint)gt->host;
+      g_auto(hwloc_bitmap_t) ids = ids_of(ctx, &i, 1);
+      add_plan_mem(plan, ctx, &acc, x, ids);
+    }
+  }
   ok = TRUE;
   finish_plan(plan, ctx, a, &acc, vm_nodes);
 
@@ -1776,16 +2119,19 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
               GError **error)
 {
   guint nn = ctx->nn;
-  g_autoptr(GArray) items = build_mem_items(ctx);
-  g_autofree guint64 *avail =
-      g_memdup2(ctx->avail, MAX(nn, 1) * sizeof(guint64));
-  Acc acc = {g_new0(guint64, MAX(nn, 1)), g_new0(guint, MAX(nn, 1))};
-  G_GNUC_UNUSED g_autofree guint64 *acc_claim = acc.claim; /* frees it */
-  G_GNUC_UNUSED g_autofree guint *acc_load = acc.load;     /* frees it */
+  g_autofree guint64 *avail = avail_copy(ctx);
+  g_auto(Acc) acc;
+  acc_init(&acc, ctx);
+  acc.unbound = TRUE;
   g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
   hwloc_bitmap_set_range(all, 0, (int)ctx->n - 1);
   guint units = task_units(ctx, cap, all);
-  guint64 need = g_array_index(items, MemItem, 0).units;
+  if (!claim_all_fixed(ctx, &acc, avail, error))
+    return FALSE;
+  g_autofree guint64 *need = free_need(ctx, -1);
+  guint64 need_mib = 0;
+  for (guint c = 0; c < ctx->ncls; c++)
+    need_mib += units_to_mib(ctx, c, need[c]);
 
   g_autofree char *prefix = NULL;
   g_autofree gboolean *cand = set_candidates(ctx, &prefix);
@@ -1803,11 +2149,15 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
              "with %u %s and %" G_GUINT64_FORMAT " MiB for the guest; memory "
              "is not bound (the guest has no vNUMA), it is claimed where the "
              "vCPUs run",
-             k > 1 ? "s" : "", l, k, units, cap_unit_name(cap),
-             units_to_mib(ctx, need));
+             k > 1 ? "s" : "", l, k, units, cap_unit_name(cap), need_mib);
 
-  /* Memory claimed (not bound) over the set. */
-  split_units(need, nodes, k, avail, acc.claim);
+  /* Memory claimed (not bound) over the set; the caller's bindings kept. */
+  for (guint x = 0; x < ctx->pieces->len; x++) {
+    const Piece *p = piece_at(ctx, x);
+    if (p->fixed == NULL)
+      take_piece(ctx, &acc, avail, x, nodes, k, FALSE);
+    add_plan_mem(plan, ctx, &acc, x, p->fixed);
+  }
 
   /* vCPUs (or sibling groups) split evenly over the nodes with cores,
    * remainder on the first, as the memory is; a node short of its share
@@ -1910,12 +2260,7 @@ plan_o2o(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
     /* Throw away what the failed rung wrote. */
     for (guint v = 0; v < plan->n_vcpus; v++)
       g_clear_pointer(&plan->vcpu_cpus[v], hwloc_bitmap_free);
-    for (guint m = 0; m < plan->n_mem; m++) {
-      hwloc_bitmap_free(plan->mem[m].host_nodes);
-      g_free(plan->mem[m].memdev);
-    }
-    g_clear_pointer(&plan->mem, g_free);
-    plan->n_mem = 0;
+    plan_mem_drop(plan);
     g_ptr_array_set_size(plan->reasons, 0);
     g_ptr_array_set_size(plan->warnings, 0);
     /* The last rung's shortfall is the one that matters. */
@@ -2412,15 +2757,15 @@ suggest_vnuma(QpPlan *plan, const Ctx *ctx)
     for (guint v = 0; v < n; v++)
       if (vnode_of[v] == (int)i)
         hwloc_bitmap_set(vn->vcpus, v);
-    for (guint c = 0; c < plan->claim_mem->len; c++) {
-      const QpNodeAmount *m = &g_array_index(plan->claim_mem, QpNodeAmount, c);
-      if (m->node == vn->host_node)
-        vn->mem_mib += m->mib;
-    }
-    for (guint c = 0; c < plan->claim_huge->len; c++) {
-      const QpHugeClaim *h = &g_array_index(plan->claim_huge, QpHugeClaim, c);
-      if (h->node == vn->host_node)
-        vn->mem_mib += h->pages * h->page_kib / 1024;
+    /* The RAM's claims there: memory devices keep their own backends. */
+    for (guint m = 0; m < plan->n_mem; m++) {
+      const QpPlanMem *pm = &plan->mem[m];
+      for (guint c = 0; pm->kind == QP_MEM_RAM && c < pm->claim->len; c++) {
+        const QpNodeUnits *u = &g_array_index(pm->claim, QpNodeUnits, c);
+        if (u->node == vn->host_node)
+          vn->mem_mib +=
+              pm->page_kib == 0 ? u->units : u->units * pm->page_kib / 1024;
+      }
     }
     mem_total += vn->mem_mib;
     for (guint y = 0; y < used->len; y++)
@@ -2522,6 +2867,24 @@ qp_plan_to_json(const QpPlan *plan)
       json_builder_add_null_value(b);
     json_builder_set_member_name(b, "caller-set");
     json_builder_add_boolean_value(b, pm->caller_set);
+    json_builder_set_member_name(b, "kind");
+    json_builder_add_string_value(b, qp_mem_kind_name(pm->kind));
+    json_builder_set_member_name(b, "device");
+    if (pm->device != NULL)
+      json_builder_add_string_value(b, pm->device);
+    else
+      json_builder_add_null_value(b);
+    json_builder_set_member_name(b, "page-kib");
+    json_builder_add_int_value(b, (gint64)pm->page_kib);
+    json_builder_set_member_name(b, "claimed");
+    json_builder_begin_object(b);
+    for (guint c = 0; pm->claim != NULL && c < pm->claim->len; c++) {
+      const QpNodeUnits *u = &g_array_index(pm->claim, QpNodeUnits, c);
+      g_autofree char *k = g_strdup_printf("%d", u->node);
+      json_builder_set_member_name(b, k);
+      json_builder_add_int_value(b, (gint64)u->units);
+    }
+    json_builder_end_object(b);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
@@ -2690,17 +3053,24 @@ qp_plan_to_human(const QpPlan *plan, const QpHost *host)
 
   if (plan->n_mem > 0) {
     g_string_append(s, "\nguest node  host nodes  policy      MiB       "
-                       "memdev          bound by\n");
+                       "memdev          bound by  memory\n");
     for (guint m = 0; m < plan->n_mem; m++) {
       const QpPlanMem *pm = &plan->mem[m];
       g_autofree char *g =
           pm->gnode >= 0 ? g_strdup_printf("%d", pm->gnode) : g_strdup("-");
       g_autofree char *hn = fmt_list(pm->host_nodes);
+      g_autofree char *what = g_strdup_printf(
+          "%s%s%s%s", qp_mem_kind_name(pm->kind), pm->device != NULL ? " " : "",
+          pm->device != NULL ? pm->device : "",
+          pm->page_kib != 0 ? ", hugepages" : "");
       g_string_append_printf(
-          s, "%-11s %-11s %-11s %-9" G_GUINT64_FORMAT " %-15s %s\n", g, hn,
+          s, "%-11s %-11s %-11s %-9" G_GUINT64_FORMAT " %-15s %-9s %s\n", g, hn,
           qp_policy_name(pm->policy), pm->mem_mib,
           pm->memdev != NULL ? pm->memdev : "-",
-          pm->caller_set ? "caller" : "qemu-pin");
+          pm->host_nodes == NULL ? "not bound"
+          : pm->caller_set       ? "caller"
+                                 : "qemu-pin",
+          what);
     }
   }
 

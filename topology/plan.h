@@ -51,24 +51,59 @@ gboolean qp_device_locality_parse(const char *text, QpDeviceLocality *out);
 typedef struct {
   int id;                    /* guest node id (-numa node,nodeid=) */
   hwloc_bitmap_t vcpus;      /* vCPU indexes (cpu-index) of the node */
-  guint64 mem_mib;           /* memory of the node */
+  guint64 mem_mib;           /* its RAM (its share of -m) */
   char *memdev;              /* backend id, NULL if none */
   hwloc_bitmap_t host_nodes; /* caller's host-nodes, NULL if unset */
   QpPolicy policy;           /* caller's policy, DEFAULT if unset */
+  guint64 page_kib;          /* page size of its RAM, 0: ordinary memory */
 } QpGuestNode;
+
+/* What a piece of guest memory is. */
+typedef enum {
+  QP_MEM_RAM,         /* initial RAM (-m) of a guest node, or of the guest */
+  QP_MEM_DIMM,        /* -device pc-dimm */
+  QP_MEM_NVDIMM,      /* -device nvdimm */
+  QP_MEM_VIRTIO_MEM,  /* -device virtio-mem-pci */
+  QP_MEM_VIRTIO_PMEM, /* -device virtio-pmem-pci */
+  QP_MEM_UNUSED,      /* a memory backend no node or device uses (yet) */
+} QpMemKind;
+
+/* "ram", "pc-dimm", "nvdimm", "virtio-mem", "virtio-pmem", "unused" */
+const char *qp_mem_kind_name(QpMemKind kind);
+gboolean qp_mem_kind_parse(const char *text, QpMemKind *out);
+
+/* Guest memory beyond the RAM of the guest nodes: a memory device plugged
+ * at start, or a backend no one uses yet (docs/design.md, "Memory"). */
+typedef struct {
+  QpMemKind kind;
+  int gnode;                 /* index into gnodes; -1 without vNUMA */
+  char *device;              /* the device's id, NULL if none */
+  char *memdev;              /* backend id */
+  guint64 mib;               /* to claim now (0: bound only) */
+  guint64 page_kib;          /* 0: ordinary memory, else the hugepage size */
+  hwloc_bitmap_t host_nodes; /* caller's host-nodes, NULL if unset */
+  QpPolicy policy;           /* caller's policy, DEFAULT if unset */
+} QpMemDevice;
 
 typedef struct {
   guint vcpus;   /* boot vCPUs */
   guint maxcpus; /* >= vcpus */
   guint sockets, dies, clusters, cores, threads;
-  guint64 mem_mib;
-  guint n_gnodes; /* 0: no vNUMA */
+  guint64 mem_mib; /* initial RAM (-m) */
+  guint n_gnodes;  /* 0: no vNUMA */
   QpGuestNode *gnodes;
-  guint *gdistance;     /* n_gnodes * n_gnodes from -numa dist, or NULL */
-  guint64 hugepage_kib; /* 0: no hugepages */
+  guint *gdistance; /* n_gnodes * n_gnodes from -numa dist, or NULL */
   gboolean prealloc;
   char **vfio; /* NULL-terminated host BDFs of -device vfio-pci */
   guint n_iothreads;
+  /* The RAM of a guest without vNUMA: its page size (0: ordinary memory)
+   * and the caller's binding of its -machine memory-backend. */
+  guint64 page_kib;
+  hwloc_bitmap_t host_nodes; /* NULL if unset */
+  QpPolicy policy;
+  guint n_devmem;
+  QpMemDevice *devmem;
+  guint64 maxmem_mib; /* -m maxmem, 0 if unset: memory can be plugged later */
 } QpRequest;
 
 QpRequest *qp_request_new(void);
@@ -161,13 +196,24 @@ double *qp_claims_cpu_load(const QpHost *host, const QpClaims *claims);
 
 /* ---- Plan --------------------------------------------------------------- */
 
+/* Units of memory on one host node: MiB of ordinary memory, or pages. */
+typedef struct {
+  int node;
+  guint64 units;
+} QpNodeUnits;
+
+/* A piece of the guest's memory: where it is bound and what is claimed. */
 typedef struct {
   int gnode;                 /* guest node id, -1 for a guest without vNUMA */
-  hwloc_bitmap_t host_nodes; /* where its memory is bound */
+  hwloc_bitmap_t host_nodes; /* where it is bound, NULL when not bound */
   QpPolicy policy;
-  guint64 mem_mib;
+  guint64 mem_mib;     /* claimed (a virtio-mem: its requested-size) */
   char *memdev;        /* the caller's backend id, or NULL */
   gboolean caller_set; /* caller's host-nodes kept as they were */
+  QpMemKind kind;
+  char *device;     /* the device's id, or NULL */
+  guint64 page_kib; /* 0: ordinary memory, else the hugepage size */
+  GArray *claim;    /* of QpNodeUnits: MiB, or pages of page_kib */
 } QpPlanMem;
 
 /* A guest NUMA node the planner suggests (--vnuma for a guest without
@@ -191,7 +237,10 @@ typedef struct {
   hwloc_bitmap_t mem_nodes;    /* process-wide memory policy nodes, or NULL */
   QpPolicy mem_policy;
   guint n_mem;
-  QpPlanMem *mem; /* one per guest node, or one for the guest */
+  /* Every piece of the guest's memory: the RAM of each guest node (or of
+   * the guest) in guest node order, then its memory devices and unused
+   * backends in command-line order. */
+  QpPlanMem *mem;
   /* What the ledger records for this VM. */
   GArray *claim_mem;        /* of QpNodeAmount */
   GArray *claim_huge;       /* of QpHugeClaim */
@@ -231,6 +280,13 @@ QpPlan *qp_plan_compute(const QpHost *host, const QpClaims *claims,
                         GError **error);
 void qp_plan_free(QpPlan *plan);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpPlan, qp_plan_free)
+
+/* Splits NEED units over the node indexes SET (K of them) as the planner
+ * does: even shares, the remainder on the first node, a node short of its
+ * share (AVAIL, reduced) leaving the rest to the others; adds to CLAIM. The
+ * caller has checked that SET holds NEED. */
+void qp_plan_split_units(guint64 need, const guint *set, guint k,
+                         guint64 *avail, guint64 *claim);
 
 JsonNode *qp_plan_to_json(const QpPlan *plan);
 char *qp_plan_to_human(const QpPlan *plan, const QpHost *host);

@@ -216,6 +216,19 @@ find_pool(const QpNode *n, guint64 page_kib)
   return NULL;
 }
 
+guint64
+qp_node_huge_uncommitted(const QpHost *host, const QpClaims *claims,
+                         guint index, guint64 page_kib)
+{
+  const QpNode *n = &host->nodes[index];
+  const QpHugePool *p = find_pool(n, page_kib);
+  guint64 free_pages = p ? p->free : 0;
+  guint64 claimed = qp_claims_node_huge_pages(claims, n->id, page_kib);
+  gboolean blocked = claims != NULL &&
+                     hwloc_bitmap_isset(claims->blocked_nodes, (unsigned)n->id);
+  return blocked || claimed >= free_pages ? 0 : free_pages - claimed;
+}
+
 /* ---- JSON -----------------------------------------------------------------
  */
 
@@ -278,7 +291,7 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
     add_uint(b, "free", free_pages);
     add_uint(b, "claimed", claimed);
     add_uint(b, "uncommitted",
-             cap.blocked || claimed >= free_pages ? 0 : free_pages - claimed);
+             qp_node_huge_uncommitted(host, claims, index, kib));
     json_builder_end_object(b);
   }
   json_builder_end_array(b);

@@ -55,6 +55,9 @@ DEFINE_NAMES(smt, QpSmt, {"prefer", QP_SMT_PREFER}, {"strict", QP_SMT_STRICT})
 DEFINE_NAMES(device_locality, QpDeviceLocality,
              {"preferred", QP_DEVLOC_PREFERRED},
              {"required", QP_DEVLOC_REQUIRED}, {"ignore", QP_DEVLOC_IGNORE})
+DEFINE_NAMES(mem_kind, QpMemKind, {"ram", QP_MEM_RAM}, {"pc-dimm", QP_MEM_DIMM},
+             {"nvdimm", QP_MEM_NVDIMM}, {"virtio-mem", QP_MEM_VIRTIO_MEM},
+             {"virtio-pmem", QP_MEM_VIRTIO_PMEM}, {"unused", QP_MEM_UNUSED})
 
 QpRequest *
 qp_request_new(void)
@@ -78,6 +81,13 @@ qp_request_free(QpRequest *req)
     g_free(req->gnodes[i].memdev);
   }
   g_free(req->gnodes);
+  for (guint i = 0; i < req->n_devmem; i++) {
+    g_free(req->devmem[i].device);
+    g_free(req->devmem[i].memdev);
+    hwloc_bitmap_free(req->devmem[i].host_nodes);
+  }
+  g_free(req->devmem);
+  hwloc_bitmap_free(req->host_nodes);
   g_free(req->gdistance);
   g_strfreev(req->vfio);
   g_free(req);

@@ -547,7 +547,10 @@ test_backends(void)
   g_assert_null(b2->host_nodes);
   g_assert_cmpuint(a->req->n_iothreads, ==, 2);
   g_assert_true(a->req->prealloc);
-  g_assert_cmpuint(a->req->hugepage_kib, ==, 2048);
+  /* Page sizes per guest node: only node 1 is on hugepages. */
+  g_assert_cmpuint(a->req->gnodes[0].page_kib, ==, 0);
+  g_assert_cmpuint(a->req->gnodes[1].page_kib, ==, 2048);
+  g_assert_cmpuint(a->req->gnodes[2].page_kib, ==, 0);
   g_assert_cmpuint(a->req->n_gnodes, ==, 3);
   g_autofree char *g0 = list(a->req->gnodes[0].host_nodes);
   g_assert_cmpstr(g0, ==, "0-1,3");

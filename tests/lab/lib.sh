@@ -227,15 +227,20 @@ plan_process_cpus() {
 }
 
 # plan_flat PLAN_FILE: the plan as lines "vcpu INDEX CPULIST" and
-# "mem GNODE SIZE_MIB POLICY NODELIST" (one jq run).
+# "mem GNODE SIZE_MIB POLICY NODELIST" for the RAM it binds (one jq run;
+# memory devices, whose mappings are their backends' size, and memory not
+# bound are left out).
 plan_flat() {
   jq -r "$_JQ_LIST"'
+    def bound: (.memory // .mem // [])
+      | map(select((.kind // "ram") == "ram"
+                   and (.["host-nodes"] // .host_nodes // .nodes) != null));
     ((.vcpus // ."vcpu-cpus" // .vcpu_cpus // []) | to_entries[]
      | (if (.value | type) == "object"
         then (.value.index // .value.vcpu // .value["cpu-index"] // .key) else .key end) as $i
      | "vcpu \($i) \(.value | cl)"),
-    "memcount \((.memory // .mem // []) | length)",
-    ((.memory // .mem // []) | .[]
+    "memcount \(bound | length)",
+    (bound | .[]
      | "mem \(.["guest-node"] // .gnode // .guest_node // -1)"
        + " \(.["size-mib"] // .mib // .["mem-mib"] // .mem_mib // .size)"
        + " \(.policy // "bind") \(.["host-nodes"] // .host_nodes // .nodes | cl)")' "$1"

@@ -6,6 +6,7 @@
 #include <glib/gstdio.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 static QpHost *
@@ -399,6 +400,42 @@ test_live(void)
   }
 }
 
+/* Every hugepage size the kernel has on each node (2 MiB, 1 GiB, ...) is a
+ * pool of that node, with the kernel's counts. */
+static void
+test_live_hugepages(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) h = qp_host_load(NULL, &error);
+  g_assert_no_error(error);
+  guint sizes = 0;
+  for (guint i = 0; i < h->n_nodes; i++) {
+    const QpNode *n = &h->nodes[i];
+    g_autofree char *dir =
+        g_strdup_printf("/sys/devices/system/node/node%d/hugepages", n->id);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+      guint64 kib = 0;
+      if (sscanf(name, "hugepages-%" G_GUINT64_FORMAT "kB", &kib) != 1)
+        continue;
+      g_autofree char *nr = g_strdup_printf("%s/%s/nr_hugepages", dir, name);
+      g_autofree char *text = NULL;
+      g_assert_true(g_file_get_contents(nr, &text, NULL, NULL));
+      const QpHugePool *p = pool(n, kib);
+      if (p == NULL)
+        g_error("node %d: no pool of %" G_GUINT64_FORMAT " KiB pages", n->id,
+                kib);
+      g_assert_cmpuint(p->total, ==, g_ascii_strtoull(text, NULL, 10));
+      g_assert_cmpuint(p->free, <=, p->total);
+      sizes++;
+    }
+    if (d == NULL)
+      g_test_message("node %d has no hugepages directory", n->id);
+  }
+  g_test_message("%u hugepage pools checked", sizes);
+}
+
 static void
 test_live_follows_affinity(void)
 {
@@ -671,6 +708,8 @@ main(int argc, char **argv)
                   test_live);
   g_test_add_func("/host/live/allowed-follows-narrowed-affinity",
                   test_live_follows_affinity);
+  g_test_add_func("/host/live/hugepage-pools-of-every-size-per-node",
+                  test_live_hugepages);
   g_test_add_func("/host/live/pci-devices-match-sysfs", test_live_pci);
   g_test_add_func("/host/errors/missing-file-named", test_missing_file);
   g_test_add_func("/host/errors/malformed-xml-named", test_malformed_file);

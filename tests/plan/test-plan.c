@@ -586,7 +586,9 @@ test_o2o_avoids_siblings(void)
     assert_vcpu(p, v, c);
   }
   assert_set(p->dedicated, "0-3,16-19");
-  g_assert_cmpuint(p->n_mem, ==, 0);
+  /* The RAM is listed with its claim but not bound. */
+  g_assert_cmpuint(p->n_mem, ==, 1);
+  g_assert_null(p->mem[0].host_nodes);
   g_assert_null(p->mem_nodes);
   g_assert_cmpuint(claimed_on(p, 0), ==, 4096); /* claimed, not bound */
   /* Emulator off the dedicated cores, on the rest of node 0. */
@@ -1106,7 +1108,7 @@ test_hugepages(void)
   claim_mem(a, 0, 20000); /* plain memory claims do not touch the pools */
 
   g_autoptr(QpRequest) r = request(2, 4096);
-  r->hugepage_kib = 2048;
+  r->page_kib = 2048;
   g_autoptr(Opts) o = opts_new(QP_MODE_NUMA, NULL);
   g_autoptr(QpPlan) p = plan_ok(h, c, r, o);
   /* node 1 has 1096 pages left, the others 2048: node 0 (lowest id). */
@@ -1119,7 +1121,7 @@ test_hugepages(void)
   g_assert_cmpuint(got->pages, ==, 2048);
 
   g_autoptr(QpRequest) r2 = request(2, 6144);
-  r2->hugepage_kib = 2048;
+  r2->page_kib = 2048;
   g_autoptr(GError) error = NULL;
   g_autoptr(QpPlan) p2 = qp_plan_compute(h, c, r2, &o->o, &error);
   g_assert_null(p2);
@@ -1909,7 +1911,7 @@ test_recorded_intel_smt(void)
 
   /* 1 GiB pages: 4 per node in the recorded pools. */
   g_autoptr(QpRequest) r3 = request(2, 4096);
-  r3->hugepage_kib = 1048576;
+  r3->page_kib = 1048576;
   g_autoptr(Opts) o3 = opts_new(QP_MODE_NUMA, NULL);
   g_autoptr(QpPlan) p3 = plan_ok(h, NULL, r3, o3);
   g_assert_cmpuint(p3->claim_huge->len, ==, 1);

@@ -1,0 +1,489 @@
+/* The keeper's watch over guest memory plugged while the VM runs (see
+ * keeper-memory.h).
+ *
+ * Each memory backend QEMU has is tracked by its id. Those present when
+ * the keeper starts were planned: the RAM stays as claimed for good; a
+ * memory device's or an unused backend's claim is the plan's, and changes
+ * from then on. A backend that appears later (object-add) is classified
+ * from QOM (its type, hugetlb, mem-path) as the command line's would be.
+ * What a backend should hold:
+ *   - used by pc-dimm, nvdimm or virtio-pmem: its size;
+ *   - used by virtio-mem: its requested-size (at most its size);
+ *   - used by no device: what it holds already, or for a new backend what
+ *     it takes at start (its size when it preallocates or reserves
+ *     hugetlb pages, else nothing);
+ *   - gone (object-del): nothing.
+ * More is claimed where the backend is bound (its host-nodes), else where
+ * the RAM of its device's guest node is; less is given back from the
+ * nodes it was claimed on. */
+#include "launcher/keeper-memory.h"
+
+#include <string.h>
+
+#include "launcher/log.h"
+#include "launcher/qemu-memory.h"
+#include "topology/claim-memory.h"
+#include "topology/ledger.h"
+
+#define MiB (G_GUINT64_CONSTANT(1) << 20)
+
+typedef struct {
+  char *id;
+  gboolean tracked; /* FALSE: RAM, or no RAM of the host (DAX, SGX) */
+  gboolean fresh;   /* appeared after the start, not looked at yet */
+  guint64 page_kib; /* 0: ordinary memory */
+  GArray *taken;    /* of QpNodeUnits: what the VM's claim holds for it */
+  guint64 failed;   /* units it could not get (said once), 0 if none */
+} Backend;
+
+struct QpMemWatch {
+  const QpKeeperConfig *cfg;
+  GHashTable *backends; /* id -> Backend */
+};
+
+/* What QEMU says of one backend (query-memdev) and its device. */
+typedef struct {
+  const char *id;
+  guint64 size;
+  gboolean prealloc;
+  gboolean reserve;
+  JsonArray *host_nodes;
+  const char *policy;
+  JsonObject *device; /* "data" of its query-memory-devices entry, or NULL */
+  const char *type;   /* that entry's "type" */
+} Seen;
+
+static void
+backend_free(gpointer p)
+{
+  Backend *b = p;
+  g_free(b->id);
+  if (b->taken != NULL)
+    g_array_unref(b->taken);
+  g_free(b);
+}
+
+void
+qp_mem_watch_free(QpMemWatch *w)
+{
+  if (w == NULL)
+    return;
+  g_hash_table_unref(w->backends);
+  g_free(w);
+}
+
+gboolean
+qp_mem_watch_event(const char *name)
+{
+  static const char *const events[] = {
+      "DEVICE_DELETED", "MEMORY_DEVICE_SIZE_CHANGE", "ACPI_DEVICE_OST", NULL};
+  return g_strv_contains(events, name);
+}
+
+static guint64
+units_of(guint64 bytes, guint64 page_kib)
+{
+  if (page_kib == 0)
+    return bytes / MiB + (bytes % MiB != 0);
+  guint64 kib = bytes / 1024 + (bytes % 1024 != 0);
+  return kib / page_kib + (kib % page_kib != 0);
+}
+
+static guint64
+units_held(const Backend *b)
+{
+  guint64 n = 0;
+  for (guint i = 0; i < b->taken->len; i++)
+    n += g_array_index(b->taken, QpNodeUnits, i).units;
+  return n;
+}
+
+static char *
+amount(guint64 units, guint64 page_kib)
+{
+  if (page_kib == 0)
+    return g_strdup_printf("%" G_GUINT64_FORMAT " MiB", units);
+  return g_strdup_printf("%" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
+                         " KiB hugepages",
+                         units, page_kib);
+}
+
+/* ---- what QEMU has ------------------------------------------------------ */
+
+static JsonArray *
+query(QpQmp *qmp, const char *command, JsonNode **keep, GError **error)
+{
+  *keep = qp_qmp_execute(qmp, command, NULL, error);
+  if (*keep == NULL)
+    return NULL;
+  if (!JSON_NODE_HOLDS_ARRAY(*keep)) {
+    g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
+                "%s: expected an array", command);
+    return NULL;
+  }
+  return json_node_get_array(*keep);
+}
+
+/* "/objects/mem1" -> "mem1" */
+static const char *
+backend_of_path(const char *path)
+{
+  const char *prefix = "/objects/";
+  return path != NULL && g_str_has_prefix(path, prefix) ? path + strlen(prefix)
+                                                        : path;
+}
+
+/* The backends and their devices: an array of Seen. */
+static GArray *
+look(QpQmp *qmp, JsonNode **keep_memdev, JsonNode **keep_devices,
+     GError **error)
+{
+  JsonArray *memdevs = query(qmp, "query-memdev", keep_memdev, error);
+  if (memdevs == NULL)
+    return NULL;
+  JsonArray *devices = query(qmp, "query-memory-devices", keep_devices, error);
+  if (devices == NULL)
+    return NULL;
+  GArray *seen = g_array_new(FALSE, TRUE, sizeof(Seen));
+  for (guint i = 0; i < json_array_get_length(memdevs); i++) {
+    JsonNode *n = json_array_get_element(memdevs, i);
+    if (!JSON_NODE_HOLDS_OBJECT(n))
+      continue;
+    JsonObject *o = json_node_get_object(n);
+    Seen s = {0};
+    s.id = json_object_get_string_member_with_default(o, "id", NULL);
+    if (s.id == NULL)
+      continue;
+    s.size = (guint64)json_object_get_int_member_with_default(o, "size", 0);
+    s.prealloc =
+        json_object_get_boolean_member_with_default(o, "prealloc", FALSE);
+    s.reserve = json_object_get_boolean_member_with_default(o, "reserve", TRUE);
+    s.policy = json_object_get_string_member_with_default(o, "policy", NULL);
+    if (json_object_has_member(o, "host-nodes") &&
+        JSON_NODE_HOLDS_ARRAY(json_object_get_member(o, "host-nodes")))
+      s.host_nodes = json_object_get_array_member(o, "host-nodes");
+    g_array_append_val(seen, s);
+  }
+  for (guint i = 0; i < json_array_get_length(devices); i++) {
+    JsonNode *n = json_array_get_element(devices, i);
+    if (!JSON_NODE_HOLDS_OBJECT(n))
+      continue;
+    JsonObject *o = json_node_get_object(n);
+    JsonNode *data = json_object_get_member(o, "data");
+    if (data == NULL || !JSON_NODE_HOLDS_OBJECT(data))
+      continue;
+    JsonObject *d = json_node_get_object(data);
+    const char *id = backend_of_path(
+        json_object_get_string_member_with_default(d, "memdev", NULL));
+    for (guint k = 0; id != NULL && k < seen->len; k++) {
+      Seen *s = &g_array_index(seen, Seen, k);
+      if (strcmp(s->id, id) == 0 && s->device == NULL) {
+        s->device = d;
+        s->type = json_object_get_string_member_with_default(o, "type", "");
+      }
+    }
+  }
+  return seen;
+}
+
+/* ---- where memory goes -------------------------------------------------- */
+
+static hwloc_bitmap_t
+claim_nodes(const QpPlanMem *m)
+{
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (guint i = 0; m->claim != NULL && i < m->claim->len; i++)
+    hwloc_bitmap_set(set,
+                     (unsigned)g_array_index(m->claim, QpNodeUnits, i).node);
+  return set;
+}
+
+/* Where the RAM of guest node GNODE (-1: of the guest) is. */
+static hwloc_bitmap_t
+guest_node_nodes(const QpPlan *plan, int gnode)
+{
+  for (guint i = 0; i < plan->n_mem; i++) {
+    const QpPlanMem *m = &plan->mem[i];
+    if (m->kind != QP_MEM_RAM || (m->gnode != gnode && m->gnode >= 0))
+      continue;
+    if (m->host_nodes != NULL)
+      return hwloc_bitmap_dup(m->host_nodes);
+    hwloc_bitmap_t set = claim_nodes(m);
+    if (!hwloc_bitmap_iszero(set))
+      return set;
+    hwloc_bitmap_free(set);
+  }
+  return hwloc_bitmap_dup(plan->host_nodes);
+}
+
+/* Where more memory of S goes: the backend's host-nodes when bound, else
+ * its device's guest node's. */
+static hwloc_bitmap_t
+target_nodes(const QpMemWatch *w, const Seen *s)
+{
+  if (s->host_nodes != NULL && json_array_get_length(s->host_nodes) > 0 &&
+      g_strcmp0(s->policy, "default") != 0) {
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    for (guint i = 0; i < json_array_get_length(s->host_nodes); i++)
+      hwloc_bitmap_set(set,
+                       (unsigned)json_array_get_int_element(s->host_nodes, i));
+    return set;
+  }
+  int node =
+      s->device != NULL
+          ? (int)json_object_get_int_member_with_default(s->device, "node", 0)
+          : 0;
+  return guest_node_nodes(w->cfg->plan, node);
+}
+
+/* ---- backends ----------------------------------------------------------- */
+
+static const QpPlanMem *
+plan_piece(const QpPlan *plan, const char *memdev)
+{
+  for (guint i = 0; i < plan->n_mem; i++)
+    if (g_strcmp0(plan->mem[i].memdev, memdev) == 0)
+      return &plan->mem[i];
+  return NULL;
+}
+
+static Backend *
+backend_new(const char *id)
+{
+  Backend *b = g_new0(Backend, 1);
+  b->id = g_strdup(id);
+  b->taken = g_array_new(FALSE, FALSE, sizeof(QpNodeUnits));
+  return b;
+}
+
+static JsonNode *
+qom_get(QpQmp *qmp, const char *id, const char *property)
+{
+  g_autoptr(JsonObject) args = json_object_new();
+  g_autofree char *path = g_strdup_printf("/objects/%s", id);
+  json_object_set_string_member(args, "path", path);
+  json_object_set_string_member(args, "property", property);
+  return qp_qmp_execute(qmp, "qom-get", args, NULL);
+}
+
+/* A backend made after the start: its page size and whether it is RAM of
+ * the host, from QOM, as the command line's are read. */
+static void
+classify(Backend *b, QpQmp *qmp, const Seen *s)
+{
+  g_autoptr(JsonNode) type = qom_get(qmp, b->id, "type");
+  if (type == NULL || !JSON_NODE_HOLDS_VALUE(type) ||
+      json_node_get_value_type(type) != G_TYPE_STRING) {
+    qp_warning("keeper: memory backend %s: its type is unknown: it is not "
+               "claimed",
+               b->id);
+    return;
+  }
+  QpBackend qb = {.id = b->id,
+                  .qom_type = (char *)json_node_get_string(type),
+                  .size_bytes = s->size};
+  g_autoptr(JsonNode) hugetlb = NULL, hugetlbsize = NULL, mem_path = NULL;
+  if (strcmp(qb.qom_type, "memory-backend-memfd") == 0) {
+    hugetlb = qom_get(qmp, b->id, "hugetlb");
+    hugetlbsize = qom_get(qmp, b->id, "hugetlbsize");
+    qb.hugetlb = hugetlb != NULL && JSON_NODE_HOLDS_VALUE(hugetlb) &&
+                 json_node_get_boolean(hugetlb);
+    if (hugetlbsize != NULL && JSON_NODE_HOLDS_VALUE(hugetlbsize))
+      qb.hugetlbsize_kib = (guint64)json_node_get_int(hugetlbsize) / 1024;
+  } else if (strcmp(qb.qom_type, "memory-backend-file") == 0) {
+    mem_path = qom_get(qmp, b->id, "mem-path");
+    if (mem_path != NULL && JSON_NODE_HOLDS_VALUE(mem_path))
+      qb.mem_path = (char *)json_node_get_string(mem_path);
+  }
+  qp_backend_classify(&qb, "");
+  b->tracked = !qb.dax && strcmp(qb.qom_type, "memory-backend-epc") != 0;
+  b->page_kib = qb.page_kib;
+}
+
+QpMemWatch *
+qp_mem_watch_new(const QpKeeperConfig *cfg, QpQmp *qmp)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonNode) keep_memdev = NULL, keep_devices = NULL;
+  g_autoptr(GArray) seen = look(qmp, &keep_memdev, &keep_devices, &error);
+  if (seen == NULL) {
+    qp_warning("keeper: memory plugged later is not claimed: %s",
+               error->message);
+    return NULL;
+  }
+  QpMemWatch *w = g_new0(QpMemWatch, 1);
+  w->cfg = cfg;
+  w->backends =
+      g_hash_table_new_full(g_str_hash, g_str_equal, NULL, backend_free);
+  for (guint i = 0; i < seen->len; i++) {
+    const Seen *s = &g_array_index(seen, Seen, i);
+    Backend *b = backend_new(s->id);
+    const QpPlanMem *m = plan_piece(cfg->plan, s->id);
+    if (m != NULL && m->kind != QP_MEM_RAM) {
+      b->tracked = TRUE;
+      b->page_kib = m->page_kib;
+      g_array_append_vals(b->taken, m->claim->data, m->claim->len);
+    }
+    g_hash_table_insert(w->backends, b->id, b);
+  }
+  return w;
+}
+
+/* Rewrites the VM's record after its claim changed. */
+static gboolean
+write_claim(const QpMemWatch *w, QpLedger *ledger, GError **error)
+{
+  return qp_ledger_write(ledger, w->cfg->claim, error);
+}
+
+static char *
+who(const Backend *b, const Seen *s)
+{
+  if (s == NULL || s->device == NULL)
+    return g_strdup_printf("memory backend %s", b->id);
+  const char *dev =
+      json_object_get_string_member_with_default(s->device, "id", NULL);
+  return g_strdup_printf("%s%s%s (memory backend %s)", s->type,
+                         dev != NULL ? " " : "", dev != NULL ? dev : "", b->id);
+}
+
+/* Claims WANT - held units of B more; says in the log when they do not
+ * fit (once per amount). */
+static void
+grow(QpMemWatch *w, Backend *b, const Seen *s, guint64 want)
+{
+  guint64 more = want - units_held(b);
+  if (b->failed == want)
+    return;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) host = qp_host_load_full(w->cfg->topology, FALSE, &error);
+  g_autoptr(QpLedger) ledger =
+      host != NULL ? qp_ledger_open(w->cfg->state_dir, &error) : NULL;
+  gboolean ok = ledger != NULL && qp_ledger_lock(ledger, &error);
+  g_autoptr(QpClaims) claims = NULL;
+  if (ok)
+    ok = (claims = qp_ledger_read(ledger, host, &error)) != NULL;
+  g_auto(hwloc_bitmap_t) nodes = target_nodes(w, s);
+  g_autoptr(GArray) got = g_array_new(FALSE, FALSE, sizeof(QpNodeUnits));
+  if (ok)
+    ok = qp_claim_add_memory(host, claims, w->cfg->placement, w->cfg->claim,
+                             nodes, b->page_kib, more, got, &error);
+  if (ok && !write_claim(w, ledger, &error)) {
+    qp_claim_drop_memory(w->cfg->claim, got, b->page_kib, more);
+    ok = FALSE;
+  }
+  if (ledger != NULL && qp_ledger_is_locked(ledger))
+    qp_ledger_unlock(ledger);
+  g_autofree char *name = who(b, s);
+  g_autofree char *what = amount(more, b->page_kib);
+  if (!ok) {
+    b->failed = want;
+    qp_warning("%s was plugged but its %s could not be claimed: %s", name, what,
+               error->message);
+    return;
+  }
+  b->failed = 0;
+  for (guint i = 0; i < got->len; i++) {
+    const QpNodeUnits *u = &g_array_index(got, QpNodeUnits, i);
+    QpNodeUnits *t = NULL;
+    for (guint k = 0; k < b->taken->len && t == NULL; k++)
+      if (g_array_index(b->taken, QpNodeUnits, k).node == u->node)
+        t = &g_array_index(b->taken, QpNodeUnits, k);
+    if (t != NULL)
+      t->units += u->units;
+    else
+      g_array_append_val(b->taken, *u);
+  }
+  g_autofree char *where = qp_list_format(nodes);
+  qp_info("keeper: %s: %s claimed on host nodes %s", name, what, where);
+}
+
+/* Gives back the held units of B above WANT. */
+static void
+shrink(QpMemWatch *w, Backend *b, const Seen *s, guint64 want)
+{
+  guint64 less = units_held(b) - want;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpLedger) ledger = qp_ledger_open(w->cfg->state_dir, &error);
+  if (ledger == NULL || !qp_ledger_lock(ledger, &error)) {
+    qp_warning("keeper: cannot give back memory of %s: %s", b->id,
+               error->message);
+    return;
+  }
+  qp_claim_drop_memory(w->cfg->claim, b->taken, b->page_kib, less);
+  if (!write_claim(w, ledger, &error))
+    qp_warning("keeper: cannot give back memory of %s: %s", b->id,
+               error->message);
+  qp_ledger_unlock(ledger);
+  b->failed = 0;
+  g_autofree char *name = who(b, s);
+  g_autofree char *what = amount(less, b->page_kib);
+  qp_info("keeper: %s: %s given back", name, what);
+}
+
+/* What backend B should hold now. */
+static guint64
+wanted(const Backend *b, const Seen *s)
+{
+  if (s == NULL)
+    return 0; /* object-del */
+  if (s->device == NULL) {
+    if (!b->fresh)
+      return units_held(b);
+    return s->prealloc || (b->page_kib != 0 && s->reserve)
+               ? units_of(s->size, b->page_kib)
+               : 0;
+  }
+  guint64 bytes = s->size;
+  if (g_strcmp0(s->type, "virtio-mem") == 0)
+    bytes = MIN(bytes, (guint64)json_object_get_int_member_with_default(
+                           s->device, "requested-size", 0));
+  return units_of(bytes, b->page_kib);
+}
+
+void
+qp_mem_watch_update(QpMemWatch *w, QpQmp *qmp)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonNode) keep_memdev = NULL, keep_devices = NULL;
+  g_autoptr(GArray) seen = look(qmp, &keep_memdev, &keep_devices, &error);
+  if (seen == NULL) {
+    /* QEMU going away while we look is no news. */
+    if (!g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))
+      qp_warning("keeper: looking at memory devices: %s", error->message);
+    return;
+  }
+  for (guint i = 0; i < seen->len; i++) {
+    const Seen *s = &g_array_index(seen, Seen, i);
+    Backend *b = g_hash_table_lookup(w->backends, s->id);
+    if (b == NULL) {
+      b = backend_new(s->id);
+      b->fresh = TRUE;
+      classify(b, qmp, s);
+      g_hash_table_insert(w->backends, b->id, b);
+    }
+    if (b->tracked) {
+      guint64 want = wanted(b, s), held = units_held(b);
+      if (want > held)
+        grow(w, b, s, want);
+      else if (want < held)
+        shrink(w, b, s, want);
+    }
+    b->fresh = FALSE;
+  }
+  /* Backends QEMU no longer has. */
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, w->backends);
+  while (g_hash_table_iter_next(&it, &key, &value)) {
+    Backend *b = value;
+    gboolean present = FALSE;
+    for (guint i = 0; i < seen->len && !present; i++)
+      present = strcmp(g_array_index(seen, Seen, i).id, b->id) == 0;
+    if (present)
+      continue;
+    if (b->tracked && units_held(b) > 0)
+      shrink(w, b, NULL, 0);
+    g_hash_table_iter_remove(&it);
+  }
+}

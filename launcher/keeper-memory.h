@@ -1,0 +1,34 @@
+/* The keeper's watch over guest memory plugged while the VM runs: memory
+ * devices added or removed on the caller's own monitor (object-add and
+ * device_add of pc-dimm, nvdimm, virtio-mem-pci, virtio-pmem-pci;
+ * device_del and object-del), and virtio-mem devices asked for another
+ * requested-size. QEMU 7.2 has no event for a device added, so the keeper
+ * looks (query-memdev, query-memory-devices on its private monitor) on a
+ * timer and on the events that follow memory changes. What grew is claimed
+ * in the VM's ledger record where the memory is bound; what left is given
+ * back; what does not fit is said in the keeper's log. */
+#pragma once
+
+#include <glib.h>
+
+#include "launcher/launch.h"
+#include "qmp/qmp.h"
+
+G_BEGIN_DECLS
+
+typedef struct QpMemWatch QpMemWatch;
+
+/* Learns the backends QEMU has now: the plan claimed those. NULL (and a
+ * line in the log) when QEMU cannot say. */
+QpMemWatch *qp_mem_watch_new(const QpKeeperConfig *cfg, QpQmp *qmp);
+
+/* Looks again and claims or gives back what changed. */
+void qp_mem_watch_update(QpMemWatch *w, QpQmp *qmp);
+
+/* Events after which memory may have changed. */
+gboolean qp_mem_watch_event(const char *name);
+
+void qp_mem_watch_free(QpMemWatch *w);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpMemWatch, qp_mem_watch_free)
+
+G_END_DECLS

@@ -1,0 +1,347 @@
+/* The guest's memory model: what QEMU 7.2 allocates for a command line,
+ * piece by piece, with the page size of each piece.
+ *
+ * - The RAM (-m size) comes from -machine memory-backend=, from the
+ *   backends of -numa node,memdev=, or is QEMU's own (anonymous memory, or
+ *   a file in -mem-path). -m maxmem and slots allocate nothing.
+ * - pc-dimm, nvdimm and virtio-pmem-pci map their whole backend;
+ *   virtio-mem-pci maps its backend but the guest may use only
+ *   requested-size of it (QEMU accepts a requested-size above the backend
+ *   size at start and caps what the guest can plug at the backend size).
+ *   A device without node= is on guest node 0 (QEMU's default).
+ * - A backend no node or device uses takes memory at start only when it
+ *   preallocates, or when its hugepages are reserved (hugetlb and
+ *   reserve=on, the default): QEMU maps it at start and the kernel
+ *   reserves hugetlb pages at mmap.
+ * - A backend on device DAX or on a DAX filesystem is not host RAM, and
+ *   memory-backend-epc (SGX) is no RAM of the node either: neither is
+ *   bound nor claimed.
+ * - A backend used by another device (ivshmem-plain, memory shared with
+ *   other VMs or processes) is that device's: neither bound nor claimed.
+ * - A backend used twice, or a device naming no backend: QEMU refuses the
+ *   command line, the first user counts and QEMU says what is wrong. */
+#include "launcher/qemu-memory.h"
+
+#include <json-glib/json-glib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/vfs.h>
+
+#include "launcher/qemu-kv.h"
+
+#define MiB (G_GUINT64_CONSTANT(1) << 20)
+#define HUGETLBFS_MAGIC_ 0x958458f6
+
+static guint64
+bytes_to_mib(guint64 bytes)
+{
+  return bytes / MiB + (bytes % MiB != 0);
+}
+
+/* ---- backends --------------------------------------------------------- */
+
+static guint64
+default_hugepage_kib(void)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents("/proc/meminfo", &text, NULL, NULL))
+    return 2048;
+  const char *p = strstr(text, "Hugepagesize:");
+  guint64 kib = 0;
+  if (p == NULL || sscanf(p, "Hugepagesize: %" G_GUINT64_FORMAT, &kib) != 1)
+    return 2048;
+  return kib;
+}
+
+/* statfs of PATH, or of its directory when PATH does not exist yet (QEMU
+ * creates a missing mem-path file). */
+static gboolean
+statfs_path(const char *path, struct statfs *fs)
+{
+  if (path == NULL)
+    return FALSE;
+  if (statfs(path, fs) == 0)
+    return TRUE;
+  g_autofree char *dir = g_path_get_dirname(path);
+  return statfs(dir, fs) == 0;
+}
+
+guint64
+qp_hugetlbfs_page_kib(const char *path)
+{
+  struct statfs fs;
+  if (!statfs_path(path, &fs) ||
+      (unsigned long)fs.f_type != (unsigned long)HUGETLBFS_MAGIC_)
+    return 0;
+  return (guint64)fs.f_bsize / 1024;
+}
+
+/* TRUE when the filesystem of device DEV is mounted with DAX (the "dax" or
+ * "dax=always" option of ext4 and xfs). */
+static gboolean
+mounted_dax(dev_t dev)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents("/proc/self/mountinfo", &text, NULL, NULL))
+    return FALSE;
+  g_autofree char *want = g_strdup_printf("%u:%u", major(dev), minor(dev));
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++) {
+    g_auto(GStrv) f = g_strsplit(lines[i], " ", -1);
+    if (g_strv_length(f) < 6 || strcmp(f[2], want) != 0)
+      continue;
+    /* Mount options (field 6), then after "-": type, source, options. */
+    for (guint k = 5; f[k] != NULL; k++) {
+      g_auto(GStrv) opts = g_strsplit(f[k], ",", -1);
+      for (guint o = 0; opts[o] != NULL; o++)
+        if (strcmp(opts[o], "dax") == 0 || strcmp(opts[o], "dax=always") == 0)
+          return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+/* Reads reserve= of the backend in TEXT (on unless turned off). */
+static gboolean
+backend_reserve(const char *text)
+{
+  if (text[0] == '{') {
+    g_autoptr(JsonParser) parser = json_parser_new();
+    if (!json_parser_load_from_data(parser, text, -1, NULL))
+      return TRUE;
+    JsonNode *root = json_parser_get_root(parser);
+    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+      return TRUE;
+    JsonNode *n = json_object_get_member(json_node_get_object(root), "reserve");
+    return n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
+           json_node_get_value_type(n) != G_TYPE_BOOLEAN ||
+           json_node_get_boolean(n);
+  }
+  g_autoptr(GArray) kv = qp_kv_parse(text, "qom-type");
+  const char *v = qp_kv_get(kv, "reserve");
+  static const char *const off[] = {"off", "no", "false", "n", NULL};
+  return v == NULL || !g_strv_contains(off, v);
+}
+
+void
+qp_backend_classify(QpBackend *b, const char *text)
+{
+  b->reserve = backend_reserve(text);
+  if (strcmp(b->qom_type, "memory-backend-memfd") == 0) {
+    if (b->hugetlb && b->hugetlbsize_kib == 0)
+      b->hugetlbsize_kib = default_hugepage_kib();
+    b->page_kib = b->hugetlb ? b->hugetlbsize_kib : 0;
+    return;
+  }
+  if (strcmp(b->qom_type, "memory-backend-file") != 0 || b->mem_path == NULL)
+    return;
+  guint64 page = qp_hugetlbfs_page_kib(b->mem_path);
+  if (page != 0) {
+    b->hugetlb = TRUE;
+    b->hugetlbsize_kib = b->page_kib = page;
+  }
+  struct stat st;
+  if (stat(b->mem_path, &st) == 0) {
+    /* Device DAX is a character device (/dev/daxN.M). */
+    b->dax = S_ISCHR(st.st_mode) || mounted_dax(st.st_dev);
+    if (b->size_bytes == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+      b->size_bytes = (guint64)st.st_size;
+      b->size_mib = bytes_to_mib(b->size_bytes);
+    }
+  }
+}
+
+/* Whether the memory of B is host RAM that qemu-pin places. */
+static gboolean
+backend_is_ram(const QpBackend *b)
+{
+  return !b->dax && strcmp(b->qom_type, "memory-backend-epc") != 0;
+}
+
+static QpBackend *
+find_backend(const QpQemuArgs *a, const char *id)
+{
+  for (guint i = 0; id != NULL && i < a->backends->len; i++) {
+    QpBackend *b = g_ptr_array_index(a->backends, i);
+    if (strcmp(b->id, id) == 0)
+      return b;
+  }
+  return NULL;
+}
+
+/* ---- memory devices --------------------------------------------------- */
+
+typedef struct {
+  QpMemKind kind;
+  gboolean other; /* another device with memdev= (ivshmem-plain, ...) */
+  char *id;
+  char *memdev;
+  guint64 node;      /* 0 when unset or unreadable */
+  guint64 requested; /* virtio-mem requested-size in bytes */
+} MemDevice;
+
+static void
+mem_device_clear(MemDevice *d)
+{
+  g_free(d->id);
+  g_free(d->memdev);
+}
+
+static gboolean
+device_kind(const char *driver, QpMemKind *kind)
+{
+  static const struct {
+    const char *driver;
+    QpMemKind kind;
+  } drivers[] = {
+      {"pc-dimm", QP_MEM_DIMM},
+      {"nvdimm", QP_MEM_NVDIMM},
+      {"virtio-mem-pci", QP_MEM_VIRTIO_MEM},
+      {"virtio-pmem-pci", QP_MEM_VIRTIO_PMEM},
+  };
+  for (guint i = 0; driver != NULL && i < G_N_ELEMENTS(drivers); i++)
+    if (strcmp(drivers[i].driver, driver) == 0) {
+      *kind = drivers[i].kind;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+static char *
+json_string(JsonObject *obj, const char *key)
+{
+  JsonNode *n = json_object_get_member(obj, key);
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
+      json_node_get_value_type(n) != G_TYPE_STRING)
+    return NULL;
+  return g_strdup(json_node_get_string(n));
+}
+
+static guint64
+json_uint(JsonObject *obj, const char *key)
+{
+  JsonNode *n = json_object_get_member(obj, key);
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
+      json_node_get_value_type(n) != G_TYPE_INT64 || json_node_get_int(n) < 0)
+    return 0;
+  return (guint64)json_node_get_int(n);
+}
+
+/* The memory device of the -device value TEXT, or another device naming a
+ * backend (OTHER); FALSE for a device without memdev=. A value QEMU cannot
+ * read counts as 0 (QEMU refuses it). */
+static gboolean
+parse_mem_device(const char *text, MemDevice *d)
+{
+  memset(d, 0, sizeof(*d));
+  if (text[0] == '{') {
+    g_autoptr(JsonParser) parser = json_parser_new();
+    if (!json_parser_load_from_data(parser, text, -1, NULL))
+      return FALSE;
+    JsonNode *root = json_parser_get_root(parser);
+    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+      return FALSE;
+    JsonObject *obj = json_node_get_object(root);
+    g_autofree char *driver = json_string(obj, "driver");
+    d->other = !device_kind(driver, &d->kind);
+    d->id = json_string(obj, "id");
+    d->memdev = json_string(obj, "memdev");
+    if (d->other)
+      return d->memdev != NULL;
+    d->node = json_uint(obj, "node");
+    d->requested = json_uint(obj, "requested-size");
+    return TRUE;
+  }
+  g_autoptr(GArray) kv = qp_kv_parse(text, "driver");
+  d->other = !device_kind(qp_kv_get(kv, "driver"), &d->kind);
+  d->id = g_strdup(qp_kv_get(kv, "id"));
+  d->memdev = g_strdup(qp_kv_get(kv, "memdev"));
+  if (d->other)
+    return d->memdev != NULL;
+  const char *v = qp_kv_get(kv, "node");
+  char *end = NULL;
+  if (v != NULL && g_ascii_isdigit(*v)) {
+    guint64 n = g_ascii_strtoull(v, &end, 0);
+    d->node = *end == '\0' ? n : 0;
+  }
+  if ((v = qp_kv_get(kv, "requested-size")) != NULL &&
+      !qp_parse_size(v, "requested-size", FALSE, &d->requested, NULL))
+    d->requested = 0;
+  return TRUE;
+}
+
+/* ---- the model -------------------------------------------------------- */
+
+static void
+add_devmem(QpRequest *r, QpMemKind kind, int gnode, const char *device,
+           const QpBackend *b, guint64 bytes)
+{
+  r->devmem = g_renew(QpMemDevice, r->devmem, r->n_devmem + 1);
+  QpMemDevice *m = &r->devmem[r->n_devmem++];
+  memset(m, 0, sizeof(*m));
+  m->kind = kind;
+  m->gnode = gnode;
+  m->device = g_strdup(device);
+  m->memdev = g_strdup(b->id);
+  m->mib = bytes_to_mib(bytes);
+  m->page_kib = b->page_kib;
+  m->host_nodes = b->host_nodes ? hwloc_bitmap_dup(b->host_nodes) : NULL;
+  m->policy = b->policy;
+}
+
+void
+qp_memory_model(QpQemuArgs *a, GPtrArray *devices, const char *mem_path)
+{
+  QpRequest *r = a->req;
+  g_autoptr(GHashTable) used = g_hash_table_new(g_str_hash, g_str_equal);
+  guint64 path_page = mem_path != NULL ? qp_hugetlbfs_page_kib(mem_path) : 0;
+
+  /* The RAM. */
+  if (r->n_gnodes == 0) {
+    const QpBackend *b = find_backend(a, a->machine_memdev);
+    r->page_kib = b != NULL ? b->page_kib : path_page;
+    if (b != NULL) {
+      g_hash_table_add(used, b->id);
+      r->host_nodes = b->host_nodes ? hwloc_bitmap_dup(b->host_nodes) : NULL;
+      r->policy = b->policy;
+    }
+  }
+  for (guint g = 0; g < r->n_gnodes; g++) {
+    QpGuestNode *gn = &r->gnodes[g];
+    const QpBackend *b = find_backend(a, gn->memdev);
+    gn->page_kib = b != NULL ? b->page_kib : path_page;
+    if (b != NULL)
+      g_hash_table_add(used, b->id);
+  }
+
+  /* Memory devices plugged at start. */
+  for (guint i = 0; devices != NULL && i < devices->len; i++) {
+    MemDevice d;
+    if (!parse_mem_device(g_ptr_array_index(devices, i), &d))
+      continue;
+    QpBackend *b = find_backend(a, d.memdev);
+    if (b != NULL && !g_hash_table_contains(used, b->id)) {
+      g_hash_table_add(used, b->id);
+      guint64 bytes = b->size_bytes;
+      if (d.kind == QP_MEM_VIRTIO_MEM)
+        bytes = MIN(d.requested, bytes);
+      int gnode = r->n_gnodes == 0 ? -1 : (int)MIN(d.node, G_MAXINT);
+      if (backend_is_ram(b) && !d.other)
+        add_devmem(r, d.kind, gnode, d.id, b, bytes);
+    }
+    mem_device_clear(&d);
+  }
+
+  /* Backends no one uses: bound with guest node 0's RAM, claimed when
+   * they take memory at start. */
+  for (guint i = 0; i < a->backends->len; i++) {
+    QpBackend *b = g_ptr_array_index(a->backends, i);
+    if (g_hash_table_contains(used, b->id) || !backend_is_ram(b))
+      continue;
+    gboolean taken = b->prealloc || (b->page_kib != 0 && b->reserve);
+    add_devmem(r, QP_MEM_UNUSED, r->n_gnodes == 0 ? -1 : 0, NULL, b,
+               taken ? b->size_bytes : 0);
+  }
+}

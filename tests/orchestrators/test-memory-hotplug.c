@@ -1,0 +1,347 @@
+/* Memory plugged by the caller (object-add, device_add, qom-set and
+ * object-del on the caller's own monitor) into a VM launched by qemu-pin,
+ * real QEMU (TCG):
+ *  - a pc-dimm plugged later is claimed in the VM's ledger record, where
+ *    its backend is bound, else where the guest's RAM is;
+ *  - virtio-mem's requested-size raised and lowered moves the claim;
+ *  - a preallocating backend added and deleted is claimed and given back;
+ *  - memory that does not fit is said in the keeper's log, the VM runs on;
+ *  - a backend of hugepages is claimed in hugepages.
+ * The guest is a halting firmware: nothing here needs its cooperation. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/orchestrators/orch-common.h"
+
+typedef struct {
+  char *dir;
+  char *marker;
+  char *state;
+  char *qmp;
+  char *fw;
+  GPid pid;
+} Fixture;
+
+static void
+setup(Fixture *f, gconstpointer data)
+{
+  f->dir = qp_test_tmpdir();
+  f->marker = g_path_get_basename(f->dir);
+  orch_cleanup_on_abort(f->marker, NULL, NULL);
+  f->state = g_build_filename(f->dir, "state", NULL);
+  f->qmp = g_build_filename(f->dir, "qmp.sock", NULL);
+  f->fw = qp_test_firmware(f->dir, QP_TEST_FW_HALT);
+}
+
+static void
+teardown(Fixture *f, gconstpointer data)
+{
+  orch_cleanup_on_abort(NULL, NULL, NULL);
+  g_autoptr(GArray) left = qp_test_pids_with(f->marker);
+  for (guint i = 0; i < left->len; i++)
+    kill(g_array_index(left, int, i), SIGKILL);
+  if (f->pid > 0)
+    qp_test_wait(f->pid, 10000);
+  qp_test_wait_no_process(f->marker, 10000);
+  qp_test_rmtree(f->dir);
+  g_free(f->dir);
+  g_free(f->marker);
+  g_free(f->state);
+  g_free(f->qmp);
+  g_free(f->fw);
+}
+
+static char *
+stderr_text(Fixture *f)
+{
+  g_autofree char *path = g_build_filename(f->dir, "stderr", NULL);
+  char *text = NULL;
+  g_file_get_contents(path, &text, NULL, NULL);
+  return text ? text : g_strdup("");
+}
+
+/* Launches qemu-pin OPTS -- QEMU ... -m MEM EXTRA, and waits until the
+ * guest runs. */
+static void
+launch(Fixture *f, const char *const *opts, const char *mem,
+       const char *const *extra)
+{
+  g_autoptr(GPtrArray) a = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(a, g_strdup(qp_test_binary()));
+  g_ptr_array_add(a, g_strdup_printf("--state-dir=%s", f->state));
+  for (guint i = 0; opts != NULL && opts[i] != NULL; i++)
+    g_ptr_array_add(a, g_strdup(opts[i]));
+  const char *common[] = {"--",       qp_test_qemu(), "-accel",      "tcg",
+                          "-machine", "q35",          "-nodefaults", "-display",
+                          "none",     "-smp",         "1",           NULL};
+  for (guint i = 0; common[i] != NULL; i++)
+    g_ptr_array_add(a, g_strdup(common[i]));
+  g_ptr_array_add(a, g_strdup("-m"));
+  g_ptr_array_add(a, g_strdup(mem));
+  g_ptr_array_add(a, g_strdup("-bios"));
+  g_ptr_array_add(a, g_strdup(f->fw));
+  g_ptr_array_add(a, g_strdup("-name"));
+  g_ptr_array_add(a, g_strdup_printf("%s,debug-threads=on", f->marker));
+  g_ptr_array_add(a, g_strdup("-qmp"));
+  g_ptr_array_add(a, g_strdup_printf("unix:%s,server=on,wait=off", f->qmp));
+  for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
+    g_ptr_array_add(a, g_strdup(extra[i]));
+  g_ptr_array_add(a, NULL);
+  f->pid = qp_test_spawn((char **)a->pdata, NULL, f->dir);
+  if (!orch_wait_status(f->qmp, "running", 30000)) {
+    g_autofree char *err = stderr_text(f);
+    g_test_message("qemu-pin's stderr:\n%s", err);
+    g_assert_not_reached();
+  }
+}
+
+static void
+qmp(Fixture *f, const char *command)
+{
+  g_autofree char *err = NULL;
+  g_autoptr(JsonNode) r = orch_qmp(f->qmp, command, &err);
+  if (r == NULL)
+    g_test_message("%s: %s", command, err);
+  g_assert_nonnull(r);
+}
+
+/* MiB of ordinary memory and pages of PAGE_KIB the record claims, over all
+ * nodes. */
+static gint64
+claimed(Fixture *f, gint64 page_kib)
+{
+  g_autoptr(JsonObject) rec = orch_record(f->state);
+  g_assert_nonnull(rec);
+  gint64 sum = 0;
+  if (page_kib == 0) {
+    JsonObject *m = json_object_get_object_member(rec, "memory-mib");
+    g_autoptr(GList) keys = json_object_get_members(m);
+    for (GList *l = keys; l != NULL; l = l->next)
+      sum += json_object_get_int_member(m, l->data);
+    return sum;
+  }
+  JsonArray *h = json_object_get_array_member(rec, "hugepages");
+  for (guint i = 0; i < json_array_get_length(h); i++) {
+    JsonObject *o = json_array_get_object_element(h, i);
+    if (json_object_get_int_member(o, "page-kib") == page_kib)
+      sum += json_object_get_int_member(o, "pages");
+  }
+  return sum;
+}
+
+static gboolean
+wait_claimed(Fixture *f, gint64 page_kib, gint64 want, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  gint64 have;
+  do {
+    have = claimed(f, page_kib);
+    if (have == want)
+      return TRUE;
+    g_usleep(20000);
+  } while (g_get_monotonic_time() < deadline);
+  g_test_message("the record claims %" G_GINT64_FORMAT
+                 ", not %" G_GINT64_FORMAT,
+                 have, want);
+  return FALSE;
+}
+
+/* MiB claimed on NODE ("0"). */
+static gint64
+claimed_on(Fixture *f, const char *node)
+{
+  g_autoptr(JsonObject) rec = orch_record(f->state);
+  return json_object_get_int_member_with_default(
+      json_object_get_object_member(rec, "memory-mib"), node, 0);
+}
+
+static void
+test_dimm_plugged(Fixture *f, gconstpointer data)
+{
+  launch(f, NULL, "64,slots=4,maxmem=1G", NULL);
+  g_assert_true(wait_claimed(f, 0, 64, 5000));
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"m1\",\"size\":67108864}}");
+  qmp(f, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"pc-dimm\","
+         "\"id\":\"dimm1\",\"memdev\":\"m1\"}}");
+  g_assert_true(wait_claimed(f, 0, 128, 5000));
+  /* A backend the caller bound: claimed on its node. */
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"m2\",\"size\":33554432,"
+         "\"host-nodes\":[0],\"policy\":\"bind\"}}");
+  qmp(f, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"pc-dimm\","
+         "\"id\":\"dimm2\",\"memdev\":\"m2\"}}");
+  g_assert_true(wait_claimed(f, 0, 160, 5000));
+  g_assert_cmpint(claimed_on(f, "0"), >=, 32);
+  g_autofree char *status = orch_status(f->qmp);
+  g_assert_cmpstr(status, ==, "running");
+}
+
+static void
+test_virtio_mem_resized(Fixture *f, gconstpointer data)
+{
+  const char *extra[] = {
+      "-object", "memory-backend-ram,id=v0,size=256M", "-device",
+      "virtio-mem-pci,id=vm0,memdev=v0,requested-size=32M", NULL};
+  launch(f, NULL, "64,maxmem=1G", extra);
+  g_assert_true(wait_claimed(f, 0, 96, 5000));
+  qmp(f, "{\"execute\":\"qom-set\",\"arguments\":{\"path\":"
+         "\"/machine/peripheral/vm0\",\"property\":\"requested-size\","
+         "\"value\":134217728}}");
+  g_assert_true(wait_claimed(f, 0, 64 + 128, 5000));
+  qmp(f, "{\"execute\":\"qom-set\",\"arguments\":{\"path\":"
+         "\"/machine/peripheral/vm0\",\"property\":\"requested-size\","
+         "\"value\":0}}");
+  g_assert_true(wait_claimed(f, 0, 64, 5000));
+}
+
+static void
+test_backend_deleted(Fixture *f, gconstpointer data)
+{
+  launch(f, NULL, "64,slots=2,maxmem=1G", NULL);
+  g_assert_true(wait_claimed(f, 0, 64, 5000));
+  /* It preallocates: its memory is taken as soon as it exists. */
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"p1\",\"size\":16777216,"
+         "\"prealloc\":true}}");
+  g_assert_true(wait_claimed(f, 0, 80, 5000));
+  qmp(f, "{\"execute\":\"object-del\",\"arguments\":{\"id\":\"p1\"}}");
+  g_assert_true(wait_claimed(f, 0, 64, 5000));
+  /* A plain one takes nothing until a device uses it. */
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"r1\",\"size\":16777216}}");
+  g_usleep(1500000);
+  g_assert_cmpint(claimed(f, 0), ==, 64);
+}
+
+/* The first node with at least 400 MiB uncommitted (a fresh ledger), and
+ * that amount; -1 when none. */
+static int
+roomy_node(Fixture *f, gint64 *uncommitted)
+{
+  g_autofree char *state = g_strdup_printf("--state-dir=%s", f->state);
+  char *argv[] = {(char *)qp_test_binary(), "status", "--json", state, NULL};
+  QpTestRun r;
+  qp_test_run(argv, NULL, &r);
+  g_assert_cmpint(r.status, ==, 0);
+  g_autoptr(JsonParser) p = json_parser_new();
+  g_assert_true(json_parser_load_from_data(p, r.out, -1, NULL));
+  qp_test_run_clear(&r);
+  JsonArray *nodes = json_object_get_array_member(
+      json_node_get_object(json_parser_get_root(p)), "nodes");
+  for (guint i = 0; i < json_array_get_length(nodes); i++) {
+    JsonObject *n = json_array_get_object_element(nodes, i);
+    gint64 u = json_object_get_int_member(
+        json_object_get_object_member(n, "memory-mib"), "uncommitted");
+    if (u >= 400 && *json_object_get_string_member(n, "cpus") != '\0') {
+      *uncommitted = u;
+      return (int)json_object_get_int_member(n, "id");
+    }
+  }
+  return -1;
+}
+
+static void
+test_no_room_said_in_log(Fixture *f, gconstpointer data)
+{
+  gint64 uncommitted = 0;
+  int node = roomy_node(f, &uncommitted);
+  if (node < 0) {
+    g_test_skip("no host node has 400 MiB uncommitted");
+    return;
+  }
+  /* The host reserve leaves the RAM and 32 MiB on that node. */
+  g_autofree char *hostnodes = g_strdup_printf("--hostnodes=%d", node);
+  g_autofree char *reserve = g_strdup_printf(
+      "--node-reserve-mib=%d:%" G_GINT64_FORMAT, node, uncommitted - 64 - 32);
+  const char *opts[] = {hostnodes, reserve, NULL};
+  launch(f, opts, "64,slots=2,maxmem=1G", NULL);
+  g_assert_true(wait_claimed(f, 0, 64, 5000));
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"big\",\"size\":134217728}}");
+  qmp(f, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"pc-dimm\","
+         "\"id\":\"bigdimm\",\"memdev\":\"big\"}}");
+  gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+  g_autofree char *err = NULL;
+  do {
+    g_free(err);
+    err = stderr_text(f);
+    if (strstr(err, "bigdimm") != NULL)
+      break;
+    g_usleep(20000);
+  } while (g_get_monotonic_time() < deadline);
+  g_test_message("qemu-pin's stderr:\n%s", err);
+  g_assert_nonnull(strstr(err, "warning: dimm bigdimm (memory backend big) "
+                               "was plugged but its 128 MiB could not be "
+                               "claimed"));
+  g_assert_nonnull(strstr(err, "only 32 MiB uncommitted"));
+  /* Said once, however often the keeper looks. */
+  g_usleep(1200000);
+  g_free(err);
+  err = stderr_text(f);
+  g_assert_null(strstr(strstr(err, "bigdimm") + 1, "bigdimm"));
+  g_assert_cmpint(claimed(f, 0), ==, 64);
+  g_autofree char *status = orch_status(f->qmp);
+  g_assert_cmpstr(status, ==, "running");
+}
+
+/* A dimm on 2 MiB hugepages (reserve=off: QEMU maps it without pages) is
+ * claimed in hugepages: on a host without free pages that fails, and the
+ * log says it in pages. */
+static void
+test_hugetlb_dimm(Fixture *f, gconstpointer data)
+{
+  const char *free_path = "/sys/devices/system/node/node0/hugepages/"
+                          "hugepages-2048kB/free_hugepages";
+  g_autofree char *free_text = NULL;
+  if (!g_file_get_contents(free_path, &free_text, NULL, NULL)) {
+    g_test_skip("this host has no 2 MiB hugepages");
+    return;
+  }
+  gint64 free_pages = g_ascii_strtoll(free_text, NULL, 10);
+  launch(f, NULL, "64,slots=2,maxmem=1G", NULL);
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-memfd\",\"id\":\"h1\",\"size\":8388608,"
+         "\"hugetlb\":true,\"hugetlbsize\":2097152,\"reserve\":false}}");
+  qmp(f, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"pc-dimm\","
+         "\"id\":\"hdimm\",\"memdev\":\"h1\"}}");
+  if (free_pages >= 4) {
+    g_assert_true(wait_claimed(f, 2048, 4, 5000));
+  } else {
+    gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+    g_autofree char *err = NULL;
+    do {
+      g_free(err);
+      err = stderr_text(f);
+      if (strstr(err, "hdimm") != NULL)
+        break;
+      g_usleep(20000);
+    } while (g_get_monotonic_time() < deadline);
+    g_test_message("qemu-pin's stderr:\n%s", err);
+    g_assert_nonnull(strstr(err, "its 4 x 2048 KiB hugepages could not be "
+                                 "claimed"));
+    g_assert_cmpint(claimed(f, 2048), ==, 0);
+  }
+  /* The ordinary memory did not grow. */
+  g_assert_cmpint(claimed(f, 0), ==, 64);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+#define ADD(path, fn) g_test_add(path, Fixture, NULL, setup, fn, teardown)
+  ADD("/orchestrators/hotplug/memory/dimm-plugged-is-claimed",
+      test_dimm_plugged);
+  ADD("/orchestrators/hotplug/memory/virtio-mem-resize-moves-the-claim",
+      test_virtio_mem_resized);
+  ADD("/orchestrators/hotplug/memory/backend-deleted-is-given-back",
+      test_backend_deleted);
+  ADD("/orchestrators/hotplug/memory/no-room-said-in-the-log",
+      test_no_room_said_in_log);
+  ADD("/orchestrators/hotplug/memory/hugetlb-dimm-claimed-in-pages",
+      test_hugetlb_dimm);
+  return g_test_run();
+}

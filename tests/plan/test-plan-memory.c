@@ -1,0 +1,381 @@
+/* The planner's memory classes on the recorded hosts in
+ * tests/data/topologies: ordinary memory and the hugepages of each size are
+ * planned and claimed apart, per host node, for every piece of the guest's
+ * memory (the RAM of each guest node, memory devices, unused backends). */
+#include "tests/common/qp-plan-test.h"
+#include "topology/ledger.h"
+#include "topology/plan.h"
+
+#include <glib/gstdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static hwloc_bitmap_t
+list(const char *text)
+{
+  hwloc_bitmap_t set = NULL;
+  g_assert_true(qp_list_parse(text, "test", QP_LIST_MAX_INDEX, &set, NULL));
+  return set;
+}
+
+static QpRequest *
+request(guint vcpus, guint64 mem_mib, guint64 page_kib)
+{
+  QpRequest *r = qp_request_new();
+  r->vcpus = r->maxcpus = r->cores = vcpus;
+  r->mem_mib = mem_mib;
+  r->page_kib = page_kib;
+  return r;
+}
+
+/* Guest node G gets VCPUS (a list) and MIB of memory in PAGE_KIB pages. */
+static void
+gnode(QpRequest *r, guint g, const char *vcpus, guint64 mib, guint64 page_kib)
+{
+  if (g >= r->n_gnodes) {
+    r->gnodes = g_renew(QpGuestNode, r->gnodes, g + 1);
+    memset(&r->gnodes[r->n_gnodes], 0,
+           (g + 1 - r->n_gnodes) * sizeof(QpGuestNode));
+    r->n_gnodes = g + 1;
+  }
+  QpGuestNode *n = &r->gnodes[g];
+  n->id = (int)g;
+  n->vcpus = list(vcpus);
+  n->mem_mib = mib;
+  n->page_kib = page_kib;
+  n->memdev = g_strdup_printf("ram%u", g);
+}
+
+static QpMemDevice *
+device(QpRequest *r, QpMemKind kind, int gi, const char *memdev, guint64 mib,
+       guint64 page_kib)
+{
+  r->devmem = g_renew(QpMemDevice, r->devmem, r->n_devmem + 1);
+  QpMemDevice *d = &r->devmem[r->n_devmem++];
+  memset(d, 0, sizeof(*d));
+  d->kind = kind;
+  d->gnode = gi;
+  d->memdev = g_strdup(memdev);
+  d->device = g_strdup_printf("dev-%s", memdev);
+  d->mib = mib;
+  d->page_kib = page_kib;
+  return d;
+}
+
+/* Every claim of the plan is the sum of what its pieces claim. */
+static void
+assert_pieces_add_up(const QpPlan *p, const QpHost *h)
+{
+  for (guint n = 0; n < h->n_nodes; n++) {
+    int id = h->nodes[n].id;
+    guint64 mib = 0, p2m = 0, p1g = 0;
+    for (guint m = 0; m < p->n_mem; m++)
+      for (guint k = 0; k < p->mem[m].claim->len; k++) {
+        const QpNodeUnits *u = &g_array_index(p->mem[m].claim, QpNodeUnits, k);
+        if (u->node != id)
+          continue;
+        if (p->mem[m].page_kib == 0)
+          mib += u->units;
+        else if (p->mem[m].page_kib == 2048)
+          p2m += u->units;
+        else
+          p1g += u->units;
+      }
+    g_assert_cmpuint(mib, ==, qp_test_mem_on(p, id));
+    g_assert_cmpuint(p2m, ==, qp_test_pages_on(p, id, 2048));
+    g_assert_cmpuint(p1g, ==, qp_test_pages_on(p, id, 1048576));
+  }
+}
+
+/* Other VMs' hugepage claims reduce the pool of their size only. */
+static void
+test_classes_are_apart(void)
+{
+  g_autoptr(QpHost) h =
+      qp_test_recorded("intel-2s-smt.xml"); /* 1024 x 2M, 4 x 1G */
+  g_autoptr(QpClaims) c = qp_claims_new();
+  QpClaim *other = qp_claim_new();
+  other->id = g_strdup("other");
+  QpHugeClaim g1 = {.node = 0, .page_kib = 1048576, .pages = 4};
+  QpHugeClaim m2 = {.node = 1, .page_kib = 2048, .pages = 1024};
+  g_array_append_val(other->huge, g1);
+  g_array_append_val(other->huge, m2);
+  g_ptr_array_add(c->claims, other);
+
+  /* 2 MiB pages: only node 0 has them left. */
+  g_autoptr(QpRequest) r = request(2, 1024, 2048);
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, c, r, QP_MODE_BALANCED);
+  g_assert_cmpuint(qp_test_pages_on(p, 0, 2048), ==, 512);
+  g_assert_cmpuint(p->claim_mem->len, ==, 0);
+  /* 1 GiB pages: only node 1. */
+  g_autoptr(QpRequest) r1 = request(2, 2048, 1048576);
+  g_autoptr(QpPlan) p1 = qp_test_plan_ok(h, c, r1, QP_MODE_BALANCED);
+  g_assert_cmpuint(qp_test_pages_on(p1, 1, 1048576), ==, 2);
+  /* Both in one guest: guest node 0 in 2M pages, guest node 1 in 1G
+   * pages, ordinary memory in a pc-dimm of guest node 1. */
+  g_autoptr(QpRequest) r2 = request(2, 3072, 0);
+  gnode(r2, 0, "0", 1024, 2048);
+  gnode(r2, 1, "1", 2048, 1048576);
+  device(r2, QP_MEM_DIMM, 1, "d0", 512, 0);
+  g_autoptr(QpPlan) p2 = qp_test_plan_ok(h, c, r2, QP_MODE_NUMA);
+  g_assert_cmpuint(qp_test_pages_on(p2, 0, 2048), ==, 512);
+  g_assert_cmpuint(qp_test_pages_on(p2, 1, 1048576), ==, 2);
+  g_assert_cmpuint(qp_test_mem_on(p2, 1), ==, 512);
+  g_assert_cmpuint(qp_test_mem_on(p2, 0), ==, 0);
+  g_assert_cmpuint(p2->claim_huge->len, ==, 2);
+  assert_pieces_add_up(p2, h);
+}
+
+/* A pool too small on one node: balanced spreads that class, even shares
+ * by default and the tightest node first with --strategy=pack. */
+static void
+test_balanced_spreads_a_class(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
+  g_autoptr(QpRequest) r = request(2, 3072, 2048); /* 1536 pages */
+  device(r, QP_MEM_DIMM, -1, "d0", 1024, 0);
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, r, QP_MODE_BALANCED);
+  g_assert_cmpuint(qp_test_pages_on(p, 0, 2048), ==, 768);
+  g_assert_cmpuint(qp_test_pages_on(p, 1, 2048), ==, 768);
+  g_assert_cmpuint(qp_test_mem_on(p, 0) + qp_test_mem_on(p, 1), ==, 1024);
+  assert_pieces_add_up(p, h);
+
+  QpPlacementOptions pack;
+  qp_placement_options_init(&pack);
+  pack.mode = QP_MODE_BALANCED;
+  pack.strategy = QP_STRATEGY_PACK;
+  g_autoptr(QpPlan) pk = qp_plan_compute(h, NULL, r, &pack, NULL);
+  qp_placement_options_clear(&pack);
+  g_assert_nonnull(pk);
+  g_assert_cmpuint(
+      qp_test_pages_on(pk, 0, 2048) + qp_test_pages_on(pk, 1, 2048), ==, 1536);
+  g_assert_true(qp_test_pages_on(pk, 0, 2048) == 1024 ||
+                qp_test_pages_on(pk, 1, 2048) == 1024);
+
+  /* More than both pools hold: named in pages. */
+  g_autoptr(QpRequest) big = request(2, 5120, 2048);
+  g_autoptr(GError) e = qp_test_plan_nofit(h, big, QP_MODE_BALANCED);
+  g_assert_nonnull(strstr(e->message, "guest needs 5120 MiB of 2048 KiB "
+                                      "hugepages (2560 pages) but the usable "
+                                      "host nodes have only 4096 MiB"));
+}
+
+/* A device whose backend the caller bound is claimed there; one without
+ * follows its guest node, also when the caller bound the node's RAM. */
+static void
+test_caller_bound_pieces(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("2s-8node.xml"); /* 32 GiB per node */
+  g_autoptr(QpRequest) r = request(2, 4096, 0);
+  gnode(r, 0, "0", 2048, 0);
+  gnode(r, 1, "1", 2048, 0);
+  r->gnodes[1].host_nodes = list("5");
+  r->gnodes[1].policy = QP_POLICY_PREFERRED;
+  device(r, QP_MEM_DIMM, 1, "d1", 1024, 0);
+  QpMemDevice *d = device(r, QP_MEM_DIMM, 0, "d2", 3072, 0);
+  d->host_nodes = list("6-7");
+  d->policy = QP_POLICY_INTERLEAVE;
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, r, QP_MODE_NUMA);
+  g_assert_cmpuint(p->n_mem, ==, 4);
+  const QpPlanMem *d1 = &p->mem[2], *d2 = &p->mem[3];
+  g_assert_cmpstr(d1->memdev, ==, "d1");
+  g_assert_false(d1->caller_set); /* bound by qemu-pin, where its node is */
+  g_assert_cmpint(d1->policy, ==, QP_POLICY_BIND);
+  g_assert_cmpint(hwloc_bitmap_first(d1->host_nodes), ==, 5);
+  g_assert_true(p->mem[1].caller_set);
+  g_assert_true(d2->caller_set);
+  g_assert_cmpint(d2->policy, ==, QP_POLICY_INTERLEAVE);
+  g_assert_cmpuint(qp_test_mem_on(p, 5), ==, 2048 + 1024);
+  g_assert_cmpuint(qp_test_mem_on(p, 6), ==, 1536);
+  g_assert_cmpuint(qp_test_mem_on(p, 7), ==, 1536);
+  assert_pieces_add_up(p, h);
+
+  /* A caller-bound device that does not fit there: named. */
+  d->mib = 70000;
+  g_autoptr(GError) e = qp_test_plan_nofit(h, r, QP_MODE_NUMA);
+  g_assert_nonnull(strstr(e->message, "pc-dimm dev-d2 of guest node 0 needs "
+                                      "70000 MiB on its host-nodes 6-7"));
+}
+
+/* One-to-one without vNUMA: every piece is claimed where the vCPUs run
+ * and none is bound. */
+static void
+test_one_to_one_flat(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
+  g_autoptr(QpRequest) r = request(4, 4096, 0);
+  device(r, QP_MEM_VIRTIO_MEM, -1, "v0", 2048, 0);
+  device(r, QP_MEM_UNUSED, -1, "u0", 1024, 1048576);
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, r, QP_MODE_ONE_TO_ONE);
+  g_assert_cmpuint(p->n_mem, ==, 3);
+  for (guint m = 0; m < p->n_mem; m++)
+    g_assert_null(p->mem[m].host_nodes);
+  g_assert_null(p->mem_nodes);
+  g_assert_cmpuint(qp_test_mem_on(p, 0), ==, 6144);
+  g_assert_cmpuint(qp_test_pages_on(p, 0, 1048576), ==, 1);
+  assert_pieces_add_up(p, h);
+}
+
+/* The ledger records each page size per node as planned, status shows it,
+ * and the next plan counts it. */
+static void
+test_ledger_and_status(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
+  g_autoptr(QpRequest) r = request(2, 6144, 0);
+  gnode(r, 0, "0", 2048, 0);
+  gnode(r, 1, "1", 4096, 1048576);
+  device(r, QP_MEM_DIMM, 1, "d0", 512, 0);
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, r, QP_MODE_NUMA);
+  int n0 = hwloc_bitmap_first(p->mem[0].host_nodes);
+  int n1 = hwloc_bitmap_first(p->mem[1].host_nodes);
+  g_assert_cmpint(n0, !=, n1);
+
+  g_autofree char *tmp = g_dir_make_tmp("qp-plan-mem-XXXXXX", NULL);
+  g_autofree char *dir = g_build_filename(tmp, "state", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpLedger) ledger = qp_ledger_open(dir, &error);
+  g_assert_no_error(error);
+  g_assert_true(qp_ledger_lock(ledger, &error));
+  g_autoptr(QpClaim) claim = qp_claim_from_plan(p, "mixed", "mixed");
+  claim->qemu_pid = getpid();
+  claim->qemu_start = qp_proc_start_time(getpid());
+  g_assert_true(qp_ledger_write(ledger, claim, &error));
+  g_autoptr(QpClaims) claims = qp_ledger_read(ledger, h, &error);
+  g_assert_no_error(error);
+  qp_ledger_unlock(ledger);
+  g_assert_cmpuint(claims->claims->len, ==, 1);
+
+  QpPlacementOptions opts;
+  qp_placement_options_init(&opts);
+  g_autoptr(JsonNode) root = qp_status_to_json(h, claims, &opts);
+  qp_placement_options_clear(&opts);
+  JsonArray *nodes =
+      json_object_get_array_member(json_node_get_object(root), "nodes");
+  for (guint i = 0; i < json_array_get_length(nodes); i++) {
+    JsonObject *n = json_array_get_object_element(nodes, i);
+    gint64 id = json_object_get_int_member(n, "id");
+    gint64 mib = json_object_get_int_member(
+        json_object_get_object_member(n, "memory-mib"), "claimed");
+    g_assert_cmpint(mib, ==, id == n0 ? 2048 : 512);
+    JsonArray *hp = json_object_get_array_member(n, "hugepages");
+    for (guint k = 0; k < json_array_get_length(hp); k++) {
+      JsonObject *o = json_array_get_object_element(hp, k);
+      gint64 kib = json_object_get_int_member(o, "page-kib");
+      gint64 want = kib == 1048576 && id == n1 ? 4 : 0;
+      g_assert_cmpint(json_object_get_int_member(o, "claimed"), ==, want);
+    }
+  }
+  JsonObject *vm = json_array_get_object_element(
+      json_object_get_array_member(json_node_get_object(root), "vms"), 0);
+  g_assert_cmpuint(
+      json_array_get_length(json_object_get_array_member(vm, "hugepages")), ==,
+      1);
+
+  /* The next guest on 1 GiB pages finds node N1's pool taken. */
+  g_autoptr(QpRequest) r2 = request(1, 1024, 1048576);
+  g_autoptr(QpPlan) p2 = qp_test_plan_ok(h, claims, r2, QP_MODE_BALANCED);
+  g_assert_cmpuint(qp_test_pages_on(p2, n0, 1048576), ==, 1);
+  g_assert_cmpuint(qp_test_pages_on(p2, n1, 1048576), ==, 0);
+
+  g_autoptr(QpLedger) again = qp_ledger_open(dir, NULL);
+  qp_ledger_remove(again, "mixed", NULL);
+  g_autofree char *lock = g_build_filename(dir, "lock", NULL);
+  g_unlink(lock);
+  g_rmdir(dir);
+  g_rmdir(tmp);
+}
+
+/* Mode auto places a vNUMA guest with more vCPUs than CPUs best-effort and
+ * claims each piece per node and page size as numa does: guest node 0 on
+ * ordinary memory with a pc-dimm in 2 MiB pages, guest node 1 on 1 GiB
+ * pages; the pc-dimm stays with guest node 0's host node. When another VM
+ * holds node 1's 1 GiB pool, guest node 1's memory goes where 1 GiB pages
+ * are left (node 0) and its vCPUs float on node 1's CPUs. */
+static void
+test_best_effort_per_page_size(void)
+{
+  g_autoptr(QpHost) h =
+      qp_test_recorded("intel-2s-smt.xml"); /* 16 CPUs per node */
+  g_autoptr(QpRequest) r = request(40, 4096, 0);
+  gnode(r, 0, "0-19", 2048, 0);
+  gnode(r, 1, "20-39", 2048, 1048576);
+  device(r, QP_MEM_DIMM, 0, "d0", 512, 2048);
+
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, r, QP_MODE_AUTO);
+  g_assert_true(p->best_effort);
+  g_assert_cmpint(p->mode, ==, QP_MODE_NUMA);
+  g_assert_cmpuint(p->n_mem, ==, 3);
+  g_assert_cmpint(hwloc_bitmap_first(p->mem[0].host_nodes), ==, 0);
+  g_assert_cmpint(hwloc_bitmap_first(p->mem[1].host_nodes), ==, 1);
+  g_assert_cmpstr(p->mem[2].memdev, ==, "d0");
+  g_assert_cmpint(p->mem[2].gnode, ==, 0);
+  g_assert_cmpuint(p->mem[2].page_kib, ==, 2048);
+  g_assert_nonnull(p->mem[2].host_nodes);
+  g_assert_true(
+      hwloc_bitmap_isequal(p->mem[2].host_nodes, p->mem[0].host_nodes));
+  g_assert_cmpuint(qp_test_mem_on(p, 0), ==, 2048);
+  g_assert_cmpuint(qp_test_pages_on(p, 0, 2048), ==, 256);
+  g_assert_cmpuint(qp_test_pages_on(p, 1, 1048576), ==, 2);
+  g_assert_cmpuint(qp_test_mem_on(p, 1), ==, 0);
+  g_assert_cmpuint(qp_test_pages_on(p, 0, 1048576), ==, 0);
+  g_assert_cmpuint(p->claim_mem->len, ==, 1);
+  g_assert_cmpuint(p->claim_huge->len, ==, 2);
+  assert_pieces_add_up(p, h);
+
+  /* Node 1's 1 GiB pages are another VM's. */
+  g_autoptr(QpClaims) c = qp_claims_new();
+  QpClaim *other = qp_claim_new();
+  other->id = g_strdup("other");
+  QpHugeClaim g1 = {.node = 1, .page_kib = 1048576, .pages = 4};
+  g_array_append_val(other->huge, g1);
+  g_ptr_array_add(c->claims, other);
+  g_autoptr(QpPlan) q = qp_test_plan_ok(h, c, r, QP_MODE_AUTO);
+  g_assert_true(q->best_effort);
+  for (guint m = 0; m < q->n_mem; m++)
+    g_assert_cmpint(hwloc_bitmap_first(q->mem[m].host_nodes), ==, 0);
+  g_assert_cmpuint(qp_test_mem_on(q, 0), ==, 2048);
+  g_assert_cmpuint(qp_test_pages_on(q, 0, 2048), ==, 256);
+  g_assert_cmpuint(qp_test_pages_on(q, 0, 1048576), ==, 2);
+  g_assert_cmpuint(qp_test_pages_on(q, 1, 1048576), ==, 0);
+  assert_pieces_add_up(q, h);
+  g_auto(hwloc_bitmap_t) node1 = list("8-15,24-31");
+  g_assert_true(hwloc_bitmap_isequal(q->vcpu_cpus[20], node1));
+  g_assert_true(hwloc_bitmap_isequal(q->vcpu_cpus[39], node1));
+  const char *want[] = {"guest node 1's memory is on host node 0, its vCPUs "
+                        "on 1",
+                        "guest nodes 0-1 share host node 0"};
+  for (guint w = 0; w < G_N_ELEMENTS(want); w++) {
+    gboolean found = FALSE;
+    for (guint i = 0; i < q->not_given->len; i++)
+      found = found || strcmp(g_ptr_array_index(q->not_given, i), want[w]) == 0;
+    if (!found)
+      g_error("not-given lacks \"%s\"", want[w]);
+  }
+
+  /* More 1 GiB pages than any pool has left: refused for memory, in
+   * pages, as numa refuses it. */
+  r->gnodes[1].mem_mib = 6144;
+  g_autoptr(GError) e = qp_test_plan_nofit(h, r, QP_MODE_AUTO);
+  g_assert_nonnull(strstr(e->message, "guest node 1 needs 6144 MiB of 1048576 "
+                                      "KiB hugepages (6 pages) but the best "
+                                      "node"));
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/plan/memory/page-sizes-are-claimed-apart",
+                  test_classes_are_apart);
+  g_test_add_func("/plan/memory/balanced-spreads-a-short-pool",
+                  test_balanced_spreads_a_class);
+  g_test_add_func("/plan/memory/caller-bound-pieces", test_caller_bound_pieces);
+  g_test_add_func("/plan/memory/one-to-one-claims-without-binding",
+                  test_one_to_one_flat);
+  g_test_add_func("/plan/memory/ledger-and-status-per-page-size",
+                  test_ledger_and_status);
+  g_test_add_func("/plan/memory/best-effort-per-page-size",
+                  test_best_effort_per_page_size);
+  return g_test_run();
+}

@@ -9,10 +9,19 @@ different thread counts), recomputes every cpuset/nodeset from the PUs and
 nodes, and checks the result with `HWLOC_DEBUG_CHECK=1 lstopo -i FILE`.
 
 Run from anywhere: python3 tests/data/topologies/make-topologies.py
+
+With --hwloc-src DIR (an unpacked hwloc 2.9.0 source tree, e.g. from
+`apt-get source hwloc` on Debian 12) it also re-imports the hosts recorded by
+hwloc's developers for hwloc's own test suite (see RECORDED below and the
+README).
 """
+import argparse
 import os
+import shutil
 import subprocess
 import sys
+import tarfile
+import tempfile
 import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -283,13 +292,143 @@ def make_cpuless():
     write(root, "cpuless.xml")
 
 
+def make_spr_snc4():
+    # The shape a 2-socket, 56-core Sapphire Rapids (Xeon Platinum 8480+
+    # class) shows with SNC4: per package one 105 MB L3 over four Group0
+    # objects, each a NUMA node with 14 cores; core c = CPUs c and c+112.
+    idx = []
+    for c in range(112):
+        idx += [c, c + 112]
+    root = lstopo_xml("pack:2 l3:1(size=105MiB) numa:4(memory=32256MiB) "
+                      "l2:14(size=2MiB) core:1 pu:2(indexes=%s)"
+                      % ",".join(map(str, idx)))
+    for node in numa_nodes(root):
+        set_memory(node, 32256 * MIB)
+    recompute(root)
+    add_distances(root, range(8), slit(
+        8, lambda i, j: 10 if i == j else (12 if i // 4 == j // 4 else 21)))
+    describe(root, "synthetic: 2-socket Sapphire Rapids, SNC4: 8 nodes x 14 "
+             "cores x 2 threads, one L3 per package over its 4 nodes")
+    write(root, "spr-snc4.xml")
+
+
+def make_raptorlake():
+    # Core i7-1370P: 6 P-cores with 2 threads and a private 1.25 MiB L2 (core
+    # k = CPUs 2k, 2k+1), 8 E-cores with one thread in two clusters of four
+    # sharing a 2 MiB L2 (CPUs 12-15, 16-19), one 24 MiB L3.
+    root = lstopo_xml("pack:1 numa:1(memory=32GiB) l3:1(size=24MiB) "
+                      "l2:8(size=2MiB) core:4 pu:2")
+    l2s = [o for o in root.iter("object") if o.get("type") == "L2Cache"]
+    cpu = 0
+    for k, l2 in enumerate(l2s):
+        cores = [c for c in objs(l2) if c.get("type") == "Core"]
+        if k < 6:  # P-core: one core, two threads, its own L2
+            l2.set("cache_size", str(1280 * 1024))
+            for extra in cores[1:]:
+                l2.remove(extra)
+            for pu in objs(cores[0]):
+                pu.set("os_index", str(cpu))
+                cpu += 1
+        else:  # E-core cluster: four cores with one thread each
+            for core in cores:
+                pus = objs(core)
+                core.remove(pus[1])
+                pus[0].set("os_index", str(cpu))
+                cpu += 1
+    for i, core in enumerate(o for o in root.iter("object")
+                             if o.get("type") == "Core"):
+        core.set("os_index", str(i))
+    for node in numa_nodes(root):
+        set_memory(node, 32 * GIB)
+    recompute(root)
+    add_cpukind(root, set(range(12, 20)), 0, "IntelAtom")
+    add_cpukind(root, set(range(0, 12)), 1, "IntelCore")
+    describe(root, "synthetic: Core i7-1370P (Raptor Lake): 6 P-cores x 2 "
+             "threads (0-11), 2 clusters of 4 E-cores sharing an L2 (12-19)")
+    write(root, "raptorlake.xml")
+
+
+# Hosts recorded by hwloc's developers for hwloc's own test suite (hwloc
+# 2.9.0, tests/hwloc/, BSD-3-Clause). file: (path in the hwloc source, how to
+# import it, node memory in MiB to add when the recording has none, SLIT to
+# add when it has none, description).
+RECORDED = {
+    # Copied as they are.
+    "x3950m2-io.xml": ("xml/96em64t-4n4d3ca2co-pci.xml", "copy", None, None, None),
+    "dcs8000z-io.xml": ("linux/32em64t-2n8c+1mic.output", "copy", None, None, None),
+    "opteron-6272-4s.xml": ("x86+linux/64amd64-4p2n4ca2co.output", "copy",
+                            None, None, None),
+    # Exported by lstopo from the recorded Linux sysfs and CPUID dumps, as
+    # hwloc's test does (x86+linux/test-topology.sh).
+    "lakefield.xml": ("x86+linux/5intel64-hybrid-lakefield.tar.bz2",
+                      "sysfs+cpuid", None, None, None),
+    # CPUID dumps as hwloc's x86 backend reads them (NUMA nodes from AMD
+    # topoext): no memory and no SLIT were recorded, so both are added.
+    "epyc-7451-2s.xml": (
+        "x86/AMD-17h-Zen-2xEpyc-7451.output", "cpuid", 32768,
+        lambda i, j: 10 if i == j else (16 if i // 4 == j // 4 else 32),
+        "2x EPYC 7451 (Zen 1), recorded CPUID; memory 32 GiB per node and "
+        "SLIT 10/16/32 added"),
+    "epyc-7763-2s.xml": (
+        "x86/AMD-19h-Zen3-2xEpyc-7763.output", "cpuid", 262144,
+        lambda i, j: 10 if i == j else 32,
+        "2x EPYC 7763 (Zen 3), recorded CPUID; memory 256 GiB per node and "
+        "SLIT 10/32 added"),
+}
+
+
+def import_recorded(hwloc_src):
+    tests = os.path.join(hwloc_src, "tests", "hwloc")
+    for name, (rel, how, mib, dist, text) in RECORDED.items():
+        src = os.path.join(tests, rel)
+        dst = os.path.join(HERE, name)
+        if how == "copy":
+            shutil.copyfile(src, dst)
+            print("copied", dst)
+        elif how == "sysfs+cpuid":
+            with tempfile.TemporaryDirectory() as tmp:
+                with tarfile.open(src) as tar:
+                    tar.extractall(tmp)
+                top = os.path.join(tmp, os.listdir(tmp)[0])
+                env = dict(os.environ, HWLOC_COMPONENTS="linux,x86,stop",
+                           HWLOC_FSROOT=os.path.join(top, "fsroot"),
+                           HWLOC_CPUID_PATH=os.path.join(top, "cpuid"),
+                           HWLOC_THISSYSTEM="0",
+                           HWLOC_DONT_ADD_VERSION_INFO="1")
+                with open(dst, "w") as f:
+                    subprocess.run(["lstopo-no-graphics", "--of", "xml", "-"],
+                                   check=True, env=env, stdout=f)
+            print("exported", dst)
+        else:
+            root = ET.parse(src).getroot()
+            nodes = numa_nodes(root)
+            for node in nodes:
+                set_memory(node, mib * MIB)
+            ids = [int(n.get("os_index")) for n in nodes]
+            add_distances(root, ids, slit(len(ids), dist))
+            describe(root, text)
+            write(root, name)
+            continue
+        env = dict(os.environ, HWLOC_DEBUG_CHECK="1")
+        subprocess.run(["lstopo-no-graphics", "-i", dst, "--of", "console"],
+                       check=True, env=env, stdout=subprocess.DEVNULL)
+
+
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--hwloc-src", metavar="DIR",
+                    help="hwloc 2.9.0 source tree: also import RECORDED")
+    args = ap.parse_args()
     make_epyc()
     make_cgroup_subset()
     make_intel()
     make_2s8n()
     make_hybrid()
     make_cpuless()
+    make_spr_snc4()
+    make_raptorlake()
+    if args.hwloc_src:
+        import_recorded(args.hwloc_src)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,10 @@ int qp_launch(QpOptions *opts, const char *binary, const char *argv0,
 /* Prints the plan (JSON, or a table with --human) without launching. */
 int qp_dry_run(QpOptions *opts, QpQemuArgs *args);
 
+/* The same in mode none, where QEMU's command line is not read: only the
+ * mode and why (see docs/plan-schema.md). */
+int qp_dry_run_none(QpOptions *opts);
+
 /* CPU affinity of a thread, as hwloc bitmaps. */
 gboolean qp_set_affinity(int tid, hwloc_const_bitmap_t set, GError **error);
 hwloc_bitmap_t qp_get_affinity(int tid, GError **error);

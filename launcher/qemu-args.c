@@ -2,9 +2,10 @@
  *
  * The semantics are QEMU 7.2's (qemu-system-x86_64): the option table, the
  * QemuOpts key=value syntax, -smp's machine_parse_smp_config(), -m's
- * parse_memory_options(), -numa's numa.c and the -object rules. Where QEMU
- * 7.2 only warns (-smp 0, -m 0) qemu-pin refuses: a VM it cannot size it
- * cannot place. */
+ * parse_memory_options(), -numa's numa.c and the -object rules. A value
+ * is refused only where QEMU 7.2 refuses it too (tests/args/test-refusals.c
+ * holds QEMU's own message for each); what QEMU accepts with a warning
+ * (-smp 0, -m 0) is read as QEMU reads it. */
 #include "launcher/qemu-args.h"
 
 #include <errno.h>
@@ -600,6 +601,8 @@ qp_qemu_args_free(QpQemuArgs *args)
   g_free(args->machine);
   if (args->warnings)
     g_ptr_array_unref(args->warnings);
+  if (args->notes)
+    g_ptr_array_unref(args->notes);
   if (args->priv) {
     g_free(args->priv->nodes);
     g_free(args->priv->mem_path);
@@ -972,11 +975,7 @@ parse_smp(QpQemuArgs *a, GArray *kv, const char *last_text, GError **error)
           "-smp '%s': %s '%s' is not a number: expected a positive "
           "integer",
           p->text, keys[k], p->value);
-    if (val[k] == 0)
-      return set_invalid(error,
-                         "-smp '%s': %s=0 is invalid: every CPU topology value "
-                         "must be at least 1",
-                         p->text, keys[k]);
+    /* QEMU 7.2 warns that 0 is deprecated and reads it as omitted. */
   }
   guint64 cpus = val[0], maxcpus = val[1], sockets = val[2], dies = val[3],
           clusters = val[4], cores = val[5], threads = val[6];
@@ -1111,17 +1110,17 @@ parse_memory(QpQemuArgs *a, GArray *kv, gboolean bytes, gboolean *custom,
     g_autofree char *what = g_strdup_printf("-m '%s': size", p->text);
     if (!qp_parse_size(p->value, what, !bytes, &size, error))
       return FALSE;
-    if (size == 0)
-      return set_invalid(error,
-                         "-m '%s': a RAM size of 0 is invalid: expected a size "
-                         "such as 512M or 4G",
-                         p->text);
-    /* QEMU rounds up to 8 KiB. */
-    if (size > G_MAXUINT64 - 8191)
-      return set_invalid(error, "-m '%s': size '%s' is too large", p->text,
-                         p->value);
-    size = (size + 8191) & ~(guint64)8191;
-    *custom = TRUE;
+    /* QEMU 7.2 reads a size of 0 as not given: the default 128 MiB. */
+    if (size == 0) {
+      size = 128 * MiB;
+    } else {
+      /* QEMU rounds up to 8 KiB. */
+      if (size > G_MAXUINT64 - 8191)
+        return set_invalid(error, "-m '%s': size '%s' is too large", p->text,
+                           p->value);
+      size = (size + 8191) & ~(guint64)8191;
+      *custom = TRUE;
+    }
   }
   KvPair *slots = kv_last(kv, "slots"), *maxmem = kv_last(kv, "maxmem");
   guint64 nslots = 0, max = 0;
@@ -1481,10 +1480,9 @@ numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
     }
     if (missing->len)
       g_ptr_array_add(
-          a->warnings,
-          g_strdup_printf("vCPUs %s are in no -numa node: QEMU puts "
-                          "them on node 0",
-                          missing->str));
+          a->notes, g_strdup_printf("vCPUs %s are in no -numa node: QEMU puts "
+                                    "them on node 0",
+                                    missing->str));
   }
 
   if (numa->has_dist) {
@@ -1645,6 +1643,73 @@ parse_device(GPtrArray *vfio, const char *text, GError **error)
 /* ---- the whole command line
  * ---------------------------------------------------- */
 
+/* The options of ARGV in order, as QEMU's lookup_opt() finds them: "--opt"
+ * is "-opt"; an option in the table takes the next argument whatever it
+ * looks like; a word without a dash is a disk image. *MISSING is the last
+ * option when it lacks its argument. */
+static GArray *
+scan_options(guint argc, char **argv, const char **missing)
+{
+  GArray *opts = g_array_new(FALSE, TRUE, sizeof(Opt));
+  *missing = NULL;
+  for (guint i = 0; i < argc; i++) {
+    const char *arg = argv[i];
+    Opt o = {0};
+    if (arg[0] != '-')
+      continue;
+    o.name = arg + 1;
+    if (o.name[0] == '-')
+      o.name++;
+    o.i = i;
+    if (option_has_arg(o.name)) {
+      if (i + 1 >= argc) {
+        *missing = arg;
+        break;
+      }
+      o.vi = ++i;
+      o.value = argv[i];
+    }
+    g_array_append_val(opts, o);
+  }
+  return opts;
+}
+
+static gboolean is_opt(const Opt *o, const char *name);
+
+QpVmIds *
+qp_vm_ids_from_argv(guint argc, char **argv)
+{
+  const char *missing;
+  g_autoptr(GArray) opts = scan_options(argc, argv, &missing);
+  QpVmIds *ids = g_new0(QpVmIds, 1);
+  for (guint i = 0; i < opts->len; i++) {
+    const Opt *o = &g_array_index(opts, Opt, i);
+    if (is_opt(o, "uuid")) {
+      g_free(ids->uuid);
+      ids->uuid = g_strdup(o->value);
+    } else if (is_opt(o, "id")) {
+      g_free(ids->id);
+      ids->id = g_strdup(o->value);
+    } else if (is_opt(o, "name")) {
+      g_autoptr(GArray) kv = kv_parse(o->value, "guest");
+      g_free(ids->name);
+      ids->name = g_strdup(kv_get(kv, "guest"));
+    }
+  }
+  return ids;
+}
+
+void
+qp_vm_ids_free(QpVmIds *ids)
+{
+  if (ids == NULL)
+    return;
+  g_free(ids->name);
+  g_free(ids->uuid);
+  g_free(ids->id);
+  g_free(ids);
+}
+
 /* Not a launch: help, version, a capability probe. */
 static gboolean
 wants_help(const Opt *o)
@@ -1752,15 +1817,7 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
       g_free(a->incoming), a->incoming = g_strdup(o->value);
     else if (is_opt(o, "pidfile"))
       g_free(a->pidfile), a->pidfile = g_strdup(o->value);
-    else if (is_opt(o, "uuid"))
-      g_free(a->uuid), a->uuid = g_strdup(o->value);
-    else if (is_opt(o, "id"))
-      g_free(a->id), a->id = g_strdup(o->value);
-    else if (is_opt(o, "name")) {
-      g_autoptr(GArray) kv = kv_parse(o->value, "guest");
-      g_free(a->name);
-      a->name = g_strdup(kv_get(kv, "guest"));
-    } else if (is_opt(o, "object")) {
+    else if (is_opt(o, "object")) {
       if (!parse_object(a, o, error))
         return FALSE;
     }
@@ -1868,7 +1925,7 @@ QpQemuArgs *
 qp_qemu_args_parse(guint argc, char **argv, GError **error)
 {
   g_autoptr(QpQemuArgs) a = g_new0(QpQemuArgs, 1);
-  g_autoptr(GArray) opts = g_array_new(FALSE, TRUE, sizeof(Opt));
+  g_autoptr(GArray) opts = NULL;
   const char *missing = NULL;
 
   a->argc = argc;
@@ -1878,34 +1935,21 @@ qp_qemu_args_parse(guint argc, char **argv, GError **error)
   a->req = qp_request_new();
   a->backends = g_ptr_array_new_with_free_func(backend_free);
   a->warnings = g_ptr_array_new_with_free_func(g_free);
+  a->notes = g_ptr_array_new_with_free_func(g_free);
   a->priv = g_new0(struct _QpQemuArgsPriv, 1);
   a->priv->mem_path_i = g_array_new(FALSE, FALSE, sizeof(guint));
   a->ram_bytes = 128 * MiB;
-
-  /* As QEMU's lookup_opt(): "--opt" is "-opt"; an option in the table takes
-   * the next argument whatever it looks like; a word without a dash is a
-   * disk image. */
-  for (guint i = 0; i < argc; i++) {
-    const char *arg = a->argv[i];
-    Opt o = {0};
-    if (arg[0] != '-')
-      continue;
-    o.name = arg + 1;
-    if (o.name[0] == '-')
-      o.name++;
-    o.i = i;
-    if (option_has_arg(o.name)) {
-      if (i + 1 >= argc) {
-        missing = arg;
-        break;
-      }
-      o.vi = ++i;
-      o.value = a->argv[i];
-    }
-    if (wants_help(&o))
-      a->passthrough = TRUE;
-    g_array_append_val(opts, o);
+  {
+    g_autoptr(QpVmIds) ids = qp_vm_ids_from_argv(argc, a->argv);
+    a->name = g_steal_pointer(&ids->name);
+    a->uuid = g_steal_pointer(&ids->uuid);
+    a->id = g_steal_pointer(&ids->id);
   }
+
+  opts = scan_options(a->argc, a->argv, &missing);
+  for (guint i = 0; i < opts->len; i++)
+    if (wants_help(&g_array_index(opts, Opt, i)))
+      a->passthrough = TRUE;
   if (!a->passthrough) {
     /* A capability probe: -machine none (libvirt: -machine none,accel=...) */
     g_autoptr(GArray) machine = kv_new();

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <json-glib/json-glib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/vfs.h>
 
@@ -1586,6 +1587,27 @@ normalise_bdf(const char *text)
                          dom, bus, slot, fn);
 }
 
+/* The PCI device behind a vfio-pci sysfsdev= path: the path resolved
+ * (symlinks and all, as QEMU opens it) is the device's sysfs directory, and
+ * the nearest component that is a PCI address is the device itself
+ * (/sys/bus/pci/devices/BDF) or, for a mediated device
+ * (/sys/bus/mdev/devices/UUID, which resolves under its parent), the parent
+ * whose locality it shares. A path that does not resolve (the device is on
+ * another host) names the device by its last component when that is an
+ * address. NULL when neither gives one. */
+static char *
+sysfsdev_bdf(const char *path)
+{
+  g_autofree char *real = realpath(path, NULL);
+  g_auto(GStrv) parts = g_strsplit(real != NULL ? real : path, "/", -1);
+  for (guint n = g_strv_length(parts); n > 0; n--) {
+    char *bdf = normalise_bdf(parts[n - 1]);
+    if (bdf != NULL || real == NULL)
+      return bdf;
+  }
+  return NULL;
+}
+
 static gboolean
 parse_device(GPtrArray *vfio, const char *text, GError **error)
 {
@@ -1622,14 +1644,17 @@ parse_device(GPtrArray *vfio, const char *text, GError **error)
   if (driver == NULL || (strcmp(driver, "vfio-pci") != 0 &&
                          strcmp(driver, "vfio-pci-nohotplug") != 0))
     return TRUE;
-  const char *addr = host;
-  if (addr == NULL && sysfsdev != NULL) {
-    const char *slash = strrchr(sysfsdev, '/');
-    addr = slash ? slash + 1 : sysfsdev;
+  if (host == NULL && sysfsdev != NULL) {
+    /* Any path: QEMU reads it. A device whose address cannot be found
+     * there keeps the path, and its locality is unknown to the plan. */
+    char *bdf = sysfsdev_bdf(sysfsdev);
+    g_ptr_array_add(vfio, bdf != NULL ? bdf : g_strdup(sysfsdev));
+    return TRUE;
   }
-  if (addr == NULL)
+  if (host == NULL)
     return set_invalid(error,
                        "-device '%s': vfio-pci needs host= or sysfsdev=", text);
+  const char *addr = host;
   char *bdf = normalise_bdf(addr);
   if (bdf == NULL)
     return set_invalid(error,

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/vfs.h>
 
+#include "launcher/qemu-readconfig.h"
 #include "topology/cpulist.h"
 
 /* The quark's name is the argument as written. */
@@ -551,11 +552,14 @@ machine_info(const char *type)
 /* ---- parser state ----------------------------------------------------------
  */
 
+/* argv index of an option read from a -readconfig file. */
+#define IN_FILE G_MAXUINT
+
 typedef struct {
   const char *name;  /* without its dashes */
-  guint i;           /* argv index of the option */
+  guint i;           /* argv index of the option, or IN_FILE */
   const char *value; /* NULL if it takes none */
-  guint vi;          /* argv index of the value */
+  guint vi;          /* argv index of the value, or IN_FILE */
 } Opt;
 
 typedef struct {
@@ -571,6 +575,8 @@ struct _QpQemuArgsPriv {
   GArray *mem_path_i; /* argv indexes of the -mem-path options */
   gboolean mem_prealloc;
   MachineInfo machine;
+  GPtrArray *file_values; /* of char*: option values read from files, each
+                             followed by "FILE:LINE [group]" */
 };
 
 static void
@@ -609,6 +615,8 @@ qp_qemu_args_free(QpQemuArgs *args)
     g_free(args->priv->mem_path);
     if (args->priv->mem_path_i)
       g_array_unref(args->priv->mem_path_i);
+    if (args->priv->file_values)
+      g_ptr_array_unref(args->priv->file_values);
     g_free(args->priv);
   }
   g_free(args);
@@ -1825,13 +1833,6 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
       a->daemonize = TRUE;
     else if (is_opt(o, "sandbox"))
       a->has_sandbox = TRUE;
-    else if (is_opt(o, "readconfig"))
-      g_ptr_array_add(
-          a->warnings,
-          g_strdup_printf("-readconfig %s: qemu-pin does not read QEMU "
-                          "config files: -smp, -m, -numa or -object "
-                          "given there are not planned for",
-                          o->value));
     else if (is_opt(o, "mem-prealloc"))
       a->priv->mem_prealloc = TRUE;
     else if (is_opt(o, "mem-path")) {
@@ -1946,6 +1947,87 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
   return TRUE;
 }
 
+/* The option a -readconfig section stands for, as QEMU 7.2 treats it:
+ * [machine] merges into -machine, [smp-opts] into -smp, [memory] is -m,
+ * [numa] -numa, [object "ID"] -object and [device "ID"] -device. Sections
+ * that do not matter to placement give NULL. */
+static const char *
+section_option(const QpConfigSection *section)
+{
+  static const char *const map[][2] = {
+      {"machine", "machine"}, {"smp-opts", "smp"},  {"memory", "m"},
+      {"numa", "numa"},       {"object", "object"}, {"device", "device"},
+  };
+  for (guint k = 0; k < G_N_ELEMENTS(map); k++)
+    if (strcmp(section->group, map[k][0]) == 0)
+      return map[k][1];
+  return NULL;
+}
+
+/* When ERROR names a value read from a -readconfig file, says which file,
+ * line and section it came from: the caller did not write the option. */
+static void
+name_config_file(const QpQemuArgs *a, GError **error)
+{
+  GPtrArray *v = a->priv->file_values;
+  for (guint k = 0;
+       v != NULL && error != NULL && *error != NULL && k + 1 < v->len; k += 2)
+    if (strstr((*error)->message, v->pdata[k]) != NULL) {
+      g_prefix_error(error, "-readconfig %s: ", (char *)v->pdata[k + 1]);
+      return;
+    }
+}
+
+/* OPTS with the options of each -readconfig file in place of it, so that
+ * they merge with the command line's in QEMU's order. A file that cannot be
+ * read is one warning (QEMU then says so itself); what QEMU refuses in its
+ * syntax is refused here too. */
+static GArray *
+with_config_files(QpQemuArgs *a, GArray *opts, GError **error)
+{
+  g_autoptr(GArray) all = g_array_new(FALSE, TRUE, sizeof(Opt));
+  for (guint i = 0; i < opts->len; i++) {
+    const Opt *o = &g_array_index(opts, Opt, i);
+    g_array_append_val(all, *o);
+    if (!is_opt(o, "readconfig"))
+      continue;
+    g_autoptr(GError) local = NULL;
+    g_autoptr(GPtrArray) sections = qp_readconfig_read(o->value, &local);
+    if (sections == NULL && local->domain == QP_ARGS_ERROR) {
+      g_propagate_error(error, g_steal_pointer(&local));
+      return NULL;
+    }
+    if (sections == NULL) {
+      g_ptr_array_add(a->warnings,
+                      g_strdup_printf("-readconfig %s: %s: what it holds is "
+                                      "not planned for",
+                                      o->value, local->message));
+      continue;
+    }
+    if (a->priv->file_values == NULL)
+      a->priv->file_values = g_ptr_array_new_with_free_func(g_free);
+    for (guint k = 0; k < sections->len; k++) {
+      const QpConfigSection *sec = g_ptr_array_index(sections, k);
+      const char *name = section_option(sec);
+      if (name == NULL)
+        continue;
+      GString *v = g_string_new(NULL);
+      if (sec->id != NULL)
+        kv_append(v, "id", sec->id);
+      for (guint j = 0; j < sec->keys->len; j++)
+        kv_append(v, sec->keys->pdata[j], sec->values->pdata[j]);
+      char *value = g_string_free(v, FALSE);
+      g_ptr_array_add(a->priv->file_values, value);
+      g_ptr_array_add(
+          a->priv->file_values,
+          g_strdup_printf("%s:%u [%s]", o->value, sec->line, sec->group));
+      Opt f = {.name = name, .i = IN_FILE, .value = value, .vi = IN_FILE};
+      g_array_append_val(all, f);
+    }
+  }
+  return g_steal_pointer(&all);
+}
+
 QpQemuArgs *
 qp_qemu_args_parse(guint argc, char **argv, GError **error)
 {
@@ -1993,8 +2075,26 @@ qp_qemu_args_parse(guint argc, char **argv, GError **error)
     set_invalid(error, "%s requires an argument", missing);
     return NULL;
   }
-  if (!parse_all(a, opts, error))
+  g_autoptr(GArray) all = with_config_files(a, opts, error);
+  if (all == NULL)
     return NULL;
+  if (!parse_all(a, all, error)) {
+    name_config_file(a, error);
+    return NULL;
+  }
+  g_autoptr(GString) unbound = g_string_new(NULL);
+  for (guint i = 0; i < a->backends->len; i++) {
+    const QpBackend *b = g_ptr_array_index(a->backends, i);
+    if (b->argi == IN_FILE && b->host_nodes == NULL)
+      g_string_append_printf(unbound, "%s'%s'", unbound->len ? ", " : "",
+                             b->id);
+  }
+  if (unbound->len > 0)
+    g_ptr_array_add(a->warnings,
+                    g_strdup_printf("memory backends %s of -readconfig files "
+                                    "cannot be given host-nodes: the "
+                                    "process's memory policy binds them",
+                                    unbound->str));
   return g_steal_pointer(&a);
 }
 
@@ -2174,7 +2274,9 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
                          "plan: memory backend '%s' is not on the command "
                          "line",
                          memdev);
-    if (g_hash_table_contains(done, b->id))
+    /* A backend of a -readconfig file stays as written: the process's
+     * memory policy binds it (the parser warned). */
+    if (g_hash_table_contains(done, b->id) || b->argi == IN_FILE)
       return TRUE;
     g_hash_table_add(done, b->id);
     gboolean set_nodes = b->host_nodes == NULL && !m->caller_set;
@@ -2224,8 +2326,9 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
     return TRUE;
   }
   const NodeExtra *nx = &a->priv->nodes[m->gnode];
-  if (!a->priv->split_mem || nx->legacy_mem || nx->mem_bytes == 0)
-    return TRUE; /* mem= or a node without memory: nothing to bind */
+  if (!a->priv->split_mem || nx->legacy_mem || nx->mem_bytes == 0 ||
+      nx->argi == IN_FILE)
+    return TRUE; /* mem=, no memory, or a -readconfig node: nothing to bind */
   /* Several backends can share a -mem-path directory, not a file. */
   if (mem_path != NULL && !g_file_test(mem_path, G_FILE_TEST_IS_DIR))
     return TRUE;

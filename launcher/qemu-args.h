@@ -29,7 +29,8 @@ typedef struct {
   char *mem_path;            /* memory-backend-file */
   hwloc_bitmap_t host_nodes; /* NULL if unset */
   QpPolicy policy;           /* DEFAULT if unset */
-  guint argi;                /* index in argv of the option's value */
+  guint argi;                /* index in argv of the option's value,
+                                G_MAXUINT when read from a -readconfig file */
   gboolean json;             /* given as JSON */
   /* Added by the argv area: */
   guint64 size_bytes;        /* exact size, 0 if unset (file backends) */

@@ -14,8 +14,9 @@ static void
 test_refused(gconstpointer data)
 {
   const QpQemuRefusal *row = data;
+  g_auto(GStrv) args_in = qp_qemu_refusal_args(row);
   QpTestQemuView view;
-  qp_test_qemu_view(row->args, &view);
+  qp_test_qemu_view((const char *const *)args_in, &view);
   g_test_message("QEMU: %s", view.err);
   g_assert_false(view.started);
   g_assert_cmpint(view.status, ==, 1);
@@ -23,9 +24,8 @@ test_refused(gconstpointer data)
   qp_test_qemu_view_clear(&view);
 
   g_autoptr(GError) error = NULL;
-  guint argc = g_strv_length((char **)row->args);
   g_autoptr(QpQemuArgs) args =
-      qp_qemu_args_parse(argc, (char **)row->args, &error);
+      qp_qemu_args_parse(g_strv_length(args_in), args_in, &error);
   g_assert_null(args);
   g_assert_nonnull(error);
   g_test_message("qemu-pin: %s", error->message);

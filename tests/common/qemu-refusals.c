@@ -366,6 +366,19 @@ const QpQemuRefusal qp_qemu_refusals[] = {
       "dist,src=0,dst=2,val=20", "-numa", "dist,src=1,dst=2,val=20", NULL},
      "At least one asymmetrical pair of distances is given",
      "distances are asymmetric, so both directions are needed"},
+    /* -readconfig: the file's syntax, and its options as the command line's */
+    {"readconfig/no-group",
+     {"-readconfig", "@DATA@/readconfig/no-group.cfg", NULL},
+     "no-group.cfg:2: no group defined",
+     "no-group.cfg:2: no group defined"},
+    {"readconfig/parse-error",
+     {"-readconfig", "@DATA@/readconfig/parse-error.cfg", NULL},
+     "parse-error.cfg:3: parse error",
+     "parse-error.cfg:3: parse error"},
+    {"readconfig/unknown-key",
+     {"-readconfig", "@DATA@/readconfig/unknown-key.cfg", NULL},
+     "Invalid parameter 'frobnicate'",
+     "unknown parameter"},
     /* -device */
     {"device/json-truncated",
      {"-device", "{\"driver\":", NULL},
@@ -390,6 +403,20 @@ const QpQemuRefusal qp_qemu_refusals[] = {
 };
 
 const gsize qp_n_qemu_refusals = G_N_ELEMENTS(qp_qemu_refusals);
+
+char **
+qp_qemu_refusal_args(const QpQemuRefusal *row)
+{
+  const char *src = g_getenv("G_TEST_SRCDIR");
+  g_autofree char *data = g_build_filename(src ? src : ".", "data", NULL);
+  GPtrArray *out = g_ptr_array_new();
+  for (guint i = 0; row->args[i] != NULL; i++) {
+    g_auto(GStrv) parts = g_strsplit(row->args[i], "@DATA@", -1);
+    g_ptr_array_add(out, g_strjoinv(data, parts));
+  }
+  g_ptr_array_add(out, NULL);
+  return (char **)g_ptr_array_free(out, FALSE);
+}
 
 const QpQemuRefusal *
 qp_qemu_refusal_find(const char *message)

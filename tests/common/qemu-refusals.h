@@ -19,6 +19,10 @@ typedef struct {
 extern const QpQemuRefusal qp_qemu_refusals[];
 extern const gsize qp_n_qemu_refusals;
 
+/* The row's arguments with @DATA@ (a file of this folder's data) made the
+ * path of tests/data (under G_TEST_SRCDIR). */
+char **qp_qemu_refusal_args(const QpQemuRefusal *row);
+
 /* The row whose we_say MESSAGE contains, or NULL. */
 const QpQemuRefusal *qp_qemu_refusal_find(const char *message);
 

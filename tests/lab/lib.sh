@@ -181,7 +181,9 @@ vm_args() {
 }
 
 # qp_launch NAME [QEMU-PIN OPTIONS] -- QEMU ARGS...: launches a daemonized VM
-# through qemu-pin (which returns once vCPUs are pinned); prints its PID.
+# through qemu-pin (which returns once vCPUs are pinned); prints its PID. A
+# launch that succeeds prints nothing on stderr (nor does QEMU); with
+# QP_LAB_WARNING set, exactly one qemu-pin warning line containing it.
 qp_launch() {
   _name=$1
   shift
@@ -193,6 +195,18 @@ qp_launch() {
   }
   _pid=$(cat "$QP_LAB_SCRATCH/$_name.pid" 2>/dev/null)
   [ -n "$_pid" ] || return 1
+  _said=$(cat "$QP_LAB_SCRATCH/$_name.out")
+  if [ -n "${QP_LAB_WARNING:-}" ]; then
+    case $_said in
+      "qemu-pin: warning: "*"$QP_LAB_WARNING"*) [ "$(wc -l <"$QP_LAB_SCRATCH/$_name.out")" -eq 1 ] ||
+        { echo "more than one line on a launch with a warning: $_said"; kill "$_pid"; return 1; } ;;
+      *) echo "no one-line warning about '$QP_LAB_WARNING': $_said"; kill "$_pid"; return 1 ;;
+    esac
+  elif [ -n "$_said" ]; then
+    echo "a successful launch printed: $_said"
+    kill "$_pid"
+    return 1
+  fi
   QP_LAB_PIDS="$QP_LAB_PIDS $_pid"
   echo "$_pid"
 }

@@ -69,6 +69,9 @@ cmd_topology(QpOptions *opts)
     qp_error("%s", error->message);
     return 1;
   }
+  qp_log_init(opts->verbose);
+  if (host->inconsistent != NULL)
+    qp_info("%s", host->inconsistent);
   if (opts->json) {
     g_autoptr(JsonNode) node = qp_host_to_json(host);
     g_autofree char *text = json_to_string(node, TRUE);

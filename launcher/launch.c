@@ -143,6 +143,8 @@ plan_locked(QpOptions *opts, QpQemuArgs *args, QpLedger **ledger_out,
   g_autoptr(QpHost) host = qp_host_load_full(opts->topology, with_io, error);
   if (host == NULL)
     return NULL;
+  if (host->inconsistent != NULL)
+    qp_info("%s", host->inconsistent);
   g_autofree char *dir =
       opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir();
   g_autoptr(QpLedger) ledger = qp_ledger_open(dir, error);

@@ -156,12 +156,11 @@ run_qemu(QpOptions *opts, const char *binary, const char *argv0, int argc,
     return usage_error(error);
   qp_log_init(opts->verbose);
   qp_log_set_vm(vm->name);
-  if (opts->placement.mode == QP_MODE_NONE)
+  g_autoptr(QpQemuArgs) args = qp_launch_read(opts, (guint)argc, argv, &error);
+  if (args == NULL && error == NULL)
     return plan_only || opts->dry_run
                ? qp_dry_run_none(opts)
                : exec_straight(binary, argv0, argc, argv);
-
-  g_autoptr(QpQemuArgs) args = qp_qemu_args_parse((guint)argc, argv, &error);
   if (args == NULL) {
     qp_error("%s", error->message);
     return 1;

@@ -124,6 +124,14 @@ qp_exec(const char *binary, char **argv, GError **error)
 
 /* ---- Planning ------------------------------------------------------------ */
 
+QpQemuArgs *
+qp_launch_read(const QpOptions *opts, guint argc, char **argv, GError **error)
+{
+  if (opts->placement.mode == QP_MODE_NONE)
+    return NULL;
+  return qp_qemu_args_parse(argc, argv, error);
+}
+
 static void
 print_warnings(GPtrArray *warnings)
 {

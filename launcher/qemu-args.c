@@ -1666,7 +1666,7 @@ parse_device(GPtrArray *vfio, const char *text, GError **error)
   char *bdf = normalise_bdf(addr);
   if (bdf == NULL)
     return set_invalid(error,
-                       "-device '%s': '%s' is not a PCI address: expected "
+                       "-device '%s': host '%s' is not a PCI address: expected "
                        "[domain:]bus:slot.function such as 0000:01:00.0",
                        text, addr);
   g_ptr_array_add(vfio, bdf);

@@ -399,7 +399,8 @@ const QpQemuRefusal qp_qemu_refusals[] = {
     {"device/vfio-host-not-an-address",
      {"-device", "vfio-pci,host=zz", NULL},
      "Property 'vfio-pci.host' doesn't take value 'zz'",
-     "is not a PCI address"},
+     "-device '*': host '*' is not a PCI address: *",
+     TRUE},
 };
 
 const gsize qp_n_qemu_refusals = G_N_ELEMENTS(qp_qemu_refusals);
@@ -418,11 +419,19 @@ qp_qemu_refusal_args(const QpQemuRefusal *row)
   return (char **)g_ptr_array_free(out, FALSE);
 }
 
+gboolean
+qp_qemu_refusal_matches(const QpQemuRefusal *row, const char *message)
+{
+  if (row->pattern)
+    return g_pattern_match_simple(row->we_say, message);
+  return strstr(message, row->we_say) != NULL;
+}
+
 const QpQemuRefusal *
 qp_qemu_refusal_find(const char *message)
 {
   for (gsize i = 0; i < qp_n_qemu_refusals; i++)
-    if (strstr(message, qp_qemu_refusals[i].we_say) != NULL)
+    if (qp_qemu_refusal_matches(&qp_qemu_refusals[i], message))
       return &qp_qemu_refusals[i];
   return NULL;
 }

@@ -11,9 +11,12 @@ G_BEGIN_DECLS
 
 typedef struct {
   const char *name;      /* test path under /refusals/ */
-  const char *args[24];  /* QEMU arguments, NULL-terminated */
+  const char *args[24];  /* QEMU arguments, NULL-terminated; @DATA@ is
+                            tests/data */
   const char *qemu_says; /* in QEMU 7.2's stderr */
   const char *we_say;    /* in qemu-pin's line */
+  gboolean pattern;      /* we_say is a pattern of the whole line
+                            (g_pattern_match_simple: '*' and '?') */
 } QpQemuRefusal;
 
 extern const QpQemuRefusal qp_qemu_refusals[];
@@ -23,7 +26,10 @@ extern const gsize qp_n_qemu_refusals;
  * path of tests/data (under G_TEST_SRCDIR). */
 char **qp_qemu_refusal_args(const QpQemuRefusal *row);
 
-/* The row whose we_say MESSAGE contains, or NULL. */
+/* TRUE if qemu-pin's MESSAGE is ROW's refusal. */
+gboolean qp_qemu_refusal_matches(const QpQemuRefusal *row, const char *message);
+
+/* The row whose refusal MESSAGE is, or NULL. */
 const QpQemuRefusal *qp_qemu_refusal_find(const char *message);
 
 G_END_DECLS

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "launcher/qemu-args.h"
+#include "tests/common/qp-test-args.h"
 #include "tests/common/qp-test.h"
 
 #define MDEV "53764d0e-85a0-42b4-af5c-2046b460b1dc"
@@ -69,16 +70,6 @@ teardown(Fixture *f, gconstpointer data)
   g_free(f->topology);
 }
 
-static QpQemuArgs *
-parse(const char *const *argv)
-{
-  g_autoptr(GError) error = NULL;
-  QpQemuArgs *a =
-      qp_qemu_args_parse(g_strv_length((char **)argv), (char **)argv, &error);
-  g_assert_no_error(error);
-  return a;
-}
-
 static void
 test_parent_address(Fixture *f, gconstpointer data)
 {
@@ -89,7 +80,7 @@ test_parent_address(Fixture *f, gconstpointer data)
       f->pci);
   g_autofree char *gone = g_strdup_printf("vfio-pci,sysfsdev=%s", f->gone);
   const char *argv[] = {"-device", kv, "-device", json, "-device", gone, NULL};
-  g_autoptr(QpQemuArgs) a = parse(argv);
+  g_autoptr(QpQemuArgs) a = qp_test_parse_ok(argv);
   g_assert_nonnull(a->req->vfio);
   g_assert_cmpuint(g_strv_length(a->req->vfio), ==, 3);
   /* The mdev's parent, the PCI device itself, and a device not on this

@@ -6,18 +6,9 @@
 #include <string.h>
 
 #include "launcher/qemu-args.h"
+#include "tests/common/qp-test-args.h"
 #include "tests/common/qp-test.h"
 #include "topology/host.h"
-
-static QpQemuArgs *
-parse(const char *const *argv)
-{
-  g_autoptr(GError) error = NULL;
-  QpQemuArgs *a =
-      qp_qemu_args_parse(g_strv_length((char **)argv), (char **)argv, &error);
-  g_assert_no_error(error);
-  return a;
-}
 
 /* The guest node the plan gives vCPU V, -1 if none. */
 static int
@@ -57,7 +48,7 @@ test_recorded_host(gconstpointer data)
   g_autoptr(QpHost) host = qp_host_load(xml, &error);
   g_assert_no_error(error);
   const char *argv[] = {"-smp", c->smp, "-m", "512", NULL};
-  g_autoptr(QpQemuArgs) args = parse(argv);
+  g_autoptr(QpQemuArgs) args = qp_test_parse_ok(argv);
   QpPlacementOptions opts;
   qp_placement_options_init(&opts);
   opts.mode = QP_MODE_ONE_TO_ONE;

@@ -609,6 +609,20 @@ row_argv(RbFixture *f, Face face, const char *const *opts, char ***envp)
   return argv;
 }
 
+/* Runs ARGV with the QEMU arguments QEMU (NULL-terminated) appended; returns
+ * the status and stderr's text in *ERR. */
+static int
+row_run(RbFixture *f, GPtrArray *argv, const char *const *qemu, char **envp,
+        char **err)
+{
+  for (guint i = 0; qemu[i] != NULL; i++)
+    g_ptr_array_add(argv, g_strdup(qemu[i]));
+  g_ptr_array_add(argv, NULL);
+  int status = rb_run(f, (char **)argv->pdata, envp, 30000, err);
+  g_test_message("stderr: %s", *err ? *err : "(none)");
+  return status;
+}
+
 static void
 test_row(RbFixture *f, gconstpointer data)
 {
@@ -616,13 +630,8 @@ test_row(RbFixture *f, gconstpointer data)
   g_autofree char *conf = NULL;
   g_auto(GStrv) envp = row_environ(f, row->config, row->env, &conf);
   g_autoptr(GPtrArray) argv = row_argv(f, row->face, row->opts, &envp);
-  for (guint i = 0; row->qemu[i] != NULL; i++)
-    g_ptr_array_add(argv, g_strdup(row->qemu[i]));
-  g_ptr_array_add(argv, NULL);
-
   g_autofree char *err = NULL;
-  int status = rb_run(f, (char **)argv->pdata, envp, 30000, &err);
-  g_test_message("stderr: %s", err ? err : "(none)");
+  int status = row_run(f, argv, row->qemu, envp, &err);
   g_assert_cmpint(status, ==, row->status);
   rb_assert_one_line(err);
   for (guint i = 0; row->want[i] != NULL; i++)
@@ -715,13 +724,8 @@ test_mode_none(RbFixture *f, gconstpointer data)
   g_autoptr(GPtrArray) argv = row_argv(
       f, row->face, row->from == FROM_CLI && row->face == PREFIX ? opts : NULL,
       &envp);
-  for (guint i = 0; row->qemu[i] != NULL; i++)
-    g_ptr_array_add(argv, g_strdup(row->qemu[i]));
-  g_ptr_array_add(argv, NULL);
-
   g_autofree char *err = NULL;
-  int status = rb_run(f, (char **)argv->pdata, envp, 30000, &err);
-  g_test_message("stderr: %s", err ? err : "(none)");
+  int status = row_run(f, argv, row->qemu, envp, &err);
   /* QEMU ran, refused, and its status and words are the caller's. */
   g_assert_true(g_file_test(f->ran, G_FILE_TEST_EXISTS));
   g_assert_cmpint(status, ==, 1);

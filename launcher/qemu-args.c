@@ -1999,7 +1999,7 @@ with_config_files(QpQemuArgs *a, GArray *opts, GError **error)
     }
     if (sections == NULL) {
       g_ptr_array_add(a->warnings,
-                      g_strdup_printf("-readconfig %s: %s: what it holds is "
+                      g_strdup_printf("-readconfig %s %s: what it holds is "
                                       "not planned for",
                                       o->value, local->message));
       continue;

@@ -43,7 +43,7 @@ qp_readconfig_read(const char *path, GError **error)
   if (fp == NULL) {
     int saved = errno;
     g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved),
-                "cannot open %s: %s", path, g_strerror(saved));
+                "cannot be opened: %s", g_strerror(saved));
     return NULL;
   }
   g_autoptr(GPtrArray) sections =
@@ -93,7 +93,7 @@ qp_readconfig_read(const char *path, GError **error)
   if (ferror(fp)) {
     int saved = errno;
     g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved),
-                "cannot read %s: %s", path, g_strerror(saved));
+                "cannot be read: %s", g_strerror(saved));
     return NULL;
   }
   return g_steal_pointer(&sections);

@@ -515,16 +515,16 @@ check_syntax(const char *path, const char *text, GError **error)
 }
 
 static gboolean
-group_matches(const char *group, const QpVmIds *args)
+group_matches(const char *group, const QpVmIds *vm)
 {
-  if (args == NULL)
+  if (vm == NULL)
     return FALSE;
   if (g_str_has_prefix(group, "name:"))
-    return args->name != NULL && strcmp(group + 5, args->name) == 0;
+    return vm->name != NULL && strcmp(group + 5, vm->name) == 0;
   if (g_str_has_prefix(group, "uuid:"))
-    return args->uuid != NULL && g_ascii_strcasecmp(group + 5, args->uuid) == 0;
+    return vm->uuid != NULL && g_ascii_strcasecmp(group + 5, vm->uuid) == 0;
   if (g_str_has_prefix(group, "id:"))
-    return args->id != NULL && strcmp(group + 3, args->id) == 0;
+    return vm->id != NULL && strcmp(group + 3, vm->id) == 0;
   return FALSE;
 }
 

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "launcher/qemu-args.h"
 
@@ -39,6 +40,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(FILE, close_fp)
 GPtrArray *
 qp_readconfig_read(const char *path, GError **error)
 {
+  /* A pipe or a device (-readconfig /dev/stdin) would be read away from
+   * QEMU, or block: only a regular file is read here. */
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                "is not a regular file (it is left to QEMU alone)");
+    return NULL;
+  }
   g_autoptr(FILE) fp = fopen(path, "r");
   if (fp == NULL) {
     int saved = errno;

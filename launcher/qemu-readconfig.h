@@ -19,7 +19,8 @@ typedef struct {
 void qp_config_section_free(QpConfigSection *section);
 
 /* The sections of PATH (of QpConfigSection). NULL with a G_FILE_ERROR when
- * the file cannot be read, or with QP_ARGS_ERROR_INVALID for what QEMU 7.2
+ * the file cannot be read or is not a regular file (a pipe read here would
+ * be read away from QEMU), or with QP_ARGS_ERROR_INVALID for what QEMU 7.2
  * refuses in the file's syntax too: a key before any group ("no group
  * defined") and a line that is neither ("parse error"). What the keys mean
  * is left to the options they become. */

@@ -4,6 +4,7 @@
  * QEMU, whose vCPUs, memory and guest nodes must be what qemu-pin read. The
  * files are in tests/data/readconfig and tests/data/proxmox. */
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "launcher/qemu-args.h"
@@ -118,6 +119,17 @@ test_unreadable(void)
   g_assert_nonnull(strstr(a->warnings->pdata[0], "/nonexistent/qemu.cfg"));
   g_assert_null(strchr(a->warnings->pdata[0], '\n'));
   g_assert_cmpuint(a->req->vcpus, ==, 2);
+
+  /* A pipe is QEMU's to read (and would block here): left alone. */
+  g_autofree char *dir = qp_test_tmpdir();
+  g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+  g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+  const char *argv2[] = {"-readconfig", fifo, NULL};
+  g_autoptr(QpQemuArgs) b = qp_qemu_args_parse(2, (char **)argv2, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(b->warnings->len, ==, 1);
+  g_assert_nonnull(strstr(b->warnings->pdata[0], "not a regular file"));
+  qp_test_rmtree(dir);
 }
 
 /* A vfio-pci device of a file counts for locality; a value with a comma

@@ -23,7 +23,7 @@ assert_eq "plan: the two host nodes share a socket (distance 12)" 12 "$host_dist
 assert_eq "plan: guest distance 0-1 is the host's $h0-$h1" "$host_dist" \
   "$(jq -r '.vnuma.distances[0][1]' plan.json)"
 
-pid=$(qp_launch vn --mode=one-to-one --vnuma=auto -- "$@") || fail "qemu-pin did not launch the VM"
+pid=$(qp_launch vn --mode=one-to-one --vnuma=auto -- "$@") || fail "qemu-pin did not launch the VM: $pid"
 check_vm_or_fail "one-to-one VM with --vnuma=auto" plan.json "$pid"
 cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline")
 for g in 0 1; do

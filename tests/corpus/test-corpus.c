@@ -272,6 +272,13 @@ run_one(const Line *l, QpMode mode, const QpHost *host, const QpClaims *claims,
 /* ---- The test -------------------------------------------------------------
  */
 
+/* g_ptr_array_sort() passes pointers to the elements. */
+static gint
+compare_names(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 typedef struct {
   char *name;
   QpHost *host;
@@ -296,7 +303,7 @@ test_corpus(void)
   while ((name = g_dir_read_name(d)) != NULL)
     if (g_str_has_suffix(name, ".xml"))
       g_ptr_array_add(xmls, g_strdup(name));
-  g_ptr_array_sort(xmls, (GCompareFunc)g_strcmp0);
+  g_ptr_array_sort(xmls, compare_names);
   for (guint i = 0; i < xmls->len; i++) {
     g_autofree char *path = g_build_filename(dir, xmls->pdata[i], NULL);
     QpHost *h = qp_host_load(path, &error);
@@ -372,7 +379,7 @@ main(int argc, char **argv)
   while (d != NULL && (name = g_dir_read_name(d)) != NULL)
     if (g_str_has_suffix(name, ".args"))
       g_ptr_array_add(names, g_strdup(name));
-  g_ptr_array_sort(names, (GCompareFunc)g_strcmp0);
+  g_ptr_array_sort(names, compare_names);
   for (guint i = 0; i < names->len; i++) {
     g_autofree char *path = g_build_filename(dir, names->pdata[i], NULL);
     Line l = {0};

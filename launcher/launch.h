@@ -17,6 +17,13 @@ G_BEGIN_DECLS
  * failure, with the exit status to use (127 not found, 126 otherwise). */
 int qp_exec(const char *binary, char **argv, GError **error);
 
+/* What qemu-pin makes of QEMU's ARGV (the binary excluded) under OPTS:
+ * NULL without an error in mode none, where QEMU runs as it is and its
+ * command line is not read; else the parsed command line (passthrough set
+ * for help, version and probes), or NULL with the one-line refusal. */
+QpQemuArgs *qp_launch_read(const QpOptions *opts, guint argc, char **argv,
+                           GError **error);
+
 /* Launches ARGS under OPTS. Returns the exit status for main() when it
  * returns at all (exec in place does not return on success). */
 int qp_launch(QpOptions *opts, const char *binary, const char *argv0,
@@ -24,6 +31,10 @@ int qp_launch(QpOptions *opts, const char *binary, const char *argv0,
 
 /* Prints the plan (JSON, or a table with --human) without launching. */
 int qp_dry_run(QpOptions *opts, QpQemuArgs *args);
+
+/* The same in mode none, where QEMU's command line is not read: only the
+ * mode and why (see docs/plan-schema.md). */
+int qp_dry_run_none(QpOptions *opts);
 
 /* CPU affinity of a thread, as hwloc bitmaps. */
 gboolean qp_set_affinity(int tid, hwloc_const_bitmap_t set, GError **error);

@@ -258,7 +258,8 @@ typedef struct {
   hwloc_bitmap_t host_nodes; /* host nodes the VM's vCPUs and memory use */
   /* Suggested guest topology: set only with opts->vnuma on a guest without
    * vNUMA. -smp sockets/cores/threads mirror the chosen CPUs, flat
-   * (sockets=1, cores=N, threads=1) when their layout is asymmetric. */
+   * (sockets=1, cores=N, threads=1) when their layout is asymmetric; their
+   * product is n_vcpus (maxcpus), and the vnodes hold every vCPU. */
   gboolean vnuma;
   guint vnuma_sockets, vnuma_cores, vnuma_threads;
   guint n_vnodes; /* 0: no -numa node suggested (one host node) */

@@ -108,4 +108,23 @@ gboolean qp_test_wait_status(const char *path, const char *want,
 /* Path of the real QEMU for tests. */
 const char *qp_test_qemu(void);
 
+/* What the real QEMU makes of a command line, asked over QMP. */
+typedef struct {
+  gboolean started;  /* QEMU reached its main loop (it accepts the line) */
+  int status;        /* exit status */
+  char *err;         /* its stderr */
+  guint64 ram_mib;   /* query-memory-size-summary: base-memory */
+  guint vcpus;       /* query-cpus-fast: vCPUs at boot */
+  guint maxcpus;     /* query-hotpluggable-cpus: possible vCPUs */
+  int *cpu_node;     /* per possible vCPU index: its guest node, -1 none */
+  guint n_nodes;     /* "info numa": guest NUMA nodes (0 without -numa) */
+  guint64 *node_mib; /* "info numa": size of each node */
+} QpTestQemuView;
+
+/* Runs QEMU (qp_test_qemu(), TCG, no display, no default devices, paused)
+ * with ARGS (NULL-terminated) and a QMP monitor on its stdin that asks
+ * what it made of them and quits. A refused line leaves started FALSE. */
+void qp_test_qemu_view(const char *const *args, QpTestQemuView *view);
+void qp_test_qemu_view_clear(QpTestQemuView *view);
+
 G_END_DECLS

@@ -2433,7 +2433,7 @@ qp_qemu_args_prealloc_note(const QpQemuArgs *args, const QpPlan *plan)
   g_autoptr(GString) dropped = g_string_new(NULL);
   for (guint k = 0; k < args->backends->len; k++) {
     const QpBackend *b = g_ptr_array_index(args->backends, k);
-    if (b->prealloc_context)
+    if (b->prealloc_context && b->argi != IN_FILE)
       g_string_append_printf(dropped, "%s%s", dropped->len ? ", " : "", b->id);
   }
   gboolean bound = FALSE;
@@ -2463,11 +2463,12 @@ qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
   rw.before = g_new0(GPtrArray *, argc + 1);
   rw.drop = g_new0(gboolean, argc + 1);
   rw.tail = g_ptr_array_new_with_free_func(g_free);
-  /* The caller's prealloc-context, where QEMU could only hang on it. */
+  /* The caller's prealloc-context, where QEMU could only hang on it (one
+   * in a -readconfig file stays: the file is not rewritten). */
   for (guint k = 0;
        !prealloc_context_usable(args) && ok && k < args->backends->len; k++) {
     const QpBackend *b = g_ptr_array_index(args->backends, k);
-    if (b->prealloc_context)
+    if (b->prealloc_context && b->argi != IN_FILE)
       ok = edit_backend(args->argv[b->argi], b, FALSE, NULL, QP_POLICY_DEFAULT,
                         FALSE, TRUE, &rw.replace[b->argi], error);
   }

@@ -159,6 +159,52 @@ test_device(void)
   qp_test_rmtree(dir);
 }
 
+/* With -daemonize a prealloc-context would hang QEMU, and qemu-pin drops
+ * it from the command line's backends; a backend of a file stays as written
+ * (the file is the caller's), and the command line is still rewritten. */
+static void
+test_daemonize_prealloc_context(void)
+{
+  g_autofree char *dir = qp_test_tmpdir();
+  g_autofree char *path = g_build_filename(dir, "tc.cfg", NULL);
+  g_assert_true(g_file_set_contents(path,
+                                    "[object \"tc0\"]\n"
+                                    "  qom-type = \"thread-context\"\n"
+                                    "[object \"m0\"]\n"
+                                    "  qom-type = \"memory-backend-ram\"\n"
+                                    "  size = \"128M\"\n"
+                                    "  prealloc = \"on\"\n"
+                                    "  prealloc-context = \"tc0\"\n",
+                                    -1, NULL));
+  const char *argv[] = {"-readconfig",
+                        path,
+                        "-daemonize",
+                        "-object",
+                        "thread-context,id=tc1",
+                        "-object",
+                        "memory-backend-ram,id=m1,size=64M,prealloc=on,"
+                        "prealloc-context=tc1",
+                        "-machine",
+                        "memory-backend=m0",
+                        NULL};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpQemuArgs) a =
+      qp_qemu_args_parse(G_N_ELEMENTS(argv) - 1, (char **)argv, &error);
+  g_assert_no_error(error);
+  g_auto(GStrv) out = qp_qemu_args_rewrite(a, "qemu", NULL, -1, &error);
+  g_assert_no_error(error);
+  g_autofree char *line = g_strjoinv(" ", out);
+  g_assert_nonnull(strstr(line, "memory-backend-ram,id=m1,size=64M,"
+                                "prealloc=on "));
+  g_assert_nonnull(strstr(line, "-readconfig "));
+  g_assert_null(strstr(line, "id=m0"));
+  g_autofree char *note = qp_qemu_args_prealloc_note(a, NULL);
+  g_assert_nonnull(note);
+  g_assert_nonnull(strstr(note, "dropped from m1"));
+  g_assert_null(strstr(note, "m0"));
+  qp_test_rmtree(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -169,5 +215,7 @@ main(int argc, char **argv)
   g_test_add_func("/readconfig/proxmox-q35", test_proxmox);
   g_test_add_func("/readconfig/unreadable", test_unreadable);
   g_test_add_func("/readconfig/device", test_device);
+  g_test_add_func("/readconfig/daemonize-prealloc-context",
+                  test_daemonize_prealloc_context);
   return g_test_run();
 }

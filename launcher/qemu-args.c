@@ -1786,6 +1786,10 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
                          "-machine memory-backend=%s names no -object "
                          "memory-backend-*",
                          a->machine_memdev);
+    if (b->host_nodes != NULL) {
+      a->req->host_nodes = hwloc_bitmap_dup(b->host_nodes);
+      a->req->policy = b->policy;
+    }
     if (!custom_ram && b->size_bytes != 0) {
       a->ram_bytes = b->size_bytes;
       a->req->mem_mib = b->size_mib;

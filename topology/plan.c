@@ -608,7 +608,12 @@ build_mem_items(const Ctx *ctx)
   const QpRequest *req = ctx->req;
   GArray *items = g_array_new(FALSE, TRUE, sizeof(MemItem));
   if (req->n_gnodes == 0) {
-    MemItem it = {.gnode_index = -1, .mem_mib = req->mem_mib};
+    MemItem it = {.gnode_index = -1,
+                  .mem_mib = req->mem_mib,
+                  .caller_nodes = req->host_nodes,
+                  .caller_policy = req->policy};
+    if (it.caller_nodes != NULL && hwloc_bitmap_iszero(it.caller_nodes))
+      it.caller_nodes = NULL;
     it.units = mib_to_units(ctx, it.mem_mib);
     g_array_append_val(items, it);
     return items;
@@ -1056,6 +1061,29 @@ choose_node_set(const SetSearch *s, const char *prefix, GError **error)
   return NULL;
 }
 
+/* choose_node_set() for a guest without vNUMA: its vCPUs go to the nodes
+ * its caller bound its memory to (ITEM's caller_nodes) when they have room,
+ * else anywhere. */
+static NodeSet *
+choose_near_caller_mem(const SetSearch *s, const MemItem *item,
+                       const char *prefix, GError **error)
+{
+  if (item->gnode_index < 0 && item->caller_nodes != NULL) {
+    const Ctx *ctx = s->ctx;
+    g_autofree gboolean *near = g_new0(gboolean, MAX(ctx->nn, 1));
+    for (guint i = 0; i < ctx->nn; i++)
+      near[i] =
+          s->cand[i] && hwloc_bitmap_isset(item->caller_nodes,
+                                           (unsigned)ctx->host->nodes[i].id);
+    SetSearch there = *s;
+    there.cand = near;
+    NodeSet *set = choose_node_set(&there, prefix, NULL);
+    if (set != NULL)
+      return set;
+  }
+  return choose_node_set(s, prefix, error);
+}
+
 /* Candidates for node sets, honouring --device-locality=required. */
 static gboolean *
 set_candidates(const Ctx *ctx, char **prefix)
@@ -1244,7 +1272,8 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
   g_autofree char *prefix = NULL;
   g_autofree gboolean *cand = set_candidates(ctx, &prefix);
   SetSearch s = {ctx, a, CAP_CPUS, avail, need, ctx->n, cand};
-  NodeSet *set = choose_node_set(&s, prefix, error);
+  NodeSet *set = choose_near_caller_mem(&s, &g_array_index(items, MemItem, 0),
+                                        prefix, error);
   if (set == NULL)
     return FALSE;
   g_autofree guint *nodes = set->nodes;
@@ -1286,6 +1315,12 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
   for (guint x = 0; x < items->len; x++) {
     MemItem *it = &g_array_index(items, MemItem, x);
     if (it->caller_nodes != NULL) {
+      g_autofree char *who = gnode_name(ctx, it->gnode_index);
+      g_autofree char *cl = qp_list_format(it->caller_nodes);
+      add_reason(plan,
+                 "balanced: the memory of the %s stays on host node%s %s, "
+                 "where the caller bound it, and is claimed there",
+                 who, hwloc_bitmap_weight(it->caller_nodes) > 1 ? "s" : "", cl);
       add_plan_mem(plan, ctx, it, it->caller_nodes, TRUE);
       continue;
     }
@@ -1835,12 +1870,17 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
   g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
   hwloc_bitmap_set_range(all, 0, (int)ctx->n - 1);
   guint units = task_units(ctx, cap, all);
-  guint64 need = g_array_index(items, MemItem, 0).units;
+  MemItem *item = &g_array_index(items, MemItem, 0);
+  /* Memory the caller bound itself stays there, claimed there. */
+  guint64 need = item->caller_nodes != NULL ? 0 : item->units;
+  if (item->caller_nodes != NULL &&
+      !claim_caller_mem(ctx, item, avail, acc.claim, error))
+    return FALSE;
 
   g_autofree char *prefix = NULL;
   g_autofree gboolean *cand = set_candidates(ctx, &prefix);
   SetSearch s = {ctx, a, cap, avail, need, units, cand};
-  NodeSet *set = choose_node_set(&s, prefix, error);
+  NodeSet *set = choose_near_caller_mem(&s, item, prefix, error);
   if (set == NULL)
     return FALSE;
   g_autofree guint *nodes = set->nodes;
@@ -1848,16 +1888,26 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
   g_free(set);
   g_auto(hwloc_bitmap_t) ids = ids_of(ctx, nodes, k);
   g_autofree char *l = qp_list_format(ids);
-  add_reason(plan,
-             "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
-             "with %u %s and %" G_GUINT64_FORMAT " MiB for the guest; memory "
-             "is not bound (the guest has no vNUMA), it is claimed where the "
-             "vCPUs run",
-             k > 1 ? "s" : "", l, k, units, cap_unit_name(cap),
-             units_to_mib(ctx, need));
-
-  /* Memory claimed (not bound) over the set. */
-  split_units(need, nodes, k, avail, acc.claim);
+  if (item->caller_nodes != NULL) {
+    g_autofree char *cl = qp_list_format(item->caller_nodes);
+    add_reason(plan,
+               "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
+               "with %u %s; the guest's memory stays on host node%s %s, "
+               "where the caller bound it, and is claimed there",
+               k > 1 ? "s" : "", l, k, units, cap_unit_name(cap),
+               hwloc_bitmap_weight(item->caller_nodes) > 1 ? "s" : "", cl);
+    add_plan_mem(plan, ctx, item, item->caller_nodes, TRUE);
+  } else {
+    add_reason(plan,
+               "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
+               "with %u %s and %" G_GUINT64_FORMAT " MiB for the guest; "
+               "memory is not bound (the guest has no vNUMA), it is claimed "
+               "where the vCPUs run",
+               k > 1 ? "s" : "", l, k, units, cap_unit_name(cap),
+               units_to_mib(ctx, need));
+    /* Memory claimed (not bound) over the set. */
+    split_units(need, nodes, k, avail, acc.claim);
+  }
 
   /* vCPUs (or sibling groups) split evenly over the nodes with cores,
    * remainder on the first, as the memory is; a node short of its share

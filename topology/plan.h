@@ -69,6 +69,10 @@ typedef struct {
   gboolean prealloc;
   char **vfio; /* NULL-terminated host BDFs of -device vfio-pci */
   guint n_iothreads;
+  /* A guest without vNUMA: the caller's host-nodes and policy of its RAM
+   * backend (-machine memory-backend=), NULL / DEFAULT if unset. */
+  hwloc_bitmap_t host_nodes;
+  QpPolicy policy;
 } QpRequest;
 
 QpRequest *qp_request_new(void);

@@ -78,6 +78,7 @@ qp_request_free(QpRequest *req)
     g_free(req->gnodes[i].memdev);
   }
   g_free(req->gnodes);
+  hwloc_bitmap_free(req->host_nodes);
   g_free(req->gdistance);
   g_strfreev(req->vfio);
   g_free(req);

@@ -650,13 +650,34 @@ check_vcpus_on(Fixture *f, int pid, const char *const *want, guint timeout_ms)
   }
 }
 
+/* Cpus_allowed_list of the thread of PID named COMM (libvirt runs QEMU with
+ * debug-threads=on: "IO iothread1"), or of PID itself when COMM is NULL. */
+static char *
+thread_cpus(int pid, const char *comm)
+{
+  if (comm == NULL)
+    return qp_test_task_field(pid, pid, "Cpus_allowed_list");
+  g_autofree char *task = g_strdup_printf("/proc/%d/task", pid);
+  g_autoptr(GDir) dir = g_dir_open(task, 0, NULL);
+  const char *name;
+  while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
+    g_autofree char *path = g_strdup_printf("%s/%s/comm", task, name);
+    g_autofree char *have = NULL;
+    if (g_file_get_contents(path, &have, NULL, NULL) &&
+        strcmp(g_strstrip(have), comm) == 0)
+      return qp_test_task_field(pid, atoi(name), "Cpus_allowed_list");
+  }
+  return NULL;
+}
+
 /* Longer than the keeper's look at the threads' affinities (5 s), so that
  * a check after it sees what the keeper left. */
 #define AFTER_A_LOOK_US (7 * G_USEC_PER_SEC)
 
-/* <vcpupin> puts both vCPUs on the CPU the plan gives vCPU 1: libvirt
- * applies it after QEMU starts and before its cont; qemu-pin keeps it, and
- * the one-to-one claim gives back the core vCPU 0 was planned on. */
+/* <vcpupin> puts both vCPUs on the CPU the plan gives vCPU 1, and
+ * <iothreadpin> the iothread there too: libvirt applies them after QEMU
+ * starts and before its cont; qemu-pin keeps them, and the one-to-one claim
+ * gives back the core vCPU 0 was planned on. */
 static void
 test_vcpupin_at_start(Fixture *f, gconstpointer data)
 {
@@ -664,11 +685,13 @@ test_vcpupin_at_start(Fixture *f, gconstpointer data)
     return;
   g_auto(GStrv) plan = planned_vcpu_sets(f);
   g_autofree char *cputune =
-      g_strdup_printf("  <cputune>\n"
+      g_strdup_printf("  <iothreads>1</iothreads>\n"
+                      "  <cputune>\n"
                       "    <vcpupin vcpu='0' cpuset='%s'/>\n"
                       "    <vcpupin vcpu='1' cpuset='%s'/>\n"
+                      "    <iothreadpin iothread='1' cpuset='%s'/>\n"
                       "  </cputune>\n",
-                      plan[1], plan[1]);
+                      plan[1], plan[1], plan[1]);
   g_autofree char *xml = domain_xml(f, cputune);
   g_free(orch_write(f->dir, "domain.xml", xml));
   g_free(VIRSH_OK("define", f->xml));
@@ -682,13 +705,16 @@ test_vcpupin_at_start(Fixture *f, gconstpointer data)
   wait_record_dedicated(f, left);
   g_usleep(AFTER_A_LOOK_US);
   check_vcpus_on(f, pid, want, 0);
+  g_autofree char *io = thread_cpus(pid, "IO iothread1");
+  g_assert_cmpstr(io, ==, plan[1]);
   destroy_and_check_released(f, pid);
 }
 
-/* `virsh vcpupin` on the running domain sticks: the keeper's looks (its
- * own, and the one on RESUME after virsh suspend/resume) keep it and the
- * claim follows; a later reset to every usable CPU brings the plan back
- * and the core is claimed again. */
+/* `virsh vcpupin` and `virsh emulatorpin` on the running domain stick: the
+ * keeper's looks (its own, and the one on RESUME after virsh
+ * suspend/resume) keep them and the claim follows; a later reset of the
+ * vCPU to every usable CPU brings the plan back and the core is claimed
+ * again. */
 static void
 test_vcpupin_live_sticks(Fixture *f, gconstpointer data)
 {
@@ -701,12 +727,15 @@ test_vcpupin_live_sticks(Fixture *f, gconstpointer data)
   g_autofree char *all = orch_union(plan);
 
   g_free(VIRSH_OK("vcpupin", f->marker, "0", plan[1]));
+  g_free(VIRSH_OK("emulatorpin", f->marker, plan[0]));
   const char *want[] = {plan[1], plan[1], NULL};
   check_vcpus_on(f, pid, want, 0);
   g_autofree char *left = dedicated_without_core_of(plan, plan[0]);
   wait_record_dedicated(f, left);
   g_usleep(AFTER_A_LOOK_US);
   check_vcpus_on(f, pid, want, 0);
+  g_autofree char *emulator = thread_cpus(pid, NULL);
+  g_assert_cmpstr(emulator, ==, plan[0]);
 
   /* Suspend, reset vCPU 1 behind libvirt's back, resume: the keeper's look
    * on RESUME puts vCPU 1 back on the plan, and leaves vCPU 0 where the
@@ -723,6 +752,8 @@ test_vcpupin_live_sticks(Fixture *f, gconstpointer data)
   g_free(VIRSH_OK("resume", f->marker));
   check_vcpus_on(f, pid, want, 30000);
   wait_record_dedicated(f, left);
+  g_autofree char *emulator_after = thread_cpus(pid, NULL);
+  g_assert_cmpstr(emulator_after, ==, plan[0]);
 
   /* vCPU 0 back to every usable CPU: a reset, not a decision. */
   g_free(VIRSH_OK("vcpupin", f->marker, "0", own));

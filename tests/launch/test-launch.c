@@ -9,8 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <hwloc.h>
-
 #include "tests/common/qp-test.h"
 
 typedef struct {
@@ -428,90 +426,6 @@ test_failing_launch(Fixture *f, gconstpointer data)
   qp_test_run_clear(&r);
 }
 
-/* Sets the CPU affinity of thread TID to LIST (as taskset -p does). */
-static void
-set_thread_cpus(int tid, const char *list)
-{
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  g_assert_cmpint(hwloc_bitmap_list_sscanf(set, list), ==, 0);
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  int c;
-  hwloc_bitmap_foreach_begin(c, set)
-  {
-    CPU_SET(c, &mask);
-  }
-  hwloc_bitmap_foreach_end();
-  hwloc_bitmap_free(set);
-  g_assert_cmpint(sched_setaffinity(tid, sizeof(mask), &mask), ==, 0);
-}
-
-/* "A,B" as a canonical CPU list. */
-static char *
-cpu_list_union(const char *a, const char *b)
-{
-  hwloc_bitmap_t x = hwloc_bitmap_alloc(), y = hwloc_bitmap_alloc();
-  g_assert_cmpint(hwloc_bitmap_list_sscanf(x, a), ==, 0);
-  g_assert_cmpint(hwloc_bitmap_list_sscanf(y, b), ==, 0);
-  hwloc_bitmap_or(x, x, y);
-  char *t = NULL;
-  hwloc_bitmap_list_asprintf(&t, x);
-  char *out = g_strdup(t);
-  free(t);
-  hwloc_bitmap_free(x);
-  hwloc_bitmap_free(y);
-  return out;
-}
-
-/* The CPUs this process may run on, as a list. */
-static char *
-own_cpus(void)
-{
-  cpu_set_t mask;
-  g_assert_cmpint(sched_getaffinity(0, sizeof(mask), &mask), ==, 0);
-  GString *l = g_string_new(NULL);
-  for (int c = 0; c < CPU_SETSIZE; c++)
-    if (CPU_ISSET(c, &mask))
-      g_string_append_printf(l, "%s%d", l->len ? "," : "", c);
-  return g_string_free(l, FALSE);
-}
-
-/* The dedicated CPUs of the VM's one ledger record. */
-static char *
-record_dedicated(Fixture *f)
-{
-  g_autoptr(GDir) d = g_dir_open(f->state, 0, NULL);
-  const char *name;
-  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
-    if (name[0] == '.' || !g_str_has_suffix(name, ".json"))
-      continue;
-    g_autofree char *path = g_build_filename(f->state, name, NULL);
-    g_autoptr(JsonParser) p = json_parser_new();
-    if (!json_parser_load_from_file(p, path, NULL))
-      continue;
-    return g_strdup(json_object_get_string_member(
-        json_node_get_object(json_parser_get_root(p)), "dedicated-cpus"));
-  }
-  return NULL;
-}
-
-static gboolean
-wait_record_dedicated(Fixture *f, const char *want, guint timeout_ms)
-{
-  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
-  g_autofree char *have = NULL;
-  do {
-    g_free(have);
-    have = record_dedicated(f);
-    if (g_strcmp0(have, want) == 0)
-      return TRUE;
-    g_usleep(20000);
-  } while (g_get_monotonic_time() < deadline);
-  g_test_message("the record's dedicated CPUs are %s, not %s",
-                 have ? have : "(none)", want);
-  return FALSE;
-}
-
 /* One-to-one, 2 vCPUs, -S: the caller pins vCPU 0 where the plan puts
  * vCPU 1 before its cont (as libvirt applies <vcpupin>) and resets vCPU 1
  * to every CPU (as libvirt does without <vcpupin>). After the cont the
@@ -530,31 +444,35 @@ test_caller_pin_kept(Fixture *f, gconstpointer data)
   g_auto(GStrv) want = qp_test_plan_vcpu_sets(plan);
   g_assert_cmpuint(g_strv_length(want), ==, 2);
   g_assert_cmpstr(want[0], !=, want[1]);
-  /* One-to-one on a host without SMT siblings here: the claim is the
-   * planned CPUs; with siblings it would name whole cores. */
-  g_autofree char *every_list = cpu_list_union(want[0], want[1]);
-  g_autofree char *own = own_cpus();
+  const char *all = json_object_get_string_member(
+      json_object_get_object_member(plan, "claims"), "dedicated-cpus");
+  g_autofree char *left = qp_test_cpus_without_core_of(all, want[0]);
+  g_autofree char *own =
+      qp_test_task_field(getpid(), getpid(), "Cpus_allowed_list");
 
   GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
   g_assert_true(
       qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 30000));
-  g_assert_true(wait_record_dedicated(f, every_list, 10000));
+  g_assert_true(
+      qp_test_wait_record_string(f->state, "dedicated-cpus", all, 10000));
   g_autoptr(GArray) tids = qp_test_vcpu_threads(pid);
   g_assert_cmpuint(tids->len, ==, 2);
-  set_thread_cpus(g_array_index(tids, int, 0), want[1]);
-  set_thread_cpus(g_array_index(tids, int, 1), own);
+  qp_test_set_affinity(g_array_index(tids, int, 0), want[1]);
+  qp_test_set_affinity(g_array_index(tids, int, 1), own);
 
   g_autoptr(JsonNode) r = qp_test_qmp_command(f->qmp, "cont");
   g_assert_nonnull(r);
   const char *caller[] = {want[1], want[1], NULL};
   g_assert_true(qp_test_wait_vcpu_affinity(pid, caller, 10000));
-  g_assert_true(wait_record_dedicated(f, want[1], 10000));
+  g_assert_true(
+      qp_test_wait_record_string(f->state, "dedicated-cpus", left, 10000));
   g_assert_true(qp_test_wait_status(f->qmp, "running", 5000));
 
-  set_thread_cpus(g_array_index(tids, int, 0), own);
+  qp_test_set_affinity(g_array_index(tids, int, 0), own);
   g_assert_true(
       qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 30000));
-  g_assert_true(wait_record_dedicated(f, every_list, 10000));
+  g_assert_true(
+      qp_test_wait_record_string(f->state, "dedicated-cpus", all, 10000));
 
   g_autofree char *err_path = g_build_filename(f->dir, "stderr", NULL);
   g_autofree char *err = NULL;

@@ -9,14 +9,11 @@
  * <qemu:env> gives QEMU_PIN_CONFIG, the test's config (real QEMU binary,
  * state directory, one-to-one). */
 #include <errno.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <hwloc.h>
 
 #include "tests/orchestrators/orch-common.h"
 
@@ -568,63 +565,21 @@ test_memory_bound(Fixture *f, gconstpointer data)
 
 /* ---- The caller's own placement ---------------------------------------- */
 
-/* A CPU list as a bitmap (the list must parse). */
-static hwloc_bitmap_t
-cpus_of(const char *list)
-{
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  g_assert_cmpint(hwloc_bitmap_list_sscanf(set, list), ==, 0);
-  return set;
-}
-
-static char *
-list_of(hwloc_const_bitmap_t set)
-{
-  char *text = NULL;
-  hwloc_bitmap_list_asprintf(&text, set);
-  char *out = g_strdup(text);
-  free(text);
-  return out;
-}
-
 /* The dedicated CPUs of the one-to-one plan for the domain, less the host
- * core (every SMT sibling) holding CPU: what the claim holds once no vCPU
- * runs on that core any more. */
+ * core holding CPU: what the claim holds once no vCPU runs there. */
 static char *
 dedicated_without_core_of(char **plan, const char *cpu)
 {
   g_autofree char *all = orch_union(plan);
-  g_autofree char *path = g_strdup_printf(
-      "/sys/devices/system/cpu/cpu%s/topology/thread_siblings_list", cpu);
-  g_autofree char *siblings = NULL;
-  if (!g_file_get_contents(path, &siblings, NULL, NULL))
-    siblings = g_strdup(cpu);
-  hwloc_bitmap_t set = cpus_of(all);
-  hwloc_bitmap_t core = cpus_of(g_strstrip(siblings));
-  hwloc_bitmap_andnot(set, set, core);
-  char *out = list_of(set);
-  hwloc_bitmap_free(set);
-  hwloc_bitmap_free(core);
-  return out;
+  return qp_test_cpus_without_core_of(all, cpu);
 }
 
 /* Waits until the domain's ledger record holds the dedicated CPUs WANT. */
 static void
 wait_record_dedicated(Fixture *f, const char *want)
 {
-  g_autofree char *last = NULL;
-  gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-  do {
-    g_autoptr(JsonObject) rec = orch_record(f->state);
-    g_free(last);
-    last = rec ? g_strdup(json_object_get_string_member(rec, "dedicated-cpus"))
-               : NULL;
-    if (g_strcmp0(last, want) == 0)
-      return;
-    g_usleep(50000);
-  } while (g_get_monotonic_time() < deadline);
-  g_test_message("the record's dedicated CPUs are %s, not %s",
-                 last ? last : "(no record)", want);
+  if (qp_test_wait_record_string(f->state, "dedicated-cpus", want, 30000))
+    return;
   orch_show_file("domain log", f->log);
   g_assert_not_reached();
 }
@@ -744,11 +699,7 @@ test_vcpupin_live_sticks(Fixture *f, gconstpointer data)
   g_autofree char *own = orch_own_cpus();
   g_autoptr(GArray) tids = qp_test_vcpu_threads(pid);
   g_assert_cmpuint(tids->len, ==, 2);
-  cpu_set_t every;
-  g_assert_cmpint(sched_getaffinity(0, sizeof(every), &every), ==, 0);
-  g_assert_cmpint(
-      sched_setaffinity(g_array_index(tids, int, 1), sizeof(every), &every), ==,
-      0);
+  qp_test_set_affinity(g_array_index(tids, int, 1), own);
   g_free(VIRSH_OK("resume", f->marker));
   check_vcpus_on(f, pid, want, 30000);
   wait_record_dedicated(f, left);

@@ -323,8 +323,10 @@ qp_caller_pins_moved(const QpCallerPins *pins)
   while (g_hash_table_iter_next(&it, NULL, &value)) {
     const Watched *w = value;
     g_auto(hwloc_bitmap_t) now = qp_get_affinity(w->tid, NULL);
-    /* A thread that is gone: the next look forgets it. */
-    if (now == NULL || !hwloc_bitmap_isequal(now, w->seen))
+    /* A thread that is gone is no news: QEMU may be on its way out (a QMP
+     * query then can hang its exit), and an unplugged vCPU comes with an
+     * event of its own. The next look forgets it. */
+    if (now != NULL && !hwloc_bitmap_isequal(now, w->seen))
       return TRUE;
   }
   return FALSE;

@@ -114,7 +114,8 @@ char *qp_caller_pins_end(QpCallerPins *pins);
 hwloc_const_bitmap_t qp_caller_pins_vcpu(const QpCallerPins *pins, guint index);
 
 /* TRUE when a watched thread's affinity differs from what was seen last
- * (sched_getaffinity of each: no QMP), i.e. someone moved it. */
+ * (sched_getaffinity of each: no QMP), i.e. someone moved it. A thread that
+ * is gone does not count. */
 gboolean qp_caller_pins_moved(const QpCallerPins *pins);
 
 G_END_DECLS

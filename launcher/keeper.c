@@ -864,7 +864,8 @@ hold(Keeper *k)
     int timeout = polling ? 500 : -1;
     gboolean looking = monitor_open && k->exiting_since == 0;
     if (looking) {
-      gint64 in = (k->next_look_at - g_get_monotonic_time()) / 1000;
+      /* Rounded up: waking before the look is due would spin. */
+      gint64 in = (k->next_look_at - g_get_monotonic_time() + 999) / 1000;
       timeout = (int)CLAMP(in, 0, timeout < 0 ? LOOK_EVERY_MS : timeout);
     }
     if (nudge_at != 0)

@@ -389,13 +389,18 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(QpLedger) ledger = NULL;
+  g_autoptr(QpHost) host = NULL;
 
-  g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, NULL, &error);
+  g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, &host, &error);
   if (plan == NULL) {
     qp_error("%s", error->message);
     return 1;
   }
   print_warnings(plan->warnings);
+  /* The keeper needs little of the host: the rest is freed before fork. */
+  g_autoptr(QpCallerHost) caller_host =
+      qp_caller_host_new(host, plan, opts->placement.affinity);
+  g_clear_pointer(&host, qp_host_free);
 
   int sv[2] = {-1, -1};
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -435,6 +440,7 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
   QpKeeperConfig cfg = {
       .qemu_end_ino = qemu_end.st_ino,
       .plan = plan,
+      .host = caller_host,
       .state_dir = qp_ledger_dir(ledger),
       .claim = claim,
       .qmp_fd = sv[0],

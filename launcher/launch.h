@@ -6,6 +6,7 @@
 #include <glib.h>
 #include <hwloc.h>
 
+#include "launcher/caller-pinning.h"
 #include "launcher/options.h"
 #include "launcher/qemu-args.h"
 #include "topology/ledger.h"
@@ -43,11 +44,12 @@ hwloc_bitmap_t qp_get_affinity(int tid, GError **error);
 /* What the keeper needs, set up by the launcher before the fork. */
 typedef struct {
   const QpPlan *plan;
-  const char *state_dir; /* ledger directory (reopened by the keeper) */
-  QpClaim *claim;        /* the record this VM holds */
-  int qmp_fd;            /* our end of the private monitor */
-  guint64 qemu_end_ino;  /* inode of QEMU's end: finds a daemon by its fds */
-  int qemu_pid;          /* the process that is or becomes QEMU; 0 unknown */
+  const QpCallerHost *host; /* usable CPUs, cores and nodes of the host */
+  const char *state_dir;    /* ledger directory (reopened by the keeper) */
+  QpClaim *claim;           /* the record this VM holds */
+  int qmp_fd;               /* our end of the private monitor */
+  guint64 qemu_end_ino;     /* inode of QEMU's end: finds a daemon by its fds */
+  int qemu_pid;             /* the process that is or becomes QEMU; 0 unknown */
   gboolean daemonize;
   gboolean send_cont; /* no -S and no -incoming from the caller */
   int status_fd;      /* -daemonize: "ok\n" or a line of error; else -1 */

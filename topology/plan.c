@@ -1328,6 +1328,47 @@ choose_node_set(const SetSearch *s, const char *prefix, GError **error)
   return NULL;
 }
 
+/* choose_node_set() for a guest without vNUMA whose RAM the caller bound
+ * (host-nodes on -machine memory-backend=, libvirt's <numatune> without
+ * cells): its vCPUs go to the caller's nodes when they have room, else to
+ * the set choose_node_set() finds. */
+static NodeSet *
+choose_near_caller_mem(const SetSearch *s, const char *prefix, GError **error)
+{
+  const Ctx *ctx = s->ctx;
+  const Piece *ram = ctx->req->n_gnodes == 0 ? piece_at(ctx, 0) : NULL;
+  if (ram != NULL && ram->caller_set) {
+    g_autofree gboolean *near = g_new0(gboolean, MAX(ctx->nn, 1));
+    for (guint i = 0; i < ctx->nn; i++)
+      near[i] = s->cand[i] && hwloc_bitmap_isset(
+                                  ram->fixed, (unsigned)ctx->host->nodes[i].id);
+    SetSearch there = *s;
+    there.cand = near;
+    NodeSet *set = choose_node_set(&there, prefix, NULL);
+    if (set != NULL)
+      return set;
+  }
+  return choose_node_set(s, prefix, error);
+}
+
+/* A reason for each piece the caller bound itself (MODE: the mode's name),
+ * which stays on its nodes and is claimed there. */
+static void
+reason_caller_pieces(QpPlan *plan, const Ctx *ctx, const char *mode)
+{
+  for (guint x = 0; x < ctx->pieces->len; x++) {
+    const Piece *p = piece_at(ctx, x);
+    if (!p->caller_set)
+      continue;
+    g_autofree char *who = piece_name(ctx, p);
+    g_autofree char *cl = qp_list_format(p->fixed);
+    add_reason(plan,
+               "%s: the memory of %s stays on host node%s %s, where the "
+               "caller bound it, and is claimed there",
+               mode, who, hwloc_bitmap_weight(p->fixed) > 1 ? "s" : "", cl);
+  }
+}
+
 /* Candidates for node sets, honouring --device-locality=required. */
 gboolean *
 set_candidates(const Ctx *ctx, char **prefix)
@@ -1521,7 +1562,7 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
   g_autofree char *prefix = NULL;
   g_autofree gboolean *cand = set_candidates(ctx, &prefix);
   SetSearch s = {ctx, a, CAP_CPUS, avail, need, cpu_need, cand};
-  NodeSet *set = choose_node_set(&s, prefix, error);
+  NodeSet *set = choose_near_caller_mem(&s, prefix, error);
   if (set == NULL)
     return FALSE;
   g_autofree guint *nodes = set->nodes;
@@ -1559,6 +1600,7 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
                "devices",
                sc.devices);
 
+  reason_caller_pieces(plan, ctx, "balanced");
   for (guint x = 0; x < ctx->pieces->len; x++) {
     const Piece *p = piece_at(ctx, x);
     if (p->fixed != NULL) {
@@ -2136,7 +2178,7 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
   g_autofree char *prefix = NULL;
   g_autofree gboolean *cand = set_candidates(ctx, &prefix);
   SetSearch s = {ctx, a, cap, avail, need, units, cand};
-  NodeSet *set = choose_node_set(&s, prefix, error);
+  NodeSet *set = choose_near_caller_mem(&s, prefix, error);
   if (set == NULL)
     return FALSE;
   g_autofree guint *nodes = set->nodes;
@@ -2144,12 +2186,19 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
   g_free(set);
   g_auto(hwloc_bitmap_t) ids = ids_of(ctx, nodes, k);
   g_autofree char *l = qp_list_format(ids);
-  add_reason(plan,
-             "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
-             "with %u %s and %" G_GUINT64_FORMAT " MiB for the guest; memory "
-             "is not bound (the guest has no vNUMA), it is claimed where the "
-             "vCPUs run",
-             k > 1 ? "s" : "", l, k, units, cap_unit_name(cap), need_mib);
+  if (need_mib > 0)
+    add_reason(plan,
+               "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
+               "with %u %s and %" G_GUINT64_FORMAT " MiB for the guest; "
+               "memory is not bound (the guest has no vNUMA), it is claimed "
+               "where the vCPUs run",
+               k > 1 ? "s" : "", l, k, units, cap_unit_name(cap), need_mib);
+  else
+    add_reason(plan,
+               "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
+               "with %u %s",
+               k > 1 ? "s" : "", l, k, units, cap_unit_name(cap));
+  reason_caller_pieces(plan, ctx, "one-to-one");
 
   /* Memory claimed (not bound) over the set; the caller's bindings kept. */
   for (guint x = 0; x < ctx->pieces->len; x++) {

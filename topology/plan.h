@@ -156,6 +156,9 @@ typedef struct {
 /* An empty GArray of QpCpuLoad that frees the sets with it. */
 GArray *qp_cpu_load_array_new(void);
 
+/* Makes DST (from qp_cpu_load_array_new()) a copy of SRC (NULL: empty). */
+void qp_cpu_load_copy(GArray *dst, const GArray *src);
+
 typedef struct {
   char *id;   /* ledger record id */
   char *name; /* VM name, or NULL */

@@ -504,6 +504,16 @@ test_memory(void)
       "-object memory-backend-ram,id=r,size=768M -machine memory-backend=r");
   g_assert_cmpuint(d->req->mem_mib, ==, 768);
   g_assert_cmpstr(d->machine_memdev, ==, "r");
+  g_assert_null(d->req->host_nodes);
+  /* Its host-nodes and policy are the caller's binding of the guest's
+   * memory (libvirt's <numatune> without NUMA cells). */
+  g_autoptr(QpQemuArgs) e = parse_line_ok(
+      "-object {\"qom-type\":\"memory-backend-ram\",\"id\":\"pc.ram\","
+      "\"size\":134217728,\"host-nodes\":[1],\"policy\":\"preferred\"} "
+      "-machine memory-backend=pc.ram");
+  g_autofree char *nodes = list(e->req->host_nodes);
+  g_assert_cmpstr(nodes, ==, "1");
+  g_assert_cmpint(e->req->policy, ==, QP_POLICY_PREFERRED);
 }
 
 /* ---- memory backends, both syntaxes

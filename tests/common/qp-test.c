@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <hwloc.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -386,6 +388,105 @@ qp_test_count_records(const char *dir)
     if (g_str_has_suffix(name, ".json") && name[0] != '.')
       n++;
   return n;
+}
+
+JsonObject *
+qp_test_record(const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  g_autofree char *found = NULL;
+  guint n = 0;
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+    if (name[0] == '.' || !g_str_has_suffix(name, ".json"))
+      continue;
+    n++;
+    g_free(found);
+    found = g_build_filename(dir, name, NULL);
+  }
+  if (n != 1)
+    return NULL;
+  g_autoptr(JsonParser) p = json_parser_new();
+  if (!json_parser_load_from_file(p, found, NULL))
+    return NULL;
+  JsonNode *root = json_parser_get_root(p);
+  if (!JSON_NODE_HOLDS_OBJECT(root))
+    return NULL;
+  return json_object_ref(json_node_get_object(root));
+}
+
+/* The string member MEMBER of the one record in DIR, or NULL. */
+static char *
+record_string(const char *dir, const char *member)
+{
+  g_autoptr(JsonObject) rec = qp_test_record(dir);
+  if (rec == NULL)
+    return NULL;
+  return g_strdup(
+      json_object_get_string_member_with_default(rec, member, NULL));
+}
+
+gboolean
+qp_test_wait_record_string(const char *dir, const char *member,
+                           const char *want, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  g_autofree char *have = NULL;
+  do {
+    g_free(have);
+    have = record_string(dir, member);
+    if (g_strcmp0(have, want) == 0)
+      return TRUE;
+    g_usleep(20000);
+  } while (g_get_monotonic_time() < deadline);
+  g_test_message("the record's %s is %s, not %s", member,
+                 have ? have : "(no record)", want);
+  return FALSE;
+}
+
+static hwloc_bitmap_t
+cpu_set_of(const char *list)
+{
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  g_assert_cmpint(hwloc_bitmap_list_sscanf(set, list), ==, 0);
+  return set;
+}
+
+void
+qp_test_set_affinity(int tid, const char *list)
+{
+  hwloc_bitmap_t set = cpu_set_of(list);
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  int c;
+  hwloc_bitmap_foreach_begin(c, set)
+  {
+    if (c < CPU_SETSIZE)
+      CPU_SET(c, &mask);
+  }
+  hwloc_bitmap_foreach_end();
+  hwloc_bitmap_free(set);
+  g_assert_cmpint(sched_setaffinity(tid, sizeof(mask), &mask), ==, 0);
+}
+
+char *
+qp_test_cpus_without_core_of(const char *list, const char *cpu)
+{
+  g_autofree char *path = g_strdup_printf(
+      "/sys/devices/system/cpu/cpu%s/topology/thread_siblings_list", cpu);
+  g_autofree char *siblings = NULL;
+  if (!g_file_get_contents(path, &siblings, NULL, NULL))
+    siblings = g_strdup(cpu);
+  hwloc_bitmap_t set = cpu_set_of(list);
+  hwloc_bitmap_t core = cpu_set_of(g_strstrip(siblings));
+  hwloc_bitmap_andnot(set, set, core);
+  char *text = NULL;
+  hwloc_bitmap_list_asprintf(&text, set);
+  char *out = g_strdup(text);
+  free(text);
+  hwloc_bitmap_free(set);
+  hwloc_bitmap_free(core);
+  return out;
 }
 
 JsonObject *

@@ -84,6 +84,22 @@ guint qp_test_count_lines(const char *text);
 /* Number of ledger records (*.json) in DIR. */
 guint qp_test_count_records(const char *dir);
 
+/* The one ledger record in DIR (NULL if there is not exactly one). */
+JsonObject *qp_test_record(const char *dir);
+
+/* Waits until the one ledger record in DIR has the string member MEMBER
+ * ("dedicated-cpus") equal to WANT; says what it was when not. */
+gboolean qp_test_wait_record_string(const char *dir, const char *member,
+                                    const char *want, guint timeout_ms);
+
+/* Sets the CPU affinity of thread TID to the CPU list LIST ("0-1"), as an
+ * orchestrator (taskset -p, virsh vcpupin) does. */
+void qp_test_set_affinity(int tid, const char *list);
+
+/* The CPU list LIST less the host core (every SMT sibling, from sysfs)
+ * holding CPU, as a list. */
+char *qp_test_cpus_without_core_of(const char *list, const char *cpu);
+
 /* Runs `qemu-pin plan --state-dir=DIR [EXTRA...] -- QEMU ARGS` and returns
  * the parsed plan. */
 JsonObject *qp_test_plan(char **qemu_pin_and_qemu_args);

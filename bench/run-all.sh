@@ -42,6 +42,8 @@ echo "run-all: pinning latency (bench/pin-latency.sh)" >&2
 "$here/pin-latency.sh" "$builddir" > "$tmp/latency.md"
 echo "run-all: keeper memory (bench/keeper-memory.sh)" >&2
 "$here/keeper-memory.sh" "$builddir" > "$tmp/memory.md"
+echo "run-all: keeper CPU while holding (bench/keeper-cpu.sh)" >&2
+"$here/keeper-cpu.sh" "$builddir" > "$tmp/cpu.md"
 : > "$tmp/lab.md"
 if [ -n "$lab" ]; then
   echo "run-all: pinning latency in the NUMA lab (bench/lab-pin-latency.sh)" >&2
@@ -221,6 +223,19 @@ memory until a second keeper shares them); libvirtd, if running, is one
 per host.
 
 $(cat "$tmp/memory.md")
+
+## Keeper CPU
+
+\`bench/keeper-cpu.sh\`: the keeper of a running guest (-smp 2) that
+nothing disturbs, over 60 s: its CPU time (\`se.sum_exec_runtime\` of
+\`/proc/PID/sched\`) and wakeups (voluntary context switches). Every 5 s it
+reads the affinity of each vCPU thread, iothread and the main thread to
+see whether the caller moved one (\`docs/design.md\`, "The caller's own
+placement"); the last column is the one look that follows a move of vCPU 0
+(\`taskset -p\`, as \`virsh vcpupin\` does): QMP queries, every thread's
+affinity, the ledger record rewritten.
+
+$(cat "$tmp/cpu.md")
 EOF
 } > "$out.tmp"
 mv "$out.tmp" "$out"

@@ -95,6 +95,9 @@ cmd_topology(QpOptions *opts)
     qp_error("%s", error->message);
     return 1;
   }
+  qp_log_init(opts->verbose);
+  if (host->inconsistent != NULL)
+    qp_info("%s", host->inconsistent);
   if (opts->json) {
     g_autoptr(JsonNode) node = qp_host_to_json(host);
     g_autofree char *text = json_to_string(node, TRUE);
@@ -165,28 +168,33 @@ exec_straight(const char *binary, const char *argv0, int argc, char **argv)
   return rc;
 }
 
-/* Parses the QEMU command, resolves settings, and launches or plans. */
+/* Resolves settings, parses the QEMU command and launches or plans. The
+ * mode comes first: in mode none QEMU runs as the caller asked, whatever
+ * qemu-pin would have made of its command line. */
 static int
 run_qemu(QpOptions *opts, const char *binary, const char *argv0, int argc,
          char **argv, gboolean plan_only)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(QpQemuArgs) args = qp_qemu_args_parse((guint)argc, argv, &error);
+  g_autoptr(QpVmIds) vm = qp_vm_ids_from_argv((guint)argc, argv);
+  if (!qp_options_parse_env(opts, &error) ||
+      !qp_options_load_config(opts, vm, &error))
+    return usage_error(error);
+  qp_log_init(opts->verbose);
+  qp_log_set_vm(vm->name);
+  g_autoptr(QpQemuArgs) args = qp_launch_read(opts, (guint)argc, argv, &error);
+  if (args == NULL && error == NULL)
+    return plan_only || opts->dry_run
+               ? qp_dry_run_none(opts)
+               : exec_straight(binary, argv0, argc, argv);
   if (args == NULL) {
     qp_error("%s", error->message);
     return 1;
   }
-  if (!qp_options_parse_env(opts, &error) ||
-      !qp_options_load_config(opts, args, &error))
-    return usage_error(error);
-  qp_log_init(opts->verbose);
-  qp_log_set_vm(args->name);
   if (args->passthrough && !plan_only)
     return exec_straight(binary, argv0, argc, argv);
   if (plan_only || opts->dry_run)
     return qp_dry_run(opts, args);
-  if (opts->placement.mode == QP_MODE_NONE)
-    return exec_straight(binary, argv0, argc, argv);
   return qp_launch(opts, binary, argv0, args);
 }
 

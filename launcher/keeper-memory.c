@@ -329,11 +329,40 @@ qp_mem_watch_new(const QpKeeperConfig *cfg, QpQmp *qmp)
   return w;
 }
 
-/* Rewrites the VM's record after its claim changed. */
+/* Ledger edit: UNITS more memory of PAGE_KIB on NODES, if they hold it;
+ * what each node took goes to GOT. Only the claim's memory changes. */
+typedef struct {
+  const QpHost *host;
+  const QpPlacementOptions *placement;
+  hwloc_const_bitmap_t nodes;
+  guint64 page_kib;
+  guint64 units;
+  GArray *got; /* of QpNodeUnits */
+} AddMemory;
+
 static gboolean
-write_claim(const QpMemWatch *w, QpLedger *ledger, GError **error)
+add_memory(QpClaim *claim, const QpClaims *claims, gpointer data,
+           GError **error)
 {
-  return qp_ledger_write(ledger, w->cfg->claim, error);
+  const AddMemory *m = data;
+  return qp_claim_add_memory(m->host, claims, m->placement, claim, m->nodes,
+                             m->page_kib, m->units, m->got, error);
+}
+
+/* Ledger edit: UNITS of PAGE_KIB memory given back from TAKEN's nodes. */
+typedef struct {
+  GArray *taken; /* of QpNodeUnits */
+  guint64 page_kib;
+  guint64 units;
+} DropMemory;
+
+static gboolean
+drop_memory(QpClaim *claim, const QpClaims *claims, gpointer data,
+            GError **error)
+{
+  const DropMemory *d = data;
+  qp_claim_drop_memory(claim, d->taken, d->page_kib, d->units);
+  return TRUE;
 }
 
 static char *
@@ -357,23 +386,14 @@ grow(QpMemWatch *w, Backend *b, const Seen *s, guint64 want)
     return;
   g_autoptr(GError) error = NULL;
   g_autoptr(QpHost) host = qp_host_load_full(w->cfg->topology, FALSE, &error);
-  g_autoptr(QpLedger) ledger =
-      host != NULL ? qp_ledger_open(w->cfg->state_dir, &error) : NULL;
-  gboolean ok = ledger != NULL && qp_ledger_lock(ledger, &error);
-  g_autoptr(QpClaims) claims = NULL;
-  if (ok)
-    ok = (claims = qp_ledger_read(ledger, host, &error)) != NULL;
   g_auto(hwloc_bitmap_t) nodes = target_nodes(w, s);
   g_autoptr(GArray) got = g_array_new(FALSE, FALSE, sizeof(QpNodeUnits));
-  if (ok)
-    ok = qp_claim_add_memory(host, claims, w->cfg->placement, w->cfg->claim,
-                             nodes, b->page_kib, more, got, &error);
-  if (ok && !write_claim(w, ledger, &error)) {
+  AddMemory add = {host, w->cfg->placement, nodes, b->page_kib, more, got};
+  gboolean ok =
+      host != NULL && qp_ledger_rewrite(w->cfg->state_dir, w->cfg->claim,
+                                        add_memory, &add, &error);
+  if (!ok && got->len > 0) /* the write failed: the memory is not ours */
     qp_claim_drop_memory(w->cfg->claim, got, b->page_kib, more);
-    ok = FALSE;
-  }
-  if (ledger != NULL && qp_ledger_is_locked(ledger))
-    qp_ledger_unlock(ledger);
   g_autofree char *name = who(b, s);
   g_autofree char *what = amount(more, b->page_kib);
   if (!ok) {
@@ -404,17 +424,14 @@ shrink(QpMemWatch *w, Backend *b, const Seen *s, guint64 want)
 {
   guint64 less = units_held(b) - want;
   g_autoptr(GError) error = NULL;
-  g_autoptr(QpLedger) ledger = qp_ledger_open(w->cfg->state_dir, &error);
-  if (ledger == NULL || !qp_ledger_lock(ledger, &error)) {
+  DropMemory drop = {b->taken, b->page_kib, less};
+  if (!qp_ledger_rewrite(w->cfg->state_dir, w->cfg->claim, drop_memory, &drop,
+                         &error)) {
     qp_warning("keeper: cannot give back memory of %s: %s", b->id,
                error->message);
-    return;
+    if (units_held(b) > want)
+      return; /* the ledger could not be read: nothing was given back */
   }
-  qp_claim_drop_memory(w->cfg->claim, b->taken, b->page_kib, less);
-  if (!write_claim(w, ledger, &error))
-    qp_warning("keeper: cannot give back memory of %s: %s", b->id,
-               error->message);
-  qp_ledger_unlock(ledger);
   b->failed = 0;
   g_autofree char *name = who(b, s);
   g_autofree char *what = amount(less, b->page_kib);

@@ -1,7 +1,11 @@
 /* The keeper: a detached process per VM that talks to QEMU over the private
  * monitor, applies the plan to every thread, resumes the guest, re-applies
- * the plan whenever the guest is resumed by someone else, and releases the
- * VM's claim when QEMU exits. */
+ * the plan where someone else reset a thread (keeping what the caller pinned
+ * itself: caller-pinning.h), claims memory plugged later (keeper-memory.h),
+ * and releases the VM's claim when QEMU exits. Every change to the VM's
+ * record goes through qp_ledger_rewrite(), each edit changing only its own
+ * fields of the claim. */
+#include "launcher/caller-pinning.h"
 #include "launcher/keeper-memory.h"
 #include "launcher/launch.h"
 #include "launcher/log.h"
@@ -35,6 +39,12 @@ typedef struct {
   GHashTable *plugged_pu; /* cpu-index -> the PU of that core it runs on */
   GHashTable *warned;     /* cpu-indexes already warned about */
   QpMemWatch *mem;        /* memory plugged later, or NULL */
+  /* vCPU index -> the VM's own cores, for a vCPU whose planned core another
+   * VM took while the caller had it elsewhere */
+  GHashTable *fallback;
+  QpCallerPins *pins;  /* the threads' affinities, the caller's decisions */
+  gboolean unwritten;  /* the claim changed since the record was written */
+  gint64 next_look_at; /* when to look for threads moved by the caller */
   /* QEMU said it is exiting (SHUTDOWN on a host signal or quit): when it
    * is still there a while later, the signal is sent again. */
   gint64 exiting_since;
@@ -47,6 +57,10 @@ typedef struct {
  * it too; pinned VMs here did more often (docs/robustness.md, finding 10). */
 #define NUDGE_AFTER_MS 1000
 #define HOLD_QMP_TIMEOUT_MS 3000
+/* How often the keeper looks whether someone moved a thread while no QMP
+ * event said so (`virsh vcpupin` on a running VM): one sched_getaffinity
+ * per vCPU, iothread and the main thread, no QMP unless one moved. */
+#define LOOK_EVERY_MS 5000
 
 static void klog(Keeper *k, int level, const char *fmt, ...)
     G_GNUC_PRINTF(3, 4);
@@ -184,61 +198,83 @@ pin_and_verify(int tid, hwloc_const_bitmap_t set, const char *what,
   return TRUE;
 }
 
+typedef struct {
+  GPtrArray *candidates; /* of hwloc_bitmap_t: cores in order of preference */
+  hwloc_bitmap_t core;   /* out: the core claimed */
+} TakeCore;
+
+/* Ledger edit: adds to the claim the first candidate core that no VM holds
+ * (the claim itself included). */
+static gboolean
+take_free_core(QpClaim *claim, const QpClaims *claims, gpointer data,
+               GError **error)
+{
+  TakeCore *t = data;
+  g_auto(hwloc_bitmap_t) taken = hwloc_bitmap_dup(claim->dedicated);
+  for (guint i = 0; i < claims->claims->len; i++) {
+    const QpClaim *c = g_ptr_array_index(claims->claims, i);
+    if (g_strcmp0(c->id, claim->id) != 0)
+      hwloc_bitmap_or(taken, taken, c->dedicated);
+  }
+  for (guint i = 0; i < t->candidates->len; i++) {
+    hwloc_const_bitmap_t c = g_ptr_array_index(t->candidates, i);
+    if (!hwloc_bitmap_intersects(c, taken)) {
+      t->core = hwloc_bitmap_dup(c);
+      hwloc_bitmap_or(claim->dedicated, claim->dedicated, c);
+      return TRUE;
+    }
+  }
+  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+              "no core is free");
+  return FALSE;
+}
+
+/* Claims the first of CANDIDATES that no VM holds now in the ledger; NULL
+ * when there is none (QP_TOPOLOGY_ERROR_NOFIT) or the ledger failed. */
+static hwloc_bitmap_t
+claim_free_core(Keeper *k, GPtrArray *candidates, GError **error)
+{
+  TakeCore t = {candidates, NULL};
+  if (qp_ledger_rewrite(k->cfg->state_dir, k->cfg->claim, take_free_core, &t,
+                        error))
+    return t.core;
+  if (t.core != NULL) /* the write failed: the core is not ours */
+    hwloc_bitmap_andnot(k->cfg->claim->dedicated, k->cfg->claim->dedicated,
+                        t.core);
+  g_clear_pointer(&t.core, hwloc_bitmap_free);
+  return NULL;
+}
+
 /* Claims a free core for hot-plugged vCPU INDEX (one-to-one) in the
  * ledger: the first of the plan's spare cores that no VM holds now. */
 static hwloc_bitmap_t
 claim_core(Keeper *k, int index, GError **error)
 {
-  const QpPlan *plan = k->cfg->plan;
-  QpClaim *own = k->cfg->claim;
-  g_autoptr(QpLedger) ledger = qp_ledger_open(k->cfg->state_dir, error);
-  if (ledger == NULL || !qp_ledger_lock(ledger, error))
-    return NULL;
-  g_autoptr(QpClaims) claims = qp_ledger_read(ledger, NULL, error);
-  if (claims == NULL) {
-    qp_ledger_unlock(ledger);
+  g_autoptr(GError) local = NULL;
+  hwloc_bitmap_t core = claim_free_core(k, k->cfg->plan->hotplug_cores, &local);
+  if (core != NULL)
+    return core;
+  if (!g_error_matches(local, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT)) {
+    g_propagate_error(error, g_steal_pointer(&local));
     return NULL;
   }
-  g_auto(hwloc_bitmap_t) taken = hwloc_bitmap_dup(own->dedicated);
-  for (guint i = 0; i < claims->claims->len; i++) {
-    const QpClaim *c = g_ptr_array_index(claims->claims, i);
-    if (g_strcmp0(c->id, own->id) != 0)
-      hwloc_bitmap_or(taken, taken, c->dedicated);
-  }
-  hwloc_bitmap_t core = NULL;
-  for (guint i = 0; i < plan->hotplug_cores->len && core == NULL; i++) {
-    hwloc_const_bitmap_t c = g_ptr_array_index(plan->hotplug_cores, i);
-    if (!hwloc_bitmap_intersects(c, taken))
-      core = hwloc_bitmap_dup(c);
-  }
-  if (core == NULL) {
-    qp_ledger_unlock(ledger);
-    g_autofree char *mine = qp_list_format(own->dedicated);
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
-                "vCPU %d was plugged but no core is free for it: it shares "
-                "the VM's cores %s",
-                index, mine);
-    return NULL;
-  }
-  hwloc_bitmap_or(own->dedicated, own->dedicated, core);
-  gboolean ok = qp_ledger_write(ledger, own, error);
-  qp_ledger_unlock(ledger);
-  if (!ok) {
-    hwloc_bitmap_andnot(own->dedicated, own->dedicated, core);
-    hwloc_bitmap_free(core);
-    return NULL;
-  }
-  return core;
+  g_autofree char *mine = qp_list_format(k->cfg->claim->dedicated);
+  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+              "vCPU %d was plugged but no core is free for it: it shares "
+              "the VM's cores %s",
+              index, mine);
+  return NULL;
 }
 
-/* Gives back the cores of vCPUs that were unplugged. */
-static void
+/* Gives back the cores of vCPUs that were unplugged; TRUE if any (the
+ * record is rewritten after the look, with what the caller changed). */
+static gboolean
 release_unplugged(Keeper *k, GArray *vcpus)
 {
   if (k->plugged == NULL || g_hash_table_size(k->plugged) == 0)
-    return;
-  g_autoptr(GList) keys = g_hash_table_get_keys(k->plugged);
+    return FALSE;
   gboolean changed = FALSE;
+  g_autoptr(GList) keys = g_hash_table_get_keys(k->plugged);
   for (GList *l = keys; l != NULL; l = l->next) {
     int index = GPOINTER_TO_INT(l->data);
     gboolean present = FALSE;
@@ -256,17 +292,7 @@ release_unplugged(Keeper *k, GArray *vcpus)
     g_hash_table_remove(k->warned, l->data);
     changed = TRUE;
   }
-  if (!changed)
-    return;
-  g_autoptr(GError) error = NULL;
-  g_autoptr(QpLedger) ledger = qp_ledger_open(k->cfg->state_dir, &error);
-  if (ledger == NULL || !qp_ledger_lock(ledger, &error)) {
-    qp_error("keeper: %s", error->message);
-    return;
-  }
-  if (!qp_ledger_write(ledger, k->cfg->claim, &error))
-    qp_error("keeper: %s", error->message);
-  qp_ledger_unlock(ledger);
+  return changed;
 }
 
 /* Where vCPU INDEX belongs: its planned set, or for a vCPU plugged into a
@@ -275,6 +301,10 @@ static hwloc_const_bitmap_t
 vcpu_target(Keeper *k, int index)
 {
   const QpPlan *plan = k->cfg->plan;
+  hwloc_const_bitmap_t fallback =
+      g_hash_table_lookup(k->fallback, GINT_TO_POINTER(index));
+  if (fallback != NULL)
+    return fallback;
   if (plan->hotplug_cores == NULL || (guint)index < plan->n_boot_vcpus)
     return plan->vcpu_cpus[index];
   hwloc_bitmap_t core = g_hash_table_lookup(k->plugged, GINT_TO_POINTER(index));
@@ -305,16 +335,89 @@ vcpu_target(Keeper *k, int index)
   return pu;
 }
 
-/* Applies the plan to every thread of QEMU: vCPUs to their sets, iothreads
- * to theirs, every other thread (main loop, RCU, workers) to the emulator
- * set. Returns the number of threads whose affinity had to change. */
+/* The core planned (boot vCPU) or claimed (plugged vCPU) for vCPU INDEX in
+ * one-to-one, or NULL. */
+static hwloc_const_bitmap_t
+vcpu_core(Keeper *k, guint index)
+{
+  hwloc_const_bitmap_t core =
+      g_hash_table_lookup(k->plugged, GINT_TO_POINTER(index));
+  if (core == NULL && index < k->cfg->host->n_vcpus)
+    core = k->cfg->host->vcpu_core[index];
+  return core;
+}
+
+/* vCPU INDEX goes back to the plan after the caller had it elsewhere: its
+ * core was given back then, and is claimed again if no VM took it meanwhile.
+ * Else it shares the VM's own cores from now on, with a warning. Returns
+ * where it goes. */
+static hwloc_const_bitmap_t
+reclaim_core(Keeper *k, guint index, hwloc_const_bitmap_t want)
+{
+  hwloc_const_bitmap_t core = vcpu_core(k, index);
+  QpClaim *own = k->cfg->claim;
+  if (core == NULL || hwloc_bitmap_isincluded(core, own->dedicated))
+    return want;
+  g_autoptr(GPtrArray) one = g_ptr_array_new();
+  g_ptr_array_add(one, (gpointer)core);
+  g_autoptr(GError) error = NULL;
+  g_auto(hwloc_bitmap_t) got = claim_free_core(k, one, &error);
+  g_autofree char *list = qp_list_format(core);
+  if (got != NULL)
+    return want;
+  if (!g_error_matches(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT)) {
+    qp_error("keeper: %s", error->message);
+    return want;
+  }
+  if (hwloc_bitmap_iszero(own->dedicated))
+    return want;
+  g_autofree char *mine = qp_list_format(own->dedicated);
+  qp_warning("vCPU %u was reset, but another VM took its core %s meanwhile: "
+             "it shares the VM's cores %s",
+             index, list, mine);
+  hwloc_bitmap_t cores = hwloc_bitmap_dup(own->dedicated);
+  g_hash_table_insert(k->fallback, GINT_TO_POINTER(index), cores);
+  return cores;
+}
+
+/* Applies the plan to every thread of QEMU the caller did not pin itself
+ * (caller-pinning.h): vCPUs to their sets, iothreads to theirs, every other
+ * thread (main loop, RCU, workers) to the emulator set. Returns the number
+ * of threads whose affinity had to change. */
 static gboolean
 apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
            GError **error)
 {
   const QpPlan *plan = k->cfg->plan;
+  hwloc_const_bitmap_t usable = k->cfg->host->usable;
+  hwloc_const_bitmap_t emulator =
+      plan->emulator_cpus != NULL && !hwloc_bitmap_iszero(plan->emulator_cpus)
+          ? plan->emulator_cpus
+          : NULL;
   g_autoptr(GHashTable) done = g_hash_table_new(g_direct_hash, g_direct_equal);
   guint n_changed = 0;
+
+  qp_caller_pins_begin(k->pins);
+  /* The main thread first: QEMU's threads inherit its affinity. A thread
+   * seen for the first time with a set it inherited is not the caller's. */
+  g_auto(hwloc_bitmap_t) main_had = qp_get_affinity(k->qemu_pid, NULL);
+  hwloc_const_bitmap_t inherited[] = {plan->startup_cpus, emulator, main_had};
+  g_auto(hwloc_bitmap_t) main_caller = NULL;
+  if (main_had != NULL && emulator != NULL) {
+    QpPinVerdict verdict =
+        qp_caller_pins_judge(k->pins, k->qemu_pid, "emulator", -1, main_had,
+                             emulator, usable, inherited, 2);
+    if (verdict == QP_PIN_RESET) {
+      if (!qp_set_affinity(k->qemu_pid, emulator, error)) {
+        g_prefix_error(error, "emulator thread: ");
+        return FALSE;
+      }
+      n_changed++;
+    } else if (verdict == QP_PIN_CALLER) {
+      main_caller = hwloc_bitmap_dup(main_had);
+    }
+    g_hash_table_add(done, GINT_TO_POINTER(k->qemu_pid));
+  }
 
   for (guint i = 0; i < vcpus->len; i++) {
     QpVcpu *v = &g_array_index(vcpus, QpVcpu, i);
@@ -332,54 +435,198 @@ apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
                   "vCPU %d: thread %d is gone", v->cpu_index, v->thread_id);
       return FALSE;
     }
-    if (want != NULL && !hwloc_bitmap_isequal(had, want)) {
-      if (!pin_and_verify(v->thread_id, want, what, error))
-        return FALSE;
-      n_changed++;
-    }
     g_hash_table_add(done, GINT_TO_POINTER(v->thread_id));
+    if (want == NULL || hwloc_bitmap_iszero(want))
+      continue;
+    QpPinVerdict verdict =
+        qp_caller_pins_judge(k->pins, v->thread_id, what, v->cpu_index, had,
+                             want, usable, inherited, G_N_ELEMENTS(inherited));
+    if (verdict != QP_PIN_RESET)
+      continue;
+    hwloc_const_bitmap_t to = reclaim_core(k, (guint)v->cpu_index, want);
+    if (to != want)
+      qp_caller_pins_judge(k->pins, v->thread_id, what, v->cpu_index, to, to,
+                           usable, NULL, 0);
+    if (!pin_and_verify(v->thread_id, to, what, error))
+      return FALSE;
+    n_changed++;
   }
   for (guint i = 0; iothreads != NULL && i < iothreads->len; i++) {
     QpIothread *t = &g_array_index(iothreads, QpIothread, i);
     g_autofree char *what = g_strdup_printf("iothread %s", t->id);
     g_auto(hwloc_bitmap_t) had = qp_get_affinity(t->thread_id, NULL);
-    if (had != NULL && plan->iothread_cpus != NULL &&
-        !hwloc_bitmap_isequal(had, plan->iothread_cpus)) {
-      if (!pin_and_verify(t->thread_id, plan->iothread_cpus, what, error))
-        return FALSE;
-      n_changed++;
-    }
     g_hash_table_add(done, GINT_TO_POINTER(t->thread_id));
+    if (had == NULL || plan->iothread_cpus == NULL ||
+        hwloc_bitmap_iszero(plan->iothread_cpus))
+      continue;
+    if (qp_caller_pins_judge(k->pins, t->thread_id, what, -1, had,
+                             plan->iothread_cpus, usable, inherited,
+                             G_N_ELEMENTS(inherited)) != QP_PIN_RESET)
+      continue;
+    if (!pin_and_verify(t->thread_id, plan->iothread_cpus, what, error))
+      return FALSE;
+    n_changed++;
   }
 
-  /* Every other thread: the emulator's set. Threads come and go (QEMU's
-   * worker pool), so one that vanished meanwhile is not an error. */
+  /* Every other thread: the emulator's set, or the caller's where the
+   * caller pinned the main thread they came from. Threads come and go
+   * (QEMU's worker pool), so one that vanished meanwhile is not an error;
+   * they are too many and too short-lived to remember each. */
   g_autofree char *task = g_strdup_printf("/proc/%d/task", k->qemu_pid);
   g_autoptr(GDir) dir = g_dir_open(task, 0, NULL);
   const char *name;
-  while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
+  while (emulator != NULL && dir != NULL &&
+         (name = g_dir_read_name(dir)) != NULL) {
     int tid = atoi(name);
     if (tid <= 0 || g_hash_table_contains(done, GINT_TO_POINTER(tid)))
       continue;
-    if (plan->emulator_cpus == NULL || hwloc_bitmap_iszero(plan->emulator_cpus))
-      continue;
     g_auto(hwloc_bitmap_t) had = qp_get_affinity(tid, NULL);
-    if (had == NULL || hwloc_bitmap_isequal(had, plan->emulator_cpus))
+    if (had == NULL ||
+        (main_caller != NULL && hwloc_bitmap_isequal(had, main_caller)) ||
+        qp_caller_judge(had, emulator, usable, inherited, 2) != QP_PIN_RESET)
       continue;
-    g_autoptr(GError) local = NULL;
-    if (!qp_set_affinity(tid, plan->emulator_cpus, &local)) {
-      if (tid == k->qemu_pid) {
-        g_propagate_prefixed_error(error, g_steal_pointer(&local),
-                                   "emulator thread: ");
-        return FALSE;
-      }
-      continue;
-    }
-    n_changed++;
+    if (qp_set_affinity(tid, emulator, NULL))
+      n_changed++;
   }
   if (changed)
     *changed = n_changed;
   return TRUE;
+}
+
+typedef struct {
+  hwloc_bitmap_t dedicated;
+  GArray *load;     /* of QpNodeLoad */
+  GArray *cpu_load; /* of QpCpuLoad */
+} ClaimUse;
+
+/* Ledger edit: the claim's CPUs as the VM uses them (its memory is
+ * keeper-memory.c's to change). */
+static gboolean
+set_claim_use(QpClaim *claim, const QpClaims *claims, gpointer data,
+              GError **error)
+{
+  const ClaimUse *u = data;
+  hwloc_bitmap_copy(claim->dedicated, u->dedicated);
+  g_array_set_size(claim->load, 0);
+  g_array_append_vals(claim->load, u->load->data, u->load->len);
+  qp_cpu_load_copy(claim->cpu_load, u->cpu_load);
+  return TRUE;
+}
+
+/* After a look at the threads: the record follows what the VM uses (the
+ * cores of vCPUs the caller moved elsewhere are given back, shared vCPUs
+ * counted where the caller put them), and one line says what the caller
+ * decided and what the claim became. */
+static void
+follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
+              char *changes)
+{
+  const QpPlan *plan = k->cfg->plan;
+  const QpCallerHost *host = k->cfg->host;
+  QpClaim *own = k->cfg->claim;
+  guint n = host->n_vcpus;
+  g_autofree hwloc_const_bitmap_t *effective =
+      g_new0(hwloc_const_bitmap_t, MAX(n, 1));
+  g_autofree hwloc_const_bitmap_t *cores =
+      g_new0(hwloc_const_bitmap_t, MAX(n, 1));
+  g_autofree gboolean *present = g_new0(gboolean, MAX(n, 1));
+  for (guint i = 0; i < vcpus->len; i++) {
+    int index = g_array_index(vcpus, QpVcpu, i).cpu_index;
+    if (index >= 0 && (guint)index < n)
+      present[index] = TRUE;
+  }
+  gboolean any_caller = FALSE;
+  for (guint v = 0; v < n; v++) {
+    hwloc_const_bitmap_t caller = qp_caller_pins_vcpu(k->pins, v);
+    hwloc_const_bitmap_t pu =
+        g_hash_table_lookup(k->plugged_pu, GINT_TO_POINTER(v));
+    hwloc_const_bitmap_t fallback =
+        g_hash_table_lookup(k->fallback, GINT_TO_POINTER(v));
+    any_caller |= caller != NULL;
+    effective[v] = caller     ? caller
+                   : pu       ? pu
+                   : fallback ? fallback
+                              : plan->vcpu_cpus[v];
+    /* A one-to-one vCPU slot not plugged runs nowhere yet (its planned
+     * set, the VM's cores, would keep every core in use). */
+    if (plan->mode == QP_MODE_ONE_TO_ONE && v >= plan->n_boot_vcpus &&
+        !present[v])
+      effective[v] = NULL;
+    cores[v] = vcpu_core(k, v);
+  }
+  ClaimUse use = {hwloc_bitmap_alloc(),
+                  g_array_new(FALSE, FALSE, sizeof(QpNodeLoad)),
+                  qp_cpu_load_array_new()};
+  qp_caller_claim(host, effective, cores, own->dedicated, use.dedicated,
+                  use.load, use.cpu_load);
+  if (!any_caller) {
+    g_array_set_size(use.load, 0);
+    if (plan->load != NULL)
+      g_array_append_vals(use.load, plan->load->data, plan->load->len);
+    qp_cpu_load_copy(use.cpu_load, plan->cpu_load);
+  }
+  /* The record to write, and the news since the look began (a core
+   * claimed again on the way is written already). */
+  gboolean same = !k->unwritten &&
+                  hwloc_bitmap_isequal(use.dedicated, own->dedicated) &&
+                  qp_caller_load_equal(use.load, own->load) &&
+                  qp_caller_cpu_load_equal(use.cpu_load, own->cpu_load);
+  if (changes != NULL || !hwloc_bitmap_isequal(use.dedicated, held_before)) {
+    g_autofree char *line =
+        qp_caller_look_text(changes, held_before, use.dedicated, use.load);
+    klog(k, 1, "%s", line);
+  }
+  if (!same) {
+    g_autoptr(GError) error = NULL;
+    k->unwritten =
+        !qp_ledger_rewrite(k->cfg->state_dir, own, set_claim_use, &use, &error);
+    if (k->unwritten)
+      qp_error("keeper: %s", error->message);
+  }
+  hwloc_bitmap_free(use.dedicated);
+  g_array_unref(use.load);
+  g_array_unref(use.cpu_load);
+  g_free(changes);
+}
+
+/* Says which guest memory stays where the caller bound it (host-nodes of
+ * its backend), claimed there. */
+static void
+say_caller_memory(Keeper *k)
+{
+  const QpPlan *plan = k->cfg->plan;
+  g_autoptr(GString) s = g_string_new(NULL);
+  for (guint m = 0; m < plan->n_mem; m++) {
+    const QpPlanMem *pm = &plan->mem[m];
+    if (!pm->caller_set)
+      continue;
+    g_autofree char *nodes = qp_list_format(pm->host_nodes);
+    if (s->len > 0)
+      g_string_append(s, ", ");
+    if (pm->gnode < 0)
+      g_string_append_printf(s, "the guest's memory on host nodes %s", nodes);
+    else
+      g_string_append_printf(s, "guest node %d's memory on host nodes %s",
+                             pm->gnode, nodes);
+  }
+  if (s->len > 0)
+    klog(k, 1, "the caller's memory binding kept: %s, claimed there", s->str);
+}
+
+/* Looks at every thread of QEMU: the plan goes back where a thread was
+ * reset, the caller's pinning stays, the record follows. */
+static gboolean
+look_and_apply(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
+               GError **error)
+{
+  k->unwritten |= release_unplugged(k, vcpus);
+  /* Cores claimed again on the way are news of this look too. */
+  g_auto(hwloc_bitmap_t) held = hwloc_bitmap_dup(k->cfg->claim->dedicated);
+  gboolean ok = apply_plan(k, vcpus, iothreads, changed, error);
+  if (ok)
+    follow_caller(k, vcpus, held, qp_caller_pins_end(k->pins));
+  k->next_look_at = g_get_monotonic_time() + (gint64)LOOK_EVERY_MS * 1000;
+  return ok;
 }
 
 static gboolean
@@ -391,8 +638,7 @@ query_and_apply(Keeper *k, guint *changed, GError **error)
   g_autoptr(GArray) iothreads = qp_qmp_query_iothreads(k->qmp, error);
   if (iothreads == NULL)
     return FALSE;
-  release_unplugged(k, vcpus);
-  return apply_plan(k, vcpus, iothreads, changed, error);
+  return look_and_apply(k, vcpus, iothreads, changed, error);
 }
 
 /* Waits until the monitor has something to say, QEMU exits, or the start
@@ -457,12 +703,7 @@ update_record(Keeper *k, GError **error)
   /* The daemon now keeps the record alive; the launcher is about to go. */
   claim->launcher_pid = 0;
   claim->launcher_start = 0;
-  g_autoptr(QpLedger) ledger = qp_ledger_open(k->cfg->state_dir, error);
-  if (ledger == NULL || !qp_ledger_lock(ledger, error))
-    return FALSE;
-  gboolean ok = qp_ledger_write(ledger, claim, error);
-  qp_ledger_unlock(ledger);
-  return ok;
+  return qp_ledger_rewrite(k->cfg->state_dir, claim, NULL, NULL, error);
 }
 
 static void
@@ -609,7 +850,8 @@ on_event(Keeper *k, JsonObject *ev)
     klog(k, 1, "re-applied the plan to %u threads on resume", changed);
 }
 
-/* Holds the claim until QEMU exits, re-applying the plan on RESUME. */
+/* Holds the claim until QEMU exits, re-applying the plan on RESUME, and
+ * looking every LOOK_EVERY_MS whether the caller moved a thread. */
 static void
 hold(Keeper *k)
 {
@@ -635,6 +877,12 @@ hold(Keeper *k)
                           : k->exiting_since +
                                 (gint64)NUDGE_AFTER_MS * 1000 * (k->nudges + 1);
     int timeout = polling ? 500 : -1;
+    gboolean looking = monitor_open && k->exiting_since == 0;
+    if (looking) {
+      /* Rounded up: waking before the look is due would spin. */
+      gint64 in = (k->next_look_at - g_get_monotonic_time() + 999) / 1000;
+      timeout = (int)CLAMP(in, 0, timeout < 0 ? LOOK_EVERY_MS : timeout);
+    }
     if (nudge_at != 0)
       timeout = (int)MAX(0, (nudge_at - g_get_monotonic_time()) / 1000);
     if (k->pidfd < 0 && (timeout < 0 || timeout > 200))
@@ -653,13 +901,21 @@ hold(Keeper *k)
       signal_qemu(k, SIGTERM);
       continue;
     }
-    if (r == 0 && polling) {
-      g_autoptr(GError) error = NULL;
-      if (plan->n_vcpus > plan->n_boot_vcpus &&
-          !query_and_apply(k, NULL, &error) &&
-          !g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))
-        qp_error("keeper: %s", error->message);
-      if (k->mem != NULL)
+    gboolean look_due = looking && g_get_monotonic_time() >= k->next_look_at;
+    if (r == 0 && (polling || look_due)) {
+      /* vCPUs that may be plugged are looked for through QMP on every
+       * tick; otherwise a look through QMP only when a thread moved:
+       * sched_getaffinity alone tells that. */
+      gboolean vcpu_poll = polling && plan->n_vcpus > plan->n_boot_vcpus;
+      if (vcpu_poll || (look_due && qp_caller_pins_moved(k->pins))) {
+        g_autoptr(GError) error = NULL;
+        if (!query_and_apply(k, NULL, &error) &&
+            !g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))
+          qp_error("keeper: %s", error->message);
+      } else if (look_due) {
+        k->next_look_at = g_get_monotonic_time() + (gint64)LOOK_EVERY_MS * 1000;
+      }
+      if (polling && k->mem != NULL)
         qp_mem_watch_update(k->mem, k->qmp);
       continue;
     }
@@ -693,6 +949,9 @@ qp_keeper_main(const QpKeeperConfig *cfg)
   k->plugged_pu = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                         (GDestroyNotify)hwloc_bitmap_free);
   k->warned = g_hash_table_new(g_direct_hash, g_direct_equal);
+  k->fallback = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                      (GDestroyNotify)hwloc_bitmap_free);
+  k->pins = qp_caller_pins_new(cfg->plan->n_vcpus);
   /* The launcher learns our PID after the fork: our copy must know it
    * too, since we rewrite the record (daemon PID, hot-plugged cores). */
   cfg->claim->keeper_pid = getpid();
@@ -749,8 +1008,9 @@ qp_keeper_main(const QpKeeperConfig *cfg)
   g_autoptr(GArray) iothreads = qp_qmp_query_iothreads(k->qmp, &error);
   if (iothreads == NULL)
     fail(k, error);
+  say_caller_memory(k);
   guint changed = 0;
-  if (!apply_plan(k, vcpus, iothreads, &changed, &error))
+  if (!look_and_apply(k, vcpus, iothreads, &changed, &error))
     fail(k, error);
   k->applied = TRUE;
   klog(k, 1, "pinned %u threads (%u vCPUs, %u iothreads)", changed, vcpus->len,

@@ -124,6 +124,14 @@ qp_exec(const char *binary, char **argv, GError **error)
 
 /* ---- Planning ------------------------------------------------------------ */
 
+QpQemuArgs *
+qp_launch_read(const QpOptions *opts, guint argc, char **argv, GError **error)
+{
+  if (opts->placement.mode == QP_MODE_NONE)
+    return NULL;
+  return qp_qemu_args_parse(argc, argv, error);
+}
+
 static void
 print_warnings(GPtrArray *warnings)
 {
@@ -143,6 +151,8 @@ plan_locked(QpOptions *opts, QpQemuArgs *args, QpLedger **ledger_out,
   g_autoptr(QpHost) host = qp_host_load_full(opts->topology, with_io, error);
   if (host == NULL)
     return NULL;
+  if (host->inconsistent != NULL)
+    qp_info("%s", host->inconsistent);
   g_autofree char *dir =
       opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir();
   g_autoptr(QpLedger) ledger = qp_ledger_open(dir, error);
@@ -156,6 +166,8 @@ plan_locked(QpOptions *opts, QpQemuArgs *args, QpLedger **ledger_out,
     return NULL;
   }
   print_warnings(args->warnings);
+  for (guint i = 0; i < args->notes->len; i++)
+    qp_info("%s", (const char *)args->notes->pdata[i]);
   QpPlan *plan =
       qp_plan_compute(host, claims, args->req, &opts->placement, error);
   if (plan == NULL) {
@@ -171,18 +183,38 @@ plan_locked(QpOptions *opts, QpQemuArgs *args, QpLedger **ledger_out,
 }
 
 int
+qp_dry_run_none(QpOptions *opts)
+{
+  const char *reason = "mode none: QEMU runs as it would without qemu-pin; "
+                       "its command line is not read";
+  if (opts->human) {
+    g_print("mode            none\n\nreasons:\n  - %s\n", reason);
+    return 0;
+  }
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "mode");
+  json_builder_add_string_value(b, "none");
+  json_builder_set_member_name(b, "reasons");
+  json_builder_begin_array(b);
+  json_builder_add_string_value(b, reason);
+  json_builder_end_array(b);
+  json_builder_set_member_name(b, "warnings");
+  json_builder_begin_array(b);
+  json_builder_end_array(b);
+  json_builder_end_object(b);
+  g_autoptr(JsonNode) node = json_builder_get_root(b);
+  g_autofree char *text = json_to_string(node, TRUE);
+  g_print("%s\n", text);
+  return 0;
+}
+
+int
 qp_dry_run(QpOptions *opts, QpQemuArgs *args)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(QpLedger) ledger = NULL;
 
-  if (opts->placement.mode == QP_MODE_NONE) {
-    if (opts->human)
-      g_print("mode none: QEMU runs as it would without qemu-pin\n");
-    else
-      g_print("{\n  \"mode\" : \"none\"\n}\n");
-    return 0;
-  }
   g_autoptr(QpHost) host = NULL;
   g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, &host, &error);
   if (plan == NULL) {
@@ -357,13 +389,18 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(QpLedger) ledger = NULL;
+  g_autoptr(QpHost) host = NULL;
 
-  g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, NULL, &error);
+  g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, &host, &error);
   if (plan == NULL) {
     qp_error("%s", error->message);
     return 1;
   }
   print_warnings(plan->warnings);
+  /* The keeper needs little of the host: the rest is freed before fork. */
+  g_autoptr(QpCallerHost) caller_host =
+      qp_caller_host_new(host, plan, opts->placement.affinity);
+  g_clear_pointer(&host, qp_host_free);
 
   int sv[2] = {-1, -1};
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -403,6 +440,7 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
   QpKeeperConfig cfg = {
       .qemu_end_ino = qemu_end.st_ino,
       .plan = plan,
+      .host = caller_host,
       .state_dir = qp_ledger_dir(ledger),
       .claim = claim,
       .qmp_fd = sv[0],

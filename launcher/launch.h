@@ -6,6 +6,7 @@
 #include <glib.h>
 #include <hwloc.h>
 
+#include "launcher/caller-pinning.h"
 #include "launcher/options.h"
 #include "launcher/qemu-args.h"
 #include "topology/ledger.h"
@@ -17,6 +18,13 @@ G_BEGIN_DECLS
  * failure, with the exit status to use (127 not found, 126 otherwise). */
 int qp_exec(const char *binary, char **argv, GError **error);
 
+/* What qemu-pin makes of QEMU's ARGV (the binary excluded) under OPTS:
+ * NULL without an error in mode none, where QEMU runs as it is and its
+ * command line is not read; else the parsed command line (passthrough set
+ * for help, version and probes), or NULL with the one-line refusal. */
+QpQemuArgs *qp_launch_read(const QpOptions *opts, guint argc, char **argv,
+                           GError **error);
+
 /* Launches ARGS under OPTS. Returns the exit status for main() when it
  * returns at all (exec in place does not return on success). */
 int qp_launch(QpOptions *opts, const char *binary, const char *argv0,
@@ -25,6 +33,10 @@ int qp_launch(QpOptions *opts, const char *binary, const char *argv0,
 /* Prints the plan (JSON, or a table with --human) without launching. */
 int qp_dry_run(QpOptions *opts, QpQemuArgs *args);
 
+/* The same in mode none, where QEMU's command line is not read: only the
+ * mode and why (see docs/plan-schema.md). */
+int qp_dry_run_none(QpOptions *opts);
+
 /* CPU affinity of a thread, as hwloc bitmaps. */
 gboolean qp_set_affinity(int tid, hwloc_const_bitmap_t set, GError **error);
 hwloc_bitmap_t qp_get_affinity(int tid, GError **error);
@@ -32,11 +44,12 @@ hwloc_bitmap_t qp_get_affinity(int tid, GError **error);
 /* What the keeper needs, set up by the launcher before the fork. */
 typedef struct {
   const QpPlan *plan;
-  const char *state_dir; /* ledger directory (reopened by the keeper) */
-  QpClaim *claim;        /* the record this VM holds */
-  int qmp_fd;            /* our end of the private monitor */
-  guint64 qemu_end_ino;  /* inode of QEMU's end: finds a daemon by its fds */
-  int qemu_pid;          /* the process that is or becomes QEMU; 0 unknown */
+  const QpCallerHost *host; /* usable CPUs, cores and nodes of the host */
+  const char *state_dir;    /* ledger directory (reopened by the keeper) */
+  QpClaim *claim;           /* the record this VM holds */
+  int qmp_fd;               /* our end of the private monitor */
+  guint64 qemu_end_ino;     /* inode of QEMU's end: finds a daemon by its fds */
+  int qemu_pid;             /* the process that is or becomes QEMU; 0 unknown */
   gboolean daemonize;
   gboolean send_cont; /* no -S and no -incoming from the caller */
   int status_fd;      /* -daemonize: "ok\n" or a line of error; else -1 */

@@ -515,16 +515,16 @@ check_syntax(const char *path, const char *text, GError **error)
 }
 
 static gboolean
-group_matches(const char *group, const QpQemuArgs *args)
+group_matches(const char *group, const QpVmIds *vm)
 {
-  if (args == NULL)
+  if (vm == NULL)
     return FALSE;
   if (g_str_has_prefix(group, "name:"))
-    return args->name != NULL && strcmp(group + 5, args->name) == 0;
+    return vm->name != NULL && strcmp(group + 5, vm->name) == 0;
   if (g_str_has_prefix(group, "uuid:"))
-    return args->uuid != NULL && g_ascii_strcasecmp(group + 5, args->uuid) == 0;
+    return vm->uuid != NULL && g_ascii_strcasecmp(group + 5, vm->uuid) == 0;
   if (g_str_has_prefix(group, "id:"))
-    return args->id != NULL && strcmp(group + 3, args->id) == 0;
+    return vm->id != NULL && strcmp(group + 3, vm->id) == 0;
   return FALSE;
 }
 
@@ -574,7 +574,7 @@ apply_group(QpOptions *opts, GKeyFile *kf, const char *path, GHashTable *lines,
 }
 
 gboolean
-qp_options_load_config(QpOptions *opts, const QpQemuArgs *args, GError **error)
+qp_options_load_config(QpOptions *opts, const QpVmIds *vm, GError **error)
 {
   const char *path = opts->config ? opts->config : QP_DEFAULT_CONFIG;
   g_autofree char *text = NULL;
@@ -625,7 +625,7 @@ qp_options_load_config(QpOptions *opts, const QpQemuArgs *args, GError **error)
       !apply_group(opts, kf, path, lines, "defaults", TRUE, error))
     return FALSE;
   for (guint i = 0; groups[i] != NULL; i++)
-    if (group_matches(groups[i], args) &&
+    if (group_matches(groups[i], vm) &&
         !apply_group(opts, kf, path, lines, groups[i], TRUE, error))
       return FALSE;
   return TRUE;

@@ -59,10 +59,10 @@ gboolean qp_options_parse_cli(QpOptions *opts, int argc, char **argv,
  * not give. */
 gboolean qp_options_parse_env(QpOptions *opts, GError **error);
 
-/* The config file: [defaults], then the VM's group matched by ARGS' -name,
- * -uuid or -id (ARGS may be NULL), for settings not given above. A missing
+/* The config file: [defaults], then the VM's group matched by VM's -name,
+ * -uuid or -id (VM may be NULL), for settings not given above. A missing
  * default config file is fine; a missing explicit one is an error. */
-gboolean qp_options_load_config(QpOptions *opts, const QpQemuArgs *args,
+gboolean qp_options_load_config(QpOptions *opts, const QpVmIds *vm,
                                 GError **error);
 
 /* The --help text. */

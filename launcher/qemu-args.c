@@ -2,17 +2,21 @@
  *
  * The semantics are QEMU 7.2's (qemu-system-x86_64): the option table, the
  * QemuOpts key=value syntax, -smp's machine_parse_smp_config(), -m's
- * parse_memory_options(), -numa's numa.c and the -object rules. Where QEMU
- * 7.2 only warns (-smp 0, -m 0) qemu-pin refuses: a VM it cannot size it
- * cannot place. */
+ * parse_memory_options(), -numa's numa.c and the -object rules. A value
+ * is refused only where QEMU 7.2 refuses it too (tests/args/test-refusals.c
+ * holds QEMU's own message for each); what QEMU accepts with a warning
+ * (-smp 0, -m 0) is read as QEMU reads it. */
 #include "launcher/qemu-args.h"
 
 #include <errno.h>
 #include <json-glib/json-glib.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "launcher/qemu-kv.h"
 #include "launcher/qemu-memory.h"
+#include "launcher/qemu-readconfig.h"
 #include "topology/cpulist.h"
 
 /* The quark's name is the argument as written. */
@@ -585,11 +589,14 @@ machine_info(const char *type)
 /* ---- parser state ----------------------------------------------------------
  */
 
+/* argv index of an option read from a -readconfig file. */
+#define IN_FILE G_MAXUINT
+
 typedef struct {
   const char *name;  /* without its dashes */
-  guint i;           /* argv index of the option */
+  guint i;           /* argv index of the option, or IN_FILE */
   const char *value; /* NULL if it takes none */
-  guint vi;          /* argv index of the value */
+  guint vi;          /* argv index of the value, or IN_FILE */
 } Opt;
 
 typedef struct {
@@ -605,6 +612,8 @@ struct _QpQemuArgsPriv {
   GArray *mem_path_i; /* argv indexes of the -mem-path options */
   gboolean mem_prealloc;
   MachineInfo machine;
+  GPtrArray *file_values; /* of char*: option values read from files, each
+                             followed by "FILE:LINE [group]" */
 };
 
 static void
@@ -636,11 +645,15 @@ qp_qemu_args_free(QpQemuArgs *args)
   g_free(args->machine);
   if (args->warnings)
     g_ptr_array_unref(args->warnings);
+  if (args->notes)
+    g_ptr_array_unref(args->notes);
   if (args->priv) {
     g_free(args->priv->nodes);
     g_free(args->priv->mem_path);
     if (args->priv->mem_path_i)
       g_array_unref(args->priv->mem_path_i);
+    if (args->priv->file_values)
+      g_ptr_array_unref(args->priv->file_values);
     g_free(args->priv);
   }
   g_free(args);
@@ -975,11 +988,7 @@ parse_smp(QpQemuArgs *a, GArray *kv, const char *last_text, GError **error)
           "-smp '%s': %s '%s' is not a number: expected a positive "
           "integer",
           p->text, keys[k], p->value);
-    if (val[k] == 0)
-      return set_invalid(error,
-                         "-smp '%s': %s=0 is invalid: every CPU topology value "
-                         "must be at least 1",
-                         p->text, keys[k]);
+    /* QEMU 7.2 warns that 0 is deprecated and reads it as omitted. */
   }
   guint64 cpus = val[0], maxcpus = val[1], sockets = val[2], dies = val[3],
           clusters = val[4], cores = val[5], threads = val[6];
@@ -1114,17 +1123,17 @@ parse_memory(QpQemuArgs *a, GArray *kv, gboolean bytes, gboolean *custom,
     g_autofree char *what = g_strdup_printf("-m '%s': size", p->text);
     if (!qp_parse_size(p->value, what, !bytes, &size, error))
       return FALSE;
-    if (size == 0)
-      return set_invalid(error,
-                         "-m '%s': a RAM size of 0 is invalid: expected a size "
-                         "such as 512M or 4G",
-                         p->text);
-    /* QEMU rounds up to 8 KiB. */
-    if (size > G_MAXUINT64 - 8191)
-      return set_invalid(error, "-m '%s': size '%s' is too large", p->text,
-                         p->value);
-    size = (size + 8191) & ~(guint64)8191;
-    *custom = TRUE;
+    /* QEMU 7.2 reads a size of 0 as not given: the default 128 MiB. */
+    if (size == 0) {
+      size = 128 * MiB;
+    } else {
+      /* QEMU rounds up to 8 KiB. */
+      if (size > G_MAXUINT64 - 8191)
+        return set_invalid(error, "-m '%s': size '%s' is too large", p->text,
+                           p->value);
+      size = (size + 8191) & ~(guint64)8191;
+      *custom = TRUE;
+    }
   }
   KvPair *slots = kv_last(kv, "slots"), *maxmem = kv_last(kv, "maxmem");
   guint64 nslots = 0, max = 0;
@@ -1485,10 +1494,9 @@ numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
     }
     if (missing->len)
       g_ptr_array_add(
-          a->warnings,
-          g_strdup_printf("vCPUs %s are in no -numa node: QEMU puts "
-                          "them on node 0",
-                          missing->str));
+          a->notes, g_strdup_printf("vCPUs %s are in no -numa node: QEMU puts "
+                                    "them on node 0",
+                                    missing->str));
   }
 
   if (numa->has_dist) {
@@ -1592,6 +1600,27 @@ normalise_bdf(const char *text)
                          dom, bus, slot, fn);
 }
 
+/* The PCI device behind a vfio-pci sysfsdev= path: the path resolved
+ * (symlinks and all, as QEMU opens it) is the device's sysfs directory, and
+ * the nearest component that is a PCI address is the device itself
+ * (/sys/bus/pci/devices/BDF) or, for a mediated device
+ * (/sys/bus/mdev/devices/UUID, which resolves under its parent), the parent
+ * whose locality it shares. A path that does not resolve (the device is on
+ * another host) names the device by its last component when that is an
+ * address. NULL when neither gives one. */
+static char *
+sysfsdev_bdf(const char *path)
+{
+  g_autofree char *real = realpath(path, NULL);
+  g_auto(GStrv) parts = g_strsplit(real != NULL ? real : path, "/", -1);
+  for (guint n = g_strv_length(parts); n > 0; n--) {
+    char *bdf = normalise_bdf(parts[n - 1]);
+    if (bdf != NULL || real == NULL)
+      return bdf;
+  }
+  return NULL;
+}
+
 static gboolean
 parse_device(GPtrArray *vfio, const char *text, GError **error)
 {
@@ -1628,18 +1657,21 @@ parse_device(GPtrArray *vfio, const char *text, GError **error)
   if (driver == NULL || (strcmp(driver, "vfio-pci") != 0 &&
                          strcmp(driver, "vfio-pci-nohotplug") != 0))
     return TRUE;
-  const char *addr = host;
-  if (addr == NULL && sysfsdev != NULL) {
-    const char *slash = strrchr(sysfsdev, '/');
-    addr = slash ? slash + 1 : sysfsdev;
+  if (host == NULL && sysfsdev != NULL) {
+    /* Any path: QEMU reads it. A device whose address cannot be found
+     * there keeps the path, and its locality is unknown to the plan. */
+    char *bdf = sysfsdev_bdf(sysfsdev);
+    g_ptr_array_add(vfio, bdf != NULL ? bdf : g_strdup(sysfsdev));
+    return TRUE;
   }
-  if (addr == NULL)
+  if (host == NULL)
     return set_invalid(error,
                        "-device '%s': vfio-pci needs host= or sysfsdev=", text);
+  const char *addr = host;
   char *bdf = normalise_bdf(addr);
   if (bdf == NULL)
     return set_invalid(error,
-                       "-device '%s': '%s' is not a PCI address: expected "
+                       "-device '%s': host '%s' is not a PCI address: expected "
                        "[domain:]bus:slot.function such as 0000:01:00.0",
                        text, addr);
   g_ptr_array_add(vfio, bdf);
@@ -1648,6 +1680,73 @@ parse_device(GPtrArray *vfio, const char *text, GError **error)
 
 /* ---- the whole command line
  * ---------------------------------------------------- */
+
+/* The options of ARGV in order, as QEMU's lookup_opt() finds them: "--opt"
+ * is "-opt"; an option in the table takes the next argument whatever it
+ * looks like; a word without a dash is a disk image. *MISSING is the last
+ * option when it lacks its argument. */
+static GArray *
+scan_options(guint argc, char **argv, const char **missing)
+{
+  GArray *opts = g_array_new(FALSE, TRUE, sizeof(Opt));
+  *missing = NULL;
+  for (guint i = 0; i < argc; i++) {
+    const char *arg = argv[i];
+    Opt o = {0};
+    if (arg[0] != '-')
+      continue;
+    o.name = arg + 1;
+    if (o.name[0] == '-')
+      o.name++;
+    o.i = i;
+    if (option_has_arg(o.name)) {
+      if (i + 1 >= argc) {
+        *missing = arg;
+        break;
+      }
+      o.vi = ++i;
+      o.value = argv[i];
+    }
+    g_array_append_val(opts, o);
+  }
+  return opts;
+}
+
+static gboolean is_opt(const Opt *o, const char *name);
+
+QpVmIds *
+qp_vm_ids_from_argv(guint argc, char **argv)
+{
+  const char *missing;
+  g_autoptr(GArray) opts = scan_options(argc, argv, &missing);
+  QpVmIds *ids = g_new0(QpVmIds, 1);
+  for (guint i = 0; i < opts->len; i++) {
+    const Opt *o = &g_array_index(opts, Opt, i);
+    if (is_opt(o, "uuid")) {
+      g_free(ids->uuid);
+      ids->uuid = g_strdup(o->value);
+    } else if (is_opt(o, "id")) {
+      g_free(ids->id);
+      ids->id = g_strdup(o->value);
+    } else if (is_opt(o, "name")) {
+      g_autoptr(GArray) kv = kv_parse(o->value, "guest");
+      g_free(ids->name);
+      ids->name = g_strdup(kv_get(kv, "guest"));
+    }
+  }
+  return ids;
+}
+
+void
+qp_vm_ids_free(QpVmIds *ids)
+{
+  if (ids == NULL)
+    return;
+  g_free(ids->name);
+  g_free(ids->uuid);
+  g_free(ids->id);
+  g_free(ids);
+}
 
 /* Not a launch: help, version, a capability probe. */
 static gboolean
@@ -1739,13 +1838,6 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
       a->daemonize = TRUE;
     else if (is_opt(o, "sandbox"))
       a->has_sandbox = TRUE;
-    else if (is_opt(o, "readconfig"))
-      g_ptr_array_add(
-          a->warnings,
-          g_strdup_printf("-readconfig %s: qemu-pin does not read QEMU "
-                          "config files: -smp, -m, -numa or -object "
-                          "given there are not planned for",
-                          o->value));
     else if (is_opt(o, "mem-prealloc"))
       a->priv->mem_prealloc = TRUE;
     else if (is_opt(o, "mem-path")) {
@@ -1756,15 +1848,7 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
       g_free(a->incoming), a->incoming = g_strdup(o->value);
     else if (is_opt(o, "pidfile"))
       g_free(a->pidfile), a->pidfile = g_strdup(o->value);
-    else if (is_opt(o, "uuid"))
-      g_free(a->uuid), a->uuid = g_strdup(o->value);
-    else if (is_opt(o, "id"))
-      g_free(a->id), a->id = g_strdup(o->value);
-    else if (is_opt(o, "name")) {
-      g_autoptr(GArray) kv = kv_parse(o->value, "guest");
-      g_free(a->name);
-      a->name = g_strdup(kv_get(kv, "guest"));
-    } else if (is_opt(o, "object")) {
+    else if (is_opt(o, "object")) {
       if (!parse_object(a, o, error))
         return FALSE;
     }
@@ -1868,11 +1952,92 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
   return TRUE;
 }
 
+/* The option a -readconfig section stands for, as QEMU 7.2 treats it:
+ * [machine] merges into -machine, [smp-opts] into -smp, [memory] is -m,
+ * [numa] -numa, [object "ID"] -object and [device "ID"] -device. Sections
+ * that do not matter to placement give NULL. */
+static const char *
+section_option(const QpConfigSection *section)
+{
+  static const char *const map[][2] = {
+      {"machine", "machine"}, {"smp-opts", "smp"},  {"memory", "m"},
+      {"numa", "numa"},       {"object", "object"}, {"device", "device"},
+  };
+  for (guint k = 0; k < G_N_ELEMENTS(map); k++)
+    if (strcmp(section->group, map[k][0]) == 0)
+      return map[k][1];
+  return NULL;
+}
+
+/* When ERROR names a value read from a -readconfig file, says which file,
+ * line and section it came from: the caller did not write the option. */
+static void
+name_config_file(const QpQemuArgs *a, GError **error)
+{
+  GPtrArray *v = a->priv->file_values;
+  for (guint k = 0;
+       v != NULL && error != NULL && *error != NULL && k + 1 < v->len; k += 2)
+    if (strstr((*error)->message, v->pdata[k]) != NULL) {
+      g_prefix_error(error, "-readconfig %s: ", (char *)v->pdata[k + 1]);
+      return;
+    }
+}
+
+/* OPTS with the options of each -readconfig file in place of it, so that
+ * they merge with the command line's in QEMU's order. A file that cannot be
+ * read is one warning (QEMU then says so itself); what QEMU refuses in its
+ * syntax is refused here too. */
+static GArray *
+with_config_files(QpQemuArgs *a, GArray *opts, GError **error)
+{
+  g_autoptr(GArray) all = g_array_new(FALSE, TRUE, sizeof(Opt));
+  for (guint i = 0; i < opts->len; i++) {
+    const Opt *o = &g_array_index(opts, Opt, i);
+    g_array_append_val(all, *o);
+    if (!is_opt(o, "readconfig"))
+      continue;
+    g_autoptr(GError) local = NULL;
+    g_autoptr(GPtrArray) sections = qp_readconfig_read(o->value, &local);
+    if (sections == NULL && local->domain == QP_ARGS_ERROR) {
+      g_propagate_error(error, g_steal_pointer(&local));
+      return NULL;
+    }
+    if (sections == NULL) {
+      g_ptr_array_add(a->warnings,
+                      g_strdup_printf("-readconfig %s %s: what it holds is "
+                                      "not planned for",
+                                      o->value, local->message));
+      continue;
+    }
+    if (a->priv->file_values == NULL)
+      a->priv->file_values = g_ptr_array_new_with_free_func(g_free);
+    for (guint k = 0; k < sections->len; k++) {
+      const QpConfigSection *sec = g_ptr_array_index(sections, k);
+      const char *name = section_option(sec);
+      if (name == NULL)
+        continue;
+      GString *v = g_string_new(NULL);
+      if (sec->id != NULL)
+        kv_append(v, "id", sec->id);
+      for (guint j = 0; j < sec->keys->len; j++)
+        kv_append(v, sec->keys->pdata[j], sec->values->pdata[j]);
+      char *value = g_string_free(v, FALSE);
+      g_ptr_array_add(a->priv->file_values, value);
+      g_ptr_array_add(
+          a->priv->file_values,
+          g_strdup_printf("%s:%u [%s]", o->value, sec->line, sec->group));
+      Opt f = {.name = name, .i = IN_FILE, .value = value, .vi = IN_FILE};
+      g_array_append_val(all, f);
+    }
+  }
+  return g_steal_pointer(&all);
+}
+
 QpQemuArgs *
 qp_qemu_args_parse(guint argc, char **argv, GError **error)
 {
   g_autoptr(QpQemuArgs) a = g_new0(QpQemuArgs, 1);
-  g_autoptr(GArray) opts = g_array_new(FALSE, TRUE, sizeof(Opt));
+  g_autoptr(GArray) opts = NULL;
   const char *missing = NULL;
 
   a->argc = argc;
@@ -1882,34 +2047,21 @@ qp_qemu_args_parse(guint argc, char **argv, GError **error)
   a->req = qp_request_new();
   a->backends = g_ptr_array_new_with_free_func(backend_free);
   a->warnings = g_ptr_array_new_with_free_func(g_free);
+  a->notes = g_ptr_array_new_with_free_func(g_free);
   a->priv = g_new0(struct _QpQemuArgsPriv, 1);
   a->priv->mem_path_i = g_array_new(FALSE, FALSE, sizeof(guint));
   a->ram_bytes = 128 * MiB;
-
-  /* As QEMU's lookup_opt(): "--opt" is "-opt"; an option in the table takes
-   * the next argument whatever it looks like; a word without a dash is a
-   * disk image. */
-  for (guint i = 0; i < argc; i++) {
-    const char *arg = a->argv[i];
-    Opt o = {0};
-    if (arg[0] != '-')
-      continue;
-    o.name = arg + 1;
-    if (o.name[0] == '-')
-      o.name++;
-    o.i = i;
-    if (option_has_arg(o.name)) {
-      if (i + 1 >= argc) {
-        missing = arg;
-        break;
-      }
-      o.vi = ++i;
-      o.value = a->argv[i];
-    }
-    if (wants_help(&o))
-      a->passthrough = TRUE;
-    g_array_append_val(opts, o);
+  {
+    g_autoptr(QpVmIds) ids = qp_vm_ids_from_argv(argc, a->argv);
+    a->name = g_steal_pointer(&ids->name);
+    a->uuid = g_steal_pointer(&ids->uuid);
+    a->id = g_steal_pointer(&ids->id);
   }
+
+  opts = scan_options(a->argc, a->argv, &missing);
+  for (guint i = 0; i < opts->len; i++)
+    if (wants_help(&g_array_index(opts, Opt, i)))
+      a->passthrough = TRUE;
   if (!a->passthrough) {
     /* A capability probe: -machine none (libvirt: -machine none,accel=...) */
     g_autoptr(GArray) machine = kv_new();
@@ -1928,8 +2080,26 @@ qp_qemu_args_parse(guint argc, char **argv, GError **error)
     set_invalid(error, "%s requires an argument", missing);
     return NULL;
   }
-  if (!parse_all(a, opts, error))
+  g_autoptr(GArray) all = with_config_files(a, opts, error);
+  if (all == NULL)
     return NULL;
+  if (!parse_all(a, all, error)) {
+    name_config_file(a, error);
+    return NULL;
+  }
+  g_autoptr(GString) unbound = g_string_new(NULL);
+  for (guint i = 0; i < a->backends->len; i++) {
+    const QpBackend *b = g_ptr_array_index(a->backends, i);
+    if (b->argi == IN_FILE && b->host_nodes == NULL)
+      g_string_append_printf(unbound, "%s'%s'", unbound->len ? ", " : "",
+                             b->id);
+  }
+  if (unbound->len > 0)
+    g_ptr_array_add(a->warnings,
+                    g_strdup_printf("memory backends %s of -readconfig files "
+                                    "cannot be given host-nodes: the "
+                                    "process's memory policy binds them",
+                                    unbound->str));
   return g_steal_pointer(&a);
 }
 
@@ -2126,7 +2296,9 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
                          "plan: memory backend '%s' is not on the command "
                          "line",
                          memdev);
-    if (g_hash_table_contains(done, b->id))
+    /* A backend of a -readconfig file stays as written: the process's
+     * memory policy binds it (the parser warned). */
+    if (g_hash_table_contains(done, b->id) || b->argi == IN_FILE)
       return TRUE;
     g_hash_table_add(done, b->id);
     gboolean set_nodes = b->host_nodes == NULL && !m->caller_set;
@@ -2182,8 +2354,9 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
     return TRUE;
   }
   const NodeExtra *nx = &a->priv->nodes[m->gnode];
-  if (!a->priv->split_mem || nx->legacy_mem || nx->mem_bytes == 0)
-    return TRUE; /* mem= or a node without memory: nothing to bind */
+  if (!a->priv->split_mem || nx->legacy_mem || nx->mem_bytes == 0 ||
+      nx->argi == IN_FILE)
+    return TRUE; /* mem=, no memory, or a -readconfig node: nothing to bind */
   /* Several backends can share a -mem-path directory, not a file. */
   if (mem_path != NULL && !g_file_test(mem_path, G_FILE_TEST_IS_DIR))
     return TRUE;
@@ -2260,7 +2433,7 @@ qp_qemu_args_prealloc_note(const QpQemuArgs *args, const QpPlan *plan)
   g_autoptr(GString) dropped = g_string_new(NULL);
   for (guint k = 0; k < args->backends->len; k++) {
     const QpBackend *b = g_ptr_array_index(args->backends, k);
-    if (b->prealloc_context)
+    if (b->prealloc_context && b->argi != IN_FILE)
       g_string_append_printf(dropped, "%s%s", dropped->len ? ", " : "", b->id);
   }
   gboolean bound = FALSE;
@@ -2290,11 +2463,12 @@ qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
   rw.before = g_new0(GPtrArray *, argc + 1);
   rw.drop = g_new0(gboolean, argc + 1);
   rw.tail = g_ptr_array_new_with_free_func(g_free);
-  /* The caller's prealloc-context, where QEMU could only hang on it. */
+  /* The caller's prealloc-context, where QEMU could only hang on it (one
+   * in a -readconfig file stays: the file is not rewritten). */
   for (guint k = 0;
        !prealloc_context_usable(args) && ok && k < args->backends->len; k++) {
     const QpBackend *b = g_ptr_array_index(args->backends, k);
-    if (b->prealloc_context)
+    if (b->prealloc_context && b->argi != IN_FILE)
       ok = edit_backend(args->argv[b->argi], b, FALSE, NULL, QP_POLICY_DEFAULT,
                         FALSE, TRUE, &rw.replace[b->argi], error);
   }

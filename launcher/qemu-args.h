@@ -29,7 +29,8 @@ typedef struct {
   char *mem_path;            /* memory-backend-file */
   hwloc_bitmap_t host_nodes; /* NULL if unset */
   QpPolicy policy;           /* DEFAULT if unset */
-  guint argi;                /* index in argv of the option's value */
+  guint argi;                /* index in argv of the option's value,
+                                G_MAXUINT when read from a -readconfig file */
   gboolean json;             /* given as JSON */
   /* Added by the argv area: */
   guint64 size_bytes;        /* exact size, 0 if unset (file backends) */
@@ -59,9 +60,26 @@ typedef struct {
   /* Added by the argv area (see qemu-args.c): */
   char *machine;       /* machine type as given ("pc" when none) */
   guint64 ram_bytes;   /* initial RAM in bytes (req->mem_mib rounded up) */
-  GPtrArray *warnings; /* of char*: what QEMU would warn about */
+  GPtrArray *warnings; /* of char*: what qemu-pin cannot model (a warning) */
+  GPtrArray *notes;    /* of char*: what QEMU warns about itself (for -v) */
   struct _QpQemuArgsPriv *priv; /* parser state the rewrite needs */
 } QpQemuArgs;
+
+/* What names the VM in qemu-pin's config file ([name:VM], [uuid:UUID],
+ * [id:N]): -name (plain or guest=), -uuid and Proxmox's -id, NULL when not
+ * given. */
+typedef struct {
+  char *name;
+  char *uuid;
+  char *id;
+} QpVmIds;
+
+/* Reads only the VM's names from ARGV (the binary excluded), with no check
+ * that can fail: mode none, which can come from the VM's config group, must
+ * run QEMU whatever else the command line holds. */
+QpVmIds *qp_vm_ids_from_argv(guint argc, char **argv);
+void qp_vm_ids_free(QpVmIds *ids);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpVmIds, qp_vm_ids_free)
 
 /* Parses ARGV (ARGC entries, the binary excluded). A malformed value in an
  * option qemu-pin must understand fails with a one-line message naming the

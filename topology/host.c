@@ -7,6 +7,7 @@
 #include "topology/host.h"
 
 #include <errno.h>
+#include <hwloc/plugins.h>
 #include <numa.h>
 #include <sched.h>
 #include <stdio.h>
@@ -348,6 +349,75 @@ fill_allowed(QpHost *host, hwloc_topology_t topo, hwloc_const_bitmap_t all,
   return TRUE;
 }
 
+/* hwloc groups the nodes closest to each other (the smallest distance
+ * between two nodes, and the nodes linked by it) and puts each group in the
+ * tree; a group whose CPUs cross a package, neither inside it nor holding
+ * it whole, cannot go there, and hwloc reports the host as inconsistent.
+ * Says which group and packages, or NULL when the distances agree. */
+static char *
+distances_across_packages(const QpHost *host)
+{
+  guint n = host->n_nodes;
+  guint dmin = G_MAXUINT;
+  for (guint i = 0; i < n; i++)
+    for (guint j = 0; j < n; j++)
+      if (i != j)
+        dmin = MIN(dmin, host->distance[i * n + j]);
+  if (n < 3 || dmin == G_MAXUINT)
+    return NULL;
+  /* Groups: the nodes linked by the smallest distance, transitively. */
+  g_autofree guint *group = g_new(guint, n);
+  for (guint i = 0; i < n; i++)
+    group[i] = i;
+  for (gboolean changed = TRUE; changed;) {
+    changed = FALSE;
+    for (guint i = 0; i < n; i++)
+      for (guint j = 0; j < n; j++)
+        if (i != j && group[j] < group[i] &&
+            (host->distance[i * n + j] == dmin ||
+             host->distance[j * n + i] == dmin)) {
+          group[i] = group[j];
+          changed = TRUE;
+        }
+  }
+  for (guint g = 0; g < n; g++) {
+    g_auto(hwloc_bitmap_t) nodes = hwloc_bitmap_alloc();
+    g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
+    for (guint i = 0; i < n; i++)
+      if (group[i] == g) {
+        hwloc_bitmap_set(nodes, (unsigned)host->nodes[i].id);
+        hwloc_bitmap_or(cpus, cpus, host->nodes[i].all_cpus);
+      }
+    if (hwloc_bitmap_weight(nodes) < 2 || hwloc_bitmap_weight(nodes) == (int)n)
+      continue;
+    g_auto(hwloc_bitmap_t) crossed = hwloc_bitmap_alloc();
+    for (guint c = 0; c < host->n_cpus; c++) {
+      int pkg = host->cpus[c].package;
+      if (pkg < 0 || hwloc_bitmap_isset(crossed, (unsigned)pkg))
+        continue;
+      g_auto(hwloc_bitmap_t) in_pkg = hwloc_bitmap_alloc();
+      for (guint d = 0; d < host->n_cpus; d++)
+        if (host->cpus[d].package == pkg)
+          hwloc_bitmap_set(in_pkg, (unsigned)host->cpus[d].id);
+      if (hwloc_bitmap_intersects(cpus, in_pkg) &&
+          !hwloc_bitmap_isincluded(cpus, in_pkg) &&
+          !hwloc_bitmap_isincluded(in_pkg, cpus))
+        hwloc_bitmap_set(crossed, (unsigned)pkg);
+    }
+    if (hwloc_bitmap_iszero(crossed))
+      continue;
+    g_autofree char *nl = qp_list_format(nodes);
+    g_autofree char *pl = qp_list_format(crossed);
+    return g_strdup_printf(
+        "the host's NUMA distances are inconsistent with its packages: "
+        "nodes %s are closest to each other (distance %u) but their CPUs "
+        "cross packages %s, so hwloc ignored that grouping (placement uses "
+        "the distances as they are)",
+        nl, dmin, pl);
+  }
+  return NULL;
+}
+
 static QpHost *
 build_host(hwloc_topology_t topo, Source source, const char *name,
            GError **error)
@@ -430,6 +500,7 @@ build_host(hwloc_topology_t topo, Source source, const char *name,
   fill_kinds(host, topo);
   fill_distances(host, topo);
   fill_pci(host, topo);
+  host->inconsistent = distances_across_packages(host);
   return g_steal_pointer(&host);
 }
 
@@ -440,22 +511,43 @@ build_host(hwloc_topology_t topo, Source source, const char *name,
  * 5 ms of every launch. */
 #define UNUSED_PLUGINS "hwloc_xml_libxml,hwloc_opencl,hwloc_gl,hwloc_pci"
 
-int
-qp_hwloc_topology_init(hwloc_topology_t *topo)
+/* Sets the environment variable NAME to VALUE and returns its old value
+ * (NULL if unset), for put_env() once hwloc has read it. */
+static char *
+swap_env(const char *name, const char *value)
 {
-  const char *name = "HWLOC_PLUGINS_BLACKLIST";
-  g_autofree char *saved = g_strdup(g_getenv(name));
-  g_autofree char *list = saved != NULL && saved[0] != '\0'
-                              ? g_strdup_printf("%s,%s", saved, UNUSED_PLUGINS)
-                              : g_strdup(UNUSED_PLUGINS);
-  /* Read during this init only: put the environment back for QEMU, which
-   * inherits it. */
-  g_setenv(name, list, TRUE);
-  int r = hwloc_topology_init(topo);
+  char *saved = g_strdup(g_getenv(name));
+  g_setenv(name, value, TRUE);
+  return saved;
+}
+
+static void
+put_env(const char *name, const char *saved)
+{
   if (saved != NULL)
     g_setenv(name, saved, TRUE);
   else
     g_unsetenv(name);
+}
+
+int
+qp_hwloc_topology_init(hwloc_topology_t *topo)
+{
+  const char *name = "HWLOC_PLUGINS_BLACKLIST";
+  const char *current = g_getenv(name);
+  g_autofree char *list =
+      current != NULL && current[0] != '\0'
+          ? g_strdup_printf("%s,%s", current, UNUSED_PLUGINS)
+          : g_strdup(UNUSED_PLUGINS);
+  /* Read during this init only: put the environment back for QEMU, which
+   * inherits it. hwloc reads HWLOC_HIDE_ERRORS once per process, at its
+   * first report or at hwloc_hide_errors(), which fixes it here. */
+  g_autofree char *saved = swap_env(name, list);
+  g_autofree char *saved_hide = swap_env("HWLOC_HIDE_ERRORS", "2");
+  hwloc_hide_errors();
+  int r = hwloc_topology_init(topo);
+  put_env(name, saved);
+  put_env("HWLOC_HIDE_ERRORS", saved_hide);
   return r;
 }
 
@@ -588,6 +680,7 @@ qp_host_free(QpHost *host)
   }
   g_strfreev(host->kind_names);
   g_free(host->kind_efficiency);
+  g_free(host->inconsistent);
   g_free(host);
 }
 

@@ -66,6 +66,8 @@ typedef struct {
                          * "IntelCore"), else "kindN" */
   int *kind_efficiency; /* n_kinds hwloc efficiencies, -1 if unknown */
   hwloc_bitmap_t allowed_nodes; /* nodes this process may bind memory to */
+  char *inconsistent; /* how the host's distances contradict its packages
+                         (hwloc then ignores its distance groups), or NULL */
 } QpHost;
 
 /* Loads the live host (XML_PATH == NULL) or a recorded hwloc XML file.
@@ -109,8 +111,10 @@ void qp_host_set_allowed(QpHost *host, hwloc_const_bitmap_t allowed);
 void qp_host_free(QpHost *host);
 
 /* hwloc_topology_init() without loading hwloc plugins qemu-pin never uses
- * (XML through libxml2, OpenCL, GL, libpciaccess); the environment is left
- * as it was. */
+ * (XML through libxml2, OpenCL, GL, libpciaccess), and with hwloc's error
+ * reports (HWLOC_HIDE_ERRORS=2) kept off stderr: a host whose firmware
+ * distances contradict its packages makes hwloc print a 15-line banner on
+ * every load. The environment is left as it was. */
 int qp_hwloc_topology_init(hwloc_topology_t *topo);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpHost, qp_host_free)
 

@@ -916,6 +916,21 @@ qp_ledger_remove(QpLedger *ledger, const char *id, GError **error)
   return ok;
 }
 
+gboolean
+qp_ledger_rewrite(const char *dir, QpClaim *claim, QpClaimEditFunc edit,
+                  gpointer data, GError **error)
+{
+  g_autoptr(QpLedger) ledger = qp_ledger_open(dir, error);
+  if (ledger == NULL || !qp_ledger_lock(ledger, error))
+    return FALSE;
+  g_autoptr(QpClaims) claims = qp_ledger_read(ledger, NULL, error);
+  gboolean ok = claims != NULL &&
+                (edit == NULL || edit(claim, claims, data, error)) &&
+                qp_ledger_write(ledger, claim, error);
+  qp_ledger_unlock(ledger);
+  return ok;
+}
+
 /* ---- Reading the ledger -------------------------------------------------- */
 
 static int
@@ -1219,11 +1234,7 @@ qp_claim_from_plan(const QpPlan *plan, const char *id, const char *name)
     g_array_append_vals(c->huge, plan->claim_huge->data, plan->claim_huge->len);
   if (plan->load)
     g_array_append_vals(c->load, plan->load->data, plan->load->len);
-  for (guint i = 0; plan->cpu_load != NULL && i < plan->cpu_load->len; i++) {
-    const QpCpuLoad *l = &g_array_index(plan->cpu_load, QpCpuLoad, i);
-    QpCpuLoad copy = {hwloc_bitmap_dup(l->cpus), l->vcpus};
-    g_array_append_val(c->cpu_load, copy);
-  }
+  qp_cpu_load_copy(c->cpu_load, plan->cpu_load);
   c->best_effort = plan->best_effort;
   if (plan->dedicated)
     hwloc_bitmap_copy(c->dedicated, plan->dedicated);

@@ -42,6 +42,19 @@ gboolean qp_ledger_write(QpLedger *ledger, const QpClaim *claim,
 /* Removes the record ID (taking the lock itself). Missing is not an error. */
 gboolean qp_ledger_remove(QpLedger *ledger, const char *id, GError **error);
 
+/* Changes CLAIM in the ledger: EDIT (may change CLAIM) sees every live
+ * record, CLAIM's own included; returning FALSE leaves the record as it was.
+ * Called with the lock held and the records just read. */
+typedef gboolean (*QpClaimEditFunc)(QpClaim *claim, const QpClaims *claims,
+                                    gpointer data, GError **error);
+
+/* Rewrites the record of CLAIM in the ledger at DIR in one critical section
+ * of its own: open, lock, read (pruning stale records), EDIT (NULL: none),
+ * write atomically, unlock. For a process that holds a claim for a long
+ * time (the keeper) and must not keep the ledger open across fork(). */
+gboolean qp_ledger_rewrite(const char *dir, QpClaim *claim,
+                           QpClaimEditFunc edit, gpointer data, GError **error);
+
 /* A new unique record id. */
 char *qp_ledger_new_id(void);
 

@@ -1328,6 +1328,47 @@ choose_node_set(const SetSearch *s, const char *prefix, GError **error)
   return NULL;
 }
 
+/* choose_node_set() for a guest without vNUMA whose RAM the caller bound
+ * (host-nodes on -machine memory-backend=, libvirt's <numatune> without
+ * cells): its vCPUs go to the caller's nodes when they have room, else to
+ * the set choose_node_set() finds. */
+static NodeSet *
+choose_near_caller_mem(const SetSearch *s, const char *prefix, GError **error)
+{
+  const Ctx *ctx = s->ctx;
+  const Piece *ram = ctx->req->n_gnodes == 0 ? piece_at(ctx, 0) : NULL;
+  if (ram != NULL && ram->caller_set) {
+    g_autofree gboolean *near = g_new0(gboolean, MAX(ctx->nn, 1));
+    for (guint i = 0; i < ctx->nn; i++)
+      near[i] = s->cand[i] && hwloc_bitmap_isset(
+                                  ram->fixed, (unsigned)ctx->host->nodes[i].id);
+    SetSearch there = *s;
+    there.cand = near;
+    NodeSet *set = choose_node_set(&there, prefix, NULL);
+    if (set != NULL)
+      return set;
+  }
+  return choose_node_set(s, prefix, error);
+}
+
+/* A reason for each piece the caller bound itself (MODE: the mode's name),
+ * which stays on its nodes and is claimed there. */
+static void
+reason_caller_pieces(QpPlan *plan, const Ctx *ctx, const char *mode)
+{
+  for (guint x = 0; x < ctx->pieces->len; x++) {
+    const Piece *p = piece_at(ctx, x);
+    if (!p->caller_set)
+      continue;
+    g_autofree char *who = piece_name(ctx, p);
+    g_autofree char *cl = qp_list_format(p->fixed);
+    add_reason(plan,
+               "%s: the memory of %s stays on host node%s %s, where the "
+               "caller bound it, and is claimed there",
+               mode, who, hwloc_bitmap_weight(p->fixed) > 1 ? "s" : "", cl);
+  }
+}
+
 /* Candidates for node sets, honouring --device-locality=required. */
 gboolean *
 set_candidates(const Ctx *ctx, char **prefix)
@@ -1521,7 +1562,7 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
   g_autofree char *prefix = NULL;
   g_autofree gboolean *cand = set_candidates(ctx, &prefix);
   SetSearch s = {ctx, a, CAP_CPUS, avail, need, cpu_need, cand};
-  NodeSet *set = choose_node_set(&s, prefix, error);
+  NodeSet *set = choose_near_caller_mem(&s, prefix, error);
   if (set == NULL)
     return FALSE;
   g_autofree guint *nodes = set->nodes;
@@ -1559,6 +1600,7 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
                "devices",
                sc.devices);
 
+  reason_caller_pieces(plan, ctx, "balanced");
   for (guint x = 0; x < ctx->pieces->len; x++) {
     const Piece *p = piece_at(ctx, x);
     if (p->fixed != NULL) {
@@ -2136,7 +2178,7 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
   g_autofree char *prefix = NULL;
   g_autofree gboolean *cand = set_candidates(ctx, &prefix);
   SetSearch s = {ctx, a, cap, avail, need, units, cand};
-  NodeSet *set = choose_node_set(&s, prefix, error);
+  NodeSet *set = choose_near_caller_mem(&s, prefix, error);
   if (set == NULL)
     return FALSE;
   g_autofree guint *nodes = set->nodes;
@@ -2144,12 +2186,19 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
   g_free(set);
   g_auto(hwloc_bitmap_t) ids = ids_of(ctx, nodes, k);
   g_autofree char *l = qp_list_format(ids);
-  add_reason(plan,
-             "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
-             "with %u %s and %" G_GUINT64_FORMAT " MiB for the guest; memory "
-             "is not bound (the guest has no vNUMA), it is claimed where the "
-             "vCPUs run",
-             k > 1 ? "s" : "", l, k, units, cap_unit_name(cap), need_mib);
+  if (need_mib > 0)
+    add_reason(plan,
+               "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
+               "with %u %s and %" G_GUINT64_FORMAT " MiB for the guest; "
+               "memory is not bound (the guest has no vNUMA), it is claimed "
+               "where the vCPUs run",
+               k > 1 ? "s" : "", l, k, units, cap_unit_name(cap), need_mib);
+  else
+    add_reason(plan,
+               "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
+               "with %u %s",
+               k > 1 ? "s" : "", l, k, units, cap_unit_name(cap));
+  reason_caller_pieces(plan, ctx, "one-to-one");
 
   /* Memory claimed (not bound) over the set; the caller's bindings kept. */
   for (guint x = 0; x < ctx->pieces->len; x++) {
@@ -2328,7 +2377,8 @@ kind_cpus(const Ctx *ctx, guint kind)
   return b;
 }
 
-static void suggest_vnuma(QpPlan *plan, const Ctx *ctx);
+static void suggest_vnuma(QpPlan *plan, const QpHost *host,
+                          const QpRequest *req, guint placed);
 
 /* BEST_EFFORT: mode auto after balanced or numa refused the VM. */
 static QpPlan *
@@ -2435,8 +2485,6 @@ plan_compute(const QpHost *host, const QpClaims *claims, const QpRequest *req,
       }
     }
   }
-  if (plan != NULL && opts->vnuma && req->n_gnodes == 0)
-    suggest_vnuma(plan, &ctx);
 
 out:
   if (plan != NULL) {
@@ -2563,13 +2611,16 @@ extend_to_maxcpus(QpPlan *plan, const QpRequest *req, guint max,
   plan->n_boot_vcpus = had;
 }
 
+/* A plan for every possible vCPU. *PLACED is how many vCPUs, from index
+ * 0, have a place of their own; those above share their CPUs. */
 static QpPlan *
 plan_with_hotplug(const QpHost *host, const QpClaims *claims,
                   const QpRequest *req, const QpPlacementOptions *opts,
-                  gboolean best_effort, GError **error)
+                  gboolean best_effort, guint *placed, GError **error)
 {
   guint boot = MAX(req->vcpus, 1);
   guint max = MAX(req->maxcpus, boot);
+  *placed = max;
   if (max == boot) {
     QpPlan *plan = plan_compute(host, claims, req, opts, best_effort, error);
     if (plan != NULL)
@@ -2586,6 +2637,7 @@ plan_with_hotplug(const QpHost *host, const QpClaims *claims,
     boot_request_clear(&boot_req);
     if (plan != NULL)
       extend_to_maxcpus(plan, req, max, FALSE);
+    *placed = boot;
     return plan;
   }
   if (opts->mode != QP_MODE_ONE_TO_ONE) {
@@ -2611,6 +2663,7 @@ plan_with_hotplug(const QpHost *host, const QpClaims *claims,
       return NULL;
     }
     extend_to_maxcpus(plan, req, max, FALSE);
+    *placed = boot;
     add_warning(plan,
                 "room for the %u boot vCPUs only (%s): vCPUs %u-%u, if "
                 "plugged, share the CPUs of their guest node's boot vCPUs",
@@ -2628,6 +2681,7 @@ plan_with_hotplug(const QpHost *host, const QpClaims *claims,
     return NULL;
   guint had = plan->n_vcpus;
   extend_to_maxcpus(plan, req, max, TRUE);
+  *placed = had;
   plan->hotplug_cores = spare_cores(host, claims, opts, plan);
   g_autofree char *own_list = qp_list_format(plan->vcpu_cpus[max - 1]);
   add_reason(plan,
@@ -2644,15 +2698,19 @@ qp_plan_compute(const QpHost *host, const QpClaims *claims,
 {
   g_return_val_if_fail(host != NULL && req != NULL && opts != NULL, NULL);
   GError *local = NULL;
-  QpPlan *plan = plan_with_hotplug(host, claims, req, opts, FALSE, &local);
+  guint placed = 0;
+  QpPlan *plan =
+      plan_with_hotplug(host, claims, req, opts, FALSE, &placed, &local);
   /* Mode auto never refuses a VM for CPUs: what balanced or numa refused
    * is placed best-effort, which fails only for memory (or options that
    * leave no CPU at all). */
   if (plan == NULL && opts->mode == QP_MODE_AUTO &&
       g_error_matches(local, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT)) {
     g_clear_error(&local);
-    plan = plan_with_hotplug(host, claims, req, opts, TRUE, &local);
+    plan = plan_with_hotplug(host, claims, req, opts, TRUE, &placed, &local);
   }
+  if (plan != NULL && opts->vnuma && req->n_gnodes == 0)
+    suggest_vnuma(plan, host, req, placed);
   if (local != NULL &&
       g_error_matches(local, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT))
     g_prefix_error(&local, "VM does not fit: ");
@@ -2663,31 +2721,59 @@ qp_plan_compute(const QpHost *host, const QpClaims *claims,
 
 /* ---- Suggested guest topology (--vnuma) --------------------------------- */
 
-static void
-suggest_vnuma(QpPlan *plan, const Ctx *ctx)
+/* Host node index of the CPUs of vCPU V, -1 if none. */
+static int
+vcpu_node_index(const QpPlan *plan, const QpHost *host, guint v)
 {
-  guint nn = ctx->nn;
+  int ci = qp_host_cpu_index(host, hwloc_bitmap_first(plan->vcpu_cpus[v]));
+  return ci >= 0 ? qp_host_node_index(host, host->cpus[ci].node) : -1;
+}
+
+static guint
+gcd(guint a, guint b)
+{
+  while (b != 0) {
+    guint t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* The guest topology mirroring the placement of the first PLACED vCPUs;
+ * every possible vCPU (up to maxcpus) is in it, so that QEMU's -smp
+ * product and the -numa nodes cover them all. QEMU numbers vCPUs
+ * socket-major and boots the lowest indexes, so each guest node is a run of
+ * whole sockets: the placed vCPUs fill sockets in index order, and the
+ * sockets above them (vCPUs plugged later) go to the guest nodes in turn. A
+ * socket holds the largest number of vCPUs that divides every node's share
+ * and the hot-pluggable count. */
+static void
+suggest_vnuma(QpPlan *plan, const QpHost *host, const QpRequest *req,
+              guint placed)
+{
+  guint nn = host->n_nodes;
   guint n = plan->n_vcpus;
+  placed = MIN(MAX(placed, 1), n);
   if (plan->mode == QP_MODE_BALANCED) {
     add_reason(plan, "--vnuma: no guest topology suggested in balanced mode: "
                      "its vCPUs float over the chosen nodes");
     return;
   }
-  /* Host node of each vCPU (its first CPU's node). */
+  /* Host node of each placed vCPU (its first CPU's node). */
   g_autofree int *vnode_of = g_new0(int, MAX(n, 1));
   g_autofree guint *count = g_new0(guint, MAX(nn, 1));
-  for (guint v = 0; v < n; v++) {
-    int ci = cpu_index(ctx, hwloc_bitmap_first(plan->vcpu_cpus[v]));
-    int i = ci >= 0 ? node_index(ctx, ctx->host->cpus[ci].node) : -1;
+  for (guint v = 0; v < placed; v++) {
+    int i = vcpu_node_index(plan, host, v);
     vnode_of[v] = i;
     if (i >= 0)
       count[i]++;
   }
-  /* Symmetric: every used node holds the same number of vCPUs, in
+  /* Symmetric: every used node holds the same number of placed vCPUs, in
    * consecutive ranges, and memory is claimed only on those nodes. */
   g_autoptr(GArray) used = g_array_new(FALSE, FALSE, sizeof(guint));
   gboolean symmetric = vnode_of[0] >= 0;
-  for (guint v = 0; v < n && symmetric; v++) {
+  for (guint v = 0; v < placed && symmetric; v++) {
     if (vnode_of[v] < 0) {
       symmetric = FALSE;
       break;
@@ -2700,14 +2786,13 @@ suggest_vnuma(QpPlan *plan, const Ctx *ctx)
       g_array_append_val(used, i);
     }
   }
-  guint per = used->len > 0 ? n / used->len : 0;
+  guint per = used->len > 0 ? placed / used->len : 0;
   for (guint x = 0; x < used->len && symmetric; x++)
     if (count[g_array_index(used, guint, x)] != per)
       symmetric = FALSE;
   g_auto(hwloc_bitmap_t) vm_ids = hwloc_bitmap_alloc();
   for (guint x = 0; x < used->len; x++)
-    hwloc_bitmap_set(vm_ids,
-                     ctx->host->nodes[g_array_index(used, guint, x)].id);
+    hwloc_bitmap_set(vm_ids, host->nodes[g_array_index(used, guint, x)].id);
   guint64 mem_total = 0;
   for (guint c = 0; c < plan->claim_mem->len; c++) {
     const QpNodeAmount *m = &g_array_index(plan->claim_mem, QpNodeAmount, c);
@@ -2719,9 +2804,6 @@ suggest_vnuma(QpPlan *plan, const Ctx *ctx)
     if (!hwloc_bitmap_isset(vm_ids, h->node))
       symmetric = FALSE;
   }
-  guint threads = ctx->threads;
-  if (per % threads != 0)
-    threads = 1;
 
   plan->vnuma = TRUE;
   if (!symmetric) {
@@ -2735,16 +2817,31 @@ suggest_vnuma(QpPlan *plan, const Ctx *ctx)
                n);
     return;
   }
-  plan->vnuma_sockets = used->len;
-  plan->vnuma_cores = per / threads;
-  plan->vnuma_threads = threads;
   if (used->len < 2) {
+    guint threads = MAX(req->threads, 1);
+    if (n % threads != 0)
+      threads = 1;
+    plan->vnuma_sockets = 1;
+    plan->vnuma_cores = n / threads;
+    plan->vnuma_threads = threads;
     add_reason(plan,
                "--vnuma: one host node: sockets=1, cores=%u, "
                "threads=%u and no -numa node",
                plan->vnuma_cores, threads);
     return;
   }
+  guint socket = gcd(per, n - placed);
+  guint threads = MAX(req->threads, 1);
+  if (socket % threads != 0)
+    threads = 1;
+  plan->vnuma_sockets = n / socket;
+  plan->vnuma_cores = socket / threads;
+  plan->vnuma_threads = threads;
+  /* Guest node of every vCPU: the placed ones where they run, each socket
+   * above them to the guest nodes in turn. */
+  for (guint v = placed; v < n; v++)
+    vnode_of[v] =
+        (int)g_array_index(used, guint, ((v - placed) / socket) % used->len);
   plan->n_vnodes = used->len;
   plan->vnodes = g_new0(QpPlanVnode, used->len);
   plan->vnode_distance = g_new0(guint, used->len * used->len);
@@ -2752,7 +2849,7 @@ suggest_vnuma(QpPlan *plan, const Ctx *ctx)
     guint i = g_array_index(used, guint, x);
     QpPlanVnode *vn = &plan->vnodes[x];
     vn->id = (int)x;
-    vn->host_node = ctx->host->nodes[i].id;
+    vn->host_node = host->nodes[i].id;
     vn->vcpus = hwloc_bitmap_alloc();
     for (guint v = 0; v < n; v++)
       if (vnode_of[v] == (int)i)
@@ -2770,21 +2867,32 @@ suggest_vnuma(QpPlan *plan, const Ctx *ctx)
     mem_total += vn->mem_mib;
     for (guint y = 0; y < used->len; y++)
       plan->vnode_distance[x * used->len + y] =
-          dist(ctx, i, g_array_index(used, guint, y));
+          host->distance != NULL
+              ? host->distance[i * nn + g_array_index(used, guint, y)]
+              : (i == g_array_index(used, guint, y) ? 10 : 20);
   }
   /* The guest's memory in full (rounding of hugepage claims). */
-  if (mem_total != ctx->req->mem_mib && plan->n_vnodes > 0) {
-    guint64 rest = ctx->req->mem_mib;
+  if (mem_total != req->mem_mib && plan->n_vnodes > 0) {
+    guint64 rest = req->mem_mib;
     for (guint x = 1; x < plan->n_vnodes; x++)
       rest -= MIN(rest, plan->vnodes[x].mem_mib);
     plan->vnodes[0].mem_mib = rest;
   }
   g_autofree char *l = qp_list_format(vm_ids);
-  add_reason(plan,
-             "--vnuma: guest topology mirrors host nodes %s: "
-             "sockets=%u, cores=%u, threads=%u, one -numa node per "
-             "host node",
-             l, plan->vnuma_sockets, plan->vnuma_cores, threads);
+  if (placed < n)
+    add_reason(plan,
+               "--vnuma: guest topology mirrors host nodes %s: "
+               "sockets=%u, cores=%u, threads=%u; vCPUs %u-%u, if plugged, "
+               "fill the sockets above the boot vCPUs, which go to the guest "
+               "nodes in turn",
+               l, plan->vnuma_sockets, plan->vnuma_cores, threads, placed,
+               n - 1);
+  else
+    add_reason(plan,
+               "--vnuma: guest topology mirrors host nodes %s: "
+               "sockets=%u, cores=%u, threads=%u, one -numa node per "
+               "host node",
+               l, plan->vnuma_sockets, plan->vnuma_cores, threads);
 }
 
 /* ---- Output ------------------------------------------------------------- */

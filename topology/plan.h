@@ -156,6 +156,9 @@ typedef struct {
 /* An empty GArray of QpCpuLoad that frees the sets with it. */
 GArray *qp_cpu_load_array_new(void);
 
+/* Makes DST (from qp_cpu_load_array_new()) a copy of SRC (NULL: empty). */
+void qp_cpu_load_copy(GArray *dst, const GArray *src);
+
 typedef struct {
   char *id;   /* ledger record id */
   char *name; /* VM name, or NULL */
@@ -258,7 +261,8 @@ typedef struct {
   hwloc_bitmap_t host_nodes; /* host nodes the VM's vCPUs and memory use */
   /* Suggested guest topology: set only with opts->vnuma on a guest without
    * vNUMA. -smp sockets/cores/threads mirror the chosen CPUs, flat
-   * (sockets=1, cores=N, threads=1) when their layout is asymmetric. */
+   * (sockets=1, cores=N, threads=1) when their layout is asymmetric; their
+   * product is n_vcpus (maxcpus), and the vnodes hold every vCPU. */
   gboolean vnuma;
   guint vnuma_sockets, vnuma_cores, vnuma_threads;
   guint n_vnodes; /* 0: no -numa node suggested (one host node) */

@@ -127,6 +127,17 @@ qp_cpu_load_array_new(void)
   return a;
 }
 
+void
+qp_cpu_load_copy(GArray *dst, const GArray *src)
+{
+  g_array_set_size(dst, 0);
+  for (guint i = 0; src != NULL && i < src->len; i++) {
+    const QpCpuLoad *l = &g_array_index(src, QpCpuLoad, i);
+    QpCpuLoad copy = {hwloc_bitmap_dup(l->cpus), l->vcpus};
+    g_array_append_val(dst, copy);
+  }
+}
+
 QpClaim *
 qp_claim_new(void)
 {

@@ -2,10 +2,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <hwloc.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -388,6 +391,105 @@ qp_test_count_records(const char *dir)
 }
 
 JsonObject *
+qp_test_record(const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  g_autofree char *found = NULL;
+  guint n = 0;
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+    if (name[0] == '.' || !g_str_has_suffix(name, ".json"))
+      continue;
+    n++;
+    g_free(found);
+    found = g_build_filename(dir, name, NULL);
+  }
+  if (n != 1)
+    return NULL;
+  g_autoptr(JsonParser) p = json_parser_new();
+  if (!json_parser_load_from_file(p, found, NULL))
+    return NULL;
+  JsonNode *root = json_parser_get_root(p);
+  if (!JSON_NODE_HOLDS_OBJECT(root))
+    return NULL;
+  return json_object_ref(json_node_get_object(root));
+}
+
+/* The string member MEMBER of the one record in DIR, or NULL. */
+static char *
+record_string(const char *dir, const char *member)
+{
+  g_autoptr(JsonObject) rec = qp_test_record(dir);
+  if (rec == NULL)
+    return NULL;
+  return g_strdup(
+      json_object_get_string_member_with_default(rec, member, NULL));
+}
+
+gboolean
+qp_test_wait_record_string(const char *dir, const char *member,
+                           const char *want, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  g_autofree char *have = NULL;
+  do {
+    g_free(have);
+    have = record_string(dir, member);
+    if (g_strcmp0(have, want) == 0)
+      return TRUE;
+    g_usleep(20000);
+  } while (g_get_monotonic_time() < deadline);
+  g_test_message("the record's %s is %s, not %s", member,
+                 have ? have : "(no record)", want);
+  return FALSE;
+}
+
+static hwloc_bitmap_t
+cpu_set_of(const char *list)
+{
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  g_assert_cmpint(hwloc_bitmap_list_sscanf(set, list), ==, 0);
+  return set;
+}
+
+void
+qp_test_set_affinity(int tid, const char *list)
+{
+  hwloc_bitmap_t set = cpu_set_of(list);
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  int c;
+  hwloc_bitmap_foreach_begin(c, set)
+  {
+    if (c < CPU_SETSIZE)
+      CPU_SET(c, &mask);
+  }
+  hwloc_bitmap_foreach_end();
+  hwloc_bitmap_free(set);
+  g_assert_cmpint(sched_setaffinity(tid, sizeof(mask), &mask), ==, 0);
+}
+
+char *
+qp_test_cpus_without_core_of(const char *list, const char *cpu)
+{
+  g_autofree char *path = g_strdup_printf(
+      "/sys/devices/system/cpu/cpu%s/topology/thread_siblings_list", cpu);
+  g_autofree char *siblings = NULL;
+  if (!g_file_get_contents(path, &siblings, NULL, NULL))
+    siblings = g_strdup(cpu);
+  hwloc_bitmap_t set = cpu_set_of(list);
+  hwloc_bitmap_t core = cpu_set_of(g_strstrip(siblings));
+  hwloc_bitmap_andnot(set, set, core);
+  char *text = NULL;
+  hwloc_bitmap_list_asprintf(&text, set);
+  char *out = g_strdup(text);
+  free(text);
+  hwloc_bitmap_free(set);
+  hwloc_bitmap_free(core);
+  return out;
+}
+
+JsonObject *
 qp_test_plan(char **args)
 {
   g_autoptr(GPtrArray) argv = g_ptr_array_new();
@@ -508,4 +610,143 @@ qp_test_wait_status(const char *path, const char *want, guint timeout_ms)
     g_usleep(20000);
   } while (g_get_monotonic_time() < deadline);
   return FALSE;
+}
+
+static void
+stdin_from(gpointer data)
+{
+  dup2(GPOINTER_TO_INT(data), 0);
+}
+
+/* The int member NAME of OBJ, or -1. */
+static gint64
+member_int(JsonObject *obj, const char *name)
+{
+  JsonNode *n = json_object_get_member(obj, name);
+  return n != NULL && JSON_NODE_HOLDS_VALUE(n) ? json_node_get_int(n) : -1;
+}
+
+/* The possible vCPUs of query-hotpluggable-cpus: the topology is the
+ * highest id of each level plus one; a vCPU's index is socket-major, as
+ * QEMU's x86_topo_ids_from_idx() numbers it. */
+static void
+view_cpus(QpTestQemuView *v, JsonArray *cpus)
+{
+  guint n = json_array_get_length(cpus);
+  gint64 dies = 1, cores = 1, threads = 1;
+  for (guint i = 0; i < n; i++) {
+    JsonObject *p = json_object_get_object_member(
+        json_array_get_object_element(cpus, i), "props");
+    dies = MAX(dies, member_int(p, "die-id") + 1);
+    cores = MAX(cores, member_int(p, "core-id") + 1);
+    threads = MAX(threads, member_int(p, "thread-id") + 1);
+  }
+  v->maxcpus = n;
+  v->cpu_node = g_new(int, MAX(n, 1));
+  for (guint i = 0; i < n; i++)
+    v->cpu_node[i] = -1;
+  for (guint i = 0; i < n; i++) {
+    JsonObject *p = json_object_get_object_member(
+        json_array_get_object_element(cpus, i), "props");
+    gint64 index = ((MAX(member_int(p, "socket-id"), 0) * dies +
+                     MAX(member_int(p, "die-id"), 0)) *
+                        cores +
+                    MAX(member_int(p, "core-id"), 0)) *
+                       threads +
+                   MAX(member_int(p, "thread-id"), 0);
+    if (index >= 0 && index < (gint64)n)
+      v->cpu_node[index] = (int)member_int(p, "node-id");
+  }
+}
+
+static void
+view_numa(QpTestQemuView *v, const char *text)
+{
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  guint64 nodes = 0;
+  if (lines[0] != NULL &&
+      sscanf(lines[0], "%" G_GUINT64_FORMAT " nodes", &nodes) != 1)
+    nodes = 0;
+  v->n_nodes = (guint)nodes;
+  v->node_mib = g_new0(guint64, MAX(nodes, 1));
+  for (guint i = 1; lines[i] != NULL; i++) {
+    guint node;
+    guint64 mib;
+    if (sscanf(lines[i], "node %u size: %" G_GUINT64_FORMAT " MB", &node,
+               &mib) == 2 &&
+        node < nodes)
+      v->node_mib[node] = mib;
+  }
+}
+
+void
+qp_test_qemu_view(const char *const *args, QpTestQemuView *v)
+{
+  static const char commands[] =
+      "{\"execute\":\"qmp_capabilities\"}\n"
+      "{\"execute\":\"query-memory-size-summary\"}\n"
+      "{\"execute\":\"query-cpus-fast\"}\n"
+      "{\"execute\":\"query-hotpluggable-cpus\"}\n"
+      "{\"execute\":\"human-monitor-command\","
+      "\"arguments\":{\"command-line\":\"info numa\"}}\n"
+      "{\"execute\":\"quit\"}\n";
+  memset(v, 0, sizeof(*v));
+  int fd = memfd_create("qmp-commands", MFD_CLOEXEC);
+  g_assert_cmpint(fd, >=, 0);
+  g_assert_cmpint(write(fd, commands, sizeof(commands) - 1), ==,
+                  (ssize_t)sizeof(commands) - 1);
+  lseek(fd, 0, SEEK_SET);
+
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  const char *common[] = {qp_test_qemu(), "-accel", "tcg",  "-display", "none",
+                          "-nodefaults",  "-S",     "-qmp", "stdio"};
+  for (guint i = 0; i < G_N_ELEMENTS(common); i++)
+    g_ptr_array_add(argv, (char *)common[i]);
+  for (guint i = 0; args[i] != NULL; i++)
+    g_ptr_array_add(argv, (char *)args[i]);
+  g_ptr_array_add(argv, NULL);
+
+  g_autofree char *out = NULL;
+  int wstatus = 0;
+  GError *error = NULL;
+  g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, stdin_from,
+               GINT_TO_POINTER(fd), &out, &v->err, &wstatus, &error);
+  g_assert_no_error(error);
+  close(fd);
+  v->status = decode_status(wstatus);
+
+  /* One reply (or event) per line; the returns come in command order. */
+  g_autoptr(GPtrArray) returns =
+      g_ptr_array_new_with_free_func((GDestroyNotify)json_node_unref);
+  g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++) {
+    g_autoptr(JsonParser) parser = json_parser_new();
+    if (!json_parser_load_from_data(parser, lines[i], -1, NULL))
+      continue;
+    JsonNode *root = json_parser_get_root(parser);
+    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+      continue;
+    JsonNode *ret =
+        json_object_get_member(json_node_get_object(root), "return");
+    if (ret != NULL)
+      g_ptr_array_add(returns, json_node_copy(ret));
+  }
+  if (returns->len < 6)
+    return;
+  v->started = TRUE;
+  v->ram_mib = (guint64)json_object_get_int_member(
+                   json_node_get_object(returns->pdata[1]), "base-memory") >>
+               20;
+  v->vcpus = json_array_get_length(json_node_get_array(returns->pdata[2]));
+  view_cpus(v, json_node_get_array(returns->pdata[3]));
+  g_autofree char *numa = g_strdup(json_node_get_string(returns->pdata[4]));
+  view_numa(v, numa);
+}
+
+void
+qp_test_qemu_view_clear(QpTestQemuView *v)
+{
+  g_clear_pointer(&v->err, g_free);
+  g_clear_pointer(&v->cpu_node, g_free);
+  g_clear_pointer(&v->node_mib, g_free);
 }

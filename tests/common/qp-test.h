@@ -84,6 +84,22 @@ guint qp_test_count_lines(const char *text);
 /* Number of ledger records (*.json) in DIR. */
 guint qp_test_count_records(const char *dir);
 
+/* The one ledger record in DIR (NULL if there is not exactly one). */
+JsonObject *qp_test_record(const char *dir);
+
+/* Waits until the one ledger record in DIR has the string member MEMBER
+ * ("dedicated-cpus") equal to WANT; says what it was when not. */
+gboolean qp_test_wait_record_string(const char *dir, const char *member,
+                                    const char *want, guint timeout_ms);
+
+/* Sets the CPU affinity of thread TID to the CPU list LIST ("0-1"), as an
+ * orchestrator (taskset -p, virsh vcpupin) does. */
+void qp_test_set_affinity(int tid, const char *list);
+
+/* The CPU list LIST less the host core (every SMT sibling, from sysfs)
+ * holding CPU, as a list. */
+char *qp_test_cpus_without_core_of(const char *list, const char *cpu);
+
 /* Runs `qemu-pin plan --state-dir=DIR [EXTRA...] -- QEMU ARGS` and returns
  * the parsed plan. */
 JsonObject *qp_test_plan(char **qemu_pin_and_qemu_args);
@@ -107,5 +123,24 @@ gboolean qp_test_wait_status(const char *path, const char *want,
 
 /* Path of the real QEMU for tests. */
 const char *qp_test_qemu(void);
+
+/* What the real QEMU makes of a command line, asked over QMP. */
+typedef struct {
+  gboolean started;  /* QEMU reached its main loop (it accepts the line) */
+  int status;        /* exit status */
+  char *err;         /* its stderr */
+  guint64 ram_mib;   /* query-memory-size-summary: base-memory */
+  guint vcpus;       /* query-cpus-fast: vCPUs at boot */
+  guint maxcpus;     /* query-hotpluggable-cpus: possible vCPUs */
+  int *cpu_node;     /* per possible vCPU index: its guest node, -1 none */
+  guint n_nodes;     /* "info numa": guest NUMA nodes (0 without -numa) */
+  guint64 *node_mib; /* "info numa": size of each node */
+} QpTestQemuView;
+
+/* Runs QEMU (qp_test_qemu(), TCG, no display, no default devices, paused)
+ * with ARGS (NULL-terminated) and a QMP monitor on its stdin that asks
+ * what it made of them and quits. A refused line leaves started FALSE. */
+void qp_test_qemu_view(const char *const *args, QpTestQemuView *view);
+void qp_test_qemu_view_clear(QpTestQemuView *view);
 
 G_END_DECLS

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
 static int memfd = -1;
 static char *path;
-static QpQemuArgs *args;
+static QpVmIds *args;
 
 int
 LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
@@ -27,9 +27,7 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     char *argv[] = {
         "-name", "vm",  "-uuid", "6b8f2c1e-0c4e-4a8b-9f3d-2d1c0e9a7b55",
         "-id",   "101", NULL};
-    args = qp_qemu_args_parse(6, argv, NULL);
-    if (args == NULL)
-      abort();
+    args = qp_vm_ids_from_argv(6, argv);
   }
   if (size > 65536)
     return 0;

@@ -15,7 +15,7 @@ node=$(jq -r '.["host-nodes"]' plan.json)
 assert_eq "plan: one host node" 1 "$(list_expand "$node" | wc -w)"
 assert_eq "plan: process CPUs are node $node's CPUs" "$(node_cpus "$node")" "$(plan_process_cpus plan.json)"
 
-pid=$(qp_launch bal --mode=balanced -- "$@") || fail "qemu-pin did not launch the VM"
+pid=$(qp_launch bal --mode=balanced -- "$@") || fail "qemu-pin did not launch the VM: $pid"
 check_vm_or_fail "balanced VM" plan.json "$pid"
 check_detects_breakage plan.json "$pid"
 lab_cleanup

@@ -13,7 +13,7 @@ set -- "$QP_QEMU" $(vm_args c1 fw.bin) -smp 2 -m 256
 qp_plan --mode=balanced -- "$@" >plan1.json || fail "qemu-pin plan failed: $(cat plan1.json)"
 hn=$(jq -r '.["host-nodes"]' plan1.json)
 case $hn in 0|1) ;; *) fail "balanced 256 MiB guest planned on nodes '$hn', expected node 0 or 1" ;; esac
-pid=$(qp_launch c1 --mode=balanced -- "$@") || fail "qemu-pin did not launch the balanced VM"
+pid=$(qp_launch c1 --mode=balanced -- "$@") || fail "qemu-pin did not launch the balanced VM: $pid"
 check_vm_or_fail "balanced VM on a host with a CPU-less node" plan1.json "$pid"
 lab_cleanup
 
@@ -28,7 +28,7 @@ for i in 0 1; do
   c=$(jq -r ".vcpus[$i].cpus" plan2.json)
   [ -n "$c" ] && [ -z "$(list_outside 0-3 "$c")" ] || fail "plan: vCPU $i on CPUs '$c'"
 done
-pid=$(qp_launch c2 --mode=numa -- "$@") || fail "qemu-pin did not launch the numa VM"
+pid=$(qp_launch c2 --mode=numa -- "$@") || fail "qemu-pin did not launch the numa VM: $pid"
 check_vm_or_fail "numa VM with a memory-only guest node" plan2.json "$pid"
 lab_cleanup
 exit 0

@@ -22,7 +22,7 @@ assert_eq "plan: vCPU 0 on guest node 0's host node $n0" "$(node_cpus "$n0")" \
   "$(jq -r '.vcpus[0].cpus' plan1.json)"
 assert_eq "plan: vCPU 3 on guest node 1's host node $n1" "$(node_cpus "$n1")" \
   "$(jq -r '.vcpus[3].cpus' plan1.json)"
-pid1=$(qp_launch numa1 --mode=numa -- "$@") || fail "qemu-pin did not launch the first VM"
+pid1=$(qp_launch numa1 --mode=numa -- "$@") || fail "qemu-pin did not launch the first VM: $pid1"
 check_vm_or_fail "numa VM with its own backends" plan1.json "$pid1"
 check_detects_breakage plan1.json "$pid1"
 
@@ -35,7 +35,7 @@ for x in $(list_expand "$used2"); do
   case ",$n0,$n1," in *",$x,"*) fail "second numa VM planned on node $x, already used by the first ($n0,$n1)" ;; esac
 done
 log "ok: the second VM's guest nodes go to host nodes $used2, the first holds $n0,$n1"
-pid2=$(qp_launch numa2 --mode=numa -- "$@") || fail "qemu-pin did not launch the second VM"
+pid2=$(qp_launch numa2 --mode=numa -- "$@") || fail "qemu-pin did not launch the second VM: $pid2"
 check_vm_or_fail "numa VM with backends made by qemu-pin" plan2.json "$pid2"
 lab_cleanup
 exit 0

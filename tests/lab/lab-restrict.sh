@@ -13,7 +13,7 @@ set -- "$QP_QEMU" $(vm_args r1 fw.bin) -smp 2 -m 192
 qp_plan --mode=balanced --hostnodes=3 -- "$@" >plan1.json || fail "qemu-pin plan failed: $(cat plan1.json)"
 assert_eq "plan with --hostnodes=3: host nodes" 3 "$(jq -r '.["host-nodes"]' plan1.json)"
 assert_eq "plan with --hostnodes=3: process CPUs" "$(node_cpus 3)" "$(plan_process_cpus plan1.json)"
-pid=$(qp_launch r1 --mode=balanced --hostnodes=3 -- "$@") || fail "qemu-pin did not launch (--hostnodes=3)"
+pid=$(qp_launch r1 --mode=balanced --hostnodes=3 -- "$@") || fail "qemu-pin did not launch (--hostnodes=3): $pid"
 check_vm_or_fail "balanced VM with --hostnodes=3" plan1.json "$pid"
 lab_cleanup
 
@@ -25,7 +25,7 @@ set -- "$QP_QEMU" $(vm_args r2 fw.bin) -smp 2 -m 320 \
 qp_plan --mode=numa --hostnodes=2-3 -- "$@" >plan2.json || fail "qemu-pin plan failed: $(cat plan2.json)"
 assert_eq "plan with --hostnodes=2-3: nodes of guest memory" "2,3" \
   "$(jq -r '[.memory[] | .["host-nodes"]] | sort | join(",")' plan2.json)"
-pid=$(qp_launch r2 --mode=numa --hostnodes=2-3 -- "$@") || fail "qemu-pin did not launch (--hostnodes=2-3)"
+pid=$(qp_launch r2 --mode=numa --hostnodes=2-3 -- "$@") || fail "qemu-pin did not launch (--hostnodes=2-3): $pid"
 check_vm_or_fail "numa VM with --hostnodes=2-3" plan2.json "$pid"
 lab_cleanup
 
@@ -36,7 +36,7 @@ qp_plan --mode=balanced --affinity=5-6 -- "$@" >plan3.json || fail "qemu-pin pla
 pc=$(plan_process_cpus plan3.json)
 [ -z "$(list_outside 5-6 "$pc")" ] || fail "plan with --affinity=5-6 uses CPUs $pc"
 log "ok: plan with --affinity=5-6: process CPUs $pc"
-pid=$(qp_launch r3 --mode=balanced --affinity=5-6 -- "$@") || fail "qemu-pin did not launch (--affinity=5-6)"
+pid=$(qp_launch r3 --mode=balanced --affinity=5-6 -- "$@") || fail "qemu-pin did not launch (--affinity=5-6): $pid"
 check_vm_or_fail "balanced VM with --affinity=5-6" plan3.json "$pid"
 lab_cleanup
 
@@ -50,7 +50,7 @@ case $hn in
   0-1|2-3) log "ok: 640 MiB guest on host nodes $hn, one socket" ;;
   *) fail "640 MiB balanced guest on host nodes '$hn', expected 0-1 or 2-3 (same socket)" ;;
 esac
-pid=$(qp_launch r4 --mode=balanced -- "$@") || fail "qemu-pin did not launch the 640 MiB VM"
+pid=$(qp_launch r4 --mode=balanced -- "$@") || fail "qemu-pin did not launch the 640 MiB VM: $pid"
 check_vm_or_fail "balanced VM over two nodes of one socket" plan4.json "$pid"
 lab_cleanup
 exit 0

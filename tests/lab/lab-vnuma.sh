@@ -23,7 +23,7 @@ assert_eq "plan: the two host nodes share a socket (distance 12)" 12 "$host_dist
 assert_eq "plan: guest distance 0-1 is the host's $h0-$h1" "$host_dist" \
   "$(jq -r '.vnuma.distances[0][1]' plan.json)"
 
-pid=$(qp_launch vn --mode=one-to-one --vnuma=auto -- "$@") || fail "qemu-pin did not launch the VM"
+pid=$(qp_launch vn --mode=one-to-one --vnuma=auto -- "$@") || fail "qemu-pin did not launch the VM: $pid"
 check_vm_or_fail "one-to-one VM with --vnuma=auto" plan.json "$pid"
 cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline")
 for g in 0 1; do
@@ -47,5 +47,31 @@ case "$cmd" in
   *) fail "QEMU's command line has no '-numa dist,src=0,dst=1,val=$host_dist': $cmd" ;;
 esac
 log "ok: guest distance 0-1 is $host_dist, as between host nodes $h0 and $h1"
+lab_cleanup
+
+# Hot-pluggable vCPUs (maxcpus above cpus): the guest topology holds all 6
+# possible vCPUs, or QEMU refuses it ("Invalid CPU topology").
+# shellcheck disable=SC2046
+set -- "$QP_QEMU" $(vm_args vh fw.bin) -smp 4,maxcpus=6 -m 256
+qp_plan --mode=one-to-one --vnuma=auto -- "$@" >plan2.json || fail "qemu-pin plan failed: $(cat plan2.json)"
+assert_eq "plan: sockets * cores * threads" 6 \
+  "$(jq '.vnuma.sockets * .vnuma.cores * .vnuma.threads' plan2.json)"
+assert_eq "plan: guest nodes" 2 "$(jq '.vnuma.nodes | length' plan2.json)"
+all=$(list_canon "$(jq -r '[.vnuma.nodes[].vcpus] | join(",")' plan2.json)")
+assert_eq "plan: the guest nodes hold every possible vCPU" 0-5 "$all"
+pid=$(qp_launch vh --mode=one-to-one --vnuma=auto -- "$@") || fail "qemu-pin did not launch the VM with maxcpus=6: $pid"
+cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline")
+smp=$(jq -r '"cpus=4,maxcpus=6,sockets=\(.vnuma.sockets),dies=1,cores=\(.vnuma.cores),threads=\(.vnuma.threads)"' plan2.json)
+case "$cmd" in
+  *"-smp $smp "*) ;;
+  *) fail "QEMU's command line has no '-smp $smp': $cmd" ;;
+esac
+vcpu_threads "$pid" >vh.threads
+assert_eq "vCPU threads at boot" 4 "$(wc -l <vh.threads)"
+while read -r v tid; do
+  assert_eq "boot vCPU $v: its CPUs" "$(jq -r ".vcpus[$v].cpus" plan2.json)" \
+    "$(cpus_allowed_of "$tid")"
+done <vh.threads
+log "ok: QEMU runs with -smp $smp and guest nodes $(jq -c '[.vnuma.nodes[].vcpus]' plan2.json)"
 lab_cleanup
 exit 0

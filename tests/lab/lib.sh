@@ -181,7 +181,9 @@ vm_args() {
 }
 
 # qp_launch NAME [QEMU-PIN OPTIONS] -- QEMU ARGS...: launches a daemonized VM
-# through qemu-pin (which returns once vCPUs are pinned); prints its PID.
+# through qemu-pin (which returns once vCPUs are pinned); prints its PID. A
+# launch that succeeds prints nothing on stderr but what QEMU itself says;
+# with QP_LAB_WARNING set, exactly one qemu-pin warning line containing it.
 qp_launch() {
   _name=$1
   shift
@@ -193,6 +195,22 @@ qp_launch() {
   }
   _pid=$(cat "$QP_LAB_SCRATCH/$_name.pid" 2>/dev/null)
   [ -n "$_pid" ] || return 1
+  # QEMU's own messages (a "qemu-system-*:" line and the lines that go on
+  # from it) are the caller's command line speaking, not qemu-pin.
+  awk '/^qemu-system-/ { q = 1; next } /^qemu-pin/ { q = 0 } !q' \
+    "$QP_LAB_SCRATCH/$_name.out" >"$QP_LAB_SCRATCH/$_name.ours"
+  _said=$(tr '\n' '|' <"$QP_LAB_SCRATCH/$_name.ours")
+  if [ -n "${QP_LAB_WARNING:-}" ]; then
+    case $_said in
+      "qemu-pin: warning: "*"$QP_LAB_WARNING"*) [ "$(wc -l <"$QP_LAB_SCRATCH/$_name.ours")" -eq 1 ] ||
+        { echo "more than one line on a launch with a warning: $_said"; kill "$_pid"; return 1; } ;;
+      *) echo "no one-line warning about '$QP_LAB_WARNING': $_said"; kill "$_pid"; return 1 ;;
+    esac
+  elif [ -n "$_said" ]; then
+    echo "a successful launch printed: $_said"
+    kill "$_pid"
+    return 1
+  fi
   QP_LAB_PIDS="$QP_LAB_PIDS $_pid"
   echo "$_pid"
 }

@@ -850,6 +850,61 @@ test_best_effort_memory_refused(Fixture *f, gconstpointer data)
     }
 }
 
+/* One-to-one, 2 vCPUs, -S: the caller pins vCPU 0 where the plan puts
+ * vCPU 1 before its cont (as libvirt applies <vcpupin>) and resets vCPU 1
+ * to every CPU (as libvirt does without <vcpupin>). After the cont the
+ * keeper puts vCPU 1 back on the plan, keeps vCPU 0 where the caller put it
+ * and gives back vCPU 0's core; a later reset of vCPU 0, seen by the
+ * keeper's own look, brings the plan and the core back. Nothing on stderr. */
+static void
+test_caller_pin_kept(Fixture *f, gconstpointer data)
+{
+  g_autofree char *qmparg =
+      g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  const char *opts[] = {"--mode=one-to-one", NULL};
+  const char *extra[] = {"-smp", "2", "-m", "64", "-S", "-qmp", qmparg, NULL};
+  g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
+  g_autoptr(JsonObject) plan = plan_of(cmd);
+  g_auto(GStrv) want = qp_test_plan_vcpu_sets(plan);
+  g_assert_cmpuint(g_strv_length(want), ==, 2);
+  g_assert_cmpstr(want[0], !=, want[1]);
+  const char *all = json_object_get_string_member(
+      json_object_get_object_member(plan, "claims"), "dedicated-cpus");
+  g_autofree char *left = qp_test_cpus_without_core_of(all, want[0]);
+  g_autofree char *own =
+      qp_test_task_field(getpid(), getpid(), "Cpus_allowed_list");
+
+  GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
+  g_assert_true(
+      qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 30000));
+  g_assert_true(
+      qp_test_wait_record_string(f->state, "dedicated-cpus", all, 10000));
+  g_autoptr(GArray) tids = qp_test_vcpu_threads(pid);
+  g_assert_cmpuint(tids->len, ==, 2);
+  qp_test_set_affinity(g_array_index(tids, int, 0), want[1]);
+  qp_test_set_affinity(g_array_index(tids, int, 1), own);
+
+  g_autoptr(JsonNode) r = qp_test_qmp_command(f->qmp, "cont");
+  g_assert_nonnull(r);
+  const char *caller[] = {want[1], want[1], NULL};
+  g_assert_true(qp_test_wait_vcpu_affinity(pid, caller, 10000));
+  g_assert_true(
+      qp_test_wait_record_string(f->state, "dedicated-cpus", left, 10000));
+  g_assert_true(qp_test_wait_status(f->qmp, "running", 5000));
+
+  qp_test_set_affinity(g_array_index(tids, int, 0), own);
+  g_assert_true(
+      qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 30000));
+  g_assert_true(
+      qp_test_wait_record_string(f->state, "dedicated-cpus", all, 10000));
+
+  g_autofree char *err_path = g_build_filename(f->dir, "stderr", NULL);
+  g_autofree char *err = NULL;
+  g_assert_true(g_file_get_contents(err_path, &err, NULL, NULL));
+  g_assert_cmpstr(err, ==, "");
+  stop_and_check_released(f, pid);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -865,6 +920,7 @@ main(int argc, char **argv)
   }
   ADD("/launch/caller-S/stays-paused-and-replans-on-cont",
       test_caller_S_replan_on_cont, NULL);
+  ADD("/launch/caller-pin/kept-and-claim-follows", test_caller_pin_kept, NULL);
   ADD("/launch/daemonize/returns-after-pinning-with-pidfile", test_daemonize,
       NULL);
   ADD("/launch/sigterm/same-status-as-plain-qemu", test_sigterm_status, NULL);

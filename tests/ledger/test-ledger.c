@@ -606,6 +606,92 @@ test_record_remove(Fixture *f, gconstpointer data)
   g_assert_no_error(error);
 }
 
+/* qp_ledger_rewrite(): the edit sees every live record (stale ones pruned
+ * first) and what it changes is written; an edit that fails leaves the
+ * record as it was and the lock free. */
+typedef struct {
+  guint calls;
+  guint seen; /* live records the edit saw */
+  gboolean fail;
+} RewriteEdit;
+
+static gboolean
+take_cpus_no_other_holds(QpClaim *claim, const QpClaims *claims, gpointer data,
+                         GError **error)
+{
+  RewriteEdit *e = data;
+  e->calls++;
+  e->seen = claims->claims->len;
+  if (e->fail) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT, "no room");
+    return FALSE;
+  }
+  g_auto(hwloc_bitmap_t) free_cpus = hwloc_bitmap_alloc();
+  hwloc_bitmap_set_range(free_cpus, 0, 3);
+  for (guint i = 0; i < claims->claims->len; i++) {
+    const QpClaim *c = g_ptr_array_index(claims->claims, i);
+    if (g_strcmp0(c->id, claim->id) != 0)
+      hwloc_bitmap_andnot(free_cpus, free_cpus, c->dedicated);
+  }
+  hwloc_bitmap_copy(claim->dedicated, free_cpus);
+  return TRUE;
+}
+
+static void
+test_record_rewrite(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpLedger) l = open_ok(f);
+  g_assert_true(qp_ledger_lock(l, NULL));
+  g_autoptr(QpClaim) other = make_live_claim("vm-other", 0, 64);
+  hwloc_bitmap_set_range(other->dedicated, 0, 1);
+  write_ok(l, other);
+  int dead = spawn_sleep();
+  guint64 dead_start = qp_proc_start_time(dead);
+  kill_and_reap(dead);
+  g_autoptr(QpClaim) stale = make_claim("vm-stale", dead, dead_start, 0, 64);
+  write_ok(l, stale);
+  g_autoptr(QpClaim) mine = make_live_claim("vm-mine", 0, 128);
+  write_ok(l, mine);
+  qp_ledger_unlock(l);
+
+  RewriteEdit e = {0};
+  g_autoptr(GError) error = NULL;
+  g_assert_true(
+      qp_ledger_rewrite(f->state, mine, take_cpus_no_other_holds, &e, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(e.calls, ==, 1);
+  g_assert_cmpuint(e.seen, ==, 2); /* the stale record is pruned */
+  g_autofree char *path = state_file(f, "vm-mine.json");
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  g_autoptr(QpClaim) back = qp_claim_from_json(text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_autofree char *cpus = qp_list_format(back->dedicated);
+  g_assert_cmpstr(cpus, ==, "2-3");
+  g_autofree char *stale_path = state_file(f, "vm-stale.json");
+  g_assert_false(g_file_test(stale_path, G_FILE_TEST_EXISTS));
+
+  /* A failing edit: nothing written, the error is the edit's. */
+  e.fail = TRUE;
+  hwloc_bitmap_zero(mine->dedicated);
+  g_assert_false(
+      qp_ledger_rewrite(f->state, mine, take_cpus_no_other_holds, &e, &error));
+  g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT);
+  g_clear_error(&error);
+  g_autofree char *again = NULL;
+  g_assert_true(g_file_get_contents(path, &again, NULL, NULL));
+  g_assert_cmpstr(again, ==, text);
+
+  /* No edit: the claim as it is. The lock is free again each time. */
+  g_assert_true(qp_ledger_rewrite(f->state, mine, NULL, NULL, &error));
+  g_assert_no_error(error);
+  g_autofree char *plain = NULL;
+  g_assert_true(g_file_get_contents(path, &plain, NULL, NULL));
+  g_assert_nonnull(strstr(plain, "\"dedicated-cpus\" : \"\""));
+  g_assert_true(qp_ledger_lock(l, NULL));
+  qp_ledger_unlock(l);
+}
+
 static void
 test_claim_from_plan(void)
 {
@@ -1480,6 +1566,7 @@ main(int argc, char **argv)
   FT("/ledger/record/requires-lock", test_record_requires_lock);
   g_test_add_func("/ledger/record/new-id-unique", test_record_new_id);
   FT("/ledger/record/remove", test_record_remove);
+  FT("/ledger/record/rewrite-under-lock", test_record_rewrite);
   g_test_add_func("/ledger/record/from-plan", test_claim_from_plan);
   FT("/ledger/corrupt/truncated-blocks-all-nodes",
      test_corrupt_truncated_blocks_all);

@@ -150,26 +150,7 @@ orch_wait_status(const char *path, const char *want, guint timeout_ms)
 JsonObject *
 orch_record(const char *dir)
 {
-  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-  const char *name;
-  g_autofree char *found = NULL;
-  guint n = 0;
-  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
-    if (name[0] == '.' || !g_str_has_suffix(name, ".json"))
-      continue;
-    n++;
-    g_free(found);
-    found = g_build_filename(dir, name, NULL);
-  }
-  if (n != 1)
-    return NULL;
-  g_autoptr(JsonParser) p = json_parser_new();
-  if (!json_parser_load_from_file(p, found, NULL))
-    return NULL;
-  JsonNode *root = json_parser_get_root(p);
-  if (!JSON_NODE_HOLDS_OBJECT(root))
-    return NULL;
-  return json_object_ref(json_node_get_object(root));
+  return qp_test_record(dir);
 }
 
 gboolean

@@ -31,6 +31,7 @@ typedef struct {
   char *xml; /* the domain's XML file */
   char *pidfile;
   char *log;
+  gboolean verbose; /* the domain's qemu-pin runs with QEMU_PIN_VERBOSE=1 */
 } Fixture;
 
 static char *setup_skip_reason; /* set when the setup script said 77 */
@@ -114,10 +115,12 @@ virsh_ok(const char *const *args)
 }
 
 /* The domain: 2 vCPUs, 128 MiB, the halting firmware; CPU_XML (may be "")
- * goes inside <domain>, e.g. a <cpu> with NUMA cells. */
+ * goes inside <domain>, e.g. a <cpu> with NUMA cells or a <cputune>. */
 static char *
 domain_xml(Fixture *f, const char *cpu_xml)
 {
+  const char *verbose =
+      f->verbose ? "    <qemu:env name='QEMU_PIN_VERBOSE' value='1'/>\n" : "";
   return g_strdup_printf(
       "<domain type='qemu' "
       "xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>\n"
@@ -138,9 +141,10 @@ domain_xml(Fixture *f, const char *cpu_xml)
       "  </devices>\n"
       "  <qemu:commandline>\n"
       "    <qemu:env name='QEMU_PIN_CONFIG' value='%s'/>\n"
+      "%s"
       "  </qemu:commandline>\n"
       "</domain>\n",
-      f->marker, cpu_xml, f->fw, f->dropin, f->config);
+      f->marker, cpu_xml, f->fw, f->dropin, f->config, verbose);
 }
 
 /* libvirt keeps the probed capabilities of each emulator path in a file
@@ -559,6 +563,236 @@ test_memory_bound(Fixture *f, gconstpointer data)
   destroy_and_check_released(f, pid);
 }
 
+/* ---- The caller's own placement ---------------------------------------- */
+
+/* The dedicated CPUs of the one-to-one plan for the domain, less the host
+ * core holding CPU: what the claim holds once no vCPU runs there. */
+static char *
+dedicated_without_core_of(char **plan, const char *cpu)
+{
+  g_autofree char *all = orch_union(plan);
+  return qp_test_cpus_without_core_of(all, cpu);
+}
+
+/* Waits until the domain's ledger record holds the dedicated CPUs WANT. */
+static void
+wait_record_dedicated(Fixture *f, const char *want)
+{
+  if (qp_test_wait_record_string(f->state, "dedicated-cpus", want, 30000))
+    return;
+  orch_show_file("domain log", f->log);
+  g_assert_not_reached();
+}
+
+/* Every vCPU thread of PID runs on WANT[i] (/proc), and libvirt says so
+ * too (virsh vcpuinfo). */
+static void
+check_vcpus_on(Fixture *f, int pid, const char *const *want, guint timeout_ms)
+{
+  if (!qp_test_wait_vcpu_affinity(pid, want, timeout_ms)) {
+    g_auto(GStrv) have = orch_vcpu_affinities(pid);
+    g_autofree char *h = g_strjoinv(" ", have);
+    g_autofree char *w = g_strjoinv(" ", (char **)want);
+    g_test_message("vCPU affinities are %s, not %s", h, w);
+    orch_show_file("domain log", f->log);
+    g_assert_not_reached();
+  }
+  g_auto(GStrv) yn = vcpuinfo_affinities(f);
+  g_assert_cmpuint(g_strv_length(yn), ==, g_strv_length((char **)want));
+  for (guint i = 0; yn[i] != NULL; i++) {
+    g_autofree char *w = as_yn(want[i], strlen(yn[i]));
+    g_assert_cmpstr(yn[i], ==, w);
+  }
+}
+
+/* Cpus_allowed_list of the thread of PID named COMM (libvirt runs QEMU with
+ * debug-threads=on: "IO iothread1"), or of PID itself when COMM is NULL. */
+static char *
+thread_cpus(int pid, const char *comm)
+{
+  if (comm == NULL)
+    return qp_test_task_field(pid, pid, "Cpus_allowed_list");
+  g_autofree char *task = g_strdup_printf("/proc/%d/task", pid);
+  g_autoptr(GDir) dir = g_dir_open(task, 0, NULL);
+  const char *name;
+  while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
+    g_autofree char *path = g_strdup_printf("%s/%s/comm", task, name);
+    g_autofree char *have = NULL;
+    if (g_file_get_contents(path, &have, NULL, NULL) &&
+        strcmp(g_strstrip(have), comm) == 0)
+      return qp_test_task_field(pid, atoi(name), "Cpus_allowed_list");
+  }
+  return NULL;
+}
+
+/* Longer than the keeper's look at the threads' affinities (5 s), so that
+ * a check after it sees what the keeper left. */
+#define AFTER_A_LOOK_US (7 * G_USEC_PER_SEC)
+
+/* <vcpupin> puts both vCPUs on the CPU the plan gives vCPU 1, and
+ * <iothreadpin> the iothread there too: libvirt applies them after QEMU
+ * starts and before its cont; qemu-pin keeps them, and the one-to-one claim
+ * gives back the core vCPU 0 was planned on. */
+static void
+test_vcpupin_at_start(Fixture *f, gconstpointer data)
+{
+  if (!f->ready)
+    return;
+  g_auto(GStrv) plan = planned_vcpu_sets(f);
+  g_autofree char *cputune =
+      g_strdup_printf("  <iothreads>1</iothreads>\n"
+                      "  <cputune>\n"
+                      "    <vcpupin vcpu='0' cpuset='%s'/>\n"
+                      "    <vcpupin vcpu='1' cpuset='%s'/>\n"
+                      "    <iothreadpin iothread='1' cpuset='%s'/>\n"
+                      "  </cputune>\n",
+                      plan[1], plan[1], plan[1]);
+  g_autofree char *xml = domain_xml(f, cputune);
+  g_free(orch_write(f->dir, "domain.xml", xml));
+  g_free(VIRSH_OK("define", f->xml));
+  start_domain(f);
+  int pid = domain_pid(f);
+  g_assert_cmpint(pid, >, 0);
+
+  const char *want[] = {plan[1], plan[1], NULL};
+  check_vcpus_on(f, pid, want, 30000);
+  g_autofree char *left = dedicated_without_core_of(plan, plan[0]);
+  wait_record_dedicated(f, left);
+  g_usleep(AFTER_A_LOOK_US);
+  check_vcpus_on(f, pid, want, 0);
+  g_autofree char *io = thread_cpus(pid, "IO iothread1");
+  g_assert_cmpstr(io, ==, plan[1]);
+  destroy_and_check_released(f, pid);
+}
+
+/* `virsh vcpupin` and `virsh emulatorpin` on the running domain stick: the
+ * keeper's looks (its own, and the one on RESUME after virsh
+ * suspend/resume) keep them and the claim follows; a later reset of the
+ * vCPU to every usable CPU brings the plan back and the core is claimed
+ * again. */
+static void
+test_vcpupin_live_sticks(Fixture *f, gconstpointer data)
+{
+  if (!f->ready)
+    return;
+  g_auto(GStrv) plan = planned_vcpu_sets(f);
+  g_free(VIRSH_OK("define", f->xml));
+  start_domain(f);
+  int pid = check_pinned_to_plan(f, plan);
+  g_autofree char *all = orch_union(plan);
+
+  g_free(VIRSH_OK("vcpupin", f->marker, "0", plan[1]));
+  g_free(VIRSH_OK("emulatorpin", f->marker, plan[0]));
+  const char *want[] = {plan[1], plan[1], NULL};
+  check_vcpus_on(f, pid, want, 0);
+  g_autofree char *left = dedicated_without_core_of(plan, plan[0]);
+  wait_record_dedicated(f, left);
+  g_usleep(AFTER_A_LOOK_US);
+  check_vcpus_on(f, pid, want, 0);
+  g_autofree char *emulator = thread_cpus(pid, NULL);
+  g_assert_cmpstr(emulator, ==, plan[0]);
+
+  /* Suspend, reset vCPU 1 behind libvirt's back, resume: the keeper's look
+   * on RESUME puts vCPU 1 back on the plan, and leaves vCPU 0 where the
+   * caller put it. */
+  g_free(VIRSH_OK("suspend", f->marker));
+  g_autofree char *own = orch_own_cpus();
+  g_autoptr(GArray) tids = qp_test_vcpu_threads(pid);
+  g_assert_cmpuint(tids->len, ==, 2);
+  qp_test_set_affinity(g_array_index(tids, int, 1), own);
+  g_free(VIRSH_OK("resume", f->marker));
+  check_vcpus_on(f, pid, want, 30000);
+  wait_record_dedicated(f, left);
+  g_autofree char *emulator_after = thread_cpus(pid, NULL);
+  g_assert_cmpstr(emulator_after, ==, plan[0]);
+
+  /* vCPU 0 back to every usable CPU: a reset, not a decision. */
+  g_free(VIRSH_OK("vcpupin", f->marker, "0", own));
+  check_vcpus_on(f, pid, (const char *const *)plan, 30000);
+  wait_record_dedicated(f, all);
+  destroy_and_check_released(f, pid);
+}
+
+/* The first NUMA node of this host that has memory. */
+static int
+first_memory_node(void)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents("/sys/devices/system/node/has_memory", &text, NULL,
+                           NULL) &&
+      !g_file_get_contents("/sys/devices/system/node/online", &text, NULL,
+                           NULL))
+    return 0;
+  return atoi(text);
+}
+
+/* <numatune mode='strict' nodeset=N> without guest NUMA cells: libvirt
+ * puts host-nodes=[N] on the guest RAM backend; qemu-pin keeps it, claims
+ * the guest's memory on N and says so in its log (-v). */
+static void
+test_numatune_claimed_there(Fixture *f, gconstpointer data)
+{
+  if (!f->ready)
+    return;
+  int node = first_memory_node();
+  f->verbose = TRUE;
+  g_autofree char *numatune =
+      g_strdup_printf("  <numatune>\n"
+                      "    <memory mode='strict' nodeset='%d'/>\n"
+                      "  </numatune>\n",
+                      node);
+  g_autofree char *xml = domain_xml(f, numatune);
+  g_free(orch_write(f->dir, "domain.xml", xml));
+  g_autofree char *node_text = g_strdup_printf("%d", node);
+
+  /* The plan for libvirt's command line: the caller's binding, kept. */
+  g_autoptr(GPtrArray) native = native_argv(f);
+  g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(args, g_strdup_printf("--state-dir=%s", f->plan_state));
+  g_ptr_array_add(args, g_strdup_printf("--config=%s", f->config));
+  g_ptr_array_add(args, g_strdup("--"));
+  g_ptr_array_add(args, g_strdup(qp_test_qemu()));
+  for (guint i = 1; i < native->len && native->pdata[i] != NULL; i++)
+    g_ptr_array_add(args, g_strdup(native->pdata[i]));
+  g_ptr_array_add(args, NULL);
+  g_autoptr(JsonObject) plan = qp_test_plan((char **)args->pdata);
+  JsonArray *mem = json_object_get_array_member(plan, "memory");
+  g_assert_cmpuint(json_array_get_length(mem), ==, 1);
+  JsonObject *m = json_array_get_object_element(mem, 0);
+  g_assert_true(json_object_get_boolean_member(m, "caller-set"));
+  g_assert_cmpstr(json_object_get_string_member(m, "host-nodes"), ==,
+                  node_text);
+  g_assert_cmpstr(json_object_get_string_member(m, "policy"), ==, "bind");
+
+  g_free(VIRSH_OK("define", f->xml));
+  start_domain(f);
+  int pid = domain_pid(f);
+  g_assert_cmpint(pid, >, 0);
+  g_autofree char *bind = g_strdup_printf("bind:%d", node);
+  g_auto(GStrv) policies = qp_test_policies_of_mappings(pid, 128 * 1024);
+  g_assert_cmpuint(g_strv_length(policies), ==, 1);
+  g_assert_cmpstr(policies[0], ==, bind);
+
+  g_autoptr(JsonObject) rec = orch_record(f->state);
+  g_assert_nonnull(rec);
+  JsonObject *claimed = json_object_get_object_member(rec, "memory-mib");
+  g_assert_cmpuint(json_object_get_size(claimed), ==, 1);
+  g_assert_cmpint(json_object_get_int_member(claimed, node_text), ==, 128);
+
+  g_autofree char *line = g_strdup_printf(
+      "the caller's memory binding kept: the guest's memory on host nodes "
+      "%d, claimed there",
+      node);
+  g_autofree char *log = NULL;
+  g_assert_true(g_file_get_contents(f->log, &log, NULL, NULL));
+  if (strstr(log, line) == NULL) {
+    g_test_message("the domain log does not say \"%s\"", line);
+    orch_show_file("domain log", f->log);
+    g_assert_not_reached();
+  }
+  destroy_and_check_released(f, pid);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -576,6 +810,12 @@ main(int argc, char **argv)
              &mem_without_vnuma, setup, test_memory_bound, teardown);
   g_test_add("/orchestrators/libvirt/memory/json-numa-cells-bound", Fixture,
              &mem_with_vnuma, setup, test_memory_bound, teardown);
+  ADD("/orchestrators/libvirt/caller/vcpupin-honoured-at-start",
+      test_vcpupin_at_start);
+  ADD("/orchestrators/libvirt/caller/virsh-vcpupin-on-running-vm-sticks",
+      test_vcpupin_live_sticks);
+  ADD("/orchestrators/libvirt/caller/numatune-strict-honoured-and-claimed",
+      test_numatune_claimed_there);
   int rc = g_test_run();
   g_free(setup_skip_reason);
   g_free(virsh_bin);

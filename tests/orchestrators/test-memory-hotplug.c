@@ -6,7 +6,8 @@
  *  - virtio-mem's requested-size raised and lowered moves the claim;
  *  - a preallocating backend added and deleted is claimed and given back;
  *  - memory that does not fit is said in the keeper's log, the VM runs on;
- *  - a backend of hugepages is claimed in hugepages.
+ *  - a backend of hugepages is claimed in hugepages;
+ *  - the caller's pinning and memory plugged later both reach the record.
  * The guest is a halting firmware: nothing here needs its cooperation. */
 #include <signal.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "tests/orchestrators/orch-common.h"
+#include "topology/cpulist.h"
 
 typedef struct {
   char *dir;
@@ -328,6 +330,81 @@ test_hugetlb_dimm(Fixture *f, gconstpointer data)
   g_assert_cmpint(claimed(f, 0), ==, 64);
 }
 
+/* The record's shared vCPUs by CPU set ("CPUS:VCPUS ..."). */
+static char *
+record_cpu_load(Fixture *f)
+{
+  g_autoptr(JsonObject) rec = orch_record(f->state);
+  g_assert_nonnull(rec);
+  JsonArray *a = json_object_get_array_member(rec, "cpu-load");
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < json_array_get_length(a); i++) {
+    JsonObject *o = json_array_get_object_element(a, i);
+    g_string_append_printf(s, "%s%s:%" G_GINT64_FORMAT, i ? " " : "",
+                           json_object_get_string_member(o, "cpus"),
+                           json_object_get_int_member(o, "vcpus"));
+  }
+  return g_string_free(s, FALSE);
+}
+
+static gboolean
+wait_cpu_load(Fixture *f, const char *want, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  g_autofree char *have = NULL;
+  do {
+    g_free(have);
+    have = record_cpu_load(f);
+    if (strcmp(have, want) == 0)
+      return TRUE;
+    g_usleep(50000);
+  } while (g_get_monotonic_time() < deadline);
+  g_test_message("the record's cpu-load is \"%s\", not \"%s\"", have, want);
+  return FALSE;
+}
+
+/* The caller pins the vCPU (the keeper's look, every 5 s) and plugs memory
+ * (the keeper's memory watch, every 500 ms): both change the VM's record,
+ * and neither change undoes the other. */
+static void
+test_caller_pin_and_memory(Fixture *f, gconstpointer data)
+{
+  g_autofree char *own =
+      qp_test_task_field(getpid(), getpid(), "Cpus_allowed_list");
+  g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
+  g_assert_cmpint(hwloc_bitmap_list_sscanf(cpus, own), ==, 0);
+  if (hwloc_bitmap_weight(cpus) < 2) {
+    g_test_skip("one usable CPU: the caller cannot pin narrower");
+    return;
+  }
+  g_autofree char *first = g_strdup_printf("%d", hwloc_bitmap_first(cpus));
+  g_autofree char *last = g_strdup_printf("%d", hwloc_bitmap_last(cpus));
+  const char *opts[] = {"--mode=balanced", NULL};
+  launch(f, opts, "64,slots=4,maxmem=1G", NULL);
+  g_assert_true(wait_claimed(f, 0, 64, 5000));
+  g_autoptr(GArray) tids = qp_test_vcpu_threads(f->pid);
+  g_assert_cmpuint(tids->len, ==, 1);
+
+  qp_test_set_affinity(g_array_index(tids, int, 0), first);
+  g_autofree char *on_first = g_strdup_printf("%s:1", first);
+  g_assert_true(wait_cpu_load(f, on_first, 15000));
+
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"m1\",\"size\":67108864}}");
+  qmp(f, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"pc-dimm\","
+         "\"id\":\"dimm1\",\"memdev\":\"m1\"}}");
+  g_assert_true(wait_claimed(f, 0, 128, 5000));
+  g_autofree char *after_memory = record_cpu_load(f);
+  g_assert_cmpstr(after_memory, ==, on_first);
+
+  qp_test_set_affinity(g_array_index(tids, int, 0), last);
+  g_autofree char *on_last = g_strdup_printf("%s:1", last);
+  g_assert_true(wait_cpu_load(f, on_last, 15000));
+  g_assert_cmpint(claimed(f, 0), ==, 128);
+  g_autofree char *err = stderr_text(f);
+  g_assert_cmpstr(err, ==, "");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -343,5 +420,7 @@ main(int argc, char **argv)
       test_no_room_said_in_log);
   ADD("/orchestrators/hotplug/memory/hugetlb-dimm-claimed-in-pages",
       test_hugetlb_dimm);
+  ADD("/orchestrators/hotplug/memory/caller-pinning-and-memory-both-kept",
+      test_caller_pin_and_memory);
   return g_test_run();
 }

@@ -828,6 +828,36 @@ test_cpuless_node(void)
 
 /* ---- Allowed CPUs (cgroup) ---------------------------------------------- */
 
+/* A guest without vNUMA whose RAM backend the caller bound to host node 1
+ * (libvirt's <numatune mode='strict' nodeset='1'>: host-nodes on
+ * -machine memory-backend=): the memory is claimed on node 1 in every mode,
+ * kept as the caller's, and the vCPUs go to node 1 too, although node 0 is
+ * the emptier node and qemu-pin alone would choose it. */
+static void
+test_caller_nodes_without_vnuma(gconstpointer data)
+{
+  QpMode mode = GPOINTER_TO_INT(data);
+  g_autoptr(TestHost) h = intel_2s();
+  g_autoptr(QpClaims) c = qp_claims_new();
+  claim_mem(claim_add(c, "busy"), 1, 32768);
+  g_autoptr(QpRequest) r = request(2, 4096);
+  r->host_nodes = list("1");
+  r->policy = QP_POLICY_BIND;
+  g_autoptr(Opts) o = opts_new(mode, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, c, r, o);
+  g_assert_cmpuint(claimed_on(p, 1), ==, 4096);
+  g_assert_cmpuint(claimed_on(p, 0), ==, 0);
+  g_assert_cmpuint(p->n_mem, ==, 1);
+  g_assert_cmpint(p->mem[0].gnode, ==, -1);
+  g_assert_true(p->mem[0].caller_set);
+  g_assert_cmpint(p->mem[0].policy, ==, QP_POLICY_BIND);
+  assert_set(p->mem[0].host_nodes, "1");
+  g_auto(hwloc_bitmap_t) node1 = list("8-15,24-31");
+  for (guint v = 0; v < p->n_vcpus; v++)
+    g_assert_true(hwloc_bitmap_isincluded(p->vcpu_cpus[v], node1));
+  assert_set(p->host_nodes, "1");
+}
+
 static void
 test_cgroup_subset(void)
 {
@@ -2084,6 +2114,15 @@ main(int argc, char **argv)
   g_test_add_func("/plan/kinds/never-straddles", test_kinds_no_straddle);
   g_test_add_func("/plan/cpuless/memory-only-when-needed", test_cpuless_node);
   g_test_add_func("/plan/allowed/cgroup-subset", test_cgroup_subset);
+  g_test_add_data_func("/plan/caller/host-nodes-without-vnuma/balanced",
+                       GINT_TO_POINTER(QP_MODE_BALANCED),
+                       test_caller_nodes_without_vnuma);
+  g_test_add_data_func("/plan/caller/host-nodes-without-vnuma/numa",
+                       GINT_TO_POINTER(QP_MODE_NUMA),
+                       test_caller_nodes_without_vnuma);
+  g_test_add_data_func("/plan/caller/host-nodes-without-vnuma/one-to-one",
+                       GINT_TO_POINTER(QP_MODE_ONE_TO_ONE),
+                       test_caller_nodes_without_vnuma);
   g_test_add_func("/plan/claims/dedicated-never-reused",
                   test_claims_dedicated_never_reused);
   g_test_add_func("/plan/claims/memory-spread-pack", test_claims_memory);

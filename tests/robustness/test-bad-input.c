@@ -1,5 +1,6 @@
 /* Bad input through the real qemu-pin with real QEMU as its target: each row
- * is a malformed QEMU option, qemu-pin option, environment value or config
+ * is a malformed QEMU option (one QEMU 7.2 refuses too: a row of
+ * tests/common/qemu-refusals.c), qemu-pin option, environment value or config
  * file. Each must give exactly one line on stderr naming the bad value (and
  * for config files the file, line and key), a non-zero exit status, no QEMU
  * run (the QEMU binary is a wrapper that leaves a file behind when it runs,
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/common/qemu-refusals.h"
 #include "tests/robustness/rb-common.h"
 
 typedef enum {
@@ -31,15 +33,15 @@ typedef struct {
 
 static const Row rows[] = {
     /* -smp */
-    {"/bad-input/smp/zero",
+    {"/bad-input/smp/maxcpus-below-cpus",
      PREFIX,
      {NULL},
-     {"-smp", "0", NULL},
+     {"-smp", "4,maxcpus=2", NULL},
      {NULL},
      NULL,
      0,
      1,
-     {"-smp '0'", "at least 1"}},
+     {"-smp '4,maxcpus=2'", "at least cpus"}},
     {"/bad-input/smp/negative",
      PREFIX,
      {NULL},
@@ -67,25 +69,25 @@ static const Row rows[] = {
      0,
      1,
      {"-smp 'cpus=99999'", "maximum"}},
-    {"/bad-input/smp/machine-smp-zero",
+    {"/bad-input/smp/machine-smp-topology",
      PREFIX,
      {NULL},
-     {"-machine", "q35,smp.cpus=0", NULL},
+     {"-machine", "q35,smp.cpus=4,smp.sockets=3,smp.cores=1", NULL},
      {NULL},
      NULL,
      0,
      1,
-     {"cpus=0"}},
+     {"smp.sockets=3", "does not equal"}},
     /* -m */
-    {"/bad-input/m/zero",
+    {"/bad-input/m/slots-without-maxmem",
      PREFIX,
      {NULL},
-     {"-m", "0", NULL},
+     {"-m", "64,slots=2", NULL},
      {NULL},
      NULL,
      0,
      1,
-     {"-m '0'", "512M"}},
+     {"-m '64,slots=2'", "maxmem"}},
     {"/bad-input/m/unknown-suffix",
      PREFIX,
      {NULL},
@@ -517,15 +519,15 @@ static const Row rows[] = {
      {"/nonexistent/qemu-pin.conf"}},
     /* The drop-in face: every argument is QEMU's, settings from the
      * environment and the config. */
-    {"/bad-input/drop-in/smp-zero",
+    {"/bad-input/drop-in/smp-topology",
      DROP_IN,
      {NULL},
-     {"-smp", "0", NULL},
+     {"-smp", "4,sockets=3,cores=1", NULL},
      {NULL},
      NULL,
      0,
      1,
-     {"-smp '0'"}},
+     {"-smp '4,sockets=3,cores=1'"}},
     {"/bad-input/drop-in/env-mode",
      DROP_IN,
      {NULL},
@@ -555,35 +557,42 @@ static const Row rows[] = {
      {"not valid JSON"}},
 };
 
-static void
-test_row(RbFixture *f, gconstpointer data)
+/* The environment of a row: none of the test's own QEMU_PIN_* settings, the
+ * row's ledger, CONFIG as the config file (written to DIR/bad.conf, whose
+ * path goes to *CONF) and ENV (NAME=VALUE, NULL-terminated). */
+static char **
+row_environ(RbFixture *f, const char *config, const char *const *env,
+            char **conf)
 {
-  const Row *row = data;
-  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
-  g_auto(GStrv) envp = g_get_environ();
-  g_autofree char *conf = NULL;
-
-  /* Settings from the test's own environment must not leak in. */
+  char **envp = g_get_environ();
   g_auto(GStrv) names = g_listenv();
   for (guint i = 0; names[i] != NULL; i++)
     if (g_str_has_prefix(names[i], "QEMU_PIN_"))
       envp = g_environ_unsetenv(envp, names[i]);
   envp = g_environ_setenv(envp, "QEMU_PIN_STATE_DIR", f->state, TRUE);
   /* The default config must not be read: point at an empty one. */
-  conf = g_build_filename(f->dir, "bad.conf", NULL);
+  *conf = g_build_filename(f->dir, "bad.conf", NULL);
   GError *error = NULL;
-  g_file_set_contents(conf, row->config ? row->config : "", -1, &error);
+  g_file_set_contents(*conf, config ? config : "", -1, &error);
   g_assert_no_error(error);
-  envp = g_environ_setenv(envp, "QEMU_PIN_CONFIG", conf, TRUE);
-  for (guint i = 0; row->env[i] != NULL; i++) {
-    g_auto(GStrv) kv = g_strsplit(row->env[i], "=", 2);
+  envp = g_environ_setenv(envp, "QEMU_PIN_CONFIG", *conf, TRUE);
+  for (guint i = 0; env != NULL && env[i] != NULL; i++) {
+    g_auto(GStrv) kv = g_strsplit(env[i], "=", 2);
     envp = g_environ_setenv(envp, kv[0], kv[1], TRUE);
   }
+  return envp;
+}
 
-  if (row->face == PREFIX) {
+/* qemu-pin (prefixed with OPTS, or as a drop-in QEMU) and the halting
+ * guest named after the fixture's marker. */
+static GPtrArray *
+row_argv(RbFixture *f, Face face, const char *const *opts, char ***envp)
+{
+  GPtrArray *argv = g_ptr_array_new_with_free_func(g_free);
+  if (face == PREFIX) {
     g_ptr_array_add(argv, g_strdup(qp_test_binary()));
-    for (guint i = 0; row->opts[i] != NULL; i++)
-      g_ptr_array_add(argv, g_strdup(row->opts[i]));
+    for (guint i = 0; opts != NULL && opts[i] != NULL; i++)
+      g_ptr_array_add(argv, g_strdup(opts[i]));
     g_ptr_array_add(argv, g_strdup("--"));
     g_ptr_array_add(argv, g_strdup(f->qemu));
   } else {
@@ -591,25 +600,47 @@ test_row(RbFixture *f, gconstpointer data)
     g_autofree char *link = g_build_filename(bin, "qemu-system-x86_64", NULL);
     g_assert_cmpint(g_mkdir_with_parents(bin, 0755), ==, 0);
     g_assert_cmpint(symlink(qp_test_binary(), link), ==, 0);
-    envp = g_environ_setenv(envp, "QEMU_PIN_QEMU", f->qemu, TRUE);
+    *envp = g_environ_setenv(*envp, "QEMU_PIN_QEMU", f->qemu, TRUE);
     g_ptr_array_add(argv, g_strdup(link));
   }
   rb_add_guest_args(f, argv);
   g_ptr_array_add(argv, g_strdup("-name"));
   g_ptr_array_add(argv, g_strdup_printf("%s,debug-threads=on", f->marker));
-  for (guint i = 0; row->qemu[i] != NULL; i++)
-    g_ptr_array_add(argv, g_strdup(row->qemu[i]));
-  g_ptr_array_add(argv, NULL);
+  return argv;
+}
 
+/* Runs ARGV with the QEMU arguments QEMU (NULL-terminated) appended; returns
+ * the status and stderr's text in *ERR. */
+static int
+row_run(RbFixture *f, GPtrArray *argv, const char *const *qemu, char **envp,
+        char **err)
+{
+  for (guint i = 0; qemu[i] != NULL; i++)
+    g_ptr_array_add(argv, g_strdup(qemu[i]));
+  g_ptr_array_add(argv, NULL);
+  int status = rb_run(f, (char **)argv->pdata, envp, 30000, err);
+  g_test_message("stderr: %s", *err ? *err : "(none)");
+  return status;
+}
+
+static void
+test_row(RbFixture *f, gconstpointer data)
+{
+  const Row *row = data;
+  g_autofree char *conf = NULL;
+  g_auto(GStrv) envp = row_environ(f, row->config, row->env, &conf);
+  g_autoptr(GPtrArray) argv = row_argv(f, row->face, row->opts, &envp);
   g_autofree char *err = NULL;
-  int status = rb_run(f, (char **)argv->pdata, envp, 30000, &err);
-  g_test_message("stderr: %s", err ? err : "(none)");
+  int status = row_run(f, argv, row->qemu, envp, &err);
   g_assert_cmpint(status, ==, row->status);
   rb_assert_one_line(err);
   for (guint i = 0; row->want[i] != NULL; i++)
     if (strstr(err, row->want[i]) == NULL)
       g_test_fail_printf("the line does not name \"%s\": %s", row->want[i],
                          err);
+  /* A QEMU value is refused only as QEMU 7.2 refuses it too. */
+  if (row->status == 1 && qp_qemu_refusal_find(err) == NULL)
+    g_test_fail_printf("not a refusal QEMU 7.2 gives too: %s", err);
   if (row->config != NULL) {
     g_autofree char *where = g_strdup_printf("%s:%d:", conf, row->config_line);
     if (strstr(err, where) == NULL)
@@ -618,6 +649,124 @@ test_row(RbFixture *f, gconstpointer data)
   /* QEMU never ran. */
   g_assert_false(g_file_test(f->ran, G_FILE_TEST_EXISTS));
   rb_assert_nothing_left(f, 2000);
+}
+
+/* Mode none, from each place a mode can come from: QEMU runs with the
+ * caller's command line whatever it holds, and says itself what is wrong. */
+typedef enum { FROM_CLI, FROM_ENV, FROM_NAME, FROM_UUID, FROM_ID } From;
+
+typedef struct {
+  const char *path;
+  Face face;
+  From from;
+  const char *qemu[12];
+  const char *qemu_says; /* in QEMU's stderr */
+} NoneRow;
+
+#define VM_UUID "6b8f2c1e-0c4e-4a8b-9f3d-2d1c0e9a7b55"
+
+static const NoneRow none_rows[] = {
+    {"/mode-none/cli/smp-topology",
+     PREFIX,
+     FROM_CLI,
+     {"-smp", "4,sockets=3,cores=1", NULL},
+     "product of the hierarchy must match maxcpus"},
+    {"/mode-none/cli/missing-argument",
+     PREFIX,
+     FROM_CLI,
+     {"-smp", NULL},
+     "-smp: requires an argument"},
+    {"/mode-none/env/json-object",
+     PREFIX,
+     FROM_ENV,
+     {SMP2, "-object", "{\"qom-type\":\"memory-backend-ram\"", NULL},
+     "JSON parse error"},
+    {"/mode-none/config-name/numa-overlap",
+     PREFIX,
+     FROM_NAME,
+     {SMP2, "-numa", "node,nodeid=0,cpus=0-1", "-numa", "node,nodeid=1,cpus=1",
+      NULL},
+     "CPU is already assigned to node-id: 0"},
+    {"/mode-none/config-uuid/drop-in",
+     DROP_IN,
+     FROM_UUID,
+     {"-uuid", VM_UUID, "-m", "64,slots=2", NULL},
+     "slots specified but no max-size"},
+    /* Proxmox's -id: the real QEMU does not know it, but only QEMU says. */
+    {"/mode-none/config-id/drop-in",
+     DROP_IN,
+     FROM_ID,
+     {"-id", "105", "-smp", "2,foo=1", NULL},
+     "-id: invalid option"},
+};
+
+static void
+test_mode_none(RbFixture *f, gconstpointer data)
+{
+  const NoneRow *row = data;
+  const char *opts[] = {"--mode=none", NULL};
+  const char *env[] = {"QEMU_PIN_MODE=none", NULL};
+  const char *group = row->from == FROM_NAME   ? f->marker
+                      : row->from == FROM_UUID ? VM_UUID
+                      : row->from == FROM_ID   ? "105"
+                                               : NULL;
+  g_autofree char *config =
+      group == NULL ? NULL
+                    : g_strdup_printf("[defaults]\nmode = numa\n[%s:%s]\n"
+                                      "mode = none\n",
+                                      row->from == FROM_NAME   ? "name"
+                                      : row->from == FROM_UUID ? "uuid"
+                                                               : "id",
+                                      group);
+  g_autofree char *conf = NULL;
+  g_auto(GStrv) envp =
+      row_environ(f, config, row->from == FROM_ENV ? env : NULL, &conf);
+  g_autoptr(GPtrArray) argv = row_argv(
+      f, row->face, row->from == FROM_CLI && row->face == PREFIX ? opts : NULL,
+      &envp);
+  g_autofree char *err = NULL;
+  int status = row_run(f, argv, row->qemu, envp, &err);
+  /* QEMU ran, refused, and its status and words are the caller's. */
+  g_assert_true(g_file_test(f->ran, G_FILE_TEST_EXISTS));
+  g_assert_cmpint(status, ==, 1);
+  g_assert_nonnull(strstr(err, row->qemu_says));
+  g_assert_null(strstr(err, "qemu-pin"));
+  rb_assert_nothing_left(f, 2000);
+}
+
+/* plan --mode=none reads no QEMU argument: it prints the mode, whatever
+ * the line holds. */
+static void
+test_plan_none(RbFixture *f, gconstpointer data)
+{
+  g_autofree char *conf = NULL;
+  g_auto(GStrv) envp = row_environ(f, NULL, NULL, &conf);
+  const char *opts[] = {"plan", "--mode=none", NULL};
+  g_autoptr(GPtrArray) argv = row_argv(f, PREFIX, opts, &envp);
+  g_ptr_array_add(argv, g_strdup("-smp"));
+  g_ptr_array_add(argv, g_strdup("4,sockets=3,cores=1"));
+  g_ptr_array_add(argv, NULL);
+  QpTestRun r;
+  qp_test_run((char **)argv->pdata, envp, &r);
+  g_test_message("stdout: %s stderr: %s", r.out, r.err);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_cmpstr(r.err, ==, "");
+  g_autoptr(JsonParser) parser = json_parser_new();
+  if (!json_parser_load_from_data(parser, r.out, -1, NULL) ||
+      json_parser_get_root(parser) == NULL ||
+      !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
+    g_test_fail_printf("the plan is not JSON: %s", r.out);
+    qp_test_run_clear(&r);
+    return;
+  }
+  JsonObject *plan = json_node_get_object(json_parser_get_root(parser));
+  g_assert_cmpstr(json_object_get_string_member(plan, "mode"), ==, "none");
+  g_assert_nonnull(json_object_get_array_member(plan, "reasons"));
+  g_assert_cmpuint(
+      json_array_get_length(json_object_get_array_member(plan, "warnings")), ==,
+      0);
+  g_assert_false(g_file_test(f->ran, G_FILE_TEST_EXISTS));
+  qp_test_run_clear(&r);
 }
 
 int
@@ -629,5 +778,10 @@ main(int argc, char **argv)
   for (gsize i = 0; i < G_N_ELEMENTS(rows); i++)
     g_test_add(rows[i].path, RbFixture, &rows[i], rb_setup, test_row,
                rb_teardown);
+  for (gsize i = 0; i < G_N_ELEMENTS(none_rows); i++)
+    g_test_add(none_rows[i].path, RbFixture, &none_rows[i], rb_setup,
+               test_mode_none, rb_teardown);
+  g_test_add("/mode-none/plan", RbFixture, NULL, rb_setup, test_plan_none,
+             rb_teardown);
   return g_test_run();
 }

@@ -194,8 +194,9 @@ test_machine_smp_named(RbFixture *f, gconstpointer data)
 {
   g_auto(GStrv) envp = g_get_environ();
   clean_env(&envp, f);
-  char *argv[] = {(char *)qp_test_binary(), "--",    f->qemu,   "-machine",
-                  "q35,smp.cpus=0",         "-name", f->marker, NULL};
+  char *argv[] = {
+      (char *)qp_test_binary(),       "--",    f->qemu,   "-machine",
+      "q35,smp.cpus=4,smp.sockets=3", "-name", f->marker, NULL};
   g_autofree char *err = NULL;
   int status = rb_run(f, argv, envp, 30000, &err);
   g_test_message("status %d, stderr: %s", status, err);

@@ -20,14 +20,10 @@ write_config(const char *text)
   return path;
 }
 
-static QpQemuArgs *
+static QpVmIds *
 qemu_args(const char *const *argv)
 {
-  GError *error = NULL;
-  QpQemuArgs *a =
-      qp_qemu_args_parse(g_strv_length((char **)argv), (char **)argv, &error);
-  g_assert_no_error(error);
-  return a;
+  return qp_vm_ids_from_argv(g_strv_length((char **)argv), (char **)argv);
 }
 
 static const char config[] = "# qemu-pin.conf\n"
@@ -57,7 +53,7 @@ test_precedence(void)
   g_autofree char *path = write_config(config);
   const char *argv[] = {"-name", "guest=web,debug-threads=on", "-uuid",
                         "6a1e1f2c-0000-4000-8000-000000000001", NULL};
-  g_autoptr(QpQemuArgs) args = qemu_args(argv);
+  g_autoptr(QpVmIds) args = qemu_args(argv);
   g_unsetenv("QEMU_PIN_MODE");
   g_setenv("QEMU_PIN_AFFINITY", "2-3", TRUE);
 
@@ -103,7 +99,7 @@ test_proxmox_id_group(void)
 {
   g_autofree char *path = write_config(config);
   const char *argv[] = {"-id", "105", "-name", "vm105", NULL};
-  g_autoptr(QpQemuArgs) args = qemu_args(argv);
+  g_autoptr(QpVmIds) args = qemu_args(argv);
   QpOptions o;
   qp_options_init(&o);
   g_setenv("QEMU_PIN_CONFIG", path, TRUE);

@@ -1,0 +1,162 @@
+/* --vnuma=auto with hot-pluggable vCPUs (maxcpus above cpus): the guest
+ * topology qemu-pin writes (-smp and -numa) covers every possible vCPU, so
+ * QEMU accepts it ("Invalid CPU topology" otherwise) and puts each vCPU in
+ * the guest node the plan says. */
+#include <signal.h>
+#include <string.h>
+
+#include "launcher/qemu-args.h"
+#include "tests/common/qp-test-args.h"
+#include "tests/common/qp-test.h"
+#include "topology/host.h"
+
+/* The guest node the plan gives vCPU V, -1 if none. */
+static int
+plan_vnode_of(const QpPlan *plan, guint v)
+{
+  for (guint x = 0; x < plan->n_vnodes; x++)
+    if (hwloc_bitmap_isset(plan->vnodes[x].vcpus, v))
+      return plan->vnodes[x].id;
+  return -1;
+}
+
+typedef struct {
+  const char *name;
+  const char *smp;
+  guint vnodes; /* guest nodes the plan suggests */
+} Case;
+
+static const Case cases[] = {
+    {"6-of-8", "6,maxcpus=8", 2},
+    {"8-of-12", "8,maxcpus=12", 2},
+    {"6-of-8-threads", "6,maxcpus=8,threads=2", 2},
+    {"4-of-8-one-node", "4,maxcpus=8,sockets=2,cores=2,threads=2", 0},
+    {"all-boot", "8", 2},
+};
+
+/* A one-to-one plan on the recorded 2s-8node host (4 cores per node), its
+ * argv rewritten and run by the real QEMU. This host has one node: the
+ * rewritten backends are bound to node 0 here, which changes nothing QEMU
+ * checks about the topology. */
+static void
+test_recorded_host(gconstpointer data)
+{
+  const Case *c = data;
+  g_autofree char *xml =
+      g_build_filename(g_getenv("QP_TOPOLOGIES"), "2s-8node.xml", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) host = qp_host_load(xml, &error);
+  g_assert_no_error(error);
+  const char *argv[] = {"-smp", c->smp, "-m", "512", NULL};
+  g_autoptr(QpQemuArgs) args = qp_test_parse_ok(argv);
+  QpPlacementOptions opts;
+  qp_placement_options_init(&opts);
+  opts.mode = QP_MODE_ONE_TO_ONE;
+  opts.vnuma = TRUE;
+  g_autoptr(QpPlan) plan =
+      qp_plan_compute(host, NULL, args->req, &opts, &error);
+  qp_placement_options_clear(&opts);
+  g_assert_no_error(error);
+  g_assert_true(plan->vnuma);
+  g_assert_cmpuint(plan->n_vnodes, ==, c->vnodes);
+  g_assert_cmpuint(plan->vnuma_sockets * plan->vnuma_cores *
+                       plan->vnuma_threads,
+                   ==, args->req->maxcpus);
+
+  g_auto(GStrv) out =
+      qp_qemu_args_rewrite(args, "qemu-system-x86_64", plan, -1, &error);
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) run = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GRegex) nodes = g_regex_new("host-nodes=[0-9]+", 0, 0, NULL);
+  for (guint i = 1; out[i] != NULL; i++)
+    g_ptr_array_add(run, g_regex_replace_literal(nodes, out[i], -1, 0,
+                                                 "host-nodes=0", 0, NULL));
+  g_ptr_array_add(run, NULL);
+  g_autofree char *line = g_strjoinv(" ", (char **)run->pdata);
+  g_test_message("QEMU args: %s", line);
+
+  QpTestQemuView view;
+  qp_test_qemu_view((const char *const *)run->pdata, &view);
+  g_test_message("QEMU: %s", view.err);
+  g_assert_true(view.started);
+  g_assert_cmpuint(view.vcpus, ==, args->req->vcpus);
+  g_assert_cmpuint(view.maxcpus, ==, args->req->maxcpus);
+  g_assert_cmpuint(view.n_nodes, ==, plan->n_vnodes);
+  for (guint v = 0; v < view.maxcpus; v++)
+    g_assert_cmpint(view.cpu_node[v], ==, plan_vnode_of(plan, v));
+  guint64 total = 0;
+  for (guint x = 0; x < view.n_nodes; x++) {
+    g_assert_cmpuint(view.node_mib[x], ==, plan->vnodes[x].mem_mib);
+    total += view.node_mib[x];
+  }
+  g_assert_cmpuint(view.n_nodes > 0 ? total : view.ram_mib, ==, 512);
+  qp_test_qemu_view_clear(&view);
+}
+
+/* The launch on this host: -smp 2,maxcpus=4 in numa mode. The host has room
+ * for the boot vCPUs only; the guest still gets all four. */
+static void
+test_launch(void)
+{
+  g_autofree char *dir = qp_test_tmpdir();
+  g_autofree char *fw = qp_test_firmware(dir, QP_TEST_FW_HALT);
+  g_autofree char *qmp = g_build_filename(dir, "qmp.sock", NULL);
+  g_autofree char *qmparg = g_strdup_printf("unix:%s,server=on,wait=off", qmp);
+  g_autofree char *state = g_build_filename(dir, "state", NULL);
+  g_autofree char *sd = g_strdup_printf("--state-dir=%s", state);
+  g_autofree char *marker = g_path_get_basename(dir);
+  g_autofree char *name = g_strdup_printf("%s,debug-threads=on", marker);
+  const char *argv[] = {qp_test_binary(),
+                        sd,
+                        "--config=/dev/null",
+                        "--mode=numa",
+                        "--vnuma=auto",
+                        "--",
+                        qp_test_qemu(),
+                        "-accel",
+                        "tcg",
+                        "-nodefaults",
+                        "-display",
+                        "none",
+                        "-bios",
+                        fw,
+                        "-name",
+                        name,
+                        "-smp",
+                        "2,maxcpus=4",
+                        "-m",
+                        "64",
+                        "-qmp",
+                        qmparg,
+                        NULL};
+  GPid pid = qp_test_spawn((char **)argv, NULL, dir);
+  gboolean running = qp_test_wait_status(qmp, "running", 30000);
+  g_autofree char *errpath = g_build_filename(dir, "stderr", NULL);
+  g_autofree char *err = NULL;
+  g_file_get_contents(errpath, &err, NULL, NULL);
+  g_test_message("stderr: %s", err);
+  g_assert_true(running);
+  g_autoptr(JsonNode) hot = qp_test_qmp_command(qmp, "query-hotpluggable-cpus");
+  g_autoptr(JsonNode) boot = qp_test_qmp_command(qmp, "query-cpus-fast");
+  g_assert_nonnull(hot);
+  g_assert_nonnull(boot);
+  g_assert_cmpuint(json_array_get_length(json_node_get_array(hot)), ==, 4);
+  g_assert_cmpuint(json_array_get_length(json_node_get_array(boot)), ==, 2);
+  kill(pid, SIGTERM);
+  g_assert_cmpint(qp_test_wait(pid, 20000), >=, 0);
+  g_assert_true(qp_test_wait_no_process(marker, 20000));
+  qp_test_rmtree(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *path =
+        g_strdup_printf("/vnuma/maxcpus/recorded-host/%s", cases[i].name);
+    g_test_add_data_func(path, &cases[i], test_recorded_host);
+  }
+  g_test_add_func("/vnuma/maxcpus/launch", test_launch);
+  return g_test_run();
+}

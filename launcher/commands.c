@@ -176,12 +176,21 @@ run_qemu(QpOptions *opts, const char *binary, const char *argv0, int argc,
          char **argv, gboolean plan_only)
 {
   g_autoptr(GError) error = NULL;
+  g_autofree char *dropped = NULL;
+  g_auto(GStrv) safe = qp_argv_daemonize_safe((guint)argc, argv, &dropped);
+  if (safe != NULL)
+    argv = safe;
   g_autoptr(QpVmIds) vm = qp_vm_ids_from_argv((guint)argc, argv);
   if (!qp_options_parse_env(opts, &error) ||
       !qp_options_load_config(opts, vm, &error))
     return usage_error(error);
   qp_log_init(opts->verbose);
   qp_log_set_vm(vm->name);
+  if (dropped != NULL)
+    qp_info("-daemonize: prealloc-context taken off memory backend%s %s "
+            "(QEMU starts a thread-context's thread before its fork, and "
+            "the daemon would wait for it forever)",
+            strchr(dropped, ',') ? "s" : "", dropped);
   g_autoptr(QpQemuArgs) args = qp_launch_read(opts, (guint)argc, argv, &error);
   if (args == NULL && error == NULL)
     return plan_only || opts->dry_run

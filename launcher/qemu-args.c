@@ -1748,6 +1748,73 @@ qp_vm_ids_free(QpVmIds *ids)
   g_free(ids);
 }
 
+/* A memory backend of an -object value (key=value or JSON) without its
+ * prealloc-context, or NULL when it is no such backend or has none. The id
+ * goes to *ID. Never fails: what cannot be read is left as it is. */
+static char *
+backend_without_context(const char *value, char **id)
+{
+  if (value[0] != '{') {
+    g_autoptr(GArray) kv = kv_parse(value, "qom-type");
+    const char *type = kv_get(kv, "qom-type");
+    if (type == NULL || !g_str_has_prefix(type, "memory-backend-") ||
+        kv_get(kv, "prealloc-context") == NULL)
+      return NULL;
+    *id = g_strdup(kv_get(kv, "id"));
+    return kv_without(value, "prealloc-context");
+  }
+  g_autoptr(JsonParser) parser = json_parser_new();
+  if (!json_parser_load_from_data(parser, value, -1, NULL))
+    return NULL;
+  JsonNode *root = json_parser_get_root(parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+    return NULL;
+  JsonObject *obj = json_node_get_object(root);
+  const char *type =
+      json_object_get_string_member_with_default(obj, "qom-type", NULL);
+  if (type == NULL || !g_str_has_prefix(type, "memory-backend-") ||
+      !json_object_has_member(obj, "prealloc-context"))
+    return NULL;
+  *id = g_strdup(json_object_get_string_member_with_default(obj, "id", ""));
+  json_object_remove_member(obj, "prealloc-context");
+  return json_to_string(root, FALSE);
+}
+
+char **
+qp_argv_daemonize_safe(guint argc, char **argv, char **dropped)
+{
+  const char *missing;
+  g_autoptr(GArray) opts = scan_options(argc, argv, &missing);
+  gboolean daemonize = FALSE;
+  for (guint i = 0; i < opts->len; i++)
+    daemonize |= is_opt(&g_array_index(opts, Opt, i), "daemonize");
+  *dropped = NULL;
+  if (!daemonize)
+    return NULL;
+  g_autoptr(GString) ids = g_string_new(NULL);
+  char **out = NULL;
+  for (guint i = 0; i < opts->len; i++) {
+    const Opt *o = &g_array_index(opts, Opt, i);
+    g_autofree char *id = NULL;
+    char *edited = is_opt(o, "object") && o->value != NULL
+                       ? backend_without_context(o->value, &id)
+                       : NULL;
+    if (edited == NULL)
+      continue;
+    if (out == NULL) {
+      out = g_new0(char *, (gsize)argc + 1);
+      for (guint k = 0; k < argc; k++)
+        out[k] = g_strdup(argv[k]);
+    }
+    g_free(out[o->vi]);
+    out[o->vi] = edited;
+    g_string_append_printf(ids, "%s%s", ids->len ? ", " : "", id ? id : "");
+  }
+  if (out != NULL)
+    *dropped = g_strdup(ids->str);
+  return out;
+}
+
 /* Not a launch: help, version, a capability probe. */
 static gboolean
 wants_help(const Opt *o)
@@ -2193,21 +2260,18 @@ thread_context(const char *backend, hwloc_const_bitmap_t nodes)
 }
 
 /* The caller's backend B (TEXT, its value so far) with HOST_NODES/POLICY
- * added (when SET_NODES), a prealloc-context added (when WITH_TC) or the
- * caller's taken off (when DROP_TC). */
+ * added (when SET_NODES) and a prealloc-context (when WITH_TC). */
 static gboolean
 edit_backend(const char *text, const QpBackend *b, gboolean set_nodes,
              hwloc_const_bitmap_t nodes, QpPolicy policy, gboolean with_tc,
-             gboolean drop_tc, char **out, GError **error)
+             char **out, GError **error)
 {
   g_autofree char *tc = tc_id(b->id);
   /* The caller's policy (preferred without host-nodes) stays. */
   gboolean set_policy = set_nodes && b->policy == QP_POLICY_DEFAULT;
 
   if (!b->json) {
-    g_autofree char *kept =
-        drop_tc ? kv_without(text, "prealloc-context") : NULL;
-    GString *s = g_string_new(kept ? kept : text);
+    GString *s = g_string_new(text);
     if (set_nodes)
       append_list(s, "host-nodes", nodes);
     if (set_policy)
@@ -2221,8 +2285,6 @@ edit_backend(const char *text, const QpBackend *b, gboolean set_nodes,
   if (!json_parser_load_from_data(parser, text, -1, error))
     return FALSE;
   JsonObject *obj = json_node_get_object(json_parser_get_root(parser));
-  if (drop_tc)
-    json_object_remove_member(obj, "prealloc-context");
   if (set_nodes) {
     JsonArray *arr = json_array_new();
     int n;
@@ -2313,8 +2375,8 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
     char *value = NULL;
     const char *text =
         rw->replace[b->argi] ? rw->replace[b->argi] : a->argv[b->argi];
-    if (!edit_backend(text, b, set_nodes, nodes, m->policy, with_tc, FALSE,
-                      &value, error))
+    if (!edit_backend(text, b, set_nodes, nodes, m->policy, with_tc, &value,
+                      error))
       return FALSE;
     g_free(rw->replace[b->argi]);
     rw->replace[b->argi] = value;
@@ -2428,26 +2490,19 @@ apply_vnuma(Rewrite *rw, const QpPlan *plan)
 char *
 qp_qemu_args_prealloc_note(const QpQemuArgs *args, const QpPlan *plan)
 {
-  if (prealloc_context_usable(args))
+  if (prealloc_context_usable(args) || !args->req->prealloc)
     return NULL;
-  g_autoptr(GString) dropped = g_string_new(NULL);
-  for (guint k = 0; k < args->backends->len; k++) {
-    const QpBackend *b = g_ptr_array_index(args->backends, k);
-    if (b->prealloc_context && b->argi != IN_FILE)
-      g_string_append_printf(dropped, "%s%s", dropped->len ? ", " : "", b->id);
-  }
   gboolean bound = FALSE;
   for (guint k = 0; plan != NULL && k < plan->n_mem; k++)
     bound |= plan->mem[k].host_nodes != NULL &&
              !hwloc_bitmap_iszero(plan->mem[k].host_nodes);
-  if (dropped->len == 0 && !(args->req->prealloc && bound))
+  if (!bound)
     return NULL;
-  return g_strdup_printf(
+  return g_strdup(
       "-daemonize: preallocating without a thread-context (QEMU starts its "
-      "thread before the fork, and the daemon would wait for it forever)%s%s; "
+      "thread before the fork, and the daemon would wait for it forever); "
       "memory stays bound by host-nodes/policy, preallocation threads run on "
-      "the startup CPUs",
-      dropped->len ? "; prealloc-context dropped from " : "", dropped->str);
+      "the startup CPUs");
 }
 
 char **
@@ -2463,15 +2518,6 @@ qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
   rw.before = g_new0(GPtrArray *, argc + 1);
   rw.drop = g_new0(gboolean, argc + 1);
   rw.tail = g_ptr_array_new_with_free_func(g_free);
-  /* The caller's prealloc-context, where QEMU could only hang on it (one
-   * in a -readconfig file stays: the file is not rewritten). */
-  for (guint k = 0;
-       !prealloc_context_usable(args) && ok && k < args->backends->len; k++) {
-    const QpBackend *b = g_ptr_array_index(args->backends, k);
-    if (b->prealloc_context && b->argi != IN_FILE)
-      ok = edit_backend(args->argv[b->argi], b, FALSE, NULL, QP_POLICY_DEFAULT,
-                        FALSE, TRUE, &rw.replace[b->argi], error);
-  }
   gboolean vnodes = plan != NULL && plan->vnuma && args->req->n_gnodes == 0 &&
                     apply_vnuma(&rw, plan);
   for (guint k = 0; plan != NULL && ok && k < plan->n_mem; k++)

@@ -81,6 +81,15 @@ QpVmIds *qp_vm_ids_from_argv(guint argc, char **argv);
 void qp_vm_ids_free(QpVmIds *ids);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpVmIds, qp_vm_ids_free)
 
+/* With -daemonize, QEMU creates a thread-context's thread before its fork:
+ * the daemon has the object but not the thread, and a backend that
+ * preallocates through it waits forever. ARGV (ARGC entries) with
+ * prealloc-context taken off every memory backend of -object (key=value or
+ * JSON), the ids of those in *DROPPED ("m0, m1"); NULL when -daemonize is not
+ * given or no backend names one. Never fails, for every mode, none included:
+ * a value it cannot read stays as written. */
+char **qp_argv_daemonize_safe(guint argc, char **argv, char **dropped);
+
 /* Parses ARGV (ARGC entries, the binary excluded). A malformed value in an
  * option qemu-pin must understand fails with a one-line message naming the
  * option, the value and what was expected. */
@@ -102,9 +111,9 @@ char **qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
 
 /* With -daemonize QEMU cannot use a thread-context of its command line (its
  * thread does not survive the fork; preallocating through it never ends), so
- * the rewrite adds none and takes the caller's prealloc-context off its
- * backends. One line saying so, for -v, when that leaves preallocation
- * without one; else NULL. */
+ * the rewrite adds none (the caller's are taken off before parsing:
+ * qp_argv_daemonize_safe). One line saying so, for -v, when that leaves
+ * bound memory to preallocate without one; else NULL. */
 char *qp_qemu_args_prealloc_note(const QpQemuArgs *args, const QpPlan *plan);
 
 /* "4G", "512M", "1024" (MiB by default, as -m does) to MiB, rounded up to a

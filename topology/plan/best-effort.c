@@ -27,35 +27,16 @@
  * and into one warning line.
  *
  * Pure like the rest of the planner: no I/O, no clock, no globals. */
-#include "topology/plan-internal.h"
+#include "topology/plan/best-effort.h"
 
 #include <string.h>
 
-/* ---- Shared load per CPU ------------------------------------------------ */
+#include "topology/plan/balanced.h"
+#include "topology/plan/memory.h"
+#include "topology/plan/phrases.h"
+#include "topology/plan/result.h"
 
-void
-plan_fill_cpu_load(QpPlan *plan)
-{
-  if (plan->mode == QP_MODE_ONE_TO_ONE || plan->mode == QP_MODE_NONE)
-    return;
-  for (guint v = 0; v < plan->n_vcpus; v++) {
-    hwloc_const_bitmap_t set = plan->vcpu_cpus[v];
-    if (set == NULL || hwloc_bitmap_iszero(set))
-      continue;
-    gboolean found = FALSE;
-    for (guint g = 0; g < plan->cpu_load->len && !found; g++) {
-      QpCpuLoad *l = &g_array_index(plan->cpu_load, QpCpuLoad, g);
-      if (hwloc_bitmap_isequal(l->cpus, set)) {
-        l->vcpus++;
-        found = TRUE;
-      }
-    }
-    if (!found) {
-      QpCpuLoad l = {hwloc_bitmap_dup(set), 1};
-      g_array_append_val(plan->cpu_load, l);
-    }
-  }
-}
+/* ---- Shared load per CPU ------------------------------------------------ */
 
 static void
 spread_load(const QpHost *host, double *load, hwloc_const_bitmap_t cpus,

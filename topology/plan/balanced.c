@@ -1,0 +1,100 @@
+/* Mode balanced: the fewest close nodes holding the guest's memory and
+ * CPUs; the vCPUs float over the chosen nodes' usable CPUs and the memory
+ * is bound there. */
+#include "topology/plan/balanced.h"
+
+#include "topology/plan/memory.h"
+#include "topology/plan/node-sets.h"
+#include "topology/plan/phrases.h"
+#include "topology/plan/result.h"
+
+gboolean
+plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
+              GError **error)
+{
+  guint nn = ctx->nn;
+  g_autofree guint64 *avail = avail_copy(ctx);
+  g_auto(Acc) acc;
+  acc_init(&acc, ctx);
+
+  /* Memory the caller bound itself stays there. */
+  if (!claim_all_fixed(ctx, &acc, avail, error))
+    return FALSE;
+  g_autofree guint64 *need = free_need(ctx, -1);
+
+  g_autofree char *prefix = NULL;
+  g_autofree gboolean *cand = set_candidates(ctx, &prefix);
+  SetSearch s = {ctx, a, CAP_CPUS, avail, need, cpu_need, cand};
+  NodeSet *set = choose_near_caller_mem(&s, prefix, error);
+  if (set == NULL)
+    return FALSE;
+  g_autofree guint *nodes = set->nodes;
+  guint k = set->k;
+  g_free(set);
+  g_auto(hwloc_bitmap_t) ids = ids_of(ctx, nodes, k);
+
+  SetScore sc = score_set(&s, &(NodeSet){k, nodes});
+  g_autofree char *l = qp_list_format(ids);
+  g_autofree char *needp = need_phrase(ctx, need);
+  add_reason(plan,
+             "balanced: host node%s %s: the fewest nodes (%u) holding %s "
+             "and %u CPUs (%" G_GUINT64_FORMAT
+             " usable CPUs, %" G_GUINT64_FORMAT " MiB uncommitted), max "
+             "distance %u, %s strategy",
+             k > 1 ? "s" : "", l, k, needp, cpu_need, sc.cpus, sc.mem,
+             k > 1 ? sc.max_d : 10, qp_strategy_name(ctx->opts->strategy));
+  if (k > 1) {
+    guint64 best_mem = 0;
+    guint best_cpus = 0;
+    for (guint i = 0; i < nn; i++)
+      if (cand[i]) {
+        best_mem = MAX(best_mem, rank_mib(ctx, avail, i));
+        best_cpus = MAX(best_cpus, a->n_cpus[i]);
+      }
+    add_reason(plan,
+               "balanced: no single node holds the guest: the most "
+               "usable CPUs on one node are %u, the most uncommitted "
+               "memory %" G_GUINT64_FORMAT " MiB",
+               best_cpus, best_mem);
+  }
+  if (ctx->any_device_node && ctx->opts->device_locality != QP_DEVLOC_IGNORE)
+    add_reason(plan,
+               "balanced: %u of the chosen nodes hold the guest's vfio "
+               "devices",
+               sc.devices);
+
+  reason_caller_pieces(plan, ctx, "balanced");
+  for (guint x = 0; x < ctx->pieces->len; x++) {
+    const Piece *p = piece_at(ctx, x);
+    if (p->fixed != NULL) {
+      add_plan_mem(plan, ctx, &acc, x, p->fixed);
+      continue;
+    }
+    take_piece(ctx, &acc, avail, x, nodes, k,
+               ctx->opts->strategy == QP_STRATEGY_PACK);
+    add_plan_mem(plan, ctx, &acc, x, ids);
+  }
+
+  plan->process_cpus = hwloc_bitmap_alloc();
+  g_autofree gboolean *vm_nodes = g_new0(gboolean, MAX(nn, 1));
+  guint ncpu_nodes = 0;
+  for (guint j = 0; j < k; j++) {
+    hwloc_bitmap_or(plan->process_cpus, plan->process_cpus,
+                    a->node_cpus[nodes[j]]);
+    vm_nodes[nodes[j]] = TRUE;
+    if (a->n_cpus[nodes[j]] > 0)
+      ncpu_nodes++;
+  }
+  for (guint v = 0; v < plan->n_vcpus; v++)
+    plan->vcpu_cpus[v] = hwloc_bitmap_dup(plan->process_cpus);
+  /* Floating vCPUs: the load is split evenly over the nodes with CPUs. */
+  guint seen = 0;
+  for (guint j = 0; j < k && ncpu_nodes > 0; j++)
+    if (a->n_cpus[nodes[j]] > 0) {
+      acc.load[nodes[j]] =
+          ctx->n / ncpu_nodes + (seen < ctx->n % ncpu_nodes ? 1 : 0);
+      seen++;
+    }
+  finish_plan(plan, ctx, a, &acc, vm_nodes);
+  return TRUE;
+}

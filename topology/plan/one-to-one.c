@@ -1,0 +1,333 @@
+/* Mode one-to-one: a physical core per vCPU (SMT sibling pairs for a
+ * guest with threads > 1), down the SMT ladder that --smt allows; without
+ * vNUMA on the fewest nodes with the cores, with vNUMA per guest node
+ * (numa.c). With hot-pluggable vCPUs, the free cores a vCPU plugged later
+ * may take. */
+#include "topology/plan/one-to-one.h"
+
+#include <string.h>
+
+#include "topology/plan/memory.h"
+#include "topology/plan/node-sets.h"
+#include "topology/plan/numa.h"
+#include "topology/plan/phrases.h"
+#include "topology/plan/result.h"
+
+/* Picks one PU per vCPU of TASK on the cores of node I (one-to-one). */
+void
+pick_cores(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap, guint i,
+           hwloc_const_bitmap_t vcpus)
+{
+  const QpHost *host = ctx->host;
+  GArray *cores = a->node_cores[i];
+  g_auto(hwloc_bitmap_t) pus = hwloc_bitmap_alloc();
+  int v;
+  if (cap == CAP_GROUPS) {
+    int last_group = -1;
+    guint c = 0;
+    int core = -1;
+    hwloc_bitmap_foreach_begin(v, vcpus)
+    {
+      int group = v / (int)ctx->threads;
+      if (group != last_group) {
+        core = -1;
+        for (; c < cores->len; c++) {
+          guint ci = g_array_index(cores, guint, c);
+          hwloc_bitmap_and(pus, host->cores[ci].pus, a->node_cpus[i]);
+          if (!a->core_used[ci] &&
+              (guint)hwloc_bitmap_weight(pus) >= ctx->threads) {
+            core = (int)ci;
+            a->core_used[ci] = TRUE;
+            break;
+          }
+        }
+        last_group = group;
+      }
+      if (core < 0)
+        continue; /* counted beforehand: cannot happen */
+      hwloc_bitmap_and(pus, host->cores[core].pus, a->node_cpus[i]);
+      int pu = hwloc_bitmap_first(pus);
+      for (int skip = v % (int)ctx->threads; skip > 0 && pu >= 0; skip--)
+        pu = hwloc_bitmap_next(pus, pu);
+      plan->vcpu_cpus[v] = hwloc_bitmap_alloc();
+      hwloc_bitmap_set(plan->vcpu_cpus[v], pu);
+      hwloc_bitmap_set(a->taken, pu);
+      hwloc_bitmap_or(plan->dedicated, plan->dedicated, host->cores[core].pus);
+    }
+    hwloc_bitmap_foreach_end();
+    return;
+  }
+  /* One PU per core, first pass over unused cores; then (CAP_PUS) the
+   * untaken siblings of this VM's cores, in core order. */
+  hwloc_bitmap_foreach_begin(v, vcpus)
+  {
+    int pu = -1, core = -1;
+    for (guint c = 0; c < cores->len && pu < 0; c++) {
+      guint ci = g_array_index(cores, guint, c);
+      if (a->core_used[ci])
+        continue;
+      hwloc_bitmap_and(pus, host->cores[ci].pus, a->node_cpus[i]);
+      pu = hwloc_bitmap_first(pus);
+      core = (int)ci;
+    }
+    if (pu < 0 && cap == CAP_PUS)
+      for (guint c = 0; c < cores->len && pu < 0; c++) {
+        guint ci = g_array_index(cores, guint, c);
+        hwloc_bitmap_and(pus, host->cores[ci].pus, a->node_cpus[i]);
+        hwloc_bitmap_andnot(pus, pus, a->taken);
+        pu = hwloc_bitmap_first(pus);
+        core = (int)ci;
+      }
+    if (pu < 0)
+      continue; /* counted beforehand: cannot happen */
+    a->core_used[core] = TRUE;
+    plan->vcpu_cpus[v] = hwloc_bitmap_alloc();
+    hwloc_bitmap_set(plan->vcpu_cpus[v], pu);
+    hwloc_bitmap_set(a->taken, pu);
+    hwloc_bitmap_or(plan->dedicated, plan->dedicated, host->cores[core].pus);
+  }
+  hwloc_bitmap_foreach_end();
+}
+
+/* "vCPUs 0-1 -> CPUs 0-1 on host node 0, one physical core each" */
+void
+reason_cores(QpPlan *plan, const Ctx *ctx, guint i, hwloc_const_bitmap_t vcpus,
+             CapKind cap, const char *who)
+{
+  g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
+  int v;
+  hwloc_bitmap_foreach_begin(v, vcpus)
+  {
+    if (plan->vcpu_cpus[v] != NULL)
+      hwloc_bitmap_or(cpus, cpus, plan->vcpu_cpus[v]);
+  }
+  hwloc_bitmap_foreach_end();
+  g_autofree char *vl = qp_list_format(vcpus);
+  g_autofree char *cl = qp_list_format(cpus);
+  add_reason(plan, "%s%svCPUs %s -> CPUs %s on host node %d, %s", who,
+             *who ? " " : "", vl, cl, ctx->host->nodes[i].id,
+             cap == CAP_GROUPS ? "one physical core per sibling group"
+             : cap == CAP_PUS  ? "free cores first, then their siblings"
+                               : "one physical core each, siblings left idle");
+}
+
+static gboolean
+plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
+              GError **error)
+{
+  guint nn = ctx->nn;
+  g_autofree guint64 *avail = avail_copy(ctx);
+  g_auto(Acc) acc;
+  acc_init(&acc, ctx);
+  acc.unbound = TRUE;
+  g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
+  hwloc_bitmap_set_range(all, 0, (int)ctx->n - 1);
+  guint units = task_units(ctx, cap, all);
+  if (!claim_all_fixed(ctx, &acc, avail, error))
+    return FALSE;
+  g_autofree guint64 *need = free_need(ctx, -1);
+  guint64 need_mib = 0;
+  for (guint c = 0; c < ctx->ncls; c++)
+    need_mib += units_to_mib(ctx, c, need[c]);
+
+  g_autofree char *prefix = NULL;
+  g_autofree gboolean *cand = set_candidates(ctx, &prefix);
+  SetSearch s = {ctx, a, cap, avail, need, units, cand};
+  NodeSet *set = choose_near_caller_mem(&s, prefix, error);
+  if (set == NULL)
+    return FALSE;
+  g_autofree guint *nodes = set->nodes;
+  guint k = set->k;
+  g_free(set);
+  g_auto(hwloc_bitmap_t) ids = ids_of(ctx, nodes, k);
+  g_autofree char *l = qp_list_format(ids);
+  if (need_mib > 0)
+    add_reason(plan,
+               "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
+               "with %u %s and %" G_GUINT64_FORMAT " MiB for the guest; "
+               "memory is not bound (the guest has no vNUMA), it is claimed "
+               "where the vCPUs run",
+               k > 1 ? "s" : "", l, k, units, cap_unit_name(cap), need_mib);
+  else
+    add_reason(plan,
+               "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
+               "with %u %s",
+               k > 1 ? "s" : "", l, k, units, cap_unit_name(cap));
+  reason_caller_pieces(plan, ctx, "one-to-one");
+
+  /* Memory claimed (not bound) over the set; the caller's bindings kept. */
+  for (guint x = 0; x < ctx->pieces->len; x++) {
+    const Piece *p = piece_at(ctx, x);
+    if (p->fixed == NULL)
+      take_piece(ctx, &acc, avail, x, nodes, k, FALSE);
+    add_plan_mem(plan, ctx, &acc, x, p->fixed);
+  }
+
+  /* vCPUs (or sibling groups) split evenly over the nodes with cores,
+   * remainder on the first, as the memory is; a node short of its share
+   * leaves the rest to the others. Each node gets a consecutive range. */
+  g_autofree gboolean *vm_nodes = g_new0(gboolean, MAX(nn, 1));
+  g_autofree guint64 *capv = g_new0(guint64, MAX(nn, 1));
+  g_autofree guint64 *count = g_new0(guint64, MAX(nn, 1));
+  g_autofree guint *cpu_nodes = g_new0(guint, MAX(k, 1));
+  guint kc = 0;
+  for (guint j = 0; j < k; j++)
+    if (node_cap(a, cap, nodes[j]) > 0) {
+      capv[nodes[j]] = node_cap(a, cap, nodes[j]);
+      cpu_nodes[kc++] = nodes[j];
+    }
+  split_units(units, cpu_nodes, kc, capv, count);
+  guint next = 0;
+  for (guint j = 0; j < kc && next < ctx->n; j++) {
+    guint i = cpu_nodes[j];
+    if (count[i] == 0)
+      continue;
+    vm_nodes[i] = TRUE;
+    g_auto(hwloc_bitmap_t) vs = hwloc_bitmap_alloc();
+    for (guint taken = 0; next < ctx->n && taken < count[i]; taken++) {
+      guint end = next + 1;
+      if (cap == CAP_GROUPS)
+        end = MIN((next / ctx->threads + 1) * ctx->threads, ctx->n);
+      hwloc_bitmap_set_range(vs, next, (int)end - 1);
+      next = end;
+    }
+    pick_cores(plan, ctx, a, cap, i, vs);
+    reason_cores(plan, ctx, i, vs, cap, "");
+  }
+  finish_plan(plan, ctx, a, &acc, vm_nodes);
+  return TRUE;
+}
+
+gboolean
+plan_o2o(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
+{
+  gboolean vnuma = ctx->req->n_gnodes > 0;
+  CapKind ladder[3];
+  guint n = 0;
+  if (ctx->threads > 1)
+    ladder[n++] = CAP_GROUPS;
+  if (ctx->threads == 1 || ctx->opts->smt == QP_SMT_PREFER)
+    ladder[n++] = CAP_CORES;
+  if (ctx->opts->smt == QP_SMT_PREFER && ctx->threads == 1)
+    ladder[n++] = CAP_PUS;
+
+  g_autoptr(GError) first = NULL;
+  for (guint r = 0; r < n; r++) {
+    g_autoptr(GError) err = NULL;
+    /* Each rung starts from a clean slate. */
+    memset(a->core_used, 0, MAX(ctx->host->n_cores, 1) * sizeof(gboolean));
+    hwloc_bitmap_zero(a->taken);
+    hwloc_bitmap_zero(plan->dedicated);
+    gboolean ok = vnuma ? plan_by_gnode(plan, ctx, a, TRUE, ladder[r], &err)
+                        : plan_o2o_flat(plan, ctx, a, ladder[r], &err);
+    if (ok) {
+      if (ladder[r] == CAP_PUS) {
+        g_auto(hwloc_bitmap_t) shared = hwloc_bitmap_alloc();
+        for (guint v = 0; v < plan->n_vcpus; v++)
+          for (guint w = 0; w < plan->n_vcpus; w++) {
+            if (v == w || plan->vcpu_cpus[v] == NULL ||
+                plan->vcpu_cpus[w] == NULL)
+              continue;
+            int pv = hwloc_bitmap_first(plan->vcpu_cpus[v]);
+            int pw = hwloc_bitmap_first(plan->vcpu_cpus[w]);
+            int cv = cpu_index(ctx, pv), cw = cpu_index(ctx, pw);
+            if (cv >= 0 && cw >= 0 &&
+                ctx->host->cpus[cv].core == ctx->host->cpus[cw].core) {
+              hwloc_bitmap_set(shared, v);
+              break;
+            }
+          }
+        g_autofree char *sl = qp_list_format(shared);
+        if (!hwloc_bitmap_iszero(shared))
+          add_warning(plan,
+                      "one-to-one: not enough free cores for %u vCPUs: vCPUs "
+                      "%s share physical cores as SMT siblings (--smt=prefer; "
+                      "--smt=strict refuses this)",
+                      ctx->n, sl);
+      }
+      if (ladder[r] == CAP_CORES && ctx->threads > 1)
+        add_warning(plan,
+                    "one-to-one: the guest has threads=%u but too few free "
+                    "cores have %u usable SMT siblings: each vCPU gets a core "
+                    "of its own, so the guest's sibling threads are not "
+                    "siblings on the host",
+                    ctx->threads, ctx->threads);
+      if (ladder[r] == CAP_GROUPS)
+        add_reason(plan,
+                   "one-to-one: the guest has threads=%u, so vCPUs "
+                   "%u*k..%u*k+%u share one physical core as SMT siblings",
+                   ctx->threads, ctx->threads, ctx->threads, ctx->threads - 1);
+      return TRUE;
+    }
+    /* Throw away what the failed rung wrote. */
+    for (guint v = 0; v < plan->n_vcpus; v++)
+      g_clear_pointer(&plan->vcpu_cpus[v], hwloc_bitmap_free);
+    plan_mem_drop(plan);
+    g_ptr_array_set_size(plan->reasons, 0);
+    g_ptr_array_set_size(plan->warnings, 0);
+    /* The last rung's shortfall is the one that matters. */
+    g_clear_error(&first);
+    first = g_steal_pointer(&err);
+  }
+  if (ctx->opts->smt == QP_SMT_STRICT && ctx->threads == 1)
+    g_propagate_prefixed_error(error, g_steal_pointer(&first), "%s",
+                               "--smt=strict: ");
+  else
+    g_propagate_error(error, g_steal_pointer(&first));
+  return FALSE;
+}
+
+/* CPUs the VM may use at all: allowed, in --affinity, on --hostnodes. */
+static hwloc_bitmap_t
+usable_cpus(const QpHost *host, const QpPlacementOptions *opts)
+{
+  hwloc_bitmap_t set = hwloc_bitmap_dup(host->allowed);
+  if (opts->affinity != NULL)
+    hwloc_bitmap_and(set, set, opts->affinity);
+  if (opts->hostnodes != NULL) {
+    g_auto(hwloc_bitmap_t) on = hwloc_bitmap_alloc();
+    for (guint i = 0; i < host->n_nodes; i++)
+      if (hwloc_bitmap_isset(opts->hostnodes, (unsigned)host->nodes[i].id))
+        hwloc_bitmap_or(on, on, host->nodes[i].all_cpus);
+    hwloc_bitmap_and(set, set, on);
+  }
+  return set;
+}
+
+/* The cores a vCPU plugged later may take, best first: free cores of the
+ * VM's own nodes, then of other nodes, of the kind the boot vCPUs run on. */
+GPtrArray *
+spare_cores(const QpHost *host, const QpClaims *claims,
+            const QpPlacementOptions *opts, const QpPlan *plan)
+{
+  GPtrArray *spare =
+      g_ptr_array_new_with_free_func((GDestroyNotify)hwloc_bitmap_free);
+  g_auto(hwloc_bitmap_t) usable = usable_cpus(host, opts);
+  g_auto(hwloc_bitmap_t) taken = hwloc_bitmap_dup(plan->dedicated);
+  for (guint i = 0; claims != NULL && i < claims->claims->len; i++) {
+    const QpClaim *c = g_ptr_array_index(claims->claims, i);
+    hwloc_bitmap_or(taken, taken, c->dedicated);
+  }
+  int first = hwloc_bitmap_first(plan->dedicated);
+  int ci = first >= 0 ? qp_host_cpu_index(host, first) : -1;
+  int kind = ci >= 0 ? host->cpus[ci].kind : -1;
+  for (int pass = 0; pass < 2; pass++)
+    for (guint c = 0; c < host->n_cores; c++) {
+      const QpCore *core = &host->cores[c];
+      gboolean own_node =
+          core->node >= 0 &&
+          hwloc_bitmap_isset(plan->host_nodes, (unsigned)core->node);
+      if (own_node != (pass == 0) || hwloc_bitmap_intersects(core->pus, taken))
+        continue;
+      hwloc_bitmap_t pus = hwloc_bitmap_dup(core->pus);
+      hwloc_bitmap_and(pus, pus, usable);
+      int p0 = hwloc_bitmap_first(pus);
+      int pi = p0 >= 0 ? qp_host_cpu_index(host, p0) : -1;
+      if (p0 < 0 || (kind >= 0 && pi >= 0 && host->cpus[pi].kind != kind)) {
+        hwloc_bitmap_free(pus);
+        continue;
+      }
+      g_ptr_array_add(spare, pus);
+    }
+  return spare;
+}

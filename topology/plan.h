@@ -192,11 +192,6 @@ QpClaims *qp_claims_new(void);
 void qp_claims_free(QpClaims *claims);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpClaims, qp_claims_free)
 
-/* Shared vCPUs per CPU that CLAIMS put on HOST: an array indexed like
- * host->cpus (free with g_free). A record without cpu_load spreads its
- * per-node load over the node's CPUs that no VM has dedicated. */
-double *qp_claims_cpu_load(const QpHost *host, const QpClaims *claims);
-
 /* ---- Plan --------------------------------------------------------------- */
 
 /* Units of memory on one host node: MiB of ordinary memory, or pages. */

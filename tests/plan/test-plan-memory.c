@@ -5,6 +5,7 @@
 #include "tests/common/qp-plan-test.h"
 #include "topology/ledger.h"
 #include "topology/plan.h"
+#include "topology/status.h"
 
 #include <glib/gstdio.h>
 #include <string.h>

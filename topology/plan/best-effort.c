@@ -31,69 +31,11 @@
 
 #include <string.h>
 
+#include "topology/capacity.h"
 #include "topology/plan/balanced.h"
 #include "topology/plan/memory.h"
 #include "topology/plan/phrases.h"
 #include "topology/plan/result.h"
-
-/* ---- Shared load per CPU ------------------------------------------------ */
-
-static void
-spread_load(const QpHost *host, double *load, hwloc_const_bitmap_t cpus,
-            guint vcpus)
-{
-  int w = hwloc_bitmap_weight(cpus);
-  if (w <= 0 || vcpus == 0)
-    return;
-  int cpu;
-  hwloc_bitmap_foreach_begin(cpu, cpus)
-  {
-    int i = qp_host_cpu_index(host, cpu);
-    if (i >= 0)
-      load[i] += (double)vcpus / w;
-  }
-  hwloc_bitmap_foreach_end();
-}
-
-double *
-qp_claims_cpu_load(const QpHost *host, const QpClaims *claims)
-{
-  double *load = g_new0(double, MAX(host->n_cpus, 1));
-  if (claims == NULL || claims->claims == NULL)
-    return load;
-  g_auto(hwloc_bitmap_t) dedicated = hwloc_bitmap_alloc();
-  for (guint c = 0; c < claims->claims->len; c++) {
-    const QpClaim *cl = g_ptr_array_index(claims->claims, c);
-    if (cl->dedicated != NULL)
-      hwloc_bitmap_or(dedicated, dedicated, cl->dedicated);
-  }
-  g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
-  for (guint c = 0; c < claims->claims->len; c++) {
-    const QpClaim *cl = g_ptr_array_index(claims->claims, c);
-    if (cl->cpu_load != NULL && cl->cpu_load->len > 0) {
-      for (guint g = 0; g < cl->cpu_load->len; g++) {
-        const QpCpuLoad *l = &g_array_index(cl->cpu_load, QpCpuLoad, g);
-        spread_load(host, load, l->cpus, l->vcpus);
-      }
-      continue;
-    }
-    /* A record without CPU sets: its vCPUs floated on the node. */
-    for (guint k = 0; cl->load != NULL && k < cl->load->len; k++) {
-      const QpNodeLoad *l = &g_array_index(cl->load, QpNodeLoad, k);
-      int i = qp_host_node_index(host, l->node);
-      if (i < 0)
-        continue;
-      const QpNode *node = &host->nodes[i];
-      hwloc_bitmap_zero(cpus);
-      if (node->cpus != NULL)
-        hwloc_bitmap_andnot(cpus, node->cpus, dedicated);
-      if (hwloc_bitmap_iszero(cpus) && node->all_cpus != NULL)
-        hwloc_bitmap_copy(cpus, node->all_cpus);
-      spread_load(host, load, cpus, l->vcpus);
-    }
-  }
-  return load;
-}
 
 /* ---- Helpers ------------------------------------------------------------ */
 
@@ -103,22 +45,6 @@ static void G_GNUC_PRINTF(2, 3) not_given(QpPlan *plan, const char *fmt, ...)
   va_start(ap, fmt);
   g_ptr_array_add(plan->not_given, g_strdup_vprintf(fmt, ap));
   va_end(ap);
-}
-
-/* CPUs the VM may use when other VMs' dedicated cores count too: allowed,
- * in --affinity, on usable nodes. */
-static hwloc_bitmap_t
-cpus_with_dedicated(const Ctx *ctx)
-{
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  for (guint i = 0; i < ctx->nn; i++)
-    if (ctx->node_ok[i] && ctx->host->nodes[i].cpus != NULL)
-      hwloc_bitmap_or(set, set, ctx->host->nodes[i].cpus);
-  if (ctx->host->allowed != NULL)
-    hwloc_bitmap_and(set, set, ctx->host->allowed);
-  if (ctx->opts->affinity != NULL)
-    hwloc_bitmap_and(set, set, ctx->opts->affinity);
-  return set;
 }
 
 static guint

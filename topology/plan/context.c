@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include "topology/capacity.h"
+
 #include "topology/plan/result.h"
 
 int
@@ -109,32 +111,6 @@ ctx_clear(Ctx *ctx)
   g_free(ctx->cpu_idx);
   g_free(ctx->node_idx);
   g_free(ctx->vcpu_gnode);
-}
-
-static guint64
-node_reserve_mib(const QpPlacementOptions *opts, int id)
-{
-  if (opts->node_reserve != NULL)
-    for (guint i = 0; i < opts->node_reserve->len; i++) {
-      const QpNodeAmount *r =
-          &g_array_index(opts->node_reserve, QpNodeAmount, i);
-      if (r->node == id)
-        return r->mib;
-    }
-  return opts->reserve_mib;
-}
-
-static const QpHugePool *
-node_pool(const QpNode *node, guint64 page_kib)
-{
-  if (node->hugepages == NULL)
-    return NULL;
-  for (guint i = 0; i < node->hugepages->len; i++) {
-    const QpHugePool *p = &g_array_index(node->hugepages, QpHugePool, i);
-    if (p->page_kib == page_kib)
-      return p;
-  }
-  return NULL;
 }
 
 static const QpPciDevice *
@@ -254,6 +230,145 @@ init_classes(Ctx *ctx)
     ctx->cls_used[0] = TRUE;
 }
 
+/* Maps from node and CPU ids to their indexes in the host. */
+static void
+init_index_maps(Ctx *ctx)
+{
+  const QpHost *host = ctx->host;
+  ctx->max_node_id = -1;
+  for (guint i = 0; i < ctx->nn; i++)
+    ctx->max_node_id = MAX(ctx->max_node_id, host->nodes[i].id);
+  ctx->node_idx = g_new(int, ctx->max_node_id + 2);
+  for (int i = 0; i <= ctx->max_node_id + 1; i++)
+    ctx->node_idx[i] = -1;
+  for (guint i = 0; i < ctx->nn; i++)
+    if (host->nodes[i].id >= 0)
+      ctx->node_idx[host->nodes[i].id] = (int)i;
+  ctx->max_cpu_id = -1;
+  for (guint i = 0; i < host->n_cpus; i++)
+    ctx->max_cpu_id = MAX(ctx->max_cpu_id, host->cpus[i].id);
+  ctx->cpu_idx = g_new(int, ctx->max_cpu_id + 2);
+  for (int i = 0; i <= ctx->max_cpu_id + 1; i++)
+    ctx->cpu_idx[i] = -1;
+  for (guint i = 0; i < host->n_cpus; i++)
+    if (host->cpus[i].id >= 0)
+      ctx->cpu_idx[host->cpus[i].id] = (int)i;
+}
+
+/* Nodes the VM may use: in --hostnodes, allowed, not blocked. */
+static void
+init_node_ok(Ctx *ctx)
+{
+  ctx->node_ok = g_new0(gboolean, MAX(ctx->nn, 1));
+  for (guint i = 0; i < ctx->nn; i++) {
+    int id = ctx->host->nodes[i].id;
+    const QpPlacementOptions *opts = ctx->opts;
+    ctx->node_ok[i] =
+        (opts->hostnodes == NULL || hwloc_bitmap_isset(opts->hostnodes, id)) &&
+        !qp_claims_node_blocked(ctx->claims, id) &&
+        (ctx->host->allowed_nodes == NULL ||
+         hwloc_bitmap_isset(ctx->host->allowed_nodes, id));
+  }
+}
+
+/* What other VMs hold: their dedicated CPUs and shared vCPUs, and per node
+ * and memory class the units no claim has (capacity.h counts them, as
+ * status does). */
+static void
+init_node_state(Ctx *ctx)
+{
+  gsize cells = MAX((gsize)ctx->nn * ctx->ncls, 1);
+  ctx->dedicated_others = qp_claims_dedicated(ctx->claims);
+  ctx->avail = g_new0(guint64, cells);
+  ctx->total_units = g_new0(guint64, cells);
+  ctx->claimed_units = g_new0(guint64, cells);
+  ctx->reserve_units = g_new0(guint64, cells);
+  ctx->load = g_new0(guint, MAX(ctx->nn, 1));
+  for (guint i = 0; i < ctx->nn; i++) {
+    ctx->load[i] = qp_claims_node_vcpus(ctx->claims, ctx->host->nodes[i].id);
+    QpNodeMemory mem;
+    qp_node_memory(ctx->host, ctx->claims, ctx->opts, i, &mem);
+    gsize k = AT(ctx, 0, i);
+    ctx->total_units[k] = mem.plain_mib;
+    ctx->reserve_units[k] = mem.reserve_mib;
+    ctx->claimed_units[k] = mem.claimed_mib;
+    ctx->avail[k] = mem.uncommitted_mib;
+    for (guint c = 1; c < ctx->ncls; c++) {
+      QpNodePages pages;
+      qp_node_pages(ctx->host, ctx->claims, i, ctx->cls_page[c], &pages);
+      k = AT(ctx, c, i);
+      ctx->total_units[k] = pages.total;
+      ctx->claimed_units[k] = pages.claimed;
+      ctx->avail[k] = pages.uncommitted;
+    }
+  }
+}
+
+hwloc_bitmap_t
+cpus_with_dedicated(const Ctx *ctx)
+{
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (guint i = 0; i < ctx->nn; i++)
+    if (ctx->node_ok[i] && ctx->host->nodes[i].cpus != NULL)
+      hwloc_bitmap_or(set, set, ctx->host->nodes[i].cpus);
+  if (ctx->host->allowed != NULL)
+    hwloc_bitmap_and(set, set, ctx->host->allowed);
+  if (ctx->opts->affinity != NULL)
+    hwloc_bitmap_and(set, set, ctx->opts->affinity);
+  return set;
+}
+
+/* vCPU -> guest node. vCPUs no -numa node names go to the first one, as
+ * QEMU does. */
+static void
+init_vcpu_gnodes(Ctx *ctx)
+{
+  const QpRequest *req = ctx->req;
+  ctx->vcpu_gnode = g_new0(int, ctx->n);
+  for (guint g = req->n_gnodes; g-- > 0;) {
+    if (req->gnodes[g].vcpus == NULL)
+      continue;
+    int v;
+    hwloc_bitmap_foreach_begin(v, req->gnodes[g].vcpus)
+    {
+      if ((guint)v < ctx->n)
+        ctx->vcpu_gnode[v] = (int)g;
+    }
+    hwloc_bitmap_foreach_end();
+  }
+}
+
+/* The nodes of the guest's vfio devices (--device-locality). */
+static gboolean
+init_device_nodes(Ctx *ctx, QpPlan *notes, GError **error)
+{
+  const QpRequest *req = ctx->req;
+  QpDeviceLocality locality = ctx->opts->device_locality;
+  ctx->device_node = g_new0(gboolean, MAX(ctx->nn, 1));
+  if (req->vfio == NULL || locality == QP_DEVLOC_IGNORE)
+    return TRUE;
+  for (char **b = req->vfio; *b != NULL; b++) {
+    const QpPciDevice *d = find_pci(ctx->host, *b);
+    int i = d != NULL ? node_index(ctx, d->node) : -1;
+    if (i < 0) {
+      const char *why =
+          d == NULL ? "is not on this host" : "has no known NUMA node";
+      if (locality == QP_DEVLOC_REQUIRED) {
+        g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                    "vfio device %s %s: --device-locality=required needs "
+                    "its host node (use preferred or ignore)",
+                    *b, why);
+        return FALSE;
+      }
+      add_warning(notes, "vfio device %s %s: its locality is ignored", *b, why);
+      continue;
+    }
+    ctx->device_node[i] = TRUE;
+    ctx->any_device_node = TRUE;
+  }
+  return TRUE;
+}
+
 gboolean
 ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
          const QpRequest *req, const QpPlacementOptions *opts, QpPlan *notes,
@@ -267,158 +382,13 @@ ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
   ctx->threads = MAX(req->threads, 1);
   ctx->nn = host->n_nodes;
   init_classes(ctx);
-
-  guint nn = ctx->nn;
-  ctx->max_node_id = -1;
-  for (guint i = 0; i < nn; i++)
-    ctx->max_node_id = MAX(ctx->max_node_id, host->nodes[i].id);
-  ctx->node_idx = g_new(int, ctx->max_node_id + 2);
-  for (int i = 0; i <= ctx->max_node_id + 1; i++)
-    ctx->node_idx[i] = -1;
-  for (guint i = 0; i < nn; i++)
-    if (host->nodes[i].id >= 0)
-      ctx->node_idx[host->nodes[i].id] = (int)i;
-  ctx->max_cpu_id = -1;
-  for (guint i = 0; i < host->n_cpus; i++)
-    ctx->max_cpu_id = MAX(ctx->max_cpu_id, host->cpus[i].id);
-  ctx->cpu_idx = g_new(int, ctx->max_cpu_id + 2);
-  for (int i = 0; i <= ctx->max_cpu_id + 1; i++)
-    ctx->cpu_idx[i] = -1;
-  for (guint i = 0; i < host->n_cpus; i++)
-    if (host->cpus[i].id >= 0)
-      ctx->cpu_idx[host->cpus[i].id] = (int)i;
-
-  /* Nodes. */
-  ctx->node_ok = g_new0(gboolean, MAX(nn, 1));
-  for (guint i = 0; i < nn; i++) {
-    int id = host->nodes[i].id;
-    gboolean ok = TRUE;
-    if (opts->hostnodes != NULL && !hwloc_bitmap_isset(opts->hostnodes, id))
-      ok = FALSE;
-    if (claims != NULL && claims->blocked_nodes != NULL &&
-        hwloc_bitmap_isset(claims->blocked_nodes, id))
-      ok = FALSE;
-    if (host->allowed_nodes != NULL &&
-        !hwloc_bitmap_isset(host->allowed_nodes, id))
-      ok = FALSE;
-    ctx->node_ok[i] = ok;
-  }
-
-  /* Claims of other VMs. */
-  gsize cells = MAX((gsize)nn * ctx->ncls, 1);
-  ctx->dedicated_others = hwloc_bitmap_alloc();
-  ctx->avail = g_new0(guint64, cells);
-  ctx->total_units = g_new0(guint64, cells);
-  ctx->claimed_units = g_new0(guint64, cells);
-  ctx->reserve_units = g_new0(guint64, cells);
-  ctx->load = g_new0(guint, MAX(nn, 1));
-  if (claims != NULL && claims->claims != NULL)
-    for (guint c = 0; c < claims->claims->len; c++) {
-      const QpClaim *cl = g_ptr_array_index(claims->claims, c);
-      if (cl->dedicated != NULL)
-        hwloc_bitmap_or(ctx->dedicated_others, ctx->dedicated_others,
-                        cl->dedicated);
-      if (cl->load != NULL)
-        for (guint k = 0; k < cl->load->len; k++) {
-          const QpNodeLoad *l = &g_array_index(cl->load, QpNodeLoad, k);
-          int i = node_index(ctx, l->node);
-          if (i >= 0)
-            ctx->load[i] += l->vcpus;
-        }
-      if (cl->mem != NULL)
-        for (guint k = 0; k < cl->mem->len; k++) {
-          const QpNodeAmount *m = &g_array_index(cl->mem, QpNodeAmount, k);
-          int i = node_index(ctx, m->node);
-          if (i >= 0)
-            ctx->claimed_units[AT(ctx, 0, i)] += m->mib;
-        }
-      if (cl->huge != NULL)
-        for (guint k = 0; k < cl->huge->len; k++) {
-          const QpHugeClaim *h = &g_array_index(cl->huge, QpHugeClaim, k);
-          int i = node_index(ctx, h->node);
-          guint hc = class_of(ctx, h->page_kib);
-          if (i >= 0 && hc > 0)
-            ctx->claimed_units[AT(ctx, hc, i)] += h->pages;
-        }
-    }
-
-  for (guint i = 0; i < nn; i++) {
-    const QpNode *node = &host->nodes[i];
-    /* Memory in hugepage pools is not available to plain allocations. */
-    guint64 pools = 0;
-    if (node->hugepages != NULL)
-      for (guint k = 0; k < node->hugepages->len; k++) {
-        const QpHugePool *p = &g_array_index(node->hugepages, QpHugePool, k);
-        pools += p->total * p->page_kib / 1024;
-      }
-    guint64 total = node->total_mib > pools ? node->total_mib - pools : 0;
-    gsize k = AT(ctx, 0, i);
-    ctx->total_units[k] = total;
-    ctx->reserve_units[k] = node_reserve_mib(opts, node->id);
-    guint64 used = ctx->reserve_units[k] + ctx->claimed_units[k];
-    ctx->avail[k] = total > used ? total - used : 0;
-    /* Hugepages: the pool's free pages less what other VMs claimed. */
-    for (guint c = 1; c < ctx->ncls; c++) {
-      const QpHugePool *p = node_pool(node, ctx->cls_page[c]);
-      guint64 free_pages = p != NULL ? p->free : 0;
-      k = AT(ctx, c, i);
-      ctx->total_units[k] = p != NULL ? p->total : 0;
-      ctx->avail[k] = free_pages > ctx->claimed_units[k]
-                          ? free_pages - ctx->claimed_units[k]
-                          : 0;
-    }
-  }
-
-  /* Usable CPUs. */
-  ctx->usable = hwloc_bitmap_alloc();
-  for (guint i = 0; i < nn; i++)
-    if (ctx->node_ok[i] && host->nodes[i].cpus != NULL)
-      hwloc_bitmap_or(ctx->usable, ctx->usable, host->nodes[i].cpus);
-  if (host->allowed != NULL)
-    hwloc_bitmap_and(ctx->usable, ctx->usable, host->allowed);
-  if (opts->affinity != NULL)
-    hwloc_bitmap_and(ctx->usable, ctx->usable, opts->affinity);
+  init_index_maps(ctx);
+  init_node_ok(ctx);
+  init_node_state(ctx);
+  ctx->usable = cpus_with_dedicated(ctx);
   hwloc_bitmap_andnot(ctx->usable, ctx->usable, ctx->dedicated_others);
-
-  /* vCPU -> guest node. vCPUs no -numa node names go to the first one, as
-   * QEMU does. */
-  ctx->vcpu_gnode = g_new0(int, ctx->n);
-  for (guint g = req->n_gnodes; g-- > 0;) {
-    if (req->gnodes[g].vcpus == NULL)
-      continue;
-    int v;
-    hwloc_bitmap_foreach_begin(v, req->gnodes[g].vcpus)
-    {
-      if ((guint)v < ctx->n)
-        ctx->vcpu_gnode[v] = (int)g;
-    }
-    hwloc_bitmap_foreach_end();
-  }
-
-  /* Devices. */
-  ctx->device_node = g_new0(gboolean, MAX(nn, 1));
-  if (req->vfio != NULL && opts->device_locality != QP_DEVLOC_IGNORE)
-    for (char **b = req->vfio; *b != NULL; b++) {
-      const QpPciDevice *d = find_pci(host, *b);
-      int i = d != NULL ? node_index(ctx, d->node) : -1;
-      if (i < 0) {
-        if (opts->device_locality == QP_DEVLOC_REQUIRED) {
-          g_set_error(
-              error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-              "vfio device %s %s: --device-locality=required needs "
-              "its host node (use preferred or ignore)",
-              *b, d == NULL ? "is not on this host" : "has no known NUMA node");
-          return FALSE;
-        }
-        add_warning(notes, "vfio device %s %s: its locality is ignored", *b,
-                    d == NULL ? "is not on this host"
-                              : "has no known NUMA node");
-        continue;
-      }
-      ctx->device_node[i] = TRUE;
-      ctx->any_device_node = TRUE;
-    }
-  return TRUE;
+  init_vcpu_gnodes(ctx);
+  return init_device_nodes(ctx, notes, error);
 }
 
 /* Candidates for node sets, honouring --device-locality=required. */

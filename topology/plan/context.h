@@ -96,6 +96,10 @@ gboolean ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
                   QpPlan *notes, GError **error);
 void ctx_clear(Ctx *ctx);
 
+/* CPUs the VM may use when other VMs' dedicated cores count too: allowed,
+ * in --affinity, on usable nodes. ctx->usable is this less those cores. */
+hwloc_bitmap_t cpus_with_dedicated(const Ctx *ctx);
+
 const Piece *piece_at(const Ctx *ctx, guint x);
 
 /* Candidate nodes for node sets (--device-locality=required keeps only the

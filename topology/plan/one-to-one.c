@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "topology/capacity.h"
 #include "topology/plan/memory.h"
 #include "topology/plan/node-sets.h"
 #include "topology/plan/numa.h"
@@ -303,11 +304,8 @@ spare_cores(const QpHost *host, const QpClaims *claims,
   GPtrArray *spare =
       g_ptr_array_new_with_free_func((GDestroyNotify)hwloc_bitmap_free);
   g_auto(hwloc_bitmap_t) usable = usable_cpus(host, opts);
-  g_auto(hwloc_bitmap_t) taken = hwloc_bitmap_dup(plan->dedicated);
-  for (guint i = 0; claims != NULL && i < claims->claims->len; i++) {
-    const QpClaim *c = g_ptr_array_index(claims->claims, i);
-    hwloc_bitmap_or(taken, taken, c->dedicated);
-  }
+  g_auto(hwloc_bitmap_t) taken = qp_claims_dedicated(claims);
+  hwloc_bitmap_or(taken, taken, plan->dedicated);
   int first = hwloc_bitmap_first(plan->dedicated);
   int ci = first >= 0 ? qp_host_cpu_index(host, first) : -1;
   int kind = ci >= 0 ? host->cpus[ci].kind : -1;

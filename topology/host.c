@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "topology/json-out.h"
+
 G_DEFINE_AUTO_CLEANUP_FREE_FUNC(hwloc_topology_t, hwloc_topology_destroy, NULL)
 
 /* Used when the host reports no NUMA distances: the ACPI SLIT convention
@@ -720,21 +722,6 @@ qp_host_distance(const QpHost *host, int a, int b)
 
 /* ---- output ---- */
 
-static void
-add_list(JsonBuilder *b, const char *member, hwloc_const_bitmap_t set)
-{
-  g_autofree char *s = qp_list_format(set);
-  json_builder_set_member_name(b, member);
-  json_builder_add_string_value(b, s);
-}
-
-static void
-add_int(JsonBuilder *b, const char *member, gint64 v)
-{
-  json_builder_set_member_name(b, member);
-  json_builder_add_int_value(b, v);
-}
-
 static hwloc_bitmap_t
 kind_cpus(const QpHost *host, guint k)
 {
@@ -758,19 +745,19 @@ qp_host_to_json(const QpHost *host)
   for (guint i = 0; i < host->n_nodes; i++) {
     const QpNode *n = &host->nodes[i];
     json_builder_begin_object(b);
-    add_int(b, "id", n->id);
-    add_int(b, "total_mib", (gint64)n->total_mib);
-    add_int(b, "free_mib", (gint64)n->free_mib);
-    add_list(b, "cpus", n->cpus);
-    add_list(b, "all_cpus", n->all_cpus);
+    qp_json_add_int(b, "id", n->id);
+    qp_json_add_int(b, "total_mib", (gint64)n->total_mib);
+    qp_json_add_int(b, "free_mib", (gint64)n->free_mib);
+    qp_json_add_list(b, "cpus", n->cpus);
+    qp_json_add_list(b, "all_cpus", n->all_cpus);
     json_builder_set_member_name(b, "hugepages");
     json_builder_begin_array(b);
     for (guint h = 0; h < n->hugepages->len; h++) {
       const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, h);
       json_builder_begin_object(b);
-      add_int(b, "page_kib", (gint64)p->page_kib);
-      add_int(b, "total", (gint64)p->total);
-      add_int(b, "free", (gint64)p->free);
+      qp_json_add_int(b, "page_kib", (gint64)p->page_kib);
+      qp_json_add_int(b, "total", (gint64)p->total);
+      qp_json_add_int(b, "free", (gint64)p->free);
       json_builder_end_object(b);
     }
     json_builder_end_array(b);
@@ -787,26 +774,26 @@ qp_host_to_json(const QpHost *host)
   json_builder_begin_array(b);
   for (guint i = 0; i < host->n_cores; i++) {
     json_builder_begin_object(b);
-    add_int(b, "package", host->cores[i].package);
-    add_int(b, "node", host->cores[i].node);
-    add_list(b, "cpus", host->cores[i].pus);
+    qp_json_add_int(b, "package", host->cores[i].package);
+    qp_json_add_int(b, "node", host->cores[i].node);
+    qp_json_add_list(b, "cpus", host->cores[i].pus);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
 
-  add_list(b, "allowed", host->allowed);
-  add_list(b, "allowed_nodes", host->allowed_nodes);
+  qp_json_add_list(b, "allowed", host->allowed);
+  qp_json_add_list(b, "allowed_nodes", host->allowed_nodes);
 
   json_builder_set_member_name(b, "kinds");
   json_builder_begin_array(b);
   for (guint k = 0; k < host->n_kinds; k++) {
     g_auto(hwloc_bitmap_t) set = kind_cpus(host, k);
     json_builder_begin_object(b);
-    add_int(b, "index", k);
+    qp_json_add_int(b, "index", k);
     json_builder_set_member_name(b, "name");
     json_builder_add_string_value(b, host->kind_names[k]);
-    add_int(b, "efficiency", host->kind_efficiency[k]);
-    add_list(b, "cpus", set);
+    qp_json_add_int(b, "efficiency", host->kind_efficiency[k]);
+    qp_json_add_list(b, "cpus", set);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
@@ -818,7 +805,7 @@ qp_host_to_json(const QpHost *host)
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "bdf");
     json_builder_add_string_value(b, d->bdf);
-    add_int(b, "node", d->node);
+    qp_json_add_int(b, "node", d->node);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);

@@ -4,6 +4,7 @@
 #include "topology/status.h"
 
 #include "topology/capacity.h"
+#include "topology/json-out.h"
 
 #define BAR_COLUMNS 40
 
@@ -93,30 +94,6 @@ page_sizes(const QpNode *n, const QpClaims *claims)
  */
 
 static void
-add_uint(JsonBuilder *b, const char *key, guint64 v)
-{
-  json_builder_set_member_name(b, key);
-  json_builder_add_int_value(b, (gint64)v);
-}
-
-static void
-add_str(JsonBuilder *b, const char *key, const char *v)
-{
-  json_builder_set_member_name(b, key);
-  if (v)
-    json_builder_add_string_value(b, v);
-  else
-    json_builder_add_null_value(b);
-}
-
-static void
-add_list(JsonBuilder *b, const char *key, hwloc_const_bitmap_t set)
-{
-  g_autofree char *s = set ? qp_list_format(set) : g_strdup("");
-  add_str(b, key, s);
-}
-
-static void
 add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
               const QpPlacementOptions *opts, const double *load, guint index)
 {
@@ -125,14 +102,14 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
   qp_node_capacity(host, claims, opts, index, &cap);
 
   json_builder_begin_object(b);
-  add_uint(b, "id", (guint64)n->id);
+  qp_json_add_int(b, "id", (gint64)n->id);
   json_builder_set_member_name(b, "memory-mib");
   json_builder_begin_object(b);
-  add_uint(b, "total", cap.total_mib);
-  add_uint(b, "hugepage-pools", cap.hugepage_mib);
-  add_uint(b, "reserve", cap.reserve_mib);
-  add_uint(b, "claimed", cap.claimed_mib);
-  add_uint(b, "uncommitted", cap.uncommitted_mib);
+  qp_json_add_int(b, "total", cap.total_mib);
+  qp_json_add_int(b, "hugepage-pools", cap.hugepage_mib);
+  qp_json_add_int(b, "reserve", cap.reserve_mib);
+  qp_json_add_int(b, "claimed", cap.claimed_mib);
+  qp_json_add_int(b, "uncommitted", cap.uncommitted_mib);
   json_builder_end_object(b);
   json_builder_set_member_name(b, "blocked");
   json_builder_add_boolean_value(b, cap.blocked);
@@ -145,19 +122,19 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
     QpNodePages pages;
     qp_node_pages(host, claims, index, kib, &pages);
     json_builder_begin_object(b);
-    add_uint(b, "page-kib", kib);
-    add_uint(b, "total", pages.total);
-    add_uint(b, "free", pages.free);
-    add_uint(b, "claimed", pages.claimed);
-    add_uint(b, "uncommitted",
-             qp_node_uncommitted(host, claims, opts, index, kib));
+    qp_json_add_int(b, "page-kib", kib);
+    qp_json_add_int(b, "total", pages.total);
+    qp_json_add_int(b, "free", pages.free);
+    qp_json_add_int(b, "claimed", pages.claimed);
+    qp_json_add_int(b, "uncommitted",
+                    qp_node_uncommitted(host, claims, opts, index, kib));
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
 
-  add_list(b, "cpus", n->cpus);
-  add_list(b, "dedicated-cpus", cap.dedicated);
-  add_uint(b, "shared-vcpus", cap.shared_vcpus);
+  qp_json_add_list(b, "cpus", n->cpus);
+  qp_json_add_list(b, "dedicated-cpus", cap.dedicated);
+  qp_json_add_int(b, "shared-vcpus", cap.shared_vcpus);
   json_builder_set_member_name(b, "load-per-cpu");
   json_builder_add_double_value(b, load_per_cpu(&cap));
   g_auto(hwloc_bitmap_t) over = hwloc_bitmap_alloc();
@@ -167,13 +144,13 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
   for (guint g = 0; g < groups->len; g++) {
     const LoadGroup *lg = &g_array_index(groups, LoadGroup, g);
     json_builder_begin_object(b);
-    add_list(b, "cpus", lg->cpus);
+    qp_json_add_list(b, "cpus", lg->cpus);
     json_builder_set_member_name(b, "vcpus-per-cpu");
     json_builder_add_double_value(b, lg->per_cpu);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
-  add_list(b, "overcommitted-cpus", over);
+  qp_json_add_list(b, "overcommitted-cpus", over);
   json_builder_end_object(b);
   qp_node_capacity_clear(&cap);
 }
@@ -182,57 +159,21 @@ static void
 add_vm_json(JsonBuilder *b, const QpClaim *c)
 {
   json_builder_begin_object(b);
-  add_str(b, "id", c->id);
-  add_str(b, "name", c->name);
-  add_uint(b, "qemu-pid", (guint64)MAX(c->qemu_pid, 0));
+  qp_json_add_string(b, "id", c->id);
+  qp_json_add_string(b, "name", c->name);
+  qp_json_add_int(b, "qemu-pid", (gint64)MAX(c->qemu_pid, 0));
   if (c->launcher_pid > 0)
-    add_uint(b, "launcher-pid", (guint64)c->launcher_pid);
-  add_uint(b, "keeper-pid", (guint64)MAX(c->keeper_pid, 0));
-  add_str(b, "mode", qp_mode_name(c->mode));
+    qp_json_add_int(b, "launcher-pid", (gint64)c->launcher_pid);
+  qp_json_add_int(b, "keeper-pid", (gint64)MAX(c->keeper_pid, 0));
+  qp_json_add_string(b, "mode", qp_mode_name(c->mode));
   json_builder_set_member_name(b, "best-effort");
   json_builder_add_boolean_value(b, c->best_effort);
-  json_builder_set_member_name(b, "memory-mib");
-  json_builder_begin_object(b);
-  for (guint i = 0; i < c->mem->len; i++) {
-    const QpNodeAmount *a = &g_array_index(c->mem, QpNodeAmount, i);
-    char key[16];
-    g_snprintf(key, sizeof key, "%d", a->node);
-    add_uint(b, key, a->mib);
-  }
-  json_builder_end_object(b);
-  json_builder_set_member_name(b, "hugepages");
-  json_builder_begin_array(b);
-  for (guint i = 0; i < c->huge->len; i++) {
-    const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, i);
-    json_builder_begin_object(b);
-    add_uint(b, "node", (guint64)h->node);
-    add_uint(b, "page-kib", h->page_kib);
-    add_uint(b, "pages", h->pages);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-  add_list(b, "dedicated-cpus", c->dedicated);
-  json_builder_set_member_name(b, "load");
-  json_builder_begin_object(b);
-  for (guint i = 0; i < c->load->len; i++) {
-    const QpNodeLoad *l = &g_array_index(c->load, QpNodeLoad, i);
-    char key[16];
-    g_snprintf(key, sizeof key, "%d", l->node);
-    add_uint(b, key, l->vcpus);
-  }
-  json_builder_end_object(b);
-  json_builder_set_member_name(b, "cpu-load");
-  json_builder_begin_array(b);
-  for (guint i = 0; i < c->cpu_load->len; i++) {
-    const QpCpuLoad *l = &g_array_index(c->cpu_load, QpCpuLoad, i);
-    json_builder_begin_object(b);
-    add_list(b, "cpus", l->cpus);
-    add_uint(b, "vcpus", l->vcpus);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-  json_builder_set_member_name(b, "since");
-  json_builder_add_int_value(b, c->time);
+  qp_json_add_node_mib(b, "memory-mib", c->mem);
+  qp_json_add_huge_claims(b, "hugepages", c->huge);
+  qp_json_add_list(b, "dedicated-cpus", c->dedicated);
+  qp_json_add_node_vcpus(b, "load", c->load);
+  qp_json_add_cpu_loads(b, "cpu-load", c->cpu_load);
+  qp_json_add_int(b, "since", c->time);
   json_builder_end_object(b);
 }
 

@@ -23,38 +23,39 @@ gcd(guint a, guint b)
   return a;
 }
 
-/* The guest topology mirroring the placement of the first PLACED vCPUs;
- * every possible vCPU (up to maxcpus) is in it, so that QEMU's -smp
- * product and the -numa nodes cover them all. QEMU numbers vCPUs
- * socket-major and boots the lowest indexes, so each guest node is a run of
- * whole sockets: the placed vCPUs fill sockets in index order, and the
- * sockets above them (vCPUs plugged later) go to the guest nodes in turn. A
- * socket holds the largest number of vCPUs that divides every node's share
- * and the hot-pluggable count. */
-void
-suggest_vnuma(QpPlan *plan, const QpHost *host, const QpRequest *req,
-              guint placed)
+/* TRUE when the plan claims memory only on the nodes VM_IDS. */
+static gboolean
+claims_within(const QpPlan *plan, hwloc_const_bitmap_t vm_ids)
 {
-  guint nn = host->n_nodes;
-  guint n = plan->n_vcpus;
-  placed = MIN(MAX(placed, 1), n);
-  if (plan->mode == QP_MODE_BALANCED) {
-    add_reason(plan, "--vnuma: no guest topology suggested in balanced mode: "
-                     "its vCPUs float over the chosen nodes");
-    return;
+  for (guint c = 0; c < plan->claim_mem->len; c++) {
+    const QpNodeAmount *m = &g_array_index(plan->claim_mem, QpNodeAmount, c);
+    if (!hwloc_bitmap_isset(vm_ids, m->node))
+      return FALSE;
   }
-  /* Host node of each placed vCPU (its first CPU's node). */
-  g_autofree int *vnode_of = g_new0(int, MAX(n, 1));
-  g_autofree guint *count = g_new0(guint, MAX(nn, 1));
+  for (guint c = 0; c < plan->claim_huge->len; c++) {
+    const QpHugeClaim *h = &g_array_index(plan->claim_huge, QpHugeClaim, c);
+    if (!hwloc_bitmap_isset(vm_ids, h->node))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* The host node (index) of each of the first PLACED vCPUs into VNODE_OF,
+ * and the nodes they use, in order of their first vCPU, into USED.
+ * Returns TRUE when the layout is symmetric: every used node holds the
+ * same number of placed vCPUs, in one consecutive range, and memory is
+ * claimed only on those nodes. */
+static gboolean
+placed_layout(const QpPlan *plan, const QpHost *host, guint placed,
+              int *vnode_of, GArray *used)
+{
+  g_autofree guint *count = g_new0(guint, MAX(host->n_nodes, 1));
   for (guint v = 0; v < placed; v++) {
     int i = vcpu_node_index(plan, host, v);
     vnode_of[v] = i;
     if (i >= 0)
       count[i]++;
   }
-  /* Symmetric: every used node holds the same number of placed vCPUs, in
-   * consecutive ranges, and memory is claimed only on those nodes. */
-  g_autoptr(GArray) used = g_array_new(FALSE, FALSE, sizeof(guint));
   gboolean symmetric = vnode_of[0] >= 0;
   for (guint v = 0; v < placed && symmetric; v++) {
     if (vnode_of[v] < 0) {
@@ -76,19 +77,90 @@ suggest_vnuma(QpPlan *plan, const QpHost *host, const QpRequest *req,
   g_auto(hwloc_bitmap_t) vm_ids = hwloc_bitmap_alloc();
   for (guint x = 0; x < used->len; x++)
     hwloc_bitmap_set(vm_ids, host->nodes[g_array_index(used, guint, x)].id);
+  return claims_within(plan, vm_ids) && symmetric;
+}
+
+/* MiB of the guest's RAM the plan claims on host node ID (memory devices
+ * keep their own backends). */
+static guint64
+ram_mib_on(const QpPlan *plan, int id)
+{
+  guint64 mib = 0;
+  for (guint m = 0; m < plan->n_mem; m++) {
+    const QpPlanMem *pm = &plan->mem[m];
+    for (guint c = 0; pm->kind == QP_MEM_RAM && c < pm->claim->len; c++) {
+      const QpNodeUnits *u = &g_array_index(pm->claim, QpNodeUnits, c);
+      if (u->node == id)
+        mib += pm->page_kib == 0 ? u->units : u->units * pm->page_kib / 1024;
+    }
+  }
+  return mib;
+}
+
+/* One guest node per host node of USED (indexes), with the vCPUs VNODE_OF
+ * gives it, the RAM claimed there and the host's distances; the guest's
+ * memory in full (rounding of hugepage claims goes to the first). */
+static void
+fill_vnodes(QpPlan *plan, const QpHost *host, const QpRequest *req,
+            const GArray *used, const int *vnode_of)
+{
+  guint nn = host->n_nodes;
+  guint k = used->len;
   guint64 mem_total = 0;
-  for (guint c = 0; c < plan->claim_mem->len; c++) {
-    const QpNodeAmount *m = &g_array_index(plan->claim_mem, QpNodeAmount, c);
-    if (!hwloc_bitmap_isset(vm_ids, m->node))
-      symmetric = FALSE;
+  plan->n_vnodes = k;
+  plan->vnodes = g_new0(QpPlanVnode, k);
+  plan->vnode_distance = g_new0(guint, k * k);
+  for (guint x = 0; x < k; x++) {
+    guint i = g_array_index(used, guint, x);
+    QpPlanVnode *vn = &plan->vnodes[x];
+    vn->id = (int)x;
+    vn->host_node = host->nodes[i].id;
+    vn->vcpus = hwloc_bitmap_alloc();
+    for (guint v = 0; v < plan->n_vcpus; v++)
+      if (vnode_of[v] == (int)i)
+        hwloc_bitmap_set(vn->vcpus, v);
+    vn->mem_mib = ram_mib_on(plan, vn->host_node);
+    mem_total += vn->mem_mib;
+    for (guint y = 0; y < k; y++) {
+      guint j = g_array_index(used, guint, y);
+      plan->vnode_distance[x * k + y] = host->distance != NULL
+                                            ? host->distance[i * nn + j]
+                                            : (i == j ? 10 : 20);
+    }
   }
-  for (guint c = 0; c < plan->claim_huge->len; c++) {
-    const QpHugeClaim *h = &g_array_index(plan->claim_huge, QpHugeClaim, c);
-    if (!hwloc_bitmap_isset(vm_ids, h->node))
-      symmetric = FALSE;
+  if (mem_total != req->mem_mib && k > 0) {
+    guint64 rest = req->mem_mib;
+    for (guint x = 1; x < k; x++)
+      rest -= MIN(rest, plan->vnodes[x].mem_mib);
+    plan->vnodes[0].mem_mib = rest;
   }
+}
+
+/* The guest topology mirroring the placement of the first PLACED vCPUs;
+ * every possible vCPU (up to maxcpus) is in it, so that QEMU's -smp
+ * product and the -numa nodes cover them all. QEMU numbers vCPUs
+ * socket-major and boots the lowest indexes, so each guest node is a run of
+ * whole sockets: the placed vCPUs fill sockets in index order, and the
+ * sockets above them (vCPUs plugged later) go to the guest nodes in turn. A
+ * socket holds the largest number of vCPUs that divides every node's share
+ * and the hot-pluggable count. */
+void
+suggest_vnuma(QpPlan *plan, const QpHost *host, const QpRequest *req,
+              guint placed)
+{
+  guint n = plan->n_vcpus;
+  placed = MIN(MAX(placed, 1), n);
+  if (plan->mode == QP_MODE_BALANCED) {
+    add_reason(plan, "--vnuma: no guest topology suggested in balanced mode: "
+                     "its vCPUs float over the chosen nodes");
+    return;
+  }
+  g_autofree int *vnode_of = g_new0(int, MAX(n, 1));
+  g_autoptr(GArray) used = g_array_new(FALSE, FALSE, sizeof(guint));
+  gboolean symmetric = placed_layout(plan, host, placed, vnode_of, used);
 
   plan->vnuma = TRUE;
+  guint threads = MAX(req->threads, 1);
   if (!symmetric) {
     plan->vnuma_sockets = 1;
     plan->vnuma_cores = n;
@@ -101,7 +173,6 @@ suggest_vnuma(QpPlan *plan, const QpHost *host, const QpRequest *req,
     return;
   }
   if (used->len < 2) {
-    guint threads = MAX(req->threads, 1);
     if (n % threads != 0)
       threads = 1;
     plan->vnuma_sockets = 1;
@@ -113,8 +184,7 @@ suggest_vnuma(QpPlan *plan, const QpHost *host, const QpRequest *req,
                plan->vnuma_cores, threads);
     return;
   }
-  guint socket = gcd(per, n - placed);
-  guint threads = MAX(req->threads, 1);
+  guint socket = gcd(placed / used->len, n - placed);
   if (socket % threads != 0)
     threads = 1;
   plan->vnuma_sockets = n / socket;
@@ -125,42 +195,11 @@ suggest_vnuma(QpPlan *plan, const QpHost *host, const QpRequest *req,
   for (guint v = placed; v < n; v++)
     vnode_of[v] =
         (int)g_array_index(used, guint, ((v - placed) / socket) % used->len);
-  plan->n_vnodes = used->len;
-  plan->vnodes = g_new0(QpPlanVnode, used->len);
-  plan->vnode_distance = g_new0(guint, used->len * used->len);
-  for (guint x = 0; x < used->len; x++) {
-    guint i = g_array_index(used, guint, x);
-    QpPlanVnode *vn = &plan->vnodes[x];
-    vn->id = (int)x;
-    vn->host_node = host->nodes[i].id;
-    vn->vcpus = hwloc_bitmap_alloc();
-    for (guint v = 0; v < n; v++)
-      if (vnode_of[v] == (int)i)
-        hwloc_bitmap_set(vn->vcpus, v);
-    /* The RAM's claims there: memory devices keep their own backends. */
-    for (guint m = 0; m < plan->n_mem; m++) {
-      const QpPlanMem *pm = &plan->mem[m];
-      for (guint c = 0; pm->kind == QP_MEM_RAM && c < pm->claim->len; c++) {
-        const QpNodeUnits *u = &g_array_index(pm->claim, QpNodeUnits, c);
-        if (u->node == vn->host_node)
-          vn->mem_mib +=
-              pm->page_kib == 0 ? u->units : u->units * pm->page_kib / 1024;
-      }
-    }
-    mem_total += vn->mem_mib;
-    for (guint y = 0; y < used->len; y++)
-      plan->vnode_distance[x * used->len + y] =
-          host->distance != NULL
-              ? host->distance[i * nn + g_array_index(used, guint, y)]
-              : (i == g_array_index(used, guint, y) ? 10 : 20);
-  }
-  /* The guest's memory in full (rounding of hugepage claims). */
-  if (mem_total != req->mem_mib && plan->n_vnodes > 0) {
-    guint64 rest = req->mem_mib;
-    for (guint x = 1; x < plan->n_vnodes; x++)
-      rest -= MIN(rest, plan->vnodes[x].mem_mib);
-    plan->vnodes[0].mem_mib = rest;
-  }
+  fill_vnodes(plan, host, req, used, vnode_of);
+
+  g_auto(hwloc_bitmap_t) vm_ids = hwloc_bitmap_alloc();
+  for (guint x = 0; x < plan->n_vnodes; x++)
+    hwloc_bitmap_set(vm_ids, plan->vnodes[x].host_node);
   g_autofree char *l = qp_list_format(vm_ids);
   if (placed < n)
     add_reason(plan,

@@ -711,6 +711,16 @@ qp_host_cpu_index(const QpHost *host, int id)
   return -1;
 }
 
+hwloc_bitmap_t
+qp_host_kind_cpus(const QpHost *host, guint k)
+{
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (guint c = 0; c < host->n_cpus; c++)
+    if (host->cpus[c].kind == (int)k)
+      hwloc_bitmap_set(set, (unsigned)host->cpus[c].id);
+  return set;
+}
+
 guint
 qp_host_distance(const QpHost *host, int a, int b)
 {
@@ -721,16 +731,6 @@ qp_host_distance(const QpHost *host, int a, int b)
 }
 
 /* ---- output ---- */
-
-static hwloc_bitmap_t
-kind_cpus(const QpHost *host, guint k)
-{
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  for (guint c = 0; c < host->n_cpus; c++)
-    if (host->cpus[c].kind == (int)k)
-      hwloc_bitmap_set(set, (unsigned)host->cpus[c].id);
-  return set;
-}
 
 JsonNode *
 qp_host_to_json(const QpHost *host)
@@ -787,7 +787,7 @@ qp_host_to_json(const QpHost *host)
   json_builder_set_member_name(b, "kinds");
   json_builder_begin_array(b);
   for (guint k = 0; k < host->n_kinds; k++) {
-    g_auto(hwloc_bitmap_t) set = kind_cpus(host, k);
+    g_auto(hwloc_bitmap_t) set = qp_host_kind_cpus(host, k);
     json_builder_begin_object(b);
     qp_json_add_int(b, "index", k);
     json_builder_set_member_name(b, "name");
@@ -873,7 +873,7 @@ qp_host_to_text(const QpHost *host)
   }
   g_string_append_printf(s, "kinds: %u\n", host->n_kinds);
   for (guint k = 0; k < host->n_kinds; k++) {
-    g_auto(hwloc_bitmap_t) set = kind_cpus(host, k);
+    g_auto(hwloc_bitmap_t) set = qp_host_kind_cpus(host, k);
     g_autofree char *cpus = qp_list_format(set);
     g_string_append_printf(s, "  kind %u: %s, efficiency %d, cpus %s\n", k,
                            host->kind_names[k], host->kind_efficiency[k], cpus);

@@ -124,6 +124,9 @@ int qp_host_node_index(const QpHost *host, int id);
 /* Index of CPU ID in host->cpus, or -1. */
 int qp_host_cpu_index(const QpHost *host, int id);
 
+/* The CPUs of kind K (a new bitmap). */
+hwloc_bitmap_t qp_host_kind_cpus(const QpHost *host, guint k);
+
 /* SLIT distance between node ids A and B (10 for A == B when unknown). */
 guint qp_host_distance(const QpHost *host, int a, int b);
 

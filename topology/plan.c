@@ -81,17 +81,134 @@ plan_on(const Ctx *ctx, QpMode mode, hwloc_const_bitmap_t usable,
   return plan;
 }
 
-static hwloc_bitmap_t
-kind_cpus(const Ctx *ctx, guint kind)
+/* Mode none: no placement, QEMU runs where it may. */
+static QpPlan *
+plan_none(const Ctx *ctx)
 {
-  hwloc_bitmap_t b = hwloc_bitmap_alloc();
-  for (guint c = 0; c < ctx->host->n_cpus; c++)
-    if (ctx->host->cpus[c].kind == (int)kind)
-      hwloc_bitmap_set(b, ctx->host->cpus[c].id);
-  return b;
+  QpPlan *plan = plan_new(ctx->n);
+  plan->mode = QP_MODE_NONE;
+  hwloc_bitmap_t all = hwloc_bitmap_alloc();
+  if (ctx->host->allowed != NULL)
+    hwloc_bitmap_copy(all, ctx->host->allowed);
+  for (guint v = 0; v < ctx->n; v++)
+    plan->vcpu_cpus[v] = hwloc_bitmap_dup(all);
+  plan->process_cpus = hwloc_bitmap_dup(all);
+  plan->emulator_cpus = hwloc_bitmap_dup(all);
+  plan->iothread_cpus = hwloc_bitmap_dup(all);
+  plan->startup_cpus = all;
+  add_reason(plan, "mode none: no placement, QEMU runs where it may");
+  return plan;
 }
 
-/* BEST_EFFORT: mode auto after balanced or numa refused the VM. */
+/* The plan on the most performant CPU kind that fits, or NULL with the
+ * first kind's error in FIRST. */
+static QpPlan *
+plan_on_one_kind(const Ctx *ctx, QpMode mode, GError **first)
+{
+  const QpHost *host = ctx->host;
+  for (guint k = host->n_kinds; k-- > 0;) {
+    g_auto(hwloc_bitmap_t) kc = qp_host_kind_cpus(host, k);
+    hwloc_bitmap_and(kc, kc, ctx->usable);
+    if (hwloc_bitmap_iszero(kc))
+      continue;
+    g_autofree char *note = g_strdup_printf(" of CPU kind %u", k);
+    g_autoptr(GError) err = NULL;
+    QpPlan *plan = plan_on(ctx, mode, kc, note, &err);
+    if (plan != NULL) {
+      g_autofree char *l = qp_list_format(kc);
+      add_reason(plan,
+                 "CPU kind %u (%s): the most performant kind that "
+                 "fits, usable CPUs %s",
+                 k,
+                 host->kind_names != NULL && host->kind_names[k] != NULL
+                     ? host->kind_names[k]
+                     : "unnamed",
+                 l);
+      return plan;
+    }
+    if (*first == NULL)
+      *first = g_steal_pointer(&err);
+  }
+  return NULL;
+}
+
+/* On a host with several CPU kinds: the most performant kind that fits;
+ * kinds are mixed only when --affinity leaves no single kind that fits. */
+static QpPlan *
+plan_on_kinds(const Ctx *ctx, QpMode mode, GError **error)
+{
+  const QpHost *host = ctx->host;
+  g_autoptr(GError) first = NULL;
+  QpPlan *plan = plan_on_one_kind(ctx, mode, &first);
+  if (plan != NULL)
+    return plan;
+  guint spanned = 0;
+  for (guint k = 0; k < host->n_kinds; k++) {
+    g_auto(hwloc_bitmap_t) kc = qp_host_kind_cpus(host, k);
+    if (hwloc_bitmap_intersects(kc, ctx->usable))
+      spanned++;
+  }
+  gboolean affinity = ctx->opts->affinity != NULL;
+  if (affinity && spanned > 1) {
+    plan = plan_on(ctx, mode, ctx->usable, "", NULL);
+    if (plan != NULL) {
+      g_autofree char *l = qp_list_format(ctx->opts->affinity);
+      add_warning(plan,
+                  "the VM's CPUs straddle CPU kinds: no single kind in "
+                  "--affinity %s holds the guest",
+                  l);
+      return plan;
+    }
+  }
+  if (first == NULL) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                "guest needs %u CPUs but no CPU is usable", ctx->n);
+    return NULL;
+  }
+  g_propagate_error(error, g_steal_pointer(&first));
+  if (spanned > 1 && !affinity && error != NULL && *error != NULL) {
+    char *m = g_strdup_printf("%s (CPUs of one kind only; an "
+                              "--affinity spanning kinds allows "
+                              "mixing them)",
+                              (*error)->message);
+    g_free((*error)->message);
+    (*error)->message = m;
+  }
+  return NULL;
+}
+
+/* Notes made before the mode ran first, the ledger's own warnings last. */
+static void
+add_notes(QpPlan *plan, const QpPlan *notes, const QpClaims *claims)
+{
+  for (guint w = 0; w < notes->warnings->len; w++)
+    g_ptr_array_insert(plan->warnings, (gint)w,
+                       g_strdup(g_ptr_array_index(notes->warnings, w)));
+  if (claims != NULL && claims->warnings != NULL)
+    for (guint w = 0; w < claims->warnings->len; w++)
+      g_ptr_array_add(plan->warnings,
+                      g_strdup(g_ptr_array_index(claims->warnings, w)));
+}
+
+/* A plan in MODE (never auto); BEST_EFFORT: mode auto after balanced or
+ * numa refused the VM. */
+static QpPlan *
+plan_in_mode(const Ctx *ctx, QpMode mode, gboolean best_effort, GError **error)
+{
+  if (mode == QP_MODE_NONE)
+    return plan_none(ctx);
+  if (best_effort) {
+    QpPlan *plan = plan_new(ctx->n);
+    plan->mode = mode;
+    if (!plan_best_effort(plan, ctx, error))
+      g_clear_pointer(&plan, qp_plan_free);
+    return plan;
+  }
+  if (ctx->host->n_kinds <= 1)
+    return plan_on(ctx, mode, ctx->usable, "", error);
+  return plan_on_kinds(ctx, mode, error);
+}
+
 static QpPlan *
 plan_compute(const QpHost *host, const QpClaims *claims, const QpRequest *req,
              const QpPlacementOptions *opts, gboolean best_effort,
@@ -102,112 +219,12 @@ plan_compute(const QpHost *host, const QpClaims *claims, const QpRequest *req,
   g_autoptr(QpPlan) notes = plan_new(0);
   QpPlan *plan = NULL;
   QpMode mode = opts->mode;
-
   if (mode == QP_MODE_AUTO)
     mode = req->n_gnodes > 1 ? QP_MODE_NUMA : QP_MODE_BALANCED;
-
-  if (!ctx_init(&ctx, host, claims, req, opts, notes, error))
-    goto out;
-
-  if (mode == QP_MODE_NONE) {
-    plan = plan_new(ctx.n);
-    plan->mode = QP_MODE_NONE;
-    hwloc_bitmap_t all = hwloc_bitmap_alloc();
-    if (host->allowed != NULL)
-      hwloc_bitmap_copy(all, host->allowed);
-    for (guint v = 0; v < ctx.n; v++)
-      plan->vcpu_cpus[v] = hwloc_bitmap_dup(all);
-    plan->process_cpus = hwloc_bitmap_dup(all);
-    plan->emulator_cpus = hwloc_bitmap_dup(all);
-    plan->iothread_cpus = hwloc_bitmap_dup(all);
-    plan->startup_cpus = all;
-    add_reason(plan, "mode none: no placement, QEMU runs where it may");
-    goto out;
-  }
-
-  if (best_effort) {
-    plan = plan_new(ctx.n);
-    plan->mode = mode;
-    if (!plan_best_effort(plan, &ctx, error))
-      g_clear_pointer(&plan, qp_plan_free);
-  } else if (host->n_kinds <= 1) {
-    plan = plan_on(&ctx, mode, ctx.usable, "", error);
-  } else {
-    /* The most performant kind that fits; kinds are mixed only when
-     * --affinity leaves no single kind that fits. */
-    g_autoptr(GError) first = NULL;
-    for (guint k = host->n_kinds; k-- > 0 && plan == NULL;) {
-      g_auto(hwloc_bitmap_t) kc = kind_cpus(&ctx, k);
-      hwloc_bitmap_and(kc, kc, ctx.usable);
-      if (hwloc_bitmap_iszero(kc))
-        continue;
-      g_autofree char *note = g_strdup_printf(" of CPU kind %u", k);
-      g_autoptr(GError) err = NULL;
-      plan = plan_on(&ctx, mode, kc, note, &err);
-      if (plan != NULL) {
-        g_autofree char *l = qp_list_format(kc);
-        add_reason(plan,
-                   "CPU kind %u (%s): the most performant kind that "
-                   "fits, usable CPUs %s",
-                   k,
-                   host->kind_names != NULL && host->kind_names[k] != NULL
-                       ? host->kind_names[k]
-                       : "unnamed",
-                   l);
-      } else if (first == NULL) {
-        first = g_steal_pointer(&err);
-      }
-    }
-    if (plan == NULL) {
-      guint spanned = 0;
-      for (guint k = 0; k < host->n_kinds; k++) {
-        g_auto(hwloc_bitmap_t) kc = kind_cpus(&ctx, k);
-        if (hwloc_bitmap_intersects(kc, ctx.usable))
-          spanned++;
-      }
-      if (opts->affinity != NULL && spanned > 1) {
-        g_autoptr(GError) err = NULL;
-        plan = plan_on(&ctx, mode, ctx.usable, "", &err);
-        if (plan != NULL) {
-          g_autofree char *l = qp_list_format(opts->affinity);
-          add_warning(plan,
-                      "the VM's CPUs straddle CPU kinds: no single kind in "
-                      "--affinity %s holds the guest",
-                      l);
-        }
-      }
-      if (plan == NULL && first != NULL) {
-        if (spanned > 1 && opts->affinity == NULL)
-          g_propagate_error(error, g_steal_pointer(&first));
-        else
-          g_propagate_error(error, g_steal_pointer(&first));
-        if (spanned > 1 && opts->affinity == NULL && error != NULL &&
-            *error != NULL) {
-          char *m = g_strdup_printf("%s (CPUs of one kind only; an "
-                                    "--affinity spanning kinds allows "
-                                    "mixing them)",
-                                    (*error)->message);
-          g_free((*error)->message);
-          (*error)->message = m;
-        }
-      } else if (plan == NULL) {
-        g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                    "guest needs %u CPUs but no CPU is usable", ctx.n);
-      }
-    }
-  }
-
-out:
-  if (plan != NULL) {
-    /* Notes made before the mode ran, and the ledger's own warnings. */
-    for (guint w = 0; w < notes->warnings->len; w++)
-      g_ptr_array_insert(plan->warnings, (gint)w,
-                         g_strdup(g_ptr_array_index(notes->warnings, w)));
-    if (claims != NULL && claims->warnings != NULL)
-      for (guint w = 0; w < claims->warnings->len; w++)
-        g_ptr_array_add(plan->warnings,
-                        g_strdup(g_ptr_array_index(claims->warnings, w)));
-  }
+  if (ctx_init(&ctx, host, claims, req, opts, notes, error))
+    plan = plan_in_mode(&ctx, mode, best_effort, error);
+  if (plan != NULL)
+    add_notes(plan, notes, claims);
   ctx_clear(&ctx);
   return plan;
 }

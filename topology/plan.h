@@ -173,7 +173,8 @@ typedef struct {
   hwloc_bitmap_t dedicated; /* CPUs no other VM may use */
   GArray *load;             /* of QpNodeLoad: shared vCPUs per node */
   GArray *cpu_load;         /* of QpCpuLoad: the same vCPUs per CPU set;
-                               empty in records that predate it */
+                               may be empty: the per-node load then
+                               spreads over the node's CPUs */
   gboolean best_effort;     /* placed best-effort by mode auto */
   gint64 time;              /* unix time of the claim */
 } QpClaim;
@@ -251,8 +252,7 @@ typedef struct {
    * not fit their CPUs) and placed the VM as well as it could: NOT_GIVEN
    * says what is missing, and one warning says it too. */
   gboolean best_effort;
-  GPtrArray *not_given; /* of char* */
-  /* Additions (planner). */
+  GPtrArray *not_given;      /* of char* */
   hwloc_bitmap_t host_nodes; /* host nodes the VM's vCPUs and memory use */
   /* Suggested guest topology: set only with opts->vnuma on a guest without
    * vNUMA. -smp sockets/cores/threads mirror the chosen CPUs, flat

@@ -6,8 +6,9 @@
 #include <glib.h>
 #include <hwloc.h>
 
+#include "topology/claims.h"
 #include "topology/host.h"
-#include "topology/plan.h"
+#include "topology/placement.h"
 
 G_BEGIN_DECLS
 

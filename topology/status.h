@@ -4,8 +4,9 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
+#include "topology/claims.h"
 #include "topology/host.h"
-#include "topology/plan.h"
+#include "topology/placement.h"
 
 G_BEGIN_DECLS
 

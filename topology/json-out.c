@@ -54,8 +54,8 @@ add_node_member(JsonBuilder *b, int node, gint64 v)
   qp_json_add_int(b, key, v);
 }
 
-void
-qp_json_add_node_mib(JsonBuilder *b, const char *key, const GArray *amounts)
+static void
+add_node_mib(JsonBuilder *b, const char *key, const GArray *amounts)
 {
   json_builder_set_member_name(b, key);
   json_builder_begin_object(b);
@@ -66,8 +66,8 @@ qp_json_add_node_mib(JsonBuilder *b, const char *key, const GArray *amounts)
   json_builder_end_object(b);
 }
 
-void
-qp_json_add_node_vcpus(JsonBuilder *b, const char *key, const GArray *loads)
+static void
+add_node_vcpus(JsonBuilder *b, const char *key, const GArray *loads)
 {
   json_builder_set_member_name(b, key);
   json_builder_begin_object(b);
@@ -90,8 +90,8 @@ qp_json_add_node_units(JsonBuilder *b, const char *key, const GArray *units)
   json_builder_end_object(b);
 }
 
-void
-qp_json_add_huge_claims(JsonBuilder *b, const char *key, const GArray *huge)
+static void
+add_huge_claims(JsonBuilder *b, const char *key, const GArray *huge)
 {
   json_builder_set_member_name(b, key);
   json_builder_begin_array(b);
@@ -106,8 +106,8 @@ qp_json_add_huge_claims(JsonBuilder *b, const char *key, const GArray *huge)
   json_builder_end_array(b);
 }
 
-void
-qp_json_add_cpu_loads(JsonBuilder *b, const char *key, const GArray *loads)
+static void
+add_cpu_loads(JsonBuilder *b, const char *key, const GArray *loads)
 {
   json_builder_set_member_name(b, key);
   json_builder_begin_array(b);
@@ -119,4 +119,16 @@ qp_json_add_cpu_loads(JsonBuilder *b, const char *key, const GArray *loads)
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
+}
+
+void
+qp_json_add_holdings(JsonBuilder *b, const GArray *mem, const GArray *huge,
+                     hwloc_const_bitmap_t dedicated, const GArray *load,
+                     const GArray *cpu_load)
+{
+  add_node_mib(b, "memory-mib", mem);
+  add_huge_claims(b, "hugepages", huge);
+  qp_json_add_list(b, "dedicated-cpus", dedicated);
+  add_node_vcpus(b, "load", load);
+  add_cpu_loads(b, "cpu-load", cpu_load);
 }

@@ -24,20 +24,15 @@ void qp_json_add_list_or_null(JsonBuilder *b, const char *key,
 void qp_json_add_strings(JsonBuilder *b, const char *key,
                          const GPtrArray *lines);
 
-/* Per node objects {"0": 512, "1": 512}, keyed by node id, from GArrays
- * of QpNodeAmount (MiB), QpNodeLoad (vCPUs) or QpNodeUnits (NULL: {}). */
-void qp_json_add_node_mib(JsonBuilder *b, const char *key,
-                          const GArray *amounts);
-void qp_json_add_node_vcpus(JsonBuilder *b, const char *key,
-                            const GArray *loads);
+/* "KEY": {"0": 512, "1": 512}: QpNodeUnits keyed by node id (NULL: {}) */
 void qp_json_add_node_units(JsonBuilder *b, const char *key,
                             const GArray *units);
 
-/* "KEY": [{"node", "page-kib", "pages"}, ...] from QpHugeClaim (NULL: []) */
-void qp_json_add_huge_claims(JsonBuilder *b, const char *key,
-                             const GArray *huge);
-/* "KEY": [{"cpus", "vcpus"}, ...] from QpCpuLoad (NULL: []) */
-void qp_json_add_cpu_loads(JsonBuilder *b, const char *key,
-                           const GArray *loads);
+/* What a VM holds, as its record, its plan and status write it:
+ * "memory-mib" (QpNodeAmount), "hugepages" (QpHugeClaim), "dedicated-cpus",
+ * "load" (QpNodeLoad) and "cpu-load" (QpCpuLoad); a NULL array is empty. */
+void qp_json_add_holdings(JsonBuilder *b, const GArray *mem, const GArray *huge,
+                          hwloc_const_bitmap_t dedicated, const GArray *load,
+                          const GArray *cpu_load);
 
 G_END_DECLS

@@ -427,34 +427,7 @@ qp_claim_to_json(const QpClaim *c)
   json_builder_add_boolean_value(b, c->best_effort);
   /* Order matters for salvage of a damaged record (docs/ledger.md): every
    * field that names nodes comes before "time". */
-  qp_json_add_node_mib(b, "memory-mib", c->mem);
-  json_builder_set_member_name(b, "hugepages");
-  json_builder_begin_array(b);
-  for (guint i = 0; i < c->huge->len; i++) {
-    QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, i);
-    json_builder_begin_object(b);
-    qp_json_add_int(b, "node", h->node);
-    qp_json_add_int(b, "page-kib", (gint64)h->page_kib);
-    qp_json_add_int(b, "pages", (gint64)h->pages);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-  g_autofree char *cpus = qp_list_format(c->dedicated);
-  json_builder_set_member_name(b, "dedicated-cpus");
-  json_builder_add_string_value(b, cpus);
-  qp_json_add_node_vcpus(b, "load", c->load);
-  json_builder_set_member_name(b, "cpu-load");
-  json_builder_begin_array(b);
-  for (guint i = 0; i < c->cpu_load->len; i++) {
-    QpCpuLoad *l = &g_array_index(c->cpu_load, QpCpuLoad, i);
-    g_autofree char *list = qp_list_format(l->cpus);
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "cpus");
-    json_builder_add_string_value(b, list);
-    qp_json_add_int(b, "vcpus", l->vcpus);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
+  qp_json_add_holdings(b, c->mem, c->huge, c->dedicated, c->load, c->cpu_load);
   qp_json_add_int(b, "time", c->time);
   json_builder_end_object(b);
 

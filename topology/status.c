@@ -168,11 +168,7 @@ add_vm_json(JsonBuilder *b, const QpClaim *c)
   qp_json_add_string(b, "mode", qp_mode_name(c->mode));
   json_builder_set_member_name(b, "best-effort");
   json_builder_add_boolean_value(b, c->best_effort);
-  qp_json_add_node_mib(b, "memory-mib", c->mem);
-  qp_json_add_huge_claims(b, "hugepages", c->huge);
-  qp_json_add_list(b, "dedicated-cpus", c->dedicated);
-  qp_json_add_node_vcpus(b, "load", c->load);
-  qp_json_add_cpu_loads(b, "cpu-load", c->cpu_load);
+  qp_json_add_holdings(b, c->mem, c->huge, c->dedicated, c->load, c->cpu_load);
   qp_json_add_int(b, "since", c->time);
   json_builder_end_object(b);
 }

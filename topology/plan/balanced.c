@@ -13,29 +13,18 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
               GError **error)
 {
   guint nn = ctx->nn;
-  g_autofree guint64 *avail = avail_copy(ctx);
   g_auto(Acc) acc;
   acc_init(&acc, ctx);
-
-  /* Memory the caller bound itself stays there. */
-  if (!claim_all_fixed(ctx, &acc, avail, error))
+  g_auto(GuestSet) g = {0};
+  if (!guest_set_choose(&g, ctx, a, &acc, CAP_CPUS, cpu_need, error))
     return FALSE;
-  g_autofree guint64 *need = free_need(ctx, -1);
+  guint64 *avail = g.avail;
+  const guint *nodes = g.nodes;
+  guint k = g.k;
 
-  g_autofree char *prefix = NULL;
-  g_autofree gboolean *cand = set_candidates(ctx, &prefix);
-  SetSearch s = {ctx, a, CAP_CPUS, avail, need, cpu_need, cand};
-  NodeSet *set = choose_near_caller_mem(&s, prefix, error);
-  if (set == NULL)
-    return FALSE;
-  g_autofree guint *nodes = set->nodes;
-  guint k = set->k;
-  g_free(set);
-  g_auto(hwloc_bitmap_t) ids = ids_of(ctx, nodes, k);
-
-  SetScore sc = score_set(&s, &(NodeSet){k, nodes});
-  g_autofree char *l = qp_list_format(ids);
-  g_autofree char *needp = need_phrase(ctx, need);
+  SetScore sc = score_set(&g.s, &(NodeSet){k, g.nodes});
+  g_autofree char *l = qp_list_format(g.ids);
+  g_autofree char *needp = need_phrase(ctx, g.need);
   add_reason(plan,
              "balanced: host node%s %s: the fewest nodes (%u) holding %s "
              "and %u CPUs (%" G_GUINT64_FORMAT
@@ -47,7 +36,7 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
     guint64 best_mem = 0;
     guint best_cpus = 0;
     for (guint i = 0; i < nn; i++)
-      if (cand[i]) {
+      if (g.cand[i]) {
         best_mem = MAX(best_mem, rank_mib(ctx, avail, i));
         best_cpus = MAX(best_cpus, a->n_cpus[i]);
       }
@@ -72,7 +61,7 @@ plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
     }
     take_piece(ctx, &acc, avail, x, nodes, k,
                ctx->opts->strategy == QP_STRATEGY_PACK);
-    add_plan_mem(plan, ctx, &acc, x, ids);
+    add_plan_mem(plan, ctx, &acc, x, g.ids);
   }
 
   plan->process_cpus = hwloc_bitmap_alloc();

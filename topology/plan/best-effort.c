@@ -256,11 +256,7 @@ static void
 widen_init(Widen *w, QpPlan *plan, const Ctx *ctx, Attempt *a, guint total)
 {
   guint nn = MAX(ctx->nn, 1);
-  memset(w, 0, sizeof(*w));
-  w->plan = plan;
-  w->ctx = ctx;
-  w->a = a;
-  w->total = total;
+  *w = (Widen){.plan = plan, .ctx = ctx, .a = a, .total = total};
   w->avail = avail_copy(ctx);
   w->others = others_load(ctx, a);
   w->mine = g_new0(double, nn);
@@ -316,13 +312,7 @@ set_no_home_error(const Widen *w, const char *who, const guint64 *mem,
     return;
   }
   guint c = short_class(ctx, w->avail, (guint)bm, mem);
-  g_autofree char *m = mem_phrase(ctx, c, mem[c]);
-  g_autofree char *detail = node_mem_detail(ctx, c, (guint)bm);
-  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-              "%s needs %s but the best node %d has only %" G_GUINT64_FORMAT
-              " MiB uncommitted %s",
-              who, m, ctx->host->nodes[bm].id,
-              units_to_mib(ctx, c, w->avail[AT(ctx, c, bm)]), detail);
+  set_node_short_error(ctx, w->avail, (guint)bm, c, mem[c], who, error);
 }
 
 /* The home of guest node GI's free pieces (RAM and memory devices): the
@@ -437,24 +427,6 @@ widen_gnode(Widen *w, guint t, GError **error)
   return TRUE;
 }
 
-/* Memory: each piece on its own nodes, or on its guest node's home. */
-static void
-add_home_mem(Widen *w)
-{
-  const Ctx *ctx = w->ctx;
-  for (guint x = 0; x < ctx->pieces->len; x++) {
-    const Piece *p = piece_at(ctx, x);
-    int home = w->home_of[MAX(p->gi, 0)];
-    if (p->fixed != NULL || home < 0) {
-      add_plan_mem(w->plan, ctx, &w->acc, x, p->fixed);
-    } else {
-      guint i = (guint)home;
-      g_auto(hwloc_bitmap_t) ids = ids_of(ctx, &i, 1);
-      add_plan_mem(w->plan, ctx, &w->acc, x, ids);
-    }
-  }
-}
-
 /* Guest nodes sharing a host node for their memory (one placed there by
  * the planner at least). */
 static void
@@ -493,10 +465,7 @@ check_device_homes(const Widen *w, GError **error)
     return TRUE;
   for (guint i = 0; i < ctx->nn; i++)
     if (ctx->device_node[i] && w->homes[i] == 0) {
-      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                  "--device-locality=required: no guest node fits on host "
-                  "node %d, which holds a vfio device of the guest",
-                  ctx->host->nodes[i].id);
+      set_device_node_error(ctx, i, error);
       return FALSE;
     }
   return TRUE;
@@ -519,7 +488,8 @@ widen_gnodes(QpPlan *plan, const Ctx *ctx, Attempt *a, guint total,
       if (piece_at(ctx, t)->caller_set == (pass == 0))
         ok = widen_gnode(&w, t, error);
   if (ok) {
-    add_home_mem(&w);
+    /* Memory: each piece on its own nodes, or on its guest node's home. */
+    add_plan_mem_at_homes(plan, ctx, &w.acc, w.home_of);
     note_shared_homes(&w, nt);
     ok = check_device_homes(&w, error);
   }

@@ -18,24 +18,28 @@ rank_mib(const Ctx *ctx, const guint64 *avail, guint i)
   return mib;
 }
 
-/* TRUE when node I holds NEED (units per class) in AVAIL. */
-gboolean
-fits(const Ctx *ctx, const guint64 *avail, guint i, const guint64 *need)
-{
-  for (guint c = 0; c < ctx->ncls; c++)
-    if (avail[AT(ctx, c, i)] < need[c])
-      return FALSE;
-  return TRUE;
-}
-
-/* The first class of NEED that node I cannot hold. */
-guint
-short_class(const Ctx *ctx, const guint64 *avail, guint i, const guint64 *need)
+/* The first class of NEED that node I cannot hold in AVAIL; ncls when it
+ * holds every class. */
+static guint
+first_short(const Ctx *ctx, const guint64 *avail, guint i, const guint64 *need)
 {
   for (guint c = 0; c < ctx->ncls; c++)
     if (avail[AT(ctx, c, i)] < need[c])
       return c;
-  return 0;
+  return ctx->ncls;
+}
+
+gboolean
+fits(const Ctx *ctx, const guint64 *avail, guint i, const guint64 *need)
+{
+  return first_short(ctx, avail, i, need) == ctx->ncls;
+}
+
+guint
+short_class(const Ctx *ctx, const guint64 *avail, guint i, const guint64 *need)
+{
+  guint c = first_short(ctx, avail, i, need);
+  return c < ctx->ncls ? c : 0;
 }
 
 /* Takes what is left of LEFT units from the nodes of SET in order, each

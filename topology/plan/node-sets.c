@@ -8,6 +8,7 @@
 
 #include "topology/plan/memory.h"
 #include "topology/plan/phrases.h"
+#include "topology/plan/result.h"
 
 static void
 node_set_free(gpointer p)
@@ -236,6 +237,61 @@ set_cap_error(const Ctx *ctx, CapKind cap, guint need, guint have,
   }
 }
 
+/* Why no set of candidates holds what S needs: the CPU units they lack,
+ * or the class of memory. */
+static void
+set_no_set_error(const SetSearch *s, const char *prefix, GError **error)
+{
+  const Ctx *ctx = s->ctx;
+  guint nn = ctx->nn;
+  g_autofree guint64 *mems = g_new0(guint64, ctx->ncls);
+  guint cap = 0, ncand = 0;
+  for (guint i = 0; i < nn; i++)
+    if (s->cand[i]) {
+      for (guint c = 0; c < ctx->ncls; c++)
+        mems[c] += s->avail[AT(ctx, c, i)];
+      cap += node_cap(s->a, s->cap, i);
+      ncand++;
+    }
+  guint cls = 0;
+  while (cls + 1 < ctx->ncls && s->mem_need[cls] == 0)
+    cls++;
+  for (guint c = ctx->ncls; c-- > 0;)
+    if (mems[c] < s->mem_need[c])
+      cls = c;
+  int bestmem = -1;
+  for (guint i = 0; i < nn; i++)
+    if (s->cand[i] && (bestmem < 0 || s->avail[AT(ctx, cls, i)] >
+                                          s->avail[AT(ctx, cls, bestmem)]))
+      bestmem = (int)i;
+  g_autofree char *scope = scope_phrase(ctx, s->a, s->cand);
+  if (cap < s->cap_need) {
+    set_cap_error(ctx, s->cap, s->cap_need, cap, scope, prefix, error);
+    return;
+  }
+  g_autofree char *need = mem_phrase(ctx, cls, s->mem_need[cls]);
+  if (bestmem < 0) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                "%sguest needs %s but no host node may be used%s", prefix, need,
+                scope);
+    return;
+  }
+  if (ncand == 1) {
+    g_autofree char *who = g_strdup_printf("%sguest", prefix);
+    set_node_short_error(ctx, s->avail, (guint)bestmem, cls, s->mem_need[cls],
+                         who, error);
+    return;
+  }
+  g_autofree char *detail = node_mem_detail(ctx, cls, (guint)bestmem);
+  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+              "%sguest needs %s but the usable host nodes have only "
+              "%" G_GUINT64_FORMAT " MiB uncommitted together; the best node "
+              "%d has %" G_GUINT64_FORMAT " MiB uncommitted %s",
+              prefix, need, units_to_mib(ctx, cls, mems[cls]),
+              ctx->host->nodes[bestmem].id,
+              units_to_mib(ctx, cls, s->avail[AT(ctx, cls, bestmem)]), detail);
+}
+
 /* Chooses the fewest candidate nodes holding MEM_NEED units and CAP_NEED
  * CPU units; among those the closest, then by strategy. */
 static NodeSet *
@@ -284,59 +340,7 @@ choose_node_set(const SetSearch *s, const char *prefix, GError **error)
     return r;
   }
 
-  /* Name the shortfall: the class of memory the candidates lack. */
-  g_autofree guint64 *mems = g_new0(guint64, ctx->ncls);
-  guint cap = 0;
-  for (guint i = 0; i < nn; i++)
-    if (s->cand[i]) {
-      for (guint c = 0; c < ctx->ncls; c++)
-        mems[c] += s->avail[AT(ctx, c, i)];
-      cap += node_cap(s->a, s->cap, i);
-    }
-  guint cls = 0;
-  while (cls + 1 < ctx->ncls && s->mem_need[cls] == 0)
-    cls++;
-  for (guint c = ctx->ncls; c-- > 0;)
-    if (mems[c] < s->mem_need[c])
-      cls = c;
-  guint64 mem = mems[cls];
-  int bestmem = -1;
-  for (guint i = 0; i < nn; i++)
-    if (s->cand[i] && (bestmem < 0 || s->avail[AT(ctx, cls, i)] >
-                                          s->avail[AT(ctx, cls, bestmem)]))
-      bestmem = (int)i;
-  g_autofree char *scope = scope_phrase(ctx, s->a, s->cand);
-  if (cap < s->cap_need) {
-    set_cap_error(ctx, s->cap, s->cap_need, cap, scope, prefix, error);
-    return NULL;
-  }
-  g_autofree char *need = mem_phrase(ctx, cls, s->mem_need[cls]);
-  if (bestmem < 0) {
-    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                "%sguest needs %s but no host node may be used%s", prefix, need,
-                scope);
-    return NULL;
-  }
-  g_autofree char *detail = node_mem_detail(ctx, cls, (guint)bestmem);
-  guint64 best_units = s->avail[AT(ctx, cls, bestmem)];
-  guint ncand = 0;
-  for (guint i = 0; i < nn; i++)
-    ncand += s->cand[i] ? 1 : 0;
-  if (ncand == 1)
-    g_set_error(
-        error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-        "%sguest needs %s but the best node %d has only %" G_GUINT64_FORMAT
-        " MiB uncommitted %s",
-        prefix, need, ctx->host->nodes[bestmem].id,
-        units_to_mib(ctx, cls, best_units), detail);
-  else
-    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                "%sguest needs %s but the usable host nodes have only "
-                "%" G_GUINT64_FORMAT " MiB uncommitted together; the best node "
-                "%d has %" G_GUINT64_FORMAT " MiB uncommitted %s",
-                prefix, need, units_to_mib(ctx, cls, mem),
-                ctx->host->nodes[bestmem].id,
-                units_to_mib(ctx, cls, best_units), detail);
+  set_no_set_error(s, prefix, error);
   return NULL;
 }
 
@@ -361,4 +365,37 @@ choose_near_caller_mem(const SetSearch *s, const char *prefix, GError **error)
       return set;
   }
   return choose_node_set(s, prefix, error);
+}
+
+gboolean
+guest_set_choose(GuestSet *g, const Ctx *ctx, const Attempt *a, Acc *acc,
+                 CapKind cap, guint cap_need, GError **error)
+{
+  memset(g, 0, sizeof(*g));
+  g->avail = avail_copy(ctx);
+  /* Memory the caller bound itself stays there. */
+  if (!claim_all_fixed(ctx, acc, g->avail, error))
+    return FALSE;
+  g->need = free_need(ctx, -1);
+  g_autofree char *prefix = NULL;
+  g->cand = set_candidates(ctx, &prefix);
+  g->s = (SetSearch){ctx, a, cap, g->avail, g->need, cap_need, g->cand};
+  NodeSet *set = choose_near_caller_mem(&g->s, prefix, error);
+  if (set == NULL)
+    return FALSE;
+  g->nodes = set->nodes;
+  g->k = set->k;
+  g_free(set);
+  g->ids = ids_of(ctx, g->nodes, g->k);
+  return TRUE;
+}
+
+void
+guest_set_clear(GuestSet *g)
+{
+  g_free(g->avail);
+  g_free(g->need);
+  g_free(g->cand);
+  g_free(g->nodes);
+  hwloc_bitmap_free(g->ids);
 }

@@ -85,13 +85,12 @@ by_gnode_init(ByGnode *st, QpPlan *plan, const Ctx *ctx, Attempt *a,
 {
   const QpRequest *req = ctx->req;
   guint nn = MAX(ctx->nn, 1);
-  memset(st, 0, sizeof(*st));
-  st->plan = plan;
-  st->ctx = ctx;
-  st->a = a;
-  st->o2o = o2o;
-  st->cap = cap;
-  st->nt = MAX(req->n_gnodes, 1);
+  *st = (ByGnode){.plan = plan,
+                  .ctx = ctx,
+                  .a = a,
+                  .o2o = o2o,
+                  .cap = cap,
+                  .nt = MAX(req->n_gnodes, 1)};
   st->avail = avail_copy(ctx);
   st->capleft = g_new0(guint, nn);
   st->load = g_memdup2(ctx->load, nn * sizeof(guint));
@@ -312,13 +311,7 @@ set_no_room_error(const ByGnode *st, const GuestTask *gt, GError **error)
                 ctx->host->nodes[bc].id, st->capleft[bc], scope);
   } else {
     guint c = short_class(ctx, st->avail, (guint)bm, gt->mem);
-    g_autofree char *need = mem_phrase(ctx, c, gt->mem[c]);
-    g_autofree char *detail = node_mem_detail(ctx, c, (guint)bm);
-    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                "%s needs %s but the best node %d has only %" G_GUINT64_FORMAT
-                " MiB uncommitted %s",
-                who, need, ctx->host->nodes[bm].id,
-                units_to_mib(ctx, c, st->avail[AT(ctx, c, bm)]), detail);
+    set_node_short_error(ctx, st->avail, (guint)bm, c, gt->mem[c], who, error);
   }
 }
 
@@ -398,10 +391,7 @@ check_device_nodes(const ByGnode *st, GError **error)
         hit = hit || g_array_index(gt->fixed, guint, x) == i;
     }
     if (!hit) {
-      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                  "--device-locality=required: no guest node fits on host "
-                  "node %d, which holds a vfio device of the guest",
-                  ctx->host->nodes[i].id);
+      set_device_node_error(ctx, i, error);
       return FALSE;
     }
   }
@@ -475,24 +465,6 @@ place_task_vcpus(ByGnode *st, guint t)
   hwloc_bitmap_foreach_end();
 }
 
-/* Memory: each piece on its own nodes, or on its guest node's. */
-static void
-add_task_mem(ByGnode *st)
-{
-  const Ctx *ctx = st->ctx;
-  for (guint x = 0; x < ctx->pieces->len; x++) {
-    const Piece *p = piece_at(ctx, x);
-    const GuestTask *gt = &st->tasks[MAX(p->gi, 0)];
-    if (p->fixed != NULL || gt->host < 0) {
-      add_plan_mem(st->plan, ctx, &st->acc, x, p->fixed);
-    } else {
-      guint i = (guint)gt->host;
-      g_auto(hwloc_bitmap_t) ids = ids_of(ctx, &i, 1);
-      add_plan_mem(st->plan, ctx, &st->acc, x, ids);
-    }
-  }
-}
-
 gboolean
 plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
               CapKind cap, GError **error)
@@ -510,7 +482,11 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
   if (ok) {
     for (guint t = 0; t < st.nt; t++)
       place_task_vcpus(&st, t);
-    add_task_mem(&st);
+    /* Memory: each piece on its own nodes, or on its guest node's. */
+    g_autofree int *home = g_new(int, st.nt);
+    for (guint t = 0; t < st.nt; t++)
+      home[t] = st.tasks[t].host;
+    add_plan_mem_at_homes(plan, ctx, &st.acc, home);
     finish_plan(plan, ctx, a, &st.acc, st.vm_nodes);
   }
   by_gnode_clear(&st);

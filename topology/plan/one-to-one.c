@@ -117,31 +117,21 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
               GError **error)
 {
   guint nn = ctx->nn;
-  g_autofree guint64 *avail = avail_copy(ctx);
   g_auto(Acc) acc;
   acc_init(&acc, ctx);
   acc.unbound = TRUE;
   g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
   hwloc_bitmap_set_range(all, 0, (int)ctx->n - 1);
   guint units = task_units(ctx, cap, all);
-  if (!claim_all_fixed(ctx, &acc, avail, error))
+  g_auto(GuestSet) g = {0};
+  if (!guest_set_choose(&g, ctx, a, &acc, cap, units, error))
     return FALSE;
-  g_autofree guint64 *need = free_need(ctx, -1);
+  const guint *nodes = g.nodes;
+  guint k = g.k;
   guint64 need_mib = 0;
   for (guint c = 0; c < ctx->ncls; c++)
-    need_mib += units_to_mib(ctx, c, need[c]);
-
-  g_autofree char *prefix = NULL;
-  g_autofree gboolean *cand = set_candidates(ctx, &prefix);
-  SetSearch s = {ctx, a, cap, avail, need, units, cand};
-  NodeSet *set = choose_near_caller_mem(&s, prefix, error);
-  if (set == NULL)
-    return FALSE;
-  g_autofree guint *nodes = set->nodes;
-  guint k = set->k;
-  g_free(set);
-  g_auto(hwloc_bitmap_t) ids = ids_of(ctx, nodes, k);
-  g_autofree char *l = qp_list_format(ids);
+    need_mib += units_to_mib(ctx, c, g.need[c]);
+  g_autofree char *l = qp_list_format(g.ids);
   if (need_mib > 0)
     add_reason(plan,
                "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
@@ -160,7 +150,7 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
   for (guint x = 0; x < ctx->pieces->len; x++) {
     const Piece *p = piece_at(ctx, x);
     if (p->fixed == NULL)
-      take_piece(ctx, &acc, avail, x, nodes, k, FALSE);
+      take_piece(ctx, &acc, g.avail, x, nodes, k, FALSE);
     add_plan_mem(plan, ctx, &acc, x, p->fixed);
   }
 

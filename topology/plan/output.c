@@ -47,11 +47,8 @@ add_claims_json(JsonBuilder *b, const QpPlan *plan)
 {
   json_builder_set_member_name(b, "claims");
   json_builder_begin_object(b);
-  qp_json_add_node_mib(b, "memory-mib", plan->claim_mem);
-  qp_json_add_huge_claims(b, "hugepages", plan->claim_huge);
-  qp_json_add_list_or_null(b, "dedicated-cpus", plan->dedicated);
-  qp_json_add_node_vcpus(b, "load", plan->load);
-  qp_json_add_cpu_loads(b, "cpu-load", plan->cpu_load);
+  qp_json_add_holdings(b, plan->claim_mem, plan->claim_huge, plan->dedicated,
+                       plan->load, plan->cpu_load);
   json_builder_end_object(b);
 }
 

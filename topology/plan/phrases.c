@@ -133,3 +133,25 @@ scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand)
   }
   return g_string_free(s, FALSE);
 }
+
+void
+set_node_short_error(const Ctx *ctx, const guint64 *avail, guint i, guint c,
+                     guint64 need, const char *who, GError **error)
+{
+  g_autofree char *what = mem_phrase(ctx, c, need);
+  g_autofree char *detail = node_mem_detail(ctx, c, i);
+  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+              "%s needs %s but the best node %d has only %" G_GUINT64_FORMAT
+              " MiB uncommitted %s",
+              who, what, ctx->host->nodes[i].id,
+              units_to_mib(ctx, c, avail[AT(ctx, c, i)]), detail);
+}
+
+void
+set_device_node_error(const Ctx *ctx, guint i, GError **error)
+{
+  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+              "--device-locality=required: no guest node fits on host "
+              "node %d, which holds a vfio device of the guest",
+              ctx->host->nodes[i].id);
+}

@@ -26,4 +26,14 @@ char *piece_name(const Ctx *ctx, const Piece *p);
  * other VMs)": where a refusal looked, CAND the candidate nodes. */
 char *scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand);
 
+/* "WHO needs NEED but the best node N has only M MiB uncommitted (...)":
+ * node index I, the best there was, holds less than NEED units of class C
+ * in AVAIL. */
+void set_node_short_error(const Ctx *ctx, const guint64 *avail, guint i,
+                          guint c, guint64 need, const char *who,
+                          GError **error);
+/* --device-locality=required, and no guest node on node index I, which
+ * holds a vfio device of the guest. */
+void set_device_node_error(const Ctx *ctx, guint i, GError **error);
+
 G_END_DECLS

@@ -140,6 +140,23 @@ add_plan_mem(QpPlan *plan, const Ctx *ctx, const Acc *acc, guint x,
   }
 }
 
+void
+add_plan_mem_at_homes(QpPlan *plan, const Ctx *ctx, const Acc *acc,
+                      const int *home)
+{
+  for (guint x = 0; x < ctx->pieces->len; x++) {
+    const Piece *p = piece_at(ctx, x);
+    int i = home[MAX(p->gi, 0)];
+    if (p->fixed != NULL || i < 0) {
+      add_plan_mem(plan, ctx, acc, x, p->fixed);
+    } else {
+      guint u = (guint)i;
+      g_auto(hwloc_bitmap_t) ids = ids_of(ctx, &u, 1);
+      add_plan_mem(plan, ctx, acc, x, ids);
+    }
+  }
+}
+
 hwloc_bitmap_t
 ids_of(const Ctx *ctx, const guint *nodes, guint k)
 {

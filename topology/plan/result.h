@@ -17,6 +17,11 @@ void add_warning(QpPlan *plan, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
  * what ACC claimed for it. */
 void add_plan_mem(QpPlan *plan, const Ctx *ctx, const Acc *acc, guint x,
                   hwloc_const_bitmap_t nodes);
+/* The plan's entry for every piece: on its own nodes (Piece.fixed), else
+ * on node index HOME[gi] of its guest node (the whole guest: HOME[0]), or
+ * not bound when that is -1. */
+void add_plan_mem_at_homes(QpPlan *plan, const Ctx *ctx, const Acc *acc,
+                           const int *home);
 /* The node ids of K node indexes. */
 hwloc_bitmap_t ids_of(const Ctx *ctx, const guint *nodes, guint k);
 /* Fills claims, emulator/iothread/startup sets and host_nodes from what the

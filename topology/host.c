@@ -420,14 +420,10 @@ distances_across_packages(const QpHost *host)
   return NULL;
 }
 
-static QpHost *
-build_host(hwloc_topology_t topo, Source source, const char *name,
-           GError **error)
+/* Nodes, ascending id. */
+static void
+fill_nodes(QpHost *host, hwloc_topology_t topo, Source source)
 {
-  g_autoptr(QpHost) host = g_new0(QpHost, 1);
-  host->source = g_strdup(name);
-
-  /* Nodes, ascending id. */
   host->n_nodes =
       (guint)MAX(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE), 0);
   host->nodes = g_new0(QpNode, MAX(host->n_nodes, 1));
@@ -439,8 +435,46 @@ build_host(hwloc_topology_t topo, Source source, const char *name,
     fill_node(&host->nodes[i++], o, source);
   host->n_nodes = i;
   qsort(host->nodes, host->n_nodes, sizeof(QpNode), compare_node);
+}
 
-  /* CPUs, ascending id, and cores in order of their first PU. */
+/* CPU ID (PU) into host->cpus[C], and into its core: a new one in
+ * CORES unless CORE_OF knows its hwloc core already. */
+static void
+add_cpu(QpHost *host, hwloc_topology_t topo, hwloc_obj_t pu, int id, guint c,
+        GHashTable *core_of, GArray *cores)
+{
+  hwloc_obj_t core_obj =
+      hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu);
+  gpointer key = core_obj != NULL ? (gpointer)core_obj : (gpointer)pu;
+  QpCpu *cpu = &host->cpus[c];
+  cpu->id = id;
+  cpu->node = node_of_pu(pu);
+  cpu->package = package_of(topo, pu);
+  gpointer found;
+  if (g_hash_table_lookup_extended(core_of, key, NULL, &found)) {
+    cpu->core = GPOINTER_TO_INT(found);
+  } else {
+    QpCore core = {
+        .package = cpu->package,
+        .node = cpu->node,
+        .pus = hwloc_bitmap_alloc(),
+    };
+    cpu->core = (int)cores->len;
+    g_array_append_val(cores, core);
+    g_hash_table_insert(core_of, key, GINT_TO_POINTER(cpu->core));
+  }
+  hwloc_bitmap_set(g_array_index(cores, QpCore, cpu->core).pus, (unsigned)id);
+  int ni = qp_host_node_index(host, cpu->node);
+  if (ni >= 0)
+    hwloc_bitmap_set(host->nodes[ni].all_cpus, (unsigned)id);
+}
+
+/* CPUs, ascending id, and cores in order of their first PU; ALL gets
+ * every CPU. Fails on a host without CPUs. */
+static gboolean
+fill_cpus(QpHost *host, hwloc_topology_t topo, const char *name,
+          hwloc_bitmap_t all, GError **error)
+{
   g_autoptr(GPtrArray) pus = g_ptr_array_new();
   for (hwloc_obj_t o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, NULL);
        o != NULL; o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, o))
@@ -448,17 +482,14 @@ build_host(hwloc_topology_t topo, Source source, const char *name,
   if (pus->len == 0) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LOAD,
                 "host %s has no CPUs: expected at least one PU", name);
-    return NULL;
+    return FALSE;
   }
   g_autoptr(GHashTable) pu_of_id = g_hash_table_new(NULL, NULL);
   for (guint k = 0; k < pus->len; k++) {
     hwloc_obj_t pu = g_ptr_array_index(pus, k);
     g_hash_table_insert(pu_of_id, GUINT_TO_POINTER(pu->os_index), pu);
+    hwloc_bitmap_set(all, pu->os_index);
   }
-  g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
-  for (guint k = 0; k < pus->len; k++)
-    hwloc_bitmap_set(all, ((hwloc_obj_t)g_ptr_array_index(pus, k))->os_index);
-
   host->n_cpus = pus->len;
   host->cpus = g_new0(QpCpu, host->n_cpus);
   g_autoptr(GHashTable) core_of = g_hash_table_new(NULL, NULL);
@@ -468,36 +499,24 @@ build_host(hwloc_topology_t topo, Source source, const char *name,
   hwloc_bitmap_foreach_begin(id, all)
   {
     hwloc_obj_t pu = g_hash_table_lookup(pu_of_id, GUINT_TO_POINTER((guint)id));
-    hwloc_obj_t core_obj =
-        hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu);
-    gpointer key = core_obj != NULL ? (gpointer)core_obj : (gpointer)pu;
-    QpCpu *cpu = &host->cpus[c++];
-    cpu->id = id;
-    cpu->node = node_of_pu(pu);
-    cpu->package = package_of(topo, pu);
-    gpointer found;
-    if (g_hash_table_lookup_extended(core_of, key, NULL, &found)) {
-      cpu->core = GPOINTER_TO_INT(found);
-    } else {
-      QpCore core = {
-          .package = cpu->package,
-          .node = cpu->node,
-          .pus = hwloc_bitmap_alloc(),
-      };
-      cpu->core = (int)cores->len;
-      g_array_append_val(cores, core);
-      g_hash_table_insert(core_of, key, GINT_TO_POINTER(cpu->core));
-    }
-    hwloc_bitmap_set(g_array_index(cores, QpCore, cpu->core).pus, (unsigned)id);
-    int ni = qp_host_node_index(host, cpu->node);
-    if (ni >= 0)
-      hwloc_bitmap_set(host->nodes[ni].all_cpus, (unsigned)id);
+    add_cpu(host, topo, pu, id, c++, core_of, cores);
   }
   hwloc_bitmap_foreach_end();
   host->n_cores = cores->len;
   host->cores = (QpCore *)(void *)g_array_free(cores, FALSE);
+  return TRUE;
+}
 
-  if (!fill_allowed(host, topo, all, source, error))
+static QpHost *
+build_host(hwloc_topology_t topo, Source source, const char *name,
+           GError **error)
+{
+  g_autoptr(QpHost) host = g_new0(QpHost, 1);
+  host->source = g_strdup(name);
+  fill_nodes(host, topo, source);
+  g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
+  if (!fill_cpus(host, topo, name, all, error) ||
+      !fill_allowed(host, topo, all, source, error))
     return NULL;
   fill_kinds(host, topo);
   fill_distances(host, topo);

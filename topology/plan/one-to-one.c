@@ -14,52 +14,76 @@
 #include "topology/plan/phrases.h"
 #include "topology/plan/result.h"
 
-/* Picks one PU per vCPU of TASK on the cores of node I (one-to-one). */
+/* vCPU V runs on PU, of core CORE, which the VM now holds whole. */
+static void
+give_pu(QpPlan *plan, const Ctx *ctx, Attempt *a, int v, int pu, int core)
+{
+  plan->vcpu_cpus[v] = hwloc_bitmap_alloc();
+  hwloc_bitmap_set(plan->vcpu_cpus[v], pu);
+  hwloc_bitmap_set(a->taken, pu);
+  hwloc_bitmap_or(plan->dedicated, plan->dedicated, ctx->host->cores[core].pus);
+}
+
+/* The next unused core of node index I from position *C on with THREADS
+ * usable PUs, marked used; -1 if none. */
+static int
+next_group_core(const Ctx *ctx, Attempt *a, guint i, guint *c)
+{
+  GArray *cores = a->node_cores[i];
+  g_auto(hwloc_bitmap_t) pus = hwloc_bitmap_alloc();
+  for (; *c < cores->len; (*c)++) {
+    guint ci = g_array_index(cores, guint, *c);
+    hwloc_bitmap_and(pus, ctx->host->cores[ci].pus, a->node_cpus[i]);
+    if (!a->core_used[ci] && (guint)hwloc_bitmap_weight(pus) >= ctx->threads) {
+      a->core_used[ci] = TRUE;
+      return (int)ci;
+    }
+  }
+  return -1;
+}
+
+/* CAP_GROUPS: each group of THREADS consecutive vCPUs on the SMT siblings
+ * of one core of node index I, in order. */
+static void
+pick_sibling_groups(QpPlan *plan, const Ctx *ctx, Attempt *a, guint i,
+                    hwloc_const_bitmap_t vcpus)
+{
+  g_auto(hwloc_bitmap_t) pus = hwloc_bitmap_alloc();
+  int last_group = -1, core = -1, v;
+  guint c = 0;
+  hwloc_bitmap_foreach_begin(v, vcpus)
+  {
+    int group = v / (int)ctx->threads;
+    if (group != last_group) {
+      core = next_group_core(ctx, a, i, &c);
+      last_group = group;
+    }
+    if (core < 0)
+      continue; /* counted beforehand: cannot happen */
+    hwloc_bitmap_and(pus, ctx->host->cores[core].pus, a->node_cpus[i]);
+    int pu = hwloc_bitmap_first(pus);
+    for (int skip = v % (int)ctx->threads; skip > 0 && pu >= 0; skip--)
+      pu = hwloc_bitmap_next(pus, pu);
+    give_pu(plan, ctx, a, v, pu, core);
+  }
+  hwloc_bitmap_foreach_end();
+}
+
+/* Picks one PU per vCPU of VCPUS on the cores of node index I: sibling
+ * groups (CAP_GROUPS), else one PU per core, first over unused cores; then
+ * (CAP_PUS) the untaken siblings of this VM's cores, in core order. */
 void
 pick_cores(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap, guint i,
            hwloc_const_bitmap_t vcpus)
 {
+  if (cap == CAP_GROUPS) {
+    pick_sibling_groups(plan, ctx, a, i, vcpus);
+    return;
+  }
   const QpHost *host = ctx->host;
   GArray *cores = a->node_cores[i];
   g_auto(hwloc_bitmap_t) pus = hwloc_bitmap_alloc();
   int v;
-  if (cap == CAP_GROUPS) {
-    int last_group = -1;
-    guint c = 0;
-    int core = -1;
-    hwloc_bitmap_foreach_begin(v, vcpus)
-    {
-      int group = v / (int)ctx->threads;
-      if (group != last_group) {
-        core = -1;
-        for (; c < cores->len; c++) {
-          guint ci = g_array_index(cores, guint, c);
-          hwloc_bitmap_and(pus, host->cores[ci].pus, a->node_cpus[i]);
-          if (!a->core_used[ci] &&
-              (guint)hwloc_bitmap_weight(pus) >= ctx->threads) {
-            core = (int)ci;
-            a->core_used[ci] = TRUE;
-            break;
-          }
-        }
-        last_group = group;
-      }
-      if (core < 0)
-        continue; /* counted beforehand: cannot happen */
-      hwloc_bitmap_and(pus, host->cores[core].pus, a->node_cpus[i]);
-      int pu = hwloc_bitmap_first(pus);
-      for (int skip = v % (int)ctx->threads; skip > 0 && pu >= 0; skip--)
-        pu = hwloc_bitmap_next(pus, pu);
-      plan->vcpu_cpus[v] = hwloc_bitmap_alloc();
-      hwloc_bitmap_set(plan->vcpu_cpus[v], pu);
-      hwloc_bitmap_set(a->taken, pu);
-      hwloc_bitmap_or(plan->dedicated, plan->dedicated, host->cores[core].pus);
-    }
-    hwloc_bitmap_foreach_end();
-    return;
-  }
-  /* One PU per core, first pass over unused cores; then (CAP_PUS) the
-   * untaken siblings of this VM's cores, in core order. */
   hwloc_bitmap_foreach_begin(v, vcpus)
   {
     int pu = -1, core = -1;
@@ -82,10 +106,7 @@ pick_cores(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap, guint i,
     if (pu < 0)
       continue; /* counted beforehand: cannot happen */
     a->core_used[core] = TRUE;
-    plan->vcpu_cpus[v] = hwloc_bitmap_alloc();
-    hwloc_bitmap_set(plan->vcpu_cpus[v], pu);
-    hwloc_bitmap_set(a->taken, pu);
-    hwloc_bitmap_or(plan->dedicated, plan->dedicated, host->cores[core].pus);
+    give_pu(plan, ctx, a, v, pu, core);
   }
   hwloc_bitmap_foreach_end();
 }
@@ -189,6 +210,68 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
   return TRUE;
 }
 
+/* --smt=prefer fell back to siblings: the warning names the vCPUs that
+ * share a physical core. */
+static void
+warn_shared_siblings(QpPlan *plan, const Ctx *ctx)
+{
+  g_auto(hwloc_bitmap_t) shared = hwloc_bitmap_alloc();
+  for (guint v = 0; v < plan->n_vcpus; v++)
+    for (guint w = 0; w < plan->n_vcpus; w++) {
+      if (v == w || plan->vcpu_cpus[v] == NULL || plan->vcpu_cpus[w] == NULL)
+        continue;
+      int cv = cpu_index(ctx, hwloc_bitmap_first(plan->vcpu_cpus[v]));
+      int cw = cpu_index(ctx, hwloc_bitmap_first(plan->vcpu_cpus[w]));
+      if (cv >= 0 && cw >= 0 &&
+          ctx->host->cpus[cv].core == ctx->host->cpus[cw].core) {
+        hwloc_bitmap_set(shared, v);
+        break;
+      }
+    }
+  g_autofree char *sl = qp_list_format(shared);
+  if (!hwloc_bitmap_iszero(shared))
+    add_warning(plan,
+                "one-to-one: not enough free cores for %u vCPUs: vCPUs "
+                "%s share physical cores as SMT siblings (--smt=prefer; "
+                "--smt=strict refuses this)",
+                ctx->n, sl);
+}
+
+/* What the rung CAP that fitted gives up, or how it keeps the guest's
+ * siblings. */
+static void
+note_rung(QpPlan *plan, const Ctx *ctx, CapKind cap)
+{
+  if (cap == CAP_PUS)
+    warn_shared_siblings(plan, ctx);
+  if (cap == CAP_CORES && ctx->threads > 1)
+    add_warning(plan,
+                "one-to-one: the guest has threads=%u but too few free "
+                "cores have %u usable SMT siblings: each vCPU gets a core "
+                "of its own, so the guest's sibling threads are not "
+                "siblings on the host",
+                ctx->threads, ctx->threads);
+  if (cap == CAP_GROUPS)
+    add_reason(plan,
+               "one-to-one: the guest has threads=%u, so vCPUs "
+               "%u*k..%u*k+%u share one physical core as SMT siblings",
+               ctx->threads, ctx->threads, ctx->threads, ctx->threads - 1);
+}
+
+/* Throws away what a rung wrote, so that the next starts clean. */
+static void
+clear_rung(QpPlan *plan, const Ctx *ctx, Attempt *a)
+{
+  memset(a->core_used, 0, MAX(ctx->host->n_cores, 1) * sizeof(gboolean));
+  hwloc_bitmap_zero(a->taken);
+  hwloc_bitmap_zero(plan->dedicated);
+  for (guint v = 0; v < plan->n_vcpus; v++)
+    g_clear_pointer(&plan->vcpu_cpus[v], hwloc_bitmap_free);
+  plan_mem_drop(plan);
+  g_ptr_array_set_size(plan->reasons, 0);
+  g_ptr_array_set_size(plan->warnings, 0);
+}
+
 gboolean
 plan_o2o(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
 {
@@ -202,69 +285,24 @@ plan_o2o(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
   if (ctx->opts->smt == QP_SMT_PREFER && ctx->threads == 1)
     ladder[n++] = CAP_PUS;
 
-  g_autoptr(GError) first = NULL;
+  /* The last rung's shortfall is the one that matters. */
+  g_autoptr(GError) last = NULL;
   for (guint r = 0; r < n; r++) {
-    g_autoptr(GError) err = NULL;
-    /* Each rung starts from a clean slate. */
-    memset(a->core_used, 0, MAX(ctx->host->n_cores, 1) * sizeof(gboolean));
-    hwloc_bitmap_zero(a->taken);
-    hwloc_bitmap_zero(plan->dedicated);
-    gboolean ok = vnuma ? plan_by_gnode(plan, ctx, a, TRUE, ladder[r], &err)
-                        : plan_o2o_flat(plan, ctx, a, ladder[r], &err);
+    g_clear_error(&last);
+    clear_rung(plan, ctx, a);
+    gboolean ok = vnuma ? plan_by_gnode(plan, ctx, a, TRUE, ladder[r], &last)
+                        : plan_o2o_flat(plan, ctx, a, ladder[r], &last);
     if (ok) {
-      if (ladder[r] == CAP_PUS) {
-        g_auto(hwloc_bitmap_t) shared = hwloc_bitmap_alloc();
-        for (guint v = 0; v < plan->n_vcpus; v++)
-          for (guint w = 0; w < plan->n_vcpus; w++) {
-            if (v == w || plan->vcpu_cpus[v] == NULL ||
-                plan->vcpu_cpus[w] == NULL)
-              continue;
-            int pv = hwloc_bitmap_first(plan->vcpu_cpus[v]);
-            int pw = hwloc_bitmap_first(plan->vcpu_cpus[w]);
-            int cv = cpu_index(ctx, pv), cw = cpu_index(ctx, pw);
-            if (cv >= 0 && cw >= 0 &&
-                ctx->host->cpus[cv].core == ctx->host->cpus[cw].core) {
-              hwloc_bitmap_set(shared, v);
-              break;
-            }
-          }
-        g_autofree char *sl = qp_list_format(shared);
-        if (!hwloc_bitmap_iszero(shared))
-          add_warning(plan,
-                      "one-to-one: not enough free cores for %u vCPUs: vCPUs "
-                      "%s share physical cores as SMT siblings (--smt=prefer; "
-                      "--smt=strict refuses this)",
-                      ctx->n, sl);
-      }
-      if (ladder[r] == CAP_CORES && ctx->threads > 1)
-        add_warning(plan,
-                    "one-to-one: the guest has threads=%u but too few free "
-                    "cores have %u usable SMT siblings: each vCPU gets a core "
-                    "of its own, so the guest's sibling threads are not "
-                    "siblings on the host",
-                    ctx->threads, ctx->threads);
-      if (ladder[r] == CAP_GROUPS)
-        add_reason(plan,
-                   "one-to-one: the guest has threads=%u, so vCPUs "
-                   "%u*k..%u*k+%u share one physical core as SMT siblings",
-                   ctx->threads, ctx->threads, ctx->threads, ctx->threads - 1);
+      note_rung(plan, ctx, ladder[r]);
       return TRUE;
     }
-    /* Throw away what the failed rung wrote. */
-    for (guint v = 0; v < plan->n_vcpus; v++)
-      g_clear_pointer(&plan->vcpu_cpus[v], hwloc_bitmap_free);
-    plan_mem_drop(plan);
-    g_ptr_array_set_size(plan->reasons, 0);
-    g_ptr_array_set_size(plan->warnings, 0);
-    /* The last rung's shortfall is the one that matters. */
-    g_clear_error(&first);
-    first = g_steal_pointer(&err);
   }
+  clear_rung(plan, ctx, a);
   if (ctx->opts->smt == QP_SMT_STRICT && ctx->threads == 1)
-    g_propagate_prefixed_error(error, g_steal_pointer(&first), "%s",
+    g_propagate_prefixed_error(error, g_steal_pointer(&last), "%s",
                                "--smt=strict: ");
   else
-    g_propagate_error(error, g_steal_pointer(&first));
+    g_propagate_error(error, g_steal_pointer(&last));
   return FALSE;
 }
 

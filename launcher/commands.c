@@ -15,6 +15,7 @@
 #include "topology/host.h"
 #include "topology/ledger.h"
 #include "topology/picture.h"
+#include "topology/status.h"
 
 gboolean
 qp_is_qemu_name(const char *name)

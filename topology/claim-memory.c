@@ -1,21 +1,7 @@
 /* Memory claimed while a VM runs (see claim-memory.h). */
 #include "topology/claim-memory.h"
 
-#include "topology/ledger.h"
-
-/* Units of PAGE_KIB memory node INDEX holds that no claim has. */
-static guint64
-uncommitted(const QpHost *host, const QpClaims *claims,
-            const QpPlacementOptions *opts, guint index, guint64 page_kib)
-{
-  if (page_kib != 0)
-    return qp_node_huge_uncommitted(host, claims, index, page_kib);
-  QpNodeCapacity cap;
-  qp_node_capacity(host, claims, opts, index, &cap);
-  guint64 mib = cap.uncommitted_mib;
-  qp_node_capacity_clear(&cap);
-  return mib;
-}
+#include "topology/capacity.h"
 
 static void
 add_units(GArray *a, int node, guint64 units)
@@ -88,7 +74,7 @@ qp_claim_add_memory(const QpHost *host, const QpClaims *claims,
       continue;
     guint u = (guint)i;
     g_array_append_val(set, u);
-    avail[i] = uncommitted(host, claims, opts, u, page_kib);
+    avail[i] = qp_node_uncommitted(host, claims, opts, u, page_kib);
     have += avail[i];
     if (best < 0 || avail[i] > avail[best])
       best = i;

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "topology/json-out.h"
+
 G_DEFINE_AUTO_CLEANUP_FREE_FUNC(hwloc_topology_t, hwloc_topology_destroy, NULL)
 
 /* Used when the host reports no NUMA distances: the ACPI SLIT convention
@@ -418,14 +420,10 @@ distances_across_packages(const QpHost *host)
   return NULL;
 }
 
-static QpHost *
-build_host(hwloc_topology_t topo, Source source, const char *name,
-           GError **error)
+/* Nodes, ascending id. */
+static void
+fill_nodes(QpHost *host, hwloc_topology_t topo, Source source)
 {
-  g_autoptr(QpHost) host = g_new0(QpHost, 1);
-  host->source = g_strdup(name);
-
-  /* Nodes, ascending id. */
   host->n_nodes =
       (guint)MAX(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE), 0);
   host->nodes = g_new0(QpNode, MAX(host->n_nodes, 1));
@@ -437,8 +435,46 @@ build_host(hwloc_topology_t topo, Source source, const char *name,
     fill_node(&host->nodes[i++], o, source);
   host->n_nodes = i;
   qsort(host->nodes, host->n_nodes, sizeof(QpNode), compare_node);
+}
 
-  /* CPUs, ascending id, and cores in order of their first PU. */
+/* CPU ID (PU) into host->cpus[C], and into its core: a new one in
+ * CORES unless CORE_OF knows its hwloc core already. */
+static void
+add_cpu(QpHost *host, hwloc_topology_t topo, hwloc_obj_t pu, int id, guint c,
+        GHashTable *core_of, GArray *cores)
+{
+  hwloc_obj_t core_obj =
+      hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu);
+  gpointer key = core_obj != NULL ? (gpointer)core_obj : (gpointer)pu;
+  QpCpu *cpu = &host->cpus[c];
+  cpu->id = id;
+  cpu->node = node_of_pu(pu);
+  cpu->package = package_of(topo, pu);
+  gpointer found;
+  if (g_hash_table_lookup_extended(core_of, key, NULL, &found)) {
+    cpu->core = GPOINTER_TO_INT(found);
+  } else {
+    QpCore core = {
+        .package = cpu->package,
+        .node = cpu->node,
+        .pus = hwloc_bitmap_alloc(),
+    };
+    cpu->core = (int)cores->len;
+    g_array_append_val(cores, core);
+    g_hash_table_insert(core_of, key, GINT_TO_POINTER(cpu->core));
+  }
+  hwloc_bitmap_set(g_array_index(cores, QpCore, cpu->core).pus, (unsigned)id);
+  int ni = qp_host_node_index(host, cpu->node);
+  if (ni >= 0)
+    hwloc_bitmap_set(host->nodes[ni].all_cpus, (unsigned)id);
+}
+
+/* CPUs, ascending id, and cores in order of their first PU; ALL gets
+ * every CPU. Fails on a host without CPUs. */
+static gboolean
+fill_cpus(QpHost *host, hwloc_topology_t topo, const char *name,
+          hwloc_bitmap_t all, GError **error)
+{
   g_autoptr(GPtrArray) pus = g_ptr_array_new();
   for (hwloc_obj_t o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, NULL);
        o != NULL; o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, o))
@@ -446,17 +482,14 @@ build_host(hwloc_topology_t topo, Source source, const char *name,
   if (pus->len == 0) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LOAD,
                 "host %s has no CPUs: expected at least one PU", name);
-    return NULL;
+    return FALSE;
   }
   g_autoptr(GHashTable) pu_of_id = g_hash_table_new(NULL, NULL);
   for (guint k = 0; k < pus->len; k++) {
     hwloc_obj_t pu = g_ptr_array_index(pus, k);
     g_hash_table_insert(pu_of_id, GUINT_TO_POINTER(pu->os_index), pu);
+    hwloc_bitmap_set(all, pu->os_index);
   }
-  g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
-  for (guint k = 0; k < pus->len; k++)
-    hwloc_bitmap_set(all, ((hwloc_obj_t)g_ptr_array_index(pus, k))->os_index);
-
   host->n_cpus = pus->len;
   host->cpus = g_new0(QpCpu, host->n_cpus);
   g_autoptr(GHashTable) core_of = g_hash_table_new(NULL, NULL);
@@ -466,36 +499,24 @@ build_host(hwloc_topology_t topo, Source source, const char *name,
   hwloc_bitmap_foreach_begin(id, all)
   {
     hwloc_obj_t pu = g_hash_table_lookup(pu_of_id, GUINT_TO_POINTER((guint)id));
-    hwloc_obj_t core_obj =
-        hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu);
-    gpointer key = core_obj != NULL ? (gpointer)core_obj : (gpointer)pu;
-    QpCpu *cpu = &host->cpus[c++];
-    cpu->id = id;
-    cpu->node = node_of_pu(pu);
-    cpu->package = package_of(topo, pu);
-    gpointer found;
-    if (g_hash_table_lookup_extended(core_of, key, NULL, &found)) {
-      cpu->core = GPOINTER_TO_INT(found);
-    } else {
-      QpCore core = {
-          .package = cpu->package,
-          .node = cpu->node,
-          .pus = hwloc_bitmap_alloc(),
-      };
-      cpu->core = (int)cores->len;
-      g_array_append_val(cores, core);
-      g_hash_table_insert(core_of, key, GINT_TO_POINTER(cpu->core));
-    }
-    hwloc_bitmap_set(g_array_index(cores, QpCore, cpu->core).pus, (unsigned)id);
-    int ni = qp_host_node_index(host, cpu->node);
-    if (ni >= 0)
-      hwloc_bitmap_set(host->nodes[ni].all_cpus, (unsigned)id);
+    add_cpu(host, topo, pu, id, c++, core_of, cores);
   }
   hwloc_bitmap_foreach_end();
   host->n_cores = cores->len;
   host->cores = (QpCore *)(void *)g_array_free(cores, FALSE);
+  return TRUE;
+}
 
-  if (!fill_allowed(host, topo, all, source, error))
+static QpHost *
+build_host(hwloc_topology_t topo, Source source, const char *name,
+           GError **error)
+{
+  g_autoptr(QpHost) host = g_new0(QpHost, 1);
+  host->source = g_strdup(name);
+  fill_nodes(host, topo, source);
+  g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
+  if (!fill_cpus(host, topo, name, all, error) ||
+      !fill_allowed(host, topo, all, source, error))
     return NULL;
   fill_kinds(host, topo);
   fill_distances(host, topo);
@@ -709,6 +730,16 @@ qp_host_cpu_index(const QpHost *host, int id)
   return -1;
 }
 
+hwloc_bitmap_t
+qp_host_kind_cpus(const QpHost *host, guint k)
+{
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (guint c = 0; c < host->n_cpus; c++)
+    if (host->cpus[c].kind == (int)k)
+      hwloc_bitmap_set(set, (unsigned)host->cpus[c].id);
+  return set;
+}
+
 guint
 qp_host_distance(const QpHost *host, int a, int b)
 {
@@ -719,31 +750,6 @@ qp_host_distance(const QpHost *host, int a, int b)
 }
 
 /* ---- output ---- */
-
-static void
-add_list(JsonBuilder *b, const char *member, hwloc_const_bitmap_t set)
-{
-  g_autofree char *s = qp_list_format(set);
-  json_builder_set_member_name(b, member);
-  json_builder_add_string_value(b, s);
-}
-
-static void
-add_int(JsonBuilder *b, const char *member, gint64 v)
-{
-  json_builder_set_member_name(b, member);
-  json_builder_add_int_value(b, v);
-}
-
-static hwloc_bitmap_t
-kind_cpus(const QpHost *host, guint k)
-{
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  for (guint c = 0; c < host->n_cpus; c++)
-    if (host->cpus[c].kind == (int)k)
-      hwloc_bitmap_set(set, (unsigned)host->cpus[c].id);
-  return set;
-}
 
 JsonNode *
 qp_host_to_json(const QpHost *host)
@@ -758,19 +764,19 @@ qp_host_to_json(const QpHost *host)
   for (guint i = 0; i < host->n_nodes; i++) {
     const QpNode *n = &host->nodes[i];
     json_builder_begin_object(b);
-    add_int(b, "id", n->id);
-    add_int(b, "total_mib", (gint64)n->total_mib);
-    add_int(b, "free_mib", (gint64)n->free_mib);
-    add_list(b, "cpus", n->cpus);
-    add_list(b, "all_cpus", n->all_cpus);
+    qp_json_add_int(b, "id", n->id);
+    qp_json_add_int(b, "total_mib", (gint64)n->total_mib);
+    qp_json_add_int(b, "free_mib", (gint64)n->free_mib);
+    qp_json_add_list(b, "cpus", n->cpus);
+    qp_json_add_list(b, "all_cpus", n->all_cpus);
     json_builder_set_member_name(b, "hugepages");
     json_builder_begin_array(b);
     for (guint h = 0; h < n->hugepages->len; h++) {
       const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, h);
       json_builder_begin_object(b);
-      add_int(b, "page_kib", (gint64)p->page_kib);
-      add_int(b, "total", (gint64)p->total);
-      add_int(b, "free", (gint64)p->free);
+      qp_json_add_int(b, "page_kib", (gint64)p->page_kib);
+      qp_json_add_int(b, "total", (gint64)p->total);
+      qp_json_add_int(b, "free", (gint64)p->free);
       json_builder_end_object(b);
     }
     json_builder_end_array(b);
@@ -787,26 +793,26 @@ qp_host_to_json(const QpHost *host)
   json_builder_begin_array(b);
   for (guint i = 0; i < host->n_cores; i++) {
     json_builder_begin_object(b);
-    add_int(b, "package", host->cores[i].package);
-    add_int(b, "node", host->cores[i].node);
-    add_list(b, "cpus", host->cores[i].pus);
+    qp_json_add_int(b, "package", host->cores[i].package);
+    qp_json_add_int(b, "node", host->cores[i].node);
+    qp_json_add_list(b, "cpus", host->cores[i].pus);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
 
-  add_list(b, "allowed", host->allowed);
-  add_list(b, "allowed_nodes", host->allowed_nodes);
+  qp_json_add_list(b, "allowed", host->allowed);
+  qp_json_add_list(b, "allowed_nodes", host->allowed_nodes);
 
   json_builder_set_member_name(b, "kinds");
   json_builder_begin_array(b);
   for (guint k = 0; k < host->n_kinds; k++) {
-    g_auto(hwloc_bitmap_t) set = kind_cpus(host, k);
+    g_auto(hwloc_bitmap_t) set = qp_host_kind_cpus(host, k);
     json_builder_begin_object(b);
-    add_int(b, "index", k);
+    qp_json_add_int(b, "index", k);
     json_builder_set_member_name(b, "name");
     json_builder_add_string_value(b, host->kind_names[k]);
-    add_int(b, "efficiency", host->kind_efficiency[k]);
-    add_list(b, "cpus", set);
+    qp_json_add_int(b, "efficiency", host->kind_efficiency[k]);
+    qp_json_add_list(b, "cpus", set);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
@@ -818,7 +824,7 @@ qp_host_to_json(const QpHost *host)
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "bdf");
     json_builder_add_string_value(b, d->bdf);
-    add_int(b, "node", d->node);
+    qp_json_add_int(b, "node", d->node);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
@@ -886,7 +892,7 @@ qp_host_to_text(const QpHost *host)
   }
   g_string_append_printf(s, "kinds: %u\n", host->n_kinds);
   for (guint k = 0; k < host->n_kinds; k++) {
-    g_auto(hwloc_bitmap_t) set = kind_cpus(host, k);
+    g_auto(hwloc_bitmap_t) set = qp_host_kind_cpus(host, k);
     g_autofree char *cpus = qp_list_format(set);
     g_string_append_printf(s, "  kind %u: %s, efficiency %d, cpus %s\n", k,
                            host->kind_names[k], host->kind_efficiency[k], cpus);

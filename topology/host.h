@@ -61,19 +61,16 @@ typedef struct {
   hwloc_bitmap_t allowed; /* CPUs this process may use */
   guint n_kinds;          /* >= 1 */
   GArray *pci;            /* of QpPciDevice */
-  /* Added by the host model (issue 8): */
-  char **kind_names;    /* n_kinds names: hwloc CoreType info ("IntelAtom",
-                         * "IntelCore"), else "kindN" */
-  int *kind_efficiency; /* n_kinds hwloc efficiencies, -1 if unknown */
+  char **kind_names;      /* n_kinds names: hwloc CoreType info ("IntelAtom",
+                           * "IntelCore"), else "kindN" */
+  int *kind_efficiency;   /* n_kinds hwloc efficiencies, -1 if unknown */
   hwloc_bitmap_t allowed_nodes; /* nodes this process may bind memory to */
   char *inconsistent; /* how the host's distances contradict its packages
                          (hwloc then ignores its distance groups), or NULL */
 } QpHost;
 
-/* Loads the live host (XML_PATH == NULL) or a recorded hwloc XML file.
- * Live: allowed CPUs are this process's cgroup cpuset minus
- * /sys/devices/system/cpu/isolated; free memory from libnuma. */
-/* How the host model reads hwloc (issue 8):
+/* Loads the live host (XML_PATH == NULL) or a recorded hwloc XML file;
+ * free memory of the live host from libnuma. How it reads hwloc:
  * - allowed: live = hwloc's allowed cpuset (cgroup) & sched_getaffinity()
  *   - isolated CPUs; XML = the recorded allowed_cpuset; synthetic = all.
  * - A CPU belongs to one node: the NUMA node attached nearest above it
@@ -123,6 +120,9 @@ int qp_host_node_index(const QpHost *host, int id);
 
 /* Index of CPU ID in host->cpus, or -1. */
 int qp_host_cpu_index(const QpHost *host, int id);
+
+/* The CPUs of kind K (a new bitmap). */
+hwloc_bitmap_t qp_host_kind_cpus(const QpHost *host, guint k);
 
 /* SLIT distance between node ids A and B (10 for A == B when unknown). */
 guint qp_host_distance(const QpHost *host, int a, int b);

@@ -19,6 +19,8 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include "topology/json-out.h"
+
 #define RECORD_VERSION 1
 #define RECORD_SUFFIX ".json"
 #define CORRUPT_SUFFIX ".json.corrupt"
@@ -401,42 +403,12 @@ qp_ledger_new_id(void)
 /* ---- Records: JSON ---------------------------------------------------------
  */
 
-static void
-add_node_map(JsonBuilder *b, const char *key, GArray *arr, gboolean load)
-{
-  json_builder_set_member_name(b, key);
-  json_builder_begin_object(b);
-  for (guint i = 0; i < arr->len; i++) {
-    char node[16];
-    gint64 v;
-    if (load) {
-      QpNodeLoad *l = &g_array_index(arr, QpNodeLoad, i);
-      g_snprintf(node, sizeof node, "%d", l->node);
-      v = l->vcpus;
-    } else {
-      QpNodeAmount *a = &g_array_index(arr, QpNodeAmount, i);
-      g_snprintf(node, sizeof node, "%d", a->node);
-      v = (gint64)a->mib;
-    }
-    json_builder_set_member_name(b, node);
-    json_builder_add_int_value(b, v);
-  }
-  json_builder_end_object(b);
-}
-
-static void
-add_int(JsonBuilder *b, const char *key, gint64 v)
-{
-  json_builder_set_member_name(b, key);
-  json_builder_add_int_value(b, v);
-}
-
 char *
 qp_claim_to_json(const QpClaim *c)
 {
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
-  add_int(b, "version", RECORD_VERSION);
+  qp_json_add_int(b, "version", RECORD_VERSION);
   json_builder_set_member_name(b, "id");
   json_builder_add_string_value(b, c->id ? c->id : "");
   json_builder_set_member_name(b, "name");
@@ -444,46 +416,19 @@ qp_claim_to_json(const QpClaim *c)
     json_builder_add_string_value(b, c->name);
   else
     json_builder_add_null_value(b);
-  add_int(b, "qemu-pid", c->qemu_pid);
-  add_int(b, "qemu-start", (gint64)c->qemu_start);
-  add_int(b, "launcher-pid", c->launcher_pid);
-  add_int(b, "launcher-start", (gint64)c->launcher_start);
-  add_int(b, "keeper-pid", c->keeper_pid);
+  qp_json_add_int(b, "qemu-pid", c->qemu_pid);
+  qp_json_add_int(b, "qemu-start", (gint64)c->qemu_start);
+  qp_json_add_int(b, "launcher-pid", c->launcher_pid);
+  qp_json_add_int(b, "launcher-start", (gint64)c->launcher_start);
+  qp_json_add_int(b, "keeper-pid", c->keeper_pid);
   json_builder_set_member_name(b, "mode");
   json_builder_add_string_value(b, qp_mode_name(c->mode));
   json_builder_set_member_name(b, "best-effort");
   json_builder_add_boolean_value(b, c->best_effort);
   /* Order matters for salvage of a damaged record (docs/ledger.md): every
    * field that names nodes comes before "time". */
-  add_node_map(b, "memory-mib", c->mem, FALSE);
-  json_builder_set_member_name(b, "hugepages");
-  json_builder_begin_array(b);
-  for (guint i = 0; i < c->huge->len; i++) {
-    QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, i);
-    json_builder_begin_object(b);
-    add_int(b, "node", h->node);
-    add_int(b, "page-kib", (gint64)h->page_kib);
-    add_int(b, "pages", (gint64)h->pages);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-  g_autofree char *cpus = qp_list_format(c->dedicated);
-  json_builder_set_member_name(b, "dedicated-cpus");
-  json_builder_add_string_value(b, cpus);
-  add_node_map(b, "load", c->load, TRUE);
-  json_builder_set_member_name(b, "cpu-load");
-  json_builder_begin_array(b);
-  for (guint i = 0; i < c->cpu_load->len; i++) {
-    QpCpuLoad *l = &g_array_index(c->cpu_load, QpCpuLoad, i);
-    g_autofree char *list = qp_list_format(l->cpus);
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "cpus");
-    json_builder_add_string_value(b, list);
-    add_int(b, "vcpus", l->vcpus);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-  add_int(b, "time", c->time);
+  qp_json_add_holdings(b, c->mem, c->huge, c->dedicated, c->load, c->cpu_load);
+  qp_json_add_int(b, "time", c->time);
   json_builder_end_object(b);
 
   g_autoptr(JsonGenerator) gen = json_generator_new();

@@ -70,57 +70,10 @@ QpClaim *qp_claim_from_json(const char *text, gsize len, GError **error);
 /* Start time (field 22 of /proc/PID/stat) of PID, 0 if it is gone. */
 guint64 qp_proc_start_time(int pid);
 
-/* `qemu-pin status`: per node totals and the VMs holding claims. */
-JsonNode *qp_status_to_json(const QpHost *host, const QpClaims *claims,
-                            const QpPlacementOptions *opts);
-char *qp_status_to_text(const QpHost *host, const QpClaims *claims,
-                        const QpPlacementOptions *opts);
-
 /* ---- Additions (ledger helper) ----------------------------------------- */
 
 /* TRUE while this handle holds the lock. A QpLedger must not be used across
  * fork(): flock belongs to the open file, so a child must open its own. */
 gboolean qp_ledger_is_locked(const QpLedger *ledger);
-
-/* Host reserve of node ID: its QpPlacementOptions.node_reserve entry if
- * any, else reserve_mib (0 when OPTS is NULL). */
-guint64 qp_node_reserve_mib(const QpPlacementOptions *opts, int node);
-
-/* Sums over CLAIMS of what they hold on node NODE. */
-guint64 qp_claims_node_mem_mib(const QpClaims *claims, int node);
-guint64 qp_claims_node_huge_pages(const QpClaims *claims, int node,
-                                  guint64 page_kib);
-guint qp_claims_node_vcpus(const QpClaims *claims, int node);
-
-/* Union of every claim's dedicated CPUs (a new bitmap). */
-hwloc_bitmap_t qp_claims_dedicated(const QpClaims *claims);
-
-/* Memory and CPUs of one host node as the ledger sees them (for status;
- * the planner computes its own). */
-typedef struct {
-  int node; /* OS node id */
-  guint64 total_mib;
-  guint64 hugepage_mib; /* memory in hugepage pools (not for plain RAM) */
-  guint64 reserve_mib;
-  guint64 claimed_mib;
-  guint64 uncommitted_mib;  /* total - hugepage pools - reserve - claimed,
-                               >= 0; 0 if blocked (as the planner counts) */
-  gboolean blocked;         /* held whole by a corrupt record */
-  hwloc_bitmap_t dedicated; /* dedicated CPUs of the node */
-  guint shared_vcpus;       /* sum of shared load on the node */
-  guint shared_cpus;        /* usable CPUs of the node not dedicated */
-} QpNodeCapacity;
-
-/* Pages of PAGE_KIB on host->nodes[INDEX] that no claim holds: the pool's
- * free pages less the claimed ones (0 when blocked), as the planner counts
- * them. */
-guint64 qp_node_huge_uncommitted(const QpHost *host, const QpClaims *claims,
-                                 guint index, guint64 page_kib);
-
-/* Fills OUT for host->nodes[INDEX]; free with qp_node_capacity_clear(). */
-void qp_node_capacity(const QpHost *host, const QpClaims *claims,
-                      const QpPlacementOptions *opts, guint index,
-                      QpNodeCapacity *out);
-void qp_node_capacity_clear(QpNodeCapacity *cap);
 
 G_END_DECLS

@@ -1,3 +1,5 @@
+/* `qemu-pin status --picture`: the host drawn by lstopo with the VMs that
+ * hold claims (see picture.h). */
 #include "topology/picture.h"
 
 #include <errno.h>
@@ -23,80 +25,60 @@ style(hwloc_obj_t obj, const char *colour)
   hwloc_obj_add_info(obj, "lstopoStyle", v);
 }
 
-gboolean
-qp_status_picture(const char *xml_path, const QpClaims *claims, const char *out,
-                  GError **error)
+/* lstopo's output format for OUT, from its extension. */
+static const char *
+picture_format(const char *out, GError **error)
 {
-  const char *format;
   if (g_str_has_suffix(out, ".png"))
-    format = "png";
-  else if (g_str_has_suffix(out, ".svg"))
-    format = "nativesvg"; /* text stays text */
-  else {
-    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
-                "--picture '%s': expected a file name ending in .png or .svg",
-                out);
-    return FALSE;
-  }
+    return "png";
+  if (g_str_has_suffix(out, ".svg"))
+    return "nativesvg"; /* text stays text */
+  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+              "--picture '%s': expected a file name ending in .png or .svg",
+              out);
+  return NULL;
+}
 
-  g_auto(hwloc_topology_t) topo = NULL;
-  if (qp_hwloc_topology_init(&topo) < 0 ||
-      (xml_path != NULL && hwloc_topology_set_xml(topo, xml_path) < 0) ||
-      hwloc_topology_load(topo) < 0) {
-    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LOAD,
-                "cannot load the host topology%s%s: %s",
-                xml_path ? " from " : "", xml_path ? xml_path : "",
-                g_strerror(errno));
-    return FALSE;
+/* Colours claim C's dedicated CPUs and the nodes holding its memory in
+ * TOPO, and adds its legend line to ARGV. */
+static void
+style_vm(hwloc_topology_t topo, const QpClaim *c, const char *colour,
+         GPtrArray *argv)
+{
+  int cpu;
+  hwloc_bitmap_foreach_begin(cpu, c->dedicated)
+  {
+    hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(topo, (unsigned)cpu);
+    if (pu != NULL)
+      style(pu, colour);
   }
-
-  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
-  g_ptr_array_add(argv, g_strdup("lstopo"));
-  g_ptr_array_add(argv, g_strdup("--no-io"));
-  g_ptr_array_add(argv, g_strdup("--no-default-legend"));
+  hwloc_bitmap_foreach_end();
+  g_autoptr(GString) mem = g_string_new(NULL);
+  for (guint m = 0; m < c->mem->len; m++) {
+    const QpNodeAmount *a = &g_array_index(c->mem, QpNodeAmount, m);
+    hwloc_obj_t node =
+        hwloc_get_numanode_obj_by_os_index(topo, (unsigned)a->node);
+    /* A node shared by several VMs keeps the colour of the first. */
+    if (node != NULL && hwloc_obj_get_info_by_name(node, "lstopoStyle") == NULL)
+      style(node, colour);
+    g_string_append_printf(mem, "%snode %d: %" G_GUINT64_FORMAT " MiB",
+                           m ? ", " : "", a->node, a->mib);
+  }
+  g_autofree char *ded = qp_list_format(c->dedicated);
   g_ptr_array_add(argv, g_strdup("--append-legend"));
-  g_ptr_array_add(argv,
-                  g_strdup("qemu-pin status: VMs by colour (dedicated CPUs, "
-                           "nodes holding their memory)"));
+  g_ptr_array_add(
+      argv, g_strdup_printf("%s = %s (pid %d, %s): CPUs %s; memory %s", colour,
+                            c->name ? c->name : c->id, c->qemu_pid,
+                            qp_mode_name(c->mode), *ded ? ded : "shared",
+                            mem->len ? mem->str : "none"));
+}
 
-  guint n = claims ? claims->claims->len : 0;
-  for (guint i = 0; i < n; i++) {
-    const QpClaim *c = g_ptr_array_index(claims->claims, i);
-    const char *colour = palette[i % G_N_ELEMENTS(palette)];
-    int cpu;
-    hwloc_bitmap_foreach_begin(cpu, c->dedicated)
-    {
-      hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(topo, (unsigned)cpu);
-      if (pu != NULL)
-        style(pu, colour);
-    }
-    hwloc_bitmap_foreach_end();
-    GString *mem = g_string_new(NULL);
-    for (guint m = 0; m < c->mem->len; m++) {
-      const QpNodeAmount *a = &g_array_index(c->mem, QpNodeAmount, m);
-      hwloc_obj_t node =
-          hwloc_get_numanode_obj_by_os_index(topo, (unsigned)a->node);
-      /* A node shared by several VMs keeps the colour of the first. */
-      if (node != NULL &&
-          hwloc_obj_get_info_by_name(node, "lstopoStyle") == NULL)
-        style(node, colour);
-      g_string_append_printf(mem, "%snode %d: %" G_GUINT64_FORMAT " MiB",
-                             m ? ", " : "", a->node, a->mib);
-    }
-    g_autofree char *ded = qp_list_format(c->dedicated);
-    g_ptr_array_add(argv, g_strdup("--append-legend"));
-    g_ptr_array_add(
-        argv, g_strdup_printf("%s = %s (pid %d, %s): CPUs %s; memory %s",
-                              colour, c->name ? c->name : c->id, c->qemu_pid,
-                              qp_mode_name(c->mode), *ded ? ded : "shared",
-                              mem->len ? mem->str : "none"));
-    g_string_free(mem, TRUE);
-  }
-  if (n == 0) {
-    g_ptr_array_add(argv, g_strdup("--append-legend"));
-    g_ptr_array_add(argv, g_strdup("no VM holds a claim"));
-  }
-
+/* Runs lstopo with ARGV (without its input) on TOPO, exported to a
+ * temporary XML file, drawing OUT. */
+static gboolean
+run_lstopo(hwloc_topology_t topo, GPtrArray *argv, const char *format,
+           const char *out, GError **error)
+{
   g_autofree char *tmpl =
       g_build_filename(g_get_tmp_dir(), "qemu-pin-XXXXXX.xml", NULL);
   int fd = g_mkstemp(tmpl);
@@ -140,4 +122,42 @@ qp_status_picture(const char *xml_path, const QpClaims *claims, const char *out,
     return FALSE;
   }
   return TRUE;
+}
+
+gboolean
+qp_status_picture(const char *xml_path, const QpClaims *claims, const char *out,
+                  GError **error)
+{
+  const char *format = picture_format(out, error);
+  if (format == NULL)
+    return FALSE;
+
+  g_auto(hwloc_topology_t) topo = NULL;
+  if (qp_hwloc_topology_init(&topo) < 0 ||
+      (xml_path != NULL && hwloc_topology_set_xml(topo, xml_path) < 0) ||
+      hwloc_topology_load(topo) < 0) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LOAD,
+                "cannot load the host topology%s%s: %s",
+                xml_path ? " from " : "", xml_path ? xml_path : "",
+                g_strerror(errno));
+    return FALSE;
+  }
+
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(argv, g_strdup("lstopo"));
+  g_ptr_array_add(argv, g_strdup("--no-io"));
+  g_ptr_array_add(argv, g_strdup("--no-default-legend"));
+  g_ptr_array_add(argv, g_strdup("--append-legend"));
+  g_ptr_array_add(argv,
+                  g_strdup("qemu-pin status: VMs by colour (dedicated CPUs, "
+                           "nodes holding their memory)"));
+  guint n = claims ? claims->claims->len : 0;
+  for (guint i = 0; i < n; i++)
+    style_vm(topo, g_ptr_array_index(claims->claims, i),
+             palette[i % G_N_ELEMENTS(palette)], argv);
+  if (n == 0) {
+    g_ptr_array_add(argv, g_strdup("--append-legend"));
+    g_ptr_array_add(argv, g_strdup("no VM holds a claim"));
+  }
+  return run_lstopo(topo, argv, format, out, error);
 }

@@ -4,7 +4,7 @@
 
 #include <glib.h>
 
-#include "topology/plan.h"
+#include "topology/claims.h"
 
 G_BEGIN_DECLS
 

@@ -1,127 +1,12 @@
 /* `qemu-pin status`: what the ledger holds, per host node and per VM, as
  * JSON for machines and as text for people. Pure functions of (host,
  * claims, options): the caller reads the ledger. */
-#include "topology/ledger.h"
+#include "topology/status.h"
 
-#include <string.h>
+#include "topology/capacity.h"
+#include "topology/json-out.h"
 
 #define BAR_COLUMNS 40
-
-/* ---- Capacity ---------------------------------------------------------------
- */
-
-guint64
-qp_node_reserve_mib(const QpPlacementOptions *opts, int node)
-{
-  if (opts == NULL)
-    return 0;
-  if (opts->node_reserve != NULL)
-    for (guint i = 0; i < opts->node_reserve->len; i++) {
-      const QpNodeAmount *a =
-          &g_array_index(opts->node_reserve, QpNodeAmount, i);
-      if (a->node == node)
-        return a->mib;
-    }
-  return opts->reserve_mib;
-}
-
-guint64
-qp_claims_node_mem_mib(const QpClaims *claims, int node)
-{
-  guint64 sum = 0;
-  for (guint i = 0; claims && i < claims->claims->len; i++) {
-    const QpClaim *c = claims->claims->pdata[i];
-    for (guint j = 0; j < c->mem->len; j++) {
-      const QpNodeAmount *a = &g_array_index(c->mem, QpNodeAmount, j);
-      if (a->node == node)
-        sum += a->mib;
-    }
-  }
-  return sum;
-}
-
-guint64
-qp_claims_node_huge_pages(const QpClaims *claims, int node, guint64 page_kib)
-{
-  guint64 sum = 0;
-  for (guint i = 0; claims && i < claims->claims->len; i++) {
-    const QpClaim *c = claims->claims->pdata[i];
-    for (guint j = 0; j < c->huge->len; j++) {
-      const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, j);
-      if (h->node == node && h->page_kib == page_kib)
-        sum += h->pages;
-    }
-  }
-  return sum;
-}
-
-guint
-qp_claims_node_vcpus(const QpClaims *claims, int node)
-{
-  guint sum = 0;
-  for (guint i = 0; claims && i < claims->claims->len; i++) {
-    const QpClaim *c = claims->claims->pdata[i];
-    for (guint j = 0; j < c->load->len; j++) {
-      const QpNodeLoad *l = &g_array_index(c->load, QpNodeLoad, j);
-      if (l->node == node)
-        sum += l->vcpus;
-    }
-  }
-  return sum;
-}
-
-hwloc_bitmap_t
-qp_claims_dedicated(const QpClaims *claims)
-{
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  for (guint i = 0; claims && i < claims->claims->len; i++) {
-    const QpClaim *c = claims->claims->pdata[i];
-    hwloc_bitmap_or(set, set, c->dedicated);
-  }
-  return set;
-}
-
-void
-qp_node_capacity(const QpHost *host, const QpClaims *claims,
-                 const QpPlacementOptions *opts, guint index,
-                 QpNodeCapacity *out)
-{
-  const QpNode *n = &host->nodes[index];
-  memset(out, 0, sizeof(*out));
-  out->node = n->id;
-  out->total_mib = n->total_mib;
-  out->reserve_mib = qp_node_reserve_mib(opts, n->id);
-  out->claimed_mib = qp_claims_node_mem_mib(claims, n->id);
-  out->blocked = claims != NULL &&
-                 hwloc_bitmap_isset(claims->blocked_nodes, (unsigned)n->id);
-  /* Memory in hugepage pools is not available to plain allocations: the
-   * planner counts it the same way. */
-  for (guint i = 0; n->hugepages && i < n->hugepages->len; i++) {
-    const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, i);
-    out->hugepage_mib += p->total * p->page_kib / 1024;
-  }
-  guint64 used = out->hugepage_mib + out->reserve_mib + out->claimed_mib;
-  out->uncommitted_mib =
-      (out->blocked || used >= out->total_mib) ? 0 : out->total_mib - used;
-
-  g_auto(hwloc_bitmap_t) all = qp_claims_dedicated(claims);
-  out->dedicated = hwloc_bitmap_alloc();
-  if (n->all_cpus != NULL)
-    hwloc_bitmap_and(out->dedicated, all, n->all_cpus);
-  out->shared_vcpus = qp_claims_node_vcpus(claims, n->id);
-  if (n->cpus != NULL) {
-    g_auto(hwloc_bitmap_t) free_cpus = hwloc_bitmap_alloc();
-    hwloc_bitmap_andnot(free_cpus, n->cpus, out->dedicated);
-    int w = hwloc_bitmap_weight(free_cpus);
-    out->shared_cpus = w > 0 ? (guint)w : 0;
-  }
-}
-
-void
-qp_node_capacity_clear(QpNodeCapacity *cap)
-{
-  g_clear_pointer(&cap->dedicated, hwloc_bitmap_free);
-}
 
 static double
 load_per_cpu(const QpNodeCapacity *cap)
@@ -205,56 +90,8 @@ page_sizes(const QpNode *n, const QpClaims *claims)
   return sizes;
 }
 
-static const QpHugePool *
-find_pool(const QpNode *n, guint64 page_kib)
-{
-  for (guint i = 0; n->hugepages && i < n->hugepages->len; i++) {
-    const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, i);
-    if (p->page_kib == page_kib)
-      return p;
-  }
-  return NULL;
-}
-
-guint64
-qp_node_huge_uncommitted(const QpHost *host, const QpClaims *claims,
-                         guint index, guint64 page_kib)
-{
-  const QpNode *n = &host->nodes[index];
-  const QpHugePool *p = find_pool(n, page_kib);
-  guint64 free_pages = p ? p->free : 0;
-  guint64 claimed = qp_claims_node_huge_pages(claims, n->id, page_kib);
-  gboolean blocked = claims != NULL &&
-                     hwloc_bitmap_isset(claims->blocked_nodes, (unsigned)n->id);
-  return blocked || claimed >= free_pages ? 0 : free_pages - claimed;
-}
-
 /* ---- JSON -----------------------------------------------------------------
  */
-
-static void
-add_uint(JsonBuilder *b, const char *key, guint64 v)
-{
-  json_builder_set_member_name(b, key);
-  json_builder_add_int_value(b, (gint64)v);
-}
-
-static void
-add_str(JsonBuilder *b, const char *key, const char *v)
-{
-  json_builder_set_member_name(b, key);
-  if (v)
-    json_builder_add_string_value(b, v);
-  else
-    json_builder_add_null_value(b);
-}
-
-static void
-add_list(JsonBuilder *b, const char *key, hwloc_const_bitmap_t set)
-{
-  g_autofree char *s = set ? qp_list_format(set) : g_strdup("");
-  add_str(b, key, s);
-}
 
 static void
 add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
@@ -265,14 +102,14 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
   qp_node_capacity(host, claims, opts, index, &cap);
 
   json_builder_begin_object(b);
-  add_uint(b, "id", (guint64)n->id);
+  qp_json_add_int(b, "id", (gint64)n->id);
   json_builder_set_member_name(b, "memory-mib");
   json_builder_begin_object(b);
-  add_uint(b, "total", cap.total_mib);
-  add_uint(b, "hugepage-pools", cap.hugepage_mib);
-  add_uint(b, "reserve", cap.reserve_mib);
-  add_uint(b, "claimed", cap.claimed_mib);
-  add_uint(b, "uncommitted", cap.uncommitted_mib);
+  qp_json_add_int(b, "total", cap.total_mib);
+  qp_json_add_int(b, "hugepage-pools", cap.hugepage_mib);
+  qp_json_add_int(b, "reserve", cap.reserve_mib);
+  qp_json_add_int(b, "claimed", cap.claimed_mib);
+  qp_json_add_int(b, "uncommitted", cap.uncommitted_mib);
   json_builder_end_object(b);
   json_builder_set_member_name(b, "blocked");
   json_builder_add_boolean_value(b, cap.blocked);
@@ -282,23 +119,22 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
   g_autoptr(GArray) sizes = page_sizes(n, claims);
   for (guint i = 0; i < sizes->len; i++) {
     guint64 kib = g_array_index(sizes, guint64, i);
-    const QpHugePool *p = find_pool(n, kib);
+    QpNodePages pages;
+    qp_node_pages(host, claims, index, kib, &pages);
     json_builder_begin_object(b);
-    add_uint(b, "page-kib", kib);
-    add_uint(b, "total", p ? p->total : 0);
-    guint64 free_pages = p ? p->free : 0;
-    guint64 claimed = qp_claims_node_huge_pages(claims, n->id, kib);
-    add_uint(b, "free", free_pages);
-    add_uint(b, "claimed", claimed);
-    add_uint(b, "uncommitted",
-             qp_node_huge_uncommitted(host, claims, index, kib));
+    qp_json_add_int(b, "page-kib", kib);
+    qp_json_add_int(b, "total", pages.total);
+    qp_json_add_int(b, "free", pages.free);
+    qp_json_add_int(b, "claimed", pages.claimed);
+    qp_json_add_int(b, "uncommitted",
+                    qp_node_uncommitted(host, claims, opts, index, kib));
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
 
-  add_list(b, "cpus", n->cpus);
-  add_list(b, "dedicated-cpus", cap.dedicated);
-  add_uint(b, "shared-vcpus", cap.shared_vcpus);
+  qp_json_add_list(b, "cpus", n->cpus);
+  qp_json_add_list(b, "dedicated-cpus", cap.dedicated);
+  qp_json_add_int(b, "shared-vcpus", cap.shared_vcpus);
   json_builder_set_member_name(b, "load-per-cpu");
   json_builder_add_double_value(b, load_per_cpu(&cap));
   g_auto(hwloc_bitmap_t) over = hwloc_bitmap_alloc();
@@ -308,13 +144,13 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
   for (guint g = 0; g < groups->len; g++) {
     const LoadGroup *lg = &g_array_index(groups, LoadGroup, g);
     json_builder_begin_object(b);
-    add_list(b, "cpus", lg->cpus);
+    qp_json_add_list(b, "cpus", lg->cpus);
     json_builder_set_member_name(b, "vcpus-per-cpu");
     json_builder_add_double_value(b, lg->per_cpu);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
-  add_list(b, "overcommitted-cpus", over);
+  qp_json_add_list(b, "overcommitted-cpus", over);
   json_builder_end_object(b);
   qp_node_capacity_clear(&cap);
 }
@@ -323,57 +159,17 @@ static void
 add_vm_json(JsonBuilder *b, const QpClaim *c)
 {
   json_builder_begin_object(b);
-  add_str(b, "id", c->id);
-  add_str(b, "name", c->name);
-  add_uint(b, "qemu-pid", (guint64)MAX(c->qemu_pid, 0));
+  qp_json_add_string(b, "id", c->id);
+  qp_json_add_string(b, "name", c->name);
+  qp_json_add_int(b, "qemu-pid", (gint64)MAX(c->qemu_pid, 0));
   if (c->launcher_pid > 0)
-    add_uint(b, "launcher-pid", (guint64)c->launcher_pid);
-  add_uint(b, "keeper-pid", (guint64)MAX(c->keeper_pid, 0));
-  add_str(b, "mode", qp_mode_name(c->mode));
+    qp_json_add_int(b, "launcher-pid", (gint64)c->launcher_pid);
+  qp_json_add_int(b, "keeper-pid", (gint64)MAX(c->keeper_pid, 0));
+  qp_json_add_string(b, "mode", qp_mode_name(c->mode));
   json_builder_set_member_name(b, "best-effort");
   json_builder_add_boolean_value(b, c->best_effort);
-  json_builder_set_member_name(b, "memory-mib");
-  json_builder_begin_object(b);
-  for (guint i = 0; i < c->mem->len; i++) {
-    const QpNodeAmount *a = &g_array_index(c->mem, QpNodeAmount, i);
-    char key[16];
-    g_snprintf(key, sizeof key, "%d", a->node);
-    add_uint(b, key, a->mib);
-  }
-  json_builder_end_object(b);
-  json_builder_set_member_name(b, "hugepages");
-  json_builder_begin_array(b);
-  for (guint i = 0; i < c->huge->len; i++) {
-    const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, i);
-    json_builder_begin_object(b);
-    add_uint(b, "node", (guint64)h->node);
-    add_uint(b, "page-kib", h->page_kib);
-    add_uint(b, "pages", h->pages);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-  add_list(b, "dedicated-cpus", c->dedicated);
-  json_builder_set_member_name(b, "load");
-  json_builder_begin_object(b);
-  for (guint i = 0; i < c->load->len; i++) {
-    const QpNodeLoad *l = &g_array_index(c->load, QpNodeLoad, i);
-    char key[16];
-    g_snprintf(key, sizeof key, "%d", l->node);
-    add_uint(b, key, l->vcpus);
-  }
-  json_builder_end_object(b);
-  json_builder_set_member_name(b, "cpu-load");
-  json_builder_begin_array(b);
-  for (guint i = 0; i < c->cpu_load->len; i++) {
-    const QpCpuLoad *l = &g_array_index(c->cpu_load, QpCpuLoad, i);
-    json_builder_begin_object(b);
-    add_list(b, "cpus", l->cpus);
-    add_uint(b, "vcpus", l->vcpus);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-  json_builder_set_member_name(b, "since");
-  json_builder_add_int_value(b, c->time);
+  qp_json_add_holdings(b, c->mem, c->huge, c->dedicated, c->load, c->cpu_load);
+  qp_json_add_int(b, "since", c->time);
   json_builder_end_object(b);
 }
 
@@ -569,13 +365,13 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
     g_autoptr(GArray) sizes = page_sizes(n, claims);
     for (guint j = 0; j < sizes->len; j++) {
       guint64 kib = g_array_index(sizes, guint64, j);
-      const QpHugePool *p = find_pool(n, kib);
+      QpNodePages pages;
+      qp_node_pages(host, claims, i, kib, &pages);
       g_string_append_printf(
           s,
           "  hugepages %" G_GUINT64_FORMAT " KiB: %" G_GUINT64_FORMAT
           " total, %" G_GUINT64_FORMAT " free, %" G_GUINT64_FORMAT " claimed\n",
-          kib, p ? p->total : 0, p ? p->free : 0,
-          qp_claims_node_huge_pages(claims, n->id, kib));
+          kib, pages.total, pages.free, pages.claimed);
     }
     append_cpus(s, host, n, &cap, load);
     qp_node_capacity_clear(&cap);

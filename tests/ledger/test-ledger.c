@@ -16,6 +16,9 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include "topology/capacity.h"
+#include "topology/status.h"
+
 /* ---- Fixture: a fresh state directory under a private temp dir ---------- */
 
 typedef struct {

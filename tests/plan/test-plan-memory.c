@@ -5,6 +5,7 @@
 #include "tests/common/qp-plan-test.h"
 #include "topology/ledger.h"
 #include "topology/plan.h"
+#include "topology/status.h"
 
 #include <glib/gstdio.h>
 #include <string.h>
@@ -286,6 +287,88 @@ test_ledger_and_status(void)
   g_rmdir(tmp);
 }
 
+/* Status's figure of a node's JSON "uncommitted" member, for ordinary
+ * memory (PAGE_KIB 0) or the pool of PAGE_KIB pages. */
+static guint64
+status_uncommitted(JsonNode *root, int node, guint64 page_kib)
+{
+  JsonArray *nodes =
+      json_object_get_array_member(json_node_get_object(root), "nodes");
+  for (guint i = 0; i < json_array_get_length(nodes); i++) {
+    JsonObject *n = json_array_get_object_element(nodes, i);
+    if (json_object_get_int_member(n, "id") != node)
+      continue;
+    if (page_kib == 0)
+      return (guint64)json_object_get_int_member(
+          json_object_get_object_member(n, "memory-mib"), "uncommitted");
+    JsonArray *hp = json_object_get_array_member(n, "hugepages");
+    for (guint k = 0; k < json_array_get_length(hp); k++) {
+      JsonObject *o = json_array_get_object_element(hp, k);
+      if ((guint64)json_object_get_int_member(o, "page-kib") == page_kib)
+        return (guint64)json_object_get_int_member(o, "uncommitted");
+    }
+  }
+  g_assert_not_reached();
+}
+
+/* A plan of MIB in PAGE_KIB pages on --hostnodes OPTS: TRUE when it fits
+ * (on NODE alone). */
+static gboolean
+fits_on(const QpHost *h, const QpClaims *claims, const QpPlacementOptions *opts,
+        int node, guint64 mib, guint64 page_kib)
+{
+  g_autoptr(QpRequest) r = request(1, mib, page_kib);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpPlan) p = qp_plan_compute(h, claims, r, opts, &error);
+  if (p == NULL) {
+    g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT);
+    return FALSE;
+  }
+  if (page_kib == 0)
+    g_assert_cmpuint(qp_test_mem_on(p, node), ==, mib);
+  else
+    g_assert_cmpuint(qp_test_pages_on(p, node, page_kib) * page_kib / 1024, ==,
+                     mib);
+  return TRUE;
+}
+
+/* What status shows uncommitted on a node (its memory less hugepage pools,
+ * host reserve and claims; a pool's free pages less claimed ones) is what
+ * a plan can claim there, to the MiB and to the page. */
+static void
+test_status_free_is_what_fits(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
+  int node = h->nodes[0].id;
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  QpClaim *c = qp_claim_new();
+  c->id = g_strdup("other");
+  QpNodeAmount m = {node, 1000};
+  g_array_append_val(c->mem, m);
+  QpHugeClaim hc = {node, 1048576, 1};
+  g_array_append_val(c->huge, hc);
+  g_ptr_array_add(claims->claims, c);
+
+  QpPlacementOptions opts;
+  qp_placement_options_init(&opts);
+  opts.mode = QP_MODE_BALANCED;
+  opts.reserve_mib = 300;
+  opts.hostnodes = hwloc_bitmap_alloc();
+  hwloc_bitmap_set(opts.hostnodes, (unsigned)node);
+  g_autoptr(JsonNode) root = qp_status_to_json(h, claims, &opts);
+
+  guint64 mib = status_uncommitted(root, node, 0);
+  g_assert_cmpuint(mib, >, 0);
+  g_assert_true(fits_on(h, claims, &opts, node, mib, 0));
+  g_assert_false(fits_on(h, claims, &opts, node, mib + 1, 0));
+
+  guint64 pages = status_uncommitted(root, node, 1048576);
+  g_assert_cmpuint(pages, >, 0);
+  g_assert_true(fits_on(h, claims, &opts, node, pages * 1024, 1048576));
+  g_assert_false(fits_on(h, claims, &opts, node, (pages + 1) * 1024, 1048576));
+  qp_placement_options_clear(&opts);
+}
+
 /* Mode auto places a vNUMA guest with more vCPUs than CPUs best-effort and
  * claims each piece per node and page size as numa does: guest node 0 on
  * ordinary memory with a pc-dimm in 2 MiB pages, guest node 1 on 1 GiB
@@ -373,6 +456,8 @@ main(int argc, char **argv)
   g_test_add_func("/plan/memory/caller-bound-pieces", test_caller_bound_pieces);
   g_test_add_func("/plan/memory/one-to-one-claims-without-binding",
                   test_one_to_one_flat);
+  g_test_add_func("/plan/memory/status-free-is-what-fits",
+                  test_status_free_is_what_fits);
   g_test_add_func("/plan/memory/ledger-and-status-per-page-size",
                   test_ledger_and_status);
   g_test_add_func("/plan/memory/best-effort-per-page-size",

@@ -4,6 +4,7 @@
  * Hand-built hosts come from a small builder below, so that every case
  * states its host in a few lines; the recorded hosts check that the same
  * decisions come out of hwloc's view of those machines. */
+#include "topology/capacity.h"
 #include "topology/ledger.h"
 #include "topology/plan.h"
 

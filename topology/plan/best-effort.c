@@ -27,92 +27,15 @@
  * and into one warning line.
  *
  * Pure like the rest of the planner: no I/O, no clock, no globals. */
-#include "topology/plan-internal.h"
+#include "topology/plan/best-effort.h"
 
 #include <string.h>
 
-/* ---- Shared load per CPU ------------------------------------------------ */
-
-void
-plan_fill_cpu_load(QpPlan *plan)
-{
-  if (plan->mode == QP_MODE_ONE_TO_ONE || plan->mode == QP_MODE_NONE)
-    return;
-  for (guint v = 0; v < plan->n_vcpus; v++) {
-    hwloc_const_bitmap_t set = plan->vcpu_cpus[v];
-    if (set == NULL || hwloc_bitmap_iszero(set))
-      continue;
-    gboolean found = FALSE;
-    for (guint g = 0; g < plan->cpu_load->len && !found; g++) {
-      QpCpuLoad *l = &g_array_index(plan->cpu_load, QpCpuLoad, g);
-      if (hwloc_bitmap_isequal(l->cpus, set)) {
-        l->vcpus++;
-        found = TRUE;
-      }
-    }
-    if (!found) {
-      QpCpuLoad l = {hwloc_bitmap_dup(set), 1};
-      g_array_append_val(plan->cpu_load, l);
-    }
-  }
-}
-
-static void
-spread_load(const QpHost *host, double *load, hwloc_const_bitmap_t cpus,
-            guint vcpus)
-{
-  int w = hwloc_bitmap_weight(cpus);
-  if (w <= 0 || vcpus == 0)
-    return;
-  int cpu;
-  hwloc_bitmap_foreach_begin(cpu, cpus)
-  {
-    int i = qp_host_cpu_index(host, cpu);
-    if (i >= 0)
-      load[i] += (double)vcpus / w;
-  }
-  hwloc_bitmap_foreach_end();
-}
-
-double *
-qp_claims_cpu_load(const QpHost *host, const QpClaims *claims)
-{
-  double *load = g_new0(double, MAX(host->n_cpus, 1));
-  if (claims == NULL || claims->claims == NULL)
-    return load;
-  g_auto(hwloc_bitmap_t) dedicated = hwloc_bitmap_alloc();
-  for (guint c = 0; c < claims->claims->len; c++) {
-    const QpClaim *cl = g_ptr_array_index(claims->claims, c);
-    if (cl->dedicated != NULL)
-      hwloc_bitmap_or(dedicated, dedicated, cl->dedicated);
-  }
-  g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
-  for (guint c = 0; c < claims->claims->len; c++) {
-    const QpClaim *cl = g_ptr_array_index(claims->claims, c);
-    if (cl->cpu_load != NULL && cl->cpu_load->len > 0) {
-      for (guint g = 0; g < cl->cpu_load->len; g++) {
-        const QpCpuLoad *l = &g_array_index(cl->cpu_load, QpCpuLoad, g);
-        spread_load(host, load, l->cpus, l->vcpus);
-      }
-      continue;
-    }
-    /* A record without CPU sets: its vCPUs floated on the node. */
-    for (guint k = 0; cl->load != NULL && k < cl->load->len; k++) {
-      const QpNodeLoad *l = &g_array_index(cl->load, QpNodeLoad, k);
-      int i = qp_host_node_index(host, l->node);
-      if (i < 0)
-        continue;
-      const QpNode *node = &host->nodes[i];
-      hwloc_bitmap_zero(cpus);
-      if (node->cpus != NULL)
-        hwloc_bitmap_andnot(cpus, node->cpus, dedicated);
-      if (hwloc_bitmap_iszero(cpus) && node->all_cpus != NULL)
-        hwloc_bitmap_copy(cpus, node->all_cpus);
-      spread_load(host, load, cpus, l->vcpus);
-    }
-  }
-  return load;
-}
+#include "topology/capacity.h"
+#include "topology/plan/balanced.h"
+#include "topology/plan/memory.h"
+#include "topology/plan/phrases.h"
+#include "topology/plan/result.h"
 
 /* ---- Helpers ------------------------------------------------------------ */
 
@@ -122,22 +45,6 @@ static void G_GNUC_PRINTF(2, 3) not_given(QpPlan *plan, const char *fmt, ...)
   va_start(ap, fmt);
   g_ptr_array_add(plan->not_given, g_strdup_vprintf(fmt, ap));
   va_end(ap);
-}
-
-/* CPUs the VM may use when other VMs' dedicated cores count too: allowed,
- * in --affinity, on usable nodes. */
-static hwloc_bitmap_t
-cpus_with_dedicated(const Ctx *ctx)
-{
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  for (guint i = 0; i < ctx->nn; i++)
-    if (ctx->node_ok[i] && ctx->host->nodes[i].cpus != NULL)
-      hwloc_bitmap_or(set, set, ctx->host->nodes[i].cpus);
-  if (ctx->host->allowed != NULL)
-    hwloc_bitmap_and(set, set, ctx->host->allowed);
-  if (ctx->opts->affinity != NULL)
-    hwloc_bitmap_and(set, set, ctx->opts->affinity);
-  return set;
 }
 
 static guint
@@ -325,199 +232,273 @@ grow_cpus(Room *r, const gboolean *cand, const guint *home, guint k,
   }
 }
 
-static gboolean
-widen_gnodes(QpPlan *plan, const Ctx *ctx, Attempt *a, guint total,
-             GError **error)
-{
-  const QpRequest *req = ctx->req;
-  const QpHost *host = ctx->host;
-  guint nn = ctx->nn;
-  guint nt = MAX(req->n_gnodes, 1);
-  g_autofree guint64 *avail = avail_copy(ctx);
-  g_autofree double *others = others_load(ctx, a);
-  g_autofree double *mine = g_new0(double, MAX(nn, 1));
-  g_autofree guint64 *capleft = g_new0(guint64, MAX(nn, 1));
-  g_autofree guint *homes = g_new0(guint, MAX(nn, 1));
-  g_autofree guint64 *share = g_new0(guint64, MAX(nn, 1));
-  g_autofree gboolean *vm_nodes = g_new0(gboolean, MAX(nn, 1));
-  g_autofree gboolean *cand = g_new0(gboolean, MAX(nn, 1));
-  g_autofree int *home_of = g_new(int, nt);
-  g_auto(Acc) acc;
-  acc_init(&acc, ctx);
-  Room r = {ctx, a, others, mine, capleft, homes, avail};
+/* One best-effort plan by guest node. */
+typedef struct {
+  QpPlan *plan;
+  const Ctx *ctx;
+  Attempt *a;
+  guint total;     /* usable CPUs of the candidate nodes */
+  gboolean scaled; /* CPU room in units of vCPUs x usable CPUs */
+  Room r;
+  guint64 *avail;
+  double *others;
+  double *mine;
+  guint64 *capleft;
+  guint *homes;
+  guint64 *share;
+  gboolean *vm_nodes;
+  gboolean *cand;
+  int *home_of; /* per task: the node index of its memory, -1: the caller's */
+  Acc acc;
+} Widen;
 
+static void
+widen_init(Widen *w, QpPlan *plan, const Ctx *ctx, Attempt *a, guint total)
+{
+  guint nn = MAX(ctx->nn, 1);
+  *w = (Widen){.plan = plan, .ctx = ctx, .a = a, .total = total};
+  w->avail = avail_copy(ctx);
+  w->others = others_load(ctx, a);
+  w->mine = g_new0(double, nn);
+  w->capleft = g_new0(guint64, nn);
+  w->homes = g_new0(guint, nn);
+  w->share = g_new0(guint64, nn);
+  w->vm_nodes = g_new0(gboolean, nn);
+  w->cand = g_new0(gboolean, nn);
+  w->home_of = g_new(int, MAX(ctx->req->n_gnodes, 1));
+  acc_init(&w->acc, ctx);
+  w->r = (Room){ctx, a, w->others, w->mine, w->capleft, w->homes, w->avail};
   /* CPU room in units that make the VM's vCPUs fit exactly when they
    * outnumber the usable CPUs: a node holds n_cpus x vCPUs, a guest node
    * needs its vCPUs x usable CPUs. */
-  gboolean scaled = ctx->n > total;
-  for (guint i = 0; i < nn; i++) {
-    cand[i] = ctx->node_ok[i];
-    capleft[i] = (guint64)a->n_cpus[i] * (scaled ? ctx->n : 1);
+  w->scaled = ctx->n > total;
+  for (guint i = 0; i < ctx->nn; i++) {
+    w->cand[i] = ctx->node_ok[i];
+    w->capleft[i] = (guint64)a->n_cpus[i] * (w->scaled ? ctx->n : 1);
   }
+}
 
-  /* Memory the caller bound stays there (with the memory devices of a
-   * guest node whose RAM it bound); guest nodes whose RAM the caller bound
-   * come first, as numa does; then the others, each with its free pieces
-   * (RAM and memory devices) on one host node. */
-  if (!claim_all_fixed(ctx, &acc, avail, error))
-    return FALSE;
-  for (int pass = 0; pass < 2; pass++)
-    for (guint t = 0; t < nt; t++) {
-      /* The pieces start with the RAM of each guest node, in order. */
-      const Piece *ram = piece_at(ctx, t);
-      int gi = req->n_gnodes > 0 ? (int)t : -1;
-      gboolean fixed = ram->caller_set;
-      if (fixed != (pass == 0))
-        continue;
-      g_autofree char *who = gnode_name(ctx, gi);
-      g_auto(hwloc_bitmap_t) vcpus = hwloc_bitmap_alloc();
-      for (guint v = 0; v < ctx->n; v++)
-        if (req->n_gnodes == 0 || ctx->vcpu_gnode[v] == (int)t)
-          hwloc_bitmap_set(vcpus, v);
-      guint nv = (guint)hwloc_bitmap_weight(vcpus);
-      guint64 need = (guint64)nv * (scaled ? total : 1);
+static void
+widen_clear(Widen *w)
+{
+  g_free(w->avail);
+  g_free(w->others);
+  g_free(w->mine);
+  g_free(w->capleft);
+  g_free(w->homes);
+  g_free(w->share);
+  g_free(w->vm_nodes);
+  g_free(w->cand);
+  g_free(w->home_of);
+  acc_clear(&w->acc);
+}
 
-      g_autoptr(GArray) home = NULL;
-      if (fixed) {
-        if (!node_indexes(ctx, ram->fixed, who, &home, error))
-          return FALSE;
-        home_of[t] = -1;
-      } else {
-        g_autofree guint64 *mem = free_need(ctx, gi);
-        int best = -1;
-        for (guint i = 0; i < nn; i++)
-          if (cand[i] && fits(ctx, avail, i, mem) &&
-              (best < 0 || home_before(&r, nv, need, i, (guint)best)))
-            best = (int)i;
-        if (best < 0) {
-          int bm = -1;
-          for (guint i = 0; i < nn; i++)
-            if (cand[i] && (bm < 0 || rank_mib(ctx, avail, i) >
-                                          rank_mib(ctx, avail, (guint)bm)))
-              bm = (int)i;
-          if (bm < 0) {
-            g_autofree char *scope = scope_phrase(ctx, a, cand);
-            g_autofree char *m = need_phrase(ctx, mem);
-            g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                        "%s needs %s but no host node may be used%s", who, m,
-                        scope);
-          } else {
-            guint c = short_class(ctx, avail, (guint)bm, mem);
-            g_autofree char *m = mem_phrase(ctx, c, mem[c]);
-            g_autofree char *detail = node_mem_detail(ctx, c, (guint)bm);
-            g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                        "%s needs %s but the best node %d has only "
-                        "%" G_GUINT64_FORMAT " MiB uncommitted %s",
-                        who, m, host->nodes[bm].id,
-                        units_to_mib(ctx, c, avail[AT(ctx, c, bm)]), detail);
-          }
-          return FALSE;
-        }
-        guint i = (guint)best;
-        home = g_array_new(FALSE, FALSE, sizeof(guint));
-        g_array_append_val(home, i);
-        take_task_pieces(ctx, &acc, avail, gi, i);
-        home_of[t] = best;
-      }
-      for (guint x = 0; x < home->len; x++)
-        homes[g_array_index(home, guint, x)]++;
-      if (nv == 0)
-        continue;
-
-      const guint *hn = (const guint *)(void *)home->data;
-      g_auto(hwloc_bitmap_t) hids = ids_of(ctx, hn, home->len);
-      g_autoptr(GArray) span = g_array_new(FALSE, FALSE, sizeof(guint));
-      memset(share, 0, MAX(nn, 1) * sizeof(guint64));
-      grow_cpus(&r, cand, hn, home->len, need, span, share);
-      g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
-      guint given = 0;
-      for (guint x = 0; x < span->len; x++) {
-        guint i = g_array_index(span, guint, x);
-        hwloc_bitmap_or(cpus, cpus, a->node_cpus[i]);
-        vm_nodes[i] = TRUE;
-        guint l = need > 0 ? (guint)((guint64)nv * share[i] / need) : 0;
-        acc.load[i] += l;
-        mine[i] += l;
-        given += l;
-      }
-      guint first = g_array_index(span, guint, 0);
-      acc.load[first] += nv - given;
-      mine[first] += nv - given;
-      int v;
-      hwloc_bitmap_foreach_begin(v, vcpus)
-      {
-        plan->vcpu_cpus[v] = hwloc_bitmap_dup(cpus);
-      }
-      hwloc_bitmap_foreach_end();
-
-      g_auto(hwloc_bitmap_t) sids =
-          ids_of(ctx, (const guint *)(void *)span->data, span->len);
-      g_autofree char *vl = qp_list_format(vcpus);
-      g_autofree char *cl = qp_list_format(cpus);
-      g_autofree char *sl = qp_list_format(sids);
-      g_autofree char *hl = qp_list_format(hids);
-      add_reason(plan,
-                 "%s -> host node%s %s (memory%s); vCPUs %s float on CPUs %s "
-                 "of host node%s %s: best effort",
-                 who, home->len > 1 ? "s" : "", hl,
-                 fixed ? ", the caller's host-nodes" : "", vl, cl,
-                 span->len > 1 ? "s" : "", sl);
-      if (span->len > 1)
-        not_given(plan, "%s's vCPUs span host nodes %s", who, sl);
-      if (!hwloc_bitmap_intersects(sids, hids))
-        not_given(plan, "%s's memory is on host node%s %s, its vCPUs on %s",
-                  who, home->len > 1 ? "s" : "", hl, sl);
-    }
-
-  /* Memory: each piece on its own nodes, or on its guest node's home. */
-  for (guint x = 0; x < ctx->pieces->len; x++) {
-    const Piece *p = piece_at(ctx, x);
-    int home = home_of[MAX(p->gi, 0)];
-    if (p->fixed != NULL || home < 0) {
-      add_plan_mem(plan, ctx, &acc, x, p->fixed);
-    } else {
-      guint i = (guint)home;
-      g_auto(hwloc_bitmap_t) ids = ids_of(ctx, &i, 1);
-      add_plan_mem(plan, ctx, &acc, x, ids);
-    }
+/* Why no candidate node holds the memory MEM of WHO. */
+static void
+set_no_home_error(const Widen *w, const char *who, const guint64 *mem,
+                  GError **error)
+{
+  const Ctx *ctx = w->ctx;
+  int bm = -1;
+  for (guint i = 0; i < ctx->nn; i++)
+    if (w->cand[i] && (bm < 0 || rank_mib(ctx, w->avail, i) >
+                                     rank_mib(ctx, w->avail, (guint)bm)))
+      bm = (int)i;
+  if (bm < 0) {
+    g_autofree char *scope = scope_phrase(ctx, w->a, w->cand);
+    g_autofree char *m = need_phrase(ctx, mem);
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                "%s needs %s but no host node may be used%s", who, m, scope);
+    return;
   }
+  guint c = short_class(ctx, w->avail, (guint)bm, mem);
+  set_node_short_error(ctx, w->avail, (guint)bm, c, mem[c], who, error);
+}
 
-  /* Guest nodes sharing a host node for their memory. */
-  for (guint i = 0; i < nn; i++) {
-    if (homes[i] < 2)
+/* The home of guest node GI's free pieces (RAM and memory devices): the
+ * best candidate node where all of them fit, claimed there. */
+static GArray *
+choose_home(Widen *w, int gi, const char *who, guint nv, guint64 need,
+            GError **error)
+{
+  const Ctx *ctx = w->ctx;
+  g_autofree guint64 *mem = free_need(ctx, gi);
+  int best = -1;
+  for (guint i = 0; i < ctx->nn; i++)
+    if (w->cand[i] && fits(ctx, w->avail, i, mem) &&
+        (best < 0 || home_before(&w->r, nv, need, i, (guint)best)))
+      best = (int)i;
+  if (best < 0) {
+    set_no_home_error(w, who, mem, error);
+    return NULL;
+  }
+  guint i = (guint)best;
+  GArray *home = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_array_append_val(home, i);
+  take_task_pieces(ctx, &w->acc, w->avail, gi, i);
+  return home;
+}
+
+/* The vCPUs VCPUS (NV of them, NEED scaled units) of WHO float on the CPUs
+ * of its HOME nodes and, when they are short, of the nearest nodes. */
+static void
+float_vcpus(Widen *w, const char *who, hwloc_const_bitmap_t vcpus, guint nv,
+            guint64 need, const GArray *home, gboolean fixed)
+{
+  const Ctx *ctx = w->ctx;
+  const guint *hn = (const guint *)(void *)home->data;
+  g_auto(hwloc_bitmap_t) hids = ids_of(ctx, hn, home->len);
+  g_autoptr(GArray) span = g_array_new(FALSE, FALSE, sizeof(guint));
+  memset(w->share, 0, MAX(ctx->nn, 1) * sizeof(guint64));
+  grow_cpus(&w->r, w->cand, hn, home->len, need, span, w->share);
+  g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
+  guint given = 0;
+  for (guint x = 0; x < span->len; x++) {
+    guint i = g_array_index(span, guint, x);
+    hwloc_bitmap_or(cpus, cpus, w->a->node_cpus[i]);
+    w->vm_nodes[i] = TRUE;
+    guint l = need > 0 ? (guint)((guint64)nv * w->share[i] / need) : 0;
+    w->acc.load[i] += l;
+    w->mine[i] += l;
+    given += l;
+  }
+  guint first = g_array_index(span, guint, 0);
+  w->acc.load[first] += nv - given;
+  w->mine[first] += nv - given;
+  int v;
+  hwloc_bitmap_foreach_begin(v, vcpus)
+  {
+    w->plan->vcpu_cpus[v] = hwloc_bitmap_dup(cpus);
+  }
+  hwloc_bitmap_foreach_end();
+
+  g_auto(hwloc_bitmap_t) sids =
+      ids_of(ctx, (const guint *)(void *)span->data, span->len);
+  g_autofree char *vl = qp_list_format(vcpus);
+  g_autofree char *cl = qp_list_format(cpus);
+  g_autofree char *sl = qp_list_format(sids);
+  g_autofree char *hl = qp_list_format(hids);
+  add_reason(w->plan,
+             "%s -> host node%s %s (memory%s); vCPUs %s float on CPUs %s "
+             "of host node%s %s: best effort",
+             who, home->len > 1 ? "s" : "", hl,
+             fixed ? ", the caller's host-nodes" : "", vl, cl,
+             span->len > 1 ? "s" : "", sl);
+  if (span->len > 1)
+    not_given(w->plan, "%s's vCPUs span host nodes %s", who, sl);
+  if (!hwloc_bitmap_intersects(sids, hids))
+    not_given(w->plan, "%s's memory is on host node%s %s, its vCPUs on %s", who,
+              home->len > 1 ? "s" : "", hl, sl);
+}
+
+/* Places guest node T (the whole guest without vNUMA): its memory on its
+ * home, its vCPUs around it. */
+static gboolean
+widen_gnode(Widen *w, guint t, GError **error)
+{
+  const Ctx *ctx = w->ctx;
+  const QpRequest *req = ctx->req;
+  /* The pieces start with the RAM of each guest node, in order. */
+  const Piece *ram = piece_at(ctx, t);
+  int gi = req->n_gnodes > 0 ? (int)t : -1;
+  g_autofree char *who = gnode_name(ctx, gi);
+  g_auto(hwloc_bitmap_t) vcpus = hwloc_bitmap_alloc();
+  for (guint v = 0; v < ctx->n; v++)
+    if (req->n_gnodes == 0 || ctx->vcpu_gnode[v] == (int)t)
+      hwloc_bitmap_set(vcpus, v);
+  guint nv = (guint)hwloc_bitmap_weight(vcpus);
+  guint64 need = (guint64)nv * (w->scaled ? w->total : 1);
+
+  g_autoptr(GArray) home = NULL;
+  if (ram->caller_set) {
+    if (!node_indexes(ctx, ram->fixed, who, &home, error))
+      return FALSE;
+    w->home_of[t] = -1;
+  } else {
+    home = choose_home(w, gi, who, nv, need, error);
+    if (home == NULL)
+      return FALSE;
+    w->home_of[t] = (int)g_array_index(home, guint, 0);
+  }
+  for (guint x = 0; x < home->len; x++)
+    w->homes[g_array_index(home, guint, x)]++;
+  if (nv > 0)
+    float_vcpus(w, who, vcpus, nv, need, home, ram->caller_set);
+  return TRUE;
+}
+
+/* Guest nodes sharing a host node for their memory (one placed there by
+ * the planner at least). */
+static void
+note_shared_homes(Widen *w, guint nt)
+{
+  const Ctx *ctx = w->ctx;
+  const QpHost *host = ctx->host;
+  for (guint i = 0; i < ctx->nn; i++) {
+    if (w->homes[i] < 2)
       continue;
     g_auto(hwloc_bitmap_t) g = hwloc_bitmap_alloc();
     gboolean any_placed = FALSE;
     for (guint t = 0; t < nt; t++) {
       const Piece *ram = piece_at(ctx, t);
-      gboolean here = home_of[t] == (int)i;
+      gboolean here = w->home_of[t] == (int)i;
       if (ram->caller_set)
         here = hwloc_bitmap_isset(ram->fixed, host->nodes[i].id);
       else
         any_placed = any_placed || here;
       if (here)
-        hwloc_bitmap_set(g, req->n_gnodes ? req->gnodes[t].id : 0);
+        hwloc_bitmap_set(g, ctx->req->n_gnodes ? ctx->req->gnodes[t].id : 0);
     }
     g_autofree char *gl = qp_list_format(g);
     if (any_placed)
-      not_given(plan, "guest nodes %s share host node %d", gl,
+      not_given(w->plan, "guest nodes %s share host node %d", gl,
                 host->nodes[i].id);
   }
+}
 
-  /* --device-locality=required: every device node holds a guest node. */
-  if (ctx->opts->device_locality == QP_DEVLOC_REQUIRED && ctx->any_device_node)
-    for (guint i = 0; i < nn; i++)
-      if (ctx->device_node[i] && homes[i] == 0) {
-        g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                    "--device-locality=required: no guest node fits on host "
-                    "node %d, which holds a vfio device of the guest",
-                    host->nodes[i].id);
-        return FALSE;
-      }
-
-  note_overcommit(plan, ctx->n, total, "");
-  finish_plan(plan, ctx, a, &acc, vm_nodes);
+/* --device-locality=required: every device node holds a guest node. */
+static gboolean
+check_device_homes(const Widen *w, GError **error)
+{
+  const Ctx *ctx = w->ctx;
+  if (ctx->opts->device_locality != QP_DEVLOC_REQUIRED || !ctx->any_device_node)
+    return TRUE;
+  for (guint i = 0; i < ctx->nn; i++)
+    if (ctx->device_node[i] && w->homes[i] == 0) {
+      set_device_node_error(ctx, i, error);
+      return FALSE;
+    }
   return TRUE;
+}
+
+/* Memory the caller bound stays there (with the memory devices of a guest
+ * node whose RAM it bound); guest nodes whose RAM the caller bound come
+ * first, as numa does; then the others, each with its free pieces (RAM and
+ * memory devices) on one host node. */
+static gboolean
+widen_gnodes(QpPlan *plan, const Ctx *ctx, Attempt *a, guint total,
+             GError **error)
+{
+  guint nt = MAX(ctx->req->n_gnodes, 1);
+  Widen w;
+  widen_init(&w, plan, ctx, a, total);
+  gboolean ok = claim_all_fixed(ctx, &w.acc, w.avail, error);
+  for (int pass = 0; pass < 2 && ok; pass++)
+    for (guint t = 0; t < nt && ok; t++)
+      if (piece_at(ctx, t)->caller_set == (pass == 0))
+        ok = widen_gnode(&w, t, error);
+  if (ok) {
+    /* Memory: each piece on its own nodes, or on its guest node's home. */
+    add_plan_mem_at_homes(plan, ctx, &w.acc, w.home_of);
+    note_shared_homes(&w, nt);
+    ok = check_device_homes(&w, error);
+  }
+  if (ok) {
+    note_overcommit(plan, ctx->n, total, "");
+    finish_plan(plan, ctx, a, &w.acc, w.vm_nodes);
+  }
+  widen_clear(&w);
+  return ok;
 }
 
 /* ---- Entry -------------------------------------------------------------- */

@@ -1,0 +1,274 @@
+/* Where the guest's memory is claimed: what a node holds, the split of a
+ * piece over a node set, and the pieces that must go to nodes of their
+ * own (the caller's host-nodes). */
+#include "topology/plan/memory.h"
+
+#include "topology/plan/phrases.h"
+#include "topology/plan/result.h"
+
+/* Memory of node I that counts when ranking nodes: the uncommitted MiB of
+ * every class the guest uses. */
+guint64
+rank_mib(const Ctx *ctx, const guint64 *avail, guint i)
+{
+  guint64 mib = 0;
+  for (guint c = 0; c < ctx->ncls; c++)
+    if (ctx->cls_used[c])
+      mib += units_to_mib(ctx, c, avail[AT(ctx, c, i)]);
+  return mib;
+}
+
+/* The first class of NEED that node I cannot hold in AVAIL; ncls when it
+ * holds every class. */
+static guint
+first_short(const Ctx *ctx, const guint64 *avail, guint i, const guint64 *need)
+{
+  for (guint c = 0; c < ctx->ncls; c++)
+    if (avail[AT(ctx, c, i)] < need[c])
+      return c;
+  return ctx->ncls;
+}
+
+gboolean
+fits(const Ctx *ctx, const guint64 *avail, guint i, const guint64 *need)
+{
+  return first_short(ctx, avail, i, need) == ctx->ncls;
+}
+
+guint
+short_class(const Ctx *ctx, const guint64 *avail, guint i, const guint64 *need)
+{
+  guint c = first_short(ctx, avail, i, need);
+  return c < ctx->ncls ? c : 0;
+}
+
+/* Takes what is left of LEFT units from the nodes of SET in order, each
+ * as far as it holds. Returns what no node could take. */
+static guint64
+fill_in_order(guint64 left, const guint *set, guint k, guint64 *avail,
+              guint64 *claim)
+{
+  for (guint j = 0; j < k && left > 0; j++) {
+    guint64 take = MIN(left, avail[set[j]]);
+    avail[set[j]] -= take;
+    claim[set[j]] += take;
+    left -= take;
+  }
+  return left;
+}
+
+/* Splits NEED units over SET (node indexes): even shares with the remainder
+ * on the first node; a node short of its share leaves the rest to the
+ * others, in order. The caller has checked that SET holds NEED. */
+void
+split_units(guint64 need, const guint *set, guint k, guint64 *avail,
+            guint64 *claim)
+{
+  guint64 left = need;
+  if (k == 0)
+    return;
+  for (guint j = 0; j < k; j++) {
+    guint64 want = need / k + (j == 0 ? need % k : 0);
+    guint64 take = MIN(want, avail[set[j]]);
+    avail[set[j]] -= take;
+    claim[set[j]] += take;
+    left -= take;
+  }
+  fill_in_order(left, set, k, avail, claim);
+}
+
+void
+qp_plan_split_units(guint64 need, const guint *set, guint k, guint64 *avail,
+                    guint64 *claim)
+{
+  split_units(need, set, k, avail, claim);
+}
+
+static gint
+by_avail(gconstpointer a, gconstpointer b, gpointer avail)
+{
+  guint64 x = ((const guint64 *)avail)[*(const guint *)a];
+  guint64 y = ((const guint64 *)avail)[*(const guint *)b];
+  return x < y ? -1 : x > y;
+}
+
+/* Pack: fills the set's nodes tightest first, so that what stays free
+ * stays together on the others, where a later guest fits on one node.
+ * Even shares would leave a fragment on every node of the set. */
+static void
+split_units_tight(guint64 need, const guint *set, guint k, guint64 *avail,
+                  guint64 *claim)
+{
+  g_autofree guint *order = g_memdup2(set, sizeof(guint) * k);
+  /* Stable: equal nodes keep the set's order. */
+  g_qsort_with_data(order, (gint)k, sizeof(guint), by_avail, avail);
+  fill_in_order(need, order, k, avail, claim);
+}
+
+/* A copy of the uncommitted units per class and node, for one try. */
+guint64 *
+avail_copy(const Ctx *ctx)
+{
+  return g_memdup2(ctx->avail,
+                   MAX((gsize)ctx->nn * ctx->ncls, 1) * sizeof(guint64));
+}
+
+void
+acc_init(Acc *acc, const Ctx *ctx)
+{
+  guint nn = MAX(ctx->nn, 1);
+  acc->claim = g_new0(guint64, (gsize)nn * ctx->ncls);
+  acc->piece = g_new0(guint64, (gsize)nn * MAX(ctx->pieces->len, 1));
+  acc->load = g_new0(guint, nn);
+  acc->unbound = FALSE;
+}
+
+void
+acc_clear(Acc *acc)
+{
+  g_free(acc->claim);
+  g_free(acc->piece);
+  g_free(acc->load);
+}
+
+/* Claims piece X over the nodes SET (indexes) from AVAIL: even shares,
+ * or with TIGHT the tightest node first (see split_units_tight). */
+void
+take_piece(const Ctx *ctx, Acc *acc, guint64 *avail, guint x, const guint *set,
+           guint k, gboolean tight)
+{
+  const Piece *p = piece_at(ctx, x);
+  g_autofree guint64 *got = g_new0(guint64, MAX(ctx->nn, 1));
+  if (tight)
+    split_units_tight(p->units, set, k, avail + AT(ctx, p->cls, 0), got);
+  else
+    split_units(p->units, set, k, avail + AT(ctx, p->cls, 0), got);
+  for (guint i = 0; i < ctx->nn; i++) {
+    acc->piece[(gsize)x * ctx->nn + i] += got[i];
+    acc->claim[AT(ctx, p->cls, i)] += got[i];
+  }
+}
+
+/* Node indexes of host-nodes NODES of WHO, checked against the host. */
+gboolean
+node_indexes(const Ctx *ctx, hwloc_const_bitmap_t nodes, const char *who,
+             GArray **out, GError **error)
+{
+  g_autoptr(GArray) set = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_autofree char *list = qp_list_format(nodes);
+  int id;
+  hwloc_bitmap_foreach_begin(id, nodes)
+  {
+    int i = node_index(ctx, id);
+    if (i < 0) {
+      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                  "host-nodes %s of %s: node %d does not exist on this host",
+                  list, who, id);
+      return FALSE;
+    }
+    if (ctx->claims != NULL && ctx->claims->blocked_nodes != NULL &&
+        hwloc_bitmap_isset(ctx->claims->blocked_nodes, id)) {
+      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                  "host-nodes %s of %s: node %d is fully claimed (blocked by "
+                  "an unreadable ledger record)",
+                  list, who, id);
+      return FALSE;
+    }
+    guint u = (guint)i;
+    g_array_append_val(set, u);
+  }
+  hwloc_bitmap_foreach_end();
+  *out = g_steal_pointer(&set);
+  return TRUE;
+}
+
+/* Claims piece X on the nodes it must go to (Piece.fixed). The caller's
+ * nodes outside --hostnodes are allowed: an explicit binding wins. */
+static gboolean
+claim_fixed(const Ctx *ctx, Acc *acc, guint64 *avail, guint x, GError **error)
+{
+  const Piece *p = piece_at(ctx, x);
+  g_autofree char *who = piece_name(ctx, p);
+  g_autoptr(GArray) set = NULL;
+  if (!node_indexes(ctx, p->fixed, who, &set, error))
+    return FALSE;
+  guint64 have = 0;
+  guint best = g_array_index(set, guint, 0);
+  for (guint j = 0; j < set->len; j++) {
+    guint i = g_array_index(set, guint, j);
+    have += avail[AT(ctx, p->cls, i)];
+    if (avail[AT(ctx, p->cls, i)] > avail[AT(ctx, p->cls, best)])
+      best = i;
+  }
+  if (have < p->units) {
+    g_autofree char *list = qp_list_format(p->fixed);
+    g_autofree char *need = mem_phrase(ctx, p->cls, p->units);
+    g_autofree char *detail = node_mem_detail(ctx, p->cls, best);
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                "%s needs %s on %s %s but node %d has only "
+                "%" G_GUINT64_FORMAT " MiB uncommitted %s",
+                who, need,
+                p->caller_set ? "its host-nodes" : "the host-nodes of its RAM",
+                list, ctx->host->nodes[best].id,
+                units_to_mib(ctx, p->cls, avail[AT(ctx, p->cls, best)]),
+                detail);
+    return FALSE;
+  }
+  take_piece(ctx, acc, avail, x, (const guint *)(void *)set->data, set->len,
+             FALSE);
+  return TRUE;
+}
+
+/* Claims every piece that has nodes it must go to. */
+gboolean
+claim_all_fixed(const Ctx *ctx, Acc *acc, guint64 *avail, GError **error)
+{
+  for (guint x = 0; x < ctx->pieces->len; x++)
+    if (piece_at(ctx, x)->fixed != NULL &&
+        !claim_fixed(ctx, acc, avail, x, error))
+      return FALSE;
+  return TRUE;
+}
+
+/* Units per class of the pieces of guest node GI (-1: every piece) that
+ * go where the planner chooses. */
+guint64 *
+free_need(const Ctx *ctx, int gi)
+{
+  guint64 *need = g_new0(guint64, ctx->ncls);
+  for (guint x = 0; x < ctx->pieces->len; x++) {
+    const Piece *p = piece_at(ctx, x);
+    if (p->fixed == NULL && (gi < 0 || p->gi == gi || p->gi < 0))
+      need[p->cls] += p->units;
+  }
+  return need;
+}
+
+/* Claims the free pieces of guest node GI (-1: of the guest) on node I. */
+void
+take_task_pieces(const Ctx *ctx, Acc *acc, guint64 *avail, int gi, guint i)
+{
+  for (guint x = 0; x < ctx->pieces->len; x++) {
+    const Piece *p = piece_at(ctx, x);
+    if (p->fixed == NULL && p->gi == gi)
+      take_piece(ctx, acc, avail, x, &i, 1, FALSE);
+  }
+}
+
+/* A reason for each piece the caller bound itself (MODE: the mode's name),
+ * which stays on its nodes and is claimed there. */
+void
+reason_caller_pieces(QpPlan *plan, const Ctx *ctx, const char *mode)
+{
+  for (guint x = 0; x < ctx->pieces->len; x++) {
+    const Piece *p = piece_at(ctx, x);
+    if (!p->caller_set)
+      continue;
+    g_autofree char *who = piece_name(ctx, p);
+    g_autofree char *cl = qp_list_format(p->fixed);
+    add_reason(plan,
+               "%s: the memory of %s stays on host node%s %s, where the "
+               "caller bound it, and is claimed there",
+               mode, who, hwloc_bitmap_weight(p->fixed) > 1 ? "s" : "", cl);
+  }
+}

@@ -1,0 +1,56 @@
+/* Where the guest's memory is claimed (topology/plan/memory.c). */
+#pragma once
+
+#include "topology/plan/context.h"
+
+G_BEGIN_DECLS
+
+/* What a mode claims: units per class and node, and per piece and node. */
+typedef struct {
+  guint64 *claim;   /* ncls * nn, AT() */
+  guint64 *piece;   /* one row of nn per piece */
+  guint *load;      /* shared vCPUs per node index */
+  gboolean unbound; /* memory claimed but not bound (one-to-one, no vNUMA) */
+} Acc;
+
+void acc_init(Acc *acc, const Ctx *ctx);
+void acc_clear(Acc *acc);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Acc, acc_clear)
+
+/* A copy of ctx->avail for one try (free with g_free). */
+guint64 *avail_copy(const Ctx *ctx);
+/* Uncommitted MiB of node I in AVAIL over the classes the guest uses. */
+guint64 rank_mib(const Ctx *ctx, const guint64 *avail, guint i);
+/* TRUE when node I holds NEED (units per class) in AVAIL. */
+gboolean fits(const Ctx *ctx, const guint64 *avail, guint i,
+              const guint64 *need);
+/* The first class of NEED that node I cannot hold. */
+guint short_class(const Ctx *ctx, const guint64 *avail, guint i,
+                  const guint64 *need);
+
+/* Splits NEED units over SET (K node indexes): even shares with the
+ * remainder on the first node; a node short of its share leaves the rest
+ * to the others, in order. The caller has checked that SET holds NEED. */
+void split_units(guint64 need, const guint *set, guint k, guint64 *avail,
+                 guint64 *claim);
+/* Claims piece X over the nodes SET (indexes) from AVAIL: even shares,
+ * or with TIGHT the tightest node first. */
+void take_piece(const Ctx *ctx, Acc *acc, guint64 *avail, guint x,
+                const guint *set, guint k, gboolean tight);
+/* Node indexes of host-nodes NODES of WHO, checked against the host. */
+gboolean node_indexes(const Ctx *ctx, hwloc_const_bitmap_t nodes,
+                      const char *who, GArray **out, GError **error);
+/* Claims every piece that has nodes it must go to (Piece.fixed). */
+gboolean claim_all_fixed(const Ctx *ctx, Acc *acc, guint64 *avail,
+                         GError **error);
+/* Units per class of the pieces of guest node GI (-1: every piece) that go
+ * where the planner chooses (free with g_free). */
+guint64 *free_need(const Ctx *ctx, int gi);
+/* Claims the free pieces of guest node GI (-1: of the guest) on node I. */
+void take_task_pieces(const Ctx *ctx, Acc *acc, guint64 *avail, int gi,
+                      guint i);
+/* A reason for each piece the caller bound itself (MODE: the mode's name),
+ * which stays on its nodes and is claimed there. */
+void reason_caller_pieces(QpPlan *plan, const Ctx *ctx, const char *mode);
+
+G_END_DECLS

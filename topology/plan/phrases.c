@@ -1,0 +1,157 @@
+/* The words of the planner's reasons and refusals: memory amounts, a
+ * node's memory, the scope a refusal looked at, names of guest nodes and
+ * pieces of memory. */
+#include "topology/plan/phrases.h"
+
+/* "8192 MiB" or "8192 MiB of 2048 KiB hugepages (4096 pages)". */
+char *
+mem_phrase(const Ctx *ctx, guint c, guint64 units)
+{
+  if (c == 0)
+    return g_strdup_printf("%" G_GUINT64_FORMAT " MiB", units);
+  return g_strdup_printf("%" G_GUINT64_FORMAT " MiB of %" G_GUINT64_FORMAT
+                         " KiB hugepages (%" G_GUINT64_FORMAT " pages)",
+                         units_to_mib(ctx, c, units), ctx->cls_page[c], units);
+}
+
+/* What NEED (units per class) holds: "1024 MiB and 2048 MiB of 2048 KiB
+ * hugepages (1024 pages)". */
+char *
+need_phrase(const Ctx *ctx, const guint64 *need)
+{
+  GString *s = g_string_new("");
+  for (guint c = 0; c < ctx->ncls; c++)
+    if (need[c] > 0) {
+      g_autofree char *p = mem_phrase(ctx, c, need[c]);
+      g_string_append_printf(s, "%s%s", s->len ? " and " : "", p);
+    }
+  if (s->len == 0)
+    g_string_append(s, "0 MiB");
+  return g_string_free(s, FALSE);
+}
+
+/* "16384 MiB uncommitted, 2048 MiB uncommitted in 2048 KiB hugepages" */
+char *
+avail_phrase(const Ctx *ctx, const guint64 *avail, guint i)
+{
+  GString *s = g_string_new("");
+  for (guint c = 0; c < ctx->ncls; c++) {
+    if (!ctx->cls_used[c])
+      continue;
+    g_string_append_printf(s, "%s%" G_GUINT64_FORMAT " MiB uncommitted",
+                           s->len ? ", " : "",
+                           units_to_mib(ctx, c, avail[AT(ctx, c, i)]));
+    if (c > 0)
+      g_string_append_printf(s, " in %" G_GUINT64_FORMAT " KiB hugepages",
+                             ctx->cls_page[c]);
+  }
+  return g_string_free(s, FALSE);
+}
+
+/* "(16124 MiB total, 12028 MiB claimed, 512 MiB reserved)" */
+char *
+node_mem_detail(const Ctx *ctx, guint c, guint i)
+{
+  const char *what = c == 0 ? "total" : "in the pool";
+  gsize k = AT(ctx, c, i);
+  g_autofree char *reserve =
+      ctx->reserve_units[k] > 0
+          ? g_strdup_printf(", %" G_GUINT64_FORMAT " MiB reserved",
+                            units_to_mib(ctx, c, ctx->reserve_units[k]))
+          : g_strdup("");
+  return g_strdup_printf("(%" G_GUINT64_FORMAT " MiB %s, %" G_GUINT64_FORMAT
+                         " MiB claimed%s)",
+                         units_to_mib(ctx, c, ctx->total_units[k]), what,
+                         units_to_mib(ctx, c, ctx->claimed_units[k]), reserve);
+}
+
+const char *
+cap_unit_name(CapKind cap)
+{
+  switch (cap) {
+  case CAP_CPUS:
+    return "usable CPUs";
+  case CAP_CORES:
+    return "free cores";
+  case CAP_GROUPS:
+    return "free cores with SMT siblings";
+  case CAP_PUS:
+    return "free CPUs on free cores";
+  }
+  return "?";
+}
+
+char *
+gnode_name(const Ctx *ctx, int gi)
+{
+  if (gi < 0)
+    return g_strdup("guest");
+  return g_strdup_printf("guest node %d", ctx->req->gnodes[gi].id);
+}
+
+/* "guest node 1", or "pc-dimm dimm0 of guest node 1" for a device. */
+char *
+piece_name(const Ctx *ctx, const Piece *p)
+{
+  g_autofree char *g = gnode_name(ctx, p->gi);
+  if (p->kind == QP_MEM_RAM)
+    return g_steal_pointer(&g);
+  if (p->kind == QP_MEM_UNUSED)
+    return g_strdup_printf("unused memory backend %s", p->memdev);
+  return g_strdup_printf("%s %s of %s", qp_mem_kind_name(p->kind),
+                         p->device != NULL ? p->device : p->memdev, g);
+}
+
+/* "in affinity 0-7 on host nodes 0-1 of CPU kind 1 (4 CPUs dedicated to
+ * other VMs)" */
+char *
+scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand)
+{
+  GString *s = g_string_new("");
+  g_auto(hwloc_bitmap_t) nodes = hwloc_bitmap_alloc();
+  for (guint i = 0; i < ctx->nn; i++)
+    if (cand[i])
+      hwloc_bitmap_set(nodes, ctx->host->nodes[i].id);
+  if (ctx->opts->affinity != NULL) {
+    g_autofree char *l = qp_list_format(ctx->opts->affinity);
+    g_string_append_printf(s, " in affinity %s", l);
+  }
+  g_autofree char *nl = qp_list_format(nodes);
+  g_string_append_printf(s, " on host nodes %s", *nl ? nl : "(none)");
+  g_string_append(s, a->kind_note);
+  int ded = hwloc_bitmap_weight(ctx->dedicated_others);
+  if (ded > 0)
+    g_string_append_printf(s, " (%d CPUs dedicated to other VMs)", ded);
+  if (ctx->claims != NULL && ctx->claims->blocked_nodes != NULL &&
+      !hwloc_bitmap_iszero(ctx->claims->blocked_nodes)) {
+    g_autofree char *bl = qp_list_format(ctx->claims->blocked_nodes);
+    gboolean one = hwloc_bitmap_weight(ctx->claims->blocked_nodes) == 1;
+    g_string_append_printf(s,
+                           " (%s %s %s held whole by unreadable ledger "
+                           "records until an operator removes them)",
+                           one ? "node" : "nodes", bl, one ? "is" : "are");
+  }
+  return g_string_free(s, FALSE);
+}
+
+void
+set_node_short_error(const Ctx *ctx, const guint64 *avail, guint i, guint c,
+                     guint64 need, const char *who, GError **error)
+{
+  g_autofree char *what = mem_phrase(ctx, c, need);
+  g_autofree char *detail = node_mem_detail(ctx, c, i);
+  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+              "%s needs %s but the best node %d has only %" G_GUINT64_FORMAT
+              " MiB uncommitted %s",
+              who, what, ctx->host->nodes[i].id,
+              units_to_mib(ctx, c, avail[AT(ctx, c, i)]), detail);
+}
+
+void
+set_device_node_error(const Ctx *ctx, guint i, GError **error)
+{
+  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+              "--device-locality=required: no guest node fits on host "
+              "node %d, which holds a vfio device of the guest",
+              ctx->host->nodes[i].id);
+}

@@ -11,7 +11,7 @@
 #include "launcher/launch.h"
 #include "launcher/log.h"
 #include "launcher/options.h"
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
 #include "topology/host.h"
 #include "topology/ledger.h"
 #include "topology/picture.h"

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "launcher/log.h"
-#include "launcher/qemu-memory.h"
+#include "launcher/qemu/memory.h"
 #include "topology/claim-memory.h"
 #include "topology/ledger.h"
 

@@ -2,7 +2,7 @@
  * memory backends), the pass-through cases, a table of bad input, and the
  * rewritten argv run by a real QEMU (TCG) that must accept it and bind the
  * guest's RAM as planned. */
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
 #include "tests/common/qemu-refusals.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
  * in both syntaxes, and the plans made from it on the recorded hosts in
  * tests/data/topologies: every piece of memory with its page size, guest
  * node and claim; what QEMU refuses itself passes through. */
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
 #include "tests/common/qp-plan-test.h"
 #include "topology/ledger.h"
 

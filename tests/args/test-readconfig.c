@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
 #include "tests/common/qp-test.h"
 
 static char *

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
 #include "topology/host.h"
 #include "topology/ledger.h"
 #include "topology/plan.h"

@@ -20,7 +20,7 @@
  *   other VMs or processes) is that device's: neither bound nor claimed.
  * - A backend used twice, or a device naming no backend: QEMU refuses the
  *   command line, the first user counts and QEMU says what is wrong. */
-#include "launcher/qemu-memory.h"
+#include "launcher/qemu/memory.h"
 
 #include <json-glib/json-glib.h>
 #include <stdio.h>
@@ -29,7 +29,7 @@
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
 
-#include "launcher/qemu-kv.h"
+#include "launcher/qemu/keyval.h"
 
 #define MiB (G_GUINT64_CONSTANT(1) << 20)
 #define HUGETLBFS_MAGIC_ 0x958458f6

@@ -7,7 +7,7 @@
 
 #include <glib.h>
 
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
 
 G_BEGIN_DECLS
 

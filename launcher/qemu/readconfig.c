@@ -1,10 +1,10 @@
-#include "launcher/qemu-readconfig.h"
+#include "launcher/qemu/readconfig.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
 
 void
 qp_config_section_free(QpConfigSection *section)

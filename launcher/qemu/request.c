@@ -6,7 +6,7 @@
  * is refused only where QEMU 7.2 refuses it too (tests/args/test-refusals.c
  * holds QEMU's own message for each); what QEMU accepts with a warning
  * (-smp 0, -m 0) is read as QEMU reads it. */
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
 
 #include <errno.h>
 #include <json-glib/json-glib.h>
@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/qemu-kv.h"
-#include "launcher/qemu-memory.h"
-#include "launcher/qemu-readconfig.h"
+#include "launcher/qemu/keyval.h"
+#include "launcher/qemu/memory.h"
+#include "launcher/qemu/readconfig.h"
 #include "topology/cpulist.h"
 
 /* The quark's name is the argument as written. */

@@ -12,6 +12,8 @@
 #include "launcher/log.h"
 #include "launcher/options.h"
 #include "launcher/qemu/args.h"
+#include "launcher/qemu/daemonize.h"
+#include "launcher/qemu/vm-ids.h"
 #include "topology/host.h"
 #include "topology/ledger.h"
 #include "topology/picture.h"

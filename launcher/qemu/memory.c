@@ -30,15 +30,9 @@
 #include <sys/vfs.h>
 
 #include "launcher/qemu/keyval.h"
+#include "launcher/qemu/numbers.h"
 
-#define MiB (G_GUINT64_CONSTANT(1) << 20)
 #define HUGETLBFS_MAGIC_ 0x958458f6
-
-static guint64
-bytes_to_mib(guint64 bytes)
-{
-  return bytes / MiB + (bytes % MiB != 0);
-}
 
 /* ---- backends --------------------------------------------------------- */
 
@@ -148,7 +142,7 @@ qp_backend_classify(QpBackend *b, const char *text)
     b->dax = S_ISCHR(st.st_mode) || mounted_dax(st.st_dev);
     if (b->size_bytes == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
       b->size_bytes = (guint64)st.st_size;
-      b->size_mib = bytes_to_mib(b->size_bytes);
+      b->size_mib = qp_bytes_to_mib(b->size_bytes);
     }
   }
 }
@@ -285,7 +279,7 @@ add_devmem(QpRequest *r, QpMemKind kind, int gnode, const char *device,
   m->gnode = gnode;
   m->device = g_strdup(device);
   m->memdev = g_strdup(b->id);
-  m->mib = bytes_to_mib(bytes);
+  m->mib = qp_bytes_to_mib(bytes);
   m->page_kib = b->page_kib;
   m->host_nodes = b->host_nodes ? hwloc_bitmap_dup(b->host_nodes) : NULL;
   m->policy = b->policy;

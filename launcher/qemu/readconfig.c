@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include "launcher/qemu/args.h"
+#include "launcher/qemu/args-private.h"
+#include "launcher/qemu/keyval.h"
+#include "launcher/qemu/option-table.h"
 
 void
 qp_config_section_free(QpConfigSection *section)
@@ -106,4 +108,88 @@ qp_readconfig_read(const char *path, GError **error)
     return NULL;
   }
   return g_steal_pointer(&sections);
+}
+
+/* The option a -readconfig section stands for, as QEMU 7.2 treats it:
+ * [machine] merges into -machine, [smp-opts] into -smp, [memory] is -m,
+ * [numa] -numa, [object "ID"] -object and [device "ID"] -device. Sections
+ * that do not matter to placement give NULL. */
+static const char *
+section_option(const QpConfigSection *section)
+{
+  static const char *const map[][2] = {
+      {"machine", "machine"}, {"smp-opts", "smp"},  {"memory", "m"},
+      {"numa", "numa"},       {"object", "object"}, {"device", "device"},
+  };
+  for (guint k = 0; k < G_N_ELEMENTS(map); k++)
+    if (strcmp(section->group, map[k][0]) == 0)
+      return map[k][1];
+  return NULL;
+}
+
+/* When ERROR names a value read from a -readconfig file, says which file,
+ * line and section it came from: the caller did not write the option. */
+void
+qp_readconfig_name_source(const QpQemuArgs *a, GError **error)
+{
+  GPtrArray *v = a->priv->file_values;
+  for (guint k = 0;
+       v != NULL && error != NULL && *error != NULL && k + 1 < v->len; k += 2)
+    if (strstr((*error)->message, v->pdata[k]) != NULL) {
+      g_prefix_error(error, "-readconfig %s: ", (char *)v->pdata[k + 1]);
+      return;
+    }
+}
+
+/* OPTS with the options of each -readconfig file in place of it, so that
+ * they merge with the command line's in QEMU's order. A file that cannot be
+ * read is one warning (QEMU then says so itself); what QEMU refuses in its
+ * syntax is refused here too. */
+GArray *
+qp_readconfig_expand(QpQemuArgs *a, GArray *opts, GError **error)
+{
+  g_autoptr(GArray) all = g_array_new(FALSE, TRUE, sizeof(QpOpt));
+  for (guint i = 0; i < opts->len; i++) {
+    const QpOpt *o = &g_array_index(opts, QpOpt, i);
+    g_array_append_val(all, *o);
+    if (!qp_opt_is(o, "readconfig"))
+      continue;
+    g_autoptr(GError) local = NULL;
+    g_autoptr(GPtrArray) sections = qp_readconfig_read(o->value, &local);
+    if (sections == NULL && local->domain == QP_ARGS_ERROR) {
+      g_propagate_error(error, g_steal_pointer(&local));
+      return NULL;
+    }
+    if (sections == NULL) {
+      g_ptr_array_add(a->warnings,
+                      g_strdup_printf("-readconfig %s %s: what it holds is "
+                                      "not planned for",
+                                      o->value, local->message));
+      continue;
+    }
+    if (a->priv->file_values == NULL)
+      a->priv->file_values = g_ptr_array_new_with_free_func(g_free);
+    for (guint k = 0; k < sections->len; k++) {
+      const QpConfigSection *sec = g_ptr_array_index(sections, k);
+      const char *name = section_option(sec);
+      if (name == NULL)
+        continue;
+      GString *v = g_string_new(NULL);
+      if (sec->id != NULL)
+        qp_kv_append(v, "id", sec->id);
+      for (guint j = 0; j < sec->keys->len; j++)
+        qp_kv_append(v, sec->keys->pdata[j], sec->values->pdata[j]);
+      char *value = g_string_free(v, FALSE);
+      g_ptr_array_add(a->priv->file_values, value);
+      g_ptr_array_add(
+          a->priv->file_values,
+          g_strdup_printf("%s:%u [%s]", o->value, sec->line, sec->group));
+      QpOpt f = {.name = name,
+                 .i = QP_ARGI_IN_FILE,
+                 .value = value,
+                 .vi = QP_ARGI_IN_FILE};
+      g_array_append_val(all, f);
+    }
+  }
+  return g_steal_pointer(&all);
 }

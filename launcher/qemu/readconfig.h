@@ -6,6 +6,8 @@
 
 #include <glib.h>
 
+#include "launcher/qemu/args.h"
+
 G_BEGIN_DECLS
 
 typedef struct {
@@ -25,5 +27,15 @@ void qp_config_section_free(QpConfigSection *section);
  * defined") and a line that is neither ("parse error"). What the keys mean
  * is left to the options they become. */
 GPtrArray *qp_readconfig_read(const char *path, GError **error);
+
+/* OPTS (of QpOpt) with the options of each -readconfig file in place of it,
+ * so that they merge with the command line's in QEMU's order. A file that
+ * cannot be read is one warning (QEMU then says so itself); what QEMU
+ * refuses in its syntax is refused here too. */
+GArray *qp_readconfig_expand(QpQemuArgs *a, GArray *opts, GError **error);
+
+/* When ERROR names a value read from a -readconfig file, says which file,
+ * line and section it came from: the caller did not write the option. */
+void qp_readconfig_name_source(const QpQemuArgs *a, GError **error);
 
 G_END_DECLS

@@ -3,6 +3,9 @@
  * rewritten argv run by a real QEMU (TCG) that must accept it and bind the
  * guest's RAM as planned. */
 #include "launcher/qemu/args.h"
+#include "launcher/qemu/daemonize.h"
+#include "launcher/qemu/numbers.h"
+#include "launcher/qemu/rewrite.h"
 #include "tests/common/qemu-refusals.h"
 
 #include <errno.h>

@@ -3,6 +3,7 @@
  * tests/data/topologies: every piece of memory with its page size, guest
  * node and claim; what QEMU refuses itself passes through. */
 #include "launcher/qemu/args.h"
+#include "launcher/qemu/rewrite.h"
 #include "tests/common/qp-plan-test.h"
 #include "topology/ledger.h"
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "launcher/qemu/args.h"
+#include "launcher/qemu/rewrite.h"
 #include "tests/common/qp-test-args.h"
 #include "tests/common/qp-test.h"
 #include "topology/host.h"

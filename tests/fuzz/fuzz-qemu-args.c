@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "launcher/qemu/args.h"
+#include "launcher/qemu/rewrite.h"
 #include "topology/host.h"
 #include "topology/ledger.h"
 #include "topology/plan.h"

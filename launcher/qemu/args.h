@@ -1,13 +1,16 @@
-/* QEMU's command line as qemu-pin needs it: parsed for placement (both the
- * key=value syntax, with ",," escapes and implied first keys, and JSON), and
- * rewritten for launch. Everything qemu-pin does not need passes through
- * untouched and in order. */
+/* QEMU's command line as qemu-pin reads it for placement: what QEMU will
+ * make of it (the vCPUs, the memory and where the caller bound it, the
+ * devices passed through) and where in argv each part was written, so that
+ * the rewrite (rewrite.h) can bind it. Everything qemu-pin does not need
+ * passes through untouched and in order. */
 #pragma once
 
 #include <glib.h>
 #include <hwloc.h>
 
 #include "launcher/qemu/error.h"
+#include "launcher/qemu/machine.h"
+#include "launcher/qemu/option-table.h"
 #include "topology/plan.h"
 
 G_BEGIN_DECLS
@@ -15,48 +18,70 @@ G_BEGIN_DECLS
 /* A memory backend the caller made with -object memory-backend-*. */
 typedef struct {
   char *id;
-  char *qom_type; /* memory-backend-ram|file|memfd */
-  guint64 size_mib;
-  gboolean prealloc;
+  char *qom_type; /* memory-backend-ram|file|memfd|epc */
+  guint argi;     /* argv index of the -object value, or QP_ARGI_IN_FILE */
+  gboolean json;  /* written as JSON */
+  /* What the caller set. */
+  guint64 size_bytes;        /* size=; 0 if unset (a file backend's file) */
+  guint64 size_mib;          /* size_bytes rounded up to a whole MiB */
+  gboolean prealloc;         /* prealloc=, or -mem-prealloc */
+  gboolean prealloc_context; /* prealloc-context= is set */
   gboolean hugetlb;
   guint64 hugetlbsize_kib;   /* 0 if unset */
   char *mem_path;            /* memory-backend-file */
   hwloc_bitmap_t host_nodes; /* NULL if unset */
   QpPolicy policy;           /* DEFAULT if unset */
-  guint argi;                /* index in argv of the option's value,
-                                G_MAXUINT when read from a -readconfig file */
-  gboolean json;             /* given as JSON */
-  /* Added by the argv area: */
-  guint64 size_bytes;        /* exact size, 0 if unset (file backends) */
-  gboolean prealloc_context; /* the caller set prealloc-context */
-  /* Filled in by the memory model (qemu-memory.c): */
+  /* What the host makes of it (qp_backend_classify). */
   guint64 page_kib; /* 0: ordinary memory, else its hugepage size */
   gboolean reserve; /* hugetlb pages reserved at start (reserve=, on) */
   gboolean dax;     /* device DAX or a file on a DAX filesystem: not RAM */
 } QpBackend;
 
+/* A -numa node as the command line gives it (parallel to req->gnodes):
+ * where the rewrite gives it a backend of its own. */
+typedef struct {
+  guint argi;          /* argv index of its -numa value, or QP_ARGI_IN_FILE */
+  guint64 mem_bytes;   /* its RAM */
+  gboolean legacy_mem; /* its RAM given with mem= (machine types to 5.0) */
+} QpNumaNodeArg;
+
 typedef struct {
   char **argv; /* the caller's QEMU arguments (without the binary) */
   guint argc;
-  /* Not a launch (help, version, capability probe): exec straight through. */
+  /* Not a launch (help, version, capability probe): exec straight through;
+   * nothing below is read then. */
   gboolean passthrough;
-  QpRequest *req;       /* what placement needs */
-  GPtrArray *backends;  /* of QpBackend */
-  char *machine_memdev; /* -machine memory-backend= */
-  gboolean has_S;       /* caller passed -S */
-  char *incoming;       /* -incoming value, or NULL */
-  gboolean daemonize;
-  char *pidfile;
+
+  /* What names the VM. */
   char *name; /* -name (plain or guest=) */
   char *uuid;
   char *id; /* Proxmox's -id */
+
+  /* How QEMU runs. */
+  gboolean has_S; /* caller passed -S */
+  char *incoming; /* -incoming value, or NULL */
+  gboolean daemonize;
+  char *pidfile;
   gboolean has_sandbox;
-  /* Added by the argv area (see qemu-args.c): */
-  char *machine;       /* machine type as given ("pc" when none) */
-  guint64 ram_bytes;   /* initial RAM in bytes (req->mem_mib rounded up) */
+
+  /* The machine. */
+  char *machine;          /* machine type as given ("pc" when none) */
+  QpMachine machine_info; /* what its type means for -smp, -numa, the RAM */
+
+  /* The guest's memory as the command line makes it. */
+  guint64 ram_bytes;         /* initial RAM (req->mem_mib rounded up) */
+  char *machine_memdev;      /* -machine memory-backend=, or NULL */
+  GPtrArray *backends;       /* of QpBackend */
+  QpNumaNodeArg *numa_nodes; /* parallel to req->gnodes */
+  gboolean numa_split_ram;   /* no -numa node gives memory: -m is split
+                                among them as QEMU does */
+  char *mem_path;            /* -mem-path (the last), or NULL */
+  GArray *mem_path_argi;     /* of guint: argv index of every -mem-path */
+  gboolean mem_prealloc;     /* -mem-prealloc */
+
+  QpRequest *req;      /* what placement needs */
   GPtrArray *warnings; /* of char*: what qemu-pin cannot model (a warning) */
   GPtrArray *notes;    /* of char*: what QEMU warns about itself (for -v) */
-  struct _QpQemuArgsPriv *priv; /* parser state the rewrite needs */
 } QpQemuArgs;
 
 /* Parses ARGV (ARGC entries, the binary excluded). A malformed value in an

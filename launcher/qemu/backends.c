@@ -24,7 +24,7 @@ qp_backend_free(gpointer p)
 QpBackend *
 qp_backend_find(const QpQemuArgs *a, const char *id)
 {
-  for (guint i = 0; i < a->backends->len; i++) {
+  for (guint i = 0; id != NULL && i < a->backends->len; i++) {
     QpBackend *b = g_ptr_array_index(a->backends, i);
     if (strcmp(b->id, id) == 0)
       return b;
@@ -99,7 +99,7 @@ backend_from_json(JsonObject *obj, const char *text, QpBackend *b,
 
   if (json_object_has_member(obj, "size")) {
     *has_size = TRUE;
-    b->size_mib = (guint64)json_object_get_int_member(obj, "size");
+    b->size_bytes = (guint64)json_object_get_int_member(obj, "size");
   }
   if (json_object_has_member(obj, "prealloc"))
     b->prealloc = json_object_get_boolean_member(obj, "prealloc");
@@ -134,7 +134,7 @@ backend_from_kv(GArray *kv, const char *text, QpBackend *b, gboolean *has_size,
   g_autofree char *what = g_strdup_printf("-object '%s': size", text);
 
   if ((v = qp_kv_get(kv, "size")) != NULL) {
-    if (!qp_parse_size(v, what, FALSE, &b->size_mib, error))
+    if (!qp_parse_size(v, what, FALSE, &b->size_bytes, error))
       return FALSE;
     *has_size = TRUE;
   }
@@ -238,9 +238,7 @@ qp_object_read(QpQemuArgs *a, const QpOpt *o, GError **error)
           : !backend_from_kv(kv, text, b, &has_size, error))
     return FALSE;
 
-  /* size_mib holds bytes until here. */
-  guint64 bytes = b->size_mib;
-  if (has_size && bytes == 0)
+  if (has_size && b->size_bytes == 0)
     return qp_args_invalid(error,
                            "-object '%s': size 0 is not a memory size: "
                            "expected more than 0 bytes",
@@ -248,8 +246,7 @@ qp_object_read(QpQemuArgs *a, const QpOpt *o, GError **error)
   if (!has_size && strcmp(b->qom_type, "memory-backend-file") != 0)
     return qp_args_invalid(
         error, "-object '%s': memory backend '%s' needs a size", text, b->id);
-  b->size_bytes = bytes;
-  b->size_mib = qp_bytes_to_mib(bytes);
+  b->size_mib = qp_bytes_to_mib(b->size_bytes);
   b->prealloc_context = obj ? json_object_has_member(obj, "prealloc-context")
                             : qp_kv_get(kv, "prealloc-context") != NULL;
   if (b->policy == QP_POLICY_BIND && b->host_nodes == NULL)

@@ -29,6 +29,7 @@
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
 
+#include "launcher/qemu/backends.h"
 #include "launcher/qemu/keyval.h"
 #include "launcher/qemu/numbers.h"
 
@@ -152,17 +153,6 @@ static gboolean
 backend_is_ram(const QpBackend *b)
 {
   return !b->dax && strcmp(b->qom_type, "memory-backend-epc") != 0;
-}
-
-static QpBackend *
-find_backend(const QpQemuArgs *a, const char *id)
-{
-  for (guint i = 0; id != NULL && i < a->backends->len; i++) {
-    QpBackend *b = g_ptr_array_index(a->backends, i);
-    if (strcmp(b->id, id) == 0)
-      return b;
-  }
-  return NULL;
 }
 
 /* ---- memory devices --------------------------------------------------- */
@@ -294,7 +284,7 @@ qp_memory_model(QpQemuArgs *a, GPtrArray *devices, const char *mem_path)
 
   /* The RAM. */
   if (r->n_gnodes == 0) {
-    const QpBackend *b = find_backend(a, a->machine_memdev);
+    const QpBackend *b = qp_backend_find(a, a->machine_memdev);
     r->page_kib = b != NULL ? b->page_kib : path_page;
     if (b != NULL) {
       g_hash_table_add(used, b->id);
@@ -304,7 +294,7 @@ qp_memory_model(QpQemuArgs *a, GPtrArray *devices, const char *mem_path)
   }
   for (guint g = 0; g < r->n_gnodes; g++) {
     QpGuestNode *gn = &r->gnodes[g];
-    const QpBackend *b = find_backend(a, gn->memdev);
+    const QpBackend *b = qp_backend_find(a, gn->memdev);
     gn->page_kib = b != NULL ? b->page_kib : path_page;
     if (b != NULL)
       g_hash_table_add(used, b->id);
@@ -315,7 +305,7 @@ qp_memory_model(QpQemuArgs *a, GPtrArray *devices, const char *mem_path)
     MemDevice d;
     if (!parse_mem_device(g_ptr_array_index(devices, i), &d))
       continue;
-    QpBackend *b = find_backend(a, d.memdev);
+    QpBackend *b = qp_backend_find(a, d.memdev);
     if (b != NULL && !g_hash_table_contains(used, b->id)) {
       g_hash_table_add(used, b->id);
       guint64 bytes = b->size_bytes;

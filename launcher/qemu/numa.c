@@ -2,7 +2,6 @@
 
 #include <string.h>
 
-#include "launcher/qemu/args-private.h"
 #include "launcher/qemu/backends.h"
 #include "launcher/qemu/keyval.h"
 #include "launcher/qemu/numbers.h"
@@ -108,7 +107,7 @@ numa_node(QpQemuArgs *a, Numa *numa, const QpOpt *o, GArray *kv, GError **error)
                            "give one",
                            text);
   if (mem != NULL) {
-    if (!a->priv->machine.numa_mem_supported)
+    if (!a->machine_info.numa_mem_supported)
       return qp_args_invalid(
           error,
           "-numa '%s': mem= is not supported by machine '%s': use "
@@ -190,12 +189,12 @@ numa_cpu(QpQemuArgs *a, Numa *numa, const QpOpt *o, GArray *kv, GError **error)
     if (!numa_get_uint(kv, keys[k + 2], G_MAXINT64, text, FALSE, &ids[k],
                        &has_id[k], error))
       return FALSE;
-  if (has_id[1] && r->dies == 1 && a->priv->machine.known)
+  if (has_id[1] && r->dies == 1 && a->machine_info.known)
     return qp_args_invalid(error,
                            "-numa '%s': die-id is not supported with one die "
                            "per socket",
                            text);
-  if (has_id[2] && !a->priv->machine.clusters_supported)
+  if (has_id[2] && !a->machine_info.clusters_supported)
     return qp_args_invalid(error,
                            "-numa '%s': cluster-id is not supported by machine "
                            "'%s'",
@@ -318,7 +317,7 @@ numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
       used += numa->nodes[i].mem_bytes;
     }
     numa->nodes[n - 1].mem_bytes = a->ram_bytes - used;
-    a->priv->split_mem = TRUE;
+    a->numa_split_ram = TRUE;
   }
 
   for (guint c = 0; c < r->maxcpus; c++)
@@ -376,7 +375,7 @@ numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
 
   r->n_gnodes = n;
   r->gnodes = g_new0(QpGuestNode, n);
-  a->priv->nodes = g_new0(NodeExtra, n);
+  a->numa_nodes = g_new0(QpNumaNodeArg, n);
   for (guint i = 0; i < n; i++) {
     NumaNode *nd = &numa->nodes[i];
     QpGuestNode *g = &r->gnodes[i];
@@ -392,9 +391,9 @@ numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
       g->host_nodes = b->host_nodes ? hwloc_bitmap_dup(b->host_nodes) : NULL;
       g->policy = b->policy;
     }
-    a->priv->nodes[i].argi = nd->argi;
-    a->priv->nodes[i].mem_bytes = nd->mem_bytes;
-    a->priv->nodes[i].legacy_mem = nd->legacy_mem;
+    a->numa_nodes[i].argi = nd->argi;
+    a->numa_nodes[i].mem_bytes = nd->mem_bytes;
+    a->numa_nodes[i].legacy_mem = nd->legacy_mem;
   }
   return TRUE;
 }

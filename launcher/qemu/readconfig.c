@@ -2,9 +2,10 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 
-#include "launcher/qemu/args-private.h"
+#include "launcher/qemu/error.h"
 #include "launcher/qemu/keyval.h"
 #include "launcher/qemu/option-table.h"
 
@@ -130,11 +131,10 @@ section_option(const QpConfigSection *section)
 /* When ERROR names a value read from a -readconfig file, says which file,
  * line and section it came from: the caller did not write the option. */
 void
-qp_readconfig_name_source(const QpQemuArgs *a, GError **error)
+qp_readconfig_name_source(GPtrArray *file_values, GError **error)
 {
-  GPtrArray *v = a->priv->file_values;
-  for (guint k = 0;
-       v != NULL && error != NULL && *error != NULL && k + 1 < v->len; k += 2)
+  GPtrArray *v = file_values;
+  for (guint k = 0; error != NULL && *error != NULL && k + 1 < v->len; k += 2)
     if (strstr((*error)->message, v->pdata[k]) != NULL) {
       g_prefix_error(error, "-readconfig %s: ", (char *)v->pdata[k + 1]);
       return;
@@ -146,7 +146,8 @@ qp_readconfig_name_source(const QpQemuArgs *a, GError **error)
  * read is one warning (QEMU then says so itself); what QEMU refuses in its
  * syntax is refused here too. */
 GArray *
-qp_readconfig_expand(QpQemuArgs *a, GArray *opts, GError **error)
+qp_readconfig_expand(GArray *opts, GPtrArray *file_values, GPtrArray *warnings,
+                     GError **error)
 {
   g_autoptr(GArray) all = g_array_new(FALSE, TRUE, sizeof(QpOpt));
   for (guint i = 0; i < opts->len; i++) {
@@ -161,14 +162,12 @@ qp_readconfig_expand(QpQemuArgs *a, GArray *opts, GError **error)
       return NULL;
     }
     if (sections == NULL) {
-      g_ptr_array_add(a->warnings,
+      g_ptr_array_add(warnings,
                       g_strdup_printf("-readconfig %s %s: what it holds is "
                                       "not planned for",
                                       o->value, local->message));
       continue;
     }
-    if (a->priv->file_values == NULL)
-      a->priv->file_values = g_ptr_array_new_with_free_func(g_free);
     for (guint k = 0; k < sections->len; k++) {
       const QpConfigSection *sec = g_ptr_array_index(sections, k);
       const char *name = section_option(sec);
@@ -180,10 +179,9 @@ qp_readconfig_expand(QpQemuArgs *a, GArray *opts, GError **error)
       for (guint j = 0; j < sec->keys->len; j++)
         qp_kv_append(v, sec->keys->pdata[j], sec->values->pdata[j]);
       char *value = g_string_free(v, FALSE);
-      g_ptr_array_add(a->priv->file_values, value);
-      g_ptr_array_add(
-          a->priv->file_values,
-          g_strdup_printf("%s:%u [%s]", o->value, sec->line, sec->group));
+      g_ptr_array_add(file_values, value);
+      g_ptr_array_add(file_values, g_strdup_printf("%s:%u [%s]", o->value,
+                                                   sec->line, sec->group));
       QpOpt f = {.name = name,
                  .i = QP_ARGI_IN_FILE,
                  .value = value,

@@ -6,8 +6,6 @@
 
 #include <glib.h>
 
-#include "launcher/qemu/args.h"
-
 G_BEGIN_DECLS
 
 typedef struct {
@@ -29,13 +27,16 @@ void qp_config_section_free(QpConfigSection *section);
 GPtrArray *qp_readconfig_read(const char *path, GError **error);
 
 /* OPTS (of QpOpt) with the options of each -readconfig file in place of it,
- * so that they merge with the command line's in QEMU's order. A file that
- * cannot be read is one warning (QEMU then says so itself); what QEMU
+ * so that they merge with the command line's in QEMU's order. The values
+ * read from files go to FILE_VALUES (of char*, each followed by its
+ * "FILE:LINE [group]"), which must outlive the options. A file that cannot
+ * be read is one line in WARNINGS (QEMU then says so itself); what QEMU
  * refuses in its syntax is refused here too. */
-GArray *qp_readconfig_expand(QpQemuArgs *a, GArray *opts, GError **error);
+GArray *qp_readconfig_expand(GArray *opts, GPtrArray *file_values,
+                             GPtrArray *warnings, GError **error);
 
-/* When ERROR names a value read from a -readconfig file, says which file,
- * line and section it came from: the caller did not write the option. */
-void qp_readconfig_name_source(const QpQemuArgs *a, GError **error);
+/* When ERROR quotes a value of FILE_VALUES, says which file, line and
+ * section it came from: the caller did not write the option. */
+void qp_readconfig_name_source(GPtrArray *file_values, GError **error);
 
 G_END_DECLS

@@ -10,7 +10,6 @@
 
 #include <string.h>
 
-#include "launcher/qemu/args-private.h"
 #include "launcher/qemu/backends.h"
 #include "launcher/qemu/devices.h"
 #include "launcher/qemu/keyval.h"
@@ -43,23 +42,17 @@ qp_qemu_args_free(QpQemuArgs *args)
     g_ptr_array_unref(args->warnings);
   if (args->notes)
     g_ptr_array_unref(args->notes);
-  if (args->priv) {
-    g_free(args->priv->nodes);
-    g_free(args->priv->mem_path);
-    if (args->priv->mem_path_i)
-      g_array_unref(args->priv->mem_path_i);
-    if (args->priv->file_values)
-      g_ptr_array_unref(args->priv->file_values);
-    g_free(args->priv);
-  }
+  g_free(args->numa_nodes);
+  g_free(args->mem_path);
+  if (args->mem_path_argi)
+    g_array_unref(args->mem_path_argi);
   g_free(args);
 }
 
 const char *
 qp_qemu_args_ram_id(const QpQemuArgs *args)
 {
-  return args->priv->machine.ram_id ? args->priv->machine.ram_id
-                                    : "qemu-pin-ram";
+  return args->machine_info.ram_id ? args->machine_info.ram_id : "qemu-pin-ram";
 }
 
 static gboolean
@@ -107,7 +100,7 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
   }
   v = qp_kv_get(machine, "type");
   a->machine = g_strdup(v ? v : "pc");
-  a->priv->machine = qp_machine_lookup(a->machine);
+  a->machine_info = qp_machine_lookup(a->machine);
   if ((v = qp_kv_get(machine, "memory-backend")) != NULL)
     a->machine_memdev = g_strdup(v);
 
@@ -120,11 +113,11 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
     else if (qp_opt_is(o, "sandbox"))
       a->has_sandbox = TRUE;
     else if (qp_opt_is(o, "mem-prealloc"))
-      a->priv->mem_prealloc = TRUE;
+      a->mem_prealloc = TRUE;
     else if (qp_opt_is(o, "mem-path")) {
-      g_free(a->priv->mem_path);
-      a->priv->mem_path = g_strdup(o->value);
-      g_array_append_val(a->priv->mem_path_i, o->i);
+      g_free(a->mem_path);
+      a->mem_path = g_strdup(o->value);
+      g_array_append_val(a->mem_path_argi, o->i);
     } else if (qp_opt_is(o, "incoming"))
       g_free(a->incoming), a->incoming = g_strdup(o->value);
     else if (qp_opt_is(o, "pidfile"))
@@ -180,13 +173,13 @@ parse_all(QpQemuArgs *a, GArray *opts, GError **error)
   QpRequest *r = a->req;
   for (guint i = 0; i < a->backends->len; i++) {
     QpBackend *b = g_ptr_array_index(a->backends, i);
-    if (a->priv->mem_prealloc)
+    if (a->mem_prealloc)
       b->prealloc = TRUE;
     r->prealloc |= b->prealloc;
   }
-  if (a->priv->mem_prealloc)
+  if (a->mem_prealloc)
     r->prealloc = TRUE;
-  qp_memory_model(a, devices, a->priv->mem_path);
+  qp_memory_model(a, devices, a->mem_path);
   return TRUE;
 }
 
@@ -205,8 +198,7 @@ qp_qemu_args_parse(guint argc, char **argv, GError **error)
   a->backends = g_ptr_array_new_with_free_func(qp_backend_free);
   a->warnings = g_ptr_array_new_with_free_func(g_free);
   a->notes = g_ptr_array_new_with_free_func(g_free);
-  a->priv = g_new0(struct _QpQemuArgsPriv, 1);
-  a->priv->mem_path_i = g_array_new(FALSE, FALSE, sizeof(guint));
+  a->mem_path_argi = g_array_new(FALSE, FALSE, sizeof(guint));
   a->ram_bytes = 128 * QP_MiB;
   {
     g_autoptr(QpVmIds) ids = qp_vm_ids_from_argv(argc, a->argv);
@@ -237,11 +229,13 @@ qp_qemu_args_parse(guint argc, char **argv, GError **error)
     qp_args_invalid(error, "%s requires an argument", missing);
     return NULL;
   }
-  g_autoptr(GArray) all = qp_readconfig_expand(a, opts, error);
+  g_autoptr(GPtrArray) file_values = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GArray) all =
+      qp_readconfig_expand(opts, file_values, a->warnings, error);
   if (all == NULL)
     return NULL;
   if (!parse_all(a, all, error)) {
-    qp_readconfig_name_source(a, error);
+    qp_readconfig_name_source(file_values, error);
     return NULL;
   }
   g_autoptr(GString) unbound = g_string_new(NULL);

@@ -3,7 +3,6 @@
 #include <json-glib/json-glib.h>
 #include <string.h>
 
-#include "launcher/qemu/args-private.h"
 #include "launcher/qemu/backends.h"
 #include "launcher/qemu/keyval.h"
 #include "launcher/qemu/numbers.h"
@@ -155,7 +154,7 @@ new_backend(const char *id, const char *mem_path, guint64 bytes,
 static void
 drop_mem_path(Rewrite *rw)
 {
-  GArray *idx = rw->args->priv->mem_path_i;
+  GArray *idx = rw->args->mem_path_argi;
   for (guint i = 0; i < idx->len; i++) {
     guint k = g_array_index(idx, guint, i);
     rw->drop[k] = rw->drop[k + 1] = TRUE;
@@ -218,9 +217,9 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
 
   /* -mem-path cannot go with -machine memory-backend or memdev=: it becomes
    * the mem-path of the backends made here, as QEMU makes its own. */
-  const char *mem_path = a->priv->mem_path;
+  const char *mem_path = a->mem_path;
   g_auto(hwloc_bitmap_t) tc_nodes =
-      a->priv->mem_prealloc && prealloc_context_usable(a)
+      a->mem_prealloc && prealloc_context_usable(a)
           ? nodes_with_cpus(m->host_nodes)
           : NULL;
   gboolean with_tc = tc_nodes != NULL;
@@ -243,8 +242,8 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
     g_ptr_array_add(rw->tail, g_strdup_printf("memory-backend=%s", id));
     return TRUE;
   }
-  const NodeExtra *nx = &a->priv->nodes[m->gnode];
-  if (!a->priv->split_mem || nx->legacy_mem || nx->mem_bytes == 0 ||
+  const QpNumaNodeArg *nx = &a->numa_nodes[m->gnode];
+  if (!a->numa_split_ram || nx->legacy_mem || nx->mem_bytes == 0 ||
       nx->argi == QP_ARGI_IN_FILE)
     return TRUE; /* mem=, no memory, or a -readconfig node: nothing to bind */
   /* Several backends can share a -mem-path directory, not a file. */
@@ -278,8 +277,7 @@ apply_vnuma(Rewrite *rw, const QpPlan *plan)
                     "cpus=%u,maxcpus=%u,sockets=%u,dies=1,cores=%u,threads=%u",
                     a->req->vcpus, plan->n_vcpus, plan->vnuma_sockets,
                     plan->vnuma_cores, plan->vnuma_threads));
-  if (plan->n_vnodes == 0 || a->machine_memdev != NULL ||
-      a->priv->mem_path != NULL)
+  if (plan->n_vnodes == 0 || a->machine_memdev != NULL || a->mem_path != NULL)
     return FALSE;
   for (guint i = 0; i < plan->n_vnodes; i++) {
     const QpPlanVnode *v = &plan->vnodes[i];

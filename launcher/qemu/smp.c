@@ -3,7 +3,6 @@
  * cores, since then cores over sockets; threads last. */
 #include "launcher/qemu/smp.h"
 
-#include "launcher/qemu/args-private.h"
 #include "launcher/qemu/keyval.h"
 #include "launcher/qemu/numbers.h"
 
@@ -12,7 +11,7 @@ qp_smp_read(QpQemuArgs *a, GArray *kv, const char *last_text, GError **error)
 {
   static const char *const keys[] = {"cpus",     "maxcpus", "sockets", "dies",
                                      "clusters", "cores",   "threads", NULL};
-  const QpMachine *m = &a->priv->machine;
+  const QpMachine *m = &a->machine_info;
   guint64 val[7] = {0};
   const char *unknown = qp_kv_unknown_key(kv, keys);
 

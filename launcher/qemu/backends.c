@@ -2,13 +2,13 @@
  * their properties. */
 #include "launcher/qemu/backends.h"
 
-#include <json-glib/json-glib.h>
 #include <string.h>
 
 #include "launcher/qemu/keyval.h"
 #include "launcher/qemu/machine.h"
 #include "launcher/qemu/memory.h"
 #include "launcher/qemu/numbers.h"
+#include "launcher/qemu/props.h"
 
 void
 qp_backend_free(gpointer p)
@@ -32,182 +32,60 @@ qp_backend_find(const QpQemuArgs *a, const char *id)
   return NULL;
 }
 
+/* What QEMU 7.2's memory backends take, for a JSON -object. */
+static const QpPropSchema backend_schema[] = {
+    {"prealloc", QP_PROP_BOOL}, {"hugetlb", QP_PROP_BOOL},
+    {"share", QP_PROP_BOOL},    {"merge", QP_PROP_BOOL},
+    {"dump", QP_PROP_BOOL},     {"reserve", QP_PROP_BOOL},
+    {"size", QP_PROP_SIZE},     {"hugetlbsize", QP_PROP_SIZE},
+    {"align", QP_PROP_SIZE},    {"mem-path", QP_PROP_STRING},
+    {"policy", QP_PROP_STRING}, {"prealloc-context", QP_PROP_STRING},
+    {NULL, QP_PROP_BOOL},
+};
+
+/* The properties of backend B from P; *HAS_SIZE says whether size= is
+ * given. */
 static gboolean
-json_list(JsonNode *node, const char *key, guint64 max, const char *text,
-          hwloc_bitmap_t *out, GError **error)
+backend_read(QpBackend *b, const QpProps *p, gboolean *has_size, GError **error)
 {
-  if (!JSON_NODE_HOLDS_ARRAY(node))
-    return qp_args_invalid(
-        error, "-object '%s': '%s' must be an array of node numbers", text,
-        key);
-  JsonArray *arr = json_node_get_array(node);
-  g_auto(hwloc_bitmap_t) set = hwloc_bitmap_alloc();
-  for (guint i = 0; i < json_array_get_length(arr); i++) {
-    JsonNode *e = json_array_get_element(arr, i);
-    if (!JSON_NODE_HOLDS_VALUE(e) ||
-        json_node_get_value_type(e) != G_TYPE_INT64 ||
-        json_node_get_int(e) < 0 || (guint64)json_node_get_int(e) > max)
-      return qp_args_invalid(
-          error,
-          "-object '%s': '%s' must hold integers from 0 to %" G_GUINT64_FORMAT,
-          text, key, max);
-    hwloc_bitmap_set(set, (unsigned)json_node_get_int(e));
-  }
-  *out = g_steal_pointer(&set);
-  return TRUE;
-}
-
-static const char *const json_bool_keys[] = {
-    "prealloc", "hugetlb", "share", "merge", "dump", "reserve", NULL};
-static const char *const json_size_keys[] = {"size", "hugetlbsize", "align",
-                                             NULL};
-static const char *const json_string_keys[] = {"mem-path", "policy",
-                                               "prealloc-context", NULL};
-
-/* The memory backend of a JSON -object. */
-static gboolean
-backend_from_json(JsonObject *obj, const char *text, QpBackend *b,
-                  gboolean *has_size, GError **error)
-{
-  GList *members = json_object_get_members(obj);
-  for (GList *l = members; l; l = l->next) {
-    const char *key = l->data;
-    JsonNode *n = json_object_get_member(obj, key);
-    gboolean ok = TRUE;
-    if (g_strv_contains(json_bool_keys, key))
-      ok = JSON_NODE_HOLDS_VALUE(n) &&
-           json_node_get_value_type(n) == G_TYPE_BOOLEAN;
-    else if (g_strv_contains(json_size_keys, key))
-      ok = JSON_NODE_HOLDS_VALUE(n) &&
-           json_node_get_value_type(n) == G_TYPE_INT64 &&
-           json_node_get_int(n) >= 0;
-    else if (g_strv_contains(json_string_keys, key))
-      ok = JSON_NODE_HOLDS_VALUE(n) &&
-           json_node_get_value_type(n) == G_TYPE_STRING;
-    if (!ok) {
-      g_list_free(members);
-      const char *expected = g_strv_contains(json_bool_keys, key)
-                                 ? "true or false"
-                             : g_strv_contains(json_size_keys, key)
-                                 ? "a non-negative integer (bytes)"
-                                 : "a string";
-      return qp_args_invalid(error, "-object '%s': '%s' must be %s", text, key,
-                             expected);
-    }
-  }
-  g_list_free(members);
-
-  if (json_object_has_member(obj, "size")) {
-    *has_size = TRUE;
-    b->size_bytes = (guint64)json_object_get_int_member(obj, "size");
-  }
-  if (json_object_has_member(obj, "prealloc"))
-    b->prealloc = json_object_get_boolean_member(obj, "prealloc");
-  if (json_object_has_member(obj, "hugetlb"))
-    b->hugetlb = json_object_get_boolean_member(obj, "hugetlb");
-  if (json_object_has_member(obj, "hugetlbsize"))
-    b->hugetlbsize_kib =
-        (guint64)json_object_get_int_member(obj, "hugetlbsize") / 1024;
-  if (json_object_has_member(obj, "mem-path"))
-    b->mem_path = g_strdup(json_object_get_string_member(obj, "mem-path"));
-  if (json_object_has_member(obj, "policy")) {
-    const char *p = json_object_get_string_member(obj, "policy");
-    if (!qp_policy_parse(p, &b->policy))
-      return qp_args_invalid(error,
-                             "-object '%s': policy '%s' is not one of default, "
-                             "preferred, bind, interleave",
-                             text, p);
-  }
-  if (json_object_has_member(obj, "host-nodes") &&
-      !json_list(json_object_get_member(obj, "host-nodes"), "host-nodes",
-                 QP_MAX_NODES - 1, text, &b->host_nodes, error))
+  guint64 huge_bytes = 0;
+  gboolean has_huge;
+  if (!qp_props_check(p, backend_schema, error) ||
+      !qp_props_size(p, "size", &b->size_bytes, has_size, error) ||
+      !qp_props_bool(p, "prealloc", &b->prealloc, error) ||
+      !qp_props_bool(p, "hugetlb", &b->hugetlb, error) ||
+      !qp_props_size(p, "hugetlbsize", &huge_bytes, &has_huge, error))
     return FALSE;
-  return TRUE;
-}
-
-/* The memory backend of a key=value -object. */
-static gboolean
-backend_from_kv(GArray *kv, const char *text, QpBackend *b, gboolean *has_size,
-                GError **error)
-{
-  const char *v;
-  g_autofree char *what = g_strdup_printf("-object '%s': size", text);
-
-  if ((v = qp_kv_get(kv, "size")) != NULL) {
-    if (!qp_parse_size(v, what, FALSE, &b->size_bytes, error))
-      return FALSE;
-    *has_size = TRUE;
-  }
-  static const char *const bools[] = {"prealloc", "hugetlb", NULL};
-  for (guint i = 0; bools[i]; i++) {
-    gboolean flag;
-    if ((v = qp_kv_get(kv, bools[i])) == NULL)
-      continue;
-    if (!qp_parse_bool(v, &flag))
-      return qp_args_invalid(error, "-object '%s': %s '%s' is not on or off",
-                             text, bools[i], v);
-    if (i == 0)
-      b->prealloc = flag;
-    else
-      b->hugetlb = flag;
-  }
-  if ((v = qp_kv_get(kv, "hugetlbsize")) != NULL) {
-    guint64 bytes;
-    g_free(what);
-    what = g_strdup_printf("-object '%s': hugetlbsize", text);
-    if (!qp_parse_size(v, what, FALSE, &bytes, error))
-      return FALSE;
-    b->hugetlbsize_kib = bytes / 1024;
-  }
-  if ((v = qp_kv_get(kv, "mem-path")) != NULL)
-    b->mem_path = g_strdup(v);
-  if ((v = qp_kv_get(kv, "policy")) != NULL && !qp_policy_parse(v, &b->policy))
+  b->hugetlbsize_kib = huge_bytes / 1024;
+  b->mem_path = g_strdup(qp_props_string(p, "mem-path"));
+  const char *policy = qp_props_string(p, "policy");
+  if (policy != NULL && !qp_policy_parse(policy, &b->policy))
     return qp_args_invalid(error,
-                           "-object '%s': policy '%s' is not one of default, "
+                           "%s '%s': policy '%s' is not one of default, "
                            "preferred, bind, interleave",
-                           text, v);
-  return qp_kv_index_set(kv, "host-nodes", QP_MAX_NODES - 1, "-object", text,
-                         &b->host_nodes, error);
+                           p->option, p->text, policy);
+  if (!qp_props_index_set(p, "host-nodes", QP_MAX_NODES - 1, &b->host_nodes,
+                          error))
+    return FALSE;
+  b->prealloc_context = qp_props_has(p, "prealloc-context");
+  b->reserve = qp_props_bool_or(p, "reserve", TRUE);
+  return TRUE;
 }
 
 gboolean
 qp_object_read(QpQemuArgs *a, const QpOpt *o, GError **error)
 {
-  const char *text = o->value;
-  g_autofree char *qom_type = NULL, *id = NULL;
-  g_autoptr(JsonParser) parser = NULL;
-  g_autoptr(GArray) kv = NULL;
-  JsonObject *obj = NULL;
+  const char *text = o->value, *qom_type, *id;
+  g_auto(QpProps) p = {0};
 
-  if (text[0] == '{') {
-    g_autoptr(GError) local = NULL;
-    parser = json_parser_new();
-    if (!json_parser_load_from_data(parser, text, -1, &local))
-      return qp_args_invalid(error, "-object '%s' is not valid JSON: %s", text,
-                             local->message);
-    JsonNode *root = json_parser_get_root(parser);
-    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
-      return qp_args_invalid(error, "-object '%s': expected a JSON object",
-                             text);
-    obj = json_node_get_object(root);
-    JsonNode *t = json_object_get_member(obj, "qom-type");
-    JsonNode *i = json_object_get_member(obj, "id");
-    if (t == NULL || !JSON_NODE_HOLDS_VALUE(t) ||
-        json_node_get_value_type(t) != G_TYPE_STRING)
-      return qp_args_invalid(error, "-object '%s': 'qom-type' must be a string",
-                             text);
-    if (i != NULL && (!JSON_NODE_HOLDS_VALUE(i) ||
-                      json_node_get_value_type(i) != G_TYPE_STRING))
-      return qp_args_invalid(error, "-object '%s': 'id' must be a string",
-                             text);
-    qom_type = g_strdup(json_node_get_string(t));
-    id = i ? g_strdup(json_node_get_string(i)) : NULL;
-  } else {
-    kv = qp_kv_parse(text, "qom-type");
-    qom_type = g_strdup(qp_kv_get(kv, "qom-type"));
-    id = g_strdup(qp_kv_get(kv, "id"));
-  }
-
+  if (!qp_props_read(&p, "-object", text, "qom-type", error) ||
+      !qp_props_get_string(&p, "qom-type", &qom_type, error))
+    return FALSE;
+  if (qom_type == NULL && p.json != NULL)
+    return qp_args_invalid(error, "-object '%s': 'qom-type' must be a string",
+                           text);
+  if (!qp_props_get_string(&p, "id", &id, error))
+    return FALSE;
   if (qom_type == NULL)
     return TRUE; /* QEMU says what is wrong */
   if (strcmp(qom_type, "iothread") == 0) {
@@ -229,15 +107,13 @@ qp_object_read(QpQemuArgs *a, const QpOpt *o, GError **error)
   g_autoptr(GPtrArray) holder = g_ptr_array_new_with_free_func(qp_backend_free);
   QpBackend *b = g_new0(QpBackend, 1);
   g_ptr_array_add(holder, b);
-  b->id = g_steal_pointer(&id);
-  b->qom_type = g_steal_pointer(&qom_type);
+  b->id = g_strdup(id);
+  b->qom_type = g_strdup(qom_type);
   b->argi = o->vi;
-  b->json = obj != NULL;
+  b->json = p.json != NULL;
   gboolean has_size = FALSE;
-  if (obj ? !backend_from_json(obj, text, b, &has_size, error)
-          : !backend_from_kv(kv, text, b, &has_size, error))
+  if (!backend_read(b, &p, &has_size, error))
     return FALSE;
-
   if (has_size && b->size_bytes == 0)
     return qp_args_invalid(error,
                            "-object '%s': size 0 is not a memory size: "
@@ -247,8 +123,6 @@ qp_object_read(QpQemuArgs *a, const QpOpt *o, GError **error)
     return qp_args_invalid(
         error, "-object '%s': memory backend '%s' needs a size", text, b->id);
   b->size_mib = qp_bytes_to_mib(b->size_bytes);
-  b->prealloc_context = obj ? json_object_has_member(obj, "prealloc-context")
-                            : qp_kv_get(kv, "prealloc-context") != NULL;
   if (b->policy == QP_POLICY_BIND && b->host_nodes == NULL)
     return qp_args_invalid(error, "-object '%s': policy bind needs host-nodes",
                            text);
@@ -257,7 +131,7 @@ qp_object_read(QpQemuArgs *a, const QpOpt *o, GError **error)
                            "-object '%s': host-nodes needs a policy other "
                            "than default (bind, preferred or interleave)",
                            text);
-  qp_backend_classify(b, text);
+  qp_backend_classify(b);
   g_ptr_array_add(a->backends, g_ptr_array_steal_index(holder, 0));
   return TRUE;
 }

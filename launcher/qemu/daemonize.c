@@ -1,9 +1,7 @@
 #include "launcher/qemu/daemonize.h"
 
-#include <json-glib/json-glib.h>
-
-#include "launcher/qemu/keyval.h"
 #include "launcher/qemu/option-table.h"
+#include "launcher/qemu/props.h"
 
 /* A memory backend of an -object value (key=value or JSON) without its
  * prealloc-context, or NULL when it is no such backend or has none. The id
@@ -11,30 +9,16 @@
 static char *
 backend_without_context(const char *value, char **id)
 {
-  if (value[0] != '{') {
-    g_autoptr(GArray) kv = qp_kv_parse(value, "qom-type");
-    const char *type = qp_kv_get(kv, "qom-type");
-    if (type == NULL || !g_str_has_prefix(type, "memory-backend-") ||
-        qp_kv_get(kv, "prealloc-context") == NULL)
-      return NULL;
-    *id = g_strdup(qp_kv_get(kv, "id"));
-    return qp_kv_without(value, "prealloc-context");
-  }
-  g_autoptr(JsonParser) parser = json_parser_new();
-  if (!json_parser_load_from_data(parser, value, -1, NULL))
+  g_auto(QpProps) p = {0};
+  if (!qp_props_read(&p, "-object", value, "qom-type", NULL))
     return NULL;
-  JsonNode *root = json_parser_get_root(parser);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
-    return NULL;
-  JsonObject *obj = json_node_get_object(root);
-  const char *type =
-      json_object_get_string_member_with_default(obj, "qom-type", NULL);
+  const char *type = qp_props_string(&p, "qom-type");
   if (type == NULL || !g_str_has_prefix(type, "memory-backend-") ||
-      !json_object_has_member(obj, "prealloc-context"))
+      !qp_props_has(&p, "prealloc-context"))
     return NULL;
-  *id = g_strdup(json_object_get_string_member_with_default(obj, "id", ""));
-  json_object_remove_member(obj, "prealloc-context");
-  return json_to_string(root, FALSE);
+  *id = g_strdup(qp_props_string(&p, "id"));
+  qp_props_remove(&p, "prealloc-context");
+  return qp_props_to_text(&p);
 }
 
 char **

@@ -1,10 +1,9 @@
 #include "launcher/qemu/devices.h"
 
-#include <json-glib/json-glib.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/qemu/keyval.h"
+#include "launcher/qemu/props.h"
 #include "launcher/qemu/option-table.h"
 
 static gboolean
@@ -75,37 +74,14 @@ sysfsdev_bdf(const char *path)
 static gboolean
 parse_device(GPtrArray *vfio, const char *text, GError **error)
 {
-  g_autofree char *driver = NULL, *host = NULL, *sysfsdev = NULL;
+  g_auto(QpProps) p = {0};
+  const char *driver, *host, *sysfsdev;
 
-  if (text[0] == '{') {
-    g_autoptr(JsonParser) parser = json_parser_new();
-    g_autoptr(GError) local = NULL;
-    if (!json_parser_load_from_data(parser, text, -1, &local))
-      return qp_args_invalid(error, "-device '%s' is not valid JSON: %s", text,
-                             local->message);
-    JsonNode *root = json_parser_get_root(parser);
-    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
-      return qp_args_invalid(error, "-device '%s': expected a JSON object",
-                             text);
-    JsonObject *obj = json_node_get_object(root);
-    static const char *const keys[] = {"driver", "host", "sysfsdev"};
-    char **dest[] = {&driver, &host, &sysfsdev};
-    for (guint k = 0; k < G_N_ELEMENTS(keys); k++) {
-      JsonNode *n = json_object_get_member(obj, keys[k]);
-      if (n == NULL)
-        continue;
-      if (!JSON_NODE_HOLDS_VALUE(n) ||
-          json_node_get_value_type(n) != G_TYPE_STRING)
-        return qp_args_invalid(error, "-device '%s': '%s' must be a string",
-                               text, keys[k]);
-      *dest[k] = g_strdup(json_node_get_string(n));
-    }
-  } else {
-    g_autoptr(GArray) kv = qp_kv_parse(text, "driver");
-    driver = g_strdup(qp_kv_get(kv, "driver"));
-    host = g_strdup(qp_kv_get(kv, "host"));
-    sysfsdev = g_strdup(qp_kv_get(kv, "sysfsdev"));
-  }
+  if (!qp_props_read(&p, "-device", text, "driver", error) ||
+      !qp_props_get_string(&p, "driver", &driver, error) ||
+      !qp_props_get_string(&p, "host", &host, error) ||
+      !qp_props_get_string(&p, "sysfsdev", &sysfsdev, error))
+    return FALSE;
   if (driver == NULL || (strcmp(driver, "vfio-pci") != 0 &&
                          strcmp(driver, "vfio-pci-nohotplug") != 0))
     return TRUE;
@@ -119,14 +95,13 @@ parse_device(GPtrArray *vfio, const char *text, GError **error)
   if (host == NULL)
     return qp_args_invalid(
         error, "-device '%s': vfio-pci needs host= or sysfsdev=", text);
-  const char *addr = host;
-  char *bdf = normalise_bdf(addr);
+  char *bdf = normalise_bdf(host);
   if (bdf == NULL)
     return qp_args_invalid(
         error,
         "-device '%s': host '%s' is not a PCI address: expected "
         "[domain:]bus:slot.function such as 0000:01:00.0",
-        text, addr);
+        text, host);
   g_ptr_array_add(vfio, bdf);
   return TRUE;
 }

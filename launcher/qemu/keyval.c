@@ -28,7 +28,36 @@ qp_kv_new(void)
   return a;
 }
 
-/* Appends the items of TEXT to KV. */
+/* A value from *P up to the comma that ends it (",," is a comma of the
+ * value); *P is left on that comma or the end. */
+static char *
+read_value(const char **p)
+{
+  GString *v = g_string_new(NULL);
+  const char *s = *p;
+  while (*s != '\0' && !(*s == ',' && s[1] != ',')) {
+    g_string_append_c(v, *s);
+    s += *s == ',' ? 2 : 1;
+  }
+  *p = s;
+  return g_string_free(v, FALSE);
+}
+
+/* The flag NAME: "foo" is foo=on, "nofoo" foo=off ("help" stays help). */
+static void
+read_flag(QpKvPair *pair, const char *name, gsize len)
+{
+  g_autofree char *word = g_strndup(name, len);
+  pair->flag = TRUE;
+  if (!qp_is_help_word(word) && g_str_has_prefix(word, "no")) {
+    pair->key = g_strdup(word + 2);
+    pair->value = g_strdup("off");
+  } else {
+    pair->key = g_steal_pointer(&word);
+    pair->value = g_strdup("on");
+  }
+}
+
 void
 qp_kv_parse_into(GArray *kv, const char *text, const char *implied)
 {
@@ -36,47 +65,20 @@ qp_kv_parse_into(GArray *kv, const char *text, const char *implied)
   gboolean first = TRUE;
 
   while (*p) {
-    QpKvPair pair = {0};
+    QpKvPair pair = {.text = text, .start = (gsize)(p - text)};
     gsize len = strcspn(p, "=,");
-    pair.text = text;
-    if (p[len] != '=') {
-      if (first && implied != NULL) {
-        pair.key = g_strdup(implied);
-      } else {
-        g_autofree char *name = g_strndup(p, len);
-        pair.flag = TRUE;
-        if (!qp_is_help_word(name) && g_str_has_prefix(name, "no")) {
-          pair.key = g_strdup(name + 2);
-          pair.value = g_strdup("off");
-        } else {
-          pair.key = g_strdup(name);
-          pair.value = g_strdup("on");
-        }
-        p += len;
-        goto next;
-      }
-    } else {
+    if (p[len] == '=') {
       pair.key = g_strndup(p, len);
       p += len + 1;
+      pair.value = read_value(&p);
+    } else if (first && implied != NULL) {
+      pair.key = g_strdup(implied);
+      pair.value = read_value(&p);
+    } else {
+      read_flag(&pair, p, len);
+      p += len;
     }
-    {
-      GString *v = g_string_new(NULL);
-      for (;;) {
-        if (*p == '\0')
-          break;
-        if (*p == ',') {
-          if (p[1] == ',') {
-            g_string_append_c(v, ',');
-            p += 2;
-            continue;
-          }
-          break;
-        }
-        g_string_append_c(v, *p++);
-      }
-      pair.value = g_string_free(v, FALSE);
-    }
-  next:
+    pair.len = (gsize)(p - text) - pair.start;
     g_array_append_val(kv, pair);
     first = FALSE;
     if (*p == ',')
@@ -185,27 +187,21 @@ qp_kv_append_set(GString *s, const char *key, hwloc_const_bitmap_t set)
     qp_kv_append(s, key, ranges[i]);
 }
 
-/* TEXT (key=value syntax) without its KEY=... items; the others stay as
- * they were written, ",," escapes included. */
 char *
-qp_kv_without(const char *text, const char *key)
+qp_kv_without(const char *text, const char *key, const char *implied)
 {
+  g_autoptr(GArray) kv = qp_kv_parse(text, implied);
   GString *out = g_string_new(NULL);
-  const char *p = text;
-  while (*p) {
-    const char *start = p;
-    while (*p && !(*p == ',' && p[1] != ','))
-      p += *p == ',' ? 2 : 1;
-    gsize len = (gsize)(p - start);
-    gsize klen = strcspn(start, "=,");
-    if (!(klen < len && start[klen] == '=' && klen == strlen(key) &&
-          strncmp(start, key, klen) == 0)) {
-      if (out->len > 0)
-        g_string_append_c(out, ',');
-      g_string_append_len(out, start, (gssize)len);
-    }
-    if (*p == ',')
-      p++;
+  gsize klen = strlen(key);
+  for (guint i = 0; i < kv->len; i++) {
+    const QpKvPair *p = &g_array_index(kv, QpKvPair, i);
+    /* Written as KEY=... (not a flag, nor a value of the implied key). */
+    if (!p->flag && p->len > klen && strncmp(text + p->start, key, klen) == 0 &&
+        text[p->start + klen] == '=')
+      continue;
+    if (out->len > 0)
+      g_string_append_c(out, ',');
+    g_string_append_len(out, text + p->start, (gssize)p->len);
   }
   return g_string_free(out, FALSE);
 }

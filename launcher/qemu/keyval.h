@@ -15,6 +15,7 @@ typedef struct {
   char *value;
   gboolean flag;    /* written without "=" */
   const char *text; /* the whole option value it came from */
+  gsize start, len; /* where the item is written in text */
 } QpKvPair;
 
 /* "help" or "?": QEMU's words asking for help. */
@@ -56,8 +57,9 @@ void qp_kv_append(GString *s, const char *key, const char *value);
 /* Appends SET as KEY items, one a range ("host-nodes=0-1,host-nodes=3"). */
 void qp_kv_append_set(GString *s, const char *key, hwloc_const_bitmap_t set);
 
-/* TEXT (key=value syntax) without its KEY=... items; the others stay as
- * they were written, ",," escapes included. */
-char *qp_kv_without(const char *text, const char *key);
+/* TEXT (key=value syntax, IMPLIED as for qp_kv_parse_into) without its
+ * KEY=... items; the others stay as they were written, ",," escapes
+ * included. */
+char *qp_kv_without(const char *text, const char *key, const char *implied);
 
 G_END_DECLS

@@ -22,7 +22,6 @@
  *   command line, the first user counts and QEMU says what is wrong. */
 #include "launcher/qemu/memory.h"
 
-#include <json-glib/json-glib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -30,8 +29,8 @@
 #include <sys/vfs.h>
 
 #include "launcher/qemu/backends.h"
-#include "launcher/qemu/keyval.h"
 #include "launcher/qemu/numbers.h"
+#include "launcher/qemu/props.h"
 
 #define HUGETLBFS_MAGIC_ 0x958458f6
 
@@ -98,32 +97,9 @@ mounted_dax(dev_t dev)
   return FALSE;
 }
 
-/* Reads reserve= of the backend in TEXT (on unless turned off). */
-static gboolean
-backend_reserve(const char *text)
-{
-  if (text[0] == '{') {
-    g_autoptr(JsonParser) parser = json_parser_new();
-    if (!json_parser_load_from_data(parser, text, -1, NULL))
-      return TRUE;
-    JsonNode *root = json_parser_get_root(parser);
-    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
-      return TRUE;
-    JsonNode *n = json_object_get_member(json_node_get_object(root), "reserve");
-    return n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
-           json_node_get_value_type(n) != G_TYPE_BOOLEAN ||
-           json_node_get_boolean(n);
-  }
-  g_autoptr(GArray) kv = qp_kv_parse(text, "qom-type");
-  const char *v = qp_kv_get(kv, "reserve");
-  static const char *const off[] = {"off", "no", "false", "n", NULL};
-  return v == NULL || !g_strv_contains(off, v);
-}
-
 void
-qp_backend_classify(QpBackend *b, const char *text)
+qp_backend_classify(QpBackend *b)
 {
-  b->reserve = backend_reserve(text);
   if (strcmp(b->qom_type, "memory-backend-memfd") == 0) {
     if (b->hugetlb && b->hugetlbsize_kib == 0)
       b->hugetlbsize_kib = default_hugepage_kib();
@@ -193,66 +169,23 @@ device_kind(const char *driver, QpMemKind *kind)
   return FALSE;
 }
 
-static char *
-json_string(JsonObject *obj, const char *key)
-{
-  JsonNode *n = json_object_get_member(obj, key);
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
-      json_node_get_value_type(n) != G_TYPE_STRING)
-    return NULL;
-  return g_strdup(json_node_get_string(n));
-}
-
-static guint64
-json_uint(JsonObject *obj, const char *key)
-{
-  JsonNode *n = json_object_get_member(obj, key);
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
-      json_node_get_value_type(n) != G_TYPE_INT64 || json_node_get_int(n) < 0)
-    return 0;
-  return (guint64)json_node_get_int(n);
-}
-
 /* The memory device of the -device value TEXT, or another device naming a
  * backend (OTHER); FALSE for a device without memdev=. A value QEMU cannot
  * read counts as 0 (QEMU refuses it). */
 static gboolean
 parse_mem_device(const char *text, MemDevice *d)
 {
+  g_auto(QpProps) p = {0};
   memset(d, 0, sizeof(*d));
-  if (text[0] == '{') {
-    g_autoptr(JsonParser) parser = json_parser_new();
-    if (!json_parser_load_from_data(parser, text, -1, NULL))
-      return FALSE;
-    JsonNode *root = json_parser_get_root(parser);
-    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
-      return FALSE;
-    JsonObject *obj = json_node_get_object(root);
-    g_autofree char *driver = json_string(obj, "driver");
-    d->other = !device_kind(driver, &d->kind);
-    d->id = json_string(obj, "id");
-    d->memdev = json_string(obj, "memdev");
-    if (d->other)
-      return d->memdev != NULL;
-    d->node = json_uint(obj, "node");
-    d->requested = json_uint(obj, "requested-size");
-    return TRUE;
-  }
-  g_autoptr(GArray) kv = qp_kv_parse(text, "driver");
-  d->other = !device_kind(qp_kv_get(kv, "driver"), &d->kind);
-  d->id = g_strdup(qp_kv_get(kv, "id"));
-  d->memdev = g_strdup(qp_kv_get(kv, "memdev"));
+  if (!qp_props_read(&p, "-device", text, "driver", NULL))
+    return FALSE;
+  d->other = !device_kind(qp_props_string(&p, "driver"), &d->kind);
+  d->id = g_strdup(qp_props_string(&p, "id"));
+  d->memdev = g_strdup(qp_props_string(&p, "memdev"));
   if (d->other)
     return d->memdev != NULL;
-  const char *v = qp_kv_get(kv, "node");
-  char *end = NULL;
-  if (v != NULL && g_ascii_isdigit(*v)) {
-    guint64 n = g_ascii_strtoull(v, &end, 0);
-    d->node = *end == '\0' ? n : 0;
-  }
-  if ((v = qp_kv_get(kv, "requested-size")) != NULL &&
-      !qp_parse_size(v, "requested-size", FALSE, &d->requested, NULL))
-    d->requested = 0;
+  d->node = qp_props_uint_or_zero(&p, "node");
+  d->requested = qp_props_size_or_zero(&p, "requested-size");
   return TRUE;
 }
 

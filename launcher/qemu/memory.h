@@ -11,11 +11,10 @@
 
 G_BEGIN_DECLS
 
-/* Completes backend B (parsed from TEXT, its -object value) from the host:
- * its page size (memfd with hugetlb, a file on hugetlbfs), reserve=,
- * whether its file is device DAX or on a DAX filesystem, and the size of a
- * file backend given without size=. */
-void qp_backend_classify(QpBackend *b, const char *text);
+/* Completes backend B from the host: its page size (memfd with hugetlb, a
+ * file on hugetlbfs), whether its file is device DAX or on a DAX
+ * filesystem, and the size of a file backend given without size=. */
+void qp_backend_classify(QpBackend *b);
 
 /* Page size of the hugetlbfs PATH (a directory or a file in one, existing
  * or not) is on, 0 if PATH is not on hugetlbfs. */

@@ -1,12 +1,12 @@
 #include "launcher/qemu/rewrite.h"
 
-#include <json-glib/json-glib.h>
 #include <string.h>
 
 #include "launcher/qemu/backends.h"
 #include "launcher/qemu/keyval.h"
 #include "launcher/qemu/numbers.h"
 #include "launcher/qemu/option-table.h"
+#include "launcher/qemu/props.h"
 #include "topology/cpulist.h"
 
 typedef struct {
@@ -97,35 +97,16 @@ edit_backend(const char *text, const QpBackend *b, gboolean set_nodes,
   /* The caller's policy (preferred without host-nodes) stays. */
   gboolean set_policy = set_nodes && b->policy == QP_POLICY_DEFAULT;
 
-  if (!b->json) {
-    GString *s = g_string_new(text);
-    if (set_nodes)
-      qp_kv_append_set(s, "host-nodes", nodes);
-    if (set_policy)
-      qp_kv_append(s, "policy", policy_for(policy));
-    if (with_tc)
-      qp_kv_append(s, "prealloc-context", tc);
-    *out = g_string_free(s, FALSE);
-    return TRUE;
-  }
-  g_autoptr(JsonParser) parser = json_parser_new();
-  if (!json_parser_load_from_data(parser, text, -1, error))
+  g_auto(QpProps) p = {0};
+  if (!qp_props_read(&p, "-object", text, "qom-type", error))
     return FALSE;
-  JsonObject *obj = json_node_get_object(json_parser_get_root(parser));
-  if (set_nodes) {
-    JsonArray *arr = json_array_new();
-    int n;
-    hwloc_bitmap_foreach_begin(n, nodes) json_array_add_int_element(arr, n);
-    hwloc_bitmap_foreach_end();
-    json_object_set_array_member(obj, "host-nodes", arr);
-  }
+  if (set_nodes)
+    qp_props_set_index_set(&p, "host-nodes", nodes);
   if (set_policy)
-    json_object_set_string_member(obj, "policy", policy_for(policy));
+    qp_props_set_string(&p, "policy", policy_for(policy));
   if (with_tc)
-    json_object_set_string_member(obj, "prealloc-context", tc);
-  g_autoptr(JsonGenerator) gen = json_generator_new();
-  json_generator_set_root(gen, json_parser_get_root(parser));
-  *out = json_generator_to_data(gen, NULL);
+    qp_props_set_string(&p, "prealloc-context", tc);
+  *out = qp_props_to_text(&p);
   return TRUE;
 }
 

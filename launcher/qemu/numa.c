@@ -1,3 +1,7 @@
+/* -numa as QEMU 7.2's numa.c reads it: nodes with their vCPUs and memory
+ * (mem= on old machine types, memdev= since), vCPUs placed by topology ids
+ * (-numa cpu), distances, and what QEMU completes when the command line
+ * leaves it out (vCPUs of no node, RAM of no node). */
 #include "launcher/qemu/numa.h"
 
 #include <string.h>
@@ -10,11 +14,9 @@
 
 typedef struct {
   gboolean present;
-  guint argi;
-  const char *text;
-  gboolean legacy_mem;
-  guint64 mem_bytes;
+  const char *text; /* its -numa value */
   char *memdev;
+  QpNumaNodeArg arg; /* where it is written, its RAM */
 } NumaNode;
 
 typedef struct {
@@ -66,6 +68,76 @@ numa_assign(QpQemuArgs *a, Numa *numa, guint cpu, guint node, const char *text,
   return TRUE;
 }
 
+/* The RAM of node N from its mem= or memdev= (of KV, its -numa TEXT). */
+static gboolean
+numa_node_memory(QpQemuArgs *a, Numa *numa, NumaNode *n, GArray *kv,
+                 const char *text, GError **error)
+{
+  const char *mem = qp_kv_get(kv, "mem"), *memdev = qp_kv_get(kv, "memdev");
+  if (mem != NULL && memdev != NULL)
+    return qp_args_invalid(error,
+                           "-numa '%s': mem and memdev exclude each other: "
+                           "give one",
+                           text);
+  if (mem != NULL) {
+    if (!a->machine_info.numa_mem_supported)
+      return qp_args_invalid(
+          error,
+          "-numa '%s': mem= is not supported by machine '%s': use "
+          "memdev= with an -object memory-backend-*",
+          text, a->machine);
+    g_autofree char *what = g_strdup_printf("-numa '%s': mem", text);
+    if (!qp_parse_size(mem, what, TRUE, &n->arg.mem_bytes, error))
+      return FALSE;
+    n->arg.legacy_mem = TRUE;
+  }
+  if (memdev == NULL)
+    return TRUE;
+  QpBackend *b = qp_backend_find(a, memdev);
+  if (b == NULL)
+    return qp_args_invalid(
+        error, "-numa '%s': memdev '%s' names no -object memory-backend-*",
+        text, memdev);
+  for (guint i = 0; i < QP_MAX_NODES; i++)
+    if (numa->nodes[i].memdev && strcmp(numa->nodes[i].memdev, memdev) == 0)
+      return qp_args_invalid(error,
+                             "-numa '%s': memdev '%s' is already the memory "
+                             "of node %u",
+                             text, memdev, i);
+  n->memdev = g_strdup(memdev);
+  n->arg.mem_bytes = b->size_bytes;
+  return TRUE;
+}
+
+/* The cpus= lists of KV (node ID's -numa TEXT) assigned to node ID. */
+static gboolean
+numa_node_cpus(QpQemuArgs *a, Numa *numa, guint id, GArray *kv,
+               const char *text, GError **error)
+{
+  for (guint i = 0; i < kv->len; i++) {
+    QpKvPair *p = &g_array_index(kv, QpKvPair, i);
+    guint64 lo, hi;
+    if (strcmp(p->key, "cpus") != 0)
+      continue;
+    if (!qp_parse_range(p->value, G_MAXUINT16, &lo, &hi))
+      return qp_args_invalid(
+          error,
+          "-numa '%s': cpus '%s' is not a vCPU index or range such "
+          "as 0-3",
+          text, p->value);
+    if (hi >= a->req->maxcpus)
+      return qp_args_invalid(error,
+                             "-numa '%s': vCPU %" G_GUINT64_FORMAT
+                             " does not exist: "
+                             "indexes go up to maxcpus - 1 (%u)",
+                             text, hi, a->req->maxcpus - 1);
+    for (guint64 c = lo; c <= hi; c++)
+      if (!numa_assign(a, numa, (guint)c, id, text, error))
+        return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean
 numa_node(QpQemuArgs *a, Numa *numa, const QpOpt *o, GArray *kv, GError **error)
 {
@@ -96,66 +168,11 @@ numa_node(QpQemuArgs *a, Numa *numa, const QpOpt *o, GArray *kv, GError **error)
                            "twice",
                            text, id);
   n->present = TRUE;
-  n->argi = o->vi;
+  n->arg.argi = o->vi;
   n->text = text;
   numa->n++;
-
-  const char *mem = qp_kv_get(kv, "mem"), *memdev = qp_kv_get(kv, "memdev");
-  if (mem != NULL && memdev != NULL)
-    return qp_args_invalid(error,
-                           "-numa '%s': mem and memdev exclude each other: "
-                           "give one",
-                           text);
-  if (mem != NULL) {
-    if (!a->machine_info.numa_mem_supported)
-      return qp_args_invalid(
-          error,
-          "-numa '%s': mem= is not supported by machine '%s': use "
-          "memdev= with an -object memory-backend-*",
-          text, a->machine);
-    g_autofree char *what = g_strdup_printf("-numa '%s': mem", text);
-    if (!qp_parse_size(mem, what, TRUE, &n->mem_bytes, error))
-      return FALSE;
-    n->legacy_mem = TRUE;
-  }
-  if (memdev != NULL) {
-    QpBackend *b = qp_backend_find(a, memdev);
-    if (b == NULL)
-      return qp_args_invalid(
-          error, "-numa '%s': memdev '%s' names no -object memory-backend-*",
-          text, memdev);
-    for (guint i = 0; i < QP_MAX_NODES; i++)
-      if (numa->nodes[i].memdev && strcmp(numa->nodes[i].memdev, memdev) == 0)
-        return qp_args_invalid(error,
-                               "-numa '%s': memdev '%s' is already the memory "
-                               "of node %u",
-                               text, memdev, i);
-    n->memdev = g_strdup(memdev);
-    n->mem_bytes = b->size_bytes;
-  }
-
-  for (guint i = 0; i < kv->len; i++) {
-    QpKvPair *p = &g_array_index(kv, QpKvPair, i);
-    guint64 lo, hi;
-    if (strcmp(p->key, "cpus") != 0)
-      continue;
-    if (!qp_parse_range(p->value, G_MAXUINT16, &lo, &hi))
-      return qp_args_invalid(
-          error,
-          "-numa '%s': cpus '%s' is not a vCPU index or range such "
-          "as 0-3",
-          text, p->value);
-    if (hi >= a->req->maxcpus)
-      return qp_args_invalid(error,
-                             "-numa '%s': vCPU %" G_GUINT64_FORMAT
-                             " does not exist: "
-                             "indexes go up to maxcpus - 1 (%u)",
-                             text, hi, a->req->maxcpus - 1);
-    for (guint64 c = lo; c <= hi; c++)
-      if (!numa_assign(a, numa, (guint)c, (guint)id, text, error))
-        return FALSE;
-  }
-  return TRUE;
+  return numa_node_memory(a, numa, n, kv, text, error) &&
+         numa_node_cpus(a, numa, (guint)id, kv, text, error);
 }
 
 static gboolean
@@ -263,30 +280,22 @@ numa_dist(Numa *numa, const char *text, GArray *kv, GError **error)
   return TRUE;
 }
 
+/* The memory of the nodes: given with mem= on every node, memdev= on every
+ * node, or on none, and then -m is split among them. */
 static gboolean
-numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
+numa_memory(QpQemuArgs *a, Numa *numa, GError **error)
 {
-  QpRequest *r = a->req;
   guint n = numa->n;
-  gboolean any_mem = FALSE, any_memdev = FALSE, any_cpu = FALSE;
+  gboolean any_mem = FALSE, any_memdev = FALSE, sizes_known = TRUE;
   guint64 total = 0;
-  gboolean sizes_known = TRUE;
 
-  if (n == 0)
-    return TRUE;
-  for (guint i = 0; i < n; i++)
-    if (!numa->nodes[i].present)
-      return qp_args_invalid(error,
-                             "-numa: node %u is missing: node ids must run "
-                             "from 0 to %u without gaps",
-                             i, n - 1);
   for (guint i = 0; i < n; i++) {
-    NumaNode *nd = &numa->nodes[i];
-    any_mem |= nd->legacy_mem;
+    const NumaNode *nd = &numa->nodes[i];
+    any_mem |= nd->arg.legacy_mem;
     any_memdev |= nd->memdev != NULL;
-    if (nd->memdev != NULL && nd->mem_bytes == 0)
+    if (nd->memdev != NULL && nd->arg.mem_bytes == 0)
       sizes_known = FALSE;
-    total += nd->mem_bytes;
+    total += nd->arg.mem_bytes;
   }
   if (any_mem && any_memdev)
     return qp_args_invalid(
@@ -305,96 +314,135 @@ numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
         " MiB, but the RAM size (-m) is %" G_GUINT64_FORMAT " MiB: "
         "they must be equal",
         qp_bytes_to_mib(total), qp_bytes_to_mib(a->ram_bytes));
-  if (!any_mem && !any_memdev && a->machine_memdev == NULL) {
-    /* No node has memory. QEMU 7.2 splits the RAM only for machine types
-     * up to 5.0 (and refuses later ones); qemu-pin splits it the same way,
-     * 8 QP_MiB aligned with the rest on the last node, and the rewrite gives
-     * each node a backend of that size. */
-    guint64 used = 0;
-    for (guint i = 0; i + 1 < n; i++) {
-      numa->nodes[i].mem_bytes =
-          (a->ram_bytes / n) & ~((G_GUINT64_CONSTANT(1) << 23) - 1);
-      used += numa->nodes[i].mem_bytes;
-    }
-    numa->nodes[n - 1].mem_bytes = a->ram_bytes - used;
-    a->numa_split_ram = TRUE;
+  if (any_mem || any_memdev || a->machine_memdev != NULL)
+    return TRUE;
+  /* No node has memory. QEMU 7.2 splits the RAM only for machine types up
+   * to 5.0 (and refuses later ones); qemu-pin splits it the same way, 8 MiB
+   * aligned with the rest on the last node, and the rewrite gives each node
+   * a backend of that size. */
+  guint64 used = 0;
+  for (guint i = 0; i + 1 < n; i++) {
+    numa->nodes[i].arg.mem_bytes =
+        (a->ram_bytes / n) & ~((G_GUINT64_CONSTANT(1) << 23) - 1);
+    used += numa->nodes[i].arg.mem_bytes;
   }
+  numa->nodes[n - 1].arg.mem_bytes = a->ram_bytes - used;
+  a->numa_split_ram = TRUE;
+  return TRUE;
+}
+
+/* The vCPUs no node names: on node 0 when some are named (QEMU 7.2 warns:
+ * a note), else each socket on a node in turn. */
+static void
+numa_unnamed_cpus(QpQemuArgs *a, Numa *numa)
+{
+  const QpRequest *r = a->req;
+  gboolean any_cpu = FALSE;
+  g_autoptr(GString) missing = g_string_new(NULL);
 
   for (guint c = 0; c < r->maxcpus; c++)
     any_cpu |= numa->cpu_node[c] >= 0;
-  {
-    g_autoptr(GString) missing = g_string_new(NULL);
-    for (guint c = 0; c < r->maxcpus; c++) {
-      if (numa->cpu_node[c] >= 0)
-        continue;
-      if (any_cpu) {
-        /* QEMU 7.2 puts them on node 0 and warns. */
-        numa->cpu_node[c] = 0;
-        g_string_append_printf(missing, "%s%u", missing->len ? "," : "", c);
-      } else {
-        numa->cpu_node[c] = (int)(qp_smp_topo_ids(r, c).socket % n);
-      }
+  for (guint c = 0; c < r->maxcpus; c++) {
+    if (numa->cpu_node[c] >= 0)
+      continue;
+    if (any_cpu) {
+      numa->cpu_node[c] = 0;
+      g_string_append_printf(missing, "%s%u", missing->len ? "," : "", c);
+    } else {
+      numa->cpu_node[c] = (int)(qp_smp_topo_ids(r, c).socket % numa->n);
     }
-    if (missing->len)
-      g_ptr_array_add(
-          a->notes, g_strdup_printf("vCPUs %s are in no -numa node: QEMU puts "
+  }
+  if (missing->len)
+    g_ptr_array_add(a->notes,
+                    g_strdup_printf("vCPUs %s are in no -numa node: QEMU puts "
                                     "them on node 0",
                                     missing->str));
-  }
+}
 
-  if (numa->has_dist) {
-    gboolean asym = FALSE;
-    for (guint s = 0; s < n; s++)
-      for (guint d = s; d < n; d++) {
-        if (s != d && numa->dist[s][d] == 0 && numa->dist[d][s] == 0)
-          return qp_args_invalid(
-              error,
-              "-numa dist: the distance between nodes %u "
-              "and %u is missing: give at least one direction",
-              s, d);
-        if (numa->dist[s][d] && numa->dist[d][s] &&
-            numa->dist[s][d] != numa->dist[d][s])
-          asym = TRUE;
-      }
-    if (asym)
-      for (guint s = 0; s < n; s++)
-        for (guint d = 0; d < n; d++)
-          if (s != d && numa->dist[s][d] == 0)
-            return qp_args_invalid(
-                error,
-                "-numa dist: distances are asymmetric, so both "
-                "directions are needed, and %u to %u is missing",
-                s, d);
-    r->gdistance = g_new0(guint, n * n);
-    for (guint s = 0; s < n; s++)
-      for (guint d = 0; d < n; d++)
-        r->gdistance[s * n + d] = s == d             ? 10
-                                  : numa->dist[s][d] ? numa->dist[s][d]
-                                                     : numa->dist[d][s];
-  }
+/* The distance matrix of -numa dist into R: one direction given stands for
+ * both unless some pair is asymmetric, then every one must be given. */
+static gboolean
+numa_distances(const Numa *numa, QpRequest *r, GError **error)
+{
+  guint n = numa->n;
+  gboolean asym = FALSE;
+
+  for (guint s = 0; s < n; s++)
+    for (guint d = s; d < n; d++) {
+      if (s != d && numa->dist[s][d] == 0 && numa->dist[d][s] == 0)
+        return qp_args_invalid(error,
+                               "-numa dist: the distance between nodes %u "
+                               "and %u is missing: give at least one "
+                               "direction",
+                               s, d);
+      if (numa->dist[s][d] && numa->dist[d][s] &&
+          numa->dist[s][d] != numa->dist[d][s])
+        asym = TRUE;
+    }
+  for (guint s = 0; asym && s < n; s++)
+    for (guint d = 0; d < n; d++)
+      if (s != d && numa->dist[s][d] == 0)
+        return qp_args_invalid(error,
+                               "-numa dist: distances are asymmetric, so both "
+                               "directions are needed, and %u to %u is missing",
+                               s, d);
+  r->gdistance = g_new0(guint, n * n);
+  for (guint s = 0; s < n; s++)
+    for (guint d = 0; d < n; d++)
+      r->gdistance[s * n + d] = s == d             ? 10
+                                : numa->dist[s][d] ? numa->dist[s][d]
+                                                   : numa->dist[d][s];
+  return TRUE;
+}
+
+/* The guest nodes of the request, and where each is written. */
+static void
+numa_to_request(QpQemuArgs *a, const Numa *numa)
+{
+  QpRequest *r = a->req;
+  guint n = numa->n;
 
   r->n_gnodes = n;
   r->gnodes = g_new0(QpGuestNode, n);
   a->numa_nodes = g_new0(QpNumaNodeArg, n);
   for (guint i = 0; i < n; i++) {
-    NumaNode *nd = &numa->nodes[i];
+    const NumaNode *nd = &numa->nodes[i];
     QpGuestNode *g = &r->gnodes[i];
     g->id = (int)i;
     g->vcpus = hwloc_bitmap_alloc();
     for (guint c = 0; c < r->maxcpus; c++)
       if (numa->cpu_node[c] == (int)i)
         hwloc_bitmap_set(g->vcpus, c);
-    g->mem_mib = qp_bytes_to_mib(nd->mem_bytes);
+    g->mem_mib = qp_bytes_to_mib(nd->arg.mem_bytes);
     g->memdev = g_strdup(nd->memdev);
     if (nd->memdev != NULL) {
-      QpBackend *b = qp_backend_find(a, nd->memdev);
+      const QpBackend *b = qp_backend_find(a, nd->memdev);
       g->host_nodes = b->host_nodes ? hwloc_bitmap_dup(b->host_nodes) : NULL;
       g->policy = b->policy;
     }
-    a->numa_nodes[i].argi = nd->argi;
-    a->numa_nodes[i].mem_bytes = nd->mem_bytes;
-    a->numa_nodes[i].legacy_mem = nd->legacy_mem;
+    a->numa_nodes[i] = nd->arg;
   }
+}
+
+/* The nodes once every -numa is read: checked and completed as QEMU 7.2's
+ * numa_complete_configuration() does. */
+static gboolean
+numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
+{
+  if (numa->n == 0)
+    return TRUE;
+  for (guint i = 0; i < numa->n; i++)
+    if (!numa->nodes[i].present)
+      return qp_args_invalid(error,
+                             "-numa: node %u is missing: node ids must run "
+                             "from 0 to %u without gaps",
+                             i, numa->n - 1);
+  if (!numa_memory(a, numa, error))
+    return FALSE;
+  numa_unnamed_cpus(a, numa);
+  if (numa->has_dist && !numa_distances(numa, a->req, error))
+    return FALSE;
+  numa_to_request(a, numa);
   return TRUE;
 }
 

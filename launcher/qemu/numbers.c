@@ -1,9 +1,25 @@
 #include "launcher/qemu/numbers.h"
 
+#include <string.h>
+
 #include "launcher/qemu/error.h"
 
-/* An unsigned integer as QEMU's qemu_strtou64(.., base 0) reads it: decimal,
- * 0x hex, or 0-prefixed octal; no sign, no blanks, nothing after. */
+/* Reads the digits of BASE at *P into *V, leaving *P after them. FALSE when
+ * the number does not fit in 64 bits. */
+static gboolean
+read_digits(const char **p, guint base, guint64 *v)
+{
+  for (; g_ascii_isxdigit(**p); (*p)++) {
+    guint64 d = (guint64)g_ascii_xdigit_value(**p);
+    if (d >= base)
+      break;
+    if (*v > (G_MAXUINT64 - d) / base)
+      return FALSE;
+    *v = *v * base + d;
+  }
+  return TRUE;
+}
+
 gboolean
 qp_parse_uint(const char *text, guint64 max, guint64 *out)
 {
@@ -22,21 +38,12 @@ qp_parse_uint(const char *text, guint64 max, guint64 *out)
     base = 8;
     p++;
   }
-  for (; *p; p++) {
-    int d = g_ascii_xdigit_value(*p);
-    if (d < 0 || (guint)d >= base)
-      return FALSE;
-    if (v > (G_MAXUINT64 - (guint64)d) / base)
-      return FALSE;
-    v = v * base + (guint64)d;
-  }
-  if (v > max)
+  if (!read_digits(&p, base, &v) || *p != '\0' || v > max)
     return FALSE;
   *out = v;
   return TRUE;
 }
 
-/* A list value of the options visitor: "3" or "0-3" (base 0 numbers). */
 gboolean
 qp_parse_range(const char *text, guint64 max, guint64 *lo, guint64 *hi)
 {
@@ -52,103 +59,88 @@ qp_parse_range(const char *text, guint64 max, guint64 *lo, guint64 *hi)
          *lo <= *hi;
 }
 
+typedef enum {
+  SIZE_OK,
+  SIZE_BAD,       /* not a size */
+  SIZE_TOO_LARGE, /* more than 64 bits */
+} SizeRead;
+
+/* The number a size starts with: hex ("0x") or decimal with an optional
+ * fraction (*HAS_FRACTION), *P left after it. */
+static SizeRead
+size_number(const char **p, guint64 *whole, double *fraction,
+            gboolean *has_fraction)
+{
+  gboolean hex = (*p)[0] == '0' && ((*p)[1] == 'x' || (*p)[1] == 'X');
+  if (hex)
+    *p += 2;
+  if (hex ? !g_ascii_isxdigit(**p) : !g_ascii_isdigit(**p))
+    return SIZE_BAD;
+  if (!read_digits(p, hex ? 16 : 10, whole))
+    return SIZE_TOO_LARGE;
+  if (hex || **p != '.')
+    return SIZE_OK;
+  (*p)++;
+  if (!g_ascii_isdigit(**p))
+    return SIZE_BAD;
+  *has_fraction = TRUE;
+  for (double scale = 0.1; g_ascii_isdigit(**p); (*p)++, scale /= 10)
+    *fraction += (**p - '0') * scale;
+  return SIZE_OK;
+}
+
+/* The multiplier of SUFFIX (one of B K M G T P E, either case, or none),
+ * 0 for anything else. */
+static guint64
+size_unit(const char *suffix, gboolean default_mib)
+{
+  static const char units[] = "BKMGTPE";
+  if (*suffix == '\0')
+    return default_mib ? QP_MiB : 1;
+  const char *u = strchr(units, g_ascii_toupper(*suffix));
+  if (u == NULL || *u == '\0' || suffix[1] != '\0')
+    return 0;
+  return G_GUINT64_CONSTANT(1) << (10 * (u - units));
+}
+
 gboolean
 qp_parse_size(const char *text, const char *what, gboolean default_mib,
               guint64 *out, GError **error)
 {
   const char *p = text;
-  guint64 whole = 0;
+  guint64 whole = 0, mul = 0;
   double fraction = 0;
   gboolean has_fraction = FALSE;
-  guint64 mul;
 
   if (text == NULL || *text == '\0')
     return qp_args_invalid(
         error, "%s is empty: expected a size such as 512M or 4G", what);
-  if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
-    p += 2;
-    if (!g_ascii_isxdigit(*p))
-      goto bad;
-    for (; g_ascii_isxdigit(*p); p++) {
-      if (whole > (G_MAXUINT64 >> 4))
-        goto too_large;
-      whole = (whole << 4) | (guint64)g_ascii_xdigit_value(*p);
-    }
-  } else {
-    if (!g_ascii_isdigit(*p))
-      goto bad;
-    for (; g_ascii_isdigit(*p); p++) {
-      guint64 d = (guint64)(*p - '0');
-      if (whole > (G_MAXUINT64 - d) / 10)
-        goto too_large;
-      whole = whole * 10 + d;
-    }
-    if (*p == '.') {
-      double scale = 0.1;
-      p++;
-      if (!g_ascii_isdigit(*p))
-        goto bad;
-      has_fraction = TRUE;
-      for (; g_ascii_isdigit(*p); p++) {
-        fraction += (*p - '0') * scale;
-        scale /= 10;
-      }
-    }
+  SizeRead r = size_number(&p, &whole, &fraction, &has_fraction);
+  if (r == SIZE_OK) {
+    mul = size_unit(p, default_mib);
+    /* QEMU reads "1.5" without a suffix as bytes, and bytes have no
+     * fraction. */
+    if (mul == 0 || (has_fraction && (*p == '\0' || mul == 1)))
+      r = SIZE_BAD;
+    else if (whole > G_MAXUINT64 / mul)
+      r = SIZE_TOO_LARGE;
   }
-  switch (g_ascii_toupper(*p)) {
-  case '\0':
-    mul = default_mib ? QP_MiB : 1;
-    break;
-  case 'B':
-    mul = 1;
-    break;
-  case 'K':
-    mul = G_GUINT64_CONSTANT(1) << 10;
-    break;
-  case 'M':
-    mul = QP_MiB;
-    break;
-  case 'G':
-    mul = G_GUINT64_CONSTANT(1) << 30;
-    break;
-  case 'T':
-    mul = G_GUINT64_CONSTANT(1) << 40;
-    break;
-  case 'P':
-    mul = G_GUINT64_CONSTANT(1) << 50;
-    break;
-  case 'E':
-    mul = G_GUINT64_CONSTANT(1) << 60;
-    break;
-  default:
-    goto bad;
+  if (r == SIZE_BAD)
+    return qp_args_invalid(
+        error,
+        "%s '%s' is not a size: expected a number with an optional "
+        "suffix B, K, M, G, T, P or E (such as 512M or 4G)",
+        what, text);
+  guint64 v = 0, f = 0;
+  if (r == SIZE_OK) {
+    v = whole * mul;
+    f = (guint64)(fraction * (double)mul);
   }
-  if (*p != '\0' && p[1] != '\0')
-    goto bad;
-  /* QEMU reads "1.5" without a suffix as bytes, and bytes have no
-   * fraction. */
-  if (has_fraction && (*p == '\0' || mul == 1))
-    goto bad;
-  if (whole > G_MAXUINT64 / mul)
-    goto too_large;
-  {
-    guint64 v = whole * mul;
-    guint64 f = (guint64)(fraction * (double)mul);
-    if (v > G_MAXUINT64 - f)
-      goto too_large;
-    *out = v + f;
-  }
+  if (r == SIZE_TOO_LARGE || v > G_MAXUINT64 - f)
+    return qp_args_invalid(
+        error, "%s '%s' is too large: a size must fit in 64 bits", what, text);
+  *out = v + f;
   return TRUE;
-
-bad:
-  return qp_args_invalid(
-      error,
-      "%s '%s' is not a size: expected a number with an optional "
-      "suffix B, K, M, G, T, P or E (such as 512M or 4G)",
-      what, text);
-too_large:
-  return qp_args_invalid(
-      error, "%s '%s' is too large: a size must fit in 64 bits", what, text);
 }
 
 gboolean
@@ -158,7 +150,7 @@ qp_parse_size_mib(const char *text, const char *what, gboolean default_mib,
   guint64 bytes;
   if (!qp_parse_size(text, what, default_mib, &bytes, error))
     return FALSE;
-  *out = bytes / QP_MiB + (bytes % QP_MiB != 0);
+  *out = qp_bytes_to_mib(bytes);
   return TRUE;
 }
 

@@ -17,6 +17,15 @@ typedef struct {
   GPtrArray *tail;    /* arguments added at the end */
 } Rewrite;
 
+/* Adds OPT VALUE at the end of the command line. */
+static void
+rewrite_append(Rewrite *rw, const char *opt, char *value)
+{
+  g_ptr_array_add(rw->tail, g_strdup(opt));
+  g_ptr_array_add(rw->tail, value);
+}
+
+/* Adds OPT VALUE before argument INDEX of the caller's. */
 static void
 rewrite_insert(Rewrite *rw, guint index, const char *opt, char *value)
 {
@@ -142,6 +151,91 @@ drop_mem_path(Rewrite *rw)
   }
 }
 
+/* Piece M of the plan bound through the caller's backend B: host-nodes and
+ * policy where the caller set none, and a thread-context where it
+ * preallocates. DONE holds the backends already edited. */
+static gboolean
+bind_backend(Rewrite *rw, const QpPlanMem *m, const QpBackend *b,
+             GHashTable *done, GError **error)
+{
+  const QpQemuArgs *a = rw->args;
+  /* A backend of a -readconfig file stays as written: the process's memory
+   * policy binds it (the parser warned). */
+  if (g_hash_table_contains(done, b->id) || b->argi == QP_ARGI_IN_FILE)
+    return TRUE;
+  g_hash_table_add(done, b->id);
+  gboolean set_nodes = b->host_nodes == NULL && !m->caller_set;
+  hwloc_const_bitmap_t nodes = set_nodes ? m->host_nodes : b->host_nodes;
+  g_auto(hwloc_bitmap_t) tc_nodes = NULL;
+  if (b->prealloc && !b->prealloc_context && nodes != NULL &&
+      prealloc_context_usable(a))
+    tc_nodes = nodes_with_cpus(nodes);
+  gboolean with_tc = tc_nodes != NULL;
+  if (!set_nodes && !with_tc)
+    return TRUE;
+  char *value = NULL;
+  const char *text =
+      rw->replace[b->argi] ? rw->replace[b->argi] : a->argv[b->argi];
+  if (!edit_backend(text, b, set_nodes, nodes, m->policy, with_tc, &value,
+                    error))
+    return FALSE;
+  g_free(rw->replace[b->argi]);
+  rw->replace[b->argi] = value;
+  if (with_tc)
+    rewrite_insert(rw, b->argi - 1, "-object", thread_context(b->id, tc_nodes));
+  return TRUE;
+}
+
+/* The RAM of a guest without -numa, which QEMU would make itself: made here
+ * as a backend bound as M says (with -mem-path's file as QEMU makes it),
+ * with a thread-context of TC_NODES when not NULL. */
+static gboolean
+bind_guest_ram(Rewrite *rw, const QpPlanMem *m, hwloc_const_bitmap_t tc_nodes,
+               GError **error)
+{
+  const QpQemuArgs *a = rw->args;
+  if (a->req->n_gnodes > 0)
+    return qp_args_invalid(error,
+                           "plan: memory for the whole guest, but the guest "
+                           "has %u NUMA nodes",
+                           a->req->n_gnodes);
+  const char *id = qp_qemu_args_ram_id(a);
+  drop_mem_path(rw);
+  if (tc_nodes != NULL)
+    rewrite_append(rw, "-object", thread_context(id, tc_nodes));
+  rewrite_append(rw, "-object",
+                 new_backend(id, a->mem_path, a->ram_bytes, m->host_nodes,
+                             m->policy, tc_nodes != NULL));
+  rewrite_append(rw, "-machine", g_strdup_printf("memory-backend=%s", id));
+  return TRUE;
+}
+
+/* The RAM of guest node M->gnode when -m is split among the nodes: a
+ * backend made here, before the node's -numa, which names it. */
+static void
+bind_node_ram(Rewrite *rw, const QpPlanMem *m, hwloc_const_bitmap_t tc_nodes)
+{
+  const QpQemuArgs *a = rw->args;
+  const QpNumaNodeArg *nx = &a->numa_nodes[m->gnode];
+  if (!a->numa_split_ram || nx->legacy_mem || nx->mem_bytes == 0 ||
+      nx->argi == QP_ARGI_IN_FILE)
+    return; /* mem=, no memory, or a -readconfig node: nothing to bind */
+  /* Several backends can share a -mem-path directory, not a file. */
+  if (a->mem_path != NULL && !g_file_test(a->mem_path, G_FILE_TEST_IS_DIR))
+    return;
+  drop_mem_path(rw);
+  g_autofree char *id = g_strdup_printf("qemu-pin-node%d", m->gnode);
+  if (tc_nodes != NULL)
+    rewrite_insert(rw, nx->argi - 1, "-object", thread_context(id, tc_nodes));
+  rewrite_insert(rw, nx->argi - 1, "-object",
+                 new_backend(id, a->mem_path, nx->mem_bytes, m->host_nodes,
+                             m->policy, tc_nodes != NULL));
+  GString *s = g_string_new(a->argv[nx->argi]);
+  qp_kv_append(s, "memdev", id);
+  rw->replace[nx->argi] = g_string_free(s, FALSE);
+}
+
+/* Piece M of the plan bound on the command line. */
 static gboolean
 apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
 {
@@ -158,88 +252,26 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
                            m->gnode, r->n_gnodes);
   if (memdev == NULL)
     memdev = m->gnode < 0 ? a->machine_memdev : r->gnodes[m->gnode].memdev;
-
   if (memdev != NULL) {
-    QpBackend *b = qp_backend_find(a, memdev);
+    const QpBackend *b = qp_backend_find(a, memdev);
     if (b == NULL)
       return qp_args_invalid(error,
                              "plan: memory backend '%s' is not on the command "
                              "line",
                              memdev);
-    /* A backend of a -readconfig file stays as written: the process's
-     * memory policy binds it (the parser warned). */
-    if (g_hash_table_contains(done, b->id) || b->argi == QP_ARGI_IN_FILE)
-      return TRUE;
-    g_hash_table_add(done, b->id);
-    gboolean set_nodes = b->host_nodes == NULL && !m->caller_set;
-    hwloc_const_bitmap_t nodes = set_nodes ? m->host_nodes : b->host_nodes;
-    g_auto(hwloc_bitmap_t) tc_nodes = NULL;
-    if (b->prealloc && !b->prealloc_context && nodes != NULL &&
-        prealloc_context_usable(a))
-      tc_nodes = nodes_with_cpus(nodes);
-    gboolean with_tc = tc_nodes != NULL;
-    if (!set_nodes && !with_tc)
-      return TRUE;
-    char *value = NULL;
-    const char *text =
-        rw->replace[b->argi] ? rw->replace[b->argi] : a->argv[b->argi];
-    if (!edit_backend(text, b, set_nodes, nodes, m->policy, with_tc, &value,
-                      error))
-      return FALSE;
-    g_free(rw->replace[b->argi]);
-    rw->replace[b->argi] = value;
-    if (with_tc)
-      rewrite_insert(rw, b->argi - 1, "-object",
-                     thread_context(b->id, tc_nodes));
-    return TRUE;
+    return bind_backend(rw, m, b, done, error);
   }
   if (m->caller_set)
     return TRUE;
-
   /* -mem-path cannot go with -machine memory-backend or memdev=: it becomes
    * the mem-path of the backends made here, as QEMU makes its own. */
-  const char *mem_path = a->mem_path;
   g_auto(hwloc_bitmap_t) tc_nodes =
       a->mem_prealloc && prealloc_context_usable(a)
           ? nodes_with_cpus(m->host_nodes)
           : NULL;
-  gboolean with_tc = tc_nodes != NULL;
-  if (m->gnode < 0) {
-    if (r->n_gnodes > 0)
-      return qp_args_invalid(error,
-                             "plan: memory for the whole guest, but the guest "
-                             "has %u NUMA nodes",
-                             r->n_gnodes);
-    const char *id = qp_qemu_args_ram_id(a);
-    drop_mem_path(rw);
-    if (with_tc) {
-      g_ptr_array_add(rw->tail, g_strdup("-object"));
-      g_ptr_array_add(rw->tail, thread_context(id, tc_nodes));
-    }
-    g_ptr_array_add(rw->tail, g_strdup("-object"));
-    g_ptr_array_add(rw->tail, new_backend(id, mem_path, a->ram_bytes,
-                                          m->host_nodes, m->policy, with_tc));
-    g_ptr_array_add(rw->tail, g_strdup("-machine"));
-    g_ptr_array_add(rw->tail, g_strdup_printf("memory-backend=%s", id));
-    return TRUE;
-  }
-  const QpNumaNodeArg *nx = &a->numa_nodes[m->gnode];
-  if (!a->numa_split_ram || nx->legacy_mem || nx->mem_bytes == 0 ||
-      nx->argi == QP_ARGI_IN_FILE)
-    return TRUE; /* mem=, no memory, or a -readconfig node: nothing to bind */
-  /* Several backends can share a -mem-path directory, not a file. */
-  if (mem_path != NULL && !g_file_test(mem_path, G_FILE_TEST_IS_DIR))
-    return TRUE;
-  drop_mem_path(rw);
-  g_autofree char *id = g_strdup_printf("qemu-pin-node%d", m->gnode);
-  if (with_tc)
-    rewrite_insert(rw, nx->argi - 1, "-object", thread_context(id, tc_nodes));
-  rewrite_insert(rw, nx->argi - 1, "-object",
-                 new_backend(id, mem_path, nx->mem_bytes, m->host_nodes,
-                             m->policy, with_tc));
-  GString *s = g_string_new(a->argv[nx->argi]);
-  qp_kv_append(s, "memdev", id);
-  rw->replace[nx->argi] = g_string_free(s, FALSE);
+  if (m->gnode < 0)
+    return bind_guest_ram(rw, m, tc_nodes, error);
+  bind_node_ram(rw, m, tc_nodes);
   return TRUE;
 }
 
@@ -252,12 +284,11 @@ static gboolean
 apply_vnuma(Rewrite *rw, const QpPlan *plan)
 {
   const QpQemuArgs *a = rw->args;
-  g_ptr_array_add(rw->tail, g_strdup("-smp"));
-  g_ptr_array_add(
-      rw->tail, g_strdup_printf(
-                    "cpus=%u,maxcpus=%u,sockets=%u,dies=1,cores=%u,threads=%u",
-                    a->req->vcpus, plan->n_vcpus, plan->vnuma_sockets,
-                    plan->vnuma_cores, plan->vnuma_threads));
+  rewrite_append(rw, "-smp",
+                 g_strdup_printf(
+                     "cpus=%u,maxcpus=%u,sockets=%u,dies=1,cores=%u,threads=%u",
+                     a->req->vcpus, plan->n_vcpus, plan->vnuma_sockets,
+                     plan->vnuma_cores, plan->vnuma_threads));
   if (plan->n_vnodes == 0 || a->machine_memdev != NULL || a->mem_path != NULL)
     return FALSE;
   for (guint i = 0; i < plan->n_vnodes; i++) {
@@ -265,28 +296,23 @@ apply_vnuma(Rewrite *rw, const QpPlan *plan)
     g_autofree char *id = g_strdup_printf("qemu-pin-vnode%d", v->id);
     g_auto(hwloc_bitmap_t) host = hwloc_bitmap_alloc();
     hwloc_bitmap_set(host, (unsigned)v->host_node);
-    g_ptr_array_add(rw->tail, g_strdup("-object"));
-    g_ptr_array_add(rw->tail, new_backend(id, NULL, v->mem_mib * QP_MiB, host,
-                                          QP_POLICY_BIND, FALSE));
+    rewrite_append(rw, "-object",
+                   new_backend(id, NULL, v->mem_mib * QP_MiB, host,
+                               QP_POLICY_BIND, FALSE));
     GString *node = g_string_new("node");
     g_autofree char *nodeid = g_strdup_printf("%d", v->id);
     qp_kv_append(node, "nodeid", nodeid);
     /* A list with gaps takes one cpus= per range. */
-    g_autofree char *cpus = qp_list_format(v->vcpus);
-    g_auto(GStrv) ranges = g_strsplit(cpus, ",", -1);
-    for (guint k = 0; ranges[k] != NULL; k++)
-      qp_kv_append(node, "cpus", ranges[k]);
+    qp_kv_append_set(node, "cpus", v->vcpus);
     qp_kv_append(node, "memdev", id);
-    g_ptr_array_add(rw->tail, g_strdup("-numa"));
-    g_ptr_array_add(rw->tail, g_string_free(node, FALSE));
+    rewrite_append(rw, "-numa", g_string_free(node, FALSE));
   }
   for (guint x = 0; plan->vnode_distance != NULL && x < plan->n_vnodes; x++)
     for (guint y = 0; y < plan->n_vnodes; y++) {
       if (x == y)
         continue;
-      g_ptr_array_add(rw->tail, g_strdup("-numa"));
-      g_ptr_array_add(
-          rw->tail,
+      rewrite_append(
+          rw, "-numa",
           g_strdup_printf("dist,src=%d,dst=%d,val=%u", plan->vnodes[x].id,
                           plan->vnodes[y].id,
                           plan->vnode_distance[x * plan->n_vnodes + y]));
@@ -312,65 +338,73 @@ qp_qemu_args_prealloc_note(const QpQemuArgs *args, const QpPlan *plan)
       "the startup CPUs");
 }
 
+/* The argv of RW: ARGV0, the caller's arguments as RW changed them, what
+ * RW adds at the end, then -S and the private monitor on QMP_FD. */
+static char **
+rewrite_argv(const Rewrite *rw, const char *argv0, int qmp_fd)
+{
+  const QpQemuArgs *args = rw->args;
+  GPtrArray *out = g_ptr_array_new();
+  g_ptr_array_add(out, g_strdup(argv0));
+  for (guint i = 0; i < args->argc; i++) {
+    for (guint j = 0; rw->before[i] != NULL && j < rw->before[i]->len; j++)
+      g_ptr_array_add(out, g_strdup(g_ptr_array_index(rw->before[i], j)));
+    if (!rw->drop[i])
+      g_ptr_array_add(
+          out, g_strdup(rw->replace[i] ? rw->replace[i] : args->argv[i]));
+  }
+  for (guint j = 0; j < rw->tail->len; j++)
+    g_ptr_array_add(out, g_strdup(g_ptr_array_index(rw->tail, j)));
+  /* Paused until the keeper has pinned. Not for -incoming: the guest cannot
+   * run before the migration completes anyway, and QEMU starts it then
+   * unless the caller said -S; our -S would keep it paused. */
+  if (!args->has_S && args->incoming == NULL)
+    g_ptr_array_add(out, g_strdup("-S"));
+  if (qmp_fd >= 0) {
+    g_ptr_array_add(out, g_strdup("-chardev"));
+    g_ptr_array_add(out,
+                    g_strdup_printf("socket,id=qemu-pin-qmp,fd=%d", qmp_fd));
+    g_ptr_array_add(out, g_strdup("-mon"));
+    g_ptr_array_add(out, g_strdup("chardev=qemu-pin-qmp,mode=control"));
+  }
+  g_ptr_array_add(out, NULL);
+  return (char **)g_ptr_array_free(out, FALSE);
+}
+
+static void
+rewrite_clear(Rewrite *rw)
+{
+  for (guint i = 0; i <= rw->args->argc; i++) {
+    g_free(rw->replace[i]);
+    if (rw->before[i])
+      g_ptr_array_unref(rw->before[i]);
+  }
+  g_free(rw->replace);
+  g_free(rw->before);
+  g_free(rw->drop);
+  g_ptr_array_unref(rw->tail);
+}
+
 char **
 qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
                      const QpPlan *plan, int qmp_fd, GError **error)
 {
   guint argc = args->argc;
-  Rewrite rw = {.args = args};
+  Rewrite rw = {.args = args,
+                .replace = g_new0(char *, argc + 1),
+                .drop = g_new0(gboolean, argc + 1),
+                .before = g_new0(GPtrArray *, argc + 1),
+                .tail = g_ptr_array_new_with_free_func(g_free)};
   g_autoptr(GHashTable) done = g_hash_table_new(g_str_hash, g_str_equal);
   gboolean ok = TRUE;
 
-  rw.replace = g_new0(char *, argc + 1);
-  rw.before = g_new0(GPtrArray *, argc + 1);
-  rw.drop = g_new0(gboolean, argc + 1);
-  rw.tail = g_ptr_array_new_with_free_func(g_free);
+  /* With guest nodes made for --vnuma, they hold the guest's RAM. */
   gboolean vnodes = plan != NULL && plan->vnuma && args->req->n_gnodes == 0 &&
                     apply_vnuma(&rw, plan);
   for (guint k = 0; plan != NULL && ok && k < plan->n_mem; k++)
     if (!(vnodes && plan->mem[k].gnode < 0 && plan->mem[k].kind == QP_MEM_RAM))
       ok = apply_mem(&rw, &plan->mem[k], done, error);
-
-  GPtrArray *out = g_ptr_array_new();
-  if (ok) {
-    g_ptr_array_add(out, g_strdup(argv0));
-    for (guint i = 0; i < argc; i++) {
-      if (rw.before[i] != NULL)
-        for (guint j = 0; j < rw.before[i]->len; j++)
-          g_ptr_array_add(out, g_strdup(g_ptr_array_index(rw.before[i], j)));
-      if (!rw.drop[i])
-        g_ptr_array_add(
-            out, g_strdup(rw.replace[i] ? rw.replace[i] : args->argv[i]));
-    }
-    for (guint j = 0; j < rw.tail->len; j++)
-      g_ptr_array_add(out, g_strdup(g_ptr_array_index(rw.tail, j)));
-    /* Paused until the keeper has pinned. Not for -incoming: the guest
-     * cannot run before the migration completes anyway, and QEMU starts
-     * it then unless the caller said -S; our -S would keep it paused. */
-    if (!args->has_S && args->incoming == NULL)
-      g_ptr_array_add(out, g_strdup("-S"));
-    if (qmp_fd >= 0) {
-      g_ptr_array_add(out, g_strdup("-chardev"));
-      g_ptr_array_add(out,
-                      g_strdup_printf("socket,id=qemu-pin-qmp,fd=%d", qmp_fd));
-      g_ptr_array_add(out, g_strdup("-mon"));
-      g_ptr_array_add(out, g_strdup("chardev=qemu-pin-qmp,mode=control"));
-    }
-  }
-  g_ptr_array_add(out, NULL);
-
-  for (guint i = 0; i <= argc; i++) {
-    g_free(rw.replace[i]);
-    if (rw.before[i])
-      g_ptr_array_unref(rw.before[i]);
-  }
-  g_free(rw.replace);
-  g_free(rw.before);
-  g_free(rw.drop);
-  g_ptr_array_unref(rw.tail);
-  if (!ok) {
-    g_strfreev((char **)g_ptr_array_free(out, FALSE));
-    return NULL;
-  }
-  return (char **)g_ptr_array_free(out, FALSE);
+  char **out = ok ? rewrite_argv(&rw, argv0, qmp_fd) : NULL;
+  rewrite_clear(&rw);
+  return out;
 }

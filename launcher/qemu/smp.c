@@ -6,118 +6,146 @@
 #include "launcher/qemu/keyval.h"
 #include "launcher/qemu/numbers.h"
 
-gboolean
-qp_smp_read(QpQemuArgs *a, GArray *kv, const char *last_text, GError **error)
-{
-  static const char *const keys[] = {"cpus",     "maxcpus", "sockets", "dies",
-                                     "clusters", "cores",   "threads", NULL};
-  const QpMachine *m = &a->machine_info;
-  guint64 val[7] = {0};
-  const char *unknown = qp_kv_unknown_key(kv, keys);
+/* -smp's values, 0 where omitted (QEMU 7.2 reads 0 as omitted, with a
+ * warning that it is deprecated). */
+typedef struct {
+  guint64 cpus, maxcpus, sockets, dies, clusters, cores, threads;
+} Smp;
 
-  if (unknown != NULL) {
-    QpKvPair *p = qp_kv_last(kv, unknown);
+static const char *const smp_keys[] = {"cpus",     "maxcpus", "sockets", "dies",
+                                       "clusters", "cores",   "threads", NULL};
+
+/* The values of KV in S, each a number as QEMU's visitor reads it. */
+static gboolean
+smp_values(GArray *kv, Smp *s, GError **error)
+{
+  guint64 *val[] = {&s->cpus,     &s->maxcpus, &s->sockets, &s->dies,
+                    &s->clusters, &s->cores,   &s->threads};
+  const char *unknown = qp_kv_unknown_key(kv, smp_keys);
+
+  if (unknown != NULL)
     return qp_args_invalid(
         error,
         "-smp '%s': unknown parameter '%s': expected cpus, maxcpus, "
         "sockets, dies, clusters, cores or threads",
-        p->text, unknown);
-  }
-  for (guint k = 0; keys[k]; k++) {
-    QpKvPair *p = qp_kv_last(kv, keys[k]);
-    if (p == NULL)
-      continue;
-    if (!qp_parse_uint(p->value, G_MAXUINT32, &val[k]))
+        qp_kv_last(kv, unknown)->text, unknown);
+  for (guint k = 0; smp_keys[k]; k++) {
+    QpKvPair *p = qp_kv_last(kv, smp_keys[k]);
+    if (p != NULL && !qp_parse_uint(p->value, G_MAXUINT32, val[k]))
       return qp_args_invalid(
           error,
           "-smp '%s': %s '%s' is not a number: expected a positive "
           "integer",
-          p->text, keys[k], p->value);
-    /* QEMU 7.2 warns that 0 is deprecated and reads it as omitted. */
+          p->text, smp_keys[k], p->value);
   }
-  guint64 cpus = val[0], maxcpus = val[1], sockets = val[2], dies = val[3],
-          clusters = val[4], cores = val[5], threads = val[6];
-  const char *text =
-      kv->len ? g_array_index(kv, QpKvPair, kv->len - 1).text : last_text;
+  return TRUE;
+}
 
-  if (!m->dies_supported && dies > 1)
-    return qp_args_invalid(error,
-                           "-smp '%s': dies=%" G_GUINT64_FORMAT " is not "
-                           "supported by machine '%s'",
-                           text, dies, a->machine);
-  if (!m->clusters_supported && clusters > 1)
-    return qp_args_invalid(error,
-                           "-smp '%s': clusters=%" G_GUINT64_FORMAT
-                           " is not supported "
-                           "by machine '%s' (x86 has no clusters in QEMU 7.2)",
-                           text, clusters, a->machine);
-  dies = dies ? dies : 1;
-  clusters = clusters ? clusters : 1;
+static guint64
+or_one(guint64 v)
+{
+  return v != 0 ? v : 1;
+}
 
-  if (cpus == 0 && maxcpus == 0) {
-    sockets = sockets ? sockets : 1;
-    cores = cores ? cores : 1;
-    threads = threads ? threads : 1;
+/* S with what the caller omitted filled in. */
+static void
+smp_fill(Smp *s, gboolean prefer_sockets)
+{
+  s->dies = or_one(s->dies);
+  s->clusters = or_one(s->clusters);
+  if (s->cpus == 0 && s->maxcpus == 0) {
+    s->sockets = or_one(s->sockets);
+    s->cores = or_one(s->cores);
+    s->threads = or_one(s->threads);
   } else {
-    maxcpus = maxcpus ? maxcpus : cpus;
-    if (m->prefer_sockets) {
-      if (sockets == 0) {
-        cores = cores ? cores : 1;
-        threads = threads ? threads : 1;
-        sockets = maxcpus / (dies * clusters * cores * threads);
-      } else if (cores == 0) {
-        threads = threads ? threads : 1;
-        cores = maxcpus / (sockets * dies * clusters * threads);
-      }
-    } else {
-      if (cores == 0) {
-        sockets = sockets ? sockets : 1;
-        threads = threads ? threads : 1;
-        cores = maxcpus / (sockets * dies * clusters * threads);
-      } else if (sockets == 0) {
-        threads = threads ? threads : 1;
-        sockets = maxcpus / (dies * clusters * cores * threads);
-      }
+    s->maxcpus = s->maxcpus ? s->maxcpus : s->cpus;
+    /* The preferred of sockets and cores takes what the others leave; the
+     * other is 1 when omitted too. */
+    guint64 *first = prefer_sockets ? &s->sockets : &s->cores;
+    guint64 *second = prefer_sockets ? &s->cores : &s->sockets;
+    if (*first == 0) {
+      *second = or_one(*second);
+      s->threads = or_one(s->threads);
+      *first = s->maxcpus / (*second * s->dies * s->clusters * s->threads);
+    } else if (*second == 0) {
+      s->threads = or_one(s->threads);
+      *second = s->maxcpus / (*first * s->dies * s->clusters * s->threads);
     }
-    if (threads == 0)
-      threads = maxcpus / (sockets * dies * clusters * cores);
+    if (s->threads == 0)
+      s->threads = s->maxcpus / (s->sockets * s->dies * s->clusters * s->cores);
   }
-  guint64 product = sockets * dies * clusters * cores * threads;
-  maxcpus = maxcpus ? maxcpus : product;
-  cpus = cpus ? cpus : maxcpus;
+  guint64 product = s->sockets * s->dies * s->clusters * s->cores * s->threads;
+  s->maxcpus = s->maxcpus ? s->maxcpus : product;
+  s->cpus = s->cpus ? s->cpus : s->maxcpus;
+}
 
-  if (product != maxcpus)
+/* What QEMU 7.2 refuses of the topology S (from the -smp TEXT) once it is
+ * filled in. */
+static gboolean
+smp_check(const Smp *s, const QpMachine *m, const char *machine,
+          const char *text, GError **error)
+{
+  guint64 product = s->sockets * s->dies * s->clusters * s->cores * s->threads;
+  if (product != s->maxcpus)
     return qp_args_invalid(
         error,
         "-smp '%s': sockets (%" G_GUINT64_FORMAT ") * dies (%" G_GUINT64_FORMAT
         ") * clusters (%" G_GUINT64_FORMAT ") * cores (%" G_GUINT64_FORMAT
         ") * threads (%" G_GUINT64_FORMAT ") = %" G_GUINT64_FORMAT
         " does not equal maxcpus (%" G_GUINT64_FORMAT ")",
-        text, sockets, dies, clusters, cores, threads, product, maxcpus);
-  if (maxcpus < cpus)
+        text, s->sockets, s->dies, s->clusters, s->cores, s->threads, product,
+        s->maxcpus);
+  if (s->maxcpus < s->cpus)
     return qp_args_invalid(error,
                            "-smp '%s': maxcpus (%" G_GUINT64_FORMAT
                            ") must be at least "
                            "cpus (%" G_GUINT64_FORMAT ")",
-                           text, maxcpus, cpus);
-  if (maxcpus > m->max_cpus)
+                           text, s->maxcpus, s->cpus);
+  if (s->maxcpus > m->max_cpus)
     return qp_args_invalid(error,
                            "-smp '%s': %" G_GUINT64_FORMAT
                            " vCPUs exceed the maximum "
                            "of %u of machine '%s'%s",
-                           text, maxcpus, m->max_cpus, a->machine,
+                           text, s->maxcpus, m->max_cpus, machine,
                            m->known ? ""
                                     : " (qemu-pin's cap for machine types it "
                                       "does not know)");
+  return TRUE;
+}
+
+gboolean
+qp_smp_read(QpQemuArgs *a, GArray *kv, GError **error)
+{
+  const QpMachine *m = &a->machine_info;
+  const char *text =
+      kv->len ? g_array_index(kv, QpKvPair, kv->len - 1).text : "";
+  Smp s = {0};
+
+  if (!smp_values(kv, &s, error))
+    return FALSE;
+  if (!m->dies_supported && s.dies > 1)
+    return qp_args_invalid(error,
+                           "-smp '%s': dies=%" G_GUINT64_FORMAT " is not "
+                           "supported by machine '%s'",
+                           text, s.dies, a->machine);
+  if (!m->clusters_supported && s.clusters > 1)
+    return qp_args_invalid(error,
+                           "-smp '%s': clusters=%" G_GUINT64_FORMAT
+                           " is not supported "
+                           "by machine '%s' (x86 has no clusters in QEMU 7.2)",
+                           text, s.clusters, a->machine);
+  smp_fill(&s, m->prefer_sockets);
+  if (!smp_check(&s, m, a->machine, text, error))
+    return FALSE;
 
   QpRequest *r = a->req;
-  r->vcpus = (guint)cpus;
-  r->maxcpus = (guint)maxcpus;
-  r->sockets = (guint)sockets;
-  r->dies = (guint)dies;
-  r->clusters = (guint)clusters;
-  r->cores = (guint)cores;
-  r->threads = (guint)threads;
+  r->vcpus = (guint)s.cpus;
+  r->maxcpus = (guint)s.maxcpus;
+  r->sockets = (guint)s.sockets;
+  r->dies = (guint)s.dies;
+  r->clusters = (guint)s.clusters;
+  r->cores = (guint)s.cores;
+  r->threads = (guint)s.threads;
   return TRUE;
 }
 

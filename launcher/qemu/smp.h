@@ -6,9 +6,9 @@
 
 G_BEGIN_DECLS
 
-/* Reads the -smp items KV (of QpKvPair) into A->req. */
-gboolean qp_smp_read(QpQemuArgs *a, GArray *kv, const char *last_text,
-                     GError **error);
+/* Reads the -smp items KV (of QpKvPair) into A->req, for the machine type
+ * A->machine_info. */
+gboolean qp_smp_read(QpQemuArgs *a, GArray *kv, GError **error);
 
 /* Topology ids of a vCPU: socket-major, then die, cluster, core, thread. */
 typedef struct {

@@ -3,21 +3,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/qemu/props.h"
+#include "launcher/qemu/numbers.h"
 #include "launcher/qemu/option-table.h"
+#include "launcher/qemu/props.h"
 
+/* A hex field of a PCI address at *P, at most MAX; *P left after it. */
 static gboolean
 hex_field(const char **p, guint64 max, guint64 *out)
 {
   const char *s = *p;
   guint64 v = 0;
-  if (!g_ascii_isxdigit(*s))
+  if (!g_ascii_isxdigit(*s) || !qp_read_digits(&s, 16, &v) || v > max)
     return FALSE;
-  for (; g_ascii_isxdigit(*s); s++) {
-    v = v * 16 + (guint64)g_ascii_xdigit_value(*s);
-    if (v > max)
-      return FALSE;
-  }
   *p = s;
   *out = v;
   return TRUE;

@@ -123,16 +123,18 @@ qp_kv_wants_help(GArray *kv)
   return FALSE;
 }
 
-/* First key of KV not in KNOWN (NULL-terminated), or NULL. */
-const char *
-qp_kv_unknown_key(GArray *kv, const char *const *known)
+gboolean
+qp_kv_check_keys(GArray *kv, const char *const *known, const char *option,
+                 const char *expected, GError **error)
 {
   for (guint i = 0; i < kv->len; i++) {
-    QpKvPair *p = &g_array_index(kv, QpKvPair, i);
+    const QpKvPair *p = &g_array_index(kv, QpKvPair, i);
     if (!g_strv_contains(known, p->key))
-      return p->key;
+      return qp_args_invalid(
+          error, "%s '%s': unknown parameter '%s': expected %s", option,
+          qp_kv_last(kv, p->key)->text, p->key, expected);
   }
-  return NULL;
+  return TRUE;
 }
 
 /* Every KEY of KV as one set ("host-nodes=0-1,host-nodes=3"). */

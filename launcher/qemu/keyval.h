@@ -41,8 +41,12 @@ const char *qp_kv_get(GArray *kv, const char *key);
 /* Whether an item of KV is a flag asking for help ("x,help"). */
 gboolean qp_kv_wants_help(GArray *kv);
 
-/* First key of KV not in KNOWN (NULL-terminated), or NULL. */
-const char *qp_kv_unknown_key(GArray *kv, const char *const *known);
+/* Refuses the first key of KV not in KNOWN (NULL-terminated) as QEMU does,
+ * naming OPTION, its value and the EXPECTED keys ("size, slots or
+ * maxmem"). */
+gboolean qp_kv_check_keys(GArray *kv, const char *const *known,
+                          const char *option, const char *expected,
+                          GError **error);
 
 /* Every KEY of KV as one set ("host-nodes=0-1,host-nodes=3"), NULL when
  * there is none. WHAT and TEXT (the option and its value) name the value

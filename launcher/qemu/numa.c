@@ -143,17 +143,13 @@ numa_node(QpQemuArgs *a, Numa *numa, const QpOpt *o, GArray *kv, GError **error)
 {
   static const char *const keys[] = {"type",   "nodeid",    "cpus", "mem",
                                      "memdev", "initiator", NULL};
-  const char *text = o->value, *unknown = qp_kv_unknown_key(kv, keys);
+  const char *text = o->value;
   guint64 id = numa->n;
   gboolean has;
 
-  if (unknown != NULL)
-    return qp_args_invalid(
-        error,
-        "-numa '%s': unknown parameter '%s': expected nodeid, cpus, "
-        "mem, memdev or initiator",
-        text, unknown);
-  if (!numa_get_uint(kv, "nodeid", G_MAXUINT16, text, FALSE, &id, &has, error))
+  if (!qp_kv_check_keys(kv, keys, "-numa",
+                        "nodeid, cpus, mem, memdev or initiator", error) ||
+      !numa_get_uint(kv, "nodeid", G_MAXUINT16, text, FALSE, &id, &has, error))
     return FALSE;
   if (id >= QP_MAX_NODES)
     return qp_args_invalid(error,
@@ -181,18 +177,16 @@ numa_cpu(QpQemuArgs *a, Numa *numa, const QpOpt *o, GArray *kv, GError **error)
   static const char *const keys[] = {"type",      "node-id",    "socket-id",
                                      "die-id",    "cluster-id", "core-id",
                                      "thread-id", NULL};
-  const char *text = o->value, *unknown = qp_kv_unknown_key(kv, keys);
+  const char *text = o->value;
   guint64 node = 0, ids[5] = {0};
   gboolean has, has_id[5];
   const QpRequest *r = a->req;
 
-  if (unknown != NULL)
-    return qp_args_invalid(
-        error,
-        "-numa '%s': unknown parameter '%s': expected node-id, "
-        "socket-id, die-id, cluster-id, core-id or thread-id",
-        text, unknown);
-  if (!numa_get_uint(kv, "node-id", G_MAXUINT16, text, TRUE, &node, &has,
+  if (!qp_kv_check_keys(kv, keys, "-numa",
+                        "node-id, socket-id, die-id, cluster-id, core-id or "
+                        "thread-id",
+                        error) ||
+      !numa_get_uint(kv, "node-id", G_MAXUINT16, text, TRUE, &node, &has,
                      error))
     return FALSE;
   if (node >= QP_MAX_NODES || !numa->nodes[node].present)
@@ -243,17 +237,11 @@ static gboolean
 numa_dist(Numa *numa, const char *text, GArray *kv, GError **error)
 {
   static const char *const keys[] = {"type", "src", "dst", "val", NULL};
-  const char *unknown = qp_kv_unknown_key(kv, keys);
   guint64 src, dst, val;
   gboolean has;
 
-  if (unknown != NULL)
-    return qp_args_invalid(
-        error,
-        "-numa '%s': unknown parameter '%s': expected src, dst and "
-        "val",
-        text, unknown);
-  if (!numa_get_uint(kv, "src", G_MAXUINT16, text, TRUE, &src, &has, error) ||
+  if (!qp_kv_check_keys(kv, keys, "-numa", "src, dst and val", error) ||
+      !numa_get_uint(kv, "src", G_MAXUINT16, text, TRUE, &src, &has, error) ||
       !numa_get_uint(kv, "dst", G_MAXUINT16, text, TRUE, &dst, &has, error) ||
       !numa_get_uint(kv, "val", G_MAXUINT8, text, TRUE, &val, &has, error))
     return FALSE;

@@ -4,10 +4,8 @@
 
 #include "launcher/qemu/error.h"
 
-/* Reads the digits of BASE at *P into *V, leaving *P after them. FALSE when
- * the number does not fit in 64 bits. */
-static gboolean
-read_digits(const char **p, guint base, guint64 *v)
+gboolean
+qp_read_digits(const char **p, guint base, guint64 *v)
 {
   for (; g_ascii_isxdigit(**p); (*p)++) {
     guint64 d = (guint64)g_ascii_xdigit_value(**p);
@@ -38,7 +36,7 @@ qp_parse_uint(const char *text, guint64 max, guint64 *out)
     base = 8;
     p++;
   }
-  if (!read_digits(&p, base, &v) || *p != '\0' || v > max)
+  if (!qp_read_digits(&p, base, &v) || *p != '\0' || v > max)
     return FALSE;
   *out = v;
   return TRUE;
@@ -76,7 +74,7 @@ size_number(const char **p, guint64 *whole, double *fraction,
     *p += 2;
   if (hex ? !g_ascii_isxdigit(**p) : !g_ascii_isdigit(**p))
     return SIZE_BAD;
-  if (!read_digits(p, hex ? 16 : 10, whole))
+  if (!qp_read_digits(p, hex ? 16 : 10, whole))
     return SIZE_TOO_LARGE;
   if (hex || **p != '.')
     return SIZE_OK;

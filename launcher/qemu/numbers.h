@@ -8,6 +8,10 @@ G_BEGIN_DECLS
 
 #define QP_MiB (G_GUINT64_CONSTANT(1) << 20)
 
+/* Reads the digits of BASE (up to 16) at *P into *V, leaving *P after
+ * them. FALSE when the number does not fit in 64 bits. */
+gboolean qp_read_digits(const char **p, guint base, guint64 *v);
+
 /* An unsigned integer as QEMU's qemu_strtou64(.., base 0) reads it:
  * decimal, 0x hex, or 0-prefixed octal; no sign, no blanks, nothing after;
  * at most MAX. */

@@ -100,17 +100,11 @@ gboolean
 qp_ram_read(QpQemuArgs *a, GArray *kv, gboolean bytes, GError **error)
 {
   static const char *const keys[] = {"size", "slots", "maxmem", NULL};
-  const char *unknown = qp_kv_unknown_key(kv, keys);
   guint64 size, max;
   gboolean custom;
 
-  if (unknown != NULL)
-    return qp_args_invalid(
-        error,
-        "-m '%s': unknown parameter '%s': expected size, slots or "
-        "maxmem",
-        qp_kv_last(kv, unknown)->text, unknown);
-  if (!ram_size(kv, bytes, &size, &custom, error) ||
+  if (!qp_kv_check_keys(kv, keys, "-m", "size, slots or maxmem", error) ||
+      !ram_size(kv, bytes, &size, &custom, error) ||
       !ram_max(kv, size, &max, error))
     return FALSE;
   a->ram_bytes = size;

@@ -21,14 +21,12 @@ smp_values(GArray *kv, Smp *s, GError **error)
 {
   guint64 *val[] = {&s->cpus,     &s->maxcpus, &s->sockets, &s->dies,
                     &s->clusters, &s->cores,   &s->threads};
-  const char *unknown = qp_kv_unknown_key(kv, smp_keys);
 
-  if (unknown != NULL)
-    return qp_args_invalid(
-        error,
-        "-smp '%s': unknown parameter '%s': expected cpus, maxcpus, "
-        "sockets, dies, clusters, cores or threads",
-        qp_kv_last(kv, unknown)->text, unknown);
+  if (!qp_kv_check_keys(kv, smp_keys, "-smp",
+                        "cpus, maxcpus, sockets, dies, clusters, cores or "
+                        "threads",
+                        error))
+    return FALSE;
   for (guint k = 0; smp_keys[k]; k++) {
     QpKvPair *p = qp_kv_last(kv, smp_keys[k]);
     if (p != NULL && !qp_parse_uint(p->value, G_MAXUINT32, val[k]))

@@ -137,7 +137,6 @@ qp_kv_check_keys(GArray *kv, const char *const *known, const char *option,
   return TRUE;
 }
 
-/* Every KEY of KV as one set ("host-nodes=0-1,host-nodes=3"). */
 gboolean
 qp_kv_index_set(GArray *kv, const char *key, guint64 max, const char *what,
                 const char *text, hwloc_bitmap_t *out, GError **error)
@@ -162,7 +161,6 @@ qp_kv_index_set(GArray *kv, const char *key, guint64 max, const char *what,
   return TRUE;
 }
 
-/* Appends ",KEY=VALUE" to the key=value text in S, escaping commas. */
 void
 qp_kv_append(GString *s, const char *key, const char *value)
 {

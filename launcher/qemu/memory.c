@@ -209,8 +209,9 @@ add_devmem(QpRequest *r, QpMemKind kind, int gnode, const char *device,
 }
 
 void
-qp_memory_model(QpQemuArgs *a, GPtrArray *devices, const char *mem_path)
+qp_memory_model(QpQemuArgs *a, GPtrArray *devices)
 {
+  const char *mem_path = a->mem_path;
   QpRequest *r = a->req;
   g_autoptr(GHashTable) used = g_hash_table_new(g_str_hash, g_str_equal);
   guint64 path_page = mem_path != NULL ? qp_hugetlbfs_page_kib(mem_path) : 0;

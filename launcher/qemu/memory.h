@@ -20,12 +20,11 @@ void qp_backend_classify(QpBackend *b);
  * or not) is on, 0 if PATH is not on hugetlbfs. */
 guint64 qp_hugetlbfs_page_kib(const char *path);
 
-/* Adds the memory model to ARGS->req: page sizes and the caller's binding
- * of the RAM, the memory devices of DEVICES (the -device values, in
- * order) and the unused backends. MEM_PATH is -mem-path's, or NULL. Never
+/* Adds the memory model to ARGS->req: page sizes (of the backends, or of
+ * -mem-path) and the caller's binding of the RAM, the memory devices of
+ * DEVICES (the -device values, in order) and the unused backends. Never
  * fails: a device QEMU will refuse is planned conservatively and QEMU says
  * what is wrong. */
-void qp_memory_model(QpQemuArgs *args, GPtrArray *devices,
-                     const char *mem_path);
+void qp_memory_model(QpQemuArgs *args, GPtrArray *devices);
 
 G_END_DECLS

@@ -4,16 +4,13 @@
 
 #include "launcher/qemu/keyval.h"
 
-/* ---- The option table ---------------------------------------------------
- *
- * Every option of QEMU 7.2's qemu-system-x86_64 that takes an argument
- * (HAS_ARG in qemu-options.hx), in the binary's order. Read from the
- * binary itself (Debian's 7.2.22): its qemu_options[] table of 121 entries,
- * name and flags, found in .data.rel.ro; every entry was then confirmed with
- * `qemu-system-x86_64 -version -NAME` ("requires an argument"). Options of
- * other targets are kept (QEMU consumes their argument before refusing
- * them). An option not listed takes none. "id" is Proxmox's: its kvm takes
- * `-id VMID`. */
+/* Every option of QEMU 7.2's qemu-system-x86_64 that takes an argument
+ * (HAS_ARG in qemu-options.hx), in the binary's order, as its
+ * qemu_options[] table (Debian's 7.2.22, 121 entries) has them; each one
+ * answers `qemu-system-x86_64 -version -NAME` with "requires an argument".
+ * Options of other targets are kept (QEMU consumes their argument before
+ * refusing them). An option not listed takes none. "id" is Proxmox's: its
+ * kvm takes `-id VMID`. */
 static const char *const options_with_arg[] = {
     "machine",    "M",
     "cpu",        "accel",
@@ -97,10 +94,6 @@ option_has_arg(const char *name)
   return in_list(options_with_arg, G_N_ELEMENTS(options_with_arg), name);
 }
 
-/* The options of ARGV in order, as QEMU's lookup_opt() finds them: "--opt"
- * is "-opt"; an option in the table takes the next argument whatever it
- * looks like; a word without a dash is a disk image. *MISSING is the last
- * option when it lacks its argument. */
 GArray *
 qp_opts_scan(guint argc, char **argv, const char **missing)
 {
@@ -134,7 +127,6 @@ qp_opt_is(const QpOpt *o, const char *name)
   return strcmp(o->name, name) == 0;
 }
 
-/* Not a launch: help, version, a capability probe. */
 gboolean
 qp_opt_wants_help(const QpOpt *o)
 {

@@ -9,8 +9,17 @@
 #include "launcher/qemu/keyval.h"
 #include "launcher/qemu/option-table.h"
 
-void
-qp_config_section_free(QpConfigSection *section)
+/* A section of a config file. */
+typedef struct {
+  char *group; /* "machine", "device", "object", "smp-opts", "memory", ... */
+  char *id;    /* from '[group "id"]', or NULL */
+  guint line;  /* of the header */
+  GPtrArray *keys;   /* of char*, in file order */
+  GPtrArray *values; /* of char*, parallel to keys */
+} ConfigSection;
+
+static void
+config_section_free(ConfigSection *section)
 {
   if (section == NULL)
     return;
@@ -21,10 +30,10 @@ qp_config_section_free(QpConfigSection *section)
   g_free(section);
 }
 
-static QpConfigSection *
+static ConfigSection *
 section_new(const char *group, const char *id, guint line)
 {
-  QpConfigSection *s = g_new0(QpConfigSection, 1);
+  ConfigSection *s = g_new0(ConfigSection, 1);
   s->group = g_strdup(group);
   s->id = g_strdup(id);
   s->line = line;
@@ -40,8 +49,14 @@ close_fp(FILE *fp)
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(FILE, close_fp)
 
-GPtrArray *
-qp_readconfig_read(const char *path, GError **error)
+/* The sections of PATH (of ConfigSection). NULL with a G_FILE_ERROR when
+ * the file cannot be read or is not a regular file (a pipe read here would
+ * be read away from QEMU), or with QP_ARGS_ERROR_INVALID for what QEMU 7.2
+ * refuses in the file's syntax too: a key before any group ("no group
+ * defined") and a line that is neither ("parse error"). What the keys mean
+ * is left to the options they become. */
+static GPtrArray *
+readconfig_read(const char *path, GError **error)
 {
   /* A pipe or a device (-readconfig /dev/stdin) would be read away from
    * QEMU, or block: only a regular file is read here. */
@@ -59,12 +74,12 @@ qp_readconfig_read(const char *path, GError **error)
     return NULL;
   }
   g_autoptr(GPtrArray) sections =
-      g_ptr_array_new_with_free_func((GDestroyNotify)qp_config_section_free);
+      g_ptr_array_new_with_free_func((GDestroyNotify)config_section_free);
   /* The buffers and the sscanf() patterns are QEMU's own, so that a line is
    * split, matched and refused exactly where QEMU does it: a key matched
    * before a failed '= "' still counts (as a key with an empty value). */
   char line[1024], group[64], arg[64], value[1024];
-  QpConfigSection *current = NULL;
+  ConfigSection *current = NULL;
   guint lno = 0;
   while (fgets(line, sizeof(line), fp) != NULL) {
     ++lno;
@@ -116,7 +131,7 @@ qp_readconfig_read(const char *path, GError **error)
  * [numa] -numa, [object "ID"] -object and [device "ID"] -device. Sections
  * that do not matter to placement give NULL. */
 static const char *
-section_option(const QpConfigSection *section)
+section_option(const ConfigSection *section)
 {
   static const char *const map[][2] = {
       {"machine", "machine"}, {"smp-opts", "smp"},  {"memory", "m"},
@@ -128,8 +143,6 @@ section_option(const QpConfigSection *section)
   return NULL;
 }
 
-/* When ERROR names a value read from a -readconfig file, says which file,
- * line and section it came from: the caller did not write the option. */
 void
 qp_readconfig_name_source(GPtrArray *file_values, GError **error)
 {
@@ -141,10 +154,6 @@ qp_readconfig_name_source(GPtrArray *file_values, GError **error)
     }
 }
 
-/* OPTS with the options of each -readconfig file in place of it, so that
- * they merge with the command line's in QEMU's order. A file that cannot be
- * read is one warning (QEMU then says so itself); what QEMU refuses in its
- * syntax is refused here too. */
 GArray *
 qp_readconfig_expand(GArray *opts, GPtrArray *file_values, GPtrArray *warnings,
                      GError **error)
@@ -156,7 +165,7 @@ qp_readconfig_expand(GArray *opts, GPtrArray *file_values, GPtrArray *warnings,
     if (!qp_opt_is(o, "readconfig"))
       continue;
     g_autoptr(GError) local = NULL;
-    g_autoptr(GPtrArray) sections = qp_readconfig_read(o->value, &local);
+    g_autoptr(GPtrArray) sections = readconfig_read(o->value, &local);
     if (sections == NULL && local->domain == QP_ARGS_ERROR) {
       g_propagate_error(error, g_steal_pointer(&local));
       return NULL;
@@ -169,7 +178,7 @@ qp_readconfig_expand(GArray *opts, GPtrArray *file_values, GPtrArray *warnings,
       continue;
     }
     for (guint k = 0; k < sections->len; k++) {
-      const QpConfigSection *sec = g_ptr_array_index(sections, k);
+      const ConfigSection *sec = g_ptr_array_index(sections, k);
       const char *name = section_option(sec);
       if (name == NULL)
         continue;

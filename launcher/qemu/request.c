@@ -189,7 +189,7 @@ read_options(QpQemuArgs *a, GArray *opts, GError **error)
       !qp_devices_read(a, opts, devices, error))
     return FALSE;
   read_prealloc(a);
-  qp_memory_model(a, devices, a->mem_path);
+  qp_memory_model(a, devices);
   return TRUE;
 }
 

@@ -171,7 +171,7 @@ device_kind(const char *driver, QpMemKind *kind)
 
 /* The memory device of the -device value TEXT, or another device naming a
  * backend (OTHER); FALSE for a device without memdev=. A value QEMU cannot
- * read counts as 0 (QEMU refuses it). */
+ * read counts as 0 (QEMU refuses it). D is to clear either way. */
 static gboolean
 parse_mem_device(const char *text, MemDevice *d)
 {
@@ -237,9 +237,8 @@ qp_memory_model(QpQemuArgs *a, GPtrArray *devices)
   /* Memory devices plugged at start. */
   for (guint i = 0; devices != NULL && i < devices->len; i++) {
     MemDevice d;
-    if (!parse_mem_device(g_ptr_array_index(devices, i), &d))
-      continue;
-    QpBackend *b = qp_backend_find(a, d.memdev);
+    gboolean uses_backend = parse_mem_device(devices->pdata[i], &d);
+    QpBackend *b = uses_backend ? qp_backend_find(a, d.memdev) : NULL;
     if (b != NULL && !g_hash_table_contains(used, b->id)) {
       g_hash_table_add(used, b->id);
       guint64 bytes = b->size_bytes;

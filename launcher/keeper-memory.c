@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "launcher/log.h"
-#include "launcher/qemu-memory.h"
+#include "launcher/qemu/memory.h"
 #include "topology/claim-memory.h"
 #include "topology/ledger.h"
 
@@ -295,7 +295,7 @@ classify(Backend *b, QpQmp *qmp, const Seen *s)
     if (mem_path != NULL && JSON_NODE_HOLDS_VALUE(mem_path))
       qb.mem_path = (char *)json_node_get_string(mem_path);
   }
-  qp_backend_classify(&qb, "");
+  qp_backend_classify(&qb);
   b->tracked = !qb.dax && strcmp(qb.qom_type, "memory-backend-epc") != 0;
   b->page_kib = qb.page_kib;
 }

@@ -1,5 +1,6 @@
 #include "launcher/launch.h"
 #include "launcher/log.h"
+#include "launcher/qemu/rewrite.h"
 
 #include <errno.h>
 #include <fcntl.h>

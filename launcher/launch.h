@@ -8,7 +8,7 @@
 
 #include "launcher/caller-pinning.h"
 #include "launcher/options.h"
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
 #include "topology/ledger.h"
 #include "topology/plan.h"
 

@@ -5,7 +5,7 @@
 
 #include <glib.h>
 
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/vm-ids.h"
 #include "topology/plan.h"
 
 G_BEGIN_DECLS

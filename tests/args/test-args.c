@@ -2,7 +2,10 @@
  * memory backends), the pass-through cases, a table of bad input, and the
  * rewritten argv run by a real QEMU (TCG) that must accept it and bind the
  * guest's RAM as planned. */
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
+#include "launcher/qemu/daemonize.h"
+#include "launcher/qemu/numbers.h"
+#include "launcher/qemu/rewrite.h"
 #include "tests/common/qemu-refusals.h"
 
 #include <errno.h>
@@ -1500,6 +1503,15 @@ static const PreallocCase prealloc_cases[] = {
      "\"size\":134217728} -S",
      NULL,
      "f, j"},
+    /* ",," after a flag is an empty flag to QEMU, not an escape: the
+     * context is an item of its own, and it goes as dropped says. */
+    {"caller-context-after-flag/daemonize",
+     "-daemonize -object memory-backend-ram,id=e,size=128M,x,,"
+     "prealloc-context=tc0",
+     {-2},
+     "-daemonize -object memory-backend-ram,id=e,size=128M,x, -S",
+     NULL,
+     "e"},
 };
 
 static void
@@ -1532,6 +1544,27 @@ test_rewrite_prealloc(gconstpointer data)
   else
     g_assert_nonnull(strstr(note ? note : "", c->note));
   plan_free_(plan);
+}
+
+/* -daemonize: an -object value that is no memory backend to read (a JSON
+ * qom-type that is not a string) stays as written, quietly: no JSON
+ * library warning reaches stderr (G_DEBUG=fatal-criticals makes one an
+ * abort here). */
+static void
+test_daemonize_unreadable_object(void)
+{
+  const char *argv[] = {
+      "-daemonize",
+      "-object",
+      "{\"qom-type\":{},\"id\":\"m\",\"prealloc-context\":\"t\"}",
+      "-object",
+      "{\"qom-type\":[1],\"prealloc-context\":\"t\"}",
+      NULL};
+  g_autofree char *dropped = NULL;
+  g_auto(GStrv) safe =
+      qp_argv_daemonize_safe(G_N_ELEMENTS(argv) - 1, (char **)argv, &dropped);
+  g_assert_null(safe);
+  g_assert_null(dropped);
 }
 
 int
@@ -1580,6 +1613,8 @@ main(int argc, char **argv)
         g_strdup_printf("/args/rewrite/prealloc/%s", prealloc_cases[i].name);
     g_test_add_data_func(path, &prealloc_cases[i], test_rewrite_prealloc);
   }
+  g_test_add_func("/args/rewrite/daemonize-unreadable-object-stays",
+                  test_daemonize_unreadable_object);
   g_test_add_func("/args/robustness/random-command-lines", test_random_argv);
 
   int ret = g_test_run();

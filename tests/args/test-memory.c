@@ -1,8 +1,9 @@
-/* The guest's memory model (launcher/qemu-memory.c) from QEMU command lines
+/* The guest's memory model (launcher/qemu/memory.c) from QEMU command lines
  * in both syntaxes, and the plans made from it on the recorded hosts in
  * tests/data/topologies: every piece of memory with its page size, guest
  * node and claim; what QEMU refuses itself passes through. */
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
+#include "launcher/qemu/rewrite.h"
 #include "tests/common/qp-plan-test.h"
 #include "topology/ledger.h"
 

@@ -7,7 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
+#include "launcher/qemu/rewrite.h"
 #include "tests/common/qp-test.h"
 
 static char *

@@ -6,7 +6,7 @@
  * must read the vCPUs, memory and guest nodes QEMU reports over QMP. */
 #include <string.h>
 
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
 #include "tests/common/qemu-refusals.h"
 #include "tests/common/qp-test.h"
 

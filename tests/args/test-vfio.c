@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
 #include "tests/common/qp-test-args.h"
 #include "tests/common/qp-test.h"
 

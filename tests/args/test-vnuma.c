@@ -5,7 +5,8 @@
 #include <signal.h>
 #include <string.h>
 
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
+#include "launcher/qemu/rewrite.h"
 #include "tests/common/qp-test-args.h"
 #include "tests/common/qp-test.h"
 #include "topology/host.h"

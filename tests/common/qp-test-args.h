@@ -2,7 +2,7 @@
  * launcher library with them). */
 #pragma once
 
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
 
 G_BEGIN_DECLS
 

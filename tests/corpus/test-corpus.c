@@ -19,8 +19,9 @@
 
 #include "launcher/launch.h"
 #include "launcher/options.h"
-#include "launcher/qemu-args.h"
-#include "launcher/qemu-memory.h"
+#include "launcher/qemu/args.h"
+#include "launcher/qemu/rewrite.h"
+#include "launcher/qemu/memory.h"
 #include "tests/common/qemu-refusals.h"
 #include "topology/host.h"
 

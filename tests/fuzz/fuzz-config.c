@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "launcher/options.h"
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/vm-ids.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -1,5 +1,5 @@
 /* libFuzzer target for QEMU's command line as qemu-pin reads it
- * (launcher/qemu-args.c), both syntaxes: the input is split at '\n' into
+ * (launcher/qemu/), both syntaxes: the input is split at '\n' into
  * argv, so that "-object\n{...JSON...}" and "-numa\nnode,cpus=0-1" reach the
  * key=value and the JSON readers alike. What parses is then planned on a
  * fixed two-node synthetic host (the mode chosen by the first byte) and
@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/args.h"
+#include "launcher/qemu/rewrite.h"
 #include "topology/host.h"
 #include "topology/ledger.h"
 #include "topology/plan.h"

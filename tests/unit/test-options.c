@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "launcher/options.h"
-#include "launcher/qemu-args.h"
+#include "launcher/qemu/vm-ids.h"
 #include "topology/cpulist.h"
 
 static char *

@@ -20,25 +20,19 @@
  *   other VMs or processes) is that device's: neither bound nor claimed.
  * - A backend used twice, or a device naming no backend: QEMU refuses the
  *   command line, the first user counts and QEMU says what is wrong. */
-#include "launcher/qemu-memory.h"
+#include "launcher/qemu/memory.h"
 
-#include <json-glib/json-glib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
 
-#include "launcher/qemu-kv.h"
+#include "launcher/qemu/backends.h"
+#include "launcher/qemu/numbers.h"
+#include "launcher/qemu/props.h"
 
-#define MiB (G_GUINT64_CONSTANT(1) << 20)
 #define HUGETLBFS_MAGIC_ 0x958458f6
-
-static guint64
-bytes_to_mib(guint64 bytes)
-{
-  return bytes / MiB + (bytes % MiB != 0);
-}
 
 /* ---- backends --------------------------------------------------------- */
 
@@ -103,32 +97,9 @@ mounted_dax(dev_t dev)
   return FALSE;
 }
 
-/* Reads reserve= of the backend in TEXT (on unless turned off). */
-static gboolean
-backend_reserve(const char *text)
-{
-  if (text[0] == '{') {
-    g_autoptr(JsonParser) parser = json_parser_new();
-    if (!json_parser_load_from_data(parser, text, -1, NULL))
-      return TRUE;
-    JsonNode *root = json_parser_get_root(parser);
-    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
-      return TRUE;
-    JsonNode *n = json_object_get_member(json_node_get_object(root), "reserve");
-    return n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
-           json_node_get_value_type(n) != G_TYPE_BOOLEAN ||
-           json_node_get_boolean(n);
-  }
-  g_autoptr(GArray) kv = qp_kv_parse(text, "qom-type");
-  const char *v = qp_kv_get(kv, "reserve");
-  static const char *const off[] = {"off", "no", "false", "n", NULL};
-  return v == NULL || !g_strv_contains(off, v);
-}
-
 void
-qp_backend_classify(QpBackend *b, const char *text)
+qp_backend_classify(QpBackend *b)
 {
-  b->reserve = backend_reserve(text);
   if (strcmp(b->qom_type, "memory-backend-memfd") == 0) {
     if (b->hugetlb && b->hugetlbsize_kib == 0)
       b->hugetlbsize_kib = default_hugepage_kib();
@@ -148,7 +119,7 @@ qp_backend_classify(QpBackend *b, const char *text)
     b->dax = S_ISCHR(st.st_mode) || mounted_dax(st.st_dev);
     if (b->size_bytes == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
       b->size_bytes = (guint64)st.st_size;
-      b->size_mib = bytes_to_mib(b->size_bytes);
+      b->size_mib = qp_bytes_to_mib(b->size_bytes);
     }
   }
 }
@@ -158,17 +129,6 @@ static gboolean
 backend_is_ram(const QpBackend *b)
 {
   return !b->dax && strcmp(b->qom_type, "memory-backend-epc") != 0;
-}
-
-static QpBackend *
-find_backend(const QpQemuArgs *a, const char *id)
-{
-  for (guint i = 0; id != NULL && i < a->backends->len; i++) {
-    QpBackend *b = g_ptr_array_index(a->backends, i);
-    if (strcmp(b->id, id) == 0)
-      return b;
-  }
-  return NULL;
 }
 
 /* ---- memory devices --------------------------------------------------- */
@@ -209,66 +169,23 @@ device_kind(const char *driver, QpMemKind *kind)
   return FALSE;
 }
 
-static char *
-json_string(JsonObject *obj, const char *key)
-{
-  JsonNode *n = json_object_get_member(obj, key);
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
-      json_node_get_value_type(n) != G_TYPE_STRING)
-    return NULL;
-  return g_strdup(json_node_get_string(n));
-}
-
-static guint64
-json_uint(JsonObject *obj, const char *key)
-{
-  JsonNode *n = json_object_get_member(obj, key);
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
-      json_node_get_value_type(n) != G_TYPE_INT64 || json_node_get_int(n) < 0)
-    return 0;
-  return (guint64)json_node_get_int(n);
-}
-
 /* The memory device of the -device value TEXT, or another device naming a
  * backend (OTHER); FALSE for a device without memdev=. A value QEMU cannot
- * read counts as 0 (QEMU refuses it). */
+ * read counts as 0 (QEMU refuses it). D is to clear either way. */
 static gboolean
 parse_mem_device(const char *text, MemDevice *d)
 {
+  g_auto(QpProps) p = {0};
   memset(d, 0, sizeof(*d));
-  if (text[0] == '{') {
-    g_autoptr(JsonParser) parser = json_parser_new();
-    if (!json_parser_load_from_data(parser, text, -1, NULL))
-      return FALSE;
-    JsonNode *root = json_parser_get_root(parser);
-    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
-      return FALSE;
-    JsonObject *obj = json_node_get_object(root);
-    g_autofree char *driver = json_string(obj, "driver");
-    d->other = !device_kind(driver, &d->kind);
-    d->id = json_string(obj, "id");
-    d->memdev = json_string(obj, "memdev");
-    if (d->other)
-      return d->memdev != NULL;
-    d->node = json_uint(obj, "node");
-    d->requested = json_uint(obj, "requested-size");
-    return TRUE;
-  }
-  g_autoptr(GArray) kv = qp_kv_parse(text, "driver");
-  d->other = !device_kind(qp_kv_get(kv, "driver"), &d->kind);
-  d->id = g_strdup(qp_kv_get(kv, "id"));
-  d->memdev = g_strdup(qp_kv_get(kv, "memdev"));
+  if (!qp_props_read(&p, "-device", text, "driver", NULL))
+    return FALSE;
+  d->other = !device_kind(qp_props_string(&p, "driver"), &d->kind);
+  d->id = g_strdup(qp_props_string(&p, "id"));
+  d->memdev = g_strdup(qp_props_string(&p, "memdev"));
   if (d->other)
     return d->memdev != NULL;
-  const char *v = qp_kv_get(kv, "node");
-  char *end = NULL;
-  if (v != NULL && g_ascii_isdigit(*v)) {
-    guint64 n = g_ascii_strtoull(v, &end, 0);
-    d->node = *end == '\0' ? n : 0;
-  }
-  if ((v = qp_kv_get(kv, "requested-size")) != NULL &&
-      !qp_parse_size(v, "requested-size", FALSE, &d->requested, NULL))
-    d->requested = 0;
+  d->node = qp_props_uint_or_zero(&p, "node");
+  d->requested = qp_props_size_or_zero(&p, "requested-size");
   return TRUE;
 }
 
@@ -285,22 +202,23 @@ add_devmem(QpRequest *r, QpMemKind kind, int gnode, const char *device,
   m->gnode = gnode;
   m->device = g_strdup(device);
   m->memdev = g_strdup(b->id);
-  m->mib = bytes_to_mib(bytes);
+  m->mib = qp_bytes_to_mib(bytes);
   m->page_kib = b->page_kib;
   m->host_nodes = b->host_nodes ? hwloc_bitmap_dup(b->host_nodes) : NULL;
   m->policy = b->policy;
 }
 
 void
-qp_memory_model(QpQemuArgs *a, GPtrArray *devices, const char *mem_path)
+qp_memory_model(QpQemuArgs *a, GPtrArray *devices)
 {
+  const char *mem_path = a->mem_path;
   QpRequest *r = a->req;
   g_autoptr(GHashTable) used = g_hash_table_new(g_str_hash, g_str_equal);
   guint64 path_page = mem_path != NULL ? qp_hugetlbfs_page_kib(mem_path) : 0;
 
   /* The RAM. */
   if (r->n_gnodes == 0) {
-    const QpBackend *b = find_backend(a, a->machine_memdev);
+    const QpBackend *b = qp_backend_find(a, a->machine_memdev);
     r->page_kib = b != NULL ? b->page_kib : path_page;
     if (b != NULL) {
       g_hash_table_add(used, b->id);
@@ -310,7 +228,7 @@ qp_memory_model(QpQemuArgs *a, GPtrArray *devices, const char *mem_path)
   }
   for (guint g = 0; g < r->n_gnodes; g++) {
     QpGuestNode *gn = &r->gnodes[g];
-    const QpBackend *b = find_backend(a, gn->memdev);
+    const QpBackend *b = qp_backend_find(a, gn->memdev);
     gn->page_kib = b != NULL ? b->page_kib : path_page;
     if (b != NULL)
       g_hash_table_add(used, b->id);
@@ -319,9 +237,8 @@ qp_memory_model(QpQemuArgs *a, GPtrArray *devices, const char *mem_path)
   /* Memory devices plugged at start. */
   for (guint i = 0; devices != NULL && i < devices->len; i++) {
     MemDevice d;
-    if (!parse_mem_device(g_ptr_array_index(devices, i), &d))
-      continue;
-    QpBackend *b = find_backend(a, d.memdev);
+    gboolean uses_backend = parse_mem_device(devices->pdata[i], &d);
+    QpBackend *b = uses_backend ? qp_backend_find(a, d.memdev) : NULL;
     if (b != NULL && !g_hash_table_contains(used, b->id)) {
       g_hash_table_add(used, b->id);
       guint64 bytes = b->size_bytes;

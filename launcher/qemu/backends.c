@@ -1,0 +1,137 @@
+/* The memory backends of -object, as QEMU 7.2's hostmem backends read
+ * their properties. */
+#include "launcher/qemu/backends.h"
+
+#include <string.h>
+
+#include "launcher/qemu/keyval.h"
+#include "launcher/qemu/machine.h"
+#include "launcher/qemu/memory.h"
+#include "launcher/qemu/numbers.h"
+#include "launcher/qemu/props.h"
+
+void
+qp_backend_free(gpointer p)
+{
+  QpBackend *b = p;
+  g_free(b->id);
+  g_free(b->qom_type);
+  g_free(b->mem_path);
+  hwloc_bitmap_free(b->host_nodes);
+  g_free(b);
+}
+
+QpBackend *
+qp_backend_find(const QpQemuArgs *a, const char *id)
+{
+  for (guint i = 0; id != NULL && i < a->backends->len; i++) {
+    QpBackend *b = g_ptr_array_index(a->backends, i);
+    if (strcmp(b->id, id) == 0)
+      return b;
+  }
+  return NULL;
+}
+
+/* What QEMU 7.2's memory backends take, for a JSON -object. */
+static const QpPropSchema backend_schema[] = {
+    {"prealloc", QP_PROP_BOOL}, {"hugetlb", QP_PROP_BOOL},
+    {"share", QP_PROP_BOOL},    {"merge", QP_PROP_BOOL},
+    {"dump", QP_PROP_BOOL},     {"reserve", QP_PROP_BOOL},
+    {"size", QP_PROP_SIZE},     {"hugetlbsize", QP_PROP_SIZE},
+    {"align", QP_PROP_SIZE},    {"mem-path", QP_PROP_STRING},
+    {"policy", QP_PROP_STRING}, {"prealloc-context", QP_PROP_STRING},
+    {NULL, QP_PROP_BOOL},
+};
+
+/* The properties of backend B from P; *HAS_SIZE says whether size= is
+ * given. */
+static gboolean
+backend_read(QpBackend *b, const QpProps *p, gboolean *has_size, GError **error)
+{
+  guint64 huge_bytes = 0;
+  gboolean has_huge;
+  if (!qp_props_check(p, backend_schema, error) ||
+      !qp_props_size(p, "size", &b->size_bytes, has_size, error) ||
+      !qp_props_bool(p, "prealloc", &b->prealloc, error) ||
+      !qp_props_bool(p, "hugetlb", &b->hugetlb, error) ||
+      !qp_props_size(p, "hugetlbsize", &huge_bytes, &has_huge, error))
+    return FALSE;
+  b->hugetlbsize_kib = huge_bytes / 1024;
+  b->mem_path = g_strdup(qp_props_string(p, "mem-path"));
+  const char *policy = qp_props_string(p, "policy");
+  if (policy != NULL && !qp_policy_parse(policy, &b->policy))
+    return qp_args_invalid(error,
+                           "%s '%s': policy '%s' is not one of default, "
+                           "preferred, bind, interleave",
+                           p->option, p->text, policy);
+  if (!qp_props_index_set(p, "host-nodes", QP_MAX_NODES - 1, &b->host_nodes,
+                          error))
+    return FALSE;
+  b->prealloc_context = qp_props_has(p, "prealloc-context");
+  b->reserve = qp_props_bool_or(p, "reserve", TRUE);
+  return TRUE;
+}
+
+gboolean
+qp_object_read(QpQemuArgs *a, const QpOpt *o, GError **error)
+{
+  const char *text = o->value, *qom_type, *id;
+  g_auto(QpProps) p = {0};
+
+  if (!qp_props_read(&p, "-object", text, "qom-type", error) ||
+      !qp_props_get_string(&p, "qom-type", &qom_type, error))
+    return FALSE;
+  if (qom_type == NULL && p.json != NULL)
+    return qp_args_invalid(error, "-object '%s': 'qom-type' must be a string",
+                           text);
+  if (!qp_props_get_string(&p, "id", &id, error))
+    return FALSE;
+  if (qom_type == NULL)
+    return TRUE; /* QEMU says what is wrong */
+  if (strcmp(qom_type, "iothread") == 0) {
+    a->req->n_iothreads++;
+    return TRUE;
+  }
+  if (!g_str_has_prefix(qom_type, "memory-backend-"))
+    return TRUE;
+
+  if (id == NULL || *id == '\0')
+    return qp_args_invalid(error, "-object '%s': a memory backend needs an id",
+                           text);
+  if (qp_backend_find(a, id) != NULL)
+    return qp_args_invalid(error,
+                           "-object '%s': id '%s' is already used by another "
+                           "memory backend",
+                           text, id);
+
+  g_autoptr(GPtrArray) holder = g_ptr_array_new_with_free_func(qp_backend_free);
+  QpBackend *b = g_new0(QpBackend, 1);
+  g_ptr_array_add(holder, b);
+  b->id = g_strdup(id);
+  b->qom_type = g_strdup(qom_type);
+  b->argi = o->vi;
+  b->json = p.json != NULL;
+  gboolean has_size = FALSE;
+  if (!backend_read(b, &p, &has_size, error))
+    return FALSE;
+  if (has_size && b->size_bytes == 0)
+    return qp_args_invalid(error,
+                           "-object '%s': size 0 is not a memory size: "
+                           "expected more than 0 bytes",
+                           text);
+  if (!has_size && strcmp(b->qom_type, "memory-backend-file") != 0)
+    return qp_args_invalid(
+        error, "-object '%s': memory backend '%s' needs a size", text, b->id);
+  b->size_mib = qp_bytes_to_mib(b->size_bytes);
+  if (b->policy == QP_POLICY_BIND && b->host_nodes == NULL)
+    return qp_args_invalid(error, "-object '%s': policy bind needs host-nodes",
+                           text);
+  if (b->host_nodes != NULL && b->policy == QP_POLICY_DEFAULT)
+    return qp_args_invalid(error,
+                           "-object '%s': host-nodes needs a policy other "
+                           "than default (bind, preferred or interleave)",
+                           text);
+  qp_backend_classify(b);
+  g_ptr_array_add(a->backends, g_ptr_array_steal_index(holder, 0));
+  return TRUE;
+}

@@ -1,0 +1,14 @@
+/* -device: the host PCI devices passed through (vfio-pci, with host= or
+ * sysfsdev=, mediated devices included), whose locality placement weighs. */
+#pragma once
+
+#include "launcher/qemu/args.h"
+
+G_BEGIN_DECLS
+
+/* Reads the vfio-pci devices of OPTS (of QpOpt) into A->req->vfio and adds
+ * every -device value to DEVICES (of const char*, for the memory model). */
+gboolean qp_devices_read(QpQemuArgs *a, GArray *opts, GPtrArray *devices,
+                         GError **error);
+
+G_END_DECLS

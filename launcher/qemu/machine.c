@@ -1,0 +1,72 @@
+#include "launcher/qemu/machine.h"
+
+#include <string.h>
+
+#include "launcher/qemu/numbers.h"
+
+#define QP_CPU_HARD_CAP 1024 /* unknown machine types */
+
+/* "7.2" -> 702; -1 if TEXT is not MAJOR.MINOR. */
+static int
+machine_version(const char *text)
+{
+  guint64 major, minor;
+  g_auto(GStrv) parts = g_strsplit(text, ".", -1);
+  if (g_strv_length(parts) != 2 || !qp_parse_uint(parts[0], 99, &major) ||
+      !qp_parse_uint(parts[1], 99, &minor))
+    return -1;
+  return (int)(major * 100 + minor);
+}
+
+QpMachine
+qp_machine_lookup(const char *type)
+{
+  QpMachine m = {.known = FALSE,
+                 .prefer_sockets = FALSE,
+                 .clusters_supported = TRUE,
+                 .dies_supported = TRUE,
+                 .numa_mem_supported = TRUE,
+                 .max_cpus = QP_CPU_HARD_CAP,
+                 .ram_id = NULL};
+  int version = 702; /* the aliases pc and q35 are 7.2's */
+  gboolean q35 = FALSE, i440fx = FALSE;
+
+  if (strcmp(type, "q35") == 0) {
+    q35 = TRUE;
+  } else if (strcmp(type, "pc") == 0) {
+    i440fx = TRUE;
+  } else if (g_str_has_prefix(type, "pc-q35-")) {
+    q35 = TRUE;
+    version = machine_version(type + strlen("pc-q35-"));
+  } else if (g_str_has_prefix(type, "pc-i440fx-")) {
+    i440fx = TRUE;
+    version = machine_version(type + strlen("pc-i440fx-"));
+  } else if (g_str_has_prefix(type, "pc-")) {
+    i440fx = TRUE;
+    version = machine_version(type + strlen("pc-"));
+  } else if (strcmp(type, "isapc") == 0) {
+    m.known = TRUE;
+    m.clusters_supported = FALSE;
+    m.max_cpus = 1;
+    m.ram_id = "pc.ram";
+    return m;
+  } else if (strcmp(type, "microvm") == 0) {
+    m.known = TRUE;
+    m.clusters_supported = FALSE;
+    m.numa_mem_supported = FALSE;
+    m.max_cpus = 288;
+    m.ram_id = "microvm.ram";
+    return m;
+  }
+  if (!q35 && !i440fx)
+    return m;
+  if (version < 0)
+    version = 702;
+  m.known = TRUE;
+  m.clusters_supported = FALSE;
+  m.prefer_sockets = version < 602;
+  m.numa_mem_supported = version < 501;
+  m.max_cpus = q35 ? (version >= 800 ? 1024 : 288) : 255;
+  m.ram_id = "pc.ram";
+  return m;
+}

@@ -1,0 +1,30 @@
+/* The guest's memory as QEMU 7.2 makes it, for placement: the RAM of each
+ * guest node and its page size, the memory devices plugged at start
+ * (pc-dimm, nvdimm, virtio-mem-pci, virtio-pmem-pci) and the memory
+ * backends no one uses. What is claimed for each is in docs/design.md
+ * ("Memory"). */
+#pragma once
+
+#include <glib.h>
+
+#include "launcher/qemu/args.h"
+
+G_BEGIN_DECLS
+
+/* Completes backend B from the host: its page size (memfd with hugetlb, a
+ * file on hugetlbfs), whether its file is device DAX or on a DAX
+ * filesystem, and the size of a file backend given without size=. */
+void qp_backend_classify(QpBackend *b);
+
+/* Page size of the hugetlbfs PATH (a directory or a file in one, existing
+ * or not) is on, 0 if PATH is not on hugetlbfs. */
+guint64 qp_hugetlbfs_page_kib(const char *path);
+
+/* Adds the memory model to ARGS->req: page sizes (of the backends, or of
+ * -mem-path) and the caller's binding of the RAM, the memory devices of
+ * DEVICES (the -device values, in order) and the unused backends. Never
+ * fails: a device QEMU will refuse is planned conservatively and QEMU says
+ * what is wrong. */
+void qp_memory_model(QpQemuArgs *args, GPtrArray *devices);
+
+G_END_DECLS

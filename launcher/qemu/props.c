@@ -1,0 +1,266 @@
+#include "launcher/qemu/props.h"
+
+#include <string.h>
+
+#include "launcher/qemu/error.h"
+#include "launcher/qemu/keyval.h"
+#include "launcher/qemu/numbers.h"
+#include "topology/cpulist.h"
+
+gboolean
+qp_props_read(QpProps *p, const char *option, const char *text,
+              const char *implied, GError **error)
+{
+  memset(p, 0, sizeof(*p));
+  p->option = option;
+  p->text = text;
+  p->implied = implied;
+  if (text[0] != '{') {
+    p->kv = qp_kv_parse(text, implied);
+    p->edited = g_string_new(text);
+    return TRUE;
+  }
+  g_autoptr(GError) local = NULL;
+  p->parser = json_parser_new();
+  if (!json_parser_load_from_data(p->parser, text, -1, &local))
+    return qp_args_invalid(error, "%s '%s' is not valid JSON: %s", option, text,
+                           local->message);
+  JsonNode *root = json_parser_get_root(p->parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+    return qp_args_invalid(error, "%s '%s': expected a JSON object", option,
+                           text);
+  p->json = json_node_get_object(root);
+  return TRUE;
+}
+
+void
+qp_props_clear(QpProps *p)
+{
+  if (p->kv != NULL)
+    g_array_unref(p->kv);
+  if (p->edited != NULL)
+    g_string_free(p->edited, TRUE);
+  g_clear_object(&p->parser);
+  memset(p, 0, sizeof(*p));
+}
+
+/* The JSON member KEY when it is a value of TYPE, else NULL. */
+static JsonNode *
+json_value(const QpProps *p, const char *key, GType type)
+{
+  JsonNode *n = json_object_get_member(p->json, key);
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
+      json_node_get_value_type(n) != type)
+    return NULL;
+  return n;
+}
+
+static gboolean
+json_type_ok(const QpProps *p, const char *key, QpPropType type)
+{
+  switch (type) {
+  case QP_PROP_BOOL:
+    return json_value(p, key, G_TYPE_BOOLEAN) != NULL;
+  case QP_PROP_SIZE:
+    return json_value(p, key, G_TYPE_INT64) != NULL &&
+           json_object_get_int_member(p->json, key) >= 0;
+  case QP_PROP_STRING:
+    return json_value(p, key, G_TYPE_STRING) != NULL;
+  }
+  return FALSE;
+}
+
+static gboolean
+json_type_error(const QpProps *p, const char *key, QpPropType type,
+                GError **error)
+{
+  static const char *const expected[] = {
+      [QP_PROP_BOOL] = "true or false",
+      [QP_PROP_SIZE] = "a non-negative integer (bytes)",
+      [QP_PROP_STRING] = "a string",
+  };
+  return qp_args_invalid(error, "%s '%s': '%s' must be %s", p->option, p->text,
+                         key, expected[type]);
+}
+
+gboolean
+qp_props_check(const QpProps *p, const QpPropSchema *schema, GError **error)
+{
+  if (p->json == NULL)
+    return TRUE;
+  g_autoptr(GList) members = json_object_get_members(p->json);
+  for (GList *l = members; l != NULL; l = l->next)
+    for (const QpPropSchema *s = schema; s->key != NULL; s++)
+      if (strcmp(s->key, l->data) == 0 && !json_type_ok(p, s->key, s->type))
+        return json_type_error(p, s->key, s->type, error);
+  return TRUE;
+}
+
+gboolean
+qp_props_has(const QpProps *p, const char *key)
+{
+  return p->json != NULL ? json_object_has_member(p->json, key)
+                         : qp_kv_get(p->kv, key) != NULL;
+}
+
+const char *
+qp_props_string(const QpProps *p, const char *key)
+{
+  if (p->json == NULL)
+    return qp_kv_get(p->kv, key);
+  JsonNode *n = json_value(p, key, G_TYPE_STRING);
+  return n != NULL ? json_node_get_string(n) : NULL;
+}
+
+gboolean
+qp_props_get_string(const QpProps *p, const char *key, const char **out,
+                    GError **error)
+{
+  *out = qp_props_string(p, key);
+  if (*out == NULL && p->json != NULL && json_object_has_member(p->json, key))
+    return json_type_error(p, key, QP_PROP_STRING, error);
+  return TRUE;
+}
+
+gboolean
+qp_props_bool(const QpProps *p, const char *key, gboolean *out, GError **error)
+{
+  if (!qp_props_has(p, key))
+    return TRUE;
+  if (p->json != NULL) {
+    if (!json_type_ok(p, key, QP_PROP_BOOL))
+      return json_type_error(p, key, QP_PROP_BOOL, error);
+    *out = json_object_get_boolean_member(p->json, key);
+    return TRUE;
+  }
+  const char *v = qp_kv_get(p->kv, key);
+  if (!qp_parse_bool(v, out))
+    return qp_args_invalid(error, "%s '%s': %s '%s' is not on or off",
+                           p->option, p->text, key, v);
+  return TRUE;
+}
+
+gboolean
+qp_props_size(const QpProps *p, const char *key, guint64 *out, gboolean *given,
+              GError **error)
+{
+  *given = qp_props_has(p, key);
+  if (!*given)
+    return TRUE;
+  if (p->json != NULL) {
+    if (!json_type_ok(p, key, QP_PROP_SIZE))
+      return json_type_error(p, key, QP_PROP_SIZE, error);
+    *out = (guint64)json_object_get_int_member(p->json, key);
+    return TRUE;
+  }
+  g_autofree char *what =
+      g_strdup_printf("%s '%s': %s", p->option, p->text, key);
+  return qp_parse_size(qp_kv_get(p->kv, key), what, FALSE, out, error);
+}
+
+gboolean
+qp_props_index_set(const QpProps *p, const char *key, guint64 max,
+                   hwloc_bitmap_t *out, GError **error)
+{
+  if (p->json == NULL)
+    return qp_kv_index_set(p->kv, key, max, p->option, p->text, out, error);
+  JsonNode *node = json_object_get_member(p->json, key);
+  if (node == NULL)
+    return TRUE;
+  if (!JSON_NODE_HOLDS_ARRAY(node))
+    return qp_args_invalid(error,
+                           "%s '%s': '%s' must be an array of node "
+                           "numbers",
+                           p->option, p->text, key);
+  JsonArray *arr = json_node_get_array(node);
+  g_auto(hwloc_bitmap_t) set = hwloc_bitmap_alloc();
+  for (guint i = 0; i < json_array_get_length(arr); i++) {
+    JsonNode *e = json_array_get_element(arr, i);
+    if (!JSON_NODE_HOLDS_VALUE(e) ||
+        json_node_get_value_type(e) != G_TYPE_INT64 ||
+        json_node_get_int(e) < 0 || (guint64)json_node_get_int(e) > max)
+      return qp_args_invalid(
+          error,
+          "%s '%s': '%s' must hold integers from 0 to %" G_GUINT64_FORMAT,
+          p->option, p->text, key, max);
+    hwloc_bitmap_set(set, (unsigned)json_node_get_int(e));
+  }
+  *out = g_steal_pointer(&set);
+  return TRUE;
+}
+
+gboolean
+qp_props_bool_or(const QpProps *p, const char *key, gboolean fallback)
+{
+  gboolean v = fallback;
+  if (p->json != NULL)
+    return json_type_ok(p, key, QP_PROP_BOOL)
+               ? json_object_get_boolean_member(p->json, key)
+               : fallback;
+  return qp_parse_bool(qp_kv_get(p->kv, key), &v) ? v : fallback;
+}
+
+guint64
+qp_props_uint_or_zero(const QpProps *p, const char *key)
+{
+  guint64 v = 0;
+  if (p->json != NULL)
+    return json_type_ok(p, key, QP_PROP_SIZE)
+               ? (guint64)json_object_get_int_member(p->json, key)
+               : 0;
+  return qp_parse_uint(qp_kv_get(p->kv, key), G_MAXUINT64, &v) ? v : 0;
+}
+
+guint64
+qp_props_size_or_zero(const QpProps *p, const char *key)
+{
+  guint64 v = 0;
+  if (p->json != NULL)
+    return qp_props_uint_or_zero(p, key);
+  const char *text = qp_kv_get(p->kv, key);
+  return text != NULL && qp_parse_size(text, key, FALSE, &v, NULL) ? v : 0;
+}
+
+void
+qp_props_set_string(QpProps *p, const char *key, const char *value)
+{
+  if (p->json != NULL)
+    json_object_set_string_member(p->json, key, value);
+  else
+    qp_kv_append(p->edited, key, value);
+}
+
+void
+qp_props_set_index_set(QpProps *p, const char *key, hwloc_const_bitmap_t set)
+{
+  if (p->json == NULL) {
+    qp_kv_append_set(p->edited, key, set);
+    return;
+  }
+  JsonArray *arr = json_array_new();
+  int n;
+  hwloc_bitmap_foreach_begin(n, set) json_array_add_int_element(arr, n);
+  hwloc_bitmap_foreach_end();
+  json_object_set_array_member(p->json, key, arr);
+}
+
+void
+qp_props_remove(QpProps *p, const char *key)
+{
+  if (p->json != NULL) {
+    json_object_remove_member(p->json, key);
+    return;
+  }
+  g_autofree char *without = qp_kv_without(p->edited->str, key, p->implied);
+  g_string_assign(p->edited, without);
+}
+
+char *
+qp_props_to_text(const QpProps *p)
+{
+  if (p->json == NULL)
+    return g_strdup(p->edited->str);
+  g_autoptr(JsonGenerator) gen = json_generator_new();
+  json_generator_set_root(gen, json_parser_get_root(p->parser));
+  return json_generator_to_data(gen, NULL);
+}

@@ -1,0 +1,275 @@
+/* QEMU's command line read for placement.
+ *
+ * The semantics are QEMU 7.2's (qemu-system-x86_64): the option table, the
+ * QemuOpts key=value syntax, -smp's machine_parse_smp_config(), -m's
+ * parse_memory_options(), -numa's numa.c and the -object rules. A value
+ * is refused only where QEMU 7.2 refuses it too (tests/args/test-refusals.c
+ * holds QEMU's own message for each); what QEMU accepts with a warning
+ * (-smp 0, -m 0) is read as QEMU reads it. */
+#include "launcher/qemu/args.h"
+
+#include <string.h>
+
+#include "launcher/qemu/backends.h"
+#include "launcher/qemu/devices.h"
+#include "launcher/qemu/keyval.h"
+#include "launcher/qemu/memory.h"
+#include "launcher/qemu/numa.h"
+#include "launcher/qemu/numbers.h"
+#include "launcher/qemu/option-table.h"
+#include "launcher/qemu/ram.h"
+#include "launcher/qemu/readconfig.h"
+#include "launcher/qemu/smp.h"
+#include "launcher/qemu/vm-ids.h"
+
+void
+qp_qemu_args_free(QpQemuArgs *args)
+{
+  if (args == NULL)
+    return;
+  g_strfreev(args->argv);
+  qp_request_free(args->req);
+  if (args->backends)
+    g_ptr_array_unref(args->backends);
+  g_free(args->machine_memdev);
+  g_free(args->incoming);
+  g_free(args->pidfile);
+  g_free(args->name);
+  g_free(args->uuid);
+  g_free(args->id);
+  g_free(args->machine);
+  if (args->warnings)
+    g_ptr_array_unref(args->warnings);
+  if (args->notes)
+    g_ptr_array_unref(args->notes);
+  g_free(args->numa_nodes);
+  g_free(args->mem_path);
+  if (args->mem_path_argi)
+    g_array_unref(args->mem_path_argi);
+  g_free(args);
+}
+
+const char *
+qp_qemu_args_ram_id(const QpQemuArgs *args)
+{
+  return args->machine_info.ram_id ? args->machine_info.ram_id : "qemu-pin-ram";
+}
+
+/* The key=value items of every option NAME (or ALIAS) of OPTS, merged in
+ * order as QEMU merges them. */
+static GArray *
+options_kv(GArray *opts, const char *name, const char *alias,
+           const char *implied)
+{
+  GArray *kv = qp_kv_new();
+  for (guint i = 0; i < opts->len; i++) {
+    const QpOpt *o = &g_array_index(opts, QpOpt, i);
+    if (qp_opt_is(o, name) || (alias != NULL && qp_opt_is(o, alias)))
+      qp_kv_parse_into(kv, o->value, implied);
+  }
+  return kv;
+}
+
+/* -machine smp.cpus=4 and memory.size=1G do what -smp and -m do, unless
+ * those are given: then QEMU 7.2 takes them and ignores the others. The
+ * items of MACHINE go to SMP and MEM where those are empty; *FROM_SMP and
+ * *FROM_MEM say whether they did. */
+static void
+machine_smp_memory(GArray *machine, GArray *smp, GArray *mem,
+                   gboolean *from_smp, gboolean *from_mem)
+{
+  gboolean want_smp = smp->len == 0, want_mem = mem->len == 0;
+  *from_smp = *from_mem = FALSE;
+  for (guint i = 0; i < machine->len; i++) {
+    const QpKvPair *p = &g_array_index(machine, QpKvPair, i);
+    const char *key;
+    GArray *to;
+    if (want_smp && g_str_has_prefix(p->key, "smp.")) {
+      key = p->key + 4;
+      to = smp;
+      *from_smp = TRUE;
+    } else if (want_mem && g_str_has_prefix(p->key, "memory.")) {
+      const char *k = p->key + 7;
+      key = strcmp(k, "max-size") == 0 ? "maxmem"
+            : strcmp(k, "maxmem") == 0 ? "memory.maxmem"
+                                       : k;
+      to = mem;
+      *from_mem = TRUE;
+    } else {
+      continue;
+    }
+    QpKvPair copy = {
+        .key = g_strdup(key), .value = g_strdup(p->value), .text = p->text};
+    g_array_append_val(to, copy);
+  }
+}
+
+/* The options read as they stand: how QEMU runs, -mem-path and
+ * -mem-prealloc, the -object values. */
+static gboolean
+read_plain_options(QpQemuArgs *a, GArray *opts, GError **error)
+{
+  for (guint i = 0; i < opts->len; i++) {
+    const QpOpt *o = &g_array_index(opts, QpOpt, i);
+    if (qp_opt_is(o, "S"))
+      a->has_S = TRUE;
+    else if (qp_opt_is(o, "daemonize"))
+      a->daemonize = TRUE;
+    else if (qp_opt_is(o, "sandbox"))
+      a->has_sandbox = TRUE;
+    else if (qp_opt_is(o, "mem-prealloc"))
+      a->mem_prealloc = TRUE;
+    else if (qp_opt_is(o, "mem-path")) {
+      g_free(a->mem_path);
+      a->mem_path = g_strdup(o->value);
+      g_array_append_val(a->mem_path_argi, o->i);
+    } else if (qp_opt_is(o, "incoming"))
+      g_free(a->incoming), a->incoming = g_strdup(o->value);
+    else if (qp_opt_is(o, "pidfile"))
+      g_free(a->pidfile), a->pidfile = g_strdup(o->value);
+    else if (qp_opt_is(o, "object") && !qp_object_read(a, o, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* -smp's items SMP; when they came from -machine smp.* (FROM_MACHINE), the
+ * error names the option the caller wrote. */
+static gboolean
+read_smp(QpQemuArgs *a, GArray *smp, gboolean from_machine, GError **error)
+{
+  if (qp_smp_read(a, smp, error))
+    return TRUE;
+  if (from_machine && error != NULL && *error != NULL &&
+      g_str_has_prefix((*error)->message, "-smp '")) {
+    char *m = g_strconcat("-machine '", (*error)->message + 6, NULL);
+    g_free((*error)->message);
+    (*error)->message = m;
+  }
+  return FALSE;
+}
+
+/* Preallocation, over every backend: -mem-prealloc makes every memory
+ * backend preallocate (it is a global property in 7.2). */
+static void
+read_prealloc(QpQemuArgs *a)
+{
+  QpRequest *r = a->req;
+  for (guint i = 0; i < a->backends->len; i++) {
+    QpBackend *b = g_ptr_array_index(a->backends, i);
+    if (a->mem_prealloc)
+      b->prealloc = TRUE;
+    r->prealloc |= b->prealloc;
+  }
+  if (a->mem_prealloc)
+    r->prealloc = TRUE;
+}
+
+/* OPTS (the command line's and its -readconfig files') into A, in the
+ * order their meanings depend on each other. */
+static gboolean
+read_options(QpQemuArgs *a, GArray *opts, GError **error)
+{
+  g_autoptr(GArray) machine = options_kv(opts, "machine", "M", "type");
+  g_autoptr(GArray) smp = options_kv(opts, "smp", NULL, "cpus");
+  g_autoptr(GArray) mem = options_kv(opts, "m", NULL, "size");
+  g_autoptr(GPtrArray) devices = g_ptr_array_new();
+  gboolean smp_from_machine, mem_from_machine;
+
+  machine_smp_memory(machine, smp, mem, &smp_from_machine, &mem_from_machine);
+  const char *type = qp_kv_get(machine, "type");
+  a->machine = g_strdup(type ? type : "pc");
+  a->machine_info = qp_machine_lookup(a->machine);
+  a->machine_memdev = g_strdup(qp_kv_get(machine, "memory-backend"));
+
+  if (!read_plain_options(a, opts, error) ||
+      !read_smp(a, smp, smp_from_machine, error) ||
+      !qp_ram_read(a, mem, mem_from_machine, error) ||
+      !qp_numa_read(a, opts, error) ||
+      !qp_devices_read(a, opts, devices, error))
+    return FALSE;
+  read_prealloc(a);
+  qp_memory_model(a, devices);
+  return TRUE;
+}
+
+/* Not a launch: help, version, a capability probe (-machine none, as
+ * libvirt's -machine none,accel=...). */
+static gboolean
+is_passthrough(GArray *opts)
+{
+  for (guint i = 0; i < opts->len; i++)
+    if (qp_opt_wants_help(&g_array_index(opts, QpOpt, i)))
+      return TRUE;
+  g_autoptr(GArray) machine = options_kv(opts, "machine", "M", "type");
+  const char *type = qp_kv_get(machine, "type");
+  return type != NULL && strcmp(type, "none") == 0;
+}
+
+/* A warning for the backends of -readconfig files the rewrite cannot
+ * bind, when there are some. */
+static void
+warn_unbound_file_backends(QpQemuArgs *a)
+{
+  g_autoptr(GString) unbound = g_string_new(NULL);
+  for (guint i = 0; i < a->backends->len; i++) {
+    const QpBackend *b = g_ptr_array_index(a->backends, i);
+    if (b->argi == QP_ARGI_IN_FILE && b->host_nodes == NULL)
+      g_string_append_printf(unbound, "%s'%s'", unbound->len ? ", " : "",
+                             b->id);
+  }
+  if (unbound->len > 0)
+    g_ptr_array_add(a->warnings,
+                    g_strdup_printf("memory backends %s of -readconfig files "
+                                    "cannot be given host-nodes: the "
+                                    "process's memory policy binds them",
+                                    unbound->str));
+}
+
+static QpQemuArgs *
+args_new(guint argc, char **argv)
+{
+  QpQemuArgs *a = g_new0(QpQemuArgs, 1);
+  a->argc = argc;
+  a->argv = g_new0(char *, argc + 1);
+  for (guint i = 0; i < argc; i++)
+    a->argv[i] = g_strdup(argv[i]);
+  a->req = qp_request_new();
+  a->backends = g_ptr_array_new_with_free_func(qp_backend_free);
+  a->warnings = g_ptr_array_new_with_free_func(g_free);
+  a->notes = g_ptr_array_new_with_free_func(g_free);
+  a->mem_path_argi = g_array_new(FALSE, FALSE, sizeof(guint));
+  a->ram_bytes = 128 * QP_MiB;
+  g_autoptr(QpVmIds) ids = qp_vm_ids_from_argv(argc, a->argv);
+  a->name = g_steal_pointer(&ids->name);
+  a->uuid = g_steal_pointer(&ids->uuid);
+  a->id = g_steal_pointer(&ids->id);
+  return a;
+}
+
+QpQemuArgs *
+qp_qemu_args_parse(guint argc, char **argv, GError **error)
+{
+  g_autoptr(QpQemuArgs) a = args_new(argc, argv);
+  const char *missing = NULL;
+  g_autoptr(GArray) opts = qp_opts_scan(a->argc, a->argv, &missing);
+
+  a->passthrough = is_passthrough(opts);
+  if (a->passthrough)
+    return g_steal_pointer(&a);
+  if (missing != NULL) {
+    qp_args_invalid(error, "%s requires an argument", missing);
+    return NULL;
+  }
+  g_autoptr(GPtrArray) file_values = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GArray) all =
+      qp_readconfig_expand(opts, file_values, a->warnings, error);
+  if (all == NULL)
+    return NULL;
+  if (!read_options(a, all, error)) {
+    qp_readconfig_name_source(file_values, error);
+    return NULL;
+  }
+  warn_unbound_file_backends(a);
+  return g_steal_pointer(&a);
+}

@@ -13,7 +13,7 @@
 #include "launcher/options.h"
 #include "launcher/qemu-args.h"
 #include "topology/host.h"
-#include "topology/ledger.h"
+#include "topology/ledger-store.h"
 #include "topology/picture.h"
 
 gboolean

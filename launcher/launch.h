@@ -9,7 +9,7 @@
 #include "launcher/caller-pinning.h"
 #include "launcher/options.h"
 #include "launcher/qemu-args.h"
-#include "topology/ledger.h"
+#include "topology/ledger-store.h"
 #include "topology/plan.h"
 
 G_BEGIN_DECLS

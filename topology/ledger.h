@@ -11,36 +11,9 @@
 
 G_BEGIN_DECLS
 
-typedef struct QpLedger QpLedger;
-
 /* Default state directory: /run/qemu-pin for root,
  * $XDG_RUNTIME_DIR/qemu-pin otherwise. */
 char *qp_ledger_default_dir(void);
-
-/* Opens (creating 0700 if needed) DIR. A symlink, a non-directory or a
- * directory owned by another user is an error. */
-QpLedger *qp_ledger_open(const char *dir, GError **error);
-void qp_ledger_close(QpLedger *ledger);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpLedger, qp_ledger_close)
-
-const char *qp_ledger_dir(const QpLedger *ledger);
-
-/* Exclusive lock of the whole ledger (blocking). */
-gboolean qp_ledger_lock(QpLedger *ledger, GError **error);
-void qp_ledger_unlock(QpLedger *ledger);
-
-/* Reads every record; must hold the lock. Stale records (process gone or
- * start time differs) are removed; unparsable ones are renamed *.corrupt and
- * reported in warnings with their nodes blocked. */
-QpClaims *qp_ledger_read(QpLedger *ledger, const QpHost *host, GError **error);
-
-/* Writes CLAIM atomically (temp file, fsync, rename, fsync dir). Must hold the
- * lock. CLAIM->id names the record. */
-gboolean qp_ledger_write(QpLedger *ledger, const QpClaim *claim,
-                         GError **error);
-
-/* Removes the record ID (taking the lock itself). Missing is not an error. */
-gboolean qp_ledger_remove(QpLedger *ledger, const char *id, GError **error);
 
 /* Changes CLAIM in the ledger: EDIT (may change CLAIM) sees every live
  * record, CLAIM's own included; returning FALSE leaves the record as it was.
@@ -57,6 +30,10 @@ gboolean qp_ledger_rewrite(const char *dir, QpClaim *claim,
 
 /* A new unique record id. */
 char *qp_ledger_new_id(void);
+
+/* TRUE if ID can name a record: letters, digits, '-', '_' and '.' (not
+ * leading), at most 128 characters. */
+gboolean qp_claim_id_is_valid(const char *id);
 
 /* A claim for PLAN (memory, hugepages, dedicated CPUs, load). PIDs are filled
  * by the caller. */
@@ -77,10 +54,6 @@ char *qp_status_to_text(const QpHost *host, const QpClaims *claims,
                         const QpPlacementOptions *opts);
 
 /* ---- Additions (ledger helper) ----------------------------------------- */
-
-/* TRUE while this handle holds the lock. A QpLedger must not be used across
- * fork(): flock belongs to the open file, so a child must open its own. */
-gboolean qp_ledger_is_locked(const QpLedger *ledger);
 
 /* Host reserve of node ID: its QpPlacementOptions.node_reserve entry if
  * any, else reserve_mib (0 when OPTS is NULL). */

@@ -2,7 +2,7 @@
  * directory checks, record format, quarantine of corrupt records, liveness
  * by PID and start time, atomic writes, the lock under concurrent writers,
  * and the status views. */
-#include "topology/ledger.h"
+#include "topology/ledger-store.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -13,7 +13,7 @@
 #include "launcher/options.h"
 #include "launcher/qemu-args.h"
 #include "topology/host.h"
-#include "topology/ledger-store.h"
+#include "topology/ledger.h"
 #include "topology/picture.h"
 
 gboolean
@@ -120,14 +120,8 @@ cmd_status(QpOptions *opts)
   }
   g_autofree char *dir =
       opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir();
-  g_autoptr(QpLedger) ledger = qp_ledger_open(dir, &error);
-  if (ledger == NULL || !qp_ledger_lock(ledger, &error)) {
-    qp_error("%s", error->message);
-    return 1;
-  }
   /* Reading prunes the records of VMs that are gone. */
-  g_autoptr(QpClaims) claims = qp_ledger_read(ledger, host, &error);
-  qp_ledger_unlock(ledger);
+  g_autoptr(QpClaims) claims = qp_ledger_read_claims(dir, host, &error);
   if (claims == NULL) {
     qp_error("%s", error->message);
     return 1;

@@ -2,8 +2,9 @@
  * monitor, applies the plan to every thread, resumes the guest, re-applies
  * the plan where someone else reset a thread (keeping what the caller pinned
  * itself: caller-pinning.h), claims memory plugged later (keeper-memory.h),
- * and releases the VM's claim when QEMU exits. Every change to the VM's
- * record goes through qp_ledger_rewrite(), each edit changing only its own
+ * and releases the VM's claim when QEMU exits. The keeper holds the VM's
+ * claim (QpHeldClaim, adopted from the launcher): every change to its
+ * record is a qp_held_claim_adjust(), each edit changing only its own
  * fields of the claim. */
 #include "launcher/caller-pinning.h"
 #include "launcher/keeper-memory.h"
@@ -27,6 +28,7 @@
 
 typedef struct {
   const QpKeeperConfig *cfg;
+  QpHeldClaim *claim; /* the VM's claim, ours from the start */
   QpQmp *qmp;
   int qemu_pid;
   int pidfd;          /* -1: no pidfd (kernel < 5.3, valgrind): poll /proc */
@@ -229,18 +231,24 @@ take_free_core(QpClaim *claim, const QpClaims *claims, gpointer data,
   return FALSE;
 }
 
+/* Claim edit: gives back the CPUs DATA. */
+static gboolean
+drop_cpus(QpClaim *claim, const QpClaims *claims, gpointer data, GError **error)
+{
+  hwloc_bitmap_andnot(claim->dedicated, claim->dedicated, data);
+  return TRUE;
+}
+
 /* Claims the first of CANDIDATES that no VM holds now in the ledger; NULL
  * when there is none (QP_TOPOLOGY_ERROR_NOFIT) or the ledger failed. */
 static hwloc_bitmap_t
 claim_free_core(Keeper *k, GPtrArray *candidates, GError **error)
 {
   TakeCore t = {candidates, NULL};
-  if (qp_ledger_rewrite(k->cfg->state_dir, k->cfg->claim, take_free_core, &t,
-                        error))
+  if (qp_held_claim_adjust(k->claim, take_free_core, &t, error))
     return t.core;
   if (t.core != NULL) /* the write failed: the core is not ours */
-    hwloc_bitmap_andnot(k->cfg->claim->dedicated, k->cfg->claim->dedicated,
-                        t.core);
+    qp_held_claim_amend(k->claim, drop_cpus, t.core);
   g_clear_pointer(&t.core, hwloc_bitmap_free);
   return NULL;
 }
@@ -258,7 +266,8 @@ claim_core(Keeper *k, int index, GError **error)
     g_propagate_error(error, g_steal_pointer(&local));
     return NULL;
   }
-  g_autofree char *mine = qp_list_format(k->cfg->claim->dedicated);
+  g_autofree char *mine =
+      qp_list_format(qp_held_claim_get(k->claim)->dedicated);
   g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
               "vCPU %d was plugged but no core is free for it: it shares "
               "the VM's cores %s",
@@ -283,8 +292,7 @@ release_unplugged(Keeper *k, GArray *vcpus)
     if (present)
       continue;
     hwloc_const_bitmap_t core = g_hash_table_lookup(k->plugged, l->data);
-    hwloc_bitmap_andnot(k->cfg->claim->dedicated, k->cfg->claim->dedicated,
-                        core);
+    qp_held_claim_amend(k->claim, drop_cpus, (gpointer)core);
     g_autofree char *list = qp_list_format(core);
     klog(k, 1, "vCPU %d was unplugged: core %s released", index, list);
     g_hash_table_remove(k->plugged, l->data);
@@ -355,7 +363,7 @@ static hwloc_const_bitmap_t
 reclaim_core(Keeper *k, guint index, hwloc_const_bitmap_t want)
 {
   hwloc_const_bitmap_t core = vcpu_core(k, index);
-  QpClaim *own = k->cfg->claim;
+  const QpClaim *own = qp_held_claim_get(k->claim);
   if (core == NULL || hwloc_bitmap_isincluded(core, own->dedicated))
     return want;
   g_autoptr(GPtrArray) one = g_ptr_array_new();
@@ -523,7 +531,7 @@ follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
 {
   const QpPlan *plan = k->cfg->plan;
   const QpCallerHost *host = k->cfg->host;
-  QpClaim *own = k->cfg->claim;
+  const QpClaim *own = qp_held_claim_get(k->claim);
   guint n = host->n_vcpus;
   g_autofree hwloc_const_bitmap_t *effective =
       g_new0(hwloc_const_bitmap_t, MAX(n, 1));
@@ -578,8 +586,7 @@ follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
   }
   if (!same) {
     g_autoptr(GError) error = NULL;
-    k->unwritten =
-        !qp_ledger_rewrite(k->cfg->state_dir, own, set_claim_use, &use, &error);
+    k->unwritten = !qp_held_claim_adjust(k->claim, set_claim_use, &use, &error);
     if (k->unwritten)
       qp_error("keeper: %s", error->message);
   }
@@ -621,7 +628,8 @@ look_and_apply(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
 {
   k->unwritten |= release_unplugged(k, vcpus);
   /* Cores claimed again on the way are news of this look too. */
-  g_auto(hwloc_bitmap_t) held = hwloc_bitmap_dup(k->cfg->claim->dedicated);
+  g_auto(hwloc_bitmap_t) held =
+      hwloc_bitmap_dup(qp_held_claim_get(k->claim)->dedicated);
   gboolean ok = apply_plan(k, vcpus, iothreads, changed, error);
   if (ok)
     follow_caller(k, vcpus, held, qp_caller_pins_end(k->pins));
@@ -689,21 +697,8 @@ static void
 remove_record(Keeper *k)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(QpLedger) ledger = qp_ledger_open(k->cfg->state_dir, &error);
-  if (ledger == NULL || !qp_ledger_remove(ledger, k->cfg->claim->id, &error))
+  if (!qp_held_claim_release(k->claim, &error))
     qp_error("keeper: cannot release the claim: %s", error->message);
-}
-
-static gboolean
-update_record(Keeper *k, GError **error)
-{
-  QpClaim *claim = k->cfg->claim;
-  claim->qemu_pid = k->qemu_pid;
-  claim->qemu_start = qp_proc_start_time(k->qemu_pid);
-  /* The daemon now keeps the record alive; the launcher is about to go. */
-  claim->launcher_pid = 0;
-  claim->launcher_start = 0;
-  return qp_ledger_rewrite(k->cfg->state_dir, claim, NULL, NULL, error);
 }
 
 static void
@@ -952,9 +947,9 @@ qp_keeper_main(const QpKeeperConfig *cfg)
   k->fallback = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                       (GDestroyNotify)hwloc_bitmap_free);
   k->pins = qp_caller_pins_new(cfg->plan->n_vcpus);
-  /* The launcher learns our PID after the fork: our copy must know it
+  /* The launcher learns our PID after the fork: our claim must know it
    * too, since we rewrite the record (daemon PID, hot-plugged cores). */
-  cfg->claim->keeper_pid = getpid();
+  k->claim = qp_held_claim_adopt(cfg->state_dir, cfg->claim);
   prctl(PR_SET_NAME, "qemu-pin-keeper", 0, 0, 0);
   signal(SIGINT, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
@@ -1016,9 +1011,10 @@ qp_keeper_main(const QpKeeperConfig *cfg)
   klog(k, 1, "pinned %u threads (%u vCPUs, %u iothreads)", changed, vcpus->len,
        iothreads->len);
   if (cfg->mem_hotplug)
-    k->mem = qp_mem_watch_new(cfg, k->qmp);
+    k->mem = qp_mem_watch_new(cfg, k->claim, k->qmp);
 
-  if (cfg->daemonize && !update_record(k, &error))
+  /* The daemon now keeps the record alive; the launcher is about to go. */
+  if (cfg->daemonize && !qp_held_claim_set_qemu(k->claim, k->qemu_pid, &error))
     fail(k, error);
 
   if (cfg->send_cont) {

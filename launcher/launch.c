@@ -139,32 +139,31 @@ print_warnings(GPtrArray *warnings)
     qp_warning("%s", (const char *)warnings->pdata[i]);
 }
 
-/* Loads the host, opens and locks the ledger, reads the claims and plans.
- * On success the ledger stays locked; the host is handed back when HOST_OUT
- * is not NULL. */
-static QpPlan *
-plan_locked(QpOptions *opts, QpQemuArgs *args, QpLedger **ledger_out,
-            QpHost **host_out, GError **error)
+/* The state directory of the ledger. */
+static char *
+state_dir(const QpOptions *opts)
 {
-  /* Devices matter only for the locality of vfio-pci devices. */
+  return opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir();
+}
+
+/* Loads the host the VM is planned on (its vfio-pci devices' locality
+ * too, when it has some). */
+static QpHost *
+load_host(const QpOptions *opts, const QpQemuArgs *args, GError **error)
+{
   gboolean with_io = args->req->vfio != NULL && args->req->vfio[0] != NULL;
-  g_autoptr(QpHost) host = qp_host_load_full(opts->topology, with_io, error);
-  if (host == NULL)
-    return NULL;
-  if (host->inconsistent != NULL)
+  QpHost *host = qp_host_load_full(opts->topology, with_io, error);
+  if (host != NULL && host->inconsistent != NULL)
     qp_info("%s", host->inconsistent);
-  g_autofree char *dir =
-      opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir();
-  g_autoptr(QpLedger) ledger = qp_ledger_open(dir, error);
-  if (ledger == NULL)
-    return NULL;
-  if (!qp_ledger_lock(ledger, error))
-    return NULL;
-  g_autoptr(QpClaims) claims = qp_ledger_read(ledger, host, error);
-  if (claims == NULL) {
-    qp_ledger_unlock(ledger);
-    return NULL;
-  }
+  return host;
+}
+
+/* Plans ARGS on HOST against CLAIMS, the ledger's live records, saying
+ * first what reading the command line found. */
+static QpPlan *
+plan_on(const QpOptions *opts, const QpQemuArgs *args, const QpHost *host,
+        const QpClaims *claims, GError **error)
+{
   print_warnings(args->warnings);
   for (guint i = 0; i < args->notes->len; i++)
     qp_info("%s", (const char *)args->notes->pdata[i]);
@@ -173,12 +172,7 @@ plan_locked(QpOptions *opts, QpQemuArgs *args, QpLedger **ledger_out,
   if (plan == NULL) {
     /* A plan carries the ledger's warnings; without one, say them here. */
     print_warnings(claims->warnings);
-    qp_ledger_unlock(ledger);
-    return NULL;
   }
-  *ledger_out = g_steal_pointer(&ledger);
-  if (host_out != NULL)
-    *host_out = g_steal_pointer(&host);
   return plan;
 }
 
@@ -213,15 +207,16 @@ int
 qp_dry_run(QpOptions *opts, QpQemuArgs *args)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(QpLedger) ledger = NULL;
-
-  g_autoptr(QpHost) host = NULL;
-  g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, &host, &error);
-  if (plan == NULL) {
+  g_autoptr(QpHost) host = load_host(opts, args, &error);
+  g_autofree char *dir = state_dir(opts);
+  g_autoptr(QpClaims) claims = NULL;
+  g_autoptr(QpPlan) plan = NULL;
+  if (host == NULL ||
+      (claims = qp_ledger_read_claims(dir, host, &error)) == NULL ||
+      (plan = plan_on(opts, args, host, claims, &error)) == NULL) {
     qp_error("%s", error->message);
     return 1;
   }
-  qp_ledger_unlock(ledger);
   print_warnings(plan->warnings);
   if (opts->human) {
     g_autofree char *text = qp_plan_to_human(plan, host);
@@ -286,10 +281,10 @@ spawn_keeper(QpKeeperConfig *cfg, int qemu_end, GError **error)
 }
 
 static void
-release_claim(QpLedger *ledger, const char *id)
+release_claim(QpHeldClaim *held)
 {
   g_autoptr(GError) error = NULL;
-  if (!qp_ledger_remove(ledger, id, &error))
+  if (!qp_held_claim_release(held, &error))
     qp_error("%s", error->message);
 }
 
@@ -311,7 +306,7 @@ apply_process_plan(const QpPlan *plan, GError **error)
  * daemon is ready, and the keeper then tells us whether the plan is in
  * force. We exit 0 only when both say so. */
 static int
-wait_daemonized(pid_t child, int status_fd, QpLedger *ledger, const char *id)
+wait_daemonized(pid_t child, int status_fd, QpHeldClaim *held)
 {
   int status = 0;
   gboolean exited = FALSE, reported = FALSE, killed = FALSE;
@@ -360,14 +355,14 @@ wait_daemonized(pid_t child, int status_fd, QpLedger *ledger, const char *id)
     killed = TRUE;
   if (!killed && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
     /* QEMU refused to start and said why itself. */
-    release_claim(ledger, id);
+    release_claim(held);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   if (strcmp(line->str, "ok\n") != 0) {
     g_strchomp(line->str);
     qp_error("%s",
              line->len ? line->str : "the keeper died before QEMU was ready");
-    release_claim(ledger, id);
+    release_claim(held);
     return 1;
   }
   return 0;
@@ -383,50 +378,65 @@ memory_may_change(const QpRequest *req)
   return req->maxmem_mib > 0;
 }
 
-int
-qp_launch(QpOptions *opts, const char *binary, const char *argv0,
-          QpQemuArgs *args)
-{
-  g_autoptr(GError) error = NULL;
-  g_autoptr(QpLedger) ledger = NULL;
-  g_autoptr(QpHost) host = NULL;
+/* One launch: what the claim's critical section makes, for the rest. */
+typedef struct {
+  QpOptions *opts;
+  QpQemuArgs *args;
+  const char *argv0;
+  const char *state_dir;
+  QpHost *host; /* freed before the keeper is forked */
+  QpPlan *plan;
+  char **qemu_argv;
+  int monitor[2];     /* the keeper's end, QEMU's end */
+  int status_pipe[2]; /* -daemonize: the keeper's word on the plan */
+} Launch;
 
-  g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, &host, &error);
-  if (plan == NULL) {
-    qp_error("%s", error->message);
-    return 1;
-  }
+static void
+launch_clear(Launch *l)
+{
+  g_clear_pointer(&l->host, qp_host_free);
+  g_clear_pointer(&l->plan, qp_plan_free);
+  g_clear_pointer(&l->qemu_argv, g_strfreev);
+}
+
+/* The claim's critical section (the ledger locked, its live records
+ * read): plans, rewrites QEMU's command line, forks the keeper and makes
+ * the record, which names the keeper. */
+static QpClaim *
+make_claim(const QpClaims *claims, gpointer data, GError **error)
+{
+  Launch *l = data;
+  QpQemuArgs *args = l->args;
+  l->plan = plan_on(l->opts, args, l->host, claims, error);
+  if (l->plan == NULL)
+    return NULL;
+  const QpPlan *plan = l->plan;
   print_warnings(plan->warnings);
   /* The keeper needs little of the host: the rest is freed before fork. */
   g_autoptr(QpCallerHost) caller_host =
-      qp_caller_host_new(host, plan, opts->placement.affinity);
-  g_clear_pointer(&host, qp_host_free);
+      qp_caller_host_new(l->host, plan, l->opts->placement.affinity);
+  g_clear_pointer(&l->host, qp_host_free);
 
-  int sv[2] = {-1, -1};
+  int *sv = l->monitor;
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-    qp_error("cannot create the monitor socket pair: %s", g_strerror(errno));
-    qp_ledger_unlock(ledger);
-    return 1;
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot create the monitor socket pair: %s", g_strerror(errno));
+    return NULL;
   }
-  g_auto(GStrv) qemu_argv =
-      qp_qemu_args_rewrite(args, argv0, plan, sv[1], &error);
-  if (qemu_argv == NULL) {
-    qp_error("%s", error->message);
-    qp_ledger_unlock(ledger);
-    return 1;
-  }
+  l->qemu_argv = qp_qemu_args_rewrite(args, l->argv0, plan, sv[1], error);
+  if (l->qemu_argv == NULL)
+    return NULL;
   g_autofree char *prealloc_note = qp_qemu_args_prealloc_note(args, plan);
   if (prealloc_note != NULL)
     qp_info("%s", prealloc_note);
 
   g_autofree char *id = qp_ledger_new_id();
   g_autoptr(QpClaim) claim = qp_claim_from_plan(plan, id, args->name);
-  int status_pipe[2] = {-1, -1};
   if (args->daemonize) {
-    if (pipe2(status_pipe, O_CLOEXEC) < 0) {
-      qp_error("cannot create a pipe: %s", g_strerror(errno));
-      qp_ledger_unlock(ledger);
-      return 1;
+    if (pipe2(l->status_pipe, O_CLOEXEC) < 0) {
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                  "cannot create a pipe: %s", g_strerror(errno));
+      return NULL;
     }
     claim->launcher_pid = getpid();
     claim->launcher_start = qp_proc_start_time(getpid());
@@ -441,71 +451,99 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
       .qemu_end_ino = qemu_end.st_ino,
       .plan = plan,
       .host = caller_host,
-      .state_dir = qp_ledger_dir(ledger),
+      .state_dir = l->state_dir,
       .claim = claim,
       .qmp_fd = sv[0],
       .qemu_pid = args->daemonize ? 0 : getpid(),
       .daemonize = args->daemonize,
       .send_cont = !args->has_S && args->incoming == NULL,
-      .status_fd = status_pipe[1],
-      .qmp_timeout_ms = opts->qmp_timeout_ms,
-      .start_timeout_ms = opts->start_timeout_ms,
-      .verbose = opts->verbose,
+      .status_fd = l->status_pipe[1],
+      .qmp_timeout_ms = l->opts->qmp_timeout_ms,
+      .start_timeout_ms = l->opts->start_timeout_ms,
+      .verbose = l->opts->verbose,
       .mem_hotplug = memory_may_change(args->req),
-      .topology = opts->topology,
-      .placement = &opts->placement,
+      .topology = l->opts->topology,
+      .placement = &l->opts->placement,
   };
-  int keeper = spawn_keeper(&cfg, sv[1], &error);
+  int keeper = spawn_keeper(&cfg, sv[1], error);
   close(sv[0]);
-  if (status_pipe[1] >= 0)
-    close(status_pipe[1]);
-  if (keeper < 0) {
-    qp_error("%s", error->message);
-    qp_ledger_unlock(ledger);
-    return 1;
-  }
+  if (l->status_pipe[1] >= 0)
+    close(l->status_pipe[1]);
+  if (keeper < 0)
+    return NULL;
+  /* If the record cannot be written, the keeper sees the monitor close
+   * when we exit, and leaves. */
   claim->keeper_pid = keeper;
-  if (!qp_ledger_write(ledger, claim, &error)) {
-    /* The keeper sees the monitor close when we exit, and leaves. */
-    qp_error("%s", error->message);
-    qp_ledger_unlock(ledger);
+  return g_steal_pointer(&claim);
+}
+
+/* -daemonize: QEMU runs as our child, under the plan's startup CPUs and
+ * memory policy; we wait for it and the keeper. */
+static int
+start_daemon(Launch *l, const char *binary, QpHeldClaim *held)
+{
+  g_autoptr(GError) error = NULL;
+  pid_t child = fork();
+  if (child < 0) {
+    qp_error("cannot fork QEMU: %s", g_strerror(errno));
+    release_claim(held);
     return 1;
   }
-  qp_ledger_unlock(ledger);
-
-  if (args->daemonize) {
-    pid_t child = fork();
-    if (child < 0) {
-      qp_error("cannot fork QEMU: %s", g_strerror(errno));
-      release_claim(ledger, id);
-      return 1;
-    }
-    if (child == 0) {
-      if (!apply_process_plan(plan, &error)) {
-        qp_error("%s", error->message);
-        _exit(1);
-      }
-      fcntl(sv[1], F_SETFD, 0);
-      int rc = qp_exec(binary, qemu_argv, &error);
+  if (child == 0) {
+    if (!apply_process_plan(l->plan, &error)) {
       qp_error("%s", error->message);
-      _exit(rc);
+      _exit(1);
     }
-    close(sv[1]);
-    return wait_daemonized(child, status_pipe[0], ledger, id);
-  }
-
-  if (!apply_process_plan(plan, &error)) {
+    fcntl(l->monitor[1], F_SETFD, 0);
+    int rc = qp_exec(binary, l->qemu_argv, &error);
     qp_error("%s", error->message);
-    release_claim(ledger, id);
+    _exit(rc);
+  }
+  close(l->monitor[1]);
+  return wait_daemonized(child, l->status_pipe[0], held);
+}
+
+/* This process takes the plan's startup CPUs and memory policy and becomes
+ * QEMU; returns only when that failed, with the claim released. */
+static int
+exec_in_place(Launch *l, const char *binary, QpHeldClaim *held)
+{
+  g_autoptr(GError) error = NULL;
+  if (!apply_process_plan(l->plan, &error)) {
+    qp_error("%s", error->message);
+    release_claim(held);
     return 1;
   }
   /* For the crash tests: stop between the claim and the exec, so that a
    * test can kill qemu-pin exactly there. */
   if (g_strcmp0(g_getenv("QEMU_PIN_TEST_STOP_BEFORE_EXEC"), "1") == 0)
     raise(SIGSTOP);
-  fcntl(sv[1], F_SETFD, 0);
-  int rc = qp_exec(binary, qemu_argv, &error);
+  fcntl(l->monitor[1], F_SETFD, 0);
+  int rc = qp_exec(binary, l->qemu_argv, &error);
   qp_error("%s", error->message);
-  release_claim(ledger, id);
+  release_claim(held);
+  return rc;
+}
+
+int
+qp_launch(QpOptions *opts, const char *binary, const char *argv0,
+          QpQemuArgs *args)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = state_dir(opts);
+  Launch l = {
+      opts, args, argv0, dir, .monitor = {-1, -1}, .status_pipe = {-1, -1}};
+  l.host = load_host(opts, args, &error);
+  g_autoptr(QpHeldClaim) held = NULL;
+  if (l.host != NULL)
+    held = qp_held_claim_take(dir, l.host, make_claim, &l, &error);
+  if (held == NULL) {
+    qp_error("%s", error->message);
+    launch_clear(&l);
+    return 1;
+  }
+  int rc = args->daemonize ? start_daemon(&l, binary, held)
+                           : exec_in_place(&l, binary, held);
+  launch_clear(&l);
   return rc;
 }

@@ -9,7 +9,7 @@
 #include "launcher/caller-pinning.h"
 #include "launcher/options.h"
 #include "launcher/qemu-args.h"
-#include "topology/ledger-store.h"
+#include "topology/ledger.h"
 #include "topology/plan.h"
 
 G_BEGIN_DECLS
@@ -46,7 +46,7 @@ typedef struct {
   const QpPlan *plan;
   const QpCallerHost *host; /* usable CPUs, cores and nodes of the host */
   const char *state_dir;    /* ledger directory (reopened by the keeper) */
-  QpClaim *claim;           /* the record this VM holds */
+  const QpClaim *claim;     /* the record this VM holds: the keeper adopts it */
   int qmp_fd;               /* our end of the private monitor */
   guint64 qemu_end_ino;     /* inode of QEMU's end: finds a daemon by its fds */
   int qemu_pid;             /* the process that is or becomes QEMU; 0 unknown */

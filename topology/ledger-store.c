@@ -471,21 +471,6 @@ qp_ledger_remove(QpLedger *ledger, const char *id, GError **error)
   return ok;
 }
 
-gboolean
-qp_ledger_rewrite(const char *dir, QpClaim *claim, QpClaimEditFunc edit,
-                  gpointer data, GError **error)
-{
-  g_autoptr(QpLedger) ledger = qp_ledger_open(dir, error);
-  if (ledger == NULL || !qp_ledger_lock(ledger, error))
-    return FALSE;
-  g_autoptr(QpClaims) claims = qp_ledger_read(ledger, NULL, error);
-  gboolean ok = claims != NULL &&
-                (edit == NULL || edit(claim, claims, data, error)) &&
-                qp_ledger_write(ledger, claim, error);
-  qp_ledger_unlock(ledger);
-  return ok;
-}
-
 /* ---- Reading the ledger -------------------------------------------------- */
 
 static int

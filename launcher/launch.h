@@ -6,7 +6,7 @@
 #include <glib.h>
 #include <hwloc.h>
 
-#include "launcher/caller-pinning.h"
+#include "launcher/keeper/caller-pinning.h"
 #include "launcher/options.h"
 #include "launcher/qemu-args.h"
 #include "topology/ledger.h"

@@ -1,5 +1,5 @@
 /* The keeper's watch over guest memory plugged while the VM runs (see
- * keeper-memory.h).
+ * memory.h).
  *
  * Each memory backend QEMU has is tracked by its id. Those present when
  * the keeper starts were planned: the RAM stays as claimed for good; a
@@ -16,7 +16,7 @@
  * More is claimed where the backend is bound (its host-nodes), else where
  * the RAM of its device's guest node is; less is given back from the
  * nodes it was claimed on. */
-#include "launcher/keeper-memory.h"
+#include "launcher/keeper/memory.h"
 
 #include <string.h>
 

@@ -1,13 +1,13 @@
 /* The keeper: a detached process per VM that talks to QEMU over the private
  * monitor, applies the plan to every thread, resumes the guest, re-applies
  * the plan where someone else reset a thread (keeping what the caller pinned
- * itself: caller-pinning.h), claims memory plugged later (keeper-memory.h),
+ * itself: caller-pinning.h), claims memory plugged later (memory.h),
  * and releases the VM's claim when QEMU exits. The keeper holds the VM's
  * claim (QpHeldClaim, adopted from the launcher): every change to its
  * record is a qp_held_claim_adjust(), each edit changing only its own
  * fields of the claim. */
-#include "launcher/caller-pinning.h"
-#include "launcher/keeper-memory.h"
+#include "launcher/keeper/caller-pinning.h"
+#include "launcher/keeper/memory.h"
 #include "launcher/launch.h"
 #include "launcher/log.h"
 
@@ -508,7 +508,7 @@ typedef struct {
 } ClaimUse;
 
 /* Ledger edit: the claim's CPUs as the VM uses them (its memory is
- * keeper-memory.c's to change). */
+ * memory.c's to change). */
 static gboolean
 set_claim_use(QpClaim *claim, const QpClaims *claims, gpointer data,
               GError **error)

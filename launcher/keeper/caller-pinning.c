@@ -1,6 +1,6 @@
 /* The caller's own placement: telling a caller's pinning from a reset,
  * remembering it, and the claim that follows it. See caller-pinning.h. */
-#include "launcher/caller-pinning.h"
+#include "launcher/keeper/caller-pinning.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "launcher/launch.h"
+#include "launcher/affinity.h"
 
 QpPinVerdict
 qp_caller_judge(hwloc_const_bitmap_t have, hwloc_const_bitmap_t want,

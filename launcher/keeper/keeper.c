@@ -6,10 +6,13 @@
  * claim (QpHeldClaim, adopted from the launcher): every change to its
  * record is a qp_held_claim_adjust(), each edit changing only its own
  * fields of the claim. */
+#include "launcher/keeper/keeper.h"
+
+#include "launcher/affinity.h"
 #include "launcher/keeper/caller-pinning.h"
 #include "launcher/keeper/memory.h"
-#include "launcher/launch.h"
 #include "launcher/log.h"
+#include "launcher/options.h"
 
 #include <dirent.h>
 #include <errno.h>

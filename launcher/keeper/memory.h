@@ -11,7 +11,7 @@
 
 #include <glib.h>
 
-#include "launcher/launch.h"
+#include "launcher/keeper/keeper.h"
 #include "qmp/qmp.h"
 
 G_BEGIN_DECLS

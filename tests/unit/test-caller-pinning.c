@@ -2,7 +2,7 @@
  * caller's pinning from a reset, remembering it across looks, the claim that
  * follows it, and the cheap look for moved threads on real threads. */
 #include "launcher/keeper/caller-pinning.h"
-#include "launcher/launch.h"
+#include "launcher/affinity.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -5,7 +5,7 @@
 #include <numaif.h>
 #include <sched.h>
 
-#include "launcher/options.h"
+#include "qp-error.h"
 
 #define QP_MAX_CPUS (QP_LIST_MAX_INDEX + 1)
 

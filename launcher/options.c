@@ -6,7 +6,8 @@
 
 #include "topology/cpulist.h"
 
-/* The quark's name is the argument as written. */
+/* The launcher's error domain (qp-error.h); the quark's name is the
+ * argument as written. */
 /* clang-format off */
 G_DEFINE_QUARK(qp-launch-error-quark, qp_launch_error)
 /* clang-format on */

@@ -7,16 +7,10 @@
 #include <glib.h>
 #include <hwloc.h>
 
+#include "qp-error.h"
 #include "topology/plan.h"
 
 G_BEGIN_DECLS
-
-#define QP_ARGS_ERROR (qp_args_error_quark())
-GQuark qp_args_error_quark(void);
-
-typedef enum {
-  QP_ARGS_ERROR_INVALID, /* a malformed value in an option we must read */
-} QpArgsError;
 
 /* A memory backend the caller made with -object memory-backend-*. */
 typedef struct {

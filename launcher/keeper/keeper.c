@@ -12,7 +12,6 @@
 #include "launcher/keeper/caller-pinning.h"
 #include "launcher/keeper/memory.h"
 #include "launcher/log.h"
-#include "launcher/options.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -28,6 +27,7 @@
 #include <unistd.h>
 
 #include "qmp/qmp.h"
+#include "qp-error.h"
 
 typedef struct {
   const QpKeeperConfig *cfg;

@@ -677,7 +677,7 @@ wait_for_greeting(Keeper *k, GError **error)
     if (r < 0 && errno == EINTR)
       continue;
     if (r == 0 && k->pidfd < 0 && watching(k) && qemu_gone(k, 0)) {
-      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_QEMU_EXITED,
                   "QEMU exited before its monitor answered");
       return FALSE;
     }
@@ -689,7 +689,7 @@ wait_for_greeting(Keeper *k, GError **error)
     if (p[0].revents)
       return TRUE;
     if (n == 2 && p[1].revents) {
-      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_QEMU_EXITED,
                   "QEMU exited before its monitor answered");
       return FALSE;
     }
@@ -769,11 +769,10 @@ report_failure(Keeper *k, const char *line)
 G_GNUC_NORETURN static void
 fail(Keeper *k, GError *error)
 {
-  /* The monitor closed: is QEMU leaving on its own? */
-  gboolean left = g_strcmp0(error ? error->message : NULL,
-                            "QEMU exited before its monitor answered") == 0;
+  /* QEMU exited, or the monitor closed: is QEMU leaving on its own? */
   if (watching(k) &&
-      (left || g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))) {
+      (g_error_matches(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_QEMU_EXITED) ||
+       g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))) {
     if (qemu_gone(k, 2000)) {
       g_clear_error(&error);
       remove_record(k);

@@ -17,7 +17,7 @@
 
 /* ---- Exec --------------------------------------------------------------- */
 
-int
+void
 qp_exec(const char *binary, char **argv, GError **error)
 {
   if (strchr(binary, '/') != NULL)
@@ -25,9 +25,10 @@ qp_exec(const char *binary, char **argv, GError **error)
   else
     execvp(binary, argv);
   int saved = errno;
-  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+  g_set_error(error, QP_LAUNCH_ERROR,
+              saved == ENOENT ? QP_LAUNCH_ERROR_NO_BINARY
+                              : QP_LAUNCH_ERROR_EXEC,
               "cannot run QEMU binary '%s': %s", binary, g_strerror(saved));
-  return saved == ENOENT ? 127 : 126;
 }
 
 /* ---- Planning ------------------------------------------------------------ */
@@ -84,57 +85,23 @@ plan_on(const QpOptions *opts, const QpQemuArgs *args, const QpHost *host,
   return plan;
 }
 
-int
-qp_dry_run_none(QpOptions *opts)
+QpPlan *
+qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args, QpHost **host_out,
+               GError **error)
 {
-  const char *reason = "mode none: QEMU runs as it would without qemu-pin; "
-                       "its command line is not read";
-  if (opts->human) {
-    g_print("mode            none\n\nreasons:\n  - %s\n", reason);
-    return 0;
-  }
-  g_autoptr(JsonBuilder) b = json_builder_new();
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "mode");
-  json_builder_add_string_value(b, "none");
-  json_builder_set_member_name(b, "reasons");
-  json_builder_begin_array(b);
-  json_builder_add_string_value(b, reason);
-  json_builder_end_array(b);
-  json_builder_set_member_name(b, "warnings");
-  json_builder_begin_array(b);
-  json_builder_end_array(b);
-  json_builder_end_object(b);
-  g_autoptr(JsonNode) node = json_builder_get_root(b);
-  g_autofree char *text = json_to_string(node, TRUE);
-  g_print("%s\n", text);
-  return 0;
-}
-
-int
-qp_dry_run(QpOptions *opts, QpQemuArgs *args)
-{
-  g_autoptr(GError) error = NULL;
-  g_autoptr(QpHost) host = load_host(opts, args, &error);
+  g_autoptr(QpHost) host = load_host(opts, args, error);
+  if (host == NULL)
+    return NULL;
   g_autofree char *dir = state_dir(opts);
-  g_autoptr(QpClaims) claims = NULL;
-  g_autoptr(QpPlan) plan = NULL;
-  if (host == NULL ||
-      (claims = qp_ledger_read_claims(dir, host, &error)) == NULL ||
-      (plan = plan_on(opts, args, host, claims, &error)) == NULL) {
-    qp_error("%s", error->message);
-    return 1;
-  }
+  g_autoptr(QpClaims) claims = qp_ledger_read_claims(dir, host, error);
+  if (claims == NULL)
+    return NULL;
+  QpPlan *plan = plan_on(opts, args, host, claims, error);
+  if (plan == NULL)
+    return NULL;
   print_warnings(plan->warnings);
-  if (opts->human) {
-    g_autofree char *text = qp_plan_to_human(plan, host);
-    g_print("%s", text);
-  } else {
-    g_autoptr(JsonNode) node = qp_plan_to_json(plan);
-    g_autofree char *text = json_to_string(node, TRUE);
-    g_print("%s\n", text);
-  }
-  return 0;
+  *host_out = g_steal_pointer(&host);
+  return plan;
 }
 
 /* ---- Launch -------------------------------------------------------------- */
@@ -211,14 +178,15 @@ apply_process_plan(const QpPlan *plan, GError **error)
 }
 
 /* -daemonize: QEMU runs as our child; its first process exits 0 once the
- * daemon is ready, and the keeper then tells us whether the plan is in
- * force. We exit 0 only when both say so. */
-static int
-wait_daemonized(pid_t child, int status_fd, QpHeldClaim *held)
+ * daemon is ready, and the keeper then tells us on STATUS_FD whether the
+ * plan is in force. Waits for both: QEMU's wait status, the keeper's LINE.
+ * Returns TRUE when the keeper killed QEMU (its line says why). */
+static gboolean
+wait_daemon_and_keeper(pid_t child, int status_fd, int *status_out,
+                       GString *line)
 {
   int status = 0;
   gboolean exited = FALSE, reported = FALSE, killed = FALSE;
-  g_autoptr(GString) line = g_string_new(NULL);
   int child_fd = pidfd_open(child, 0);
 
   /* Both must answer: QEMU's first process (0 once the daemon is ready)
@@ -258,20 +226,32 @@ wait_daemonized(pid_t child, int status_fd, QpHeldClaim *held)
   if (child_fd >= 0)
     close(child_fd);
   close(status_fd);
-  /* Killed by the keeper, which says why below. */
-  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && line->len > 0)
-    killed = TRUE;
+  *status_out = status;
+  /* Killed by the keeper, which says why. */
+  return killed ||
+         (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && line->len > 0);
+}
+
+/* We exit 0 only when QEMU's first process and the keeper both say the
+ * daemon runs with the plan in force; with QEMU's status when QEMU
+ * refused to start (it said why itself); else with the keeper's line. */
+static int
+wait_daemonized(pid_t child, int status_fd, QpHeldClaim *held, GError **error)
+{
+  int status = 0;
+  g_autoptr(GString) line = g_string_new(NULL);
+  gboolean killed = wait_daemon_and_keeper(child, status_fd, &status, line);
   if (!killed && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
-    /* QEMU refused to start and said why itself. */
     release_claim(held);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   if (strcmp(line->str, "ok\n") != 0) {
     g_strchomp(line->str);
-    qp_error("%s",
-             line->len ? line->str : "the keeper died before QEMU was ready");
+    g_set_error_literal(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                        line->len ? line->str
+                                  : "the keeper died before QEMU was ready");
     release_claim(held);
-    return 1;
+    return -1;
   }
   return 0;
 }
@@ -388,70 +368,61 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
 /* -daemonize: QEMU runs as our child, under the plan's startup CPUs and
  * memory policy; we wait for it and the keeper. */
 static int
-start_daemon(Launch *l, const char *binary, QpHeldClaim *held)
+start_daemon(Launch *l, const char *binary, QpHeldClaim *held, GError **error)
 {
-  g_autoptr(GError) error = NULL;
   pid_t child = fork();
   if (child < 0) {
-    qp_error("cannot fork QEMU: %s", g_strerror(errno));
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot fork QEMU: %s", g_strerror(errno));
     release_claim(held);
-    return 1;
+    return -1;
   }
   if (child == 0) {
-    if (!apply_process_plan(l->plan, &error)) {
-      qp_error("%s", error->message);
-      _exit(1);
+    /* The child that becomes QEMU says itself why it could not. */
+    g_autoptr(GError) local = NULL;
+    if (apply_process_plan(l->plan, &local)) {
+      fcntl(l->monitor[1], F_SETFD, 0);
+      qp_exec(binary, l->qemu_argv, &local);
     }
-    fcntl(l->monitor[1], F_SETFD, 0);
-    int rc = qp_exec(binary, l->qemu_argv, &error);
-    qp_error("%s", error->message);
-    _exit(rc);
+    qp_error("%s", local->message);
+    _exit(qp_error_exit_status(local));
   }
   close(l->monitor[1]);
-  return wait_daemonized(child, l->status_pipe[0], held);
+  return wait_daemonized(child, l->status_pipe[0], held, error);
 }
 
 /* This process takes the plan's startup CPUs and memory policy and becomes
  * QEMU; returns only when that failed, with the claim released. */
 static int
-exec_in_place(Launch *l, const char *binary, QpHeldClaim *held)
+exec_in_place(Launch *l, const char *binary, QpHeldClaim *held, GError **error)
 {
-  g_autoptr(GError) error = NULL;
-  if (!apply_process_plan(l->plan, &error)) {
-    qp_error("%s", error->message);
-    release_claim(held);
-    return 1;
+  if (apply_process_plan(l->plan, error)) {
+    /* For the crash tests: stop between the claim and the exec, so that a
+     * test can kill qemu-pin exactly there. */
+    if (g_strcmp0(g_getenv("QEMU_PIN_TEST_STOP_BEFORE_EXEC"), "1") == 0)
+      raise(SIGSTOP);
+    fcntl(l->monitor[1], F_SETFD, 0);
+    qp_exec(binary, l->qemu_argv, error);
   }
-  /* For the crash tests: stop between the claim and the exec, so that a
-   * test can kill qemu-pin exactly there. */
-  if (g_strcmp0(g_getenv("QEMU_PIN_TEST_STOP_BEFORE_EXEC"), "1") == 0)
-    raise(SIGSTOP);
-  fcntl(l->monitor[1], F_SETFD, 0);
-  int rc = qp_exec(binary, l->qemu_argv, &error);
-  qp_error("%s", error->message);
   release_claim(held);
-  return rc;
+  return -1;
 }
 
 int
 qp_launch(QpOptions *opts, const char *binary, const char *argv0,
-          QpQemuArgs *args)
+          QpQemuArgs *args, GError **error)
 {
-  g_autoptr(GError) error = NULL;
   g_autofree char *dir = state_dir(opts);
   Launch l = {
       opts, args, argv0, dir, .monitor = {-1, -1}, .status_pipe = {-1, -1}};
-  l.host = load_host(opts, args, &error);
+  l.host = load_host(opts, args, error);
   g_autoptr(QpHeldClaim) held = NULL;
   if (l.host != NULL)
-    held = qp_held_claim_take(dir, l.host, make_claim, &l, &error);
-  if (held == NULL) {
-    qp_error("%s", error->message);
-    launch_clear(&l);
-    return 1;
-  }
-  int rc = args->daemonize ? start_daemon(&l, binary, held)
-                           : exec_in_place(&l, binary, held);
+    held = qp_held_claim_take(dir, l.host, make_claim, &l, error);
+  int rc = -1;
+  if (held != NULL)
+    rc = args->daemonize ? start_daemon(&l, binary, held, error)
+                         : exec_in_place(&l, binary, held, error);
   launch_clear(&l);
   return rc;
 }

@@ -13,8 +13,9 @@
 G_BEGIN_DECLS
 
 /* Replaces this process with BINARY (ARGV[0] as given). Returns only on
- * failure, with the exit status to use (127 not found, 126 otherwise). */
-int qp_exec(const char *binary, char **argv, GError **error);
+ * failure, with ERROR set: QP_LAUNCH_ERROR_NO_BINARY when it does not
+ * exist, QP_LAUNCH_ERROR_EXEC otherwise. */
+void qp_exec(const char *binary, char **argv, GError **error);
 
 /* What qemu-pin makes of QEMU's ARGV (the binary excluded) under OPTS:
  * NULL without an error in mode none, where QEMU runs as it is and its
@@ -23,16 +24,18 @@ int qp_exec(const char *binary, char **argv, GError **error);
 QpQemuArgs *qp_launch_read(const QpOptions *opts, guint argc, char **argv,
                            GError **error);
 
-/* Launches ARGS under OPTS. Returns the exit status for main() when it
- * returns at all (exec in place does not return on success). */
+/* Launches ARGS under OPTS: claims the plan's room in the ledger, forks
+ * the keeper and execs QEMU in place, which does not return. With
+ * -daemonize, returns QEMU's exit status when QEMU refused to start, else
+ * 0 once the daemon runs with the plan in force. -1 with ERROR when the
+ * launch failed (nothing is left claimed, no QEMU left running). */
 int qp_launch(QpOptions *opts, const char *binary, const char *argv0,
-              QpQemuArgs *args);
+              QpQemuArgs *args, GError **error);
 
-/* Prints the plan (JSON, or a table with --human) without launching. */
-int qp_dry_run(QpOptions *opts, QpQemuArgs *args);
-
-/* The same in mode none, where QEMU's command line is not read: only the
- * mode and why (see docs/plan-schema.md). */
-int qp_dry_run_none(QpOptions *opts);
+/* The plan for ARGS under OPTS against the ledger's live records, without
+ * claiming anything (`qemu-pin plan`, --dry-run); the host planned on in
+ * HOST_OUT. Warnings are said on the way. */
+QpPlan *qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args,
+                       QpHost **host_out, GError **error);
 
 G_END_DECLS

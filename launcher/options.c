@@ -178,8 +178,13 @@ qp_options_set(QpOptions *opts, const char *name, const char *value,
                        "auto, none, balanced, numa or one-to-one");
   } else if (strcmp(name, "affinity") == 0 || strcmp(name, "hostnodes") == 0) {
     hwloc_bitmap_t set = NULL;
-    if (!qp_list_parse(value, origin, QP_LIST_MAX_INDEX, &set, error))
+    g_autoptr(GError) local = NULL;
+    if (!qp_list_parse(value, origin, QP_LIST_MAX_INDEX, &set, &local)) {
+      /* A bad setting is bad usage, whoever parsed it. */
+      g_set_error_literal(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                          local->message);
       return FALSE;
+    }
     hwloc_bitmap_t *dst = name[0] == 'a' ? &p->affinity : &p->hostnodes;
     g_clear_pointer(dst, hwloc_bitmap_free);
     *dst = set;

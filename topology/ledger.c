@@ -154,6 +154,20 @@ node_type_word(JsonNode *n)
   return "an integer";
 }
 
+/* The string in N, the member FIELD (NULL: missing); WHAT says what was
+ * expected. */
+static const char *
+get_string(JsonNode *n, const char *field, const char *what, GError **error)
+{
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
+      json_node_get_value_type(n) != G_TYPE_STRING) {
+    bad_field(error, field, "is %s; expected %s",
+              n ? node_type_word(n) : "missing", what);
+    return NULL;
+  }
+  return json_node_get_string(n);
+}
+
 /* A non-negative integer <= MAX in node N, FIELD names it in errors. */
 static gboolean
 get_uint(JsonNode *n, const char *field, guint64 max, guint64 *out,
@@ -276,16 +290,14 @@ get_cpu_load(JsonObject *o, GArray *out, GError **error)
     JsonObject *eo = json_node_get_object(e);
     g_autofree char *f_cpus = g_strdup_printf("%s.cpus", field);
     g_autofree char *f_vcpus = g_strdup_printf("%s.vcpus", field);
-    JsonNode *cn = json_object_get_member(eo, "cpus");
-    if (cn == NULL || !JSON_NODE_HOLDS_VALUE(cn) ||
-        json_node_get_value_type(cn) != G_TYPE_STRING)
-      return bad_field(error, f_cpus, "is %s; expected a CPU list string",
-                       cn ? node_type_word(cn) : "missing");
+    const char *cpus = get_string(json_object_get_member(eo, "cpus"), f_cpus,
+                                  "a CPU list string", error);
+    if (cpus == NULL)
+      return FALSE;
     g_autofree char *origin =
         g_strdup_printf("ledger record field \"%s\"", f_cpus);
     hwloc_bitmap_t set = NULL;
-    if (!qp_list_parse(json_node_get_string(cn), origin, QP_LIST_MAX_INDEX,
-                       &set, error))
+    if (!qp_list_parse(cpus, origin, QP_LIST_MAX_INDEX, &set, error))
       return FALSE;
     guint64 v;
     if (!get_uint(json_object_get_member(eo, "vcpus"), f_vcpus, G_MAXUINT, &v,
@@ -296,6 +308,128 @@ get_cpu_load(JsonObject *o, GArray *out, GError **error)
     QpCpuLoad l = {set, (guint)v};
     g_array_append_val(out, l);
   }
+  return TRUE;
+}
+
+/* "version", "id" and "name". */
+static gboolean
+get_identity(JsonObject *o, QpClaim *c, GError **error)
+{
+  guint64 v;
+  if (!get_member_uint(o, "version", G_MAXINT, &v, error))
+    return FALSE;
+  if (v != RECORD_VERSION)
+    return bad_field(error, "version",
+                     "is %" G_GUINT64_FORMAT "; expected %d (written by "
+                     "another qemu-pin version?)",
+                     v, RECORD_VERSION);
+  const char *id =
+      get_string(json_object_get_member(o, "id"), "id", "a string", error);
+  if (id == NULL)
+    return FALSE;
+  if (!qp_claim_id_is_valid(id))
+    return bad_field(error, "id",
+                     "is \"%s\"; expected letters, digits, '-', '_' or '.' "
+                     "(not leading)",
+                     id);
+  c->id = g_strdup(id);
+
+  JsonNode *n = json_object_get_member(o, "name");
+  if (n != NULL && !JSON_NODE_HOLDS_NULL(n)) {
+    if (!JSON_NODE_HOLDS_VALUE(n) ||
+        json_node_get_value_type(n) != G_TYPE_STRING)
+      return bad_field(error, "name", "is %s; expected a string or null",
+                       node_type_word(n));
+    c->name = g_strdup(json_node_get_string(n));
+  }
+  return TRUE;
+}
+
+/* The processes that keep the record alive, and the keeper. */
+static gboolean
+get_processes(JsonObject *o, QpClaim *c, GError **error)
+{
+  return get_member_pid(o, "qemu-pid", &c->qemu_pid, error) &&
+         get_member_uint(o, "qemu-start", G_MAXINT64, &c->qemu_start, error) &&
+         get_member_pid(o, "launcher-pid", &c->launcher_pid, error) &&
+         get_member_uint(o, "launcher-start", G_MAXINT64, &c->launcher_start,
+                         error) &&
+         get_member_pid(o, "keeper-pid", &c->keeper_pid, error);
+}
+
+/* "mode", and "best-effort" (optional). */
+static gboolean
+get_mode(JsonObject *o, QpClaim *c, GError **error)
+{
+  const char *mode = get_string(json_object_get_member(o, "mode"), "mode",
+                                "a mode name", error);
+  if (mode == NULL)
+    return FALSE;
+  if (!qp_mode_parse(mode, &c->mode))
+    return bad_field(error, "mode",
+                     "is \"%s\"; expected none, balanced, numa or one-to-one",
+                     mode);
+  JsonNode *n = json_object_get_member(o, "best-effort");
+  if (n != NULL) {
+    if (!JSON_NODE_HOLDS_VALUE(n) ||
+        json_node_get_value_type(n) != G_TYPE_BOOLEAN)
+      return bad_field(error, "best-effort", "is %s; expected true or false",
+                       node_type_word(n));
+    c->best_effort = json_node_get_boolean(n);
+  }
+  return TRUE;
+}
+
+/* "hugepages": [ { "node", "page-kib" (> 0), "pages" } ]. */
+static gboolean
+get_hugepages(JsonObject *o, GArray *out, GError **error)
+{
+  JsonNode *n = json_object_get_member(o, "hugepages");
+  if (n == NULL || !JSON_NODE_HOLDS_ARRAY(n))
+    return bad_field(error, "hugepages", "is %s; expected an array",
+                     n ? node_type_word(n) : "missing");
+  JsonArray *arr = json_node_get_array(n);
+  for (guint i = 0; i < json_array_get_length(arr); i++) {
+    JsonNode *e = json_array_get_element(arr, i);
+    g_autofree char *field = g_strdup_printf("hugepages[%u]", i);
+    if (!JSON_NODE_HOLDS_OBJECT(e))
+      return bad_field(error, field, "is %s; expected an object",
+                       node_type_word(e));
+    JsonObject *eo = json_node_get_object(e);
+    g_autofree char *f_node = g_strdup_printf("%s.node", field);
+    g_autofree char *f_kib = g_strdup_printf("%s.page-kib", field);
+    g_autofree char *f_pages = g_strdup_printf("%s.pages", field);
+    guint64 node, kib, pages;
+    if (!get_uint(json_object_get_member(eo, "node"), f_node, QP_LIST_MAX_INDEX,
+                  &node, error) ||
+        !get_uint(json_object_get_member(eo, "page-kib"), f_kib, G_MAXINT64,
+                  &kib, error) ||
+        !get_uint(json_object_get_member(eo, "pages"), f_pages, G_MAXINT64,
+                  &pages, error))
+      return FALSE;
+    if (kib == 0)
+      return bad_field(error, f_kib, "is 0; expected a page size in KiB");
+    QpHugeClaim h = {.node = (int)node, .page_kib = kib, .pages = pages};
+    g_array_append_val(out, h);
+  }
+  return TRUE;
+}
+
+/* "dedicated-cpus": a CPU list, "" for none. */
+static gboolean
+get_dedicated(JsonObject *o, hwloc_bitmap_t out, GError **error)
+{
+  const char *cpus = get_string(json_object_get_member(o, "dedicated-cpus"),
+                                "dedicated-cpus", "a CPU list string", error);
+  if (cpus == NULL)
+    return FALSE;
+  if (*cpus == '\0')
+    return TRUE;
+  g_auto(hwloc_bitmap_t) set = NULL;
+  if (!qp_list_parse(cpus, "ledger record field \"dedicated-cpus\"",
+                     QP_LIST_MAX_INDEX, &set, error))
+    return FALSE;
+  hwloc_bitmap_copy(out, set);
   return TRUE;
 }
 
@@ -318,140 +452,18 @@ qp_claim_from_json(const char *text, gsize len, GError **error)
   }
   JsonObject *o = json_node_get_object(root);
   g_autoptr(QpClaim) c = qp_claim_new();
-  guint64 v;
-
-  if (!get_member_uint(o, "version", G_MAXINT, &v, error))
+  guint64 time;
+  /* In the order written, so that the first bad field is named. */
+  if (!get_identity(o, c, error) || !get_processes(o, c, error) ||
+      !get_mode(o, c, error) ||
+      !get_node_map(o, "memory-mib", FALSE, c->mem, error) ||
+      !get_hugepages(o, c->huge, error) ||
+      !get_dedicated(o, c->dedicated, error) ||
+      !get_node_map(o, "load", TRUE, c->load, error) ||
+      !get_cpu_load(o, c->cpu_load, error) ||
+      !get_member_uint(o, "time", G_MAXINT64, &time, error))
     return NULL;
-  if (v != RECORD_VERSION) {
-    bad_field(error, "version",
-              "is %" G_GUINT64_FORMAT "; expected %d (written by another "
-              "qemu-pin version?)",
-              v, RECORD_VERSION);
-    return NULL;
-  }
-
-  JsonNode *n = json_object_get_member(o, "id");
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
-      json_node_get_value_type(n) != G_TYPE_STRING) {
-    bad_field(error, "id", "is %s; expected a string",
-              n ? node_type_word(n) : "missing");
-    return NULL;
-  }
-  if (!qp_claim_id_is_valid(json_node_get_string(n))) {
-    bad_field(error, "id",
-              "is \"%s\"; expected letters, digits, '-', '_' or '.' "
-              "(not leading)",
-              json_node_get_string(n));
-    return NULL;
-  }
-  c->id = g_strdup(json_node_get_string(n));
-
-  n = json_object_get_member(o, "name");
-  if (n != NULL && !JSON_NODE_HOLDS_NULL(n)) {
-    if (!JSON_NODE_HOLDS_VALUE(n) ||
-        json_node_get_value_type(n) != G_TYPE_STRING) {
-      bad_field(error, "name", "is %s; expected a string or null",
-                node_type_word(n));
-      return NULL;
-    }
-    c->name = g_strdup(json_node_get_string(n));
-  }
-
-  if (!get_member_pid(o, "qemu-pid", &c->qemu_pid, error) ||
-      !get_member_uint(o, "qemu-start", G_MAXINT64, &c->qemu_start, error) ||
-      !get_member_pid(o, "launcher-pid", &c->launcher_pid, error) ||
-      !get_member_uint(o, "launcher-start", G_MAXINT64, &c->launcher_start,
-                       error) ||
-      !get_member_pid(o, "keeper-pid", &c->keeper_pid, error))
-    return NULL;
-
-  n = json_object_get_member(o, "mode");
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
-      json_node_get_value_type(n) != G_TYPE_STRING) {
-    bad_field(error, "mode", "is %s; expected a mode name",
-              n ? node_type_word(n) : "missing");
-    return NULL;
-  }
-  if (!qp_mode_parse(json_node_get_string(n), &c->mode)) {
-    bad_field(error, "mode",
-              "is \"%s\"; expected none, balanced, numa or one-to-one",
-              json_node_get_string(n));
-    return NULL;
-  }
-
-  n = json_object_get_member(o, "best-effort");
-  if (n != NULL) {
-    if (!JSON_NODE_HOLDS_VALUE(n) ||
-        json_node_get_value_type(n) != G_TYPE_BOOLEAN) {
-      bad_field(error, "best-effort", "is %s; expected true or false",
-                node_type_word(n));
-      return NULL;
-    }
-    c->best_effort = json_node_get_boolean(n);
-  }
-
-  if (!get_node_map(o, "memory-mib", FALSE, c->mem, error))
-    return NULL;
-
-  n = json_object_get_member(o, "hugepages");
-  if (n == NULL || !JSON_NODE_HOLDS_ARRAY(n)) {
-    bad_field(error, "hugepages", "is %s; expected an array",
-              n ? node_type_word(n) : "missing");
-    return NULL;
-  }
-  JsonArray *arr = json_node_get_array(n);
-  for (guint i = 0; i < json_array_get_length(arr); i++) {
-    JsonNode *e = json_array_get_element(arr, i);
-    g_autofree char *field = g_strdup_printf("hugepages[%u]", i);
-    if (!JSON_NODE_HOLDS_OBJECT(e)) {
-      bad_field(error, field, "is %s; expected an object", node_type_word(e));
-      return NULL;
-    }
-    JsonObject *eo = json_node_get_object(e);
-    g_autofree char *f_node = g_strdup_printf("%s.node", field);
-    g_autofree char *f_kib = g_strdup_printf("%s.page-kib", field);
-    g_autofree char *f_pages = g_strdup_printf("%s.pages", field);
-    guint64 node, kib, pages;
-    if (!get_uint(json_object_get_member(eo, "node"), f_node, QP_LIST_MAX_INDEX,
-                  &node, error) ||
-        !get_uint(json_object_get_member(eo, "page-kib"), f_kib, G_MAXINT64,
-                  &kib, error) ||
-        !get_uint(json_object_get_member(eo, "pages"), f_pages, G_MAXINT64,
-                  &pages, error))
-      return NULL;
-    if (kib == 0) {
-      bad_field(error, f_kib, "is 0; expected a page size in KiB");
-      return NULL;
-    }
-    QpHugeClaim h = {.node = (int)node, .page_kib = kib, .pages = pages};
-    g_array_append_val(c->huge, h);
-  }
-
-  n = json_object_get_member(o, "dedicated-cpus");
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
-      json_node_get_value_type(n) != G_TYPE_STRING) {
-    bad_field(error, "dedicated-cpus", "is %s; expected a CPU list string",
-              n ? node_type_word(n) : "missing");
-    return NULL;
-  }
-  const char *cpus = json_node_get_string(n);
-  if (*cpus != '\0') {
-    g_auto(hwloc_bitmap_t) set = NULL;
-    if (!qp_list_parse(cpus, "ledger record field \"dedicated-cpus\"",
-                       QP_LIST_MAX_INDEX, &set, error))
-      return NULL;
-    hwloc_bitmap_copy(c->dedicated, set);
-  }
-
-  if (!get_node_map(o, "load", TRUE, c->load, error))
-    return NULL;
-  if (!get_cpu_load(o, c->cpu_load, error))
-    return NULL;
-
-  if (!get_member_uint(o, "time", G_MAXINT64, &v, error))
-    return NULL;
-  c->time = (gint64)v;
-
+  c->time = (gint64)time;
   return g_steal_pointer(&c);
 }
 

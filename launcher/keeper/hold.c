@@ -59,6 +59,57 @@ on_event(Keeper *k, JsonObject *ev)
     klog(k, 1, "re-applied the plan to %u threads on resume", changed);
 }
 
+/* How long to wait for QEMU or its monitor: until the next tick when
+ * POLLING (plugged vCPUs and memory have no QMP event), the next look when
+ * LOOKING, the next SIGTERM at NUDGE_AT (0: none); -1 for ever. */
+static int
+wait_ms(const Keeper *k, gboolean polling, gboolean looking, gint64 nudge_at)
+{
+  int timeout = polling ? 500 : -1;
+  if (looking) {
+    /* Rounded up: waking before the look is due would spin. */
+    gint64 in = (k->next_look_at - g_get_monotonic_time() + 999) / 1000;
+    timeout = (int)CLAMP(in, 0, timeout < 0 ? LOOK_EVERY_MS : timeout);
+  }
+  if (nudge_at != 0)
+    timeout = (int)MAX(0, (nudge_at - g_get_monotonic_time()) / 1000);
+  if (k->pidfd < 0 && (timeout < 0 || timeout > 200))
+    timeout = 200; /* no pidfd: look at /proc */
+  return timeout;
+}
+
+/* QEMU is still there after it said it exits: SIGTERM again. */
+static void
+nudge(Keeper *k)
+{
+  k->nudges++;
+  if (k->nudges == 1)
+    qp_info("keeper: QEMU (pid %d) is still there %d ms after it began "
+            "to exit: sending SIGTERM again",
+            k->qemu_pid, NUDGE_AFTER_MS);
+  keeper_signal_qemu(k, SIGTERM);
+}
+
+/* A tick without news. vCPUs that may be plugged are looked for through
+ * QMP on every tick (POLLING); otherwise a look through QMP only when a
+ * thread moved (LOOK_DUE): sched_getaffinity alone tells that. */
+static void
+tick(Keeper *k, gboolean polling, gboolean look_due)
+{
+  const QpPlan *plan = k->cfg->plan;
+  gboolean vcpu_poll = polling && plan->n_vcpus > plan->n_boot_vcpus;
+  if (vcpu_poll || (look_due && qp_caller_pins_moved(k->pins))) {
+    g_autoptr(GError) error = NULL;
+    if (!keeper_query_and_apply(k, NULL, &error) &&
+        !g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))
+      qp_error("keeper: %s", error->message);
+  } else if (look_due) {
+    k->next_look_at = g_get_monotonic_time() + (gint64)LOOK_EVERY_MS * 1000;
+  }
+  if (polling && k->mem != NULL)
+    qp_mem_watch_update(k->mem, k->qmp);
+}
+
 void
 keeper_hold(Keeper *k)
 {
@@ -76,56 +127,26 @@ keeper_hold(Keeper *k)
     /* vCPUs and memory may be plugged: there is no QMP event for that, so
      * look. */
     const QpPlan *plan = k->cfg->plan;
-    gboolean polling = monitor_open && k->exiting_since == 0 &&
-                       (plan->n_vcpus > plan->n_boot_vcpus || k->mem != NULL);
+    gboolean looking = monitor_open && k->exiting_since == 0;
+    gboolean polling =
+        looking && (plan->n_vcpus > plan->n_boot_vcpus || k->mem != NULL);
     /* QEMU said it exits: when the next SIGTERM is due. */
     gint64 nudge_at = k->exiting_since == 0
                           ? 0
                           : k->exiting_since +
                                 (gint64)NUDGE_AFTER_MS * 1000 * (k->nudges + 1);
-    int timeout = polling ? 500 : -1;
-    gboolean looking = monitor_open && k->exiting_since == 0;
-    if (looking) {
-      /* Rounded up: waking before the look is due would spin. */
-      gint64 in = (k->next_look_at - g_get_monotonic_time() + 999) / 1000;
-      timeout = (int)CLAMP(in, 0, timeout < 0 ? LOOK_EVERY_MS : timeout);
-    }
-    if (nudge_at != 0)
-      timeout = (int)MAX(0, (nudge_at - g_get_monotonic_time()) / 1000);
-    if (k->pidfd < 0 && (timeout < 0 || timeout > 200))
-      timeout = 200; /* no pidfd: look at /proc */
-    int r = poll(p, 2, timeout);
+    int r = poll(p, 2, wait_ms(k, polling, looking, nudge_at));
     if (r < 0 && errno == EINTR)
       continue;
     if (k->pidfd < 0 && keeper_qemu_gone(k, 0))
       return; /* QEMU exited */
     if (r == 0 && nudge_at != 0 && g_get_monotonic_time() >= nudge_at) {
-      k->nudges++;
-      if (k->nudges == 1)
-        qp_info("keeper: QEMU (pid %d) is still there %d ms after it began "
-                "to exit: sending SIGTERM again",
-                k->qemu_pid, NUDGE_AFTER_MS);
-      keeper_signal_qemu(k, SIGTERM);
+      nudge(k);
       continue;
     }
     gboolean look_due = looking && g_get_monotonic_time() >= k->next_look_at;
-    if (r == 0 && (polling || look_due)) {
-      /* vCPUs that may be plugged are looked for through QMP on every
-       * tick; otherwise a look through QMP only when a thread moved:
-       * sched_getaffinity alone tells that. */
-      gboolean vcpu_poll = polling && plan->n_vcpus > plan->n_boot_vcpus;
-      if (vcpu_poll || (look_due && qp_caller_pins_moved(k->pins))) {
-        g_autoptr(GError) error = NULL;
-        if (!keeper_query_and_apply(k, NULL, &error) &&
-            !g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))
-          qp_error("keeper: %s", error->message);
-      } else if (look_due) {
-        k->next_look_at = g_get_monotonic_time() + (gint64)LOOK_EVERY_MS * 1000;
-      }
-      if (polling && k->mem != NULL)
-        qp_mem_watch_update(k->mem, k->qmp);
-      continue;
-    }
+    if (r == 0 && (polling || look_due))
+      tick(k, polling, look_due);
     if (r == 0)
       continue;
     if (p[0].revents)

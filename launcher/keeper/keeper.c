@@ -141,16 +141,12 @@ fail(Keeper *k, GError *error)
   _exit(1);
 }
 
-void
-qp_keeper_main(const QpKeeperConfig *cfg)
+/* Detaches from the launcher: its descriptors, stdio, signals, working
+ * directory; the keeper holds the VM's claim from now on. */
+static void
+detach(Keeper *k)
 {
-  Keeper keeper = {.cfg = cfg,
-                   .qemu_pid = cfg->qemu_pid,
-                   .pidfd = -1,
-                   .t0 = g_get_monotonic_time()};
-  Keeper *k = &keeper;
-  GError *error = NULL;
-
+  const QpKeeperConfig *cfg = k->cfg;
   k->plugged = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                      (GDestroyNotify)hwloc_bitmap_free);
   k->plugged_pu = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
@@ -172,31 +168,40 @@ qp_keeper_main(const QpKeeperConfig *cfg)
   if (chdir("/") < 0) {
     /* harmless */
   }
+}
 
-  if (cfg->qemu_pid > 0)
-    keeper_watch_qemu(k, cfg->qemu_pid);
-  k->qmp = qp_qmp_new(cfg->qmp_fd, cfg->qmp_timeout_ms);
-
+/* Waits for QEMU's greeting and negotiates capabilities. */
+static void
+greet(Keeper *k)
+{
+  GError *error = NULL;
+  if (k->cfg->qemu_pid > 0)
+    keeper_watch_qemu(k, k->cfg->qemu_pid);
+  k->qmp = qp_qmp_new(k->cfg->qmp_fd, k->cfg->qmp_timeout_ms);
   if (!keeper_wait_for_greeting(k, &error))
     fail(k, error);
   if (!qp_qmp_handshake(k->qmp, &error))
     fail(k, error);
   k->greeted = TRUE;
   klog(k, 1, "QMP greeting and capabilities");
+}
 
-  g_autoptr(GArray) vcpus = qp_qmp_query_cpus(k->qmp, &error);
-  if (vcpus == NULL)
-    fail(k, error);
+/* QEMU is the process of the vCPU threads: with -daemonize, the keeper
+ * learns its PID here. */
+static void
+find_qemu(Keeper *k, GArray *vcpus)
+{
+  GError *error = NULL;
   if (vcpus->len == 0) {
     g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
                 "query-cpus-fast reports no vCPU");
     fail(k, error);
   }
-  int tgid = keeper_tgid_of(g_array_index(vcpus, QpVcpu, 0).thread_id);
+  int tid = g_array_index(vcpus, QpVcpu, 0).thread_id;
+  int tgid = keeper_tgid_of(tid);
   if (tgid <= 0) {
     g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
-                "vCPU 0: thread %d is gone",
-                g_array_index(vcpus, QpVcpu, 0).thread_id);
+                "vCPU 0: thread %d is gone", tid);
     fail(k, error);
   }
   if (k->qemu_pid > 0 && tgid != k->qemu_pid) {
@@ -211,7 +216,18 @@ qp_keeper_main(const QpKeeperConfig *cfg)
     fail(k, error);
   }
   klog(k, 1, "QEMU is pid %d with %u vCPUs", k->qemu_pid, vcpus->len);
+}
 
+/* The first look at QEMU's threads: every one goes where the plan says,
+ * unless the caller pinned it itself. */
+static void
+first_look(Keeper *k)
+{
+  GError *error = NULL;
+  g_autoptr(GArray) vcpus = qp_qmp_query_cpus(k->qmp, &error);
+  if (vcpus == NULL)
+    fail(k, error);
+  find_qemu(k, vcpus);
   g_autoptr(GArray) iothreads = qp_qmp_query_iothreads(k->qmp, &error);
   if (iothreads == NULL)
     fail(k, error);
@@ -222,40 +238,56 @@ qp_keeper_main(const QpKeeperConfig *cfg)
   k->applied = TRUE;
   klog(k, 1, "pinned %u threads (%u vCPUs, %u iothreads)", changed, vcpus->len,
        iothreads->len);
-  /* The keeper ends in _exit: free what is no longer needed now, so that
-   * nothing is lost on the way (fail() does not return). */
-  g_clear_pointer(&vcpus, g_array_unref);
-  g_clear_pointer(&iothreads, g_array_unref);
+}
+
+/* Resumes the guest (unless the caller passed -S or -incoming). */
+static void
+resume(Keeper *k)
+{
+  GError *error = NULL;
+  g_autoptr(JsonNode) r = qp_qmp_execute(k->qmp, "cont", NULL, &error);
+  if (r == NULL)
+    fail(k, error);
+  klog(k, 1, "cont");
+  /* Events queued meanwhile: the RESUME of our own cont, and maybe one of
+   * the caller's after it moved threads. One more look covers both; a
+   * guest that stopped at once may already be gone, which is no news. */
+  gboolean resumed = FALSE;
+  while (qp_qmp_has_event(k->qmp)) {
+    g_autoptr(JsonObject) ev = qp_qmp_next_event(k->qmp, 0, NULL);
+    if (ev == NULL)
+      break;
+    resumed |=
+        g_strcmp0(json_object_get_string_member_with_default(ev, "event", ""),
+                  "RESUME") == 0;
+  }
+  if (resumed) {
+    g_autoptr(GError) again = NULL;
+    if (!keeper_query_and_apply(k, NULL, &again))
+      klog(k, 1, "after cont: %s", again->message);
+  }
+}
+
+void
+qp_keeper_main(const QpKeeperConfig *cfg)
+{
+  Keeper keeper = {.cfg = cfg,
+                   .qemu_pid = cfg->qemu_pid,
+                   .pidfd = -1,
+                   .t0 = g_get_monotonic_time()};
+  Keeper *k = &keeper;
+  GError *error = NULL;
+
+  detach(k);
+  greet(k);
+  first_look(k);
   if (cfg->mem_hotplug)
     k->mem = qp_mem_watch_new(cfg, k->claim, k->qmp);
-
   /* The daemon now keeps the record alive; the launcher is about to go. */
   if (cfg->daemonize && !qp_held_claim_set_qemu(k->claim, k->qemu_pid, &error))
     fail(k, error);
-
-  if (cfg->send_cont) {
-    g_autoptr(JsonNode) r = qp_qmp_execute(k->qmp, "cont", NULL, &error);
-    if (r == NULL)
-      fail(k, error);
-    klog(k, 1, "cont");
-    /* Events queued meanwhile: the RESUME of our own cont, and maybe one of
-     * the caller's after it moved threads. One more look covers both; a
-     * guest that stopped at once may already be gone, which is no news. */
-    gboolean resumed = FALSE;
-    while (qp_qmp_has_event(k->qmp)) {
-      g_autoptr(JsonObject) ev = qp_qmp_next_event(k->qmp, 0, NULL);
-      if (ev == NULL)
-        break;
-      resumed |=
-          g_strcmp0(json_object_get_string_member_with_default(ev, "event", ""),
-                    "RESUME") == 0;
-    }
-    if (resumed) {
-      g_autoptr(GError) again = NULL;
-      if (!keeper_query_and_apply(k, NULL, &again))
-        klog(k, 1, "after cont: %s", again->message);
-    }
-  }
+  if (cfg->send_cont)
+    resume(k);
   report(k, "ok\n");
 
   /* From now on a query that times out is only tried again later; and the

@@ -32,45 +32,49 @@ pin_and_verify(int tid, hwloc_const_bitmap_t set, const char *what,
   return TRUE;
 }
 
-/* Applies the plan to every thread of QEMU the caller did not pin itself
- * (caller-pinning.h): vCPUs to their sets, iothreads to theirs, every other
- * thread (main loop, RCU, workers) to the emulator set. Returns the number
- * of threads whose affinity had to change. */
+/* One look at QEMU's threads. */
+typedef struct {
+  Keeper *k;
+  hwloc_const_bitmap_t usable;
+  hwloc_const_bitmap_t emulator; /* NULL: other threads are left alone */
+  /* The sets a thread inherits from one qemu-pin pinned (the startup CPUs,
+   * the emulator's set, the main thread's): a thread seen for the first
+   * time with one of them is not the caller's. */
+  hwloc_const_bitmap_t inherited[3];
+  hwloc_bitmap_t main_had;    /* the main thread's affinity, or NULL */
+  hwloc_bitmap_t main_caller; /* the caller's CPUs for it, or NULL */
+  GHashTable *done;           /* the tids looked at */
+  guint changed;              /* threads whose affinity had to change */
+} Look;
+
+/* The main thread first: QEMU's threads inherit its affinity. */
 static gboolean
-apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
-           GError **error)
+pin_main_thread(Look *l, GError **error)
 {
-  const QpPlan *plan = k->cfg->plan;
-  hwloc_const_bitmap_t usable = k->cfg->host->usable;
-  hwloc_const_bitmap_t emulator =
-      plan->emulator_cpus != NULL && !hwloc_bitmap_iszero(plan->emulator_cpus)
-          ? plan->emulator_cpus
-          : NULL;
-  g_autoptr(GHashTable) done = g_hash_table_new(g_direct_hash, g_direct_equal);
-  guint n_changed = 0;
-
-  qp_caller_pins_begin(k->pins);
-  /* The main thread first: QEMU's threads inherit its affinity. A thread
-   * seen for the first time with a set it inherited is not the caller's. */
-  g_auto(hwloc_bitmap_t) main_had = qp_get_affinity(k->qemu_pid, NULL);
-  hwloc_const_bitmap_t inherited[] = {plan->startup_cpus, emulator, main_had};
-  g_auto(hwloc_bitmap_t) main_caller = NULL;
-  if (main_had != NULL && emulator != NULL) {
-    QpPinVerdict verdict =
-        qp_caller_pins_judge(k->pins, k->qemu_pid, "emulator", -1, main_had,
-                             emulator, usable, inherited, 2);
-    if (verdict == QP_PIN_RESET) {
-      if (!qp_set_affinity(k->qemu_pid, emulator, error)) {
-        g_prefix_error(error, "emulator thread: ");
-        return FALSE;
-      }
-      n_changed++;
-    } else if (verdict == QP_PIN_CALLER) {
-      main_caller = hwloc_bitmap_dup(main_had);
+  Keeper *k = l->k;
+  if (l->main_had == NULL || l->emulator == NULL)
+    return TRUE;
+  QpPinVerdict verdict =
+      qp_caller_pins_judge(k->pins, k->qemu_pid, "emulator", -1, l->main_had,
+                           l->emulator, l->usable, l->inherited, 2);
+  if (verdict == QP_PIN_RESET) {
+    if (!qp_set_affinity(k->qemu_pid, l->emulator, error)) {
+      g_prefix_error(error, "emulator thread: ");
+      return FALSE;
     }
-    g_hash_table_add(done, GINT_TO_POINTER(k->qemu_pid));
+    l->changed++;
+  } else if (verdict == QP_PIN_CALLER) {
+    l->main_caller = hwloc_bitmap_dup(l->main_had);
   }
+  g_hash_table_add(l->done, GINT_TO_POINTER(k->qemu_pid));
+  return TRUE;
+}
 
+static gboolean
+pin_vcpus(Look *l, GArray *vcpus, GError **error)
+{
+  Keeper *k = l->k;
+  const QpPlan *plan = k->cfg->plan;
   for (guint i = 0; i < vcpus->len; i++) {
     QpVcpu *v = &g_array_index(vcpus, QpVcpu, i);
     if (v->cpu_index < 0 || (guint)v->cpu_index >= plan->n_vcpus) {
@@ -87,62 +91,102 @@ apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
                   "vCPU %d: thread %d is gone", v->cpu_index, v->thread_id);
       return FALSE;
     }
-    g_hash_table_add(done, GINT_TO_POINTER(v->thread_id));
+    g_hash_table_add(l->done, GINT_TO_POINTER(v->thread_id));
     if (want == NULL || hwloc_bitmap_iszero(want))
       continue;
-    QpPinVerdict verdict =
-        qp_caller_pins_judge(k->pins, v->thread_id, what, v->cpu_index, had,
-                             want, usable, inherited, G_N_ELEMENTS(inherited));
+    QpPinVerdict verdict = qp_caller_pins_judge(
+        k->pins, v->thread_id, what, v->cpu_index, had, want, l->usable,
+        l->inherited, G_N_ELEMENTS(l->inherited));
     if (verdict != QP_PIN_RESET)
       continue;
     hwloc_const_bitmap_t to = keeper_reclaim_core(k, (guint)v->cpu_index, want);
     if (to != want)
       qp_caller_pins_judge(k->pins, v->thread_id, what, v->cpu_index, to, to,
-                           usable, NULL, 0);
+                           l->usable, NULL, 0);
     if (!pin_and_verify(v->thread_id, to, what, error))
       return FALSE;
-    n_changed++;
+    l->changed++;
   }
+  return TRUE;
+}
+
+static gboolean
+pin_iothreads(Look *l, GArray *iothreads, GError **error)
+{
+  Keeper *k = l->k;
+  hwloc_const_bitmap_t want = k->cfg->plan->iothread_cpus;
   for (guint i = 0; iothreads != NULL && i < iothreads->len; i++) {
     QpIothread *t = &g_array_index(iothreads, QpIothread, i);
     g_autofree char *what = g_strdup_printf("iothread %s", t->id);
     g_auto(hwloc_bitmap_t) had = qp_get_affinity(t->thread_id, NULL);
-    g_hash_table_add(done, GINT_TO_POINTER(t->thread_id));
-    if (had == NULL || plan->iothread_cpus == NULL ||
-        hwloc_bitmap_iszero(plan->iothread_cpus))
+    g_hash_table_add(l->done, GINT_TO_POINTER(t->thread_id));
+    if (had == NULL || want == NULL || hwloc_bitmap_iszero(want))
       continue;
-    if (qp_caller_pins_judge(k->pins, t->thread_id, what, -1, had,
-                             plan->iothread_cpus, usable, inherited,
-                             G_N_ELEMENTS(inherited)) != QP_PIN_RESET)
+    if (qp_caller_pins_judge(k->pins, t->thread_id, what, -1, had, want,
+                             l->usable, l->inherited,
+                             G_N_ELEMENTS(l->inherited)) != QP_PIN_RESET)
       continue;
-    if (!pin_and_verify(t->thread_id, plan->iothread_cpus, what, error))
+    if (!pin_and_verify(t->thread_id, want, what, error))
       return FALSE;
-    n_changed++;
+    l->changed++;
   }
+  return TRUE;
+}
 
-  /* Every other thread: the emulator's set, or the caller's where the
-   * caller pinned the main thread they came from. Threads come and go
-   * (QEMU's worker pool), so one that vanished meanwhile is not an error;
-   * they are too many and too short-lived to remember each. */
-  g_autofree char *task = g_strdup_printf("/proc/%d/task", k->qemu_pid);
+/* Every other thread: the emulator's set, or the caller's where the
+ * caller pinned the main thread they came from. Threads come and go
+ * (QEMU's worker pool), so one that vanished meanwhile is not an error;
+ * they are too many and too short-lived to remember each. */
+static void
+pin_other_threads(Look *l)
+{
+  g_autofree char *task = g_strdup_printf("/proc/%d/task", l->k->qemu_pid);
   g_autoptr(GDir) dir = g_dir_open(task, 0, NULL);
   const char *name;
-  while (emulator != NULL && dir != NULL &&
+  while (l->emulator != NULL && dir != NULL &&
          (name = g_dir_read_name(dir)) != NULL) {
     int tid = atoi(name);
-    if (tid <= 0 || g_hash_table_contains(done, GINT_TO_POINTER(tid)))
+    if (tid <= 0 || g_hash_table_contains(l->done, GINT_TO_POINTER(tid)))
       continue;
     g_auto(hwloc_bitmap_t) had = qp_get_affinity(tid, NULL);
     if (had == NULL ||
-        (main_caller != NULL && hwloc_bitmap_isequal(had, main_caller)) ||
-        qp_caller_judge(had, emulator, usable, inherited, 2) != QP_PIN_RESET)
+        (l->main_caller != NULL && hwloc_bitmap_isequal(had, l->main_caller)) ||
+        qp_caller_judge(had, l->emulator, l->usable, l->inherited, 2) !=
+            QP_PIN_RESET)
       continue;
-    if (qp_set_affinity(tid, emulator, NULL))
-      n_changed++;
+    if (qp_set_affinity(tid, l->emulator, NULL))
+      l->changed++;
   }
-  if (changed)
-    *changed = n_changed;
-  return TRUE;
+}
+
+/* Applies the plan to every thread of QEMU the caller did not pin itself
+ * (caller-pinning.h): vCPUs to their sets, iothreads to theirs, every other
+ * thread (main loop, RCU, workers) to the emulator set. CHANGED: the number
+ * of threads whose affinity had to change. */
+static gboolean
+apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
+           GError **error)
+{
+  const QpPlan *plan = k->cfg->plan;
+  Look l = {.k = k, .usable = k->cfg->host->usable};
+  if (plan->emulator_cpus != NULL && !hwloc_bitmap_iszero(plan->emulator_cpus))
+    l.emulator = plan->emulator_cpus;
+  qp_caller_pins_begin(k->pins);
+  l.main_had = qp_get_affinity(k->qemu_pid, NULL);
+  l.inherited[0] = plan->startup_cpus;
+  l.inherited[1] = l.emulator;
+  l.inherited[2] = l.main_had;
+  l.done = g_hash_table_new(g_direct_hash, g_direct_equal);
+  gboolean ok = pin_main_thread(&l, error) && pin_vcpus(&l, vcpus, error) &&
+                pin_iothreads(&l, iothreads, error);
+  if (ok)
+    pin_other_threads(&l);
+  if (ok && changed)
+    *changed = l.changed;
+  g_hash_table_unref(l.done);
+  g_clear_pointer(&l.main_had, hwloc_bitmap_free);
+  g_clear_pointer(&l.main_caller, hwloc_bitmap_free);
+  return ok;
 }
 
 typedef struct {

@@ -550,6 +550,82 @@ block_corrupt(QpLedger *ledger, const char *name, const QpHost *host,
   qp_ledger_block_unreadable(claims, path, text, host);
 }
 
+/* Reads the record NAME, whose file name says ID: the claim in OUT, or
+ * none and the REASON it is unreadable, or neither when it is gone. FALSE
+ * (with ERROR) when it cannot be read at all. */
+static gboolean
+load_record(QpLedger *ledger, const char *name, const char *id, QpClaim **out,
+            GError **reason, GError **error)
+{
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  int errsv = 0;
+  if (!read_at(ledger->dirfd, name, &text, &len, &errsv)) {
+    if (errsv == ENOENT)
+      return TRUE;
+    if (errsv != EINVAL && errsv != ELOOP)
+      return set_errno_error(error, errsv, "cannot read ledger record %s/%s",
+                             ledger->dir, name);
+    g_set_error(reason, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+                "not a regular file");
+  } else if (len > RECORD_MAX_BYTES) {
+    g_set_error(reason, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+                "larger than %d bytes", RECORD_MAX_BYTES);
+  } else if (memchr(text, '\0', len) != NULL) {
+    g_set_error(reason, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+                "contains NUL bytes");
+  } else {
+    g_autoptr(QpClaim) c = qp_claim_from_json(text, len, reason);
+    if (c != NULL && strcmp(c->id, id) != 0)
+      g_set_error(reason, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+                  "its id \"%s\" differs from its file name", c->id);
+    else
+      *out = g_steal_pointer(&c);
+  }
+  return TRUE;
+}
+
+/* The record file NAME (its id the first PLEN characters): a live claim
+ * goes to CLAIMS, a stale one is pruned, an unreadable one moved aside
+ * (its new name added to CORRUPT). CHANGED is set when the directory
+ * changed. */
+static gboolean
+read_record(QpLedger *ledger, const char *name, gsize plen, QpClaims *claims,
+            GPtrArray *corrupt, gboolean *changed, GError **error)
+{
+  g_autofree char *id = g_strndup(name, plen);
+  g_autoptr(QpClaim) c = NULL;
+  g_autoptr(GError) reason = NULL;
+  if (!load_record(ledger, name, id, &c, &reason, error))
+    return FALSE;
+  if (c == NULL && reason == NULL)
+    return TRUE; /* gone meanwhile */
+  if (c == NULL) {
+    g_autofree char *dest = g_strconcat(id, CORRUPT_SUFFIX, NULL);
+    if (renameat(ledger->dirfd, name, ledger->dirfd, dest) < 0)
+      return set_errno_error(error, errno,
+                             "cannot move unreadable ledger record %s/%s aside",
+                             ledger->dir, name);
+    *changed = TRUE;
+    g_ptr_array_add(claims->warnings,
+                    g_strdup_printf("ledger record %s/%s could not be read "
+                                    "(%s); moved to %s",
+                                    ledger->dir, name, reason->message, dest));
+    g_ptr_array_add(corrupt, g_steal_pointer(&dest));
+    return TRUE;
+  }
+  if (!claim_is_live(c)) {
+    if (unlinkat(ledger->dirfd, name, 0) < 0 && errno != ENOENT)
+      return set_errno_error(error, errno,
+                             "cannot prune stale ledger record %s/%s",
+                             ledger->dir, name);
+    *changed = TRUE;
+    return TRUE;
+  }
+  g_ptr_array_add(claims->claims, g_steal_pointer(&c));
+  return TRUE;
+}
+
 QpClaims *
 qp_ledger_read(QpLedger *ledger, const QpHost *host, GError **error)
 {
@@ -569,76 +645,15 @@ qp_ledger_read(QpLedger *ledger, const QpHost *host, GError **error)
     if (tpid != 0) {
       if (!pid_exists(tpid) && unlinkat(ledger->dirfd, name, 0) == 0)
         changed = TRUE;
+    } else if (name[0] == '.') {
       continue;
-    }
-    if (name[0] == '.')
-      continue;
-    if (has_suffix_len(name, CORRUPT_SUFFIX, &plen)) {
+    } else if (has_suffix_len(name, CORRUPT_SUFFIX, &plen)) {
       g_ptr_array_add(corrupt, g_strdup(name));
-      continue;
+    } else if (has_suffix_len(name, RECORD_SUFFIX, &plen) &&
+               !read_record(ledger, name, plen, claims, corrupt, &changed,
+                            error)) {
+      return NULL;
     }
-    if (!has_suffix_len(name, RECORD_SUFFIX, &plen))
-      continue;
-    g_autofree char *id = g_strndup(name, plen);
-
-    g_autofree char *text = NULL;
-    gsize len = 0;
-    int errsv = 0;
-    g_autoptr(GError) perr = NULL;
-    g_autoptr(QpClaim) c = NULL;
-    if (!read_at(ledger->dirfd, name, &text, &len, &errsv)) {
-      if (errsv == ENOENT)
-        continue;
-      if (errsv != EINVAL && errsv != ELOOP) {
-        set_errno_error(error, errsv, "cannot read ledger record %s/%s",
-                        ledger->dir, name);
-        return NULL;
-      }
-      g_set_error(&perr, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
-                  "not a regular file");
-    } else if (len > RECORD_MAX_BYTES) {
-      g_set_error(&perr, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
-                  "larger than %d bytes", RECORD_MAX_BYTES);
-    } else if (memchr(text, '\0', len) != NULL) {
-      g_set_error(&perr, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
-                  "contains NUL bytes");
-    } else {
-      c = qp_claim_from_json(text, len, &perr);
-      if (c != NULL && strcmp(c->id, id) != 0) {
-        g_clear_error(&perr);
-        g_set_error(&perr, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
-                    "its id \"%s\" differs from its file name", c->id);
-        g_clear_pointer(&c, qp_claim_free);
-      }
-    }
-
-    if (c == NULL) {
-      g_autofree char *dest = g_strconcat(id, CORRUPT_SUFFIX, NULL);
-      if (renameat(ledger->dirfd, name, ledger->dirfd, dest) < 0) {
-        set_errno_error(error, errno,
-                        "cannot move unreadable ledger record %s/%s aside",
-                        ledger->dir, name);
-        return NULL;
-      }
-      changed = TRUE;
-      g_ptr_array_add(claims->warnings,
-                      g_strdup_printf("ledger record %s/%s could not be read "
-                                      "(%s); moved to %s",
-                                      ledger->dir, name, perr->message, dest));
-      g_ptr_array_add(corrupt, g_steal_pointer(&dest));
-      continue;
-    }
-
-    if (!claim_is_live(c)) {
-      if (unlinkat(ledger->dirfd, name, 0) < 0 && errno != ENOENT) {
-        set_errno_error(error, errno, "cannot prune stale ledger record %s/%s",
-                        ledger->dir, name);
-        return NULL;
-      }
-      changed = TRUE;
-      continue;
-    }
-    g_ptr_array_add(claims->claims, g_steal_pointer(&c));
   }
 
   g_ptr_array_sort(corrupt, cmp_str);

@@ -165,6 +165,57 @@ parse_node_reserve(const char *text, GArray **out)
   return TRUE;
 }
 
+/* qemu-pin's own settings (qp_options_set() has the placement's). */
+static gboolean
+set_own(QpOptions *opts, const char *name, const char *value,
+        const char *origin, GError **error)
+{
+  guint64 u;
+
+  if (strcmp(name, "config") == 0) {
+    if (*value == '\0')
+      return bad_value(error, origin, value, "a file name");
+    g_free(opts->config);
+    opts->config = g_strdup(value);
+    opts->config_explicit = TRUE;
+  } else if (strcmp(name, "state-dir") == 0) {
+    if (*value == '\0')
+      return bad_value(error, origin, value, "a directory");
+    g_free(opts->state_dir);
+    opts->state_dir = g_strdup(value);
+  } else if (strcmp(name, "qemu") == 0) {
+    if (*value == '\0')
+      return bad_value(error, origin, value, "the path of a QEMU binary");
+    g_free(opts->qemu);
+    opts->qemu = g_strdup(value);
+  } else if (strcmp(name, "topology") == 0) {
+    if (*value == '\0')
+      return bad_value(error, origin, value, "an hwloc XML file");
+    g_free(opts->topology);
+    opts->topology = g_strdup(value);
+  } else if (strcmp(name, "qmp-timeout") == 0 ||
+             strcmp(name, "start-timeout") == 0) {
+    if (!parse_uint(value, 24 * 3600 * 1000, &u) || u == 0)
+      return bad_value(error, origin, value, "milliseconds from 1 to 86400000");
+    if (name[0] == 'q')
+      opts->qmp_timeout_ms = (guint)u;
+    else
+      opts->start_timeout_ms = (guint)u;
+  } else if (strcmp(name, "dry-run") == 0) {
+    if (!parse_bool(value, &opts->dry_run))
+      return bad_value(error, origin, value, "1, 0, yes, no, true or false");
+  } else if (strcmp(name, "verbose") == 0) {
+    if (!parse_uint(value, 9, &u))
+      return bad_value(error, origin, value, "a level from 0 to 9");
+    opts->verbose = (int)u;
+  } else {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                "%s: unknown setting '%s'", origin, name);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 gboolean
 qp_options_set(QpOptions *opts, const char *name, const char *value,
                const char *origin, GError **error)
@@ -219,46 +270,8 @@ qp_options_set(QpOptions *opts, const char *name, const char *value,
           "NODE:MIB pairs separated by commas, such as 0:1024,1:512");
     g_clear_pointer(&p->node_reserve, g_array_unref);
     p->node_reserve = arr;
-  } else if (strcmp(name, "config") == 0) {
-    if (*value == '\0')
-      return bad_value(error, origin, value, "a file name");
-    g_free(opts->config);
-    opts->config = g_strdup(value);
-    opts->config_explicit = TRUE;
-  } else if (strcmp(name, "state-dir") == 0) {
-    if (*value == '\0')
-      return bad_value(error, origin, value, "a directory");
-    g_free(opts->state_dir);
-    opts->state_dir = g_strdup(value);
-  } else if (strcmp(name, "qemu") == 0) {
-    if (*value == '\0')
-      return bad_value(error, origin, value, "the path of a QEMU binary");
-    g_free(opts->qemu);
-    opts->qemu = g_strdup(value);
-  } else if (strcmp(name, "topology") == 0) {
-    if (*value == '\0')
-      return bad_value(error, origin, value, "an hwloc XML file");
-    g_free(opts->topology);
-    opts->topology = g_strdup(value);
-  } else if (strcmp(name, "qmp-timeout") == 0 ||
-             strcmp(name, "start-timeout") == 0) {
-    if (!parse_uint(value, 24 * 3600 * 1000, &u) || u == 0)
-      return bad_value(error, origin, value, "milliseconds from 1 to 86400000");
-    if (name[0] == 'q')
-      opts->qmp_timeout_ms = (guint)u;
-    else
-      opts->start_timeout_ms = (guint)u;
-  } else if (strcmp(name, "dry-run") == 0) {
-    if (!parse_bool(value, &opts->dry_run))
-      return bad_value(error, origin, value, "1, 0, yes, no, true or false");
-  } else if (strcmp(name, "verbose") == 0) {
-    if (!parse_uint(value, 9, &u))
-      return bad_value(error, origin, value, "a level from 0 to 9");
-    opts->verbose = (int)u;
   } else {
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
-                "%s: unknown setting '%s'", origin, name);
-    return FALSE;
+    return set_own(opts, name, value, origin, error);
   }
   return TRUE;
 }

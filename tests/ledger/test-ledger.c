@@ -656,14 +656,23 @@ record_text(Fixture *f, const char *id)
   return text;
 }
 
-static void
-test_held_adjust(Fixture *f, gconstpointer data)
+/* The ledger, locked, with the live record of another VM: "vm-other",
+ * 64 MiB on node 0 and CPUs 0-1. */
+static QpLedger *
+open_with_other(Fixture *f)
 {
-  g_autoptr(QpLedger) l = open_ok(f);
+  QpLedger *l = open_ok(f);
   g_assert_true(qp_ledger_lock(l, NULL));
   g_autoptr(QpClaim) other = make_live_claim("vm-other", 0, 64);
   hwloc_bitmap_set_range(other->dedicated, 0, 1);
   write_ok(l, other);
+  return l;
+}
+
+static void
+test_held_adjust(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpLedger) l = open_with_other(f);
   int dead = spawn_sleep();
   guint64 dead_start = qp_proc_start_time(dead);
   kill_and_reap(dead);
@@ -758,10 +767,7 @@ make_vm_new(const QpClaims *claims, gpointer data, GError **error)
 static void
 test_held_take(Fixture *f, gconstpointer data)
 {
-  g_autoptr(QpLedger) l = open_ok(f);
-  g_assert_true(qp_ledger_lock(l, NULL));
-  g_autoptr(QpClaim) other = make_live_claim("vm-other", 0, 64);
-  write_ok(l, other);
+  g_autoptr(QpLedger) l = open_with_other(f);
   qp_ledger_unlock(l);
 
   g_autoptr(GError) error = NULL;

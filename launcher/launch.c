@@ -1,3 +1,9 @@
+/* One launch (see launch.h): the host, the plan and the VM's claim in one
+ * critical section of the ledger, with QEMU's command line rewritten and
+ * the keeper forked inside it; then QEMU exec'd in place, or with
+ * -daemonize run as a child we wait for, with the keeper. A launch that
+ * fails after the claim releases it; the error goes back to the edge
+ * (commands.c), which says it. */
 #include "launcher/launch.h"
 #include "launcher/affinity.h"
 #include "launcher/keeper/keeper.h"
@@ -155,6 +161,8 @@ spawn_keeper(QpKeeperConfig *cfg, int qemu_end, GError **error)
   return keeper;
 }
 
+/* Gives the claim back after a launch failed. Failing that too is said
+ * here: the launch's own error is what goes back to the edge. */
 static void
 release_claim(QpHeldClaim *held)
 {

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "topology/host.h"
-#include "topology/ledger.h"
+#include "topology/ledger-store.h"
 #include "topology/plan.h"
 
 #define TMPFS_MAGIC_VALUE 0x01021994

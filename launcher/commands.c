@@ -82,29 +82,78 @@ qp_find_real_qemu(const char *argv0, GError **error)
   return NULL;
 }
 
-static int
-usage_error(GError *error)
+/* ---- Output -------------------------------------------------------------- */
+
+static void
+print_json(JsonNode *node)
 {
-  qp_error("%s", error->message);
-  return 2;
+  g_autofree char *text = json_to_string(node, TRUE);
+  g_print("%s\n", text);
+}
+
+/* `plan` in mode none, where QEMU's command line is not read: only the
+ * mode and why (see docs/plan-schema.md). */
+static void
+print_plan_none(const QpOptions *opts)
+{
+  const char *reason = "mode none: QEMU runs as it would without qemu-pin; "
+                       "its command line is not read";
+  if (opts->human) {
+    g_print("mode            none\n\nreasons:\n  - %s\n", reason);
+    return;
+  }
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "mode");
+  json_builder_add_string_value(b, "none");
+  json_builder_set_member_name(b, "reasons");
+  json_builder_begin_array(b);
+  json_builder_add_string_value(b, reason);
+  json_builder_end_array(b);
+  json_builder_set_member_name(b, "warnings");
+  json_builder_begin_array(b);
+  json_builder_end_array(b);
+  json_builder_end_object(b);
+  g_autoptr(JsonNode) node = json_builder_get_root(b);
+  print_json(node);
+}
+
+/* ---- Commands ------------------------------------------------------------
+ *
+ * Each returns the exit status, or -1 with ERROR: qp_main() says it and
+ * maps it to the exit status. */
+
+/* `plan`, --dry-run: the plan (JSON, or a table with --human), nothing
+ * launched. */
+static int
+cmd_plan(const QpOptions *opts, const QpQemuArgs *args, GError **error)
+{
+  g_autoptr(QpHost) host = NULL;
+  g_autoptr(QpPlan) plan = qp_launch_plan(opts, args, &host, error);
+  if (plan == NULL)
+    return -1;
+  if (opts->human) {
+    g_autofree char *text = qp_plan_to_human(plan, host);
+    g_print("%s", text);
+  } else {
+    g_autoptr(JsonNode) node = qp_plan_to_json(plan);
+    print_json(node);
+  }
+  return 0;
 }
 
 static int
-cmd_topology(QpOptions *opts)
+cmd_topology(QpOptions *opts, GError **error)
 {
-  g_autoptr(GError) error = NULL;
-  g_autoptr(QpHost) host = qp_host_load(opts->topology, &error);
-  if (host == NULL) {
-    qp_error("%s", error->message);
-    return 1;
-  }
+  g_autoptr(QpHost) host = qp_host_load(opts->topology, error);
+  if (host == NULL)
+    return -1;
   qp_log_init(opts->verbose);
   if (host->inconsistent != NULL)
     qp_info("%s", host->inconsistent);
   if (opts->json) {
     g_autoptr(JsonNode) node = qp_host_to_json(host);
-    g_autofree char *text = json_to_string(node, TRUE);
-    g_print("%s\n", text);
+    print_json(node);
   } else {
     g_autofree char *text = qp_host_to_text(host);
     g_print("%s", text);
@@ -113,33 +162,20 @@ cmd_topology(QpOptions *opts)
 }
 
 static int
-cmd_status(QpOptions *opts)
+cmd_status(QpOptions *opts, GError **error)
 {
-  g_autoptr(GError) error = NULL;
-  g_autoptr(QpHost) host = qp_host_load_full(opts->topology, FALSE, &error);
-  if (host == NULL) {
-    qp_error("%s", error->message);
-    return 1;
-  }
+  g_autoptr(QpHost) host = qp_host_load_full(opts->topology, FALSE, error);
+  if (host == NULL)
+    return -1;
   g_autofree char *dir =
       opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir();
-  g_autoptr(QpLedger) ledger = qp_ledger_open(dir, &error);
-  if (ledger == NULL || !qp_ledger_lock(ledger, &error)) {
-    qp_error("%s", error->message);
-    return 1;
-  }
   /* Reading prunes the records of VMs that are gone. */
-  g_autoptr(QpClaims) claims = qp_ledger_read(ledger, host, &error);
-  qp_ledger_unlock(ledger);
-  if (claims == NULL) {
-    qp_error("%s", error->message);
-    return 1;
-  }
+  g_autoptr(QpClaims) claims = qp_ledger_read_claims(dir, host, error);
+  if (claims == NULL)
+    return -1;
   if (opts->picture != NULL) {
-    if (!qp_status_picture(opts->topology, claims, opts->picture, &error)) {
-      qp_error("%s", error->message);
-      return 1;
-    }
+    if (!qp_status_picture(opts->topology, claims, opts->picture, error))
+      return -1;
     g_print("qemu-pin: drew %u VMs on the host in %s\n", claims->claims->len,
             opts->picture);
     return 0;
@@ -147,8 +183,7 @@ cmd_status(QpOptions *opts)
   if (opts->json) {
     g_autoptr(JsonNode) node =
         qp_status_to_json(host, claims, &opts->placement);
-    g_autofree char *text = json_to_string(node, TRUE);
-    g_print("%s\n", text);
+    print_json(node);
   } else {
     g_autofree char *text = qp_status_to_text(host, claims, &opts->placement);
     g_print("%s", text);
@@ -159,16 +194,15 @@ cmd_status(QpOptions *opts)
 /* QEMU exactly as the caller asked (help, probes, mode none): returns only
  * if the exec failed. */
 static int
-exec_straight(const char *binary, const char *argv0, int argc, char **argv)
+exec_straight(const char *binary, const char *argv0, int argc, char **argv,
+              GError **error)
 {
-  g_autoptr(GError) error = NULL;
   g_autofree char **full = g_new0(char *, (gsize)argc + 2);
   full[0] = (char *)argv0;
   for (int i = 0; i < argc; i++)
     full[i + 1] = argv[i];
-  int rc = qp_exec(binary, full, &error);
-  qp_error("%s", error->message);
-  return rc;
+  qp_exec(binary, full, error);
+  return -1;
 }
 
 /* Resolves settings, parses the QEMU command and launches or plans. The
@@ -176,17 +210,16 @@ exec_straight(const char *binary, const char *argv0, int argc, char **argv)
  * qemu-pin would have made of its command line. */
 static int
 run_qemu(QpOptions *opts, const char *binary, const char *argv0, int argc,
-         char **argv, gboolean plan_only)
+         char **argv, gboolean plan_only, GError **error)
 {
-  g_autoptr(GError) error = NULL;
   g_autofree char *dropped = NULL;
   g_auto(GStrv) safe = qp_argv_daemonize_safe((guint)argc, argv, &dropped);
   if (safe != NULL)
     argv = safe;
   g_autoptr(QpVmIds) vm = qp_vm_ids_from_argv((guint)argc, argv);
-  if (!qp_options_parse_env(opts, &error) ||
-      !qp_options_load_config(opts, vm, &error))
-    return usage_error(error);
+  if (!qp_options_parse_env(opts, error) ||
+      !qp_options_load_config(opts, vm, error))
+    return -1;
   qp_log_init(opts->verbose);
   qp_log_set_vm(vm->name);
   if (dropped != NULL)
@@ -194,107 +227,100 @@ run_qemu(QpOptions *opts, const char *binary, const char *argv0, int argc,
             "(QEMU starts a thread-context's thread before its fork, and "
             "the daemon would wait for it forever)",
             strchr(dropped, ',') ? "s" : "", dropped);
-  g_autoptr(QpQemuArgs) args = qp_launch_read(opts, (guint)argc, argv, &error);
-  if (args == NULL && error == NULL)
-    return plan_only || opts->dry_run
-               ? qp_dry_run_none(opts)
-               : exec_straight(binary, argv0, argc, argv);
+  g_autoptr(GError) local = NULL;
+  g_autoptr(QpQemuArgs) args = qp_launch_read(opts, (guint)argc, argv, &local);
+  if (args == NULL && local == NULL) {
+    if (!plan_only && !opts->dry_run)
+      return exec_straight(binary, argv0, argc, argv, error);
+    print_plan_none(opts);
+    return 0;
+  }
   if (args == NULL) {
-    qp_error("%s", error->message);
-    return 1;
+    g_propagate_error(error, g_steal_pointer(&local));
+    return -1;
   }
   if (args->passthrough && !plan_only)
-    return exec_straight(binary, argv0, argc, argv);
+    return exec_straight(binary, argv0, argc, argv, error);
   if (plan_only || opts->dry_run)
-    return qp_dry_run(opts, args);
-  return qp_launch(opts, binary, argv0, args);
+    return cmd_plan(opts, args, error);
+  return qp_launch(opts, binary, argv0, args, error);
 }
 
-int
-qp_main(int argc, char **argv)
+/* Installed or linked under a QEMU binary's name: every argument is
+ * QEMU's; qemu-pin's settings come from the environment and config. */
+static int
+run_drop_in(QpOptions *opts, int argc, char **argv, GError **error)
 {
-  g_autoptr(GError) error = NULL;
-  QpOptions opts;
-  int rc;
+  /* The config may name the binary: read it before looking on PATH. */
+  if (!qp_options_parse_env(opts, error) ||
+      !qp_options_load_config(opts, NULL, error))
+    return -1;
+  g_autofree char *real =
+      opts->qemu ? g_strdup(opts->qemu) : qp_find_real_qemu(argv[0], error);
+  if (real == NULL)
+    return -1;
+  return run_qemu(opts, real, argv[0], argc - 1, argv + 1, FALSE, error);
+}
 
-  qp_options_init(&opts);
-  qp_log_init(0);
-  g_autofree char *self = g_path_get_basename(argv[0]);
-
-  /* Drop-in: installed or linked under a QEMU binary's name, every argument
-   * is QEMU's; qemu-pin's settings come from the environment and config. */
-  if (qp_is_qemu_name(self)) {
-    /* The config may name the binary: read it before looking on PATH. */
-    if (!qp_options_parse_env(&opts, &error) ||
-        !qp_options_load_config(&opts, NULL, &error)) {
-      rc = usage_error(error);
-      goto out;
-    }
-    g_autofree char *real =
-        opts.qemu ? g_strdup(opts.qemu) : qp_find_real_qemu(argv[0], &error);
-    if (real == NULL) {
-      qp_error("%s", error->message);
-      rc = 1;
-      goto out;
-    }
-    rc = run_qemu(&opts, real, argv[0], argc - 1, argv + 1, FALSE);
-    goto out;
-  }
-
+/* qemu-pin [topology|status|plan] [OPTIONS] [--] [QEMU_BINARY ARGS...] */
+static int
+run_command(QpOptions *opts, int argc, char **argv, GError **error)
+{
   const char *cmd = argc > 1 ? argv[1] : NULL;
-  gboolean plan_only = FALSE;
   int shift = 0;
   if (cmd != NULL && (strcmp(cmd, "topology") == 0 ||
                       strcmp(cmd, "status") == 0 || strcmp(cmd, "plan") == 0))
     shift = 1;
   if (cmd != NULL && (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0)) {
     g_print("%s", qp_options_help());
-    rc = 0;
-    goto out;
+    return 0;
   }
   if (cmd != NULL && strcmp(cmd, "--version") == 0) {
     g_print("qemu-pin %s\n", QP_VERSION);
-    rc = 0;
-    goto out;
+    return 0;
   }
 
   int qemu_index;
   gboolean takes_qemu = shift == 0 || strcmp(cmd, "plan") == 0;
-  if (!qp_options_parse_cli(&opts, argc - shift, argv + shift, takes_qemu,
-                            &qemu_index, &error)) {
-    rc = usage_error(error);
-    goto out;
-  }
+  if (!qp_options_parse_cli(opts, argc - shift, argv + shift, takes_qemu,
+                            &qemu_index, error))
+    return -1;
   qemu_index += shift;
 
-  if (shift == 1 && strcmp(cmd, "topology") == 0) {
-    if (!qp_options_parse_env(&opts, &error)) {
-      rc = usage_error(error);
-      goto out;
-    }
-    rc = cmd_topology(&opts);
-    goto out;
-  }
-  if (shift == 1 && strcmp(cmd, "status") == 0) {
-    if (!qp_options_parse_env(&opts, &error) ||
-        !qp_options_load_config(&opts, NULL, &error)) {
-      rc = usage_error(error);
-      goto out;
-    }
-    rc = cmd_status(&opts);
-    goto out;
-  }
-  plan_only = shift == 1;
-
+  if (shift == 1 && strcmp(cmd, "topology") == 0)
+    return qp_options_parse_env(opts, error) ? cmd_topology(opts, error) : -1;
+  if (shift == 1 && strcmp(cmd, "status") == 0)
+    return qp_options_parse_env(opts, error) &&
+                   qp_options_load_config(opts, NULL, error)
+               ? cmd_status(opts, error)
+               : -1;
   if (qemu_index >= argc) {
-    qp_error("no QEMU binary given: usage: qemu-pin [OPTIONS] "
-             "[--] QEMU_BINARY [QEMU_ARGS...] (see --help)");
-    rc = 2;
-    goto out;
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                "no QEMU binary given: usage: qemu-pin [OPTIONS] "
+                "[--] QEMU_BINARY [QEMU_ARGS...] (see --help)");
+    return -1;
   }
-  rc = run_qemu(&opts, argv[qemu_index], argv[qemu_index],
-                argc - qemu_index - 1, argv + qemu_index + 1, plan_only);
-out:
+  return run_qemu(opts, argv[qemu_index], argv[qemu_index],
+                  argc - qemu_index - 1, argv + qemu_index + 1, shift == 1,
+                  error);
+}
+
+/* The edge: the only place that says an error and chooses the exit status
+ * (qp_error_exit_status()). */
+int
+qp_main(int argc, char **argv)
+{
+  g_autoptr(GError) error = NULL;
+  QpOptions opts;
+  qp_options_init(&opts);
+  qp_log_init(0);
+  g_autofree char *self = g_path_get_basename(argv[0]);
+  int rc = qp_is_qemu_name(self) ? run_drop_in(&opts, argc, argv, &error)
+                                 : run_command(&opts, argc, argv, &error);
+  if (rc < 0) {
+    qp_error("%s", error->message);
+    rc = qp_error_exit_status(error);
+  }
   qp_options_clear(&opts);
   return rc;
 }

@@ -1,12 +1,18 @@
+/* One launch (see launch.h): the host, the plan and the VM's claim in one
+ * critical section of the ledger, with QEMU's command line rewritten and
+ * the keeper forked inside it; then QEMU exec'd in place, or with
+ * -daemonize run as a child we wait for, with the keeper. A launch that
+ * fails after the claim releases it; the error goes back to the edge
+ * (commands.c), which says it. */
 #include "launcher/launch.h"
+#include "launcher/affinity.h"
+#include "launcher/keeper/keeper.h"
 #include "launcher/log.h"
 #include "launcher/qemu/rewrite.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <numaif.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,101 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* ---- Affinity ----------------------------------------------------------- */
-
-#define QP_MAX_CPUS (QP_LIST_MAX_INDEX + 1)
-
-gboolean
-qp_set_affinity(int tid, hwloc_const_bitmap_t set, GError **error)
-{
-  cpu_set_t *mask = CPU_ALLOC(QP_MAX_CPUS);
-  size_t size = CPU_ALLOC_SIZE(QP_MAX_CPUS);
-  int i;
-  CPU_ZERO_S(size, mask);
-  hwloc_bitmap_foreach_begin(i, set)
-  {
-    if (i < QP_MAX_CPUS)
-      CPU_SET_S((size_t)i, size, mask);
-  }
-  hwloc_bitmap_foreach_end();
-  int rc = sched_setaffinity(tid, size, mask);
-  int saved = errno;
-  CPU_FREE(mask);
-  if (rc < 0) {
-    g_autofree char *list = qp_list_format(set);
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
-                "cannot pin thread %d to CPUs %s: %s", tid, list,
-                g_strerror(saved));
-    return FALSE;
-  }
-  return TRUE;
-}
-
-hwloc_bitmap_t
-qp_get_affinity(int tid, GError **error)
-{
-  cpu_set_t *mask = CPU_ALLOC(QP_MAX_CPUS);
-  size_t size = CPU_ALLOC_SIZE(QP_MAX_CPUS);
-  CPU_ZERO_S(size, mask);
-  if (sched_getaffinity(tid, size, mask) < 0) {
-    int saved = errno;
-    CPU_FREE(mask);
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
-                "cannot read the CPU affinity of thread %d: %s", tid,
-                g_strerror(saved));
-    return NULL;
-  }
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  for (int i = 0; i < QP_MAX_CPUS; i++)
-    if (CPU_ISSET_S((size_t)i, size, mask))
-      hwloc_bitmap_set(set, (unsigned)i);
-  CPU_FREE(mask);
-  return set;
-}
-
-static gboolean
-set_mempolicy_nodes(QpPolicy policy, hwloc_const_bitmap_t nodes, GError **error)
-{
-  unsigned long mask[QP_MAX_CPUS / (8 * sizeof(unsigned long))] = {0};
-  int i, mode;
-  switch (policy) {
-  case QP_POLICY_PREFERRED:
-    mode = MPOL_PREFERRED;
-    /* MPOL_PREFERRED takes one node: the first. */
-    i = hwloc_bitmap_first(nodes);
-    if (i >= 0)
-      mask[i / (8 * sizeof(unsigned long))] |=
-          1UL << (i % (8 * sizeof(unsigned long)));
-    break;
-  case QP_POLICY_INTERLEAVE:
-    mode = MPOL_INTERLEAVE;
-    break;
-  default:
-    mode = MPOL_BIND;
-    break;
-  }
-  if (mode != MPOL_PREFERRED) {
-    hwloc_bitmap_foreach_begin(i, nodes)
-    {
-      if (i < QP_MAX_CPUS)
-        mask[i / (8 * sizeof(unsigned long))] |=
-            1UL << (i % (8 * sizeof(unsigned long)));
-    }
-    hwloc_bitmap_foreach_end();
-  }
-  if (set_mempolicy(mode, mask, QP_MAX_CPUS + 1) < 0) {
-    g_autofree char *list = qp_list_format(nodes);
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
-                "cannot set memory policy %s on nodes %s: %s",
-                qp_policy_name(policy), list, g_strerror(errno));
-    return FALSE;
-  }
-  return TRUE;
-}
-
 /* ---- Exec --------------------------------------------------------------- */
 
-int
+void
 qp_exec(const char *binary, char **argv, GError **error)
 {
   if (strchr(binary, '/') != NULL)
@@ -118,9 +32,10 @@ qp_exec(const char *binary, char **argv, GError **error)
   else
     execvp(binary, argv);
   int saved = errno;
-  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+  g_set_error(error, QP_LAUNCH_ERROR,
+              saved == ENOENT ? QP_LAUNCH_ERROR_NO_BINARY
+                              : QP_LAUNCH_ERROR_EXEC,
               "cannot run QEMU binary '%s': %s", binary, g_strerror(saved));
-  return saved == ENOENT ? 127 : 126;
 }
 
 /* ---- Planning ------------------------------------------------------------ */
@@ -140,32 +55,31 @@ print_warnings(GPtrArray *warnings)
     qp_warning("%s", (const char *)warnings->pdata[i]);
 }
 
-/* Loads the host, opens and locks the ledger, reads the claims and plans.
- * On success the ledger stays locked; the host is handed back when HOST_OUT
- * is not NULL. */
-static QpPlan *
-plan_locked(QpOptions *opts, QpQemuArgs *args, QpLedger **ledger_out,
-            QpHost **host_out, GError **error)
+/* The state directory of the ledger. */
+static char *
+state_dir(const QpOptions *opts)
 {
-  /* Devices matter only for the locality of vfio-pci devices. */
+  return opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir();
+}
+
+/* Loads the host the VM is planned on (its vfio-pci devices' locality
+ * too, when it has some). */
+static QpHost *
+load_host(const QpOptions *opts, const QpQemuArgs *args, GError **error)
+{
   gboolean with_io = args->req->vfio != NULL && args->req->vfio[0] != NULL;
-  g_autoptr(QpHost) host = qp_host_load_full(opts->topology, with_io, error);
-  if (host == NULL)
-    return NULL;
-  if (host->inconsistent != NULL)
+  QpHost *host = qp_host_load_full(opts->topology, with_io, error);
+  if (host != NULL && host->inconsistent != NULL)
     qp_info("%s", host->inconsistent);
-  g_autofree char *dir =
-      opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir();
-  g_autoptr(QpLedger) ledger = qp_ledger_open(dir, error);
-  if (ledger == NULL)
-    return NULL;
-  if (!qp_ledger_lock(ledger, error))
-    return NULL;
-  g_autoptr(QpClaims) claims = qp_ledger_read(ledger, host, error);
-  if (claims == NULL) {
-    qp_ledger_unlock(ledger);
-    return NULL;
-  }
+  return host;
+}
+
+/* Plans ARGS on HOST against CLAIMS, the ledger's live records, saying
+ * first what reading the command line found. */
+static QpPlan *
+plan_on(const QpOptions *opts, const QpQemuArgs *args, const QpHost *host,
+        const QpClaims *claims, GError **error)
+{
   print_warnings(args->warnings);
   for (guint i = 0; i < args->notes->len; i++)
     qp_info("%s", (const char *)args->notes->pdata[i]);
@@ -174,65 +88,27 @@ plan_locked(QpOptions *opts, QpQemuArgs *args, QpLedger **ledger_out,
   if (plan == NULL) {
     /* A plan carries the ledger's warnings; without one, say them here. */
     print_warnings(claims->warnings);
-    qp_ledger_unlock(ledger);
-    return NULL;
   }
-  *ledger_out = g_steal_pointer(&ledger);
-  if (host_out != NULL)
-    *host_out = g_steal_pointer(&host);
   return plan;
 }
 
-int
-qp_dry_run_none(QpOptions *opts)
+QpPlan *
+qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args, QpHost **host_out,
+               GError **error)
 {
-  const char *reason = "mode none: QEMU runs as it would without qemu-pin; "
-                       "its command line is not read";
-  if (opts->human) {
-    g_print("mode            none\n\nreasons:\n  - %s\n", reason);
-    return 0;
-  }
-  g_autoptr(JsonBuilder) b = json_builder_new();
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "mode");
-  json_builder_add_string_value(b, "none");
-  json_builder_set_member_name(b, "reasons");
-  json_builder_begin_array(b);
-  json_builder_add_string_value(b, reason);
-  json_builder_end_array(b);
-  json_builder_set_member_name(b, "warnings");
-  json_builder_begin_array(b);
-  json_builder_end_array(b);
-  json_builder_end_object(b);
-  g_autoptr(JsonNode) node = json_builder_get_root(b);
-  g_autofree char *text = json_to_string(node, TRUE);
-  g_print("%s\n", text);
-  return 0;
-}
-
-int
-qp_dry_run(QpOptions *opts, QpQemuArgs *args)
-{
-  g_autoptr(GError) error = NULL;
-  g_autoptr(QpLedger) ledger = NULL;
-
-  g_autoptr(QpHost) host = NULL;
-  g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, &host, &error);
-  if (plan == NULL) {
-    qp_error("%s", error->message);
-    return 1;
-  }
-  qp_ledger_unlock(ledger);
+  g_autoptr(QpHost) host = load_host(opts, args, error);
+  if (host == NULL)
+    return NULL;
+  g_autofree char *dir = state_dir(opts);
+  g_autoptr(QpClaims) claims = qp_ledger_read_claims(dir, host, error);
+  if (claims == NULL)
+    return NULL;
+  QpPlan *plan = plan_on(opts, args, host, claims, error);
+  if (plan == NULL)
+    return NULL;
   print_warnings(plan->warnings);
-  if (opts->human) {
-    g_autofree char *text = qp_plan_to_human(plan, host);
-    g_print("%s", text);
-  } else {
-    g_autoptr(JsonNode) node = qp_plan_to_json(plan);
-    g_autofree char *text = json_to_string(node, TRUE);
-    g_print("%s\n", text);
-  }
-  return 0;
+  *host_out = g_steal_pointer(&host);
+  return plan;
 }
 
 /* ---- Launch -------------------------------------------------------------- */
@@ -286,11 +162,13 @@ spawn_keeper(QpKeeperConfig *cfg, int qemu_end, GError **error)
   return keeper;
 }
 
+/* Gives the claim back after a launch failed. Failing that too is said
+ * here: the launch's own error is what goes back to the edge. */
 static void
-release_claim(QpLedger *ledger, const char *id)
+release_claim(QpHeldClaim *held)
 {
   g_autoptr(GError) error = NULL;
-  if (!qp_ledger_remove(ledger, id, &error))
+  if (!qp_held_claim_release(held, &error))
     qp_error("%s", error->message);
 }
 
@@ -303,20 +181,21 @@ apply_process_plan(const QpPlan *plan, GError **error)
       !qp_set_affinity(0, plan->startup_cpus, error))
     return FALSE;
   if (plan->mem_nodes != NULL && !hwloc_bitmap_iszero(plan->mem_nodes) &&
-      !set_mempolicy_nodes(plan->mem_policy, plan->mem_nodes, error))
+      !qp_set_mempolicy(plan->mem_policy, plan->mem_nodes, error))
     return FALSE;
   return TRUE;
 }
 
 /* -daemonize: QEMU runs as our child; its first process exits 0 once the
- * daemon is ready, and the keeper then tells us whether the plan is in
- * force. We exit 0 only when both say so. */
-static int
-wait_daemonized(pid_t child, int status_fd, QpLedger *ledger, const char *id)
+ * daemon is ready, and the keeper then tells us on STATUS_FD whether the
+ * plan is in force. Waits for both: QEMU's wait status, the keeper's LINE.
+ * Returns TRUE when the keeper killed QEMU (its line says why). */
+static gboolean
+wait_daemon_and_keeper(pid_t child, int status_fd, int *status_out,
+                       GString *line)
 {
   int status = 0;
   gboolean exited = FALSE, reported = FALSE, killed = FALSE;
-  g_autoptr(GString) line = g_string_new(NULL);
   int child_fd = pidfd_open(child, 0);
 
   /* Both must answer: QEMU's first process (0 once the daemon is ready)
@@ -356,20 +235,32 @@ wait_daemonized(pid_t child, int status_fd, QpLedger *ledger, const char *id)
   if (child_fd >= 0)
     close(child_fd);
   close(status_fd);
-  /* Killed by the keeper, which says why below. */
-  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && line->len > 0)
-    killed = TRUE;
+  *status_out = status;
+  /* Killed by the keeper, which says why. */
+  return killed ||
+         (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && line->len > 0);
+}
+
+/* We exit 0 only when QEMU's first process and the keeper both say the
+ * daemon runs with the plan in force; with QEMU's status when QEMU
+ * refused to start (it said why itself); else with the keeper's line. */
+static int
+wait_daemonized(pid_t child, int status_fd, QpHeldClaim *held, GError **error)
+{
+  int status = 0;
+  g_autoptr(GString) line = g_string_new(NULL);
+  gboolean killed = wait_daemon_and_keeper(child, status_fd, &status, line);
   if (!killed && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
-    /* QEMU refused to start and said why itself. */
-    release_claim(ledger, id);
+    release_claim(held);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   if (strcmp(line->str, "ok\n") != 0) {
     g_strchomp(line->str);
-    qp_error("%s",
-             line->len ? line->str : "the keeper died before QEMU was ready");
-    release_claim(ledger, id);
-    return 1;
+    g_set_error_literal(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                        line->len ? line->str
+                                  : "the keeper died before QEMU was ready");
+    release_claim(held);
+    return -1;
   }
   return 0;
 }
@@ -384,50 +275,65 @@ memory_may_change(const QpRequest *req)
   return req->maxmem_mib > 0;
 }
 
-int
-qp_launch(QpOptions *opts, const char *binary, const char *argv0,
-          QpQemuArgs *args)
-{
-  g_autoptr(GError) error = NULL;
-  g_autoptr(QpLedger) ledger = NULL;
-  g_autoptr(QpHost) host = NULL;
+/* One launch: what the claim's critical section makes, for the rest. */
+typedef struct {
+  QpOptions *opts;
+  QpQemuArgs *args;
+  const char *argv0;
+  const char *state_dir;
+  QpHost *host; /* freed before the keeper is forked */
+  QpPlan *plan;
+  char **qemu_argv;
+  int monitor[2];     /* the keeper's end, QEMU's end */
+  int status_pipe[2]; /* -daemonize: the keeper's word on the plan */
+} Launch;
 
-  g_autoptr(QpPlan) plan = plan_locked(opts, args, &ledger, &host, &error);
-  if (plan == NULL) {
-    qp_error("%s", error->message);
-    return 1;
-  }
+static void
+launch_clear(Launch *l)
+{
+  g_clear_pointer(&l->host, qp_host_free);
+  g_clear_pointer(&l->plan, qp_plan_free);
+  g_clear_pointer(&l->qemu_argv, g_strfreev);
+}
+
+/* The claim's critical section (the ledger locked, its live records
+ * read): plans, rewrites QEMU's command line, forks the keeper and makes
+ * the record, which names the keeper. */
+static QpClaim *
+make_claim(const QpClaims *claims, gpointer data, GError **error)
+{
+  Launch *l = data;
+  QpQemuArgs *args = l->args;
+  l->plan = plan_on(l->opts, args, l->host, claims, error);
+  if (l->plan == NULL)
+    return NULL;
+  const QpPlan *plan = l->plan;
   print_warnings(plan->warnings);
   /* The keeper needs little of the host: the rest is freed before fork. */
   g_autoptr(QpCallerHost) caller_host =
-      qp_caller_host_new(host, plan, opts->placement.affinity);
-  g_clear_pointer(&host, qp_host_free);
+      qp_caller_host_new(l->host, plan, l->opts->placement.affinity);
+  g_clear_pointer(&l->host, qp_host_free);
 
-  int sv[2] = {-1, -1};
+  int *sv = l->monitor;
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-    qp_error("cannot create the monitor socket pair: %s", g_strerror(errno));
-    qp_ledger_unlock(ledger);
-    return 1;
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot create the monitor socket pair: %s", g_strerror(errno));
+    return NULL;
   }
-  g_auto(GStrv) qemu_argv =
-      qp_qemu_args_rewrite(args, argv0, plan, sv[1], &error);
-  if (qemu_argv == NULL) {
-    qp_error("%s", error->message);
-    qp_ledger_unlock(ledger);
-    return 1;
-  }
+  l->qemu_argv = qp_qemu_args_rewrite(args, l->argv0, plan, sv[1], error);
+  if (l->qemu_argv == NULL)
+    return NULL;
   g_autofree char *prealloc_note = qp_qemu_args_prealloc_note(args, plan);
   if (prealloc_note != NULL)
     qp_info("%s", prealloc_note);
 
   g_autofree char *id = qp_ledger_new_id();
   g_autoptr(QpClaim) claim = qp_claim_from_plan(plan, id, args->name);
-  int status_pipe[2] = {-1, -1};
   if (args->daemonize) {
-    if (pipe2(status_pipe, O_CLOEXEC) < 0) {
-      qp_error("cannot create a pipe: %s", g_strerror(errno));
-      qp_ledger_unlock(ledger);
-      return 1;
+    if (pipe2(l->status_pipe, O_CLOEXEC) < 0) {
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                  "cannot create a pipe: %s", g_strerror(errno));
+      return NULL;
     }
     claim->launcher_pid = getpid();
     claim->launcher_start = qp_proc_start_time(getpid());
@@ -442,71 +348,90 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
       .qemu_end_ino = qemu_end.st_ino,
       .plan = plan,
       .host = caller_host,
-      .state_dir = qp_ledger_dir(ledger),
+      .state_dir = l->state_dir,
       .claim = claim,
       .qmp_fd = sv[0],
       .qemu_pid = args->daemonize ? 0 : getpid(),
       .daemonize = args->daemonize,
       .send_cont = !args->has_S && args->incoming == NULL,
-      .status_fd = status_pipe[1],
-      .qmp_timeout_ms = opts->qmp_timeout_ms,
-      .start_timeout_ms = opts->start_timeout_ms,
-      .verbose = opts->verbose,
+      .status_fd = l->status_pipe[1],
+      .qmp_timeout_ms = l->opts->qmp_timeout_ms,
+      .start_timeout_ms = l->opts->start_timeout_ms,
+      .verbose = l->opts->verbose,
       .mem_hotplug = memory_may_change(args->req),
-      .topology = opts->topology,
-      .placement = &opts->placement,
+      .topology = l->opts->topology,
+      .placement = &l->opts->placement,
   };
-  int keeper = spawn_keeper(&cfg, sv[1], &error);
+  int keeper = spawn_keeper(&cfg, sv[1], error);
   close(sv[0]);
-  if (status_pipe[1] >= 0)
-    close(status_pipe[1]);
-  if (keeper < 0) {
-    qp_error("%s", error->message);
-    qp_ledger_unlock(ledger);
-    return 1;
-  }
+  if (l->status_pipe[1] >= 0)
+    close(l->status_pipe[1]);
+  if (keeper < 0)
+    return NULL;
+  /* If the record cannot be written, the keeper sees the monitor close
+   * when we exit, and leaves. */
   claim->keeper_pid = keeper;
-  if (!qp_ledger_write(ledger, claim, &error)) {
-    /* The keeper sees the monitor close when we exit, and leaves. */
-    qp_error("%s", error->message);
-    qp_ledger_unlock(ledger);
-    return 1;
-  }
-  qp_ledger_unlock(ledger);
+  return g_steal_pointer(&claim);
+}
 
-  if (args->daemonize) {
-    pid_t child = fork();
-    if (child < 0) {
-      qp_error("cannot fork QEMU: %s", g_strerror(errno));
-      release_claim(ledger, id);
-      return 1;
-    }
-    if (child == 0) {
-      if (!apply_process_plan(plan, &error)) {
-        qp_error("%s", error->message);
-        _exit(1);
-      }
-      fcntl(sv[1], F_SETFD, 0);
-      int rc = qp_exec(binary, qemu_argv, &error);
-      qp_error("%s", error->message);
-      _exit(rc);
-    }
-    close(sv[1]);
-    return wait_daemonized(child, status_pipe[0], ledger, id);
+/* -daemonize: QEMU runs as our child, under the plan's startup CPUs and
+ * memory policy; we wait for it and the keeper. */
+static int
+start_daemon(Launch *l, const char *binary, QpHeldClaim *held, GError **error)
+{
+  pid_t child = fork();
+  if (child < 0) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot fork QEMU: %s", g_strerror(errno));
+    release_claim(held);
+    return -1;
   }
+  if (child == 0) {
+    /* The child that becomes QEMU says itself why it could not. */
+    g_autoptr(GError) local = NULL;
+    if (apply_process_plan(l->plan, &local)) {
+      fcntl(l->monitor[1], F_SETFD, 0);
+      qp_exec(binary, l->qemu_argv, &local);
+    }
+    qp_error("%s", local->message);
+    _exit(qp_error_exit_status(local));
+  }
+  close(l->monitor[1]);
+  return wait_daemonized(child, l->status_pipe[0], held, error);
+}
 
-  if (!apply_process_plan(plan, &error)) {
-    qp_error("%s", error->message);
-    release_claim(ledger, id);
-    return 1;
+/* This process takes the plan's startup CPUs and memory policy and becomes
+ * QEMU; returns only when that failed, with the claim released. */
+static int
+exec_in_place(Launch *l, const char *binary, QpHeldClaim *held, GError **error)
+{
+  if (apply_process_plan(l->plan, error)) {
+    /* For the crash tests: stop between the claim and the exec, so that a
+     * test can kill qemu-pin exactly there. */
+    if (g_strcmp0(g_getenv("QEMU_PIN_TEST_STOP_BEFORE_EXEC"), "1") == 0)
+      raise(SIGSTOP);
+    fcntl(l->monitor[1], F_SETFD, 0);
+    qp_exec(binary, l->qemu_argv, error);
   }
-  /* For the crash tests: stop between the claim and the exec, so that a
-   * test can kill qemu-pin exactly there. */
-  if (g_strcmp0(g_getenv("QEMU_PIN_TEST_STOP_BEFORE_EXEC"), "1") == 0)
-    raise(SIGSTOP);
-  fcntl(sv[1], F_SETFD, 0);
-  int rc = qp_exec(binary, qemu_argv, &error);
-  qp_error("%s", error->message);
-  release_claim(ledger, id);
+  release_claim(held);
+  return -1;
+}
+
+int
+qp_launch(QpOptions *opts, const char *binary, const char *argv0,
+          QpQemuArgs *args, GError **error)
+{
+  g_autofree char *dir = state_dir(opts);
+  Launch l = {
+      opts, args, argv0, dir, .monitor = {-1, -1}, .status_pipe = {-1, -1}};
+  l.host = load_host(opts, args, error);
+  g_autoptr(QpHeldClaim) held = NULL;
+  if (l.host != NULL)
+    held = qp_held_claim_take(dir, l.host, make_claim, &l, error);
+  int rc = -1;
+  if (held != NULL)
+    rc = args->daemonize ? start_daemon(&l, binary, held, error)
+                         : exec_in_place(&l, binary, held, error);
+  launch_clear(&l);
   return rc;
 }

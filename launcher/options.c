@@ -6,7 +6,8 @@
 
 #include "topology/cpulist.h"
 
-/* The quark's name is the argument as written. */
+/* The launcher's error domain (qp-error.h); the quark's name is the
+ * argument as written. */
 /* clang-format off */
 G_DEFINE_QUARK(qp-launch-error-quark, qp_launch_error)
 /* clang-format on */
@@ -164,56 +165,14 @@ parse_node_reserve(const char *text, GArray **out)
   return TRUE;
 }
 
-gboolean
-qp_options_set(QpOptions *opts, const char *name, const char *value,
-               const char *origin, GError **error)
+/* qemu-pin's own settings (qp_options_set() has the placement's). */
+static gboolean
+set_own(QpOptions *opts, const char *name, const char *value,
+        const char *origin, GError **error)
 {
-  QpPlacementOptions *p = &opts->placement;
   guint64 u;
 
-  if (strcmp(name, "mode") == 0) {
-    if (!qp_mode_parse(value, &p->mode))
-      return bad_value(error, origin, value,
-                       "auto, none, balanced, numa or one-to-one");
-  } else if (strcmp(name, "affinity") == 0 || strcmp(name, "hostnodes") == 0) {
-    hwloc_bitmap_t set = NULL;
-    if (!qp_list_parse(value, origin, QP_LIST_MAX_INDEX, &set, error))
-      return FALSE;
-    hwloc_bitmap_t *dst = name[0] == 'a' ? &p->affinity : &p->hostnodes;
-    g_clear_pointer(dst, hwloc_bitmap_free);
-    *dst = set;
-  } else if (strcmp(name, "policy") == 0) {
-    if (!qp_policy_parse(value, &p->policy) || p->policy == QP_POLICY_DEFAULT)
-      return bad_value(error, origin, value, "bind, preferred or interleave");
-  } else if (strcmp(name, "strategy") == 0) {
-    if (!qp_strategy_parse(value, &p->strategy))
-      return bad_value(error, origin, value, "spread or pack");
-  } else if (strcmp(name, "smt") == 0) {
-    if (!qp_smt_parse(value, &p->smt))
-      return bad_value(error, origin, value, "prefer or strict");
-  } else if (strcmp(name, "device-locality") == 0) {
-    if (!qp_device_locality_parse(value, &p->device_locality))
-      return bad_value(error, origin, value, "preferred, required or ignore");
-  } else if (strcmp(name, "vnuma") == 0) {
-    if (strcmp(value, "auto") == 0)
-      p->vnuma = TRUE;
-    else if (strcmp(value, "off") == 0)
-      p->vnuma = FALSE;
-    else
-      return bad_value(error, origin, value, "auto or off");
-  } else if (strcmp(name, "reserve-mib") == 0) {
-    if (!parse_uint(value, G_MAXUINT64 / 2, &u))
-      return bad_value(error, origin, value, "a size in MiB such as 1024");
-    p->reserve_mib = u;
-  } else if (strcmp(name, "node-reserve-mib") == 0) {
-    GArray *arr = NULL;
-    if (!parse_node_reserve(value, &arr))
-      return bad_value(
-          error, origin, value,
-          "NODE:MIB pairs separated by commas, such as 0:1024,1:512");
-    g_clear_pointer(&p->node_reserve, g_array_unref);
-    p->node_reserve = arr;
-  } else if (strcmp(name, "config") == 0) {
+  if (strcmp(name, "config") == 0) {
     if (*value == '\0')
       return bad_value(error, origin, value, "a file name");
     g_free(opts->config);
@@ -253,6 +212,66 @@ qp_options_set(QpOptions *opts, const char *name, const char *value,
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
                 "%s: unknown setting '%s'", origin, name);
     return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+qp_options_set(QpOptions *opts, const char *name, const char *value,
+               const char *origin, GError **error)
+{
+  QpPlacementOptions *p = &opts->placement;
+  guint64 u;
+
+  if (strcmp(name, "mode") == 0) {
+    if (!qp_mode_parse(value, &p->mode))
+      return bad_value(error, origin, value,
+                       "auto, none, balanced, numa or one-to-one");
+  } else if (strcmp(name, "affinity") == 0 || strcmp(name, "hostnodes") == 0) {
+    hwloc_bitmap_t set = NULL;
+    g_autoptr(GError) local = NULL;
+    if (!qp_list_parse(value, origin, QP_LIST_MAX_INDEX, &set, &local)) {
+      /* A bad setting is bad usage, whoever parsed it. */
+      g_set_error_literal(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                          local->message);
+      return FALSE;
+    }
+    hwloc_bitmap_t *dst = name[0] == 'a' ? &p->affinity : &p->hostnodes;
+    g_clear_pointer(dst, hwloc_bitmap_free);
+    *dst = set;
+  } else if (strcmp(name, "policy") == 0) {
+    if (!qp_policy_parse(value, &p->policy) || p->policy == QP_POLICY_DEFAULT)
+      return bad_value(error, origin, value, "bind, preferred or interleave");
+  } else if (strcmp(name, "strategy") == 0) {
+    if (!qp_strategy_parse(value, &p->strategy))
+      return bad_value(error, origin, value, "spread or pack");
+  } else if (strcmp(name, "smt") == 0) {
+    if (!qp_smt_parse(value, &p->smt))
+      return bad_value(error, origin, value, "prefer or strict");
+  } else if (strcmp(name, "device-locality") == 0) {
+    if (!qp_device_locality_parse(value, &p->device_locality))
+      return bad_value(error, origin, value, "preferred, required or ignore");
+  } else if (strcmp(name, "vnuma") == 0) {
+    if (strcmp(value, "auto") == 0)
+      p->vnuma = TRUE;
+    else if (strcmp(value, "off") == 0)
+      p->vnuma = FALSE;
+    else
+      return bad_value(error, origin, value, "auto or off");
+  } else if (strcmp(name, "reserve-mib") == 0) {
+    if (!parse_uint(value, G_MAXUINT64 / 2, &u))
+      return bad_value(error, origin, value, "a size in MiB such as 1024");
+    p->reserve_mib = u;
+  } else if (strcmp(name, "node-reserve-mib") == 0) {
+    GArray *arr = NULL;
+    if (!parse_node_reserve(value, &arr))
+      return bad_value(
+          error, origin, value,
+          "NODE:MIB pairs separated by commas, such as 0:1024,1:512");
+    g_clear_pointer(&p->node_reserve, g_array_unref);
+    p->node_reserve = arr;
+  } else {
+    return set_own(opts, name, value, origin, error);
   }
   return TRUE;
 }

@@ -6,17 +6,10 @@
 #include <glib.h>
 
 #include "launcher/qemu/vm-ids.h"
+#include "qp-error.h"
 #include "topology/plan.h"
 
 G_BEGIN_DECLS
-
-#define QP_LAUNCH_ERROR (qp_launch_error_quark())
-GQuark qp_launch_error_quark(void);
-
-typedef enum {
-  QP_LAUNCH_ERROR_USAGE,  /* bad option, value or config */
-  QP_LAUNCH_ERROR_FAILED, /* launch failed */
-} QpLaunchError;
 
 #define QP_DEFAULT_CONFIG "/etc/qemu-pin/qemu-pin.conf"
 

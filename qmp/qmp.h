@@ -6,17 +6,9 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
+#include "qp-error.h"
+
 G_BEGIN_DECLS
-
-#define QP_QMP_ERROR (qp_qmp_error_quark())
-GQuark qp_qmp_error_quark(void);
-
-typedef enum {
-  QP_QMP_ERROR_IO,       /* read/write failed, peer closed */
-  QP_QMP_ERROR_TIMEOUT,  /* no answer in time */
-  QP_QMP_ERROR_PROTOCOL, /* garbage, unexpected message */
-  QP_QMP_ERROR_COMMAND,  /* QEMU answered with an error */
-} QpQmpError;
 
 typedef struct QpQmp QpQmp;
 

@@ -11,52 +11,82 @@
 
 G_BEGIN_DECLS
 
-typedef struct QpLedger QpLedger;
-
 /* Default state directory: /run/qemu-pin for root,
  * $XDG_RUNTIME_DIR/qemu-pin otherwise. */
 char *qp_ledger_default_dir(void);
 
-/* Opens (creating 0700 if needed) DIR. A symlink, a non-directory or a
- * directory owned by another user is an error. */
-QpLedger *qp_ledger_open(const char *dir, GError **error);
-void qp_ledger_close(QpLedger *ledger);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpLedger, qp_ledger_close)
+/* The live records of the ledger at DIR (`qemu-pin status`), read in a
+ * critical section of its own: stale records are pruned, unreadable ones
+ * set aside with their nodes blocked (HOST maps their CPUs to nodes). */
+QpClaims *qp_ledger_read_claims(const char *dir, const QpHost *host,
+                                GError **error);
 
-const char *qp_ledger_dir(const QpLedger *ledger);
+/* ---- The claim a VM holds ------------------------------------------------
+ *
+ * One owner per process for a VM's record: the launcher takes the claim,
+ * the keeper adopts it after fork() and holds it for the VM's lifetime,
+ * and whoever ends it releases it. Every change is one critical section
+ * inside: open the ledger, lock, read the live records (pruning the
+ * stale), change, write atomically, unlock. No other file takes the lock.
+ */
+typedef struct QpHeldClaim QpHeldClaim;
 
-/* Exclusive lock of the whole ledger (blocking). */
-gboolean qp_ledger_lock(QpLedger *ledger, GError **error);
-void qp_ledger_unlock(QpLedger *ledger);
+/* Makes the claim to take from CLAIMS, the ledger's live records, while
+ * the ledger is locked (the launcher plans here). NULL with ERROR: nothing
+ * is written. */
+typedef QpClaim *(*QpClaimMakeFunc)(const QpClaims *claims, gpointer data,
+                                    GError **error);
 
-/* Reads every record; must hold the lock. Stale records (process gone or
- * start time differs) are removed; unparsable ones are renamed *.corrupt and
- * reported in warnings with their nodes blocked. */
-QpClaims *qp_ledger_read(QpLedger *ledger, const QpHost *host, GError **error);
+/* Takes a claim in the ledger at DIR: MAKE's claim, written in the
+ * critical section that read the records MAKE saw. HOST serves only to
+ * read them (see qp_ledger_read_claims()): MAKE may free it. */
+QpHeldClaim *qp_held_claim_take(const char *dir, const QpHost *host,
+                                QpClaimMakeFunc make, gpointer data,
+                                GError **error);
 
-/* Writes CLAIM atomically (temp file, fsync, rename, fsync dir). Must hold the
- * lock. CLAIM->id names the record. */
-gboolean qp_ledger_write(QpLedger *ledger, const QpClaim *claim,
-                         GError **error);
+/* The claim another process of the VM took in the ledger at DIR, held by
+ * this one from now on (the keeper, after fork()): a copy of CLAIM whose
+ * keeper-pid is this process. */
+QpHeldClaim *qp_held_claim_adopt(const char *dir, const QpClaim *claim);
 
-/* Removes the record ID (taking the lock itself). Missing is not an error. */
-gboolean qp_ledger_remove(QpLedger *ledger, const char *id, GError **error);
+/* Forgets HELD in this process; its record stays as it is. */
+void qp_held_claim_free(QpHeldClaim *held);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpHeldClaim, qp_held_claim_free)
 
-/* Changes CLAIM in the ledger: EDIT (may change CLAIM) sees every live
- * record, CLAIM's own included; returning FALSE leaves the record as it was.
- * Called with the lock held and the records just read. */
+const QpClaim *qp_held_claim_get(const QpHeldClaim *held);
+
+/* Changes CLAIM: EDIT (may change CLAIM) sees every live record, CLAIM's
+ * own included. */
 typedef gboolean (*QpClaimEditFunc)(QpClaim *claim, const QpClaims *claims,
                                     gpointer data, GError **error);
 
-/* Rewrites the record of CLAIM in the ledger at DIR in one critical section
- * of its own: open, lock, read (pruning stale records), EDIT (NULL: none),
- * write atomically, unlock. For a process that holds a claim for a long
- * time (the keeper) and must not keep the ledger open across fork(). */
-gboolean qp_ledger_rewrite(const char *dir, QpClaim *claim,
-                           QpClaimEditFunc edit, gpointer data, GError **error);
+/* Changes the held claim and its record in one critical section: EDIT
+ * (NULL: none), then the record is written. When EDIT fails, or the write,
+ * the record stays as it was while the claim keeps what EDIT changed, so
+ * that the next write carries it; what must not be kept is taken back with
+ * qp_held_claim_amend(). */
+gboolean qp_held_claim_adjust(QpHeldClaim *held, QpClaimEditFunc edit,
+                              gpointer data, GError **error);
+
+/* Changes the held claim without writing its record (EDIT sees no records:
+ * CLAIMS is NULL, and must not fail): what the VM gave back, written with
+ * the next qp_held_claim_adjust(), or what a failed write must not keep. */
+void qp_held_claim_amend(QpHeldClaim *held, QpClaimEditFunc edit,
+                         gpointer data);
+
+/* QEMU is PID (after -daemonize): from now on its start time keeps the
+ * record alive, no longer the launcher's. */
+gboolean qp_held_claim_set_qemu(QpHeldClaim *held, int pid, GError **error);
+
+/* Ends the claim: removes its record. */
+gboolean qp_held_claim_release(QpHeldClaim *held, GError **error);
 
 /* A new unique record id. */
 char *qp_ledger_new_id(void);
+
+/* TRUE if ID can name a record: letters, digits, '-', '_' and '.' (not
+ * leading), at most 128 characters. */
+gboolean qp_claim_id_is_valid(const char *id);
 
 /* A claim for PLAN (memory, hugepages, dedicated CPUs, load). PIDs are filled
  * by the caller. */
@@ -69,11 +99,5 @@ QpClaim *qp_claim_from_json(const char *text, gsize len, GError **error);
 
 /* Start time (field 22 of /proc/PID/stat) of PID, 0 if it is gone. */
 guint64 qp_proc_start_time(int pid);
-
-/* ---- Additions (ledger helper) ----------------------------------------- */
-
-/* TRUE while this handle holds the lock. A QpLedger must not be used across
- * fork(): flock belongs to the open file, so a child must open its own. */
-gboolean qp_ledger_is_locked(const QpLedger *ledger);
 
 G_END_DECLS

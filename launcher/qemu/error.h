@@ -5,14 +5,9 @@
 
 #include <glib.h>
 
+#include "qp-error.h"
+
 G_BEGIN_DECLS
-
-#define QP_ARGS_ERROR (qp_args_error_quark())
-GQuark qp_args_error_quark(void);
-
-typedef enum {
-  QP_ARGS_ERROR_INVALID, /* a malformed value in an option we must read */
-} QpArgsError;
 
 /* Sets ERROR to QP_ARGS_ERROR_INVALID with the message FORMAT, made one line
  * whatever the values it quotes hold. Returns FALSE. */

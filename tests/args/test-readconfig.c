@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "launcher/qemu/args.h"
+#include "launcher/qemu/daemonize.h"
 #include "launcher/qemu/rewrite.h"
 #include "tests/common/qp-test.h"
 

@@ -19,7 +19,9 @@
  *                       "garbage:query-cpus-fast" (instead of that reply),
  *                       "command-error:cont", "never-reply:query-cpus-fast",
  *                       "close-after-greeting", "vanish-threads",
- *                       "exit-during-startup" (greeting, then exit 1)
+ *                       "exit-during-startup" (greeting, then exit 1),
+ *                       "exit-before-greeting" (exit 1 at once, a child
+ *                       holding the monitor for a second)
  *   FAKE_QEMU_VCPUS     number of vCPU threads (default: -smp, else 1);
  *                       their real tids are what query-cpus-fast reports
  *   FAKE_QEMU_VCPU_TID  "N:TID": query-cpus-fast reports thread TID (say, of
@@ -176,6 +178,28 @@ daemonize(void)
   return p[1];
 }
 
+/* QEMU exiting before its monitor greets while a process it started still
+ * holds the monitor's socket: whoever waits for the greeting learns of the
+ * exit from QEMU's pidfd, not from the monitor closing. The holder lets go
+ * after a second. */
+G_GNUC_NORETURN static void
+exit_before_greeting(int fd, int ready_fd)
+{
+  if (fork() == 0) {
+    int null = open("/dev/null", O_RDWR);
+    for (int i = 0; i < 3; i++)
+      dup2(null, i);
+    if (ready_fd >= 0)
+      close(ready_fd);
+    sleep(1);
+    close(fd);
+    _exit(0);
+  }
+  fprintf(stderr, "fake-qemu: exiting before its monitor greets "
+                  "(FAKE_QEMU_SCRIPT=exit-before-greeting)\n");
+  exit(1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -243,7 +267,9 @@ main(int argc, char **argv)
   script.iothreads = (const char *const *)iothreads->pdata;
 
   script_parts = g_strsplit(script_env != NULL ? script_env : "normal", ":", 2);
-  if (!fake_qmp_behaviour_from_name(script_parts[0], &script.behaviour)) {
+  if (g_strcmp0(script_parts[0], "exit-before-greeting") == 0)
+    script.behaviour = FAKE_QMP_NO_GREETING; /* never served */
+  else if (!fake_qmp_behaviour_from_name(script_parts[0], &script.behaviour)) {
     fprintf(stderr, "fake-qemu: unknown FAKE_QEMU_SCRIPT '%s'\n",
             script_parts[0]);
     return 2;
@@ -278,6 +304,8 @@ main(int argc, char **argv)
   }
   if (pidfile != NULL)
     write_pidfile(pidfile);
+  if (g_strcmp0(script_parts[0], "exit-before-greeting") == 0)
+    exit_before_greeting(fd, ready_fd);
 
   peer = fake_qmp_new_peer(&script, fd);
   if (tid_env != NULL) {

@@ -2,7 +2,7 @@
  * directory checks, record format, quarantine of corrupt records, liveness
  * by PID and start time, atomic writes, the lock under concurrent writers,
  * and the status views. */
-#include "topology/ledger.h"
+#include "topology/ledger-store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -609,9 +609,9 @@ test_record_remove(Fixture *f, gconstpointer data)
   g_assert_no_error(error);
 }
 
-/* qp_ledger_rewrite(): the edit sees every live record (stale ones pruned
- * first) and what it changes is written; an edit that fails leaves the
- * record as it was and the lock free. */
+/* qp_held_claim_adjust(): the edit sees every live record (stale ones
+ * pruned first) and what it changes is written; an edit that fails leaves
+ * the record as it was and the lock free. */
 typedef struct {
   guint calls;
   guint seen; /* live records the edit saw */
@@ -640,14 +640,42 @@ take_cpus_no_other_holds(QpClaim *claim, const QpClaims *claims, gpointer data,
   return TRUE;
 }
 
-static void
-test_record_rewrite(Fixture *f, gconstpointer data)
+static gboolean
+clear_cpus(QpClaim *claim, const QpClaims *claims, gpointer data,
+           GError **error)
 {
-  g_autoptr(QpLedger) l = open_ok(f);
+  g_assert_null(claims); /* an amend reads no record */
+  hwloc_bitmap_zero(claim->dedicated);
+  return TRUE;
+}
+
+static char *
+record_text(Fixture *f, const char *id)
+{
+  g_autofree char *name = g_strconcat(id, ".json", NULL);
+  g_autofree char *path = state_file(f, name);
+  char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  return text;
+}
+
+/* The ledger, locked, with the live record of another VM: "vm-other",
+ * 64 MiB on node 0 and CPUs 0-1. */
+static QpLedger *
+open_with_other(Fixture *f)
+{
+  QpLedger *l = open_ok(f);
   g_assert_true(qp_ledger_lock(l, NULL));
   g_autoptr(QpClaim) other = make_live_claim("vm-other", 0, 64);
   hwloc_bitmap_set_range(other->dedicated, 0, 1);
   write_ok(l, other);
+  return l;
+}
+
+static void
+test_held_adjust(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpLedger) l = open_with_other(f);
   int dead = spawn_sleep();
   guint64 dead_start = qp_proc_start_time(dead);
   kill_and_reap(dead);
@@ -657,40 +685,135 @@ test_record_rewrite(Fixture *f, gconstpointer data)
   write_ok(l, mine);
   qp_ledger_unlock(l);
 
+  /* Adopted: a copy whose keeper is this process. */
+  g_autoptr(QpHeldClaim) held = qp_held_claim_adopt(f->state, mine);
+  g_assert_true(qp_held_claim_get(held) != mine);
+  g_assert_cmpint(qp_held_claim_get(held)->keeper_pid, ==, getpid());
+  g_assert_cmpint(mine->keeper_pid, ==, 0);
+
   RewriteEdit e = {0};
   g_autoptr(GError) error = NULL;
   g_assert_true(
-      qp_ledger_rewrite(f->state, mine, take_cpus_no_other_holds, &e, &error));
+      qp_held_claim_adjust(held, take_cpus_no_other_holds, &e, &error));
   g_assert_no_error(error);
   g_assert_cmpuint(e.calls, ==, 1);
   g_assert_cmpuint(e.seen, ==, 2); /* the stale record is pruned */
-  g_autofree char *path = state_file(f, "vm-mine.json");
-  g_autofree char *text = NULL;
-  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  g_autofree char *text = record_text(f, "vm-mine");
   g_autoptr(QpClaim) back = qp_claim_from_json(text, strlen(text), &error);
   g_assert_no_error(error);
   g_autofree char *cpus = qp_list_format(back->dedicated);
   g_assert_cmpstr(cpus, ==, "2-3");
+  g_assert_cmpint(back->keeper_pid, ==, getpid());
   g_autofree char *stale_path = state_file(f, "vm-stale.json");
   g_assert_false(g_file_test(stale_path, G_FILE_TEST_EXISTS));
 
   /* A failing edit: nothing written, the error is the edit's. */
   e.fail = TRUE;
-  hwloc_bitmap_zero(mine->dedicated);
   g_assert_false(
-      qp_ledger_rewrite(f->state, mine, take_cpus_no_other_holds, &e, &error));
+      qp_held_claim_adjust(held, take_cpus_no_other_holds, &e, &error));
   g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT);
   g_clear_error(&error);
-  g_autofree char *again = NULL;
-  g_assert_true(g_file_get_contents(path, &again, NULL, NULL));
+  g_autofree char *again = record_text(f, "vm-mine");
   g_assert_cmpstr(again, ==, text);
 
-  /* No edit: the claim as it is. The lock is free again each time. */
-  g_assert_true(qp_ledger_rewrite(f->state, mine, NULL, NULL, &error));
+  /* An amend changes the claim, not the record; the next adjust (here
+   * without an edit) writes it. The lock is free again each time. */
+  qp_held_claim_amend(held, clear_cpus, NULL);
+  g_assert_true(hwloc_bitmap_iszero(qp_held_claim_get(held)->dedicated));
+  g_autofree char *amended = record_text(f, "vm-mine");
+  g_assert_cmpstr(amended, ==, text);
+  g_assert_true(qp_held_claim_adjust(held, NULL, NULL, &error));
   g_assert_no_error(error);
-  g_autofree char *plain = NULL;
-  g_assert_true(g_file_get_contents(path, &plain, NULL, NULL));
+  g_autofree char *plain = record_text(f, "vm-mine");
   g_assert_nonnull(strstr(plain, "\"dedicated-cpus\" : \"\""));
+  g_assert_true(qp_ledger_lock(l, NULL));
+  qp_ledger_unlock(l);
+}
+
+/* qp_held_claim_take(): MAKE sees the live records under the lock, its
+ * claim is written; a MAKE that fails writes nothing and leaves the lock
+ * free. set_qemu() and release() are one critical section each. */
+typedef struct {
+  guint seen;
+  gboolean locked; /* the lock was held while MAKE ran */
+  const char *state;
+  gboolean fail;
+} Make;
+
+static QpClaim *
+make_vm_new(const QpClaims *claims, gpointer data, GError **error)
+{
+  Make *m = data;
+  m->seen = claims->claims->len;
+  /* The lock is held while MAKE runs: a file of its own, opened in a
+   * child, must not get it. */
+  g_autofree char *lock = g_build_filename(m->state, "lock", NULL);
+  pid_t child = fork();
+  if (child == 0) {
+    int fd = open(lock, O_RDWR | O_CLOEXEC);
+    _exit(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  m->locked = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (m->fail) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT, "no room");
+    return NULL;
+  }
+  QpClaim *c = make_claim("vm-new", getpid(), 0, 0, 256);
+  c->launcher_pid = getpid();
+  c->launcher_start = qp_proc_start_time(getpid());
+  c->qemu_pid = 0;
+  return c;
+}
+
+static void
+test_held_take(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpLedger) l = open_with_other(f);
+  qp_ledger_unlock(l);
+
+  g_autoptr(GError) error = NULL;
+  Make m = {.state = f->state, .fail = TRUE};
+  g_assert_null(qp_held_claim_take(f->state, NULL, make_vm_new, &m, &error));
+  g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT);
+  g_clear_error(&error);
+  g_assert_cmpuint(m.seen, ==, 1);
+  g_assert_true(m.locked);
+  g_autofree char *path = state_file(f, "vm-new.json");
+  g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+  g_assert_true(qp_ledger_lock(l, NULL));
+  qp_ledger_unlock(l);
+
+  m.fail = FALSE;
+  m.locked = FALSE;
+  g_autoptr(QpHeldClaim) held =
+      qp_held_claim_take(f->state, NULL, make_vm_new, &m, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(held);
+  g_assert_true(m.locked);
+  g_assert_cmpstr(qp_held_claim_get(held)->id, ==, "vm-new");
+  /* Live through the launcher's PID while QEMU's is unknown. */
+  g_autoptr(QpClaims) claims = qp_ledger_read_claims(f->state, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(claims->claims->len, ==, 2);
+
+  /* QEMU's PID: the launcher's leaves the record. */
+  g_assert_true(qp_held_claim_set_qemu(held, getpid(), &error));
+  g_assert_no_error(error);
+  g_autofree char *text = record_text(f, "vm-new");
+  g_autoptr(QpClaim) back = qp_claim_from_json(text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(back->qemu_pid, ==, getpid());
+  g_assert_cmpuint(back->qemu_start, ==, qp_proc_start_time(getpid()));
+  g_assert_cmpint(back->launcher_pid, ==, 0);
+  g_assert_cmpuint(back->launcher_start, ==, 0);
+
+  g_assert_true(qp_held_claim_release(held, &error));
+  g_assert_no_error(error);
+  g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+  g_autoptr(QpClaims) after = qp_ledger_read_claims(f->state, NULL, &error);
+  g_assert_cmpuint(after->claims->len, ==, 1);
   g_assert_true(qp_ledger_lock(l, NULL));
   qp_ledger_unlock(l);
 }
@@ -1569,7 +1692,8 @@ main(int argc, char **argv)
   FT("/ledger/record/requires-lock", test_record_requires_lock);
   g_test_add_func("/ledger/record/new-id-unique", test_record_new_id);
   FT("/ledger/record/remove", test_record_remove);
-  FT("/ledger/record/rewrite-under-lock", test_record_rewrite);
+  FT("/ledger/held/adjust-under-lock", test_held_adjust);
+  FT("/ledger/held/take-release", test_held_take);
   g_test_add_func("/ledger/record/from-plan", test_claim_from_plan);
   FT("/ledger/corrupt/truncated-blocks-all-nodes",
      test_corrupt_truncated_blocks_all);

@@ -3,7 +3,7 @@
  * planned and claimed apart, per host node, for every piece of the guest's
  * memory (the RAM of each guest node, memory devices, unused backends). */
 #include "tests/common/qp-plan-test.h"
-#include "topology/ledger.h"
+#include "topology/ledger-store.h"
 #include "topology/plan.h"
 #include "topology/status.h"
 

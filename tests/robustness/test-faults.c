@@ -156,6 +156,16 @@ static const Row rows[] = {
      NO_SPECIAL,
      1,
      {"exiting during startup"}},
+    /* QEMU gone while its monitor stays open: the keeper knows from its
+     * pidfd that QEMU left on its own, and adds no line to QEMU's. */
+    {"fake/exit-before-greeting",
+     FAKE,
+     "exit-before-greeting",
+     {NULL},
+     {"-smp", "2"},
+     NO_SPECIAL,
+     1,
+     {"exiting before its monitor greets"}},
     /* Real QEMU */
     {"qemu/no-greeting",
      REAL,

@@ -1,8 +1,8 @@
 /* The caller's own placement (launcher/caller-pinning.c): telling the
  * caller's pinning from a reset, remembering it across looks, the claim that
  * follows it, and the cheap look for moved threads on real threads. */
-#include "launcher/caller-pinning.h"
-#include "launcher/launch.h"
+#include "launcher/keeper/caller-pinning.h"
+#include "launcher/affinity.h"
 
 #include <pthread.h>
 #include <sched.h>

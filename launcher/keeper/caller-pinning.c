@@ -1,10 +1,10 @@
 /* The caller's own placement: telling a caller's pinning from a reset,
  * remembering it, and the claim that follows it. See caller-pinning.h. */
-#include "launcher/caller-pinning.h"
+#include "launcher/keeper/caller-pinning.h"
 
 #include <string.h>
 
-#include "launcher/launch.h"
+#include "launcher/affinity.h"
 
 QpPinVerdict
 qp_caller_judge(hwloc_const_bitmap_t have, hwloc_const_bitmap_t want,

@@ -11,16 +11,18 @@
 
 #include <glib.h>
 
-#include "launcher/launch.h"
+#include "launcher/keeper/keeper.h"
 #include "qmp/qmp.h"
 
 G_BEGIN_DECLS
 
 typedef struct QpMemWatch QpMemWatch;
 
-/* Learns the backends QEMU has now: the plan claimed those. NULL (and a
- * line in the log) when QEMU cannot say. */
-QpMemWatch *qp_mem_watch_new(const QpKeeperConfig *cfg, QpQmp *qmp);
+/* Learns the backends QEMU has now: the plan claimed those. What changes
+ * later is claimed in CLAIM (the keeper's, borrowed). NULL (and a line in
+ * the log) when QEMU cannot say. */
+QpMemWatch *qp_mem_watch_new(const QpKeeperConfig *cfg, QpHeldClaim *claim,
+                             QpQmp *qmp);
 
 /* Looks again and claims or gives back what changed. */
 void qp_mem_watch_update(QpMemWatch *w, QpQmp *qmp);

@@ -1,5 +1,5 @@
 /* The keeper's watch over guest memory plugged while the VM runs (see
- * keeper-memory.h).
+ * memory.h).
  *
  * Each memory backend QEMU has is tracked by its id. Those present when
  * the keeper starts were planned: the RAM stays as claimed for good; a
@@ -16,7 +16,7 @@
  * More is claimed where the backend is bound (its host-nodes), else where
  * the RAM of its device's guest node is; less is given back from the
  * nodes it was claimed on. */
-#include "launcher/keeper-memory.h"
+#include "launcher/keeper/memory.h"
 
 #include <string.h>
 
@@ -38,6 +38,7 @@ typedef struct {
 
 struct QpMemWatch {
   const QpKeeperConfig *cfg;
+  QpHeldClaim *claim;   /* the keeper's */
   GHashTable *backends; /* id -> Backend */
 };
 
@@ -301,7 +302,7 @@ classify(Backend *b, QpQmp *qmp, const Seen *s)
 }
 
 QpMemWatch *
-qp_mem_watch_new(const QpKeeperConfig *cfg, QpQmp *qmp)
+qp_mem_watch_new(const QpKeeperConfig *cfg, QpHeldClaim *claim, QpQmp *qmp)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(JsonNode) keep_memdev = NULL, keep_devices = NULL;
@@ -313,6 +314,7 @@ qp_mem_watch_new(const QpKeeperConfig *cfg, QpQmp *qmp)
   }
   QpMemWatch *w = g_new0(QpMemWatch, 1);
   w->cfg = cfg;
+  w->claim = claim;
   w->backends =
       g_hash_table_new_full(g_str_hash, g_str_equal, NULL, backend_free);
   for (guint i = 0; i < seen->len; i++) {
@@ -390,10 +392,11 @@ grow(QpMemWatch *w, Backend *b, const Seen *s, guint64 want)
   g_autoptr(GArray) got = g_array_new(FALSE, FALSE, sizeof(QpNodeUnits));
   AddMemory add = {host, w->cfg->placement, nodes, b->page_kib, more, got};
   gboolean ok =
-      host != NULL && qp_ledger_rewrite(w->cfg->state_dir, w->cfg->claim,
-                                        add_memory, &add, &error);
-  if (!ok && got->len > 0) /* the write failed: the memory is not ours */
-    qp_claim_drop_memory(w->cfg->claim, got, b->page_kib, more);
+      host != NULL && qp_held_claim_adjust(w->claim, add_memory, &add, &error);
+  if (!ok && got->len > 0) { /* the write failed: the memory is not ours */
+    DropMemory undo = {got, b->page_kib, more};
+    qp_held_claim_amend(w->claim, drop_memory, &undo);
+  }
   g_autofree char *name = who(b, s);
   g_autofree char *what = amount(more, b->page_kib);
   if (!ok) {
@@ -425,8 +428,7 @@ shrink(QpMemWatch *w, Backend *b, const Seen *s, guint64 want)
   guint64 less = units_held(b) - want;
   g_autoptr(GError) error = NULL;
   DropMemory drop = {b->taken, b->page_kib, less};
-  if (!qp_ledger_rewrite(w->cfg->state_dir, w->cfg->claim, drop_memory, &drop,
-                         &error)) {
+  if (!qp_held_claim_adjust(w->claim, drop_memory, &drop, &error)) {
     qp_warning("keeper: cannot give back memory of %s: %s", b->id,
                error->message);
     if (units_held(b) > want)

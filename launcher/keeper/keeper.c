@@ -1,0 +1,301 @@
+/* The keeper: a detached process per VM that talks to QEMU over the private
+ * monitor, applies the plan to every thread, resumes the guest, re-applies
+ * the plan where someone else reset a thread (keeping what the caller pinned
+ * itself: caller-pinning.h), claims memory plugged later (memory.h),
+ * and releases the VM's claim when QEMU exits. The keeper holds the VM's
+ * claim (QpHeldClaim, adopted from the launcher): every change to its
+ * record is a qp_held_claim_adjust(), each edit changing only its own
+ * fields of the claim. */
+#include "launcher/keeper/state.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "launcher/log.h"
+
+#define HOLD_QMP_TIMEOUT_MS 3000
+
+void
+klog(Keeper *k, int level, const char *fmt, ...)
+{
+  if (k->cfg->verbose < level)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  qp_info("keeper: +%.3f ms: %s",
+          (double)(g_get_monotonic_time() - k->t0) / 1000.0, msg);
+}
+
+/* Closes every inherited descriptor but stdio and the ones we use: above
+ * all the ledger's lock, whose flock a copy would keep held if the launcher
+ * died holding it. */
+static void
+close_inherited(const QpKeeperConfig *cfg)
+{
+  DIR *d = opendir("/proc/self/fd");
+  if (d == NULL)
+    return;
+  int dfd = dirfd(d);
+  GArray *fds = g_array_new(FALSE, FALSE, sizeof(int));
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (!g_ascii_isdigit(e->d_name[0]))
+      continue;
+    int fd = atoi(e->d_name);
+    if (fd > 2 && fd != dfd && fd != cfg->qmp_fd && fd != cfg->status_fd)
+      g_array_append_val(fds, fd);
+  }
+  closedir(d);
+  for (guint i = 0; i < fds->len; i++)
+    close(g_array_index(fds, int, i));
+  g_array_free(fds, TRUE);
+}
+
+static void
+to_dev_null(int fd, int flags)
+{
+  int n = open("/dev/null", flags | O_CLOEXEC);
+  if (n >= 0) {
+    dup2(n, fd);
+    close(n);
+  }
+}
+
+static void
+release_claim(Keeper *k)
+{
+  g_autoptr(GError) error = NULL;
+  if (!qp_held_claim_release(k->claim, &error))
+    qp_error("keeper: cannot release the claim: %s", error->message);
+}
+
+static void
+report(Keeper *k, const char *line)
+{
+  int fd = k->cfg->status_fd;
+  if (fd < 0)
+    return;
+  (void)!write(fd, line, strlen(line));
+  close(fd);
+  /* The caller may read our stderr until it closes: let it go now that
+   * QEMU runs as a daemon. */
+  to_dev_null(STDERR_FILENO, O_WRONLY);
+}
+
+static void
+report_failure(Keeper *k, const char *line)
+{
+  if (k->cfg->status_fd >= 0) {
+    g_autofree char *l = g_strdup_printf("%s\n", line);
+    report(k, l);
+  } else {
+    qp_error("%s", line);
+  }
+}
+
+/* Something went wrong after QEMU started: QEMU must not run (or stay
+ * paused) without the plan. Kill it, release the claim, say why. */
+G_GNUC_NORETURN static void
+fail(Keeper *k, GError *error)
+{
+  /* QEMU exited, or the monitor closed: is QEMU leaving on its own? */
+  if (keeper_watching(k) &&
+      (g_error_matches(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_QEMU_EXITED) ||
+       g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))) {
+    if (keeper_qemu_gone(k, 2000)) {
+      g_clear_error(&error);
+      release_claim(k);
+      /* The plan was in force and the guest ran (and stopped at once):
+       * nothing went wrong. */
+      if (k->applied) {
+        report(k, "ok\n");
+        _exit(0);
+      }
+      /* Before the greeting QEMU always says why it stopped (a bad
+       * option, a missing file): a second line would only blur it. */
+      if (!k->greeted)
+        _exit(1);
+      report_failure(k, "QEMU exited before the plan was applied");
+      _exit(1);
+    }
+  }
+  if (keeper_watching(k)) {
+    keeper_signal_qemu(k, SIGKILL);
+    keeper_qemu_gone(k, 5000);
+  } else {
+    keeper_kill_monitor_peers(k);
+  }
+  release_claim(k);
+  char *line = g_strdup_printf("QEMU was stopped: %s",
+                               error ? error->message : "unknown error");
+  g_clear_error(&error);
+  report_failure(k, line);
+  g_free(line);
+  _exit(1);
+}
+
+/* Detaches from the launcher: its descriptors, stdio, signals, working
+ * directory; the keeper holds the VM's claim from now on. */
+static void
+detach(Keeper *k)
+{
+  const QpKeeperConfig *cfg = k->cfg;
+  k->plugged = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                     (GDestroyNotify)hwloc_bitmap_free);
+  k->plugged_pu = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                        (GDestroyNotify)hwloc_bitmap_free);
+  k->warned = g_hash_table_new(g_direct_hash, g_direct_equal);
+  k->fallback = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                      (GDestroyNotify)hwloc_bitmap_free);
+  k->pins = qp_caller_pins_new(cfg->plan->n_vcpus);
+  /* The launcher learns our PID after the fork: our claim must know it
+   * too, since we rewrite the record (daemon PID, hot-plugged cores). */
+  k->claim = qp_held_claim_adopt(cfg->state_dir, cfg->claim);
+  prctl(PR_SET_NAME, "qemu-pin-keeper", 0, 0, 0);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  signal(SIGPIPE, SIG_IGN);
+  close_inherited(cfg);
+  to_dev_null(STDIN_FILENO, O_RDONLY);
+  to_dev_null(STDOUT_FILENO, O_WRONLY);
+  if (chdir("/") < 0) {
+    /* harmless */
+  }
+}
+
+/* Waits for QEMU's greeting and negotiates capabilities. */
+static void
+greet(Keeper *k)
+{
+  GError *error = NULL;
+  if (k->cfg->qemu_pid > 0)
+    keeper_watch_qemu(k, k->cfg->qemu_pid);
+  k->qmp = qp_qmp_new(k->cfg->qmp_fd, k->cfg->qmp_timeout_ms);
+  if (!keeper_wait_for_greeting(k, &error))
+    fail(k, error);
+  if (!qp_qmp_handshake(k->qmp, &error))
+    fail(k, error);
+  k->greeted = TRUE;
+  klog(k, 1, "QMP greeting and capabilities");
+}
+
+/* QEMU is the process of the vCPU threads: with -daemonize, the keeper
+ * learns its PID here. */
+static void
+find_qemu(Keeper *k, GArray *vcpus)
+{
+  GError *error = NULL;
+  if (vcpus->len == 0) {
+    g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "query-cpus-fast reports no vCPU");
+    fail(k, error);
+  }
+  int tid = g_array_index(vcpus, QpVcpu, 0).thread_id;
+  int tgid = keeper_tgid_of(tid);
+  if (tgid <= 0) {
+    g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "vCPU 0: thread %d is gone", tid);
+    fail(k, error);
+  }
+  if (k->qemu_pid > 0 && tgid != k->qemu_pid) {
+    g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "vCPU threads belong to process %d, not to QEMU (%d)", tgid,
+                k->qemu_pid);
+    fail(k, error);
+  }
+  if (!keeper_watching(k) && !keeper_watch_qemu(k, tgid)) {
+    g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "QEMU (pid %d) is gone", tgid);
+    fail(k, error);
+  }
+  klog(k, 1, "QEMU is pid %d with %u vCPUs", k->qemu_pid, vcpus->len);
+}
+
+/* The first look at QEMU's threads: every one goes where the plan says,
+ * unless the caller pinned it itself. */
+static void
+first_look(Keeper *k)
+{
+  GError *error = NULL;
+  g_autoptr(GArray) vcpus = qp_qmp_query_cpus(k->qmp, &error);
+  if (vcpus == NULL)
+    fail(k, error);
+  find_qemu(k, vcpus);
+  g_autoptr(GArray) iothreads = qp_qmp_query_iothreads(k->qmp, &error);
+  if (iothreads == NULL)
+    fail(k, error);
+  keeper_say_caller_memory(k);
+  guint changed = 0;
+  if (!keeper_look_and_apply(k, vcpus, iothreads, &changed, &error))
+    fail(k, error);
+  k->applied = TRUE;
+  klog(k, 1, "pinned %u threads (%u vCPUs, %u iothreads)", changed, vcpus->len,
+       iothreads->len);
+}
+
+/* Resumes the guest (unless the caller passed -S or -incoming). */
+static void
+resume(Keeper *k)
+{
+  GError *error = NULL;
+  g_autoptr(JsonNode) r = qp_qmp_execute(k->qmp, "cont", NULL, &error);
+  if (r == NULL)
+    fail(k, error);
+  klog(k, 1, "cont");
+  /* Events queued meanwhile: the RESUME of our own cont, and maybe one of
+   * the caller's after it moved threads. One more look covers both; a
+   * guest that stopped at once may already be gone, which is no news. */
+  gboolean resumed = FALSE;
+  while (qp_qmp_has_event(k->qmp)) {
+    g_autoptr(JsonObject) ev = qp_qmp_next_event(k->qmp, 0, NULL);
+    if (ev == NULL)
+      break;
+    resumed |=
+        g_strcmp0(json_object_get_string_member_with_default(ev, "event", ""),
+                  "RESUME") == 0;
+  }
+  if (resumed) {
+    g_autoptr(GError) again = NULL;
+    if (!keeper_query_and_apply(k, NULL, &again))
+      klog(k, 1, "after cont: %s", again->message);
+  }
+}
+
+void
+qp_keeper_main(const QpKeeperConfig *cfg)
+{
+  Keeper keeper = {.cfg = cfg,
+                   .qemu_pid = cfg->qemu_pid,
+                   .pidfd = -1,
+                   .t0 = g_get_monotonic_time()};
+  Keeper *k = &keeper;
+  GError *error = NULL;
+
+  detach(k);
+  greet(k);
+  first_look(k);
+  if (cfg->mem_hotplug)
+    k->mem = qp_mem_watch_new(cfg, k->claim, k->qmp);
+  /* The daemon now keeps the record alive; the launcher is about to go. */
+  if (cfg->daemonize && !qp_held_claim_set_qemu(k->claim, k->qemu_pid, &error))
+    fail(k, error);
+  if (cfg->send_cont)
+    resume(k);
+  report(k, "ok\n");
+
+  /* From now on a query that times out is only tried again later; and the
+   * one in flight when QEMU hangs on its way out (see NUDGE_AFTER_MS) keeps
+   * the keeper from seeing SHUTDOWN until it times out. */
+  qp_qmp_set_timeout(k->qmp, MIN(cfg->qmp_timeout_ms, HOLD_QMP_TIMEOUT_MS));
+  keeper_hold(k);
+  klog(k, 1, "QEMU exited; releasing the claim");
+  release_claim(k);
+  _exit(0);
+}

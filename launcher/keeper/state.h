@@ -1,0 +1,119 @@
+/* The keeper's state and the steps its files share (launcher/keeper/):
+ * keeper.c its life, qemu-process.c the watch over QEMU's process,
+ * pinning.c the look at QEMU's threads, cores.c the cores claimed while the
+ * VM runs, hold.c the wait while it runs, memory.c memory plugged later. */
+#pragma once
+
+#include <glib.h>
+#include <hwloc.h>
+
+#include "launcher/keeper/caller-pinning.h"
+#include "launcher/keeper/keeper.h"
+#include "launcher/keeper/memory.h"
+#include "qmp/qmp.h"
+#include "qp-error.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  const QpKeeperConfig *cfg;
+  QpHeldClaim *claim; /* the VM's claim, ours from the start */
+  QpQmp *qmp;
+  int qemu_pid;
+  int pidfd;          /* -1: no pidfd (kernel < 5.3, valgrind): poll /proc */
+  guint64 qemu_start; /* start time of qemu_pid, when it is known */
+  gboolean greeted;   /* the handshake succeeded */
+  gboolean applied;   /* every thread runs where the plan says */
+  gint64 t0;
+  /* one-to-one hotplug: cpu-index -> the core (PUs) claimed for it */
+  GHashTable *plugged;
+  GHashTable *plugged_pu; /* cpu-index -> the PU of that core it runs on */
+  GHashTable *warned;     /* cpu-indexes already warned about */
+  QpMemWatch *mem;        /* memory plugged later, or NULL */
+  /* vCPU index -> the VM's own cores, for a vCPU whose planned core another
+   * VM took while the caller had it elsewhere */
+  GHashTable *fallback;
+  QpCallerPins *pins;  /* the threads' affinities, the caller's decisions */
+  gboolean unwritten;  /* the claim changed since the record was written */
+  gint64 next_look_at; /* when to look for threads moved by the caller */
+  /* QEMU said it is exiting (SHUTDOWN on a host signal or quit): when it
+   * is still there a while later, the signal is sent again. */
+  gint64 exiting_since;
+  guint nudges;
+} Keeper;
+
+/* How often the keeper looks whether someone moved a thread while no QMP
+ * event said so (`virsh vcpupin` on a running VM): one sched_getaffinity
+ * per vCPU, iothread and the main thread, no QMP unless one moved. */
+#define LOOK_EVERY_MS 5000
+
+/* A line of the keeper's log at verbosity LEVEL, with the time since it
+ * started. */
+void klog(Keeper *k, int level, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+/* ---- QEMU's process (qemu-process.c) ------------------------------------ */
+
+/* Starts watching QEMU (PID): a pidfd, or its start time where the kernel
+ * (or valgrind) has no pidfd_open. FALSE if it is already gone. */
+gboolean keeper_watch_qemu(Keeper *k, int pid);
+gboolean keeper_watching(const Keeper *k);
+
+/* TRUE once QEMU has exited, waiting up to TIMEOUT_MS. */
+gboolean keeper_qemu_gone(Keeper *k, int timeout_ms);
+void keeper_signal_qemu(Keeper *k, int sig);
+
+/* The process of thread TID, -1 when it is gone. */
+int keeper_tgid_of(int tid);
+
+/* Waits until the monitor has something to say, QEMU exits
+ * (QP_LAUNCH_ERROR_QEMU_EXITED), or the start timeout passes. */
+gboolean keeper_wait_for_greeting(Keeper *k, GError **error);
+
+/* -daemonize before the daemon's PID is known: kills whoever holds QEMU's
+ * end of the monitor's socket pair. */
+void keeper_kill_monitor_peers(Keeper *k);
+
+/* ---- Cores claimed while the VM runs (cores.c) -------------------------- */
+
+/* Gives back the cores of vCPUs that were unplugged (missing from VCPUS);
+ * TRUE if any (the record is rewritten after the look, with what the
+ * caller changed). */
+gboolean keeper_release_unplugged(Keeper *k, GArray *vcpus);
+
+/* Where vCPU INDEX belongs: its planned set, or for a vCPU plugged into a
+ * one-to-one VM the core claimed for it (claimed now if need be). */
+hwloc_const_bitmap_t keeper_vcpu_target(Keeper *k, int index);
+
+/* The core planned (boot vCPU) or claimed (plugged vCPU) for vCPU INDEX in
+ * one-to-one, or NULL. */
+hwloc_const_bitmap_t keeper_vcpu_core(Keeper *k, guint index);
+
+/* vCPU INDEX goes back to the plan (WANT) after the caller had it
+ * elsewhere: its core was given back then, and is claimed again if no VM
+ * took it meanwhile. Else it shares the VM's own cores from now on, with a
+ * warning. Returns where it goes. */
+hwloc_const_bitmap_t keeper_reclaim_core(Keeper *k, guint index,
+                                         hwloc_const_bitmap_t want);
+
+/* ---- QEMU's threads (pinning.c) ----------------------------------------- */
+
+/* Looks at every thread of QEMU (VCPUS, IOTHREADS as QMP reports them):
+ * the plan goes back where a thread was reset, the caller's pinning stays,
+ * the record follows. CHANGED (may be NULL): how many threads moved. */
+gboolean keeper_look_and_apply(Keeper *k, GArray *vcpus, GArray *iothreads,
+                               guint *changed, GError **error);
+
+/* The same, asking QMP for the threads first. */
+gboolean keeper_query_and_apply(Keeper *k, guint *changed, GError **error);
+
+/* Says which guest memory stays where the caller bound it (host-nodes of
+ * its backend), claimed there. */
+void keeper_say_caller_memory(Keeper *k);
+
+/* ---- While the VM runs (hold.c) ----------------------------------------- */
+
+/* Holds the claim until QEMU exits, re-applying the plan on RESUME, and
+ * looking every LOOK_EVERY_MS whether the caller moved a thread. */
+void keeper_hold(Keeper *k);
+
+G_END_DECLS

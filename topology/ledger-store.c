@@ -1,0 +1,666 @@
+/* The ledger's store (see ledger-store.h): one JSON record per VM in a
+ * private state directory, an exclusive flock on DIR/lock, records written
+ * atomically, and on every read the records of VMs that are gone pruned
+ * (liveness by the QEMU PID and its start time) and unreadable ones moved
+ * aside. See docs/ledger.md.
+ *
+ * Every file operation is relative to the directory fd opened once in
+ * qp_ledger_open() (openat/renameat/unlinkat), so nothing can swap a path
+ * component under us after the directory was checked. */
+#include "topology/ledger-store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#define RECORD_SUFFIX ".json"
+#define CORRUPT_SUFFIX ".json.corrupt"
+#define TEMP_MARK ".json.tmp-"
+#define LOCK_NAME "lock"
+#define RECORD_MAX_BYTES (1024 * 1024)
+
+struct QpLedger {
+  char *dir;
+  int dirfd;
+  int lockfd;
+  gboolean locked;
+  pid_t owner; /* the process that opened it: flock is per open file, so a
+                  forked child must neither use nor unlock it */
+};
+
+/* ---- Small helpers ------------------------------------------------------- */
+
+static gboolean set_errno_error(GError **error, int errsv, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+
+static gboolean
+set_errno_error(GError **error, int errsv, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *what = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER, "%s: %s",
+              what, g_strerror(errsv));
+  return FALSE;
+}
+
+static gboolean
+has_suffix_len(const char *name, const char *suffix, gsize *prefix_len)
+{
+  gsize n = strlen(name), s = strlen(suffix);
+  if (n <= s || strcmp(name + n - s, suffix) != 0)
+    return FALSE;
+  *prefix_len = n - s;
+  return TRUE;
+}
+
+static gboolean
+fsync_dir(QpLedger *ledger, GError **error)
+{
+  if (fsync(ledger->dirfd) < 0 && errno != EINVAL)
+    return set_errno_error(error, errno, "cannot sync state directory %s",
+                           ledger->dir);
+  return TRUE;
+}
+
+static gboolean
+write_all(int fd, const char *buf, gsize len)
+{
+  while (len > 0) {
+    ssize_t n = write(fd, buf, len);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return FALSE;
+    }
+    buf += n;
+    len -= (gsize)n;
+  }
+  return TRUE;
+}
+
+/* Reads NAME (a regular file, not followed if a symlink) relative to DIRFD.
+ * At most RECORD_MAX_BYTES + 1 bytes are read. */
+static gboolean
+read_at(int dirfd, const char *name, char **out, gsize *out_len, int *errsv)
+{
+  int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    *errsv = errno;
+    return FALSE;
+  }
+  struct stat st;
+  if (fstat(fd, &st) < 0) {
+    *errsv = errno;
+    close(fd);
+    return FALSE;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    *errsv = EINVAL;
+    close(fd);
+    return FALSE;
+  }
+  GString *s = g_string_sized_new(st.st_size > 0 ? (gsize)st.st_size + 1 : 256);
+  char buf[8192];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      *errsv = errno;
+      close(fd);
+      g_string_free(s, TRUE);
+      return FALSE;
+    }
+    if (n == 0)
+      break;
+    g_string_append_len(s, buf, n);
+    if (s->len > RECORD_MAX_BYTES)
+      break;
+  }
+  close(fd);
+  *out_len = s->len;
+  *out = g_string_free(s, FALSE);
+  return TRUE;
+}
+
+/* ---- Process start times ----------------------------------------------- */
+
+guint64
+qp_proc_start_time(int pid)
+{
+  if (pid <= 0)
+    return 0;
+  g_autofree char *path = g_strdup_printf("/proc/%d/stat", pid);
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return 0;
+  /* comm (field 2) may hold spaces and parentheses: fields resume after the
+   * last ')'. */
+  const char *p = strrchr(text, ')');
+  if (p == NULL)
+    return 0;
+  p++;
+  /* Field 3 is the state: a zombie has released its memory and CPUs. */
+  while (*p == ' ')
+    p++;
+  if (*p == 'Z' || *p == 'X' || *p == 'x')
+    return 0;
+  for (int field = 3; field < 22; field++) {
+    p = strchr(p, ' ');
+    if (p == NULL)
+      return 0;
+    while (*p == ' ')
+      p++;
+  }
+  char *end = NULL;
+  errno = 0;
+  guint64 v = g_ascii_strtoull(p, &end, 10);
+  if (errno != 0 || end == p)
+    return 0;
+  return v;
+}
+
+static gboolean
+pid_start_matches(int pid, guint64 start)
+{
+  return pid > 0 && start != 0 && qp_proc_start_time(pid) == start;
+}
+
+static gboolean
+claim_is_live(const QpClaim *c)
+{
+  return pid_start_matches(c->qemu_pid, c->qemu_start) ||
+         pid_start_matches(c->launcher_pid, c->launcher_start);
+}
+
+/* ---- Directory ------------------------------------------------------------
+ */
+
+char *
+qp_ledger_default_dir(void)
+{
+  if (geteuid() == 0)
+    return g_strdup("/run/qemu-pin");
+  const char *xdg = g_getenv("XDG_RUNTIME_DIR");
+  if (xdg != NULL && *xdg != '\0')
+    return g_build_filename(xdg, "qemu-pin", NULL);
+  return g_strdup_printf("/tmp/qemu-pin-%u", (unsigned)geteuid());
+}
+
+static gboolean
+check_dir_stat(const char *dir, const struct stat *st, GError **error)
+{
+  uid_t me = geteuid();
+  if (S_ISLNK(st->st_mode)) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
+                "state directory %s is a symlink; expected a real directory "
+                "owned by uid %u with mode 0700",
+                dir, (unsigned)me);
+    return FALSE;
+  }
+  if (!S_ISDIR(st->st_mode)) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
+                "state directory %s is not a directory; expected a directory "
+                "owned by uid %u with mode 0700",
+                dir, (unsigned)me);
+    return FALSE;
+  }
+  if (st->st_uid != me) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
+                "state directory %s is owned by uid %u; expected uid %u "
+                "(remove it or choose another --state-dir)",
+                dir, (unsigned)st->st_uid, (unsigned)me);
+    return FALSE;
+  }
+  if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
+                "state directory %s has mode %04o, writable by group or "
+                "others; expected 0700",
+                dir, (unsigned)(st->st_mode & 07777));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+QpLedger *
+qp_ledger_open(const char *dir, GError **error)
+{
+  g_return_val_if_fail(dir != NULL, NULL);
+  gboolean created = FALSE;
+  if (mkdir(dir, 0700) == 0)
+    created = TRUE;
+  else if (errno != EEXIST) {
+    set_errno_error(error, errno, "cannot create state directory %s%s", dir,
+                    errno == ENOENT ? " (its parent must exist)" : "");
+    return NULL;
+  }
+
+  struct stat st;
+  if (lstat(dir, &st) < 0) {
+    set_errno_error(error, errno, "cannot inspect state directory %s", dir);
+    return NULL;
+  }
+  if (!check_dir_stat(dir, &st, error))
+    return NULL;
+
+  int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dirfd < 0) {
+    if (errno == ELOOP || errno == ENOTDIR) {
+      /* Swapped between lstat and open: report it as what it is now. */
+      if (lstat(dir, &st) == 0 && !check_dir_stat(dir, &st, error))
+        return NULL;
+    }
+    set_errno_error(error, errno, "cannot open state directory %s", dir);
+    return NULL;
+  }
+  /* The fd is what we use from now on: check that, not the path. */
+  if (fstat(dirfd, &st) < 0) {
+    set_errno_error(error, errno, "cannot inspect state directory %s", dir);
+    close(dirfd);
+    return NULL;
+  }
+  if (!check_dir_stat(dir, &st, error)) {
+    close(dirfd);
+    return NULL;
+  }
+  if (created && (st.st_mode & 07777) != 0700)
+    (void)fchmod(dirfd, 0700);
+
+  int lockfd =
+      openat(dirfd, LOCK_NAME,
+             O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+  if (lockfd < 0) {
+    set_errno_error(error, errno, "cannot open lock file %s/%s", dir,
+                    LOCK_NAME);
+    close(dirfd);
+    return NULL;
+  }
+  if (fstat(lockfd, &st) < 0 || !S_ISREG(st.st_mode) ||
+      st.st_uid != geteuid()) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
+                "lock file %s/%s is not a regular file owned by uid %u", dir,
+                LOCK_NAME, (unsigned)geteuid());
+    close(lockfd);
+    close(dirfd);
+    return NULL;
+  }
+
+  QpLedger *ledger = g_new0(QpLedger, 1);
+  ledger->dir = g_strdup(dir);
+  ledger->dirfd = dirfd;
+  ledger->lockfd = lockfd;
+  ledger->owner = getpid();
+  return ledger;
+}
+
+void
+qp_ledger_close(QpLedger *ledger)
+{
+  if (ledger == NULL)
+    return;
+  /* In a forked child, closing our copies leaves the parent's lock alone;
+   * LOCK_UN would release it for both. */
+  if (ledger->locked && ledger->owner == getpid())
+    qp_ledger_unlock(ledger);
+  close(ledger->lockfd);
+  close(ledger->dirfd);
+  g_free(ledger->dir);
+  g_free(ledger);
+}
+
+const char *
+qp_ledger_dir(const QpLedger *ledger)
+{
+  return ledger->dir;
+}
+
+static gboolean
+require_owner(QpLedger *ledger, GError **error)
+{
+  if (ledger->owner == getpid())
+    return TRUE;
+  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
+              "ledger %s was opened by process %d and used by process %d "
+              "after fork; open it again in this process",
+              ledger->dir, (int)ledger->owner, (int)getpid());
+  return FALSE;
+}
+
+gboolean
+qp_ledger_lock(QpLedger *ledger, GError **error)
+{
+  if (!require_owner(ledger, error))
+    return FALSE;
+  while (flock(ledger->lockfd, LOCK_EX) < 0) {
+    if (errno == EINTR)
+      continue;
+    return set_errno_error(error, errno, "cannot lock %s/%s", ledger->dir,
+                           LOCK_NAME);
+  }
+  ledger->locked = TRUE;
+  return TRUE;
+}
+
+void
+qp_ledger_unlock(QpLedger *ledger)
+{
+  if (ledger->owner != getpid())
+    return; /* the parent's lock, not ours to release */
+  while (flock(ledger->lockfd, LOCK_UN) < 0 && errno == EINTR)
+    ;
+  ledger->locked = FALSE;
+}
+
+gboolean
+qp_ledger_is_locked(const QpLedger *ledger)
+{
+  return ledger->locked && ledger->owner == getpid();
+}
+
+static gboolean
+require_lock(QpLedger *ledger, const char *what, GError **error)
+{
+  if (!require_owner(ledger, error))
+    return FALSE;
+  if (ledger->locked)
+    return TRUE;
+  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
+              "%s of ledger %s without holding its lock; take "
+              "qp_ledger_lock() first",
+              what, ledger->dir);
+  return FALSE;
+}
+
+char *
+qp_ledger_new_id(void)
+{
+  return g_uuid_string_random();
+}
+
+/* ---- Records: files ---------------------------------------------------- */
+
+gboolean
+qp_ledger_write(QpLedger *ledger, const QpClaim *claim, GError **error)
+{
+  if (!require_lock(ledger, "writing a record", error))
+    return FALSE;
+  if (!qp_claim_id_is_valid(claim->id)) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+                "ledger record id \"%s\" is not usable as a file name; "
+                "expected letters, digits, '-', '_' or '.' (not leading)",
+                claim->id ? claim->id : "");
+    return FALSE;
+  }
+  g_autofree char *text = qp_claim_to_json(claim);
+  g_autofree char *name = g_strconcat(claim->id, RECORD_SUFFIX, NULL);
+  g_autofree char *tmp =
+      g_strdup_printf(".%s" TEMP_MARK "%d", claim->id, (int)getpid());
+
+  int fd = -1;
+  for (int attempt = 0; attempt < 2 && fd < 0; attempt++) {
+    fd = openat(ledger->dirfd, tmp,
+                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+                0600);
+    if (fd < 0 && errno == EEXIST && attempt == 0)
+      (void)unlinkat(ledger->dirfd, tmp, 0); /* ours, left by a failure */
+    else if (fd < 0)
+      break;
+  }
+  if (fd < 0)
+    return set_errno_error(error, errno, "cannot create %s/%s", ledger->dir,
+                           tmp);
+  if (!write_all(fd, text, strlen(text)) || fsync(fd) < 0) {
+    int errsv = errno;
+    close(fd);
+    unlinkat(ledger->dirfd, tmp, 0);
+    return set_errno_error(error, errsv, "cannot write %s/%s", ledger->dir,
+                           tmp);
+  }
+  if (close(fd) < 0) {
+    int errsv = errno;
+    unlinkat(ledger->dirfd, tmp, 0);
+    return set_errno_error(error, errsv, "cannot write %s/%s", ledger->dir,
+                           tmp);
+  }
+  if (renameat(ledger->dirfd, tmp, ledger->dirfd, name) < 0) {
+    int errsv = errno;
+    unlinkat(ledger->dirfd, tmp, 0);
+    return set_errno_error(error, errsv, "cannot rename %s/%s to %s",
+                           ledger->dir, tmp, name);
+  }
+  return fsync_dir(ledger, error);
+}
+
+gboolean
+qp_ledger_remove(QpLedger *ledger, const char *id, GError **error)
+{
+  if (!qp_claim_id_is_valid(id)) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+                "ledger record id \"%s\" is not a valid id", id ? id : "");
+    return FALSE;
+  }
+  if (!require_owner(ledger, error))
+    return FALSE;
+  gboolean took = FALSE;
+  if (!ledger->locked) {
+    if (!qp_ledger_lock(ledger, error))
+      return FALSE;
+    took = TRUE;
+  }
+  g_autofree char *name = g_strconcat(id, RECORD_SUFFIX, NULL);
+  gboolean ok = TRUE;
+  if (unlinkat(ledger->dirfd, name, 0) < 0) {
+    if (errno != ENOENT)
+      ok = set_errno_error(error, errno, "cannot remove %s/%s", ledger->dir,
+                           name);
+  } else {
+    ok = fsync_dir(ledger, error);
+  }
+  if (took)
+    qp_ledger_unlock(ledger);
+  return ok;
+}
+
+/* ---- Reading the ledger -------------------------------------------------- */
+
+static int
+cmp_str(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static GPtrArray *
+list_dir(QpLedger *ledger, GError **error)
+{
+  int fd = openat(ledger->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    set_errno_error(error, errno, "cannot list %s", ledger->dir);
+    return NULL;
+  }
+  DIR *d = fdopendir(fd);
+  if (d == NULL) {
+    set_errno_error(error, errno, "cannot list %s", ledger->dir);
+    close(fd);
+    return NULL;
+  }
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  struct dirent *de;
+  errno = 0;
+  while ((de = readdir(d)) != NULL) {
+    if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+      g_ptr_array_add(names, g_strdup(de->d_name));
+    errno = 0;
+  }
+  int errsv = errno;
+  closedir(d);
+  if (errsv != 0) {
+    set_errno_error(error, errsv, "cannot list %s", ledger->dir);
+    g_ptr_array_unref(names);
+    return NULL;
+  }
+  g_ptr_array_sort(names, cmp_str);
+  return names;
+}
+
+/* ".<id>.json.tmp-<pid>": the pid of the writer, or 0 if NAME is not a
+ * temp file. */
+static int
+temp_file_pid(const char *name)
+{
+  if (name[0] != '.')
+    return 0;
+  const char *mark = g_strrstr(name, TEMP_MARK);
+  if (mark == NULL)
+    return 0;
+  const char *p = mark + strlen(TEMP_MARK);
+  char *end = NULL;
+  guint64 pid = g_ascii_strtoull(p, &end, 10);
+  if (end == p || *end != '\0' || pid == 0 || pid > INT_MAX)
+    return 0;
+  return (int)pid;
+}
+
+static gboolean
+pid_exists(int pid)
+{
+  return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+static void
+block_corrupt(QpLedger *ledger, const char *name, const QpHost *host,
+              QpClaims *claims)
+{
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  int errsv = 0;
+  if (read_at(ledger->dirfd, name, &text, &len, &errsv) &&
+      memchr(text, '\0', len) != NULL)
+    g_clear_pointer(&text, g_free);
+  g_autofree char *path = g_build_filename(ledger->dir, name, NULL);
+  qp_ledger_block_unreadable(claims, path, text, host);
+}
+
+/* Reads the record NAME, whose file name says ID: the claim in OUT, or
+ * none and the REASON it is unreadable, or neither when it is gone. FALSE
+ * (with ERROR) when it cannot be read at all. */
+static gboolean
+load_record(QpLedger *ledger, const char *name, const char *id, QpClaim **out,
+            GError **reason, GError **error)
+{
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  int errsv = 0;
+  if (!read_at(ledger->dirfd, name, &text, &len, &errsv)) {
+    if (errsv == ENOENT)
+      return TRUE;
+    if (errsv != EINVAL && errsv != ELOOP)
+      return set_errno_error(error, errsv, "cannot read ledger record %s/%s",
+                             ledger->dir, name);
+    g_set_error(reason, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+                "not a regular file");
+  } else if (len > RECORD_MAX_BYTES) {
+    g_set_error(reason, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+                "larger than %d bytes", RECORD_MAX_BYTES);
+  } else if (memchr(text, '\0', len) != NULL) {
+    g_set_error(reason, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+                "contains NUL bytes");
+  } else {
+    g_autoptr(QpClaim) c = qp_claim_from_json(text, len, reason);
+    if (c != NULL && strcmp(c->id, id) != 0)
+      g_set_error(reason, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+                  "its id \"%s\" differs from its file name", c->id);
+    else
+      *out = g_steal_pointer(&c);
+  }
+  return TRUE;
+}
+
+/* The record file NAME (its id the first PLEN characters): a live claim
+ * goes to CLAIMS, a stale one is pruned, an unreadable one moved aside
+ * (its new name added to CORRUPT). CHANGED is set when the directory
+ * changed. */
+static gboolean
+read_record(QpLedger *ledger, const char *name, gsize plen, QpClaims *claims,
+            GPtrArray *corrupt, gboolean *changed, GError **error)
+{
+  g_autofree char *id = g_strndup(name, plen);
+  g_autoptr(QpClaim) c = NULL;
+  g_autoptr(GError) reason = NULL;
+  if (!load_record(ledger, name, id, &c, &reason, error))
+    return FALSE;
+  if (c == NULL && reason == NULL)
+    return TRUE; /* gone meanwhile */
+  if (c == NULL) {
+    g_autofree char *dest = g_strconcat(id, CORRUPT_SUFFIX, NULL);
+    if (renameat(ledger->dirfd, name, ledger->dirfd, dest) < 0)
+      return set_errno_error(error, errno,
+                             "cannot move unreadable ledger record %s/%s aside",
+                             ledger->dir, name);
+    *changed = TRUE;
+    g_ptr_array_add(claims->warnings,
+                    g_strdup_printf("ledger record %s/%s could not be read "
+                                    "(%s); moved to %s",
+                                    ledger->dir, name, reason->message, dest));
+    g_ptr_array_add(corrupt, g_steal_pointer(&dest));
+    return TRUE;
+  }
+  if (!claim_is_live(c)) {
+    if (unlinkat(ledger->dirfd, name, 0) < 0 && errno != ENOENT)
+      return set_errno_error(error, errno,
+                             "cannot prune stale ledger record %s/%s",
+                             ledger->dir, name);
+    *changed = TRUE;
+    return TRUE;
+  }
+  g_ptr_array_add(claims->claims, g_steal_pointer(&c));
+  return TRUE;
+}
+
+QpClaims *
+qp_ledger_read(QpLedger *ledger, const QpHost *host, GError **error)
+{
+  if (!require_lock(ledger, "reading", error))
+    return NULL;
+  g_autoptr(GPtrArray) names = list_dir(ledger, error);
+  if (names == NULL)
+    return NULL;
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  gboolean changed = FALSE;
+  g_autoptr(GPtrArray) corrupt = g_ptr_array_new_with_free_func(g_free);
+
+  for (guint i = 0; i < names->len; i++) {
+    const char *name = names->pdata[i];
+    gsize plen;
+    int tpid = temp_file_pid(name);
+    if (tpid != 0) {
+      if (!pid_exists(tpid) && unlinkat(ledger->dirfd, name, 0) == 0)
+        changed = TRUE;
+    } else if (name[0] == '.') {
+      continue;
+    } else if (has_suffix_len(name, CORRUPT_SUFFIX, &plen)) {
+      g_ptr_array_add(corrupt, g_strdup(name));
+    } else if (has_suffix_len(name, RECORD_SUFFIX, &plen) &&
+               !read_record(ledger, name, plen, claims, corrupt, &changed,
+                            error)) {
+      return NULL;
+    }
+  }
+
+  g_ptr_array_sort(corrupt, cmp_str);
+  for (guint i = 0; i < corrupt->len; i++)
+    block_corrupt(ledger, corrupt->pdata[i], host, claims);
+
+  if (changed && !fsync_dir(ledger, error))
+    return NULL;
+  return g_steal_pointer(&claims);
+}

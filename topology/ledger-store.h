@@ -1,0 +1,51 @@
+/* The ledger's store: the state directory, its lock file and one record
+ * file per VM (docs/ledger.md). The ledger module (topology/held-claim.c)
+ * runs every critical section through these; the rest of qemu-pin uses
+ * topology/ledger.h and never takes the lock itself. Tests of the store
+ * use it directly. */
+#pragma once
+
+#include <glib.h>
+
+#include "topology/ledger.h"
+
+G_BEGIN_DECLS
+
+typedef struct QpLedger QpLedger;
+
+/* Opens (creating 0700 if needed) DIR. A symlink, a non-directory or a
+ * directory owned by another user is an error. */
+QpLedger *qp_ledger_open(const char *dir, GError **error);
+void qp_ledger_close(QpLedger *ledger);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpLedger, qp_ledger_close)
+
+const char *qp_ledger_dir(const QpLedger *ledger);
+
+/* Exclusive lock of the whole ledger (blocking). */
+gboolean qp_ledger_lock(QpLedger *ledger, GError **error);
+void qp_ledger_unlock(QpLedger *ledger);
+
+/* TRUE while this handle holds the lock. A QpLedger must not be used across
+ * fork(): flock belongs to the open file, so a child must open its own. */
+gboolean qp_ledger_is_locked(const QpLedger *ledger);
+
+/* Reads every record; must hold the lock. Stale records (process gone or
+ * start time differs) are removed; unparsable ones are renamed *.corrupt and
+ * reported in warnings with their nodes blocked. */
+QpClaims *qp_ledger_read(QpLedger *ledger, const QpHost *host, GError **error);
+
+/* Writes CLAIM atomically (temp file, fsync, rename, fsync dir). Must hold the
+ * lock. CLAIM->id names the record. */
+gboolean qp_ledger_write(QpLedger *ledger, const QpClaim *claim,
+                         GError **error);
+
+/* Removes the record ID (taking the lock itself). Missing is not an error. */
+gboolean qp_ledger_remove(QpLedger *ledger, const char *id, GError **error);
+
+/* An unreadable record at PATH: blocks in CLAIMS the nodes its TEXT still
+ * names (NULL: it could not be read), or every node of HOST when it does
+ * not say, with a warning (topology/ledger-salvage.c). */
+void qp_ledger_block_unreadable(QpClaims *claims, const char *path,
+                                const char *text, const QpHost *host);
+
+G_END_DECLS

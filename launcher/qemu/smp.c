@@ -45,9 +45,19 @@ or_one(guint64 v)
   return v != 0 ? v : 1;
 }
 
-/* S with what the caller omitted filled in. */
-static void
-smp_fill(Smp *s, gboolean prefer_sockets)
+/* The product of four -smp values as QEMU 7.2 computes it: in unsigned
+ * int, wrapping. */
+static guint64
+product32(guint64 a, guint64 b, guint64 c, guint64 d)
+{
+  return (guint32)((guint32)a * (guint32)b * (guint32)c * (guint32)d);
+}
+
+/* S with what the caller omitted filled in, as QEMU 7.2 fills it (unsigned
+ * int arithmetic). Where QEMU divides by a product that wraps to 0 it dies of
+ * SIGFPE: refused. */
+static gboolean
+smp_fill(Smp *s, gboolean prefer_sockets, const char *text, GError **error)
 {
   s->dies = or_one(s->dies);
   s->clusters = or_one(s->clusters);
@@ -61,20 +71,34 @@ smp_fill(Smp *s, gboolean prefer_sockets)
      * other is 1 when omitted too. */
     guint64 *first = prefer_sockets ? &s->sockets : &s->cores;
     guint64 *second = prefer_sockets ? &s->cores : &s->sockets;
+    guint64 *fill = NULL, div = 1;
     if (*first == 0) {
       *second = or_one(*second);
       s->threads = or_one(s->threads);
-      *first = s->maxcpus / (*second * s->dies * s->clusters * s->threads);
+      fill = first;
+      div = product32(*second, s->dies, s->clusters, s->threads);
     } else if (*second == 0) {
       s->threads = or_one(s->threads);
-      *second = s->maxcpus / (*first * s->dies * s->clusters * s->threads);
+      fill = second;
+      div = product32(*first, s->dies, s->clusters, s->threads);
+    } else if (s->threads == 0) {
+      fill = &s->threads;
+      div = product32(s->sockets, s->dies, s->clusters, s->cores);
     }
-    if (s->threads == 0)
-      s->threads = s->maxcpus / (s->sockets * s->dies * s->clusters * s->cores);
+    if (fill != NULL && div == 0)
+      return qp_args_invalid(
+          error,
+          "-smp '%s': the product of the given topology values overflows "
+          "(QEMU 7.2 dies of a division by zero on it)",
+          text);
+    if (fill != NULL)
+      *fill = s->maxcpus / div;
   }
-  guint64 product = s->sockets * s->dies * s->clusters * s->cores * s->threads;
+  guint64 product =
+      product32(s->sockets * s->dies, s->clusters, s->cores, s->threads);
   s->maxcpus = s->maxcpus ? s->maxcpus : product;
   s->cpus = s->cpus ? s->cpus : s->maxcpus;
+  return TRUE;
 }
 
 /* What QEMU 7.2 refuses of the topology S (from the -smp TEXT) once it is
@@ -83,7 +107,8 @@ static gboolean
 smp_check(const Smp *s, const QpMachine *m, const char *machine,
           const char *text, GError **error)
 {
-  guint64 product = s->sockets * s->dies * s->clusters * s->cores * s->threads;
+  guint64 product =
+      product32(s->sockets * s->dies, s->clusters, s->cores, s->threads);
   if (product != s->maxcpus)
     return qp_args_invalid(
         error,
@@ -132,8 +157,8 @@ qp_smp_read(QpQemuArgs *a, GArray *kv, GError **error)
                            " is not supported "
                            "by machine '%s' (x86 has no clusters in QEMU 7.2)",
                            text, s.clusters, a->machine);
-  smp_fill(&s, m->prefer_sockets);
-  if (!smp_check(&s, m, a->machine, text, error))
+  if (!smp_fill(&s, m->prefer_sockets, text, error) ||
+      !smp_check(&s, m, a->machine, text, error))
     return FALSE;
 
   QpRequest *r = a->req;

@@ -1,5 +1,6 @@
 #include "tests/common/qemu-refusals.h"
 
+#include <signal.h>
 #include <string.h>
 
 /* Three memory backends for the -numa rows. */
@@ -47,6 +48,14 @@ const QpQemuRefusal qp_qemu_refusals[] = {
      {"-machine", "q35", "-smp", "300", NULL},
      "The max CPUs supported by machine 'pc-q35-7.2' is 288",
      "vCPUs exceed the maximum of"},
+    {"smp/product-wraps-to-zero",
+     {"-machine", "q35", "-smp",
+      "maxcpus=4,dies=2147483648,cores=2147483648,"
+      "threads=4",
+      NULL},
+     "",
+     "the product of the given topology values overflows",
+     .qemu_signal = SIGFPE},
     {"smp/no-argument",
      {"-smp", NULL},
      "-smp: requires an argument",

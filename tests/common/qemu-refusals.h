@@ -17,6 +17,7 @@ typedef struct {
   const char *we_say;    /* in qemu-pin's line */
   gboolean pattern;      /* we_say is a pattern of the whole line
                             (g_pattern_match_simple: '*' and '?') */
+  int qemu_signal;       /* the signal QEMU 7.2 dies of instead (0: none) */
 } QpQemuRefusal;
 
 extern const QpQemuRefusal qp_qemu_refusals[];

@@ -62,12 +62,25 @@ state_dir(const QpOptions *opts)
   return opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir();
 }
 
-/* Loads the host the VM is planned on (its vfio-pci devices' locality
- * too, when it has some). */
+/* Whether the VM has a device on a host PCI device: vfio-pci, or storage
+ * or network found on one. */
+static gboolean
+has_host_devices(const QpRequest *req)
+{
+  if (req->vfio != NULL && req->vfio[0] != NULL)
+    return TRUE;
+  for (guint i = 0; req->io != NULL && i < req->io->len; i++)
+    if (((const QpIoDevice *)req->io->pdata[i])->bdf != NULL)
+      return TRUE;
+  return FALSE;
+}
+
+/* Loads the host the VM is planned on (its devices' locality too, when it
+ * has some). */
 static QpHost *
 load_host(const QpOptions *opts, const QpQemuArgs *args, GError **error)
 {
-  gboolean with_io = args->req->vfio != NULL && args->req->vfio[0] != NULL;
+  gboolean with_io = has_host_devices(args->req);
   QpHost *host = qp_host_load_full(opts->topology, with_io, error);
   if (host != NULL && host->inconsistent != NULL)
     qp_info("%s", host->inconsistent);

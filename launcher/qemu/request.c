@@ -12,6 +12,7 @@
 
 #include "launcher/qemu/backends.h"
 #include "launcher/qemu/devices.h"
+#include "launcher/qemu/io-devices.h"
 #include "launcher/qemu/keyval.h"
 #include "launcher/qemu/memory.h"
 #include "launcher/qemu/numa.h"
@@ -188,6 +189,7 @@ read_options(QpQemuArgs *a, GArray *opts, GError **error)
       !qp_numa_read(a, opts, error) ||
       !qp_devices_read(a, opts, devices, error))
     return FALSE;
+  qp_io_devices_read(a, opts, "/sys");
   read_prealloc(a);
   qp_memory_model(a, devices);
   return TRUE;

@@ -70,8 +70,7 @@ test_balanced(void)
   g_autoptr(QpHost) h = qp_test_recorded("x3950m2-io.xml");
   g_autoptr(QpRequest) r = request(4, 4096);
   add_io(r, "virtio-blk-pci disk0 (/dev/sdb)", SDB, "io0");
-  g_autoptr(QpPlan) p =
-      plan_with(h, r, QP_MODE_BALANCED, QP_DEVLOC_PREFERRED);
+  g_autoptr(QpPlan) p = plan_with(h, r, QP_MODE_BALANCED, QP_DEVLOC_PREFERRED);
   assert_list(p->host_nodes, "2");
   g_assert_cmpuint(p->devices->len, ==, 1);
   g_assert_cmpint(((QpPlanDevice *)p->devices->pdata[0])->node, ==, 2);
@@ -144,7 +143,8 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/io-locality/balanced", test_balanced);
-  g_test_add_func("/io-locality/numa-iothread", test_numa_iothread_on_disk_node);
+  g_test_add_func("/io-locality/numa-iothread",
+                  test_numa_iothread_on_disk_node);
   g_test_add_func("/io-locality/iothread-split", test_iothread_split);
   g_test_add_func("/io-locality/network-and-unknown", test_network_and_unknown);
   return g_test_run();

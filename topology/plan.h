@@ -109,6 +109,11 @@ typedef struct {
   GPtrArray *iothreads;     /* of QpPlanIothread*, or NULL */
 } QpPlan;
 
+/* Device I of plan->devices in words, for the ledger and `status`:
+ * "virtio-blk-pci disk0 (/dev/vda): PCI 0000:21:00.0, host node 2,
+ * iothread io0 on CPUs 4-5". */
+char *qp_plan_device_words(const QpPlan *plan, guint i);
+
 /* The iothread ID's entry of PLAN, or NULL. */
 const QpPlanIothread *qp_plan_iothread(const QpPlan *plan, const char *id);
 

@@ -159,6 +159,7 @@ qp_claim_new(void)
   c->load = g_array_new(FALSE, TRUE, sizeof(QpNodeLoad));
   c->cpu_load = qp_cpu_load_array_new();
   c->dedicated = hwloc_bitmap_alloc();
+  c->devices = g_ptr_array_new_with_free_func(g_free);
   return c;
 }
 
@@ -174,6 +175,7 @@ qp_claim_free(QpClaim *c)
   g_array_unref(c->load);
   g_array_unref(c->cpu_load);
   hwloc_bitmap_free(c->dedicated);
+  g_ptr_array_unref(c->devices);
   g_free(c);
 }
 

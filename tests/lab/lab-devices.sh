@@ -51,8 +51,15 @@ pid=$(qp_launch bal --mode=balanced -- "$@") || fail "qemu-pin did not launch th
 tid=$(iothread_tid "$pid" io0) || fail "QEMU $pid has no thread 'IO io0'"
 assert_eq "balanced: iothread io0 on node 2's CPUs" "$(node_cpus 2)" "$(cpus_allowed_of "$tid")"
 assert_eq "balanced: vCPU 0 on node 2's CPUs" "$(node_cpus 2)" "$(vcpu_cpus "$pid")"
+sf=$(status_json) || fail "qemu-pin status --json failed"
+case $(jq -r '.vms[0].devices[0]' "$sf") in
+  *"PCI $disk_pci, host node 2, iothread io0 on CPUs $(node_cpus 2)") log "ok: status: $(jq -r '.vms[0].devices[0]' "$sf")" ;;
+  *) fail "status: the disk's line is '$(jq -r '.vms[0].devices[0]' "$sf")'" ;;
+esac
 lab_cleanup
-wait_for 60 sh -c "! kill -0 $pid" || fail "QEMU $pid did not exit"
+vms() { jq '.vms | length' "$(status_json)"; }
+wait_for 60 sh -c "[ \"\$($QP_BINARY status --json | jq '.vms | length')\" = 0 ]" ||
+  fail "the balanced VM's claim is still held: $(vms) VMs in status"
 
 # ---- numa, the disk's node full ----------------------------------------------
 free2=$(numactl -H | awk '$1 == "node" && $2 == 2 && $3 == "free:" { print $4 }')

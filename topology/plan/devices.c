@@ -185,3 +185,26 @@ plan_devices_text(GString *s, const QpPlan *plan)
                            l, t->node);
   }
 }
+
+char *
+qp_plan_device_words(const QpPlan *plan, guint i)
+{
+  const QpPlanDevice *d = plan->devices->pdata[i];
+  GString *s = g_string_new(d->what);
+  if (d->bdf != NULL)
+    g_string_append_printf(s, ": PCI %s", d->bdf);
+  else
+    g_string_append(s, ": no host PCI device found");
+  if (d->node >= 0)
+    g_string_append_printf(s, ", host node %d", d->node);
+  else if (d->bdf != NULL)
+    g_string_append(s, ", host node unknown");
+  if (d->iothread != NULL) {
+    const QpPlanIothread *t = qp_plan_iothread(plan, d->iothread);
+    g_autofree char *l = t != NULL ? qp_list_format(t->cpus) : NULL;
+    g_string_append_printf(s, ", iothread %s%s%s", d->iothread,
+                           l != NULL ? " on CPUs " : " with the VM",
+                           l != NULL ? l : "");
+  }
+  return g_string_free(s, FALSE);
+}

@@ -8,6 +8,7 @@
 #include "launcher/affinity.h"
 #include "launcher/keeper/keeper.h"
 #include "launcher/log.h"
+#include "launcher/qemu/device-buses.h"
 #include "launcher/qemu/rewrite.h"
 
 #include <errno.h>
@@ -322,6 +323,9 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
     return NULL;
   const QpPlan *plan = l->plan;
   print_warnings(plan->warnings);
+  g_autofree char *crossing = qp_device_buses_warning(args, plan);
+  if (crossing != NULL)
+    qp_warning("%s", crossing);
   /* The keeper needs little of the host: the rest is freed before fork. */
   g_autoptr(QpCallerHost) caller_host =
       qp_caller_host_new(l->host, plan, l->opts->placement.affinity);

@@ -107,6 +107,8 @@ typedef struct {
   GPtrArray *hotplug_cores; /* of hwloc_bitmap_t, or NULL */
   GPtrArray *devices;       /* of QpPlanDevice*, or NULL */
   GPtrArray *iothreads;     /* of QpPlanIothread*, or NULL */
+  gboolean device_locality; /* devices' nodes weigh (not --device-locality
+                               =ignore): iothreads and guest buses follow */
 } QpPlan;
 
 /* Device I of plan->devices in words, for the ledger and `status`:

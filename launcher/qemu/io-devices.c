@@ -16,6 +16,7 @@ typedef struct {
   GHashTable *node_child; /* blockdev node-name -> node-name of its file */
   GHashTable *netdev_if;  /* netdev id -> host interface name */
   GHashTable *ctrl_io;    /* device id -> its iothread= */
+  GHashTable *bus_refs;   /* device ids that a bus= names */
   const char *sysfs;
 } Names;
 
@@ -26,6 +27,7 @@ names_clear(Names *n)
   g_hash_table_unref(n->node_child);
   g_hash_table_unref(n->netdev_if);
   g_hash_table_unref(n->ctrl_io);
+  g_hash_table_unref(n->bus_refs);
 }
 
 static void
@@ -134,8 +136,10 @@ node_filename(const Names *n, const char *name)
 }
 
 static void
-add_io(QpQemuArgs *a, const char *what, char *bdf, const char *iothread)
+add_io(QpQemuArgs *a, const char *what, char *bdf, const char *iothread,
+       const QpIoPlace *place)
 {
+  g_array_append_val(a->io_places, *place);
   QpIoDevice *d = g_new0(QpIoDevice, 1);
   d->what = g_strdup(what);
   d->bdf = bdf;
@@ -160,13 +164,31 @@ read_drive(QpQemuArgs *a, Names *n, const char *text)
   g_autofree char *what =
       g_strdup_printf("drive %s (if=%s, %s)", id != NULL ? id : "",
                       iface ? iface : "default", file);
-  add_io(a, what, qp_sysfs_path_pci(n->sysfs, file, &why), NULL);
+  QpIoPlace place = {.vi = QP_ARGI_IN_FILE};
+  add_io(a, what, qp_sysfs_path_pci(n->sysfs, file, &why), NULL, &place);
+}
+
+/* Where -device O (read as P) is, and whether the guest side may move it
+ * to a bus of qemu-pin's. */
+static QpIoPlace
+place_of(const Names *n, const QpOpt *o, const QpProps *p, const char *driver)
+{
+  QpIoPlace place = {.vi = o->vi, .json = p->json != NULL};
+  const char *bus = qp_props_string(p, "bus");
+  const char *id = qp_props_string(p, "id");
+  g_strlcpy(place.bus, bus != NULL ? bus : "", sizeof(place.bus));
+  place.movable = o->vi != QP_ARGI_IN_FILE && bus == NULL &&
+                  !qp_props_has(p, "addr") &&
+                  g_str_has_suffix(driver, "-pci") &&
+                  (id == NULL || !g_hash_table_contains(n->bus_refs, id));
+  return place;
 }
 
 /* A -device with a drive= or netdev= on the host. */
 static void
-read_device(QpQemuArgs *a, const Names *n, const char *text)
+read_device(QpQemuArgs *a, const Names *n, const QpOpt *o)
 {
+  const char *text = o->value;
   g_auto(QpProps) p = {0};
   if (!qp_props_read(&p, "-device", text, "driver", NULL))
     return;
@@ -199,17 +221,33 @@ read_device(QpQemuArgs *a, const Names *n, const char *text)
                       source != NULL  ? source
                       : drive != NULL ? drive
                                       : netdev);
-  add_io(a, what, bdf, iothread);
+  QpIoPlace place = place_of(n, o, &p, driver);
+  add_io(a, what, bdf, iothread, &place);
 }
 
-/* Controllers with an iothread of their own, by id. */
+/* Every device: a controller's iothread, the buses devices name, and the
+ * caller's PCI buses (an expander's numa_node=, a port's or bridge's own
+ * bus=). */
 static void
-read_controller(Names *n, const char *text)
+read_controller(QpQemuArgs *a, Names *n, const char *text)
 {
   g_auto(QpProps) p = {0};
   if (!qp_props_read(&p, "-device", text, "driver", NULL))
     return;
-  put(n->ctrl_io, qp_props_string(&p, "id"), qp_props_string(&p, "iothread"));
+  const char *id = qp_props_string(&p, "id");
+  const char *driver = qp_props_string(&p, "driver");
+  const char *bus = qp_props_string(&p, "bus");
+  put(n->ctrl_io, id, qp_props_string(&p, "iothread"));
+  if (bus != NULL)
+    g_hash_table_add(n->bus_refs, g_strndup(bus, strcspn(bus, ".")));
+  if (driver != NULL && g_str_has_prefix(driver, "pxb")) {
+    a->has_pxb = TRUE;
+    g_autofree char *node = g_strdup_printf(
+        "node=%" G_GUINT64_FORMAT, qp_props_uint_or_zero(&p, "numa_node"));
+    put(a->pci_buses, id, qp_props_has(&p, "numa_node") ? node : "node=");
+  } else if (bus != NULL) {
+    put(a->pci_buses, id, bus);
+  }
 }
 
 void
@@ -223,6 +261,7 @@ qp_io_devices_read(QpQemuArgs *a, GArray *opts, const char *sysfs)
       .netdev_if =
           g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free),
       .ctrl_io = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free),
+      .bus_refs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
       .sysfs = sysfs,
   };
   for (guint i = 0; i < opts->len; i++) {
@@ -234,12 +273,12 @@ qp_io_devices_read(QpQemuArgs *a, GArray *opts, const char *sysfs)
     else if (qp_opt_is(o, "netdev"))
       read_netdev(&n, o->value);
     else if (qp_opt_is(o, "device"))
-      read_controller(&n, o->value);
+      read_controller(a, &n, o->value);
   }
   for (guint i = 0; i < opts->len; i++) {
     const QpOpt *o = &g_array_index(opts, QpOpt, i);
     if (qp_opt_is(o, "device"))
-      read_device(a, &n, o->value);
+      read_device(a, &n, o);
   }
   names_clear(&n);
 }

@@ -106,6 +106,7 @@ plan_devices(QpPlan *plan, const Ctx *ctx, const Attempt *a)
   }
   if (ctx->opts->device_locality == QP_DEVLOC_IGNORE)
     return;
+  plan->device_locality = TRUE;
   g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
   for (guint d = 0; d < plan->devices->len; d++) {
     const QpPlanDevice *dev = plan->devices->pdata[d];

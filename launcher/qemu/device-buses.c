@@ -17,6 +17,8 @@ typedef enum { BUS_NONE, BUS_Q35, BUS_PC } BusKind;
 static BusKind
 bus_kind(const char *machine)
 {
+  if (machine == NULL)
+    return BUS_NONE;
   if (strstr(machine, "q35") != NULL)
     return BUS_Q35;
   if (strcmp(machine, "pc") == 0 || g_str_has_prefix(machine, "pc-"))
@@ -138,7 +140,8 @@ caller_bus_node(const QpQemuArgs *a, const char *bus)
 char *
 qp_device_buses_warning(const QpQemuArgs *a, const QpPlan *plan)
 {
-  if (plan == NULL || !plan->device_locality)
+  if (plan == NULL || !plan->device_locality || a->io_places == NULL ||
+      a->pci_buses == NULL)
     return NULL;
   g_autoptr(GString) s = g_string_new(NULL);
   for (guint d = 0; d < a->io_places->len; d++) {

@@ -5,7 +5,8 @@
 #   io0 runs on node 2's CPUs;
 # - numa: with node 2's memory taken by another VM, the guest goes
 #   elsewhere, yet io0 runs on node 2's CPUs and the main thread (the
-#   emulator) stays with the VM.
+#   emulator) stays with the VM; `qemu-pin status` names the disk, its node
+#   and its iothread's CPUs.
 # Each check reads Cpus_allowed_list of the running QEMU's threads.
 . "$QP_LAB_SRC/lib.sh"
 
@@ -51,11 +52,6 @@ pid=$(qp_launch bal --mode=balanced -- "$@") || fail "qemu-pin did not launch th
 tid=$(iothread_tid "$pid" io0) || fail "QEMU $pid has no thread 'IO io0'"
 assert_eq "balanced: iothread io0 on node 2's CPUs" "$(node_cpus 2)" "$(cpus_allowed_of "$tid")"
 assert_eq "balanced: vCPU 0 on node 2's CPUs" "$(node_cpus 2)" "$(vcpu_cpus "$pid")"
-sf=$(status_json) || fail "qemu-pin status --json failed"
-case $(jq -r '.vms[0].devices[0]' "$sf") in
-  *"PCI $disk_pci, host node 2, iothread io0 on CPUs $(node_cpus 2)") log "ok: status: $(jq -r '.vms[0].devices[0]' "$sf")" ;;
-  *) fail "status: the disk's line is '$(jq -r '.vms[0].devices[0]' "$sf")'" ;;
-esac
 lab_cleanup
 
 # ---- numa, the disk's node full ----------------------------------------------
@@ -77,5 +73,12 @@ log "numa: the VM is on node $vnode (vCPU 0 on $vcpus)"
 tid=$(iothread_tid "$pid" io0) || fail "QEMU $pid has no thread 'IO io0'"
 assert_eq "numa: iothread io0 on the disk's node 2" "$(node_cpus 2)" "$(cpus_allowed_of "$tid")"
 assert_eq "numa: the main thread stays with the VM (node $vnode)" "$(node_cpus "$vnode")" "$(cpus_allowed_of "$pid")"
+# status names the disk, its node and where its iothread runs.
+sf=$(status_json) || fail "qemu-pin status --json failed"
+line=$(jq -r '.vms[] | select(.name == "num") | .devices[0]' "$sf")
+case $line in
+  *"PCI $disk_pci, host node 2, iothread io0 on CPUs $(node_cpus 2)") log "ok: status: $line" ;;
+  *) fail "status: the disk's line is '$line'" ;;
+esac
 lab_cleanup
 exit 0

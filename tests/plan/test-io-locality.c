@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tests/common/qp-plan-test.h"
+#include "topology/ledger.h"
 #include "tests/common/qp-test.h"
 
 /* x3950m2-io.xml: sda on 0000:04:00.0 (node 0), sdb on 0000:64:00.0
@@ -138,6 +139,28 @@ test_network_and_unknown(void)
   g_assert_null(qp_plan_iothread(p, "io0"));
 }
 
+/* The ledger record carries the devices in words, for `status`. */
+static void
+test_record(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("x3950m2-io.xml");
+  g_autoptr(QpRequest) r = request(4, 4096);
+  add_io(r, "virtio-blk-pci disk0 (/dev/sdb)", SDB, "io0");
+  g_autoptr(QpPlan) p = plan_with(h, r, QP_MODE_BALANCED, QP_DEVLOC_PREFERRED);
+  g_autoptr(QpClaim) c = qp_claim_from_plan(p, "vm1", "vm1");
+  g_autofree char *text = qp_claim_to_json(c);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpClaim) back = qp_claim_from_json(text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(back->devices->len, ==, 1);
+  g_autofree char *cpus = qp_list_format(qp_plan_iothread(p, "io0")->cpus);
+  g_autofree char *want = g_strdup_printf(
+      "virtio-blk-pci disk0 (/dev/sdb): PCI " SDB ", host node 2, iothread "
+      "io0 on CPUs %s",
+      cpus);
+  g_assert_cmpstr(back->devices->pdata[0], ==, want);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -147,5 +170,6 @@ main(int argc, char **argv)
                   test_numa_iothread_on_disk_node);
   g_test_add_func("/io-locality/iothread-split", test_iothread_split);
   g_test_add_func("/io-locality/network-and-unknown", test_network_and_unknown);
+  g_test_add_func("/io-locality/record", test_record);
   return g_test_run();
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "launcher/qemu/args.h"
+#include "launcher/qemu/device-buses.h"
 #include "launcher/qemu/host-devices.h"
 #include "launcher/qemu/rewrite.h"
 #include "tests/common/qp-test.h"
@@ -34,10 +35,11 @@ teardown(Fixture *f, gconstpointer data)
   g_free(f->disk);
 }
 
-/* The argv qemu-pin would exec for EXTRA in MODE (two guest nodes). */
+/* The argv qemu-pin would exec for EXTRA in MODE (two guest nodes) on the
+ * live host; *WARNING (when not NULL) the crossing warning. */
 static char **
-rewritten(const Fixture *f, const char *machine, QpMode mode,
-          const char *const *extra)
+rewritten_warn(const Fixture *f, const char *machine, QpMode mode,
+               const char *const *extra, char **warning)
 {
   g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
   g_autofree char *drive =
@@ -67,7 +69,16 @@ rewritten(const Fixture *f, const char *machine, QpMode mode,
   g_assert_no_error(error);
   char **out = qp_qemu_args_rewrite(a, "qemu", plan, -1, &error);
   g_assert_no_error(error);
+  if (warning != NULL)
+    *warning = qp_device_buses_warning(a, plan);
   return out;
+}
+
+static char **
+rewritten(const Fixture *f, const char *machine, QpMode mode,
+          const char *const *extra)
+{
+  return rewritten_warn(f, machine, mode, extra, NULL);
 }
 
 /* The guest node qemu-pin should give the disk here: the host node of
@@ -176,6 +187,41 @@ test_left_alone(Fixture *f, gconstpointer data)
   assert_qemu_accepts(a1);
 }
 
+/* The caller's own expander puts the disk on guest node 1, whose host
+ * node is not the disk's (both guest nodes are on host node 0 here, and
+ * the disk's guest node is the first of them): one warning, the line
+ * kept. */
+static void
+test_crossing_warning(Fixture *f, gconstpointer data)
+{
+  if (!disk_on_pci(f))
+    return;
+  const char *own[] = {
+      "-device", "pxb-pcie,id=mine,bus_nr=100,numa_node=1,bus=pcie.0",
+      "-device", "pcie-root-port,id=rp9,bus=mine,chassis=3",
+      "-device", "virtio-blk-pci,drive=d0,id=disk0,bus=rp9",
+      NULL};
+  g_autofree char *warning = NULL;
+  g_auto(GStrv) argv = rewritten_warn(f, "q35", QP_MODE_NUMA, own, &warning);
+  g_assert_nonnull(warning);
+  g_assert_nonnull(strstr(warning, "disk0"));
+  g_assert_nonnull(strstr(warning, "is on guest node 1 (bus rp9)"));
+  g_assert_nonnull(strstr(warning, "guest node 0's"));
+  g_assert_true(has_arg(argv, "virtio-blk-pci,drive=d0,id=disk0,bus=rp9"));
+  g_assert_false(has_prefix(argv, "pxb-pcie,id=qemu-pin"));
+  assert_qemu_accepts(argv);
+
+  /* On guest node 0 it is where it belongs: no warning. */
+  const char *right[] = {
+      "-device", "pxb-pcie,id=mine,bus_nr=100,numa_node=0,bus=pcie.0",
+      "-device", "pcie-root-port,id=rp9,bus=mine,chassis=3",
+      "-device", "virtio-blk-pci,drive=d0,id=disk0,bus=rp9",
+      NULL};
+  g_autofree char *none = NULL;
+  g_auto(GStrv) argv2 = rewritten_warn(f, "q35", QP_MODE_NUMA, right, &none);
+  g_assert_null(none);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -185,5 +231,7 @@ main(int argc, char **argv)
              teardown);
   g_test_add("/device-buses/left-alone", Fixture, NULL, setup, test_left_alone,
              teardown);
+  g_test_add("/device-buses/crossing-warning", Fixture, NULL, setup,
+             test_crossing_warning, teardown);
   return g_test_run();
 }

@@ -222,6 +222,63 @@ test_crossing_warning(Fixture *f, gconstpointer data)
   g_assert_null(none);
 }
 
+/* --vnuma=auto (one-to-one) on a recorded two-node host (dcs8000z-io.xml, whose
+ * 0000:00:02.0 is on host node 0, the PCI device of this machine's disk
+ * here): the guest nodes qemu-pin suggests, and the disk on the one
+ * mirroring host node 0. Skips when this machine's disk is elsewhere. */
+static void
+test_vnuma_auto(Fixture *f, gconstpointer data)
+{
+  const char *why = NULL;
+  g_autofree char *bdf = qp_sysfs_path_pci("/sys", f->disk, &why);
+  if (bdf == NULL || strcmp(bdf, "0000:00:02.0") != 0) {
+    g_test_skip("this machine's disk is not 0000:00:02.0");
+    return;
+  }
+  g_autofree char *drive =
+      g_strdup_printf("file=%s,if=none,id=d0,format=raw", f->disk);
+  char *args[] = {"-machine", "q35",
+                  "-m",       "512",
+                  "-smp",     "12",
+                  "-drive",   drive,
+                  "-device",  "virtio-blk-pci,drive=d0,id=disk0",
+                  NULL};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpQemuArgs) a =
+      qp_qemu_args_parse(G_N_ELEMENTS(args) - 1, args, &error);
+  g_assert_no_error(error);
+  g_autofree char *xml =
+      g_build_filename(g_getenv("QP_TOPOLOGIES"), "dcs8000z-io.xml", NULL);
+  g_autoptr(QpHost) host = qp_host_load(xml, &error);
+  g_assert_no_error(error);
+  QpPlacementOptions o;
+  qp_placement_options_init(&o);
+  o.mode = QP_MODE_ONE_TO_ONE;
+  o.vnuma = TRUE;
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  g_autoptr(QpPlan) plan = qp_plan_compute(host, claims, a->req, &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(plan->n_vnodes, ==, 2);
+  int g = -1;
+  for (guint i = 0; i < plan->n_vnodes; i++)
+    if (plan->vnodes[i].host_node == 0)
+      g = plan->vnodes[i].id;
+  g_assert_cmpint(g, >=, 0);
+  g_auto(GStrv) argv = qp_qemu_args_rewrite(a, "qemu", plan, -1, &error);
+  g_assert_no_error(error);
+  g_autofree char *pxb = g_strdup_printf(
+      "pxb-pcie,id=qemu-pin-pxb%d,bus_nr=240,numa_node=%d,bus=pcie.0", g, g);
+  g_assert_true(has_arg(argv, pxb));
+  /* This machine has host node 0 only: the memory the recorded host binds
+   * to node 1 is bound to node 0 for QEMU to start here. */
+  for (guint i = 0; argv[i] != NULL; i++) {
+    char *at = strstr(argv[i], "host-nodes=1");
+    if (at != NULL)
+      at[strlen("host-nodes=")] = '0';
+  }
+  assert_qemu_accepts(argv);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -233,5 +290,7 @@ main(int argc, char **argv)
              teardown);
   g_test_add("/device-buses/crossing-warning", Fixture, NULL, setup,
              test_crossing_warning, teardown);
+  g_test_add("/device-buses/vnuma-auto", Fixture, NULL, setup, test_vnuma_auto,
+             teardown);
   return g_test_run();
 }

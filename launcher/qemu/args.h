@@ -91,6 +91,7 @@ typedef struct {
 
   QpRequest *req;        /* what placement needs */
   GArray *io_places;     /* of QpIoPlace, parallel to req->io */
+  GArray *vfio_places;   /* of QpIoPlace, parallel to req->vfio */
   GHashTable *pci_buses; /* device id -> its numa_node= (a caller's pxb)
                             or its bus= (a port or bridge): where a bus
                             the caller fixed sits in the guest */

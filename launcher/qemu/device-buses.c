@@ -48,14 +48,21 @@ guest_node_of(const QpQemuArgs *a, const QpPlan *plan, gboolean vnodes,
   return -1;
 }
 
-/* The host node of req->io device D, from the plan. */
-static int
-io_host_node(const QpQemuArgs *a, const QpPlan *plan, guint d)
+/* Device D of the plan (the vfio devices, then req->io), and where it is
+ * written; FALSE past the last. */
+static gboolean
+device_at(const QpQemuArgs *a, const QpPlan *plan, guint d, int *host,
+          const QpIoPlace **place)
 {
-  guint n_vfio = a->req->vfio != NULL ? g_strv_length(a->req->vfio) : 0;
-  if (plan->devices == NULL || n_vfio + d >= plan->devices->len)
-    return -1;
-  return ((const QpPlanDevice *)plan->devices->pdata[n_vfio + d])->node;
+  if (a->vfio_places == NULL || a->io_places == NULL || plan->devices == NULL)
+    return FALSE;
+  guint n_vfio = a->vfio_places->len;
+  if (d >= plan->devices->len || d >= n_vfio + a->io_places->len)
+    return FALSE;
+  *host = ((const QpPlanDevice *)plan->devices->pdata[d])->node;
+  *place = d < n_vfio ? &g_array_index(a->vfio_places, QpIoPlace, d)
+                      : &g_array_index(a->io_places, QpIoPlace, d - n_vfio);
+  return TRUE;
 }
 
 static void
@@ -92,9 +99,9 @@ qp_device_buses(const QpQemuArgs *a, const QpPlan *plan, gboolean vnodes,
   g_autoptr(GHashTable) made =
       g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
   guint ports = 0;
-  for (guint d = 0; d < a->io_places->len; d++) {
-    const QpIoPlace *place = &g_array_index(a->io_places, QpIoPlace, d);
-    int host = io_host_node(a, plan, d);
+  int host;
+  const QpIoPlace *place;
+  for (guint d = 0; device_at(a, plan, d, &host, &place); d++) {
     int g =
         host >= 0 && place->movable ? guest_node_of(a, plan, vnodes, host) : -1;
     if (g < 0)
@@ -144,20 +151,20 @@ qp_device_buses_warning(const QpQemuArgs *a, const QpPlan *plan)
       a->pci_buses == NULL)
     return NULL;
   g_autoptr(GString) s = g_string_new(NULL);
-  for (guint d = 0; d < a->io_places->len; d++) {
-    const QpIoPlace *place = &g_array_index(a->io_places, QpIoPlace, d);
-    int host = io_host_node(a, plan, d);
+  int host;
+  const QpIoPlace *place;
+  for (guint d = 0; device_at(a, plan, d, &host, &place); d++) {
     int g = place->bus[0] != '\0' ? caller_bus_node(a, place->bus) : -1;
     if (host < 0 || g < 0)
       continue;
     int want = guest_node_of(a, plan, FALSE, host);
     if (want < 0 || want == g)
       continue;
-    const QpIoDevice *io = a->req->io->pdata[d];
+    const QpPlanDevice *dev = plan->devices->pdata[d];
     g_string_append_printf(s,
                            "%s%s is on guest node %d (bus %s) but its host "
                            "node %d is guest node %d's",
-                           s->len ? "; " : "", io->what, g, place->bus, host,
+                           s->len ? "; " : "", dev->what, g, place->bus, host,
                            want);
   }
   return s->len > 0 ? g_strdup(s->str) : NULL;

@@ -198,6 +198,13 @@ read_device(QpQemuArgs *a, const Names *n, const QpOpt *o)
   const char *netdev = qp_props_string(&p, "netdev");
   const char *iothread = qp_props_string(&p, "iothread");
   const char *bus = qp_props_string(&p, "bus");
+  if (driver != NULL && (strcmp(driver, "vfio-pci") == 0 ||
+                         strcmp(driver, "vfio-pci-nohotplug") == 0)) {
+    /* In the order devices.c added it to req->vfio. */
+    QpIoPlace place = place_of(n, o, &p, "-pci");
+    g_array_append_val(a->vfio_places, place);
+    return;
+  }
   if (driver == NULL || (drive == NULL && netdev == NULL))
     return;
   if (iothread == NULL && bus != NULL) {

@@ -32,6 +32,8 @@ qp_qemu_args_free(QpQemuArgs *args)
   qp_request_free(args->req);
   if (args->io_places)
     g_array_unref(args->io_places);
+  if (args->vfio_places)
+    g_array_unref(args->vfio_places);
   if (args->pci_buses)
     g_hash_table_unref(args->pci_buses);
   if (args->backends)
@@ -242,6 +244,7 @@ args_new(guint argc, char **argv)
     a->argv[i] = g_strdup(argv[i]);
   a->req = qp_request_new();
   a->io_places = g_array_new(FALSE, TRUE, sizeof(QpIoPlace));
+  a->vfio_places = g_array_new(FALSE, TRUE, sizeof(QpIoPlace));
   a->pci_buses = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   a->backends = g_ptr_array_new_with_free_func(qp_backend_free);
   a->warnings = g_ptr_array_new_with_free_func(g_free);

@@ -279,6 +279,52 @@ test_vnuma_auto(Fixture *f, gconstpointer data)
   assert_qemu_accepts(argv);
 }
 
+/* A vfio-pci device (the recorded intel-2s-smt host's 0000:af:00.0, on
+ * host node 1) goes on the guest node whose RAM is on host node 1; its
+ * own bus= keeps another where it is. Not started: there is no such
+ * device here. */
+static void
+test_vfio(Fixture *f, gconstpointer data)
+{
+  char *args[] = {"-machine", "q35",
+                  "-m",       "512",
+                  "-smp",     "2",
+                  "-numa",    "node,nodeid=0,cpus=0",
+                  "-numa",    "node,nodeid=1,cpus=1",
+                  "-device",  "vfio-pci,host=0000:af:00.0,id=gpu",
+                  "-device",  "vfio-pci,host=0000:3b:00.0,id=nic,bus=pcie.0",
+                  NULL};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpQemuArgs) a =
+      qp_qemu_args_parse(G_N_ELEMENTS(args) - 1, args, &error);
+  g_assert_no_error(error);
+  g_autofree char *xml =
+      g_build_filename(g_getenv("QP_TOPOLOGIES"), "intel-2s-smt.xml", NULL);
+  g_autoptr(QpHost) host = qp_host_load(xml, &error);
+  g_assert_no_error(error);
+  QpPlacementOptions o;
+  qp_placement_options_init(&o);
+  o.mode = QP_MODE_NUMA;
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  g_autoptr(QpPlan) plan = qp_plan_compute(host, claims, a->req, &o, &error);
+  g_assert_no_error(error);
+  int g = -1;
+  for (guint m = 0; m < plan->n_mem; m++)
+    if (plan->mem[m].gnode >= 0 &&
+        hwloc_bitmap_isset(plan->mem[m].host_nodes, 1) && g < 0)
+      g = plan->mem[m].gnode;
+  g_assert_cmpint(g, >=, 0);
+  g_auto(GStrv) argv = qp_qemu_args_rewrite(a, "qemu", plan, -1, &error);
+  g_assert_no_error(error);
+  g_autofree char *pxb = g_strdup_printf(
+      "pxb-pcie,id=qemu-pin-pxb%d,bus_nr=240,numa_node=%d,bus=pcie.0", g, g);
+  g_assert_true(has_arg(argv, pxb));
+  g_assert_true(
+      has_arg(argv, "vfio-pci,host=0000:af:00.0,id=gpu,bus=qemu-pin-rp0"));
+  g_assert_true(has_arg(argv, "vfio-pci,host=0000:3b:00.0,id=nic,bus=pcie.0"));
+  g_assert_false(has_arg(argv, "vfio-pci,host=0000:af:00.0,id=gpu"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -292,5 +338,6 @@ main(int argc, char **argv)
              test_crossing_warning, teardown);
   g_test_add("/device-buses/vnuma-auto", Fixture, NULL, setup, test_vnuma_auto,
              teardown);
+  g_test_add("/device-buses/vfio", Fixture, NULL, setup, test_vfio, teardown);
   return g_test_run();
 }

@@ -7,6 +7,8 @@
 #   elsewhere, yet io0 runs on node 2's CPUs and the main thread (the
 #   emulator) stays with the VM; `qemu-pin status` names the disk, its node
 #   and its iothread's CPUs.
+# - numa with two guest nodes: the disk in the guest on the guest node whose
+#   RAM is on host node 2 (QEMU's command line: qemu-pin's expander bus).
 # Each check reads Cpus_allowed_list of the running QEMU's threads.
 . "$QP_LAB_SRC/lib.sh"
 
@@ -40,6 +42,33 @@ disk_args() { # NAME MEM_MIB
     "-drive file=/dev/vda,if=none,id=d0,format=raw,readonly=on" \
     "-device virtio-blk-pci,drive=d0,iothread=io0,id=disk0"
 }
+
+# ---- guest side: numa, two guest nodes ---------------------------------------
+# Guest node 0's RAM bound by the caller to host node 0; the disk goes, in
+# the guest, on the guest node whose RAM qemu-pin put on host node 2 (a
+# pxb-pcie with that numa_node, a root port, the disk on it), and QEMU runs
+# with it.
+# shellcheck disable=SC2046
+set -- "$QP_QEMU" $(vm_args vn fw.bin) -smp 2 -m 256 \
+  -object memory-backend-ram,id=r0,size=128M,host-nodes=0,policy=bind \
+  -object memory-backend-ram,id=r1,size=128M \
+  -numa node,nodeid=0,cpus=0,memdev=r0 -numa node,nodeid=1,cpus=1,memdev=r1 \
+  -object iothread,id=io0 -drive file=/dev/vda,if=none,id=d0,format=raw,readonly=on \
+  -device virtio-blk-pci,drive=d0,iothread=io0,id=disk0
+qp_plan --mode=numa -- "$@" >vplan.json || fail "qemu-pin plan failed: $(cat vplan.json)"
+g=$(jq '[.memory[] | select(.kind == "ram" and .["host-nodes"] == "2") | .["guest-node"]] | first' vplan.json)
+[ "$g" != null ] || fail "numa plan: no guest node on the disk's host node 2: $(jq -c .memory vplan.json)"
+log "numa plan: guest node $g is on the disk's host node 2"
+pid=$(qp_launch vn --mode=numa -- "$@") || fail "qemu-pin did not launch the VM: $pid"
+cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline")
+case $cmdline in
+  *" pxb-pcie,id=qemu-pin-pxb$g,bus_nr=240,numa_node=$g,bus=pcie.0 "*" virtio-blk-pci,drive=d0,iothread=io0,id=disk0,bus=qemu-pin-rp0 "*)
+    log "ok: QEMU runs with the disk on guest node $g's expander bus" ;;
+  *) fail "guest side: QEMU's command line has no expander of guest node $g with the disk: $cmdline" ;;
+esac
+tid=$(iothread_tid "$pid" io0) || fail "QEMU $pid has no thread 'IO io0'"
+assert_eq "numa, two guest nodes: iothread io0 on node 2's CPUs" "$(node_cpus 2)" "$(cpus_allowed_of "$tid")"
+lab_cleanup
 
 # ---- balanced ----------------------------------------------------------------
 # shellcheck disable=SC2046

@@ -191,7 +191,12 @@ qp_node_pages(const QpHost *host, const QpClaims *claims, guint index,
     }
   }
   out->claimed = qp_claims_node_huge_pages(claims, n->id, page_kib);
-  out->uncommitted = out->free > out->claimed ? out->free - out->claimed : 0;
+  /* A running VM's pages are claimed and, once QEMU has touched them (every
+   * preallocated backend), no longer free: counting them off the free pages
+   * again would refuse room that is there. The pool less the claims is what
+   * qemu-pin's VMs leave; the free pages bound it when others took some. */
+  guint64 left = out->total > out->claimed ? out->total - out->claimed : 0;
+  out->uncommitted = MIN(left, out->free);
 }
 
 guint64

@@ -53,7 +53,7 @@ typedef struct {
   guint64 total;       /* pages in the pool (0: no pool) */
   guint64 free;        /* free now */
   guint64 claimed;     /* claimed by VMs */
-  guint64 uncommitted; /* free - claimed, >= 0 */
+  guint64 uncommitted; /* min(total - claimed, free), >= 0 */
 } QpNodePages;
 
 /* Fills OUT for pages of PAGE_KIB on host->nodes[INDEX] (a blocked node

@@ -167,10 +167,16 @@ cmd_status(QpOptions *opts, GError **error)
   g_autoptr(QpHost) host = qp_host_load_full(opts->topology, FALSE, error);
   if (host == NULL)
     return -1;
+  g_autofree char *why = NULL;
   g_autofree char *dir =
-      opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir();
-  /* Reading prunes the records of VMs that are gone. */
-  g_autoptr(QpClaims) claims = qp_ledger_read_claims(dir, host, error);
+      opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir(&why);
+  if (why != NULL)
+    qp_warning("%s", why);
+  /* Records of VMs that are gone count for nothing; reading removes the
+   * caller's own, --prune every one it may (root: all). */
+  g_autoptr(QpClaims) claims = opts->prune
+                                   ? qp_ledger_prune_claims(dir, host, error)
+                                   : qp_ledger_read_claims(dir, host, error);
   if (claims == NULL)
     return -1;
   if (opts->picture != NULL) {

@@ -49,7 +49,13 @@ assert_eq "$libexecdir/qemu-pin/qemu-system-x86_64 points to" "$bindir/qemu-pin"
   fail "qemu-pin-takeover --help does not describe install"
 
 # The tmpfiles.d entry: /run/qemu-pin, shared by the group when there is one.
-if [ -n "$group" ]; then want="d /run/qemu-pin 3770 root $group -"; else want="d /run/qemu-pin 0700 root root -"; fi
+if [ -n "$group" ]; then
+  want="d /run/qemu-pin 3770 root $group -
+f /run/qemu-pin/lock 0660 root $group -"
+else
+  want="d /run/qemu-pin 0700 root root -
+f /run/qemu-pin/lock 0600 root root -"
+fi
 assert_eq "tmpfiles.d entry" "$want" \
   "$(grep -v '^#' "$dest$prefix/lib/tmpfiles.d/qemu-pin.conf" | grep . | tr -s ' \t' '  ')"
 
@@ -89,6 +95,9 @@ else
   if [ -n "$group" ]; then want="drwxrws--T root $group"; else want="drwx------ root root"; fi
   assert_eq "ledger directory made by systemd-tmpfiles" "$want" \
     "$(stat -c '%A %U %G' "$sysroot/run/qemu-pin")"
+  if [ -n "$group" ]; then want="-rw-rw---- root $group"; else want="-rw------- root root"; fi
+  assert_eq "ledger lock made by systemd-tmpfiles" "$want" \
+    "$(stat -c '%A %U %G' "$sysroot/run/qemu-pin/lock")"
   write_fw_halt "$work/halt.fw"
   pid=$(QEMU_PIN_CONFIG=/dev/null QP_BINARY="$dest$bindir/qemu-pin" \
     qp_launch vm --state-dir="$sysroot/run/qemu-pin" -- "$QP_QEMU" \

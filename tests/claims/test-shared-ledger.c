@@ -279,9 +279,8 @@ assert_user_cannot_touch(Fixture *f, const char *path, const char *text)
 {
   g_autofree char *rm = g_strdup_printf("rm -f '%s'", path);
   g_autofree char *wr = g_strdup_printf("echo '{}' > '%s'", path);
-  g_autofree char *mv =
-      g_strdup_printf("echo '{}' > '%s/.x' && mv -f '%s/.x' '%s'",
-                      f->state, f->state, path);
+  g_autofree char *mv = g_strdup_printf(
+      "echo '{}' > '%s/.x' && mv -f '%s/.x' '%s'", f->state, f->state, path);
   g_assert_cmpint(user_sh(f, rm), !=, 0);
   g_assert_cmpint(user_sh(f, wr), !=, 0);
   g_assert_cmpint(user_sh(f, mv), !=, 0);
@@ -416,11 +415,50 @@ test_stale_records(void)
   teardown(f);
 }
 
+/* A user that cannot use /run/qemu-pin runs on its own ledger, saying
+ * so in one line that names the directory, why and the fix. */
+static void
+test_fallback_warning(void)
+{
+  Fixture fx = {0}, *f = &fx;
+  if (!setup(f))
+    return;
+  g_autoptr(GPtrArray) a = as(f, TRUE);
+  g_ptr_array_add(a, g_strdup(qp_test_binary()));
+  g_ptr_array_add(a, g_strdup("status"));
+  g_ptr_array_add(a, NULL);
+  g_auto(GStrv) env =
+      g_environ_setenv(g_get_environ(), "XDG_RUNTIME_DIR", f->udir, TRUE);
+  QpTestRun r;
+  qp_test_run((char **)a->pdata, env, &r);
+  g_test_message("status as %s: %d, stderr: %s", f->user, r.status, r.err);
+  g_assert_cmpint(r.status, ==, 0);
+  g_autofree char *own = g_build_filename(f->udir, "qemu-pin", NULL);
+  if (*r.err == '\0') {
+    g_assert_false(g_file_test(own, G_FILE_TEST_EXISTS));
+    g_test_skip("this host's /run/qemu-pin is usable by the test user: "
+                "/ledger/dir/shared-choice checks the fallback");
+  } else {
+    g_assert_cmpuint(qp_test_count_lines(r.err), ==, 1);
+    g_assert_true(g_str_has_prefix(r.err, "qemu-pin: warning: shared ledger "
+                                          "/run/qemu-pin is not usable: "));
+    g_assert_true(strstr(r.err, "systemd-tmpfiles --create") ||
+                  strstr(r.err, "make it 3770 root:") ||
+                  strstr(r.err, "usermod -aG"));
+    g_assert_nonnull(strstr(r.err, own));
+    g_assert_true(g_file_test(own, G_FILE_TEST_IS_DIR));
+    g_assert_nonnull(strstr(r.out, "no VM holds a claim"));
+  }
+  qp_test_run_clear(&r);
+  teardown(f);
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/shared-ledger/two-users", test_two_users);
   g_test_add_func("/shared-ledger/stale-records", test_stale_records);
+  g_test_add_func("/shared-ledger/fallback-warning", test_fallback_warning);
   return g_test_run();
 }

@@ -16,6 +16,7 @@
 #include "launcher/qemu/vm-ids.h"
 #include "topology/host.h"
 #include "topology/ledger.h"
+#include "topology/metrics.h"
 #include "topology/picture.h"
 #include "topology/status.h"
 
@@ -186,7 +187,11 @@ cmd_status(QpOptions *opts, GError **error)
             opts->picture);
     return 0;
   }
-  if (opts->json) {
+  if (opts->metrics) {
+    g_autofree char *text =
+        qp_status_to_metrics(host, claims, &opts->placement);
+    g_print("%s", text);
+  } else if (opts->json) {
     g_autoptr(JsonNode) node =
         qp_status_to_json(host, claims, &opts->placement);
     print_json(node);

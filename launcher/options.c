@@ -307,6 +307,8 @@ cli_flag(const char *option_name, const char *value, gpointer data,
     opts->json = TRUE;
   } else if (strcmp(option_name, "--prune") == 0) {
     opts->prune = TRUE;
+  } else if (strcmp(option_name, "--metrics") == 0) {
+    opts->metrics = TRUE;
   }
   return TRUE;
 }
@@ -323,7 +325,7 @@ build_help(void)
       "  qemu-pin [OPTIONS] [--] QEMU_BINARY [QEMU_ARGS...]\n"
       "  qemu-pin plan [OPTIONS] [--human] [--] QEMU_BINARY [QEMU_ARGS...]\n"
       "  qemu-pin topology [--json] [--topology=FILE]\n"
-      "  qemu-pin status [--json] [--prune] [--picture=FILE] "
+      "  qemu-pin status [--json|--metrics] [--prune] [--picture=FILE] "
       "[--state-dir=DIR]\n"
       "  QEMU_NAME [QEMU_ARGS...]   (qemu-pin installed as qemu-system-* or "
       "kvm)\n"
@@ -344,7 +346,9 @@ build_help(void)
       s,
       "  --human     plan: a readable table instead of JSON\n"
       "  --json      topology, status: JSON\n"
-      "  --prune     status: remove records of VMs that are gone\n"
+      "  --metrics   status: Prometheus text exposition format\n"
+      "  --prune     status: remove records of VMs that are gone (root: "
+      "anyone's)\n"
       "  --picture=FILE.png|FILE.svg\n"
       "              status: draw the host and the VMs' claims with lstopo\n"
       "  -v          more output; -h, --help; --version\n"
@@ -403,7 +407,7 @@ qp_options_parse_cli(QpOptions *opts, int argc, char **argv,
     }
     if (s == NULL || !(s->where & IN_CLI)) {
       if (strcmp(name, "human") == 0 || strcmp(name, "json") == 0 ||
-          strcmp(name, "prune") == 0) {
+          strcmp(name, "prune") == 0 || strcmp(name, "metrics") == 0) {
         if (eq != NULL)
           goto takes_no_value;
         cli_flag(opt, NULL, opts, NULL);

@@ -818,9 +818,12 @@ read_record(QpLedger *ledger, const char *name, gsize plen, QpClaims *claims,
   if (c == NULL)
     return set_aside(ledger, name, id, reason, claims, corrupt, changed, error);
   if (!claim_is_live(c)) {
-    if (!may_change(ledger, name))
+    if (!may_change(ledger, name)) {
+      claims->n_stale++;
       return TRUE;
+    }
     if (unlinkat(ledger->dirfd, name, 0) < 0 && errno != ENOENT) {
+      claims->n_stale++;
       if (errno == EPERM || errno == EACCES)
         return TRUE; /* another user's, in a sticky directory */
       return set_errno_error(error, errno,
@@ -865,6 +868,7 @@ qp_ledger_read(QpLedger *ledger, const QpHost *host, GError **error)
   }
 
   g_ptr_array_sort(corrupt, cmp_str);
+  claims->n_unreadable = corrupt->len;
   for (guint i = 0; i < corrupt->len; i++)
     block_corrupt(ledger, corrupt->pdata[i], host, claims);
 

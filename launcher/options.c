@@ -52,7 +52,8 @@ static const Setting settings[] = {
     {"config", "QEMU_PIN_CONFIG", IN_CLI | IN_ENV, "FILE",
      "configuration file (default " QP_DEFAULT_CONFIG ")"},
     {"state-dir", "QEMU_PIN_STATE_DIR", IN_CLI | IN_ENV | IN_CONFIG, "DIR",
-     "ledger directory (default /run/qemu-pin, or $XDG_RUNTIME_DIR/qemu-pin)"},
+     "ledger directory (default /run/qemu-pin when writable, else "
+     "$XDG_RUNTIME_DIR/qemu-pin)"},
     {"qemu", "QEMU_PIN_QEMU", IN_ENV | IN_CONFIG, "PATH",
      "the real QEMU binary when qemu-pin runs under a QEMU name"},
     {"topology", "QEMU_PIN_TOPOLOGY", IN_CLI | IN_ENV, "FILE",

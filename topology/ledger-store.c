@@ -279,7 +279,6 @@ user_label(void)
 static char *
 shared_dir_problem(const char *shared, const char *group)
 {
-  g_autofree char *user = user_label();
   struct stat st;
   if (lstat(shared, &st) < 0)
     return g_strdup_printf(
@@ -293,8 +292,9 @@ shared_dir_problem(const char *shared, const char *group)
                            "does)",
                            (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
                            group[0] != '\0' ? group : "GROUP");
-  if (access(shared, W_OK | X_OK) == 0)
+  if (faccessat(AT_FDCWD, shared, W_OK | X_OK, AT_EACCESS) == 0)
     return NULL;
+  g_autofree char *user = user_label();
   struct group *gr = getgrgid(st.st_gid);
   g_autofree char *gname = gr != NULL
                                ? g_strdup(gr->gr_name)

@@ -314,7 +314,7 @@ assert_user_cannot_touch(Fixture *f, const char *path, const char *text)
   g_assert_cmpint(user_sh(f, rm), !=, 0);
   g_assert_cmpint(user_sh(f, wr), !=, 0);
   g_assert_cmpint(user_sh(f, mv), !=, 0);
-  g_autoptr(JsonObject) pruned = status_json(f, TRUE, TRUE);
+  json_object_unref(status_json(f, TRUE, TRUE)); /* the user's --prune */
   g_autofree char *now = NULL;
   g_assert_true(g_file_get_contents(path, &now, NULL, NULL));
   g_assert_cmpstr(now, ==, text);
@@ -670,7 +670,6 @@ check_vm_metrics(JsonObject *m, JsonObject *status, JsonObject *vm)
         metric(m, "vm_shared_vcpus", "uuid", id, "node", l->data, NULL), ==,
         json_object_get_int_member(load, l->data));
   const char *ded = json_object_get_string_member(vm, "dedicated-cpus");
-  g_auto(GStrv) parts = g_strsplit(ded, ",", -1);
   GHashTable *per_node =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   for (int cpu = 0; cpu < 4096; cpu++) {
@@ -733,6 +732,7 @@ test_metrics(void)
   GPid rpid = start_vm_mode(f, FALSE, "root-vm", 96, "one-to-one");
   /* Last: the user's next launch would remove it. */
   g_autofree char *stale = stale_vm(f, TRUE, "user-gone");
+  g_assert_true(g_file_test(stale, G_FILE_TEST_EXISTS));
   g_autoptr(JsonObject) status = NULL;
   g_autoptr(JsonObject) m = NULL;
   for (int i = 0; i < 20 && status == NULL; i++) {

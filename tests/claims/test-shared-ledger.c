@@ -191,6 +191,11 @@ start_vm_mode(Fixture *f, gboolean as_user, const char *name, guint64 mib,
     g_test_message("launch of %s: %s", name, err);
     g_assert_not_reached();
   }
+  /* A member of the group launches on the shared ledger without a word. */
+  g_autofree char *errf = g_build_filename(dir, "stderr", NULL);
+  g_autofree char *err = NULL;
+  g_assert_true(g_file_get_contents(errf, &err, NULL, NULL));
+  g_assert_cmpstr(err, ==, "");
   return pid;
 }
 

@@ -87,4 +87,8 @@ void qp_node_capacity(const QpHost *host, const QpClaims *claims,
                       QpNodeCapacity *out);
 void qp_node_capacity_clear(QpNodeCapacity *cap);
 
+/* Page sizes (KiB, guint64) of node N's hugepage pools, then any other a
+ * claim of CLAIMS (NULL: none) holds on N; free with g_array_unref(). */
+GArray *qp_node_page_sizes(const QpNode *n, const QpClaims *claims);
+
 G_END_DECLS

@@ -67,29 +67,6 @@ node_load_groups(const QpHost *host, const QpNode *n, const double *load,
   return groups;
 }
 
-/* Page sizes of the node's pools plus any a claim names on the node. */
-static GArray *
-page_sizes(const QpNode *n, const QpClaims *claims)
-{
-  GArray *sizes = g_array_new(FALSE, FALSE, sizeof(guint64));
-  if (n->hugepages)
-    for (guint i = 0; i < n->hugepages->len; i++)
-      g_array_append_val(sizes,
-                         g_array_index(n->hugepages, QpHugePool, i).page_kib);
-  for (guint i = 0; claims && i < claims->claims->len; i++) {
-    const QpClaim *c = claims->claims->pdata[i];
-    for (guint j = 0; j < c->huge->len; j++) {
-      const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, j);
-      gboolean seen = FALSE;
-      for (guint k = 0; k < sizes->len; k++)
-        seen |= g_array_index(sizes, guint64, k) == h->page_kib;
-      if (h->node == n->id && !seen)
-        g_array_append_val(sizes, h->page_kib);
-    }
-  }
-  return sizes;
-}
-
 /* ---- JSON -----------------------------------------------------------------
  */
 
@@ -116,7 +93,7 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
 
   json_builder_set_member_name(b, "hugepages");
   json_builder_begin_array(b);
-  g_autoptr(GArray) sizes = page_sizes(n, claims);
+  g_autoptr(GArray) sizes = qp_node_page_sizes(n, claims);
   for (guint i = 0; i < sizes->len; i++) {
     guint64 kib = g_array_index(sizes, guint64, i);
     QpNodePages pages;
@@ -362,7 +339,7 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
         cap.uncommitted_mib,
         cap.blocked ? " (blocked by an unreadable record)" : "");
     append_bar(s, &cap);
-    g_autoptr(GArray) sizes = page_sizes(n, claims);
+    g_autoptr(GArray) sizes = qp_node_page_sizes(n, claims);
     for (guint j = 0; j < sizes->len; j++) {
       guint64 kib = g_array_index(sizes, guint64, j);
       QpNodePages pages;

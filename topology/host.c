@@ -588,10 +588,15 @@ new_topology(gboolean with_io)
   hwloc_topology_set_type_filter(topo, HWLOC_OBJ_OS_DEVICE,
                                  HWLOC_TYPE_FILTER_KEEP_NONE);
   /* Without devices a live load is several times faster, and a launch
-   * needs them only for vfio-pci locality. Caches are never used. */
+   * needs them only for vfio-pci locality. */
   if (!with_io)
     hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
-  hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+  /* Data caches stay: they are the cache domains, and a NUMA node may hang
+   * below one (a node per L3 on AMD Bulldozer, `numa:4 l3:1` in a synthetic
+   * description); without its cache the node moves up to the package and
+   * takes the CPUs of its neighbours. Instruction caches add nothing. */
+  hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL);
+  hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
   /* Linux sysfs ("linuxio") finds the same PCI devices as the libpciaccess
    * plugin, which leaks memory on every load and reads config space. */
   hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,

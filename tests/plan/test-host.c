@@ -336,6 +336,42 @@ test_synthetic_shapes(void)
   g_assert_cmpstr(node_cpus(smt, 1), ==, "2-3,6-7");
 }
 
+/* A NUMA node hwloc attaches below an L3 (a node per L3 on AMD Bulldozer,
+ * per L3 here) keeps its own CPUs: the cache is not dropped from under it. */
+static void
+test_nodes_below_l3(void)
+{
+  /* As `lstopo -i DESCRIPTION --of xml` records it. */
+  hwloc_topology_t topo = NULL;
+  g_assert_cmpint(qp_hwloc_topology_init(&topo), ==, 0);
+  g_assert_cmpint(hwloc_topology_set_synthetic(
+                      topo, "pack:1 numa:4(memory=16GiB) l3:1 core:4 pu:2"),
+                  ==, 0);
+  g_assert_cmpint(hwloc_topology_load(topo), ==, 0);
+  g_autofree char *dir = g_dir_make_tmp("qp-host-XXXXXX", NULL);
+  g_autofree char *xml = g_build_filename(dir, "l3-nodes.xml", NULL);
+  g_assert_cmpint(hwloc_topology_export_xml(topo, xml, 0), ==, 0);
+  hwloc_topology_destroy(topo);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) h = qp_host_load(xml, &error);
+  g_assert_no_error(error);
+  g_unlink(xml);
+  g_rmdir(dir);
+  g_assert_cmpuint(h->n_nodes, ==, 4);
+  g_assert_cmpstr(node_cpus(h, 0), ==, "0-7");
+  g_assert_cmpstr(node_cpus(h, 1), ==, "8-15");
+  g_assert_cmpstr(node_cpus(h, 3), ==, "24-31");
+  g_assert_cmpint(cpu(h, 13)->node, ==, 1);
+
+  g_autoptr(QpHost) opt = load_recorded("opteron-6272-4s.xml");
+  g_assert_cmpuint(opt->n_nodes, ==, 8);
+  g_assert_cmpstr(node_cpus(opt, 0), ==, "0-7");
+  g_assert_cmpstr(node_cpus(opt, 1), ==, "8-15");
+  g_assert_cmpstr(node_cpus(opt, 6), ==, "16-23");
+  g_assert_cmpstr(node_cpus(opt, 2), ==, "32-39");
+  g_assert_cmpstr(node_cpus(opt, 5), ==, "56-63");
+}
+
 static void
 test_synthetic_invalid(void)
 {
@@ -702,6 +738,7 @@ main(int argc, char **argv)
   g_test_add_func("/host/synthetic/defaults-and-test-setters", test_synthetic);
   g_test_add_func("/host/synthetic/coreless-memory-only-and-spread-smt-shapes",
                   test_synthetic_shapes);
+  g_test_add_func("/host/nodes-below-l3-keep-their-cpus", test_nodes_below_l3);
   g_test_add_func("/host/synthetic/invalid-description-is-one-line-error",
                   test_synthetic_invalid);
   g_test_add_func("/host/live/allowed-equals-affinity-minus-isolated",

@@ -129,6 +129,19 @@ static const Shape shapes[] = {
      .pci_unknown = 92,
      .pci_block = 2,
      .net = 3},
+    {.file = "opteron-6272-4s.xml",
+     .packages = 4,
+     .nodes = 8,
+     .cores = 64,
+     .cpus = 64,
+     .node0_mib = 16043,
+     .near = 16,
+     .far = 22,
+     .l3_per_node = 1,
+     .cores_per_l3 = 8,
+     .nodes_per_l3 = 1,
+     .shared_l2 = 32,
+     .cores_per_shared_l2 = 2},
 };
 
 typedef struct {

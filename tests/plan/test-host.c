@@ -625,6 +625,18 @@ test_json(void)
   JsonObject *core0 = json_array_get_object_element(
       json_object_get_array_member(json_node_get_object(iroot), "cores"), 0);
   g_assert_cmpstr(json_object_get_string_member(core0, "cpus"), ==, "0,16");
+
+  g_autoptr(QpHost) epyc = load_recorded("epyc-7351p.xml");
+  g_autoptr(JsonNode) eroot = qp_host_to_json(epyc);
+  JsonObject *en1 = json_array_get_object_element(
+      json_object_get_array_member(json_node_get_object(eroot), "nodes"), 1);
+  JsonArray *doms = json_object_get_array_member(en1, "cache_domains");
+  g_assert_cmpuint(json_array_get_length(doms), ==, 2);
+  JsonObject *d1 = json_array_get_object_element(doms, 1);
+  g_assert_cmpstr(json_object_get_string_member(d1, "level"), ==, "L3");
+  g_assert_cmpstr(json_object_get_string_member(d1, "cpus"), ==, "6-7,22-23");
+  g_assert_cmpint(json_object_get_int_member(d1, "cores"), ==, 2);
+  g_assert_cmpint(json_object_get_int_member(d1, "size_kib"), ==, 8192);
 }
 
 static void
@@ -652,6 +664,17 @@ test_text(void)
       strstr(hytext, "kind 0: IntelAtom, efficiency 0, cpus 16-23\n"));
   g_assert_nonnull(
       strstr(hytext, "kind 1: IntelCore, efficiency 1, cpus 0-15\n"));
+
+  g_autoptr(QpHost) epyc = load_recorded("epyc-7351p.xml");
+  g_autofree char *etext = qp_host_to_text(epyc);
+  g_assert_nonnull(strstr(etext, "node 0 cache domains: L3 0-1,16-17 (8 MiB), "
+                                 "L3 2-3,18-19 (8 MiB)\n"));
+  g_autoptr(QpHost) raptor = load_recorded("raptorlake.xml");
+  g_autofree char *rtext = qp_host_to_text(raptor);
+  g_assert_nonnull(strstr(rtext, "node 0 cache domains: L3 0-19 (24 MiB), "
+                                 "L2 12-15 (2 MiB), L2 16-19 (2 MiB)\n"));
+  /* No cache inside a node: no line. */
+  g_assert_null(strstr(text, "cache domains"));
 }
 
 /* Mapped into this process: a file whose path holds NEEDLE. */

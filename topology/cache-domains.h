@@ -1,0 +1,25 @@
+/* Cache domains of the host model (QpCacheDomain in host.h): read from
+ * hwloc's caches, and shown in `qemu-pin topology`. */
+#pragma once
+
+#include "topology/host.h"
+
+G_BEGIN_DECLS
+
+/* Fills host->domains and cores[].domain from TOPO's L3 and L2 caches;
+ * host->cpus, cores and nodes are filled already. */
+void qp_host_fill_cache_domains(QpHost *host, hwloc_topology_t topo);
+
+void qp_host_free_cache_domains(QpHost *host);
+
+/* "L3" or "L2" */
+const char *qp_cache_level_name(int level);
+
+/* The domains of node ID as a JSON array member "cache_domains". */
+void qp_cache_domains_to_json(const QpHost *host, int id, JsonBuilder *b);
+
+/* "node 0 cache domains: L3 0-1,16-17 (8 MiB), L3 2-3,18-19 (8 MiB)\n" for
+ * a node with domains. */
+void qp_cache_domains_to_text(const QpHost *host, int id, GString *s);
+
+G_END_DECLS

@@ -1,0 +1,215 @@
+/* Cache domains in the planner: cores that share an L3 (or an L2 shared by
+ * several cores) share cache lines at cache speed; vCPUs of one VM spread
+ * over several domains pay cross-domain traffic for every shared line. */
+#include "topology/plan/cache.h"
+
+typedef struct {
+  int domain;      /* index into host->domains, -1: a core of no domain */
+  GArray *members; /* guint core indexes, free, in core order */
+  gboolean whole;  /* every core of the domain is free */
+  gboolean used;
+} Group;
+
+static void
+group_clear(gpointer p)
+{
+  Group *g = p;
+  g_array_unref(g->members);
+}
+
+/* The domain of core C at LEVEL, -1 if none (or a host built by hand
+ * without domains). */
+static int
+domain_of(const QpHost *host, guint c, int level)
+{
+  int d = host->cores[c].domain[level];
+  return d >= 0 && (guint)d < host->n_domains ? d : -1;
+}
+
+/* CANDS grouped by their domain at LEVEL, in order of first member. */
+static GArray *
+group_by_domain(const QpHost *host, const GArray *cands, int level)
+{
+  GArray *groups = g_array_new(FALSE, TRUE, sizeof(Group));
+  g_array_set_clear_func(groups, group_clear);
+  for (guint k = 0; k < cands->len; k++) {
+    guint c = g_array_index(cands, guint, k);
+    int d = domain_of(host, c, level);
+    Group *g = NULL;
+    for (guint x = 0; d >= 0 && x < groups->len && g == NULL; x++)
+      if (g_array_index(groups, Group, x).domain == d)
+        g = &g_array_index(groups, Group, x);
+    if (g == NULL) {
+      Group n = {.domain = d,
+                 .members = g_array_new(FALSE, FALSE, sizeof(guint))};
+      g_array_append_val(groups, n);
+      g = &g_array_index(groups, Group, groups->len - 1);
+    }
+    g_array_append_val(g->members, c);
+  }
+  for (guint x = 0; x < groups->len; x++) {
+    Group *g = &g_array_index(groups, Group, x);
+    g->whole =
+        g->domain < 0 || g->members->len == host->domains[g->domain].n_cores;
+  }
+  return groups;
+}
+
+/* Better than B for the rest of NEED cores: holding them all beats not;
+ * among those that hold them the fewer free cores (best fit), among those
+ * that do not the more; a wholly free domain on a tie. */
+static gboolean
+better_group(const Group *g, const Group *b, guint need)
+{
+  if (b == NULL)
+    return TRUE;
+  gboolean gh = g->members->len >= need, bh = b->members->len >= need;
+  if (gh != bh)
+    return gh;
+  if (g->members->len != b->members->len)
+    return gh ? g->members->len < b->members->len
+              : g->members->len > b->members->len;
+  return g->whole && !b->whole;
+}
+
+/* Appends to OUT the NEED cores of CANDS that fill the fewest domains of
+ * LEVEL, and of the levels below inside each. */
+static void
+select_cores(const QpHost *host, const GArray *cands, guint need, int level,
+             GArray *out)
+{
+  if (need >= cands->len || level >= QP_CACHE_LEVELS) {
+    g_array_append_vals(out, cands->data, MIN(need, cands->len));
+    return;
+  }
+  g_autoptr(GArray) groups = group_by_domain(host, cands, level);
+  if (groups->len == 1) {
+    select_cores(host, cands, need, level + 1, out);
+    return;
+  }
+  while (need > 0) {
+    Group *best = NULL;
+    for (guint x = 0; x < groups->len; x++) {
+      Group *g = &g_array_index(groups, Group, x);
+      if (!g->used && better_group(g, best, need))
+        best = g;
+    }
+    if (best == NULL)
+      return;
+    guint take = MIN(need, best->members->len);
+    select_cores(host, best->members, take, level + 1, out);
+    best->used = TRUE;
+    need -= take;
+  }
+}
+
+static gboolean
+core_free(const Ctx *ctx, const Attempt *a, CapKind cap, guint i, guint c)
+{
+  if (a->core_used[c])
+    return FALSE;
+  g_auto(hwloc_bitmap_t) pus = hwloc_bitmap_alloc();
+  hwloc_bitmap_and(pus, ctx->host->cores[c].pus, a->node_cpus[i]);
+  guint w = (guint)MAX(hwloc_bitmap_weight(pus), 0);
+  return w >= (cap == CAP_GROUPS ? ctx->threads : 1);
+}
+
+GArray *
+cache_order_cores(const Ctx *ctx, const Attempt *a, CapKind cap, guint i,
+                  guint need)
+{
+  const GArray *all = a->node_cores[i];
+  g_autoptr(GArray) cands = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint k = 0; k < all->len; k++) {
+    guint c = g_array_index(all, guint, k);
+    if (core_free(ctx, a, cap, i, c))
+      g_array_append_val(cands, c);
+  }
+  GArray *order = g_array_new(FALSE, FALSE, sizeof(guint));
+  select_cores(ctx->host, cands, need, QP_CACHE_L3, order);
+  /* Then every other core of the node, as before. */
+  for (guint k = 0; k < all->len; k++) {
+    guint c = g_array_index(all, guint, k);
+    gboolean in = FALSE;
+    for (guint x = 0; x < order->len && !in; x++)
+      in = g_array_index(order, guint, x) == c;
+    if (!in)
+      g_array_append_val(order, c);
+  }
+  return order;
+}
+
+/* Free cores of node index I under CAP, grouped by L3 domain. */
+static GArray *
+free_groups(const Ctx *ctx, const Attempt *a, CapKind cap, guint i)
+{
+  const GArray *all = a->node_cores[i];
+  g_autoptr(GArray) cands = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint k = 0; k < all->len; k++) {
+    guint c = g_array_index(all, guint, k);
+    if (core_free(ctx, a, cap, i, c))
+      g_array_append_val(cands, c);
+  }
+  return group_by_domain(ctx->host, cands, QP_CACHE_L3);
+}
+
+/* Takes NEED cores from the groups of the K nodes in GROUPS the way
+ * select_cores() does, adding to TAKE[j] per node; returns the number of
+ * groups used. The groups' used marks are reset after. */
+static guint
+pick_groups(GArray **groups, guint k, guint need, guint64 *take)
+{
+  guint used = 0;
+  while (need > 0) {
+    Group *best = NULL;
+    guint best_j = 0;
+    for (guint j = 0; j < k; j++)
+      for (guint x = 0; x < groups[j]->len; x++) {
+        Group *g = &g_array_index(groups[j], Group, x);
+        if (!g->used && better_group(g, best, need)) {
+          best = g;
+          best_j = j;
+        }
+      }
+    if (best == NULL)
+      break;
+    guint n = MIN(need, best->members->len);
+    best->used = TRUE;
+    take[best_j] += n;
+    need -= n;
+    used++;
+  }
+  for (guint j = 0; j < k; j++)
+    for (guint x = 0; x < groups[j]->len; x++)
+      g_array_index(groups[j], Group, x).used = FALSE;
+  return used;
+}
+
+void
+cache_split_units(const Ctx *ctx, const Attempt *a, CapKind cap,
+                  const guint *nodes, guint k, guint64 *count)
+{
+  if (cap == CAP_PUS || k < 2 || ctx->host->n_domains == 0)
+    return;
+  g_autofree GArray **groups = g_new0(GArray *, k);
+  g_autofree guint64 *mine = g_new0(guint64, k);
+  g_autofree guint64 *scratch = g_new0(guint64, 1);
+  guint even = 0, units = 0, old_nodes = 0, new_nodes = 0;
+  for (guint j = 0; j < k; j++) {
+    groups[j] = free_groups(ctx, a, cap, nodes[j]);
+    even += pick_groups(&groups[j], 1, (guint)count[nodes[j]], scratch);
+    units += (guint)count[nodes[j]];
+    old_nodes += count[nodes[j]] > 0;
+  }
+  guint fewer = pick_groups(groups, k, units, mine);
+  guint64 placed = 0;
+  for (guint j = 0; j < k; j++) {
+    new_nodes += mine[j] > 0;
+    placed += mine[j];
+  }
+  if (fewer < even && new_nodes == old_nodes && placed == units)
+    for (guint j = 0; j < k; j++)
+      count[nodes[j]] = mine[j];
+  for (guint j = 0; j < k; j++)
+    g_array_unref(groups[j]);
+}

@@ -1,0 +1,25 @@
+/* Cache domains in the planner (topology/plan/cache.c): which free cores of
+ * a node a one-to-one VM takes, and where a balanced VM floats. */
+#pragma once
+
+#include "topology/plan/context.h"
+
+G_BEGIN_DECLS
+
+/* The free cores of node index I under CAP (unused, with enough usable
+ * PUs), ordered so that the first NEED fill the fewest cache domains: a
+ * domain that holds them all (the smallest; a wholly free one on a tie),
+ * else the domains with the most free cores first (wholly free first on a
+ * tie) and the smallest that holds the rest; the same inside each chosen L3
+ * for shared L2s. The other free cores follow in core order. A GArray of
+ * guint core indexes. */
+GArray *cache_order_cores(const Ctx *ctx, const Attempt *a, CapKind cap,
+                          guint i, guint need);
+
+/* COUNT holds the units (per node index) an even split gives the K nodes
+ * NODES; replaced by a split over the same nodes that fills fewer L3
+ * domains, when there is one (whole domains first, the rest best fit). */
+void cache_split_units(const Ctx *ctx, const Attempt *a, CapKind cap,
+                       const guint *nodes, guint k, guint64 *count);
+
+G_END_DECLS

@@ -136,6 +136,138 @@ test_epyc_o2o_six_fewest_l3(void)
   g_assert_cmpuint(want, ==, 3);
 }
 
+/* Another VM with VCPUS shared vCPUs floating over CPUS on NODE. */
+static void
+claim_load(QpClaims *claims, const char *id, int node, const char *cpus,
+           guint vcpus)
+{
+  QpClaim *c = qp_claim_new();
+  c->id = g_strdup(id);
+  c->mode = QP_MODE_BALANCED;
+  QpNodeLoad l = {.node = node, .vcpus = vcpus};
+  g_array_append_val(c->load, l);
+  QpCpuLoad cl = {.cpus = list(cpus), .vcpus = vcpus};
+  g_array_append_val(c->cpu_load, cl);
+  g_ptr_array_add(claims->claims, c);
+}
+
+/* The domain of LEVEL whose CPUs are exactly SET, or -1. */
+static int
+domain_equal(const QpHost *h, hwloc_const_bitmap_t set, int level)
+{
+  for (guint d = 0; d < h->n_domains; d++)
+    if (h->domains[d].level == level &&
+        hwloc_bitmap_isequal(h->domains[d].cpus, set))
+      return (int)d;
+  return -1;
+}
+
+/* Balanced: a 2-vCPU VM floats over one L3 (2 cores, 4 CPUs) of its node,
+ * the least-loaded one: with another VM's 3 vCPUs on node 0's first L3 it
+ * takes the second. */
+static void
+test_epyc_balanced_least_loaded_l3(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("epyc-7351p.xml");
+  g_autoptr(QpRequest) r = request(2, 1024);
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, r, QP_MODE_BALANCED);
+  g_autofree char *cpus = vcpu_cpus(p);
+  g_assert_cmpstr(cpus, ==, "0-1,16-17");
+  g_assert_true(hwloc_bitmap_isequal(p->vcpu_cpus[0], p->vcpu_cpus[1]));
+  /* The record carries the load on the domain's CPUs. */
+  g_assert_cmpuint(p->cpu_load->len, ==, 1);
+  g_autofree char *lc =
+      qp_list_format(g_array_index(p->cpu_load, QpCpuLoad, 0).cpus);
+  g_assert_cmpstr(lc, ==, "0-1,16-17");
+
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  claim_load(claims, "busy", 0, "0-1,16-17", 3);
+  g_autoptr(QpPlan) q = qp_test_plan_ok(h, claims, r, QP_MODE_BALANCED);
+  g_autofree char *qcpus = vcpu_cpus(q);
+  g_assert_cmpint(domain_equal(h, q->vcpu_cpus[0], QP_CACHE_L3), >=, 0);
+  g_assert_false(hwloc_bitmap_intersects(q->vcpu_cpus[0], list("0-1,16-17")));
+}
+
+/* Balanced: when every domain would carry more than one vCPU per CPU, the
+ * VM floats over the whole node as without domains. */
+static void
+test_epyc_balanced_busy_floats_over_node(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("epyc-7351p.xml");
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  for (guint d = 0; d < h->n_domains; d++) {
+    g_autofree char *id = g_strdup_printf("busy%u", d);
+    g_autofree char *l = qp_list_format(h->domains[d].cpus);
+    claim_load(claims, id, h->domains[d].node, l, 3);
+  }
+  g_autoptr(QpRequest) r = request(2, 1024);
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, claims, r, QP_MODE_BALANCED);
+  int ci = qp_host_cpu_index(h, hwloc_bitmap_first(p->vcpu_cpus[0]));
+  int ni = qp_host_node_index(h, h->cpus[ci].node);
+  g_assert_true(hwloc_bitmap_isequal(p->vcpu_cpus[0], h->nodes[ni].cpus));
+}
+
+/* numa: each guest node that fits an L3 floats inside one of its host
+ * node's. */
+static void
+test_epyc_numa_per_guest_node(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("epyc-7351p.xml");
+  g_autoptr(QpRequest) r = request(4, 2048);
+  r->n_gnodes = 2;
+  r->gnodes = g_new0(QpGuestNode, 2);
+  for (guint g = 0; g < 2; g++) {
+    r->gnodes[g].id = (int)g;
+    r->gnodes[g].vcpus = hwloc_bitmap_alloc();
+    hwloc_bitmap_set_range(r->gnodes[g].vcpus, 2 * g, 2 * g + 1);
+    r->gnodes[g].mem_mib = 1024;
+    r->gnodes[g].memdev = g_strdup_printf("ram-node%u", g);
+  }
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, r, QP_MODE_NUMA);
+  for (guint v = 0; v < 4; v++)
+    g_assert_cmpint(domain_equal(h, p->vcpu_cpus[v], QP_CACHE_L3), >=, 0);
+  g_assert_true(hwloc_bitmap_isequal(p->vcpu_cpus[0], p->vcpu_cpus[1]));
+  g_assert_false(hwloc_bitmap_isequal(p->vcpu_cpus[0], p->vcpu_cpus[2]));
+}
+
+static const char *const hosts[] = {
+    "epyc-7351p.xml",   "epyc-7451-2s.xml", "epyc-7763-2s.xml",
+    "spr-snc4.xml",     "lakefield.xml",    "raptorlake.xml",
+    "x3950m2-io.xml",   "dcs8000z-io.xml",  "opteron-6272-4s.xml",
+    "intel-2s-smt.xml", "hybrid.xml",
+};
+
+/* Every recorded host, every mode: a VM of as many vCPUs as the smallest
+ * L3 inside a node has cores runs inside one L3 (two VMs in a row, the
+ * second beside the first); on hosts with no L3 inside a node, on one
+ * node. */
+static void
+test_every_host_every_mode(gconstpointer data)
+{
+  g_autoptr(QpHost) h = qp_test_recorded(data);
+  guint n = 0;
+  for (guint d = 0; d < h->n_domains; d++) {
+    const QpCacheDomain *cd = &h->domains[d];
+    int ni = qp_host_node_index(h, cd->node);
+    if (cd->level == QP_CACHE_L3 &&
+        !hwloc_bitmap_isequal(cd->cpus, h->nodes[ni].all_cpus))
+      n = n == 0 ? cd->n_cores : MIN(n, cd->n_cores);
+  }
+  QpMode modes[] = {QP_MODE_BALANCED, QP_MODE_NUMA, QP_MODE_ONE_TO_ONE};
+  for (guint m = 0; m < G_N_ELEMENTS(modes); m++) {
+    g_autoptr(QpRequest) r = request(n > 0 ? n : 2, 512);
+    g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, r, modes[m]);
+    if (g_test_verbose()) {
+      g_autofree char *c = vcpu_cpus(p);
+      g_printerr("%s mode %d: %u vCPUs on %s\n", (const char *)data, modes[m],
+                 r->vcpus, c);
+    }
+    g_assert_cmpuint(hwloc_bitmap_weight(p->host_nodes), ==, 1);
+    if (n > 0)
+      g_assert_cmpuint(domains_used(h, p, QP_CACHE_L3), ==, 1);
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -144,5 +276,16 @@ main(int argc, char **argv)
                   test_epyc_o2o_two_in_one_l3);
   g_test_add_func("/plan-cache/epyc-7351p/o2o-six-vcpus-fewest-l3",
                   test_epyc_o2o_six_fewest_l3);
+  g_test_add_func("/plan-cache/epyc-7351p/balanced-least-loaded-l3",
+                  test_epyc_balanced_least_loaded_l3);
+  g_test_add_func("/plan-cache/epyc-7351p/balanced-busy-floats-over-node",
+                  test_epyc_balanced_busy_floats_over_node);
+  g_test_add_func("/plan-cache/epyc-7351p/numa-per-guest-node",
+                  test_epyc_numa_per_guest_node);
+  for (gsize i = 0; i < G_N_ELEMENTS(hosts); i++) {
+    g_autofree char *name =
+        g_strdup_printf("/plan-cache/every-mode/%s", hosts[i]);
+    g_test_add_data_func(name, hosts[i], test_every_host_every_mode);
+  }
   return g_test_run();
 }

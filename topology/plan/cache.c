@@ -3,6 +3,10 @@
  * over several domains pay cross-domain traffic for every shared line. */
 #include "topology/plan/cache.h"
 
+#include "topology/capacity.h"
+#include "topology/cache-domains.h"
+#include "topology/plan/result.h"
+
 typedef struct {
   int domain;      /* index into host->domains, -1: a core of no domain */
   GArray *members; /* guint core indexes, free, in core order */
@@ -212,4 +216,94 @@ cache_split_units(const Ctx *ctx, const Attempt *a, CapKind cap,
       count[nodes[j]] = mine[j];
   for (guint j = 0; j < k; j++)
     g_array_unref(groups[j]);
+}
+
+/* Shared vCPUs per CPU (by host->cpus index): other VMs' from the ledger,
+ * and this plan's vCPUs placed so far, each spread over its CPUs. */
+static double *
+shared_load(const Ctx *ctx, const QpPlan *plan)
+{
+  double *load = qp_claims_cpu_load(ctx->host, ctx->claims);
+  for (guint v = 0; v < plan->n_vcpus; v++) {
+    hwloc_const_bitmap_t set = plan->vcpu_cpus[v];
+    int w = set != NULL ? hwloc_bitmap_weight(set) : 0;
+    int id;
+    if (w <= 0)
+      continue;
+    hwloc_bitmap_foreach_begin(id, set)
+    {
+      int ci = cpu_index(ctx, id);
+      if (ci >= 0)
+        load[ci] += 1.0 / w;
+    }
+    hwloc_bitmap_foreach_end();
+  }
+  return load;
+}
+
+/* Usable cores of domain D in A on node index I. */
+static guint
+usable_cores(const Ctx *ctx, const Attempt *a, guint i, guint d)
+{
+  const QpHost *host = ctx->host;
+  guint n = 0;
+  for (guint c = 0; c < host->n_cores; c++)
+    n += hwloc_bitmap_isincluded(host->cores[c].pus, host->domains[d].cpus) &&
+         hwloc_bitmap_intersects(host->cores[c].pus, a->node_cpus[i]);
+  return n;
+}
+
+hwloc_bitmap_t
+cache_float_cpus(QpPlan *plan, const Ctx *ctx, const Attempt *a, guint i,
+                 guint n, const char *who)
+{
+  const QpHost *host = ctx->host;
+  if (host->n_domains == 0 || n == 0)
+    return NULL;
+  g_autofree double *load = shared_load(ctx, plan);
+  g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
+  int best = -1;
+  double best_per_cpu = 0;
+  guint best_cpus = 0;
+  for (guint d = 0; d < host->n_domains; d++) {
+    const QpCacheDomain *cd = &host->domains[d];
+    if (cd->level != QP_CACHE_L3 || cd->node != host->nodes[i].id ||
+        usable_cores(ctx, a, i, d) < n)
+      continue;
+    hwloc_bitmap_and(cpus, cd->cpus, a->node_cpus[i]);
+    if (hwloc_bitmap_isequal(cpus, a->node_cpus[i]))
+      continue; /* the whole node: nothing to narrow */
+    guint w = (guint)hwloc_bitmap_weight(cpus);
+    double sum = n;
+    int id;
+    hwloc_bitmap_foreach_begin(id, cpus)
+    {
+      int ci = cpu_index(ctx, id);
+      sum += ci >= 0 ? load[ci] : 0;
+    }
+    hwloc_bitmap_foreach_end();
+    /* Busier than one vCPU per CPU with this VM: not a home for it. */
+    if (sum > w + 1e-9)
+      continue;
+    double per_cpu = sum / w;
+    if (best < 0 || per_cpu < best_per_cpu - 1e-9 ||
+        (per_cpu < best_per_cpu + 1e-9 && w < best_cpus)) {
+      best = (int)d;
+      best_per_cpu = per_cpu;
+      best_cpus = w;
+    }
+  }
+  if (best < 0)
+    return NULL;
+  hwloc_bitmap_t out = hwloc_bitmap_alloc();
+  hwloc_bitmap_and(out, host->domains[best].cpus, a->node_cpus[i]);
+  g_autofree char *l = qp_list_format(out);
+  add_reason(plan,
+             "%s%s%u vCPU%s float over %s %s of host node %d: the "
+             "least-loaded cache domain that holds them (%.2f vCPUs per "
+             "CPU with this VM)",
+             who, *who ? ": " : "", n, n == 1 ? "" : "s",
+             qp_cache_level_name(host->domains[best].level), l,
+             host->nodes[i].id, best_per_cpu);
+  return out;
 }

@@ -22,4 +22,15 @@ GArray *cache_order_cores(const Ctx *ctx, const Attempt *a, CapKind cap,
 void cache_split_units(const Ctx *ctx, const Attempt *a, CapKind cap,
                        const guint *nodes, guint k, guint64 *count);
 
+/* The CPUs N shared vCPUs of PLAN float over on node index I: the usable
+ * CPUs of the L3 domain of the node (smaller than the node; a shared L2
+ * would leave floating vCPUs too few CPUs) that has as many usable cores and
+ * the fewest shared vCPUs per CPU once they are added (other VMs' load and
+ * this plan's vCPUs placed so far; the smaller domain on a tie), with a
+ * reason naming WHO. NULL (float over the node) when the host has no
+ * domains, none holds N cores, or every one would carry more than one vCPU
+ * per CPU. */
+hwloc_bitmap_t cache_float_cpus(QpPlan *plan, const Ctx *ctx, const Attempt *a,
+                                guint i, guint n, const char *who);
+
 G_END_DECLS

@@ -149,3 +149,73 @@ qp_cache_domains_to_text(const QpHost *host, int id, GString *s)
   if (!first)
     g_string_append_c(s, '\n');
 }
+
+void
+qp_cache_usage(const QpHost *host, hwloc_const_bitmap_t dedicated,
+               const double *load, guint d, QpCacheUsage *out)
+{
+  const QpCacheDomain *cd = &host->domains[d];
+  *out = (QpCacheUsage){0};
+  for (guint c = 0; c < host->n_cores; c++)
+    if (hwloc_bitmap_isincluded(host->cores[c].pus, cd->cpus) &&
+        hwloc_bitmap_intersects(host->cores[c].pus, dedicated))
+      out->dedicated_cores++;
+  guint free_cpus = 0;
+  int id;
+  hwloc_bitmap_foreach_begin(id, cd->cpus)
+  {
+    int ci = qp_host_cpu_index(host, id);
+    if (ci >= 0 && load != NULL)
+      out->shared_vcpus += load[ci];
+    free_cpus += !hwloc_bitmap_isset(dedicated, (unsigned)id);
+  }
+  hwloc_bitmap_foreach_end();
+  /* Shown to hundredths, as the per-CPU load is. */
+  out->shared_vcpus = (double)(gint64)(out->shared_vcpus * 100 + 0.5) / 100;
+  out->per_cpu = free_cpus > 0 ? out->shared_vcpus / free_cpus : 0.0;
+}
+
+void
+qp_cache_usage_to_json(const QpHost *host, hwloc_const_bitmap_t dedicated,
+                       const double *load, int id, JsonBuilder *b)
+{
+  json_builder_set_member_name(b, "cache-domains");
+  json_builder_begin_array(b);
+  for (guint d = 0; d < host->n_domains; d++) {
+    const QpCacheDomain *cd = &host->domains[d];
+    if (cd->node != id)
+      continue;
+    QpCacheUsage u;
+    qp_cache_usage(host, dedicated, load, d, &u);
+    json_builder_begin_object(b);
+    qp_json_add_string(b, "level", qp_cache_level_name(cd->level));
+    qp_json_add_list(b, "cpus", cd->cpus);
+    qp_json_add_int(b, "cores", cd->n_cores);
+    qp_json_add_int(b, "dedicated-cores", u.dedicated_cores);
+    json_builder_set_member_name(b, "shared-vcpus");
+    json_builder_add_double_value(b, u.shared_vcpus);
+    json_builder_set_member_name(b, "vcpus-per-cpu");
+    json_builder_add_double_value(b, u.per_cpu);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+}
+
+void
+qp_cache_usage_to_text(const QpHost *host, hwloc_const_bitmap_t dedicated,
+                       const double *load, int id, GString *s)
+{
+  for (guint d = 0; d < host->n_domains; d++) {
+    const QpCacheDomain *cd = &host->domains[d];
+    if (cd->node != id || cd->level != QP_CACHE_L3)
+      continue;
+    QpCacheUsage u;
+    qp_cache_usage(host, dedicated, load, d, &u);
+    g_autofree char *cpus = qp_list_format(cd->cpus);
+    g_string_append_printf(s,
+                           "  L3 %s: %u of %u cores dedicated, %.2f shared "
+                           "vCPUs (%.2f per CPU)\n",
+                           cpus, u.dedicated_cores, cd->n_cores, u.shared_vcpus,
+                           u.per_cpu);
+  }
+}

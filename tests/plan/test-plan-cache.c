@@ -4,6 +4,8 @@
  * inside the least-loaded one. */
 #include "tests/common/qp-plan-test.h"
 #include "topology/capacity.h"
+#include "topology/ledger.h"
+#include "topology/status.h"
 
 #include <string.h>
 
@@ -230,6 +232,80 @@ test_epyc_numa_per_guest_node(void)
   g_assert_false(hwloc_bitmap_isequal(p->vcpu_cpus[0], p->vcpu_cpus[2]));
 }
 
+/* A VM's record as the ledger writes it and reads it back. */
+static QpClaim *
+through_ledger(const QpPlan *p, const char *id)
+{
+  g_autoptr(QpClaim) c = qp_claim_from_plan(p, id, NULL);
+  g_autofree char *json = qp_claim_to_json(c);
+  g_autoptr(GError) error = NULL;
+  QpClaim *back = qp_claim_from_json(json, strlen(json), &error);
+  g_assert_no_error(error);
+  return back;
+}
+
+/* status accounts per L3: a one-to-one VM's dedicated cores and a balanced
+ * VM's shared vCPUs, both from their records (the balanced one floats in
+ * an L3, which its cpu-load says); a record without cpu-load (older
+ * qemu-pin) still reads, its load spread over its node. */
+static void
+test_epyc_status_per_l3(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("epyc-7351p.xml");
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  g_autoptr(QpRequest) r2 = request(2, 1024);
+  g_autoptr(QpPlan) o2o = qp_test_plan_ok(h, claims, r2, QP_MODE_ONE_TO_ONE);
+  g_ptr_array_add(claims->claims, through_ledger(o2o, "o2o"));
+  g_autoptr(QpPlan) bal = qp_test_plan_ok(h, claims, r2, QP_MODE_BALANCED);
+  g_ptr_array_add(claims->claims, through_ledger(bal, "bal"));
+  g_autofree char *bal_cpus = vcpu_cpus(bal);
+  g_assert_cmpstr(bal_cpus, ==, "4-5,20-21"); /* node 1: more free CPUs */
+
+  g_autofree char *text = qp_status_to_text(h, claims, NULL);
+  if (g_test_verbose())
+    g_printerr("%s", text);
+  g_assert_nonnull(strstr(text, "  L3 0-1,16-17: 2 of 2 cores dedicated, "
+                                "0.00 shared vCPUs (0.00 per CPU)\n"));
+  g_assert_nonnull(strstr(text, "  L3 4-5,20-21: 0 of 2 cores dedicated, "
+                                "2.00 shared vCPUs (0.50 per CPU)\n"));
+  g_assert_nonnull(strstr(text, "  L3 6-7,22-23: 0 of 2 cores dedicated, "
+                                "0.00 shared vCPUs (0.00 per CPU)\n"));
+
+  g_autoptr(JsonNode) root = qp_status_to_json(h, claims, NULL);
+  JsonArray *nodes =
+      json_object_get_array_member(json_node_get_object(root), "nodes");
+  JsonArray *doms = json_object_get_array_member(
+      json_array_get_object_element(nodes, 0), "cache-domains");
+  g_assert_cmpuint(json_array_get_length(doms), ==, 2);
+  JsonObject *d0 = json_array_get_object_element(doms, 0);
+  g_assert_cmpint(json_object_get_int_member(d0, "dedicated-cores"), ==, 2);
+  JsonObject *d2 = json_array_get_object_element(
+      json_object_get_array_member(json_array_get_object_element(nodes, 1),
+                                   "cache-domains"),
+      0);
+  g_assert_cmpfloat(json_object_get_double_member(d2, "shared-vcpus"), ==, 2.0);
+
+  /* An older record: load per node only, no cpu-load member (the same
+   * 2-vCPU balanced VM, moved to node 2): spread over the node's 8 CPUs,
+   * each L3 there carries 1 vCPU. */
+  g_autoptr(QpPlan) moved = qp_test_plan_ok(h, claims, r2, QP_MODE_BALANCED);
+  g_autoptr(QpClaim) mc = qp_claim_from_plan(moved, "old", NULL);
+  g_array_index(mc->load, QpNodeLoad, 0).node = 2;
+  g_array_index(mc->mem, QpNodeAmount, 0).node = 2;
+  g_autofree char *json = qp_claim_to_json(mc);
+  g_autoptr(JsonNode) rec = json_from_string(json, NULL);
+  json_object_remove_member(json_node_get_object(rec), "cpu-load");
+  g_assert_false(json_object_has_member(json_node_get_object(rec), "cpu-load"));
+  g_autofree char *old = json_to_string(rec, FALSE);
+  g_autoptr(GError) error = NULL;
+  QpClaim *c = qp_claim_from_json(old, strlen(old), &error);
+  g_assert_no_error(error);
+  g_ptr_array_add(claims->claims, c);
+  g_autofree char *text2 = qp_status_to_text(h, claims, NULL);
+  g_assert_nonnull(strstr(text2, "  L3 10-11,26-27: 0 of 2 cores dedicated, "
+                                 "1.00 shared vCPUs (0.25 per CPU)\n"));
+}
+
 static const char *const hosts[] = {
     "epyc-7351p.xml",   "epyc-7451-2s.xml", "epyc-7763-2s.xml",
     "spr-snc4.xml",     "lakefield.xml",    "raptorlake.xml",
@@ -282,6 +358,8 @@ main(int argc, char **argv)
                   test_epyc_balanced_busy_floats_over_node);
   g_test_add_func("/plan-cache/epyc-7351p/numa-per-guest-node",
                   test_epyc_numa_per_guest_node);
+  g_test_add_func("/plan-cache/epyc-7351p/status-per-l3",
+                  test_epyc_status_per_l3);
   for (gsize i = 0; i < G_N_ELEMENTS(hosts); i++) {
     g_autofree char *name =
         g_strdup_printf("/plan-cache/every-mode/%s", hosts[i]);

@@ -307,3 +307,59 @@ cache_float_cpus(QpPlan *plan, const Ctx *ctx, const Attempt *a, guint i,
              host->nodes[i].id, best_per_cpu);
   return out;
 }
+
+/* The L3 domain vCPU V of PLAN runs in, -1 if none or several. */
+static int
+vcpu_l3(const QpPlan *plan, const QpHost *host, guint v)
+{
+  hwloc_const_bitmap_t set = plan->vcpu_cpus[v];
+  for (guint d = 0; set != NULL && d < host->n_domains; d++)
+    if (host->domains[d].level == QP_CACHE_L3 &&
+        hwloc_bitmap_isincluded(set, host->domains[d].cpus))
+      return (int)d;
+  return -1;
+}
+
+/* Runs of one L3 in the vCPUs FIRST..FIRST+SOCKET-1 of PLAN: their number
+ * when every run is as long and in an L3 of its own, else 0. */
+static guint
+socket_runs(const QpPlan *plan, const QpHost *host, guint first, guint socket)
+{
+  g_autofree int *dom = g_new(int, socket);
+  g_autofree guint *len = g_new0(guint, socket);
+  guint runs = 0;
+  for (guint v = first; v < first + socket; v++) {
+    int d = vcpu_l3(plan, host, v);
+    if (d < 0)
+      return 0;
+    if (runs == 0 || dom[runs - 1] != d) {
+      for (guint r = 0; r < runs; r++)
+        if (dom[r] == d)
+          return 0; /* the L3 comes back: not one run */
+      dom[runs++] = d;
+    }
+    len[runs - 1]++;
+  }
+  for (guint r = 1; r < runs; r++)
+    if (len[r] != len[0])
+      return 0;
+  return runs;
+}
+
+guint
+cache_guest_dies(const QpPlan *plan, const QpHost *host, guint sockets,
+                 guint socket, guint threads)
+{
+  if (host->n_domains == 0 || sockets * socket != plan->n_vcpus)
+    return 1;
+  guint dies = 0;
+  for (guint s = 0; s < sockets; s++) {
+    guint runs = socket_runs(plan, host, s * socket, socket);
+    if (runs == 0 || (dies != 0 && runs != dies))
+      return 1;
+    dies = runs;
+  }
+  if (dies < 2 || socket % dies != 0 || (socket / dies) % threads != 0)
+    return 1;
+  return dies;
+}

@@ -33,4 +33,12 @@ void cache_split_units(const Ctx *ctx, const Attempt *a, CapKind cap,
 hwloc_bitmap_t cache_float_cpus(QpPlan *plan, const Ctx *ctx, const Attempt *a,
                                 guint i, guint n, const char *who);
 
+/* Dies per guest socket that give the guest PLAN's L3 layout: SOCKETS
+ * sockets of SOCKET vCPUs each (every vCPU placed), each socket's vCPUs in
+ * D equal consecutive runs, each run inside a host L3 of its own, whole
+ * cores of THREADS in each. QEMU 7.2 x86 shares the guest's L3 per die
+ * (CPUID leaves 4 and 0x8000001D). 1 when there is no such D > 1. */
+guint cache_guest_dies(const QpPlan *plan, const QpHost *host, guint sockets,
+                       guint socket, guint threads);
+
 G_END_DECLS

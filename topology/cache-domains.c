@@ -1,5 +1,5 @@
-/* Cache domains: hwloc's L3 caches, and L2 caches that more than one core
- * shares, each kept when its CPUs lie inside one NUMA node. */
+/* Cache domains: hwloc's L3 and L2 caches that more than one core shares,
+ * each kept when its CPUs lie inside one NUMA node. */
 #include "topology/cache-domains.h"
 
 #include "topology/json-out.h"
@@ -53,7 +53,8 @@ add_level(const QpHost *host, hwloc_topology_t topo, hwloc_obj_type_t type,
         hwloc_bitmap_set(cpus, (unsigned)host->cpus[c].id);
     guint n_cores = cores_in(host, cpus);
     int node = node_holding(host, cpus);
-    if (n_cores == 0 || node < 0 || (level == QP_CACHE_L2 && n_cores < 2))
+    /* A cache of one core shares nothing (a VM's per-core L3). */
+    if (n_cores < 2 || node < 0)
       continue;
     QpCacheDomain d = {
         .level = level,

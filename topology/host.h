@@ -54,7 +54,8 @@ typedef struct {
 } QpCore;
 
 /* Cores that share a cache, inside one NUMA node: an L3 (a CCX or CCD on
- * AMD), or an L2 shared by more than one core. A cache over several nodes
+ * AMD), or an L2, shared by more than one core (an L3 per core, as some
+ * VMs show, is none). A cache over several nodes
  * (one L3 per package under Intel sub-NUMA clustering) is no domain: the
  * node is the smaller unit there. */
 typedef struct {
@@ -105,7 +106,7 @@ typedef struct {
  *   none (synthetic hosts, some VMs), 10 on the diagonal and 20 elsewhere.
  * - hugepages: every hwloc page type but the smallest (the base page);
  *   live free counts from /sys/devices/system/node/nodeN/hugepages.
- * - cache domains: each L3, and each L2 of more than one core, whose CPUs
+ * - cache domains: each L3 and each L2 of more than one core whose CPUs
  *   lie inside one node (QpCacheDomain); none on a host without caches.
  * - PCI devices of every class (a vfio-pci device may be anything); node is
  *   the single node near the device's hwloc parent, -1 when not one. */

@@ -372,6 +372,32 @@ test_nodes_below_l3(void)
   g_assert_cmpstr(node_cpus(opt, 5), ==, "56-63");
 }
 
+/* Cache domains: an L3 of several cores is one, an L3 of one core (as
+ * some VMs show) is not, and neither is an L3 over several nodes. */
+static void
+test_cache_domains_synthetic(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) per_core =
+      qp_host_load_synthetic("numa:1 l3:2 core:1 pu:2", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(per_core->n_domains, ==, 0);
+  g_assert_cmpint(per_core->cores[0].domain[QP_CACHE_L3], ==, -1);
+
+  g_autoptr(QpHost) ccx =
+      qp_host_load_synthetic("numa:2 l3:2 l2:2 core:1 pu:1", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(ccx->n_domains, ==, 4);
+  g_assert_cmpint(ccx->domains[1].node, ==, 0);
+  g_assert_cmpstr(list(ccx->domains[1].cpus), ==, "2-3");
+  g_assert_cmpint(ccx->cores[3].domain[QP_CACHE_L3], ==, 1);
+
+  g_autoptr(QpHost) wide =
+      qp_host_load_synthetic("l3:1 numa:2 core:2 pu:1", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(wide->n_domains, ==, 0);
+}
+
 static void
 test_synthetic_invalid(void)
 {
@@ -762,6 +788,8 @@ main(int argc, char **argv)
   g_test_add_func("/host/synthetic/coreless-memory-only-and-spread-smt-shapes",
                   test_synthetic_shapes);
   g_test_add_func("/host/nodes-below-l3-keep-their-cpus", test_nodes_below_l3);
+  g_test_add_func("/host/cache-domains/synthetic-shapes",
+                  test_cache_domains_synthetic);
   g_test_add_func("/host/synthetic/invalid-description-is-one-line-error",
                   test_synthetic_invalid);
   g_test_add_func("/host/live/allowed-equals-affinity-minus-isolated",

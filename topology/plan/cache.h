@@ -37,7 +37,8 @@ hwloc_bitmap_t cache_float_cpus(QpPlan *plan, const Ctx *ctx, const Attempt *a,
  * sockets of SOCKET vCPUs each (every vCPU placed), each socket's vCPUs in
  * D equal consecutive runs, each run inside a host L3 of its own, whole
  * cores of THREADS in each. QEMU 7.2 x86 shares the guest's L3 per die
- * (CPUID leaves 4 and 0x8000001D). 1 when there is no such D > 1. */
+ * (CPUID leaf 4, which Linux reads for Intel CPU models). 1 when there is no
+ * such D > 1. */
 guint cache_guest_dies(const QpPlan *plan, const QpHost *host, guint sockets,
                        guint socket, guint threads);
 

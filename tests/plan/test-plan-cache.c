@@ -336,7 +336,8 @@ test_every_host_every_mode(gconstpointer data)
         !hwloc_bitmap_isequal(cd->cpus, h->nodes[ni].all_cpus))
       n = n == 0 ? cd->n_cores : MIN(n, cd->n_cores);
   }
-  QpMode modes[] = {QP_MODE_BALANCED, QP_MODE_NUMA, QP_MODE_ONE_TO_ONE};
+  QpMode modes[] = {QP_MODE_AUTO, QP_MODE_BALANCED, QP_MODE_NUMA,
+                    QP_MODE_ONE_TO_ONE};
   for (guint m = 0; m < G_N_ELEMENTS(modes); m++) {
     g_autoptr(QpRequest) r = request(n > 0 ? n : 2, 512);
     g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, r, modes[m]);

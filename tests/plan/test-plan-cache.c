@@ -217,7 +217,7 @@ test_epyc_balanced_busy_floats_over_node(void)
 }
 
 /* numa: each guest node that fits an L3 floats inside one of its host
- * node's. */
+ * node's; one-to-one with guest nodes fills one L3 per guest node. */
 static void
 test_epyc_numa_per_guest_node(void)
 {
@@ -237,6 +237,23 @@ test_epyc_numa_per_guest_node(void)
     g_assert_cmpint(domain_equal(h, p->vcpu_cpus[v], QP_CACHE_L3), >=, 0);
   g_assert_true(hwloc_bitmap_isequal(p->vcpu_cpus[0], p->vcpu_cpus[1]));
   g_assert_false(hwloc_bitmap_isequal(p->vcpu_cpus[0], p->vcpu_cpus[2]));
+
+  /* One-to-one with the same guest nodes, core 0 of every node taken:
+   * each guest node's two cores in one L3 (the node's second). */
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  claim_cores(claims, "other", "0,4,8,12,16,20,24,28");
+  g_autoptr(QpPlan) o = qp_test_plan_ok(h, claims, r, QP_MODE_ONE_TO_ONE);
+  for (guint g = 0; g < 2; g++) {
+    g_auto(hwloc_bitmap_t) both = hwloc_bitmap_alloc();
+    hwloc_bitmap_or(both, o->vcpu_cpus[2 * g], o->vcpu_cpus[2 * g + 1]);
+    g_assert_cmpuint(hwloc_bitmap_weight(both), ==, 2);
+    int d = -1;
+    for (guint x = 0; x < h->n_domains; x++)
+      if (hwloc_bitmap_isincluded(both, h->domains[x].cpus))
+        d = (int)x;
+    g_assert_cmpint(d, >=, 0);
+    g_assert_cmpint(d % 2, ==, 1);
+  }
 }
 
 /* A VM's record as the ledger writes it and reads it back. */

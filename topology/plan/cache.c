@@ -131,7 +131,7 @@ cache_order_cores(const Ctx *ctx, const Attempt *a, CapKind cap, guint i,
   }
   GArray *order = g_array_new(FALSE, FALSE, sizeof(guint));
   select_cores(ctx->host, cands, need, QP_CACHE_L3, order);
-  /* Then every other core of the node, as before. */
+  /* Then every other core of the node, in core order. */
   for (guint k = 0; k < all->len; k++) {
     guint c = g_array_index(all, guint, k);
     gboolean in = FALSE;

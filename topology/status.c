@@ -3,6 +3,7 @@
  * claims, options): the caller reads the ledger. */
 #include "topology/status.h"
 
+#include "topology/cache-domains.h"
 #include "topology/capacity.h"
 #include "topology/json-out.h"
 
@@ -128,6 +129,8 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
   }
   json_builder_end_array(b);
   qp_json_add_list(b, "overcommitted-cpus", over);
+  g_auto(hwloc_bitmap_t) dedicated = qp_claims_dedicated(claims);
+  qp_cache_usage_to_json(host, dedicated, load, n->id, b);
   json_builder_end_object(b);
   qp_node_capacity_clear(&cap);
 }
@@ -351,6 +354,8 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
           kib, pages.total, pages.free, pages.claimed);
     }
     append_cpus(s, host, n, &cap, load);
+    g_auto(hwloc_bitmap_t) dedicated = qp_claims_dedicated(claims);
+    qp_cache_usage_to_text(host, dedicated, load, n->id, s);
     qp_node_capacity_clear(&cap);
   }
 

@@ -102,6 +102,14 @@ sim_verdict=$(awk -F' *\\| *' '
     printf "  - %s: pack %d node-local VMs (%+.0f%% vs spread %d); the baseline with the most, %s, %d (%d GiB placed vs pack %d); of the baselines placing as much memory as pack, %s %d: pack is %s.\n",
       h, pl[h], sl[h] ? 100 * (pl[h] - sl[h]) / sl[h] : 0, sl[h], bw[h], bl[h], bg[h], pg[h], fw[h], fl[h],
       (pl[h] >= fl[h] ? "at least as good" : "BEHIND by " (fl[h] - pl[h])) } }' "$tmp/sim.md")
+cache_verdict=$(awk -F' *\\| *' '
+  /^### / { host = substr($0, 5) }
+  /^\| qemu-pin pack/ { pk = $7; placed = $3 }
+  /^\| qemu-pin spread/ { sp = $7 }
+  /^\| (first-fit|incus|xen-libxl|proxmox-balanced) / { if ($7 > bb) bb = $7 }
+  /^\| proxmox-balanced/ { if (sp + pk > 0 || bb > 0)
+      printf "  - %s: spread %d, pack %d of %d VMs placed; the best baseline %d.\n", host, sp, pk, placed, bb
+    bb = 0 }' "$tmp/sim.md")
 cpus=$(nproc)
 QEMU_BASE_DOC="-machine q35 -accel tcg -display none -nodefaults -m 64"
 {
@@ -146,6 +154,10 @@ defaults to \`build\`, set up with meson when missing; OUTPUT to this file;
   maps yet, which every further keeper shares.
 - Placement (sums over the storms, node-local VMs):
 $sim_verdict
+- Cache domains (sums over the storms, VMs whose vCPUs run inside one L3;
+  the baselines pin to whole nodes, so theirs do only where an L3 holds a
+  whole node):
+$cache_verdict
 
 ## Notes
 

@@ -6,7 +6,9 @@
  * for 150% of the host's memory. Each placer starts from an empty host and
  * tries every VM of the list in order; a VM it cannot place is refused and
  * the storm goes on. Reported per placer: VMs placed on one node, VMs that
- * span nodes, VMs refused, and the memory left stranded at the end (the list
+ * span nodes, VMs whose vCPUs run inside one L3 cache domain (a baseline
+ * pins to its nodes' CPUs: inside one L3 only when they are), VMs refused,
+ * and the memory left stranded at the end (the list
  * asked for more than the host holds, so memory left is memory no remaining
  * VM of the list could use where it was).
  *
@@ -33,6 +35,7 @@ enum { STRAT_SPREAD, STRAT_PACK, STRAT_BASE0 };
 
 typedef struct {
   guint placed, local, spanned, refused;
+  guint one_l3; /* VMs whose vCPUs run inside one L3 domain */
   guint64 stranded_mib, placed_mib;
 } Result;
 
@@ -134,10 +137,33 @@ trace(const char *who, guint v, const SimVm *vm, const SimState *s,
              f->str);
 }
 
+/* SET lies inside one L3 cache domain of HOST. */
+static gboolean
+in_one_l3(const QpHost *host, hwloc_const_bitmap_t set)
+{
+  for (guint d = 0; d < host->n_domains; d++)
+    if (host->domains[d].level == QP_CACHE_L3 && !hwloc_bitmap_iszero(set) &&
+        hwloc_bitmap_isincluded(set, host->domains[d].cpus))
+      return TRUE;
+  return FALSE;
+}
+
+/* Baselines pin a VM to its nodes' CPUs: inside one L3 only when those
+ * are. */
+static gboolean
+nodes_in_one_l3(const QpHost *host, const guint *nodes, guint k)
+{
+  g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
+  for (guint j = 0; j < k; j++)
+    hwloc_bitmap_or(cpus, cpus, host->nodes[nodes[j]].cpus);
+  return in_one_l3(host, cpus);
+}
+
 static void
-account(Result *r, const SimState *s, const SimVm *vm, guint k)
+account(Result *r, const SimState *s, const SimVm *vm, guint k, gboolean one_l3)
 {
   r->placed++;
+  r->one_l3 += one_l3;
   r->placed_mib += vm->mem_mib;
   if (k == 1)
     r->local++;
@@ -214,7 +240,11 @@ run_planner(const QpHost *host, const GArray *vms, QpStrategy strategy,
     sim_commit(s, vm, nodes, k, amounts);
     trace(strategy == QP_STRATEGY_PACK ? "qemu-pin pack" : "qemu-pin spread", v,
           vm, s, nodes, amounts, k);
-    account(r, s, vm, k);
+    g_auto(hwloc_bitmap_t) vcpu_cpus = hwloc_bitmap_alloc();
+    for (guint x = 0; x < plan->n_vcpus; x++)
+      if (plan->vcpu_cpus[x] != NULL)
+        hwloc_bitmap_or(vcpu_cpus, vcpu_cpus, plan->vcpu_cpus[x]);
+    account(r, s, vm, k, in_one_l3(host, vcpu_cpus));
     g_autofree char *id = g_strdup_printf("vm%u", v);
     QpClaim *c = qp_claim_from_plan(plan, id, id);
     g_ptr_array_add(claims->claims, c);
@@ -241,7 +271,7 @@ run_baseline(const QpHost *host, const GArray *vms, SimBaseline b, Result *r)
     sim_split(s, vm, nodes, k, amounts);
     sim_commit(s, vm, nodes, k, amounts);
     trace(sim_baseline_name(b), v, vm, s, nodes, amounts, k);
-    account(r, s, vm, k);
+    account(r, s, vm, k, nodes_in_one_l3(host, nodes, k));
   }
   finish(r, s, vms->len);
 }
@@ -274,14 +304,16 @@ print_header(const char *label, const QpHost *host, guint64 total_mib)
            label, host->n_nodes, host->n_cpus, total_mib / 1024, opt_first_seed,
            opt_first_seed + opt_seeds - 1);
     printf("| placer | VMs placed | GiB placed | node-local | spanning | "
-           "refused | stranded GiB |\n|---|---:|---:|---:|---:|---:|---:|\n");
+           "one L3 | refused | stranded GiB |\n"
+           "|---|---:|---:|---:|---:|---:|---:|---:|\n");
   } else {
     printf("\n# %s: %u nodes, %u CPUs, %" G_GUINT64_FORMAT " GiB; seeds "
            "%d-%d (sums)\n",
            label, host->n_nodes, host->n_cpus, total_mib / 1024, opt_first_seed,
            opt_first_seed + opt_seeds - 1);
-    printf("%-18s %7s %10s %10s %8s %7s %13s\n", "placer", "placed",
-           "GiB placed", "node-local", "spanning", "refused", "stranded GiB");
+    printf("%-18s %7s %10s %10s %8s %7s %7s %13s\n", "placer", "placed",
+           "GiB placed", "node-local", "spanning", "one L3", "refused",
+           "stranded GiB");
   }
 }
 
@@ -289,13 +321,13 @@ static void
 print_row(const char *name, const Result *r)
 {
   if (opt_markdown)
-    printf("| %s | %u | %.0f | %u | %u | %u | %.1f |\n", name, r->placed,
-           (double)r->placed_mib / 1024, r->local, r->spanned, r->refused,
-           (double)r->stranded_mib / 1024);
+    printf("| %s | %u | %.0f | %u | %u | %u | %u | %.1f |\n", name, r->placed,
+           (double)r->placed_mib / 1024, r->local, r->spanned, r->one_l3,
+           r->refused, (double)r->stranded_mib / 1024);
   else
-    printf("%-18s %7u %10.0f %10u %8u %7u %13.1f\n", name, r->placed,
-           (double)r->placed_mib / 1024, r->local, r->spanned, r->refused,
-           (double)r->stranded_mib / 1024);
+    printf("%-18s %7u %10.0f %10u %8u %7u %7u %13.1f\n", name, r->placed,
+           (double)r->placed_mib / 1024, r->local, r->spanned, r->one_l3,
+           r->refused, (double)r->stranded_mib / 1024);
 }
 
 /* A does better than B: at least as many VMs node-local and as much
@@ -349,6 +381,7 @@ run_host(const char *label, QpHost *host, GPtrArray *findings, GError **error)
       sum[s].placed += r[s].placed;
       sum[s].local += r[s].local;
       sum[s].spanned += r[s].spanned;
+      sum[s].one_l3 += r[s].one_l3;
       sum[s].refused += r[s].refused;
       sum[s].stranded_mib += r[s].stranded_mib;
       sum[s].placed_mib += r[s].placed_mib;
@@ -406,6 +439,7 @@ main(int argc, char **argv)
   } hosts[] = {
       {"EPYC 7351P (epyc-7351p.xml)", "epyc-7351p.xml", NULL},
       {"2 sockets x 4 nodes (2s-8node.xml)", "2s-8node.xml", NULL},
+      {"2x EPYC 7763 (epyc-7763-2s.xml)", "epyc-7763-2s.xml", NULL},
       {"synthetic 4 sockets x 4 nodes", NULL,
        "pack:4 numa:4(memory=64GiB) core:8 pu:2"},
   };

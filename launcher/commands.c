@@ -16,6 +16,7 @@
 #include "launcher/qemu/vm-ids.h"
 #include "topology/host.h"
 #include "topology/ledger.h"
+#include "topology/metrics.h"
 #include "topology/picture.h"
 #include "topology/status.h"
 
@@ -167,10 +168,16 @@ cmd_status(QpOptions *opts, GError **error)
   g_autoptr(QpHost) host = qp_host_load_full(opts->topology, FALSE, error);
   if (host == NULL)
     return -1;
+  g_autofree char *why = NULL;
   g_autofree char *dir =
-      opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir();
-  /* Reading prunes the records of VMs that are gone. */
-  g_autoptr(QpClaims) claims = qp_ledger_read_claims(dir, host, error);
+      opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir(&why);
+  if (why != NULL)
+    qp_warning("%s", why);
+  /* Records of VMs that are gone count for nothing; reading removes the
+   * caller's own, --prune every one it may (root: all). */
+  g_autoptr(QpClaims) claims = opts->prune
+                                   ? qp_ledger_prune_claims(dir, host, error)
+                                   : qp_ledger_read_claims(dir, host, error);
   if (claims == NULL)
     return -1;
   if (opts->picture != NULL) {
@@ -180,7 +187,11 @@ cmd_status(QpOptions *opts, GError **error)
             opts->picture);
     return 0;
   }
-  if (opts->json) {
+  if (opts->metrics) {
+    g_autofree char *text =
+        qp_status_to_metrics(host, claims, &opts->placement);
+    g_print("%s", text);
+  } else if (opts->json) {
     g_autoptr(JsonNode) node =
         qp_status_to_json(host, claims, &opts->placement);
     print_json(node);

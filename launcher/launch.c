@@ -56,11 +56,18 @@ print_warnings(GPtrArray *warnings)
     qp_warning("%s", (const char *)warnings->pdata[i]);
 }
 
-/* The state directory of the ledger. */
+/* The state directory of the ledger, saying when the host-wide one is
+ * not usable. */
 static char *
 state_dir(const QpOptions *opts)
 {
-  return opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir();
+  if (opts->state_dir != NULL)
+    return g_strdup(opts->state_dir);
+  g_autofree char *why = NULL;
+  char *dir = qp_ledger_default_dir(&why);
+  if (why != NULL)
+    qp_warning("%s", why);
+  return dir;
 }
 
 /* Whether the VM has a device on a host PCI device: vfio-pci, or storage

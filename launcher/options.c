@@ -53,7 +53,8 @@ static const Setting settings[] = {
     {"config", "QEMU_PIN_CONFIG", IN_CLI | IN_ENV, "FILE",
      "configuration file (default " QP_DEFAULT_CONFIG ")"},
     {"state-dir", "QEMU_PIN_STATE_DIR", IN_CLI | IN_ENV | IN_CONFIG, "DIR",
-     "ledger directory (default /run/qemu-pin, or $XDG_RUNTIME_DIR/qemu-pin)"},
+     "ledger directory (default /run/qemu-pin when writable, else "
+     "$XDG_RUNTIME_DIR/qemu-pin)"},
     {"qemu", "QEMU_PIN_QEMU", IN_ENV | IN_CONFIG, "PATH",
      "the real QEMU binary when qemu-pin runs under a QEMU name"},
     {"topology", "QEMU_PIN_TOPOLOGY", IN_CLI | IN_ENV, "FILE",
@@ -308,6 +309,8 @@ cli_flag(const char *option_name, const char *value, gpointer data,
     opts->json = TRUE;
   } else if (strcmp(option_name, "--prune") == 0) {
     opts->prune = TRUE;
+  } else if (strcmp(option_name, "--metrics") == 0) {
+    opts->metrics = TRUE;
   }
   return TRUE;
 }
@@ -324,7 +327,7 @@ build_help(void)
       "  qemu-pin [OPTIONS] [--] QEMU_BINARY [QEMU_ARGS...]\n"
       "  qemu-pin plan [OPTIONS] [--human] [--] QEMU_BINARY [QEMU_ARGS...]\n"
       "  qemu-pin topology [--json] [--topology=FILE]\n"
-      "  qemu-pin status [--json] [--prune] [--picture=FILE] "
+      "  qemu-pin status [--json|--metrics] [--prune] [--picture=FILE] "
       "[--state-dir=DIR]\n"
       "  QEMU_NAME [QEMU_ARGS...]   (qemu-pin installed as qemu-system-* or "
       "kvm)\n"
@@ -345,7 +348,9 @@ build_help(void)
       s,
       "  --human     plan: a readable table instead of JSON\n"
       "  --json      topology, status: JSON\n"
-      "  --prune     status: remove records of VMs that are gone\n"
+      "  --metrics   status: Prometheus text exposition format\n"
+      "  --prune     status: remove records of VMs that are gone (root: "
+      "anyone's)\n"
       "  --picture=FILE.png|FILE.svg\n"
       "              status: draw the host and the VMs' claims with lstopo\n"
       "  -v          more output; -h, --help; --version\n"
@@ -404,7 +409,7 @@ qp_options_parse_cli(QpOptions *opts, int argc, char **argv,
     }
     if (s == NULL || !(s->where & IN_CLI)) {
       if (strcmp(name, "human") == 0 || strcmp(name, "json") == 0 ||
-          strcmp(name, "prune") == 0) {
+          strcmp(name, "prune") == 0 || strcmp(name, "metrics") == 0) {
         if (eq != NULL)
           goto takes_no_value;
         cli_flag(opt, NULL, opts, NULL);

@@ -21,10 +21,11 @@ typedef struct {
   char *qemu;      /* real QEMU binary (drop-in) */
   char *topology;  /* recorded hwloc XML instead of the live host */
   gboolean dry_run;
-  gboolean human; /* plan: readable table instead of JSON */
-  gboolean json;  /* topology/status: JSON */
-  gboolean prune; /* status --prune */
-  char *picture;  /* status --picture=FILE */
+  gboolean human;   /* plan: readable table instead of JSON */
+  gboolean json;    /* topology/status: JSON */
+  gboolean prune;   /* status --prune */
+  gboolean metrics; /* status --metrics: Prometheus text */
+  char *picture;    /* status --picture=FILE */
   int verbose;
   guint qmp_timeout_ms;   /* every QMP reply */
   guint start_timeout_ms; /* QEMU's greeting */

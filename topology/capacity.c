@@ -191,7 +191,12 @@ qp_node_pages(const QpHost *host, const QpClaims *claims, guint index,
     }
   }
   out->claimed = qp_claims_node_huge_pages(claims, n->id, page_kib);
-  out->uncommitted = out->free > out->claimed ? out->free - out->claimed : 0;
+  /* A running VM's pages are claimed and, once QEMU has touched them (every
+   * preallocated backend), no longer free: counting them off the free pages
+   * again would refuse room that is there. The pool less the claims is what
+   * qemu-pin's VMs leave; the free pages bound it when others took some. */
+  guint64 left = out->total > out->claimed ? out->total - out->claimed : 0;
+  out->uncommitted = MIN(left, out->free);
 }
 
 guint64
@@ -247,4 +252,26 @@ void
 qp_node_capacity_clear(QpNodeCapacity *cap)
 {
   g_clear_pointer(&cap->dedicated, hwloc_bitmap_free);
+}
+
+GArray *
+qp_node_page_sizes(const QpNode *n, const QpClaims *claims)
+{
+  GArray *sizes = g_array_new(FALSE, FALSE, sizeof(guint64));
+  if (n->hugepages)
+    for (guint i = 0; i < n->hugepages->len; i++)
+      g_array_append_val(sizes,
+                         g_array_index(n->hugepages, QpHugePool, i).page_kib);
+  for (guint i = 0; claims && i < claims->claims->len; i++) {
+    const QpClaim *c = claims->claims->pdata[i];
+    for (guint j = 0; j < c->huge->len; j++) {
+      const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, j);
+      gboolean seen = FALSE;
+      for (guint k = 0; k < sizes->len; k++)
+        seen |= g_array_index(sizes, guint64, k) == h->page_kib;
+      if (h->node == n->id && !seen)
+        g_array_append_val(sizes, h->page_kib);
+    }
+  }
+  return sizes;
 }

@@ -53,7 +53,7 @@ typedef struct {
   guint64 total;       /* pages in the pool (0: no pool) */
   guint64 free;        /* free now */
   guint64 claimed;     /* claimed by VMs */
-  guint64 uncommitted; /* free - claimed, >= 0 */
+  guint64 uncommitted; /* min(total - claimed, free), >= 0 */
 } QpNodePages;
 
 /* Fills OUT for pages of PAGE_KIB on host->nodes[INDEX] (a blocked node
@@ -86,5 +86,9 @@ void qp_node_capacity(const QpHost *host, const QpClaims *claims,
                       const QpPlacementOptions *opts, guint index,
                       QpNodeCapacity *out);
 void qp_node_capacity_clear(QpNodeCapacity *cap);
+
+/* Page sizes (KiB, guint64) of node N's hugepage pools, then any other a
+ * claim of CLAIMS (NULL: none) holds on N; free with g_array_unref(). */
+GArray *qp_node_page_sizes(const QpNode *n, const QpClaims *claims);
 
 G_END_DECLS

@@ -64,6 +64,8 @@ typedef struct {
   GPtrArray *claims;            /* of QpClaim, live records */
   hwloc_bitmap_t blocked_nodes; /* nodes held whole (corrupt records) */
   GPtrArray *warnings;          /* of char*, shown on every plan */
+  guint n_stale;      /* records of VMs that are gone, left for their owner */
+  guint n_unreadable; /* records that could not be read, holding nodes */
 } QpClaims;
 
 QpClaims *qp_claims_new(void);

@@ -16,21 +16,37 @@ typedef gboolean (*SectionFunc)(QpLedger *ledger, const QpClaims *claims,
                                 gpointer data, GError **error);
 
 /* Opens the ledger at DIR, locks it, reads its live records (pruning the
- * stale; HOST as for qp_ledger_read()), runs RUN (NULL: none) on them, and
+ * stale: every one with PRUNE_ALL, else this user's; HOST as for
+ * qp_ledger_read()), runs RUN (NULL: none) on them, and
  * unlocks. Returns the records read, or NULL when a step failed. The
  * ledger is open only for this: a QpLedger must not live across fork(). */
 static QpClaims *
-critical_section(const char *dir, const QpHost *host, SectionFunc run,
-                 gpointer data, GError **error)
+section_pruning(const char *dir, const QpHost *host, gboolean prune_all,
+                SectionFunc run, gpointer data, GError **error)
 {
   g_autoptr(QpLedger) ledger = qp_ledger_open(dir, error);
   if (ledger == NULL || !qp_ledger_lock(ledger, error))
     return NULL;
+  qp_ledger_set_prune_all(ledger, prune_all);
   g_autoptr(QpClaims) claims = qp_ledger_read(ledger, host, error);
   if (claims != NULL && run != NULL && !run(ledger, claims, data, error))
     g_clear_pointer(&claims, qp_claims_free);
   qp_ledger_unlock(ledger);
   return g_steal_pointer(&claims);
+}
+
+/* A critical section that prunes only this user's stale records. */
+static QpClaims *
+critical_section(const char *dir, const QpHost *host, SectionFunc run,
+                 gpointer data, GError **error)
+{
+  return section_pruning(dir, host, FALSE, run, data, error);
+}
+
+QpClaims *
+qp_ledger_prune_claims(const char *dir, const QpHost *host, GError **error)
+{
+  return section_pruning(dir, host, TRUE, NULL, NULL, error);
 }
 
 QpClaims *

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "topology/cache-domains.h"
 #include "topology/json-out.h"
 
 G_DEFINE_AUTO_CLEANUP_FREE_FUNC(hwloc_topology_t, hwloc_topology_destroy, NULL)
@@ -519,6 +520,7 @@ build_host(hwloc_topology_t topo, Source source, const char *name,
       !fill_allowed(host, topo, all, source, error))
     return NULL;
   fill_kinds(host, topo);
+  qp_host_fill_cache_domains(host, topo);
   fill_distances(host, topo);
   fill_pci(host, topo);
   host->inconsistent = distances_across_packages(host);
@@ -588,10 +590,15 @@ new_topology(gboolean with_io)
   hwloc_topology_set_type_filter(topo, HWLOC_OBJ_OS_DEVICE,
                                  HWLOC_TYPE_FILTER_KEEP_NONE);
   /* Without devices a live load is several times faster, and a launch
-   * needs them only for vfio-pci locality. Caches are never used. */
+   * needs them only for vfio-pci locality. */
   if (!with_io)
     hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
-  hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+  /* Data caches stay: they are the cache domains, and a NUMA node may hang
+   * below one (a node per L3 on AMD Bulldozer, `numa:4 l3:1` in a synthetic
+   * description); without its cache the node moves up to the package and
+   * takes the CPUs of its neighbours. Instruction caches add nothing. */
+  hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL);
+  hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
   /* Linux sysfs ("linuxio") finds the same PCI devices as the libpciaccess
    * plugin, which leaks memory on every load and reads config space. */
   hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
@@ -699,6 +706,7 @@ qp_host_free(QpHost *host)
       g_free(g_array_index(host->pci, QpPciDevice, i).bdf);
     g_array_unref(host->pci);
   }
+  qp_host_free_cache_domains(host);
   g_strfreev(host->kind_names);
   g_free(host->kind_efficiency);
   g_free(host->inconsistent);
@@ -785,6 +793,7 @@ qp_host_to_json(const QpHost *host)
     for (guint j = 0; j < host->n_nodes; j++)
       json_builder_add_int_value(b, host->distance[i * host->n_nodes + j]);
     json_builder_end_array(b);
+    qp_cache_domains_to_json(host, n->id, b);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
@@ -866,6 +875,7 @@ qp_host_to_text(const QpHost *host)
                              " total, %" G_GUINT64_FORMAT " free\n",
                              n->id, p->page_kib, p->total, p->free);
     }
+    qp_cache_domains_to_text(host, n->id, s);
   }
   g_string_append(s, "node distances:\nnode ");
   for (guint j = 0; j < host->n_nodes; j++)

@@ -38,11 +38,33 @@ typedef struct {
   gboolean allowed;
 } QpCpu;
 
+/* Cache domain levels: the cores that share an L3, and a cluster of cores
+ * that share an L2 (hybrid E-cores, Bulldozer modules) inside it. */
+#define QP_CACHE_L3 0
+#define QP_CACHE_L2 1
+#define QP_CACHE_LEVELS 2
+
 typedef struct {
   int package;
   int node;           /* OS node id, -1 if none */
   hwloc_bitmap_t pus; /* every PU (SMT sibling) of the core */
+  /* Its cache domain per level (QP_CACHE_L3, QP_CACHE_L2): index into
+   * QpHost.domains, -1 when it has none at that level. */
+  int domain[QP_CACHE_LEVELS];
 } QpCore;
+
+/* Cores that share a cache, inside one NUMA node: an L3 (a CCX or CCD on
+ * AMD), or an L2, shared by more than one core (an L3 per core, as some
+ * VMs show, is none). A cache over several nodes
+ * (one L3 per package under Intel sub-NUMA clustering) is no domain: the
+ * node is the smaller unit there. */
+typedef struct {
+  int level;           /* QP_CACHE_L3 or QP_CACHE_L2 */
+  int node;            /* OS node id */
+  guint64 size_kib;    /* cache size, 0 if unknown */
+  hwloc_bitmap_t cpus; /* every PU of its cores */
+  guint n_cores;
+} QpCacheDomain;
 
 typedef struct {
   char *bdf; /* "0000:3b:00.0" */
@@ -65,8 +87,10 @@ typedef struct {
                            * "IntelCore"), else "kindN" */
   int *kind_efficiency;   /* n_kinds hwloc efficiencies, -1 if unknown */
   hwloc_bitmap_t allowed_nodes; /* nodes this process may bind memory to */
-  char *inconsistent; /* how the host's distances contradict its packages
-                         (hwloc then ignores its distance groups), or NULL */
+  guint n_domains;
+  QpCacheDomain *domains; /* by node id, then level, then first CPU */
+  char *inconsistent;     /* how the host's distances contradict its packages
+                             (hwloc then ignores its distance groups), or NULL */
 } QpHost;
 
 /* Loads the live host (XML_PATH == NULL) or a recorded hwloc XML file;
@@ -82,6 +106,8 @@ typedef struct {
  *   none (synthetic hosts, some VMs), 10 on the diagonal and 20 elsewhere.
  * - hugepages: every hwloc page type but the smallest (the base page);
  *   live free counts from /sys/devices/system/node/nodeN/hugepages.
+ * - cache domains: each L3 and each L2 of more than one core whose CPUs
+ *   lie inside one node (QpCacheDomain); none on a host without caches.
  * - PCI devices of every class (a vfio-pci device may be anything); node is
  *   the single node near the device's hwloc parent, -1 when not one. */
 QpHost *qp_host_load(const char *xml_path, GError **error);

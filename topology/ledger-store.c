@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <dirent.h>
+#include <grp.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #define RECORD_SUFFIX ".json"
@@ -32,8 +34,10 @@ struct QpLedger {
   int dirfd;
   int lockfd;
   gboolean locked;
-  pid_t owner; /* the process that opened it: flock is per open file, so a
-                  forked child must neither use nor unlock it */
+  pid_t owner;     /* the process that opened it: flock is per open file, so a
+                      forked child must neither use nor unlock it */
+  gboolean shared; /* a group's ledger: records of other users in it */
+  gboolean prune_all; /* reading removes every stale record, not only ours */
 };
 
 /* ---- Small helpers ------------------------------------------------------- */
@@ -186,50 +190,174 @@ claim_is_live(const QpClaim *c)
 /* ---- Directory ------------------------------------------------------------
  */
 
-char *
-qp_ledger_default_dir(void)
+/* A ledger directory is private (owned by us, writable by us alone) or
+ * shared: owned by root or us, writable by its group, with the sticky bit
+ * so that each member unlinks and replaces only its own files. */
+static gboolean
+check_dir_stat(const char *dir, const struct stat *st, GError **error)
 {
-  if (geteuid() == 0)
-    return g_strdup("/run/qemu-pin");
+  uid_t me = geteuid();
+  const char *want = "0700, or 3770 with a group for a shared ledger";
+  if (S_ISLNK(st->st_mode)) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
+                "state directory %s is a symlink; expected a real directory "
+                "owned by uid %u with mode %s",
+                dir, (unsigned)me, want);
+    return FALSE;
+  }
+  if (!S_ISDIR(st->st_mode)) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
+                "state directory %s is not a directory; expected a directory "
+                "owned by uid %u with mode %s",
+                dir, (unsigned)me, want);
+    return FALSE;
+  }
+  if (st->st_uid != me && (st->st_uid != 0 || !(st->st_mode & S_IWGRP))) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
+                "state directory %s is owned by uid %u; expected uid %u, or "
+                "root with mode 3770 for a shared ledger (remove it or choose "
+                "another --state-dir)",
+                dir, (unsigned)st->st_uid, (unsigned)me);
+    return FALSE;
+  }
+  if ((st->st_mode & S_IWOTH) ||
+      ((st->st_mode & S_IWGRP) && !(st->st_mode & S_ISVTX))) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
+                "state directory %s has mode %04o, writable by %s; expected "
+                "%s",
+                dir, (unsigned)(st->st_mode & 07777),
+                (st->st_mode & S_IWOTH) ? "others"
+                                        : "its group without the sticky bit",
+                want);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+dir_is_shared(const struct stat *st)
+{
+  return st->st_uid != geteuid() || (st->st_mode & S_IWGRP);
+}
+
+/* Creates the shared ledger directory DIR as root: mode 3770 for GROUP,
+ * as the tmpfiles.d entry makes it at boot. Silent when GROUP does not
+ * exist (qp_ledger_open() then makes a private one) or DIR does. */
+static void
+create_shared_dir(const char *dir, const char *group)
+{
+  struct group *gr = group[0] != '\0' ? getgrnam(group) : NULL;
+  if (gr == NULL || mkdir(dir, 0700) < 0)
+    return;
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  if (fchown(fd, 0, gr->gr_gid) == 0)
+    (void)fchmod(fd, 03770);
+  close(fd);
+}
+
+static char *
+per_user_dir(void)
+{
   const char *xdg = g_getenv("XDG_RUNTIME_DIR");
   if (xdg != NULL && *xdg != '\0')
     return g_build_filename(xdg, "qemu-pin", NULL);
   return g_strdup_printf("/tmp/qemu-pin-%u", (unsigned)geteuid());
 }
 
-static gboolean
-check_dir_stat(const char *dir, const struct stat *st, GError **error)
+static char *
+user_label(void)
 {
-  uid_t me = geteuid();
-  if (S_ISLNK(st->st_mode)) {
-    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
-                "state directory %s is a symlink; expected a real directory "
-                "owned by uid %u with mode 0700",
-                dir, (unsigned)me);
-    return FALSE;
+  struct passwd *pw = getpwuid(geteuid());
+  return pw != NULL ? g_strdup(pw->pw_name)
+                    : g_strdup_printf("uid %u", (unsigned)geteuid());
+}
+
+/* Why this user cannot use the shared directory SHARED, and the fix; NULL
+ * when it can. */
+static char *
+shared_dir_problem(const char *shared, const char *group)
+{
+  struct stat st;
+  if (lstat(shared, &st) < 0)
+    return g_strdup_printf(
+        "%s (create it with `systemd-tmpfiles --create qemu-pin.conf`)",
+        errno == ENOENT ? "it does not exist" : g_strerror(errno));
+  g_autoptr(GError) bad = NULL;
+  if (!check_dir_stat(shared, &st, &bad) || st.st_uid == geteuid() ||
+      !(st.st_mode & S_IWGRP))
+    return g_strdup_printf("it is not shared (mode %04o, owner uid %u; make "
+                           "it 3770 root:%s as qemu-pin's tmpfiles.d entry "
+                           "does)",
+                           (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
+                           group[0] != '\0' ? group : "GROUP");
+  if (faccessat(AT_FDCWD, shared, W_OK | X_OK, AT_EACCESS) == 0)
+    return NULL;
+  g_autofree char *user = user_label();
+  struct group *gr = getgrgid(st.st_gid);
+  g_autofree char *gname = gr != NULL
+                               ? g_strdup(gr->gr_name)
+                               : g_strdup_printf("%u", (unsigned)st.st_gid);
+  return g_strdup_printf("%s is not in its group %s (add it: `usermod -aG %s "
+                         "%s`, then start QEMU anew)",
+                         user, gname, gname, user);
+}
+
+char *
+qp_ledger_choose_dir(const char *shared, const char *group, char **warning)
+{
+  if (warning != NULL)
+    *warning = NULL;
+  if (geteuid() == 0) {
+    create_shared_dir(shared, group);
+    return g_strdup(shared);
   }
-  if (!S_ISDIR(st->st_mode)) {
-    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
-                "state directory %s is not a directory; expected a directory "
-                "owned by uid %u with mode 0700",
-                dir, (unsigned)me);
-    return FALSE;
+  g_autofree char *problem = shared_dir_problem(shared, group);
+  if (problem == NULL)
+    return g_strdup(shared);
+  char *dir = per_user_dir();
+  if (warning != NULL)
+    *warning = g_strdup_printf("shared ledger %s is not usable: %s; using "
+                               "%s, which other users' VMs do not see",
+                               shared, problem, dir);
+  return dir;
+}
+
+char *
+qp_ledger_default_dir(char **warning)
+{
+  return qp_ledger_choose_dir(QP_SHARED_LEDGER_DIR, QP_LEDGER_GROUP, warning);
+}
+
+/* The lock file of a directory (DIRST its stat): created 0600 in a private
+ * directory, 0660 for the group in a shared one whoever comes first,
+ * whatever the umask. Only flock is taken on it, for which reading is
+ * enough. */
+static int
+open_lock(int dirfd, const struct stat *dirst, gboolean shared)
+{
+  const int flags = O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
+  mode_t mode = shared ? 0660 : 0600;
+  for (int attempt = 0; attempt < 3; attempt++) {
+    int fd = openat(dirfd, LOCK_NAME, O_RDWR | flags);
+    if (fd < 0 && errno == EACCES && shared)
+      fd = openat(dirfd, LOCK_NAME, O_RDONLY | flags);
+    if (fd >= 0 || errno != ENOENT)
+      return fd;
+    /* Not O_CREAT on an existing file: protected_regular refuses that
+     * in a sticky directory when another user owns it. */
+    fd = openat(dirfd, LOCK_NAME, O_RDWR | O_CREAT | O_EXCL | flags, mode);
+    if (fd >= 0) {
+      if (shared)
+        (void)fchown(fd, (uid_t)-1, dirst->st_gid);
+      (void)fchmod(fd, mode);
+      return fd;
+    }
+    if (errno != EEXIST)
+      return -1;
   }
-  if (st->st_uid != me) {
-    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
-                "state directory %s is owned by uid %u; expected uid %u "
-                "(remove it or choose another --state-dir)",
-                dir, (unsigned)st->st_uid, (unsigned)me);
-    return FALSE;
-  }
-  if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
-                "state directory %s has mode %04o, writable by group or "
-                "others; expected 0700",
-                dir, (unsigned)(st->st_mode & 07777));
-    return FALSE;
-  }
-  return TRUE;
+  return -1;
 }
 
 QpLedger *
@@ -276,9 +404,8 @@ qp_ledger_open(const char *dir, GError **error)
   if (created && (st.st_mode & 07777) != 0700)
     (void)fchmod(dirfd, 0700);
 
-  int lockfd =
-      openat(dirfd, LOCK_NAME,
-             O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+  gboolean shared = dir_is_shared(&st);
+  int lockfd = open_lock(dirfd, &st, shared);
   if (lockfd < 0) {
     set_errno_error(error, errno, "cannot open lock file %s/%s", dir,
                     LOCK_NAME);
@@ -286,7 +413,7 @@ qp_ledger_open(const char *dir, GError **error)
     return NULL;
   }
   if (fstat(lockfd, &st) < 0 || !S_ISREG(st.st_mode) ||
-      st.st_uid != geteuid()) {
+      (!shared && st.st_uid != geteuid())) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
                 "lock file %s/%s is not a regular file owned by uid %u", dir,
                 LOCK_NAME, (unsigned)geteuid());
@@ -299,6 +426,7 @@ qp_ledger_open(const char *dir, GError **error)
   ledger->dir = g_strdup(dir);
   ledger->dirfd = dirfd;
   ledger->lockfd = lockfd;
+  ledger->shared = shared;
   ledger->owner = getpid();
   return ledger;
 }
@@ -389,6 +517,45 @@ qp_ledger_new_id(void)
 
 /* ---- Records: files ---------------------------------------------------- */
 
+/* Records are readable by every user of a shared ledger, whatever the
+ * umask of the one that writes them. */
+static mode_t
+record_mode(const QpLedger *ledger)
+{
+  return ledger->shared ? 0644 : 0600;
+}
+
+/* The owner of the file NAME, or -1 when there is none. */
+static gint64
+owner_of(const QpLedger *ledger, const char *name)
+{
+  struct stat st;
+  if (fstatat(ledger->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return -1;
+  return (gint64)st.st_uid;
+}
+
+/* A user writes and removes only its own records, root included: another
+ * user's record is never opened for writing. */
+static gboolean
+require_own(QpLedger *ledger, const char *name, GError **error)
+{
+  gint64 uid = owner_of(ledger, name);
+  if (uid < 0 || uid == (gint64)geteuid())
+    return TRUE;
+  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
+              "ledger record %s/%s belongs to uid %" G_GINT64_FORMAT
+              "; uid %u writes and removes only its own records",
+              ledger->dir, name, uid, (unsigned)geteuid());
+  return FALSE;
+}
+
+void
+qp_ledger_set_prune_all(QpLedger *ledger, gboolean prune_all)
+{
+  ledger->prune_all = prune_all;
+}
+
 gboolean
 qp_ledger_write(QpLedger *ledger, const QpClaim *claim, GError **error)
 {
@@ -403,6 +570,8 @@ qp_ledger_write(QpLedger *ledger, const QpClaim *claim, GError **error)
   }
   g_autofree char *text = qp_claim_to_json(claim);
   g_autofree char *name = g_strconcat(claim->id, RECORD_SUFFIX, NULL);
+  if (!require_own(ledger, name, error))
+    return FALSE;
   g_autofree char *tmp =
       g_strdup_printf(".%s" TEMP_MARK "%d", claim->id, (int)getpid());
 
@@ -410,7 +579,7 @@ qp_ledger_write(QpLedger *ledger, const QpClaim *claim, GError **error)
   for (int attempt = 0; attempt < 2 && fd < 0; attempt++) {
     fd = openat(ledger->dirfd, tmp,
                 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
-                0600);
+                record_mode(ledger));
     if (fd < 0 && errno == EEXIST && attempt == 0)
       (void)unlinkat(ledger->dirfd, tmp, 0); /* ours, left by a failure */
     else if (fd < 0)
@@ -419,7 +588,8 @@ qp_ledger_write(QpLedger *ledger, const QpClaim *claim, GError **error)
   if (fd < 0)
     return set_errno_error(error, errno, "cannot create %s/%s", ledger->dir,
                            tmp);
-  if (!write_all(fd, text, strlen(text)) || fsync(fd) < 0) {
+  if (fchmod(fd, record_mode(ledger)) < 0 ||
+      !write_all(fd, text, strlen(text)) || fsync(fd) < 0) {
     int errsv = errno;
     close(fd);
     unlinkat(ledger->dirfd, tmp, 0);
@@ -458,12 +628,12 @@ qp_ledger_remove(QpLedger *ledger, const char *id, GError **error)
     took = TRUE;
   }
   g_autofree char *name = g_strconcat(id, RECORD_SUFFIX, NULL);
-  gboolean ok = TRUE;
-  if (unlinkat(ledger->dirfd, name, 0) < 0) {
+  gboolean ok = require_own(ledger, name, error);
+  if (ok && unlinkat(ledger->dirfd, name, 0) < 0) {
     if (errno != ENOENT)
       ok = set_errno_error(error, errno, "cannot remove %s/%s", ledger->dir,
                            name);
-  } else {
+  } else if (ok) {
     ok = fsync_dir(ledger, error);
   }
   if (took)
@@ -563,6 +733,11 @@ load_record(QpLedger *ledger, const char *name, const char *id, QpClaim **out,
   if (!read_at(ledger->dirfd, name, &text, &len, &errsv)) {
     if (errsv == ENOENT)
       return TRUE;
+    if (errsv == EACCES && ledger->shared) {
+      g_set_error(reason, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+                  "not readable by uid %u", (unsigned)geteuid());
+      return TRUE;
+    }
     if (errsv != EINVAL && errsv != ELOOP)
       return set_errno_error(error, errsv, "cannot read ledger record %s/%s",
                              ledger->dir, name);
@@ -585,10 +760,50 @@ load_record(QpLedger *ledger, const char *name, const char *id, QpClaim **out,
   return TRUE;
 }
 
+/* May this reader remove or rename the record NAME? Its owner may, and
+ * whoever prunes every record (root's `status --prune`). */
+static gboolean
+may_change(const QpLedger *ledger, const char *name)
+{
+  return ledger->prune_all || owner_of(ledger, name) == (gint64)geteuid();
+}
+
+/* The unreadable record NAME (id ID, unreadable for REASON): moved aside
+ * to ID.json.corrupt by its owner, left where it is for other users; its
+ * file name goes to CORRUPT, whose nodes are then held. */
+static gboolean
+set_aside(QpLedger *ledger, const char *name, const char *id,
+          const GError *reason, QpClaims *claims, GPtrArray *corrupt,
+          gboolean *changed, GError **error)
+{
+  if (!may_change(ledger, name)) {
+    g_ptr_array_add(claims->warnings,
+                    g_strdup_printf("ledger record %s/%s could not be read "
+                                    "(%s); it belongs to uid %" G_GINT64_FORMAT
+                                    ": only that user or root may remove it",
+                                    ledger->dir, name, reason->message,
+                                    owner_of(ledger, name)));
+    g_ptr_array_add(corrupt, g_strdup(name));
+    return TRUE;
+  }
+  g_autofree char *dest = g_strconcat(id, CORRUPT_SUFFIX, NULL);
+  if (renameat(ledger->dirfd, name, ledger->dirfd, dest) < 0)
+    return set_errno_error(error, errno,
+                           "cannot move unreadable ledger record %s/%s aside",
+                           ledger->dir, name);
+  *changed = TRUE;
+  g_ptr_array_add(claims->warnings,
+                  g_strdup_printf("ledger record %s/%s could not be read "
+                                  "(%s); moved to %s",
+                                  ledger->dir, name, reason->message, dest));
+  g_ptr_array_add(corrupt, g_steal_pointer(&dest));
+  return TRUE;
+}
+
 /* The record file NAME (its id the first PLEN characters): a live claim
- * goes to CLAIMS, a stale one is pruned, an unreadable one moved aside
- * (its new name added to CORRUPT). CHANGED is set when the directory
- * changed. */
+ * goes to CLAIMS; a stale one counts for nothing and is pruned when this
+ * reader may; an unreadable one is set aside. CHANGED is set when the
+ * directory changed. */
 static gboolean
 read_record(QpLedger *ledger, const char *name, gsize plen, QpClaims *claims,
             GPtrArray *corrupt, gboolean *changed, GError **error)
@@ -600,25 +815,21 @@ read_record(QpLedger *ledger, const char *name, gsize plen, QpClaims *claims,
     return FALSE;
   if (c == NULL && reason == NULL)
     return TRUE; /* gone meanwhile */
-  if (c == NULL) {
-    g_autofree char *dest = g_strconcat(id, CORRUPT_SUFFIX, NULL);
-    if (renameat(ledger->dirfd, name, ledger->dirfd, dest) < 0)
-      return set_errno_error(error, errno,
-                             "cannot move unreadable ledger record %s/%s aside",
-                             ledger->dir, name);
-    *changed = TRUE;
-    g_ptr_array_add(claims->warnings,
-                    g_strdup_printf("ledger record %s/%s could not be read "
-                                    "(%s); moved to %s",
-                                    ledger->dir, name, reason->message, dest));
-    g_ptr_array_add(corrupt, g_steal_pointer(&dest));
-    return TRUE;
-  }
+  if (c == NULL)
+    return set_aside(ledger, name, id, reason, claims, corrupt, changed, error);
   if (!claim_is_live(c)) {
-    if (unlinkat(ledger->dirfd, name, 0) < 0 && errno != ENOENT)
+    if (!may_change(ledger, name)) {
+      claims->n_stale++;
+      return TRUE;
+    }
+    if (unlinkat(ledger->dirfd, name, 0) < 0 && errno != ENOENT) {
+      claims->n_stale++;
+      if (errno == EPERM || errno == EACCES)
+        return TRUE; /* another user's, in a sticky directory */
       return set_errno_error(error, errno,
                              "cannot prune stale ledger record %s/%s",
                              ledger->dir, name);
+    }
     *changed = TRUE;
     return TRUE;
   }
@@ -657,6 +868,7 @@ qp_ledger_read(QpLedger *ledger, const QpHost *host, GError **error)
   }
 
   g_ptr_array_sort(corrupt, cmp_str);
+  claims->n_unreadable = corrupt->len;
   for (guint i = 0; i < corrupt->len; i++)
     block_corrupt(ledger, corrupt->pdata[i], host, claims);
 

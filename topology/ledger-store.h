@@ -13,8 +13,10 @@ G_BEGIN_DECLS
 
 typedef struct QpLedger QpLedger;
 
-/* Opens (creating 0700 if needed) DIR. A symlink, a non-directory or a
- * directory owned by another user is an error. */
+/* Opens (creating 0700 if needed) DIR: private (owned by this user, mode
+ * 0700) or shared (owned by root or this user, group-writable with the
+ * sticky bit, mode 3770). A symlink, a non-directory, a directory owned by
+ * another user and not shared, or one writable by others is an error. */
 QpLedger *qp_ledger_open(const char *dir, GError **error);
 void qp_ledger_close(QpLedger *ledger);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpLedger, qp_ledger_close)
@@ -28,6 +30,10 @@ void qp_ledger_unlock(QpLedger *ledger);
 /* TRUE while this handle holds the lock. A QpLedger must not be used across
  * fork(): flock belongs to the open file, so a child must open its own. */
 gboolean qp_ledger_is_locked(const QpLedger *ledger);
+
+/* Whether reading removes every stale record (root's prune) or only this
+ * user's own (the default: the others are skipped). */
+void qp_ledger_set_prune_all(QpLedger *ledger, gboolean prune_all);
 
 /* Reads every record; must hold the lock. Stale records (process gone or
  * start time differs) are removed; unparsable ones are renamed *.corrupt and

@@ -11,15 +11,29 @@
 
 G_BEGIN_DECLS
 
-/* Default state directory: /run/qemu-pin for root,
- * $XDG_RUNTIME_DIR/qemu-pin otherwise. */
-char *qp_ledger_default_dir(void);
+/* The ledger directory when none is configured: the host-wide SHARED
+ * (/run/qemu-pin) for root and for every user that may write it (a member
+ * of its group, mode 3770); else the user's own, $XDG_RUNTIME_DIR/qemu-pin
+ * or /tmp/qemu-pin-UID, and *WARNING (when not NULL) one line naming
+ * SHARED, why it is not usable and the fix. Root creates a missing SHARED
+ * for GROUP ("": private) when GROUP exists. */
+char *qp_ledger_choose_dir(const char *shared, const char *group,
+                           char **warning);
+
+/* qp_ledger_choose_dir() with /run/qemu-pin and the group qemu-pin was
+ * built with (-Dledger_group). */
+char *qp_ledger_default_dir(char **warning);
 
 /* The live records of the ledger at DIR (`qemu-pin status`), read in a
  * critical section of its own: stale records are pruned, unreadable ones
  * set aside with their nodes blocked (HOST maps their CPUs to nodes). */
 QpClaims *qp_ledger_read_claims(const char *dir, const QpHost *host,
                                 GError **error);
+
+/* The same, removing every stale record on the way, whoever owns it (as
+ * far as this user may: root may remove any; `qemu-pin status --prune`). */
+QpClaims *qp_ledger_prune_claims(const char *dir, const QpHost *host,
+                                 GError **error);
 
 /* ---- The claim a VM holds ------------------------------------------------
  *

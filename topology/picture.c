@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "topology/cache-domains.h"
+#include "topology/capacity.h"
 #include "topology/cpulist.h"
 #include "topology/host.h"
 
@@ -71,6 +73,39 @@ style_vm(hwloc_topology_t topo, const QpClaim *c, const char *colour,
                             c->name ? c->name : c->id, c->qemu_pid,
                             qp_mode_name(c->mode), *ded ? ded : "shared",
                             mem->len ? mem->str : "none"));
+}
+
+/* Shades each L3 domain of HOST that VMs use (amber: partly, red: every
+ * core dedicated or a vCPU per CPU) and adds a legend line for it. */
+static void
+style_domains(hwloc_topology_t topo, const QpHost *host, const QpClaims *claims,
+              GPtrArray *argv)
+{
+  g_auto(hwloc_bitmap_t) dedicated = qp_claims_dedicated(claims);
+  g_autofree double *load = qp_claims_cpu_load(host, claims);
+  for (guint d = 0; d < host->n_domains; d++) {
+    const QpCacheDomain *cd = &host->domains[d];
+    QpCacheUsage u;
+    qp_cache_usage(host, dedicated, load, d, &u);
+    if (cd->level != QP_CACHE_L3 ||
+        (u.dedicated_cores == 0 && u.shared_vcpus <= 0))
+      continue;
+    gboolean full = u.dedicated_cores == cd->n_cores || u.per_cpu >= 1.0;
+    for (hwloc_obj_t o =
+             hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_L3CACHE, NULL);
+         o != NULL; o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_L3CACHE, o))
+      if (hwloc_bitmap_isequal(o->complete_cpuset, cd->cpus))
+        hwloc_obj_add_info(o, "lstopoStyle",
+                           full ? "Background=#f4a6a6" : "Background=#ffe08a");
+    g_autofree char *cpus = qp_list_format(cd->cpus);
+    g_ptr_array_add(argv, g_strdup("--append-legend"));
+    g_ptr_array_add(argv,
+                    g_strdup_printf("L3 %s (node %d): %u of %u cores "
+                                    "dedicated, %.2f shared vCPUs (%.2f per "
+                                    "CPU)",
+                                    cpus, cd->node, u.dedicated_cores,
+                                    cd->n_cores, u.shared_vcpus, u.per_cpu));
+  }
 }
 
 /* Runs lstopo with ARGV (without its input) on TOPO, exported to a
@@ -159,5 +194,9 @@ qp_status_picture(const char *xml_path, const QpClaims *claims, const char *out,
     g_ptr_array_add(argv, g_strdup("--append-legend"));
     g_ptr_array_add(argv, g_strdup("no VM holds a claim"));
   }
+  /* Cache domains in use, from the host model of the same topology. */
+  g_autoptr(QpHost) host = qp_host_load_full(xml_path, FALSE, NULL);
+  if (host != NULL && n > 0)
+    style_domains(topo, host, claims, argv);
   return run_lstopo(topo, argv, format, out, error);
 }

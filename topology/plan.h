@@ -92,9 +92,12 @@ typedef struct {
   /* Suggested guest topology: set only with opts->vnuma on a guest without
    * vNUMA. -smp sockets/cores/threads mirror the chosen CPUs, flat
    * (sockets=1, cores=N, threads=1) when their layout is asymmetric; their
-   * product is n_vcpus (maxcpus), and the vnodes hold every vCPU. */
+   * product (with dies) is n_vcpus (maxcpus), and the vnodes hold every
+   * vCPU. vnuma_dies > 1 when each socket's vCPUs run on as many host L3
+   * domains in equal runs (cores then counts cores per die); 0 or 1 else. */
   gboolean vnuma;
   guint vnuma_sockets, vnuma_cores, vnuma_threads;
+  guint vnuma_dies;
   guint n_vnodes; /* 0: no -numa node suggested (one host node) */
   QpPlanVnode *vnodes;
   guint *vnode_distance; /* n_vnodes * n_vnodes, SLIT of the host nodes */

@@ -3,6 +3,7 @@
  * claims, options): the caller reads the ledger. */
 #include "topology/status.h"
 
+#include "topology/cache-domains.h"
 #include "topology/capacity.h"
 #include "topology/json-out.h"
 
@@ -67,29 +68,6 @@ node_load_groups(const QpHost *host, const QpNode *n, const double *load,
   return groups;
 }
 
-/* Page sizes of the node's pools plus any a claim names on the node. */
-static GArray *
-page_sizes(const QpNode *n, const QpClaims *claims)
-{
-  GArray *sizes = g_array_new(FALSE, FALSE, sizeof(guint64));
-  if (n->hugepages)
-    for (guint i = 0; i < n->hugepages->len; i++)
-      g_array_append_val(sizes,
-                         g_array_index(n->hugepages, QpHugePool, i).page_kib);
-  for (guint i = 0; claims && i < claims->claims->len; i++) {
-    const QpClaim *c = claims->claims->pdata[i];
-    for (guint j = 0; j < c->huge->len; j++) {
-      const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, j);
-      gboolean seen = FALSE;
-      for (guint k = 0; k < sizes->len; k++)
-        seen |= g_array_index(sizes, guint64, k) == h->page_kib;
-      if (h->node == n->id && !seen)
-        g_array_append_val(sizes, h->page_kib);
-    }
-  }
-  return sizes;
-}
-
 /* ---- JSON -----------------------------------------------------------------
  */
 
@@ -116,7 +94,7 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
 
   json_builder_set_member_name(b, "hugepages");
   json_builder_begin_array(b);
-  g_autoptr(GArray) sizes = page_sizes(n, claims);
+  g_autoptr(GArray) sizes = qp_node_page_sizes(n, claims);
   for (guint i = 0; i < sizes->len; i++) {
     guint64 kib = g_array_index(sizes, guint64, i);
     QpNodePages pages;
@@ -151,6 +129,8 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
   }
   json_builder_end_array(b);
   qp_json_add_list(b, "overcommitted-cpus", over);
+  g_auto(hwloc_bitmap_t) dedicated = qp_claims_dedicated(claims);
+  qp_cache_usage_to_json(host, dedicated, load, n->id, b);
   json_builder_end_object(b);
   qp_node_capacity_clear(&cap);
 }
@@ -366,7 +346,7 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
         cap.uncommitted_mib,
         cap.blocked ? " (blocked by an unreadable record)" : "");
     append_bar(s, &cap);
-    g_autoptr(GArray) sizes = page_sizes(n, claims);
+    g_autoptr(GArray) sizes = qp_node_page_sizes(n, claims);
     for (guint j = 0; j < sizes->len; j++) {
       guint64 kib = g_array_index(sizes, guint64, j);
       QpNodePages pages;
@@ -378,6 +358,8 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
           kib, pages.total, pages.free, pages.claimed);
     }
     append_cpus(s, host, n, &cap, load);
+    g_auto(hwloc_bitmap_t) dedicated = qp_claims_dedicated(claims);
+    qp_cache_usage_to_text(host, dedicated, load, n->id, s);
     qp_node_capacity_clear(&cap);
   }
 

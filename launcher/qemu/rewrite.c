@@ -285,11 +285,12 @@ static gboolean
 apply_vnuma(Rewrite *rw, const QpPlan *plan)
 {
   const QpQemuArgs *a = rw->args;
-  rewrite_append(rw, "-smp",
-                 g_strdup_printf(
-                     "cpus=%u,maxcpus=%u,sockets=%u,dies=1,cores=%u,threads=%u",
-                     a->req->vcpus, plan->n_vcpus, plan->vnuma_sockets,
-                     plan->vnuma_cores, plan->vnuma_threads));
+  rewrite_append(
+      rw, "-smp",
+      g_strdup_printf(
+          "cpus=%u,maxcpus=%u,sockets=%u,dies=%u,cores=%u,threads=%u",
+          a->req->vcpus, plan->n_vcpus, plan->vnuma_sockets,
+          MAX(plan->vnuma_dies, 1), plan->vnuma_cores, plan->vnuma_threads));
   if (plan->n_vnodes == 0 || a->machine_memdev != NULL || a->mem_path != NULL)
     return FALSE;
   for (guint i = 0; i < plan->n_vnodes; i++) {

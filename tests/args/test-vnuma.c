@@ -94,6 +94,84 @@ test_recorded_host(gconstpointer data)
   qp_test_qemu_view_clear(&view);
 }
 
+/* The L3 domain of the CPUs of vCPU V, -1 if none. */
+static int
+plan_l3_of(const QpHost *host, const QpPlan *plan, guint v)
+{
+  for (guint d = 0; d < host->n_domains; d++)
+    if (host->domains[d].level == QP_CACHE_L3 &&
+        hwloc_bitmap_isincluded(plan->vcpu_cpus[v], host->domains[d].cpus))
+      return (int)d;
+  return -1;
+}
+
+typedef struct {
+  const char *smp;
+  guint dies; /* per socket in the rewritten -smp */
+} DieCase;
+
+static const DieCase die_cases[] = {
+    {"4", 2},           /* one node: 2 L3s of 2 cores */
+    {"8", 2},           /* two nodes: sockets=2, each 2 L3s */
+    {"4,threads=2", 1}, /* 2 sibling pairs: both in one L3 */
+    {"8,threads=2", 2}, /* 4 sibling pairs: 2 per L3 */
+    {"3", 1},           /* 2 + 1 cores: runs of unequal length */
+};
+
+/* --vnuma=auto on the recorded EPYC 7351P (2 L3s of 2 cores per node),
+ * one-to-one: the rewritten -smp has a die per L3 the vCPUs run in, and
+ * the real QEMU puts vCPUs that share a host L3 in one guest die, and
+ * vCPUs that do not in different dies. */
+static void
+test_dies(gconstpointer data)
+{
+  const DieCase *c = data;
+  g_autofree char *xml =
+      g_build_filename(g_getenv("QP_TOPOLOGIES"), "epyc-7351p.xml", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) host = qp_host_load(xml, &error);
+  g_assert_no_error(error);
+  const char *argv[] = {"-smp", c->smp, "-m", "512", NULL};
+  g_autoptr(QpQemuArgs) args = qp_test_parse_ok(argv);
+  QpPlacementOptions opts;
+  qp_placement_options_init(&opts);
+  opts.mode = QP_MODE_ONE_TO_ONE;
+  opts.vnuma = TRUE;
+  g_autoptr(QpPlan) plan =
+      qp_plan_compute(host, NULL, args->req, &opts, &error);
+  qp_placement_options_clear(&opts);
+  g_assert_no_error(error);
+  g_assert_cmpuint(MAX(plan->vnuma_dies, 1), ==, c->dies);
+
+  g_auto(GStrv) out =
+      qp_qemu_args_rewrite(args, "qemu-system-x86_64", plan, -1, &error);
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) run = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GRegex) nodes = g_regex_new("host-nodes=[0-9]+", 0, 0, NULL);
+  for (guint i = 1; out[i] != NULL; i++)
+    g_ptr_array_add(run, g_regex_replace_literal(nodes, out[i], -1, 0,
+                                                 "host-nodes=0", 0, NULL));
+  g_ptr_array_add(run, NULL);
+  g_autofree char *line = g_strjoinv(" ", (char **)run->pdata);
+  g_test_message("QEMU args: %s", line);
+  g_autofree char *want = g_strdup_printf(",dies=%u,", c->dies);
+  g_assert_nonnull(strstr(line, want));
+
+  QpTestQemuView view;
+  qp_test_qemu_view((const char *const *)run->pdata, &view);
+  g_test_message("QEMU: %s", view.err);
+  g_assert_true(view.started);
+  g_assert_cmpuint(view.maxcpus, ==, plan->n_vcpus);
+  for (guint v = 0; v < view.maxcpus; v++)
+    for (guint w = 0; w < view.maxcpus; w++)
+      if (c->dies > 1)
+        g_assert_cmpint(view.cpu_die[v] == view.cpu_die[w], ==,
+                        plan_l3_of(host, plan, v) == plan_l3_of(host, plan, w));
+      else
+        g_assert_cmpint(view.cpu_die[v], ==, view.cpu_die[w]);
+  qp_test_qemu_view_clear(&view);
+}
+
 /* The launch on this host: -smp 2,maxcpus=4 in numa mode. The host has room
  * for the boot vCPUs only; the guest still gets all four. */
 static void
@@ -157,6 +235,11 @@ main(int argc, char **argv)
     g_autofree char *path =
         g_strdup_printf("/vnuma/maxcpus/recorded-host/%s", cases[i].name);
     g_test_add_data_func(path, &cases[i], test_recorded_host);
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS(die_cases); i++) {
+    g_autofree char *path =
+        g_strdup_printf("/vnuma/dies/epyc-7351p/%s", die_cases[i].smp);
+    g_test_add_data_func(path, &die_cases[i], test_dies);
   }
   g_test_add_func("/vnuma/maxcpus/launch", test_launch);
   return g_test_run();

@@ -643,8 +643,9 @@ view_cpus(QpTestQemuView *v, JsonArray *cpus)
   }
   v->maxcpus = n;
   v->cpu_node = g_new(int, MAX(n, 1));
+  v->cpu_die = g_new(int, MAX(n, 1));
   for (guint i = 0; i < n; i++)
-    v->cpu_node[i] = -1;
+    v->cpu_node[i] = v->cpu_die[i] = -1;
   for (guint i = 0; i < n; i++) {
     JsonObject *p = json_object_get_object_member(
         json_array_get_object_element(cpus, i), "props");
@@ -654,8 +655,11 @@ view_cpus(QpTestQemuView *v, JsonArray *cpus)
                     MAX(member_int(p, "core-id"), 0)) *
                        threads +
                    MAX(member_int(p, "thread-id"), 0);
-    if (index >= 0 && index < (gint64)n)
+    if (index >= 0 && index < (gint64)n) {
       v->cpu_node[index] = (int)member_int(p, "node-id");
+      v->cpu_die[index] = (int)(MAX(member_int(p, "socket-id"), 0) * dies +
+                                MAX(member_int(p, "die-id"), 0));
+    }
   }
 }
 
@@ -748,5 +752,6 @@ qp_test_qemu_view_clear(QpTestQemuView *v)
 {
   g_clear_pointer(&v->err, g_free);
   g_clear_pointer(&v->cpu_node, g_free);
+  g_clear_pointer(&v->cpu_die, g_free);
   g_clear_pointer(&v->node_mib, g_free);
 }

@@ -133,6 +133,7 @@ typedef struct {
   guint vcpus;       /* query-cpus-fast: vCPUs at boot */
   guint maxcpus;     /* query-hotpluggable-cpus: possible vCPUs */
   int *cpu_node;     /* per possible vCPU index: its guest node, -1 none */
+  int *cpu_die;      /* per possible vCPU index: socket-id * dies + die-id */
   guint n_nodes;     /* "info numa": guest NUMA nodes (0 without -numa) */
   guint64 *node_mib; /* "info numa": size of each node */
 } QpTestQemuView;

@@ -35,6 +35,8 @@ lrwxrwxrwx $libexecdir/qemu-pin/qemu-system-x86_64
 -rw-r--r-- $mandir/man5/qemu-pin.conf.5
 -rw-r--r-- $mandir/man8/qemu-pin-takeover.8
 -rw-r--r-- $prefix/lib/tmpfiles.d/qemu-pin.conf
+-rw-r--r-- $prefix/lib/systemd/system/qemu-pin-metrics.service
+-rw-r--r-- $prefix/lib/systemd/system/qemu-pin-metrics.timer
 -rw-r--r-- $datadir/doc/qemu-pin/examples/qemu-pin.conf
 -rw-r--r-- $apparmordir/abstractions/qemu-pin"
 actual=$(cd "$dest" && find . ! -type d -printf '%M /%P\n' | sort)
@@ -49,9 +51,36 @@ assert_eq "$libexecdir/qemu-pin/qemu-system-x86_64 points to" "$bindir/qemu-pin"
   fail "qemu-pin-takeover --help does not describe install"
 
 # The tmpfiles.d entry: /run/qemu-pin, shared by the group when there is one.
-if [ -n "$group" ]; then want="d /run/qemu-pin 3770 root $group -"; else want="d /run/qemu-pin 0700 root root -"; fi
+if [ -n "$group" ]; then
+  want="d /run/qemu-pin 3770 root $group -
+f /run/qemu-pin/lock 0660 root $group -"
+else
+  want="d /run/qemu-pin 0700 root root -
+f /run/qemu-pin/lock 0600 root root -"
+fi
 assert_eq "tmpfiles.d entry" "$want" \
   "$(grep -v '^#' "$dest$prefix/lib/tmpfiles.d/qemu-pin.conf" | grep . | tr -s ' \t' '  ')"
+
+# The metrics service's command, run as the unit has it (its directory and
+# ledger scratch ones): the collector's file appears whole, no temporary
+# file is left, and the timer starts the service.
+unit=$dest$prefix/lib/systemd/system/qemu-pin-metrics.service
+grep -q "^ExecStart=/bin/sh -ec '$bindir/qemu-pin status --metrics >" "$unit" ||
+  fail "the metrics service does not run the installed qemu-pin"
+mkdir -p "$work/textfile"
+cmd=$(sed -n "s/^ExecStart=\/bin\/sh -ec '\(.*\)'$/\1/p" "$unit" |
+  sed -e "s|/var/lib/prometheus/node-exporter|$work/textfile|g" -e "s|$bindir/qemu-pin|$dest$bindir/qemu-pin|")
+QEMU_PIN_STATE_DIR=$work/metrics-state sh -ec "$cmd" || fail "the metrics service's command failed: $cmd"
+assert_eq "files the metrics service leaves" "qemu-pin.prom" "$(ls "$work/textfile")"
+grep -q '^qemu_pin_ledger_records{state="live"} 0$' "$work/textfile/qemu-pin.prom" ||
+  fail "qemu-pin.prom lacks the ledger's record count"
+grep -qx 'WantedBy=timers.target' "$dest$prefix/lib/systemd/system/qemu-pin-metrics.timer" ||
+  fail "the metrics timer is not wanted by timers.target"
+if command -v systemd-analyze >/dev/null; then
+  systemd-analyze verify --man=no "$unit" "${unit%.service}.timer" >"$work/verify.log" 2>&1 ||
+    { cat "$work/verify.log"; fail "systemd-analyze verify rejects the metrics units"; }
+  log "ok: systemd-analyze verify accepts the metrics units"
+fi
 
 # The AppArmor abstraction names the installed binary.
 grep -q "^  $bindir/qemu-pin rmix,$" "$dest$apparmordir/abstractions/qemu-pin" ||
@@ -89,6 +118,9 @@ else
   if [ -n "$group" ]; then want="drwxrws--T root $group"; else want="drwx------ root root"; fi
   assert_eq "ledger directory made by systemd-tmpfiles" "$want" \
     "$(stat -c '%A %U %G' "$sysroot/run/qemu-pin")"
+  if [ -n "$group" ]; then want="-rw-rw---- root $group"; else want="-rw------- root root"; fi
+  assert_eq "ledger lock made by systemd-tmpfiles" "$want" \
+    "$(stat -c '%A %U %G' "$sysroot/run/qemu-pin/lock")"
   write_fw_halt "$work/halt.fw"
   pid=$(QEMU_PIN_CONFIG=/dev/null QP_BINARY="$dest$bindir/qemu-pin" \
     qp_launch vm --state-dir="$sysroot/run/qemu-pin" -- "$QP_QEMU" \

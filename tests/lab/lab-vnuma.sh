@@ -61,7 +61,7 @@ all=$(list_canon "$(jq -r '[.vnuma.nodes[].vcpus] | join(",")' plan2.json)")
 assert_eq "plan: the guest nodes hold every possible vCPU" 0-5 "$all"
 pid=$(qp_launch vh --mode=one-to-one --vnuma=auto -- "$@") || fail "qemu-pin did not launch the VM with maxcpus=6: $pid"
 cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline")
-smp=$(jq -r '"cpus=4,maxcpus=6,sockets=\(.vnuma.sockets),dies=1,cores=\(.vnuma.cores),threads=\(.vnuma.threads)"' plan2.json)
+smp=$(jq -r '"cpus=4,maxcpus=6,sockets=\(.vnuma.sockets),dies=\(.vnuma.dies),cores=\(.vnuma.cores),threads=\(.vnuma.threads)"' plan2.json)
 case "$cmd" in
   *"-smp $smp "*) ;;
   *) fail "QEMU's command line has no '-smp $smp': $cmd" ;;

@@ -6,7 +6,7 @@
 #                             [--builddir DIR] [--log FILE]
 # The build directory defaults to $QP_BUILD_ROOT, else ./build of the source
 # tree; the lab image is cached in BUILDDIR/lab/.
-# Shapes: 4n, 2s2n, smt, cpuless (see docs/lab.md).
+# Shapes: 4n, 2s2n, smt, cpuless, ccx (see docs/lab.md).
 # Exit: 0 PASS, 1 FAIL, 77 SKIP (the script exited 77), 2 timeout or boot
 # failure.
 #
@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument '$1' (expected --shape, --script, --timeout, --builddir, --log)" ;;
   esac
 done
-[ -n "$shape" ] || die "--shape is required (4n, 2s2n, smt, cpuless or 4n-disk)"
+[ -n "$shape" ] || die "--shape is required (4n, 2s2n, smt, cpuless, ccx or 4n-disk)"
 [ -n "$script" ] || die "--script is required"
 [ -f "$script" ] || die "script '$script' does not exist"
 case $timeout in ''|*[!0-9]*) die "--timeout '$timeout' is not a number of seconds" ;; esac
@@ -94,6 +94,12 @@ case $shape in
     smp="4,sockets=2,cores=2,threads=1"
     machine="$(mem 0 768) $(mem 1 768) $(mem 2 512) $(node 0 0-1) $(node 1 2-3) $(node 2 '')
       -numa dist,src=0,dst=1,val=20 -numa dist,src=0,dst=2,val=17 -numa dist,src=1,dst=2,val=28" ;;
+  ccx) # 2 sockets, a node each, 2 dies of 2 cores per socket; an Intel
+    # vendor makes the kernel read an L3 per die from CPUID leaf 4: two L3
+    # cache domains per node (CPUs 0-1, 2-3 on node 0; 4-5, 6-7 on node 1).
+    cpu=max,vendor=GenuineIntel
+    smp="8,sockets=2,dies=2,cores=2,threads=1"
+    machine="$(mem 0 1024) $(mem 1 1024) $(node 0 0-3) $(node 1 4-7) $(dists 2 uniform)" ;;
   4n-disk) # 4n, and a disk on host node 2: a virtio-blk behind a NUMA-aware
     # expander bus (pxb-pcie numa_node=2), so that its PCI device's
     # numa_node in the lab's sysfs is 2 (/dev/vda inside the lab)
@@ -105,7 +111,7 @@ case $shape in
       -device pcie-root-port,id=qp-rp2,bus=qp-pxb2,chassis=2
       -drive file=@RUN@/disk.img,if=none,id=qp-disk,format=raw
       -device virtio-blk-pci,drive=qp-disk,bus=qp-rp2,serial=qp-lab-disk" ;;
-  *) die "unknown shape '$shape' (expected 4n, 2s2n, smt, cpuless or 4n-disk)" ;;
+  *) die "unknown shape '$shape' (expected 4n, 2s2n, smt, cpuless, ccx or 4n-disk)" ;;
 esac
 cpu=${QP_LAB_CPU:-$cpu} # to try another CPU model by hand
 

@@ -336,6 +336,68 @@ test_synthetic_shapes(void)
   g_assert_cmpstr(node_cpus(smt, 1), ==, "2-3,6-7");
 }
 
+/* A NUMA node hwloc attaches below an L3 (a node per L3 on AMD Bulldozer,
+ * per L3 here) keeps its own CPUs: the cache is not dropped from under it. */
+static void
+test_nodes_below_l3(void)
+{
+  /* As `lstopo -i DESCRIPTION --of xml` records it. */
+  hwloc_topology_t topo = NULL;
+  g_assert_cmpint(qp_hwloc_topology_init(&topo), ==, 0);
+  g_assert_cmpint(hwloc_topology_set_synthetic(
+                      topo, "pack:1 numa:4(memory=16GiB) l3:1 core:4 pu:2"),
+                  ==, 0);
+  g_assert_cmpint(hwloc_topology_load(topo), ==, 0);
+  g_autofree char *dir = g_dir_make_tmp("qp-host-XXXXXX", NULL);
+  g_autofree char *xml = g_build_filename(dir, "l3-nodes.xml", NULL);
+  g_assert_cmpint(hwloc_topology_export_xml(topo, xml, 0), ==, 0);
+  hwloc_topology_destroy(topo);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) h = qp_host_load(xml, &error);
+  g_assert_no_error(error);
+  g_unlink(xml);
+  g_rmdir(dir);
+  g_assert_cmpuint(h->n_nodes, ==, 4);
+  g_assert_cmpstr(node_cpus(h, 0), ==, "0-7");
+  g_assert_cmpstr(node_cpus(h, 1), ==, "8-15");
+  g_assert_cmpstr(node_cpus(h, 3), ==, "24-31");
+  g_assert_cmpint(cpu(h, 13)->node, ==, 1);
+
+  g_autoptr(QpHost) opt = load_recorded("opteron-6272-4s.xml");
+  g_assert_cmpuint(opt->n_nodes, ==, 8);
+  g_assert_cmpstr(node_cpus(opt, 0), ==, "0-7");
+  g_assert_cmpstr(node_cpus(opt, 1), ==, "8-15");
+  g_assert_cmpstr(node_cpus(opt, 6), ==, "16-23");
+  g_assert_cmpstr(node_cpus(opt, 2), ==, "32-39");
+  g_assert_cmpstr(node_cpus(opt, 5), ==, "56-63");
+}
+
+/* Cache domains: an L3 of several cores is one, an L3 of one core (as
+ * some VMs show) is not, and neither is an L3 over several nodes. */
+static void
+test_cache_domains_synthetic(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) per_core =
+      qp_host_load_synthetic("numa:1 l3:2 core:1 pu:2", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(per_core->n_domains, ==, 0);
+  g_assert_cmpint(per_core->cores[0].domain[QP_CACHE_L3], ==, -1);
+
+  g_autoptr(QpHost) ccx =
+      qp_host_load_synthetic("numa:2 l3:2 l2:2 core:1 pu:1", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(ccx->n_domains, ==, 4);
+  g_assert_cmpint(ccx->domains[1].node, ==, 0);
+  g_assert_cmpstr(list(ccx->domains[1].cpus), ==, "2-3");
+  g_assert_cmpint(ccx->cores[3].domain[QP_CACHE_L3], ==, 1);
+
+  g_autoptr(QpHost) wide =
+      qp_host_load_synthetic("l3:1 numa:2 core:2 pu:1", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(wide->n_domains, ==, 0);
+}
+
 static void
 test_synthetic_invalid(void)
 {
@@ -589,6 +651,18 @@ test_json(void)
   JsonObject *core0 = json_array_get_object_element(
       json_object_get_array_member(json_node_get_object(iroot), "cores"), 0);
   g_assert_cmpstr(json_object_get_string_member(core0, "cpus"), ==, "0,16");
+
+  g_autoptr(QpHost) epyc = load_recorded("epyc-7351p.xml");
+  g_autoptr(JsonNode) eroot = qp_host_to_json(epyc);
+  JsonObject *en1 = json_array_get_object_element(
+      json_object_get_array_member(json_node_get_object(eroot), "nodes"), 1);
+  JsonArray *doms = json_object_get_array_member(en1, "cache_domains");
+  g_assert_cmpuint(json_array_get_length(doms), ==, 2);
+  JsonObject *d1 = json_array_get_object_element(doms, 1);
+  g_assert_cmpstr(json_object_get_string_member(d1, "level"), ==, "L3");
+  g_assert_cmpstr(json_object_get_string_member(d1, "cpus"), ==, "6-7,22-23");
+  g_assert_cmpint(json_object_get_int_member(d1, "cores"), ==, 2);
+  g_assert_cmpint(json_object_get_int_member(d1, "size_kib"), ==, 8192);
 }
 
 static void
@@ -616,6 +690,17 @@ test_text(void)
       strstr(hytext, "kind 0: IntelAtom, efficiency 0, cpus 16-23\n"));
   g_assert_nonnull(
       strstr(hytext, "kind 1: IntelCore, efficiency 1, cpus 0-15\n"));
+
+  g_autoptr(QpHost) epyc = load_recorded("epyc-7351p.xml");
+  g_autofree char *etext = qp_host_to_text(epyc);
+  g_assert_nonnull(strstr(etext, "node 0 cache domains: L3 0-1,16-17 (8 MiB), "
+                                 "L3 2-3,18-19 (8 MiB)\n"));
+  g_autoptr(QpHost) raptor = load_recorded("raptorlake.xml");
+  g_autofree char *rtext = qp_host_to_text(raptor);
+  g_assert_nonnull(strstr(rtext, "node 0 cache domains: L3 0-19 (24 MiB), "
+                                 "L2 12-15 (2 MiB), L2 16-19 (2 MiB)\n"));
+  /* No cache inside a node: no line. */
+  g_assert_null(strstr(text, "cache domains"));
 }
 
 /* Mapped into this process: a file whose path holds NEEDLE. */
@@ -702,6 +787,9 @@ main(int argc, char **argv)
   g_test_add_func("/host/synthetic/defaults-and-test-setters", test_synthetic);
   g_test_add_func("/host/synthetic/coreless-memory-only-and-spread-smt-shapes",
                   test_synthetic_shapes);
+  g_test_add_func("/host/nodes-below-l3-keep-their-cpus", test_nodes_below_l3);
+  g_test_add_func("/host/cache-domains/synthetic-shapes",
+                  test_cache_domains_synthetic);
   g_test_add_func("/host/synthetic/invalid-description-is-one-line-error",
                   test_synthetic_invalid);
   g_test_add_func("/host/live/allowed-equals-affinity-minus-isolated",

@@ -3,6 +3,7 @@
  * planned and claimed apart, per host node, for every piece of the guest's
  * memory (the RAM of each guest node, memory devices, unused backends). */
 #include "tests/common/qp-plan-test.h"
+#include "topology/capacity.h"
 #include "topology/ledger-store.h"
 #include "topology/plan.h"
 #include "topology/status.h"
@@ -369,6 +370,48 @@ test_status_free_is_what_fits(void)
   qp_placement_options_clear(&opts);
 }
 
+/* A VM that preallocated its claimed hugepages took them off the pool's free
+ * count: the pages left are the pool less the claims, not the free pages
+ * less the claims again. Pages claimed but not yet touched are still free:
+ * the claims bound them; pages someone else took: the free count does. */
+static void
+test_touched_pages_counted_once(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
+  int node = h->nodes[0].id;
+  g_assert_nonnull(h->nodes[0].hugepages);
+  QpHugePool *pool = NULL;
+  for (guint i = 0; i < h->nodes[0].hugepages->len; i++) {
+    QpHugePool *p = &g_array_index(h->nodes[0].hugepages, QpHugePool, i);
+    if (p->page_kib == 2048)
+      pool = p;
+  }
+  g_assert_nonnull(pool);
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  QpClaim *c = qp_claim_new();
+  c->id = g_strdup("prealloc");
+  QpHugeClaim hc = {node, 2048, 32};
+  g_array_append_val(c->huge, hc);
+  g_ptr_array_add(claims->claims, c);
+
+  static const struct {
+    guint64 total, free, left;
+  } cases[] = {
+      {64, 32, 32}, /* the claimed pages touched */
+      {64, 64, 32}, /* claimed, not touched yet */
+      {64, 16, 16}, /* touched, and 16 more taken by others */
+      {16, 0, 0},   /* claims above the pool (it shrank) */
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    pool->total = cases[i].total;
+    pool->free = cases[i].free;
+    QpNodePages pages;
+    qp_node_pages(h, claims, 0, 2048, &pages);
+    g_assert_cmpuint(pages.claimed, ==, 32);
+    g_assert_cmpuint(pages.uncommitted, ==, cases[i].left);
+  }
+}
+
 /* Mode auto places a vNUMA guest with more vCPUs than CPUs best-effort and
  * claims each piece per node and page size as numa does: guest node 0 on
  * ordinary memory with a pc-dimm in 2 MiB pages, guest node 1 on 1 GiB
@@ -456,6 +499,8 @@ main(int argc, char **argv)
   g_test_add_func("/plan/memory/caller-bound-pieces", test_caller_bound_pieces);
   g_test_add_func("/plan/memory/one-to-one-claims-without-binding",
                   test_one_to_one_flat);
+  g_test_add_func("/plan/memory/touched-hugepages-counted-once",
+                  test_touched_pages_counted_once);
   g_test_add_func("/plan/memory/status-free-is-what-fits",
                   test_status_free_is_what_fits);
   g_test_add_func("/plan/memory/ledger-and-status-per-page-size",

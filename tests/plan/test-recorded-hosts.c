@@ -1,8 +1,9 @@
 /* The hosts for cache domains and device locality (one row each in
  * tests/data/topologies/README.md): every file loads in the host model with
  * the shape its row gives, and holds the caches, CPU kinds and OS devices
- * the row lists. Caches and OS devices are read with hwloc directly, as the
- * host model keeps neither. */
+ * the row lists, and the host model's cache domains agree with hwloc's
+ * caches. OS devices are read with hwloc directly (the host model keeps
+ * none). */
 #include "topology/host.h"
 
 #include <string.h>
@@ -129,6 +130,19 @@ static const Shape shapes[] = {
      .pci_unknown = 92,
      .pci_block = 2,
      .net = 3},
+    {.file = "opteron-6272-4s.xml",
+     .packages = 4,
+     .nodes = 8,
+     .cores = 64,
+     .cpus = 64,
+     .node0_mib = 16043,
+     .near = 16,
+     .far = 22,
+     .l3_per_node = 1,
+     .cores_per_l3 = 8,
+     .nodes_per_l3 = 1,
+     .shared_l2 = 32,
+     .cores_per_shared_l2 = 2},
 };
 
 typedef struct {
@@ -240,6 +254,47 @@ check_l2(hwloc_topology_t topo, const Shape *s)
     g_assert_cmpstr(lists->str, ==, s->shared_l2_cpus);
 }
 
+/* The host model's cache domains agree with hwloc's caches: per node the
+ * L3s inside it, and every L2 shared by more than one core; each core
+ * points at the domains holding it. */
+static void
+check_domains(const QpHost *h, const Shape *s)
+{
+  guint l2 = 0;
+  g_autoptr(GString) l2_lists = g_string_new(NULL);
+  for (guint i = 0; i < h->n_nodes; i++) {
+    guint l3 = 0;
+    for (guint d = 0; d < h->n_domains; d++) {
+      const QpCacheDomain *cd = &h->domains[d];
+      g_assert_true(hwloc_bitmap_isincluded(cd->cpus, h->nodes[i].all_cpus) ||
+                    cd->node != h->nodes[i].id);
+      if (cd->node != h->nodes[i].id)
+        continue;
+      if (cd->level == QP_CACHE_L3) {
+        g_assert_cmpuint(cd->n_cores, ==, s->cores_per_l3);
+        l3++;
+      } else {
+        g_assert_cmpuint(cd->n_cores, ==, s->cores_per_shared_l2);
+        g_autofree char *l = qp_list_format(cd->cpus);
+        g_string_append_printf(l2_lists, "%s%s", l2++ ? " " : "", l);
+      }
+    }
+    g_assert_cmpuint(l3, ==, s->l3_per_node);
+  }
+  g_assert_cmpuint(l2, ==, s->shared_l2);
+  if (s->shared_l2_cpus != NULL)
+    g_assert_cmpstr(l2_lists->str, ==, s->shared_l2_cpus);
+  for (guint c = 0; c < h->n_cores; c++)
+    for (int l = 0; l < QP_CACHE_LEVELS; l++) {
+      int d = h->cores[c].domain[l];
+      if (d >= 0)
+        g_assert_true(
+            hwloc_bitmap_isincluded(h->cores[c].pus, h->domains[d].cpus));
+      else if (l == QP_CACHE_L3)
+        g_assert_cmpuint(s->l3_per_node, ==, 0);
+    }
+}
+
 /* "IntelAtom:0-3 IntelCore:4": each host-model kind and its CPUs. */
 static char *
 kinds_of(const QpHost *h)
@@ -283,6 +338,7 @@ test_shape(gconstpointer data)
 
   check_l3(topo, s);
   check_l2(topo, s);
+  check_domains(h, s);
 
   g_autofree char *kinds = kinds_of(h);
   if (s->kinds != NULL)

@@ -73,6 +73,12 @@ test_two_vms_svg(void)
   g_assert_cmpuint(web_node, ==, 1);
   g_assert_cmpuint(db_node, ==, 1);
   g_assert_cmpuint(other, ==, 0);
+  /* The L3 web's cores fill, shaded and in the legend; db's node-wide
+   * claim has no load. */
+  g_assert_nonnull(strstr(svg, "L3 0-1,16-17 (node 0): 2 of 2 cores "
+                               "dedicated, 0.00 shared vCPUs (0.00 per CPU)"));
+  g_assert_null(strstr(svg, "L3 2-3,18-19"));
+  g_assert_nonnull(strstr(svg, "fill='rgb(244,166,166)'"));
   unlink(out);
   rmdir(dir);
 }

@@ -3,6 +3,7 @@
  * is bound there. */
 #include "topology/plan/balanced.h"
 
+#include "topology/plan/cache.h"
 #include "topology/plan/memory.h"
 #include "topology/plan/node-sets.h"
 #include "topology/plan/phrases.h"
@@ -45,8 +46,9 @@ reason_set(QpPlan *plan, const Ctx *ctx, const Attempt *a, const GuestSet *g,
                sc.devices);
 }
 
-/* The vCPUs float over the usable CPUs of the set's nodes; their load is
- * split evenly over the nodes with CPUs. */
+/* The vCPUs float over the usable CPUs of the set's nodes, or of one cache
+ * domain when they fit one; their load is split evenly over the nodes with
+ * CPUs. */
 static void
 float_over_set(QpPlan *plan, const Ctx *ctx, const Attempt *a,
                const GuestSet *g, Acc *acc, gboolean *vm_nodes)
@@ -60,8 +62,14 @@ float_over_set(QpPlan *plan, const Ctx *ctx, const Attempt *a,
     if (a->n_cpus[i] > 0)
       ncpu_nodes++;
   }
+  /* On one node, a VM that fits a cache domain floats inside one. */
+  g_auto(hwloc_bitmap_t) domain =
+      g->k == 1 ? cache_float_cpus(plan, ctx, a, g->nodes[0], plan->n_vcpus,
+                                   "balanced")
+                : NULL;
   for (guint v = 0; v < plan->n_vcpus; v++)
-    plan->vcpu_cpus[v] = hwloc_bitmap_dup(plan->process_cpus);
+    plan->vcpu_cpus[v] =
+        hwloc_bitmap_dup(domain != NULL ? domain : plan->process_cpus);
   guint seen = 0;
   for (guint j = 0; j < g->k && ncpu_nodes > 0; j++)
     if (a->n_cpus[g->nodes[j]] > 0) {

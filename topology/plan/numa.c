@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "topology/plan/cache.h"
 #include "topology/plan/memory.h"
 #include "topology/plan/one-to-one.h"
 #include "topology/plan/phrases.h"
@@ -457,10 +458,15 @@ place_task_vcpus(ByGnode *st, guint t)
   /* Shared load over the nodes, remainder on the first. */
   for (guint x = 0; x < k; x++)
     st->acc.load[nodes[x]] += gt->nv / k + (x == 0 ? gt->nv % k : 0);
+  /* On one node, a guest node that fits a cache domain floats inside one. */
+  g_autofree char *who = gnode_name(ctx, gt->gi);
+  g_auto(hwloc_bitmap_t) domain =
+      k == 1 ? cache_float_cpus(st->plan, ctx, st->a, nodes[0], gt->nv, who)
+             : NULL;
   int v;
   hwloc_bitmap_foreach_begin(v, gt->vcpus)
   {
-    st->plan->vcpu_cpus[v] = hwloc_bitmap_dup(cpus);
+    st->plan->vcpu_cpus[v] = hwloc_bitmap_dup(domain != NULL ? domain : cpus);
   }
   hwloc_bitmap_foreach_end();
 }

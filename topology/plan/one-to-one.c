@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "topology/capacity.h"
+#include "topology/plan/cache.h"
 #include "topology/plan/memory.h"
 #include "topology/plan/node-sets.h"
 #include "topology/plan/numa.h"
@@ -24,12 +25,12 @@ give_pu(QpPlan *plan, const Ctx *ctx, Attempt *a, int v, int pu, int core)
   hwloc_bitmap_or(plan->dedicated, plan->dedicated, ctx->host->cores[core].pus);
 }
 
-/* The next unused core of node index I from position *C on with THREADS
- * usable PUs, marked used; -1 if none. */
+/* The next unused core of CORES (of node index I) from position *C on with
+ * THREADS usable PUs, marked used; -1 if none. */
 static int
-next_group_core(const Ctx *ctx, Attempt *a, guint i, guint *c)
+next_group_core(const Ctx *ctx, Attempt *a, const GArray *cores, guint i,
+                guint *c)
 {
-  GArray *cores = a->node_cores[i];
   g_auto(hwloc_bitmap_t) pus = hwloc_bitmap_alloc();
   for (; *c < cores->len; (*c)++) {
     guint ci = g_array_index(cores, guint, *c);
@@ -48,6 +49,8 @@ static void
 pick_sibling_groups(QpPlan *plan, const Ctx *ctx, Attempt *a, guint i,
                     hwloc_const_bitmap_t vcpus)
 {
+  g_autoptr(GArray) cores = cache_order_cores(
+      ctx, a, CAP_GROUPS, i, task_units(ctx, CAP_GROUPS, vcpus));
   g_auto(hwloc_bitmap_t) pus = hwloc_bitmap_alloc();
   int last_group = -1, core = -1, v;
   guint c = 0;
@@ -55,7 +58,7 @@ pick_sibling_groups(QpPlan *plan, const Ctx *ctx, Attempt *a, guint i,
   {
     int group = v / (int)ctx->threads;
     if (group != last_group) {
-      core = next_group_core(ctx, a, i, &c);
+      core = next_group_core(ctx, a, cores, i, &c);
       last_group = group;
     }
     if (core < 0)
@@ -69,7 +72,8 @@ pick_sibling_groups(QpPlan *plan, const Ctx *ctx, Attempt *a, guint i,
   hwloc_bitmap_foreach_end();
 }
 
-/* Picks one PU per vCPU of VCPUS on the cores of node index I: sibling
+/* Picks one PU per vCPU of VCPUS on the cores of node index I, the fewest
+ * cache domains first: sibling
  * groups (CAP_GROUPS), else one PU per core, first over unused cores; then
  * (CAP_PUS) the untaken siblings of this VM's cores, in core order. */
 void
@@ -81,7 +85,9 @@ pick_cores(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap, guint i,
     return;
   }
   const QpHost *host = ctx->host;
-  GArray *cores = a->node_cores[i];
+  /* Free cores in cache-domain order, the fewest domains first. */
+  g_autoptr(GArray) cores =
+      cache_order_cores(ctx, a, cap, i, task_units(ctx, cap, vcpus));
   g_auto(hwloc_bitmap_t) pus = hwloc_bitmap_alloc();
   int v;
   hwloc_bitmap_foreach_begin(v, vcpus)
@@ -177,7 +183,8 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
 
   /* vCPUs (or sibling groups) split evenly over the nodes with cores,
    * remainder on the first, as the memory is; a node short of its share
-   * leaves the rest to the others. Each node gets a consecutive range. */
+   * leaves the rest to the others; a split over the same nodes that fills
+   * fewer L3 domains wins. Each node gets a consecutive range. */
   g_autofree gboolean *vm_nodes = g_new0(gboolean, MAX(nn, 1));
   g_autofree guint64 *capv = g_new0(guint64, MAX(nn, 1));
   g_autofree guint64 *count = g_new0(guint64, MAX(nn, 1));
@@ -189,6 +196,7 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
       cpu_nodes[kc++] = nodes[j];
     }
   split_units(units, cpu_nodes, kc, capv, count);
+  cache_split_units(ctx, a, cap, cpu_nodes, kc, count);
   guint next = 0;
   for (guint j = 0; j < kc && next < ctx->n; j++) {
     guint i = cpu_nodes[j];

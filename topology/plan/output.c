@@ -59,6 +59,7 @@ add_vnuma_json(JsonBuilder *b, const QpPlan *plan)
   json_builder_set_member_name(b, "vnuma");
   json_builder_begin_object(b);
   qp_json_add_int(b, "sockets", plan->vnuma_sockets);
+  qp_json_add_int(b, "dies", MAX(plan->vnuma_dies, 1));
   qp_json_add_int(b, "cores", plan->vnuma_cores);
   qp_json_add_int(b, "threads", plan->vnuma_threads);
   json_builder_set_member_name(b, "nodes");
@@ -299,10 +300,10 @@ append_vnuma(GString *s, const QpPlan *plan)
   if (!plan->vnuma)
     return;
   g_string_append_printf(s,
-                         "\nsuggested guest topology: sockets=%u "
+                         "\nsuggested guest topology: sockets=%u dies=%u "
                          "cores=%u threads=%u\n",
-                         plan->vnuma_sockets, plan->vnuma_cores,
-                         plan->vnuma_threads);
+                         plan->vnuma_sockets, MAX(plan->vnuma_dies, 1),
+                         plan->vnuma_cores, plan->vnuma_threads);
   for (guint n = 0; n < plan->n_vnodes; n++) {
     g_autofree char *vl = fmt_list(plan->vnodes[n].vcpus);
     g_string_append_printf(s,

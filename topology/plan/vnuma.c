@@ -2,6 +2,7 @@
  * mirrors the host nodes the placement uses. */
 #include "topology/plan/vnuma.h"
 
+#include "topology/plan/cache.h"
 #include "topology/plan/result.h"
 
 /* Host node index of the CPUs of vCPU V, -1 if none. */
@@ -136,6 +137,26 @@ fill_vnodes(QpPlan *plan, const QpHost *host, const QpRequest *req,
   }
 }
 
+/* Each socket in dies that share a host L3 when the placement gives them
+ * (every vCPU placed, one-to-one cores): -smp dies=D, cores per die. */
+static void
+set_dies(QpPlan *plan, const QpHost *host, guint placed)
+{
+  guint per_socket = plan->vnuma_cores * plan->vnuma_threads;
+  guint dies = placed == plan->n_vcpus
+                   ? cache_guest_dies(plan, host, plan->vnuma_sockets,
+                                      per_socket, plan->vnuma_threads)
+                   : 1;
+  plan->vnuma_dies = dies;
+  if (dies < 2)
+    return;
+  plan->vnuma_cores /= dies;
+  add_reason(plan,
+             "--vnuma: dies=%u, cores=%u per die: each die's vCPUs run in "
+             "one host L3, and QEMU gives each guest die its own L3",
+             dies, plan->vnuma_cores);
+}
+
 /* The guest topology mirroring the placement of the first PLACED vCPUs;
  * every possible vCPU (up to maxcpus) is in it, so that QEMU's -smp
  * product and the -numa nodes cover them all. QEMU numbers vCPUs
@@ -182,6 +203,7 @@ suggest_vnuma(QpPlan *plan, const QpHost *host, const QpRequest *req,
                "--vnuma: one host node: sockets=1, cores=%u, "
                "threads=%u and no -numa node",
                plan->vnuma_cores, threads);
+    set_dies(plan, host, placed);
     return;
   }
   guint socket = gcd(placed / used->len, n - placed);
@@ -215,4 +237,5 @@ suggest_vnuma(QpPlan *plan, const QpHost *host, const QpRequest *req,
                "sockets=%u, cores=%u, threads=%u, one -numa node per "
                "host node",
                l, plan->vnuma_sockets, plan->vnuma_cores, threads);
+  set_dies(plan, host, placed);
 }

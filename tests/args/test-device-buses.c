@@ -220,6 +220,7 @@ test_crossing_warning(Fixture *f, gconstpointer data)
   g_autofree char *none = NULL;
   g_auto(GStrv) argv2 = rewritten_warn(f, "q35", QP_MODE_NUMA, right, &none);
   g_assert_null(none);
+  g_assert_true(has_arg(argv2, "virtio-blk-pci,drive=d0,id=disk0,bus=rp9"));
 }
 
 /* --vnuma=auto (one-to-one) on a recorded two-node host (dcs8000z-io.xml, whose

@@ -8,6 +8,7 @@
 #include "launcher/affinity.h"
 #include "launcher/keeper/keeper.h"
 #include "launcher/log.h"
+#include "launcher/qemu/device-buses.h"
 #include "launcher/qemu/rewrite.h"
 
 #include <errno.h>
@@ -69,12 +70,25 @@ state_dir(const QpOptions *opts)
   return dir;
 }
 
-/* Loads the host the VM is planned on (its vfio-pci devices' locality
- * too, when it has some). */
+/* Whether the VM has a device on a host PCI device: vfio-pci, or storage
+ * or network found on one. */
+static gboolean
+has_host_devices(const QpRequest *req)
+{
+  if (req->vfio != NULL && req->vfio[0] != NULL)
+    return TRUE;
+  for (guint i = 0; req->io != NULL && i < req->io->len; i++)
+    if (((const QpIoDevice *)req->io->pdata[i])->bdf != NULL)
+      return TRUE;
+  return FALSE;
+}
+
+/* Loads the host the VM is planned on (its devices' locality too, when it
+ * has some). */
 static QpHost *
 load_host(const QpOptions *opts, const QpQemuArgs *args, GError **error)
 {
-  gboolean with_io = args->req->vfio != NULL && args->req->vfio[0] != NULL;
+  gboolean with_io = has_host_devices(args->req);
   QpHost *host = qp_host_load_full(opts->topology, with_io, error);
   if (host != NULL && host->inconsistent != NULL)
     qp_info("%s", host->inconsistent);
@@ -316,6 +330,9 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
     return NULL;
   const QpPlan *plan = l->plan;
   print_warnings(plan->warnings);
+  g_autofree char *crossing = qp_device_buses_warning(args, plan);
+  if (crossing != NULL)
+    qp_warning("%s", crossing);
   /* The keeper needs little of the host: the rest is freed before fork. */
   g_autoptr(QpCallerHost) caller_host =
       qp_caller_host_new(l->host, plan, l->opts->placement.affinity);

@@ -28,4 +28,11 @@ check() { # NODE CPUS MAX_MIB
 }
 check 0 0 256
 check 1 1 192
+
+# The disk: on the guest node qemu-pin mapped to its host node.
+want=$(sed -n 's/^the disk: host node [0-9]*, expected on guest node \([0-9]*\)$/\1/p' "$out")
+[ -n "$want" ] || { echo "FAIL: demo.sh did not say the disk's expected guest node"; exit 1; }
+got=$(sed -n 's/^guest disk [0-9a-f:.]* on guest node \(-\{0,1\}[0-9]*\)$/\1/p' "$out" | tr -d '\r')
+[ "$got" = "$want" ] || { echo "FAIL: the guest sees its disk on guest node '$got', expected $want"; exit 1; }
+echo "ok: the guest sees its disk on guest node $got"
 echo "PASS"

@@ -13,3 +13,10 @@ if command -v numactl >/dev/null; then
   echo "== inside the guest: numactl -H"
   numactl -H
 fi
+echo
+echo "== inside the guest: its virtio block devices (from /sys/bus/pci/devices)"
+for d in /sys/bus/pci/devices/*; do
+  [ "$(cat "$d/vendor")" = 0x1af4 ] || continue
+  case $(cat "$d/class") in 0x0100*) ;; *) continue ;; esac
+  echo "guest disk ${d##*/} on guest node $(cat "$d/numa_node")"
+done

@@ -10,7 +10,9 @@
 # tests/lab/build-image.sh fetches linux-image-amd64 with apt-get download)
 # with two guest NUMA nodes, and prints, from inside the guest, the NUMA
 # layout the guest sees next to where qemu-pin put each guest node on this
-# host. The guest powers off by itself (about a minute under TCG).
+# host, and the guest node of its disk (a virtio-blk on a file here, which
+# qemu-pin puts on the guest node of the file's host node). The guest powers
+# off by itself (about a minute under TCG).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QEMU=${QEMU:-qemu-system-x86_64}
@@ -45,11 +47,14 @@ linux_demo() {
       append=" qp_mount=qpdemo:$(pwd -P)/tests"
       script=$(pwd -P)/tests/demo-guest.sh ;;
   esac
+  truncate -s 16M "$work/disk.img"
   # shellcheck disable=SC2206
   local vm=(-accel tcg -machine q35 -cpu max -nodefaults -display none -smp 2 -m 448
     -object memory-backend-ram,id=m0,size=256M -object memory-backend-ram,id=m1,size=192M
     -numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1
     -name demo-linux,debug-threads=on
+    -drive "file=$work/disk.img,if=none,id=disk,format=raw"
+    -device virtio-blk-pci,drive=disk,id=disk0,serial=qp-demo-disk
     -kernel "$kernel" -initrd "$lab/initramfs.gz"
     -append "console=ttyS0 quiet panic=-1 qp_script=$script$append"
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
@@ -58,6 +63,12 @@ linux_demo() {
 
   echo "== qemu-pin plan --human --mode=$MODE -- $QEMU (2 guest nodes, Linux $(cat "$lab/kernel-version"))"
   "$BUILD/qemu-pin" plan --human --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
+  # The disk's host node, and the guest node on it: the guest's first
+  # node whose RAM qemu-pin bound to that host node alone.
+  "$BUILD/qemu-pin" plan --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}" >"$work/plan.json"
+  jq -r '(.devices[0]["host-node"]) as $h
+    | ([.memory[] | select(.kind == "ram" and .["host-nodes"] == ($h | tostring)) | .["guest-node"]] | first) as $g
+    | "the disk: host node \($h), expected on guest node \($g)"' "$work/plan.json"
   echo
   echo "== qemu-pin --mode=$MODE -- $QEMU ... -daemonize"
   "$BUILD/qemu-pin" --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"

@@ -52,6 +52,8 @@ typedef struct {
                                spreads over the node's CPUs */
   gboolean best_effort;     /* placed best-effort by mode auto */
   gint64 time;              /* unix time of the claim */
+  GPtrArray *devices;       /* of char*: each device with a host side, its host
+                               node and iothread, in words (not a holding) */
 } QpClaim;
 
 QpClaim *qp_claim_new(void);

@@ -52,6 +52,8 @@ qp_claim_to_json(const QpClaim *c)
    * field that names nodes comes before "time". */
   qp_json_add_holdings(b, c->mem, c->huge, c->dedicated, c->load, c->cpu_load);
   qp_json_add_int(b, "time", c->time);
+  if (c->devices->len > 0)
+    qp_json_add_strings(b, "devices", c->devices);
   json_builder_end_object(b);
 
   g_autoptr(JsonGenerator) gen = json_generator_new();
@@ -378,6 +380,27 @@ get_dedicated(JsonObject *o, hwloc_bitmap_t out, GError **error)
   return TRUE;
 }
 
+/* "devices" (optional): strings. */
+static gboolean
+get_devices(JsonObject *o, GPtrArray *out, GError **error)
+{
+  JsonNode *n = json_object_get_member(o, "devices");
+  if (n == NULL)
+    return TRUE;
+  if (!JSON_NODE_HOLDS_ARRAY(n))
+    return bad_field(error, "devices", "is %s; expected an array of strings",
+                     node_type_word(n));
+  JsonArray *a = json_node_get_array(n);
+  for (guint i = 0; i < json_array_get_length(a); i++) {
+    const char *s =
+        get_string(json_array_get_element(a, i), "devices", "a string", error);
+    if (s == NULL)
+      return FALSE;
+    g_ptr_array_add(out, g_strdup(s));
+  }
+  return TRUE;
+}
+
 QpClaim *
 qp_claim_from_json(const char *text, gsize len, GError **error)
 {
@@ -406,7 +429,8 @@ qp_claim_from_json(const char *text, gsize len, GError **error)
       !get_dedicated(o, c->dedicated, error) ||
       !get_node_map(o, "load", TRUE, c->load, error) ||
       !get_cpu_load(o, c->cpu_load, error) ||
-      !get_member_uint(o, "time", G_MAXINT64, &time, error))
+      !get_member_uint(o, "time", G_MAXINT64, &time, error) ||
+      !get_devices(o, c->devices, error))
     return NULL;
   c->time = (gint64)time;
   return g_steal_pointer(&c);
@@ -433,5 +457,7 @@ qp_claim_from_plan(const QpPlan *plan, const char *id, const char *name)
   if (plan->dedicated)
     hwloc_bitmap_copy(c->dedicated, plan->dedicated);
   c->time = g_get_real_time() / G_USEC_PER_SEC;
+  for (guint i = 0; plan->devices != NULL && i < plan->devices->len; i++)
+    g_ptr_array_add(c->devices, qp_plan_device_words(plan, i));
   return c;
 }

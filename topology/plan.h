@@ -44,6 +44,21 @@ typedef struct {
   int host_node; /* the host node it mirrors */
 } QpPlanVnode;
 
+/* A device of the guest with a host side (vfio, storage, network). */
+typedef struct {
+  char *what;     /* "vfio-pci 0000:3b:00.0", "virtio-blk-pci disk0 (...)" */
+  char *bdf;      /* the host PCI device, NULL when not found */
+  int node;       /* its host node, -1 when unknown */
+  char *iothread; /* the iothread that serves it, or NULL */
+} QpPlanDevice;
+
+/* An iothread placed near the devices it serves. */
+typedef struct {
+  char *id;
+  int node;            /* the devices' host node */
+  hwloc_bitmap_t cpus; /* where it runs */
+} QpPlanIothread;
+
 typedef struct {
   QpMode mode;                 /* resolved: never AUTO */
   guint n_vcpus;               /* == request maxcpus */
@@ -51,9 +66,9 @@ typedef struct {
                                   when vCPUs float */
   hwloc_bitmap_t process_cpus; /* CPUs the whole process may use */
   hwloc_bitmap_t emulator_cpus;
-  hwloc_bitmap_t iothread_cpus;
-  hwloc_bitmap_t startup_cpus; /* affinity before exec */
-  hwloc_bitmap_t mem_nodes;    /* process-wide memory policy nodes, or NULL */
+  hwloc_bitmap_t iothread_cpus; /* iothreads not in `iothreads` */
+  hwloc_bitmap_t startup_cpus;  /* affinity before exec */
+  hwloc_bitmap_t mem_nodes;     /* process-wide memory policy nodes, or NULL */
   QpPolicy mem_policy;
   guint n_mem;
   /* Every piece of the guest's memory: the RAM of each guest node (or of
@@ -93,7 +108,19 @@ typedef struct {
    * cores (vcpu_cpus of a hot-pluggable vCPU). */
   guint n_boot_vcpus;
   GPtrArray *hotplug_cores; /* of hwloc_bitmap_t, or NULL */
+  GPtrArray *devices;       /* of QpPlanDevice*, or NULL */
+  GPtrArray *iothreads;     /* of QpPlanIothread*, or NULL */
+  gboolean device_locality; /* devices' nodes weigh (not --device-locality
+                               =ignore): iothreads and guest buses follow */
 } QpPlan;
+
+/* Device I of plan->devices in words, for the ledger and `status`:
+ * "virtio-blk-pci disk0 (/dev/vda): PCI 0000:21:00.0, host node 2,
+ * iothread io0 on CPUs 4-5". */
+char *qp_plan_device_words(const QpPlan *plan, guint i);
+
+/* The iothread ID's entry of PLAN, or NULL. */
+const QpPlanIothread *qp_plan_iothread(const QpPlan *plan, const char *id);
 
 /* Computes a plan. On a request that does not fit, fails with
  * QP_TOPOLOGY_ERROR_NOFIT and a message naming the node and the shortfall. */

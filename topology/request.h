@@ -1,5 +1,6 @@
 /* What the VM needs, read from QEMU's argv: its vCPUs and guest topology,
- * its guest nodes, the pieces of its memory and its vfio devices. */
+ * its guest nodes, the pieces of its memory, its vfio devices and the host
+ * devices behind its storage and network. */
 #pragma once
 
 #include <glib.h>
@@ -47,6 +48,14 @@ typedef struct {
   QpPolicy policy;           /* caller's policy, DEFAULT if unset */
 } QpMemDevice;
 
+/* A device whose host side is a resource with a place on the host: storage
+ * behind -drive/-blockdev, a network backend with a physical port. */
+typedef struct {
+  char *what;     /* "virtio-blk-pci disk0 (/dev/nvme0n1)" */
+  char *bdf;      /* the host PCI device behind it, NULL when not found */
+  char *iothread; /* the iothread that serves it, NULL when none */
+} QpIoDevice;
+
 typedef struct {
   guint vcpus;   /* boot vCPUs */
   guint maxcpus; /* >= vcpus */
@@ -58,6 +67,7 @@ typedef struct {
   gboolean prealloc;
   char **vfio; /* NULL-terminated host BDFs of -device vfio-pci */
   guint n_iothreads;
+  GPtrArray *io; /* of QpIoDevice*: storage and network devices */
   /* The RAM of a guest without vNUMA: its page size (0: ordinary memory)
    * and the caller's binding of its -machine memory-backend. */
   guint64 page_kib;
@@ -69,6 +79,7 @@ typedef struct {
 } QpRequest;
 
 QpRequest *qp_request_new(void);
+void qp_io_device_free(gpointer d);
 void qp_request_free(QpRequest *req);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpRequest, qp_request_free)
 

@@ -150,6 +150,7 @@ add_vm_json(JsonBuilder *b, const QpClaim *c)
   json_builder_add_boolean_value(b, c->best_effort);
   qp_json_add_holdings(b, c->mem, c->huge, c->dedicated, c->load, c->cpu_load);
   qp_json_add_int(b, "since", c->time);
+  qp_json_add_strings(b, "devices", c->devices);
   json_builder_end_object(b);
 }
 
@@ -316,6 +317,9 @@ append_vm(GString *s, const QpClaim *c)
     g_string_append_printf(s, "; %u vCPUs float on cpus %s", l->vcpus, list);
   }
   g_string_append_c(s, '\n');
+  for (guint i = 0; i < c->devices->len; i++)
+    g_string_append_printf(s, "    device %s\n",
+                           (const char *)c->devices->pdata[i]);
 }
 
 char *

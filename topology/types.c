@@ -67,7 +67,18 @@ qp_request_new(void)
   req->maxcpus = 1;
   req->sockets = req->dies = req->clusters = req->cores = req->threads = 1;
   req->mem_mib = 128; /* QEMU's default RAM size */
+  req->io = g_ptr_array_new_with_free_func(qp_io_device_free);
   return req;
+}
+
+void
+qp_io_device_free(gpointer p)
+{
+  QpIoDevice *d = p;
+  g_free(d->what);
+  g_free(d->bdf);
+  g_free(d->iothread);
+  g_free(d);
 }
 
 void
@@ -90,6 +101,7 @@ qp_request_free(QpRequest *req)
   hwloc_bitmap_free(req->host_nodes);
   g_free(req->gdistance);
   g_strfreev(req->vfio);
+  g_ptr_array_unref(req->io);
   g_free(req);
 }
 
@@ -147,6 +159,7 @@ qp_claim_new(void)
   c->load = g_array_new(FALSE, TRUE, sizeof(QpNodeLoad));
   c->cpu_load = qp_cpu_load_array_new();
   c->dedicated = hwloc_bitmap_alloc();
+  c->devices = g_ptr_array_new_with_free_func(g_free);
   return c;
 }
 
@@ -162,6 +175,7 @@ qp_claim_free(QpClaim *c)
   g_array_unref(c->load);
   g_array_unref(c->cpu_load);
   hwloc_bitmap_free(c->dedicated);
+  g_ptr_array_unref(c->devices);
   g_free(c);
 }
 

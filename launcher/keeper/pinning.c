@@ -114,9 +114,12 @@ static gboolean
 pin_iothreads(Look *l, GArray *iothreads, GError **error)
 {
   Keeper *k = l->k;
-  hwloc_const_bitmap_t want = k->cfg->plan->iothread_cpus;
   for (guint i = 0; iothreads != NULL && i < iothreads->len; i++) {
     QpIothread *t = &g_array_index(iothreads, QpIothread, i);
+    /* Near the devices it serves, else with the VM. */
+    const QpPlanIothread *near = qp_plan_iothread(k->cfg->plan, t->id);
+    hwloc_const_bitmap_t want =
+        near != NULL ? near->cpus : k->cfg->plan->iothread_cpus;
     g_autofree char *what = g_strdup_printf("iothread %s", t->id);
     g_auto(hwloc_bitmap_t) had = qp_get_affinity(t->thread_id, NULL);
     g_hash_table_add(l->done, GINT_TO_POINTER(t->thread_id));

@@ -45,6 +45,16 @@ typedef struct {
   gboolean legacy_mem; /* its RAM given with mem= (machine types to 5.0) */
 } QpNumaNodeArg;
 
+/* Where a device of req->io is written (parallel to it), for placing it
+ * in the guest. */
+typedef struct {
+  guint vi;         /* argv index of its -device value, or QP_ARGI_IN_FILE */
+  gboolean movable; /* a PCI -device with no bus= or addr= of the caller's,
+                       whose id no other device's bus= names */
+  gboolean json;    /* its -device value is JSON */
+  char bus[64];     /* the caller's bus= ("" when none), cut at 63 bytes */
+} QpIoPlace;
+
 typedef struct {
   char **argv; /* the caller's QEMU arguments (without the binary) */
   guint argc;
@@ -79,9 +89,15 @@ typedef struct {
   GArray *mem_path_argi;     /* of guint: argv index of every -mem-path */
   gboolean mem_prealloc;     /* -mem-prealloc */
 
-  QpRequest *req;      /* what placement needs */
-  GPtrArray *warnings; /* of char*: what qemu-pin cannot model (a warning) */
-  GPtrArray *notes;    /* of char*: what QEMU warns about itself (for -v) */
+  QpRequest *req;        /* what placement needs */
+  GArray *io_places;     /* of QpIoPlace, parallel to req->io */
+  GArray *vfio_places;   /* of QpIoPlace, parallel to req->vfio */
+  GHashTable *pci_buses; /* device id -> its numa_node= (a caller's pxb)
+                            or its bus= (a port or bridge): where a bus
+                            the caller fixed sits in the guest */
+  gboolean has_pxb;      /* the caller has expander buses of its own */
+  GPtrArray *warnings;   /* of char*: what qemu-pin cannot model (a warning) */
+  GPtrArray *notes;      /* of char*: what QEMU warns about itself (for -v) */
 } QpQemuArgs;
 
 /* Parses ARGV (ARGC entries, the binary excluded). A malformed value in an

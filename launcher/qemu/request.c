@@ -12,6 +12,7 @@
 
 #include "launcher/qemu/backends.h"
 #include "launcher/qemu/devices.h"
+#include "launcher/qemu/io-devices.h"
 #include "launcher/qemu/keyval.h"
 #include "launcher/qemu/memory.h"
 #include "launcher/qemu/numa.h"
@@ -29,6 +30,12 @@ qp_qemu_args_free(QpQemuArgs *args)
     return;
   g_strfreev(args->argv);
   qp_request_free(args->req);
+  if (args->io_places)
+    g_array_unref(args->io_places);
+  if (args->vfio_places)
+    g_array_unref(args->vfio_places);
+  if (args->pci_buses)
+    g_hash_table_unref(args->pci_buses);
   if (args->backends)
     g_ptr_array_unref(args->backends);
   g_free(args->machine_memdev);
@@ -188,6 +195,7 @@ read_options(QpQemuArgs *a, GArray *opts, GError **error)
       !qp_numa_read(a, opts, error) ||
       !qp_devices_read(a, opts, devices, error))
     return FALSE;
+  qp_io_devices_read(a, opts, "/sys");
   read_prealloc(a);
   qp_memory_model(a, devices);
   return TRUE;
@@ -235,6 +243,9 @@ args_new(guint argc, char **argv)
   for (guint i = 0; i < argc; i++)
     a->argv[i] = g_strdup(argv[i]);
   a->req = qp_request_new();
+  a->io_places = g_array_new(FALSE, TRUE, sizeof(QpIoPlace));
+  a->vfio_places = g_array_new(FALSE, TRUE, sizeof(QpIoPlace));
+  a->pci_buses = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   a->backends = g_ptr_array_new_with_free_func(qp_backend_free);
   a->warnings = g_ptr_array_new_with_free_func(g_free);
   a->notes = g_ptr_array_new_with_free_func(g_free);

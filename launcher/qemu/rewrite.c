@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "launcher/qemu/backends.h"
+#include "launcher/qemu/device-buses.h"
 #include "launcher/qemu/keyval.h"
 #include "launcher/qemu/numbers.h"
 #include "launcher/qemu/option-table.h"
@@ -405,6 +406,12 @@ qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
   for (guint k = 0; plan != NULL && ok && k < plan->n_mem; k++)
     if (!(vnodes && plan->mem[k].gnode < 0 && plan->mem[k].kind == QP_MEM_RAM))
       ok = apply_mem(&rw, &plan->mem[k], done, error);
+  /* Devices on their guest node: after every device of the caller's, so
+   * that none without bus= lands on qemu-pin's buses. */
+  g_autoptr(GArray) moved = g_array_new(FALSE, FALSE, sizeof(guint));
+  qp_device_buses(args, plan, vnodes, rw.tail, moved);
+  for (guint i = 0; i < moved->len; i++)
+    rw.drop[g_array_index(moved, guint, i)] = TRUE;
   char **out = ok ? rewrite_argv(&rw, argv0, qmp_fd) : NULL;
   rewrite_clear(&rw);
   return out;

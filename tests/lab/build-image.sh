@@ -124,7 +124,7 @@ add_module() {
   order="$order $name"
 }
 for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci \
-         netfs fscache 9pnet 9pnet_virtio 9p; do
+         netfs fscache 9pnet 9pnet_virtio 9p virtio_blk; do
   add_module "$m"
 done
 

@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument '$1' (expected --shape, --script, --timeout, --builddir, --log)" ;;
   esac
 done
-[ -n "$shape" ] || die "--shape is required (4n, 2s2n, smt, cpuless or ccx)"
+[ -n "$shape" ] || die "--shape is required (4n, 2s2n, smt, cpuless, ccx or 4n-disk)"
 [ -n "$script" ] || die "--script is required"
 [ -f "$script" ] || die "script '$script' does not exist"
 case $timeout in ''|*[!0-9]*) die "--timeout '$timeout' is not a number of seconds" ;; esac
@@ -74,7 +74,7 @@ dists() { # N FUNC: -numa dist for each pair i<j, value from FUNC i j
 uniform() { echo 20; }
 socketed() { if [ $(($1 / 2)) -eq $(($2 / 2)) ]; then echo 12; else echo 32; fi; }
 
-cpu=max
+cpu=max devices=
 case $shape in
   4n) # 4 nodes x 2 CPUs, 512 MiB each, distances 10/20
     smp="8,sockets=4,cores=2,threads=1"
@@ -100,7 +100,18 @@ case $shape in
     cpu=max,vendor=GenuineIntel
     smp="8,sockets=2,dies=2,cores=2,threads=1"
     machine="$(mem 0 1024) $(mem 1 1024) $(node 0 0-3) $(node 1 4-7) $(dists 2 uniform)" ;;
-  *) die "unknown shape '$shape' (expected 4n, 2s2n, smt, cpuless or ccx)" ;;
+  4n-disk) # 4n, and a disk on host node 2: a virtio-blk behind a NUMA-aware
+    # expander bus (pxb-pcie numa_node=2), so that its PCI device's
+    # numa_node in the lab's sysfs is 2 (/dev/vda inside the lab)
+    smp="8,sockets=4,cores=2,threads=1"
+    machine="$(mem 0 512) $(mem 1 512) $(mem 2 512) $(mem 3 512)
+      $(node 0 0-1) $(node 1 2-3) $(node 2 4-5) $(node 3 6-7) $(dists 4 uniform)"
+    # After -virtfs: a device without bus= goes on the last bus made.
+    devices="-device pxb-pcie,id=qp-pxb2,bus_nr=32,numa_node=2,bus=pcie.0
+      -device pcie-root-port,id=qp-rp2,bus=qp-pxb2,chassis=2
+      -drive file=@RUN@/disk.img,if=none,id=qp-disk,format=raw
+      -device virtio-blk-pci,drive=qp-disk,bus=qp-rp2,serial=qp-lab-disk" ;;
+  *) die "unknown shape '$shape' (expected 4n, 2s2n, smt, cpuless, ccx or 4n-disk)" ;;
 esac
 cpu=${QP_LAB_CPU:-$cpu} # to try another CPU model by hand
 
@@ -109,6 +120,11 @@ mkdir -p "$runs"
 # Keep the 20 most recent runs.
 ls -1dt "$runs"/*.* 2>/dev/null | tail -n +20 | while read -r old; do rm -rf "$old"; done
 run=$(mktemp -d "$runs/$shape.XXXXXX")
+case $devices in
+  *@RUN@*)
+    truncate -s 64M "$run/disk.img"
+    devices=$(echo "$devices" | sed "s|@RUN@|$run|g") ;;
+esac
 console=$run/console.log
 # The wrapper the lab's init runs: the caller's QP_*/G_* variables, then SCRIPT.
 {
@@ -152,7 +168,7 @@ for attempt in 1 2; do
     -kernel "$kernel" -initrd "$lab/initramfs.gz" \
     -append "console=ttyS0 quiet panic=-1 qp_script=$run/run.sh$extra_append" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-    $extra_shares \
+    $extra_shares $devices \
     -nodefaults -display none -serial "file:$console" -no-reboot \
     >"$run/qemu.log" 2>&1 </dev/null &
   qpid=$!

@@ -41,7 +41,7 @@ reason_set(QpPlan *plan, const Ctx *ctx, const Attempt *a, const GuestSet *g,
   }
   if (ctx->any_device_node && ctx->opts->device_locality != QP_DEVLOC_IGNORE)
     add_reason(plan,
-               "balanced: %u of the chosen nodes hold the guest's vfio "
+               "balanced: %u of the chosen nodes hold the guest's host "
                "devices",
                sc.devices);
 }

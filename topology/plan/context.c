@@ -113,7 +113,7 @@ ctx_clear(Ctx *ctx)
   g_free(ctx->vcpu_gnode);
 }
 
-static const QpPciDevice *
+const QpPciDevice *
 find_pci(const QpHost *host, const char *bdf)
 {
   if (host->pci == NULL)
@@ -338,16 +338,35 @@ init_vcpu_gnodes(Ctx *ctx)
   }
 }
 
-/* The nodes of the guest's vfio devices (--device-locality). */
+/* The nodes of the guest's storage and network devices: one whose host
+ * device or node is unknown (a file on tmpfs, a tap on no port) has no
+ * locality to keep, which is no reason to warn or to refuse. */
+static void
+init_io_device_nodes(Ctx *ctx)
+{
+  for (guint d = 0; ctx->req->io != NULL && d < ctx->req->io->len; d++) {
+    const QpIoDevice *io = ctx->req->io->pdata[d];
+    const QpPciDevice *p =
+        io->bdf != NULL ? find_pci(ctx->host, io->bdf) : NULL;
+    int i = p != NULL ? node_index(ctx, p->node) : -1;
+    if (i >= 0) {
+      ctx->device_node[i] = TRUE;
+      ctx->any_device_node = TRUE;
+    }
+  }
+}
+
+/* The nodes of the guest's vfio, storage and network devices
+ * (--device-locality). */
 static gboolean
 init_device_nodes(Ctx *ctx, QpPlan *notes, GError **error)
 {
   const QpRequest *req = ctx->req;
   QpDeviceLocality locality = ctx->opts->device_locality;
   ctx->device_node = g_new0(gboolean, MAX(ctx->nn, 1));
-  if (req->vfio == NULL || locality == QP_DEVLOC_IGNORE)
+  if (locality == QP_DEVLOC_IGNORE)
     return TRUE;
-  for (char **b = req->vfio; *b != NULL; b++) {
+  for (char **b = req->vfio; b != NULL && *b != NULL; b++) {
     const QpPciDevice *d = find_pci(ctx->host, *b);
     int i = d != NULL ? node_index(ctx, d->node) : -1;
     if (i < 0) {
@@ -366,6 +385,7 @@ init_device_nodes(Ctx *ctx, QpPlan *notes, GError **error)
     ctx->device_node[i] = TRUE;
     ctx->any_device_node = TRUE;
   }
+  init_io_device_nodes(ctx);
   return TRUE;
 }
 
@@ -401,11 +421,20 @@ set_candidates(const Ctx *ctx, char **prefix)
   for (guint i = 0; i < ctx->nn; i++)
     cand[i] = ctx->node_ok[i] && (!required || ctx->device_node[i]);
   if (required) {
-    GString *p = g_string_new("with --device-locality=required (vfio");
-    for (char **b = ctx->req->vfio; *b != NULL; b++) {
+    gboolean vfio = ctx->req->vfio != NULL && ctx->req->vfio[0] != NULL;
+    GString *p = g_string_new(vfio ? "with --device-locality=required (vfio"
+                                   : "with --device-locality=required (");
+    for (char **b = ctx->req->vfio; b != NULL && *b != NULL; b++) {
       const QpPciDevice *d = find_pci(ctx->host, *b);
       if (d != NULL)
         g_string_append_printf(p, " %s on node %d", *b, d->node);
+    }
+    for (guint x = 0; ctx->req->io != NULL && x < ctx->req->io->len; x++) {
+      const QpIoDevice *io = ctx->req->io->pdata[x];
+      const QpPciDevice *d =
+          io->bdf != NULL ? find_pci(ctx->host, io->bdf) : NULL;
+      if (d != NULL && d->node >= 0)
+        g_string_append_printf(p, " %s on node %d", io->what, d->node);
     }
     g_string_append(p, "): ");
     *prefix = g_string_free(p, FALSE);

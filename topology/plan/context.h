@@ -31,7 +31,7 @@ typedef struct {
   gboolean *cls_used;    /* the guest needs memory of the class */
   GArray *pieces;        /* of Piece: every piece of the guest's memory */
   gboolean *node_ok;     /* may be used: in --hostnodes, allowed, not blocked */
-  gboolean *device_node; /* holds a vfio device of the guest */
+  gboolean *device_node; /* holds a vfio, storage or network device */
   gboolean any_device_node;
   guint64 *avail;       /* uncommitted memory units */
   guint64 *total_units; /* for messages: memory (or pool) of the node */
@@ -79,6 +79,9 @@ typedef struct {
 
 /* Index of class C, node index I in a per-node array of units. */
 #define AT(ctx, c, i) ((gsize)(c) * (ctx)->nn + (i))
+
+/* The PCI device BDF of HOST ("0000:3b:00.0" or "3b:00.0"), or NULL. */
+const QpPciDevice *find_pci(const QpHost *host, const char *bdf);
 
 /* Index of node id ID in host->nodes, of CPU id ID in host->cpus; -1. */
 int node_index(const Ctx *ctx, int id);

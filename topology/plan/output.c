@@ -2,6 +2,7 @@
 #include "topology/plan.h"
 
 #include "topology/json-out.h"
+#include "topology/plan/devices.h"
 
 /* ---- JSON --------------------------------------------------------------- */
 
@@ -125,6 +126,7 @@ qp_plan_to_json(const QpPlan *plan)
     add_mem_json(b, &plan->mem[m]);
   json_builder_end_array(b);
   add_claims_json(b, plan);
+  plan_devices_json(b, plan);
   if (plan->vnuma)
     add_vnuma_json(b, plan);
   if (plan->hotplug_cores != NULL)
@@ -332,6 +334,7 @@ qp_plan_to_human(const QpPlan *plan, const QpHost *host)
   append_sets(s, plan);
   append_vcpus(s, plan);
   append_mem(s, plan);
+  plan_devices_text(s, plan);
   append_claims(s, plan, host);
   append_vnuma(s, plan);
   append_lines(s, "reasons", "-", plan->reasons);

@@ -2,6 +2,7 @@
  * of each piece of memory, and what every mode derives at the end
  * (claims, emulator/iothread/startup CPUs, memory policy, CPU load). */
 #include "topology/plan/result.h"
+#include "topology/plan/devices.h"
 
 #include <string.h>
 
@@ -95,6 +96,10 @@ qp_plan_free(QpPlan *plan)
   if (plan->warnings != NULL)
     g_ptr_array_unref(plan->warnings);
   hwloc_bitmap_free(plan->host_nodes);
+  if (plan->devices != NULL)
+    g_ptr_array_unref(plan->devices);
+  if (plan->iothreads != NULL)
+    g_ptr_array_unref(plan->iothreads);
   for (guint i = 0; i < plan->n_vnodes; i++)
     hwloc_bitmap_free(plan->vnodes[i].vcpus);
   g_free(plan->vnodes);
@@ -273,6 +278,7 @@ finish_plan(QpPlan *plan, const Ctx *ctx, const Attempt *a, const Acc *acc,
                         plan->mem[m].host_nodes);
     plan->mem_policy = bind_policy(ctx);
   }
+  plan_devices(plan, ctx, a);
   plan_fill_cpu_load(plan);
 }
 

@@ -353,6 +353,8 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
 
   g_autofree char *id = qp_ledger_new_id();
   g_autoptr(QpClaim) claim = qp_claim_from_plan(plan, id, args->name);
+  if (args->uuid != NULL)
+    claim->uuid = g_utf8_make_valid(args->uuid, -1);
   if (args->daemonize) {
     if (pipe2(l->status_pipe, O_CLOEXEC) < 0) {
       g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,

@@ -37,6 +37,7 @@ void qp_cpu_load_copy(GArray *dst, const GArray *src);
 typedef struct {
   char *id;   /* ledger record id */
   char *name; /* VM name, or NULL */
+  char *uuid; /* QEMU's -uuid, or NULL */
   int qemu_pid;
   guint64 qemu_start; /* field 22 of /proc/PID/stat */
   int launcher_pid;   /* qemu-pin while it waits for -daemonize, else 0 */

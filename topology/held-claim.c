@@ -115,6 +115,7 @@ claim_copy(const QpClaim *c)
   QpClaim *copy = qp_claim_new();
   copy->id = g_strdup(c->id);
   copy->name = g_strdup(c->name);
+  copy->uuid = g_strdup(c->uuid);
   copy->qemu_pid = c->qemu_pid;
   copy->qemu_start = c->qemu_start;
   copy->launcher_pid = c->launcher_pid;

@@ -39,6 +39,10 @@ qp_claim_to_json(const QpClaim *c)
     json_builder_add_string_value(b, c->name);
   else
     json_builder_add_null_value(b);
+  if (c->uuid != NULL) {
+    json_builder_set_member_name(b, "uuid");
+    json_builder_add_string_value(b, c->uuid);
+  }
   qp_json_add_int(b, "qemu-pid", c->qemu_pid);
   qp_json_add_int(b, "qemu-start", (gint64)c->qemu_start);
   qp_json_add_int(b, "launcher-pid", c->launcher_pid);
@@ -258,7 +262,21 @@ get_cpu_load(JsonObject *o, GArray *out, GError **error)
   return TRUE;
 }
 
-/* "version", "id" and "name". */
+/* The optional string member KEY of O into *OUT (absent or null: NULL). */
+static gboolean
+get_optional_string(JsonObject *o, const char *key, char **out, GError **error)
+{
+  JsonNode *n = json_object_get_member(o, key);
+  if (n == NULL || JSON_NODE_HOLDS_NULL(n))
+    return TRUE;
+  if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_STRING)
+    return bad_field(error, key, "is %s; expected a string or null",
+                     node_type_word(n));
+  *out = g_strdup(json_node_get_string(n));
+  return TRUE;
+}
+
+/* "version", "id", "name" and "uuid". */
 static gboolean
 get_identity(JsonObject *o, QpClaim *c, GError **error)
 {
@@ -280,16 +298,8 @@ get_identity(JsonObject *o, QpClaim *c, GError **error)
                      "(not leading)",
                      id);
   c->id = g_strdup(id);
-
-  JsonNode *n = json_object_get_member(o, "name");
-  if (n != NULL && !JSON_NODE_HOLDS_NULL(n)) {
-    if (!JSON_NODE_HOLDS_VALUE(n) ||
-        json_node_get_value_type(n) != G_TYPE_STRING)
-      return bad_field(error, "name", "is %s; expected a string or null",
-                       node_type_word(n));
-    c->name = g_strdup(json_node_get_string(n));
-  }
-  return TRUE;
+  return get_optional_string(o, "name", &c->name, error) &&
+         get_optional_string(o, "uuid", &c->uuid, error);
 }
 
 /* The processes that keep the record alive, and the keeper. */

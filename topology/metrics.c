@@ -159,9 +159,11 @@ static char *
 vm_labels(const QpClaim *c, int node)
 {
   g_autofree char *name = label_value(c->name);
+  g_autofree char *uuid = label_value(c->uuid);
   g_autofree char *id = label_value(c->id);
-  return g_strdup_printf("name=\"%s\",uuid=\"%s\",mode=\"%s\",node=\"%d\"",
-                         name, id, qp_mode_name(c->mode), node);
+  return g_strdup_printf(
+      "name=\"%s\",uuid=\"%s\",claim=\"%s\",mode=\"%s\",node=\"%d\"", name,
+      uuid, id, qp_mode_name(c->mode), node);
 }
 
 /* Dedicated CPUs of C on host node N. */

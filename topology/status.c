@@ -141,6 +141,8 @@ add_vm_json(JsonBuilder *b, const QpClaim *c)
   json_builder_begin_object(b);
   qp_json_add_string(b, "id", c->id);
   qp_json_add_string(b, "name", c->name);
+  if (c->uuid != NULL)
+    qp_json_add_string(b, "uuid", c->uuid);
   qp_json_add_int(b, "qemu-pid", (gint64)MAX(c->qemu_pid, 0));
   if (c->launcher_pid > 0)
     qp_json_add_int(b, "launcher-pid", (gint64)c->launcher_pid);

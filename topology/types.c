@@ -170,6 +170,7 @@ qp_claim_free(QpClaim *c)
     return;
   g_free(c->id);
   g_free(c->name);
+  g_free(c->uuid);
   g_array_unref(c->mem);
   g_array_unref(c->huge);
   g_array_unref(c->load);

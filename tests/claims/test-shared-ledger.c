@@ -160,6 +160,9 @@ launch_mode(Fixture *f, gboolean as_user, const char *name, guint64 mib,
   g_ptr_array_add(a, g_strdup("-name"));
   g_ptr_array_add(a,
                   g_strdup_printf("%s-%s,debug-threads=on", name, f->marker));
+  /* The VM's own identity, as orchestrators pass it. */
+  g_ptr_array_add(a, g_strdup("-uuid"));
+  g_ptr_array_add(a, g_uuid_string_random());
   g_ptr_array_add(a, g_strdup("-qmp"));
   g_autofree char *dir = vm_dir(f, as_user, name);
   g_ptr_array_add(a,
@@ -660,20 +663,23 @@ static guint
 check_vm_metrics(JsonObject *m, JsonObject *status, JsonObject *vm)
 {
   const char *id = json_object_get_string_member(vm, "id");
+  const char *uuid = json_object_get_string_member(vm, "uuid");
+  g_assert_true(g_uuid_string_is_valid(uuid));
+  g_assert_cmpstr(uuid, !=, id);
   const char *name = json_object_get_string_member(vm, "name");
   const char *mode = json_object_get_string_member(vm, "mode");
   JsonObject *mem = json_object_get_object_member(vm, "memory-mib");
   g_autoptr(GList) nodes = json_object_get_members(mem);
   for (GList *l = nodes; l; l = l->next)
-    g_assert_cmpfloat(metric(m, "vm_memory_bytes", "uuid", id, "name", name,
-                             "mode", mode, "node", l->data, NULL),
+    g_assert_cmpfloat(metric(m, "vm_memory_bytes", "claim", id, "uuid", uuid,
+                             "name", name, "mode", mode, "node", l->data, NULL),
                       ==, json_object_get_int_member(mem, l->data) * MIB);
   JsonObject *load = json_object_get_object_member(vm, "load");
   g_autoptr(GList) lnodes = json_object_get_members(load);
   for (GList *l = lnodes; l; l = l->next)
-    g_assert_cmpfloat(
-        metric(m, "vm_shared_vcpus", "uuid", id, "node", l->data, NULL), ==,
-        json_object_get_int_member(load, l->data));
+    g_assert_cmpfloat(metric(m, "vm_shared_vcpus", "claim", id, "uuid", uuid,
+                             "node", l->data, NULL),
+                      ==, json_object_get_int_member(load, l->data));
   const char *ded = json_object_get_string_member(vm, "dedicated-cpus");
   GHashTable *per_node =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -690,9 +696,9 @@ check_vm_metrics(JsonObject *m, JsonObject *status, JsonObject *vm)
   gpointer key, value;
   g_hash_table_iter_init(&it, per_node);
   while (g_hash_table_iter_next(&it, &key, &value))
-    g_assert_cmpfloat(
-        metric(m, "vm_dedicated_cpus", "uuid", id, "node", key, NULL), ==,
-        GPOINTER_TO_UINT(value));
+    g_assert_cmpfloat(metric(m, "vm_dedicated_cpus", "claim", id, "uuid", uuid,
+                             "node", key, NULL),
+                      ==, GPOINTER_TO_UINT(value));
   g_hash_table_unref(per_node);
   return g_list_length(nodes);
 }

@@ -162,9 +162,32 @@ cmd_topology(QpOptions *opts, GError **error)
   return 0;
 }
 
+/* status prints one format: text, --json, --metrics or --picture. */
+static gboolean
+status_one_format(const QpOptions *opts, GError **error)
+{
+  const char *given[3];
+  guint n = 0;
+  if (opts->json)
+    given[n++] = "--json";
+  if (opts->metrics)
+    given[n++] = "--metrics";
+  if (opts->picture != NULL)
+    given[n++] = "--picture";
+  if (n < 2)
+    return TRUE;
+  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+              "status: %s and %s are different outputs; expected one of "
+              "--json, --metrics, --picture",
+              given[0], given[1]);
+  return FALSE;
+}
+
 static int
 cmd_status(QpOptions *opts, GError **error)
 {
+  if (!status_one_format(opts, error))
+    return -1;
   g_autoptr(QpHost) host = qp_host_load_full(opts->topology, FALSE, error);
   if (host == NULL)
     return -1;

@@ -782,6 +782,31 @@ test_metrics(void)
   teardown(f);
 }
 
+/* status prints one format: two of --json, --metrics, --picture are refused
+ * in one line naming both, with nothing on stdout. */
+static void
+test_metrics_one_output(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("qp-metrics-XXXXXX", NULL);
+  g_autofree char *state = g_strdup_printf("--state-dir=%s", dir);
+  static const char *const pairs[][2] = {{"--json", "--metrics"},
+                                         {"--metrics", "--picture=x.png"}};
+  for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++) {
+    char *argv[] = {
+        (char *)qp_test_binary(), "status", state, (char *)pairs[i][0],
+        (char *)pairs[i][1],      NULL};
+    QpTestRun r;
+    qp_test_run(argv, NULL, &r);
+    g_assert_cmpint(r.status, ==, 2);
+    g_assert_cmpstr(r.out, ==, "");
+    g_assert_nonnull(strstr(r.err, "--metrics"));
+    g_assert_cmpuint(strlen(r.err), >, 0);
+    g_assert_true(strchr(r.err, '\n') == r.err + strlen(r.err) - 1);
+    qp_test_run_clear(&r);
+  }
+  rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -790,5 +815,7 @@ main(int argc, char **argv)
   g_test_add_func("/shared-ledger/stale-records", test_stale_records);
   g_test_add_func("/shared-ledger/fallback-warning", test_fallback_warning);
   g_test_add_func("/shared-ledger/metrics", test_metrics);
+  g_test_add_func("/shared-ledger/metrics-is-one-output",
+                  test_metrics_one_output);
   return g_test_run();
 }

@@ -24,7 +24,10 @@ critical_section(const char *dir, const QpHost *host, SectionFunc run,
                  gpointer data, GError **error)
 {
   g_autoptr(QpLedger) ledger = qp_ledger_open(dir, error);
-  if (ledger == NULL || !qp_ledger_lock(ledger, error))
+  if (ledger == NULL)
+    return NULL;
+  qp_ledger_prescan(ledger);
+  if (!qp_ledger_lock(ledger, error))
     return NULL;
   g_autoptr(QpClaims) claims = qp_ledger_read(ledger, host, error);
   if (claims != NULL && run != NULL && !run(ledger, claims, data, error))

@@ -34,7 +34,22 @@ struct QpQmp {
   GQueue events; /* of JsonObject * */
   gint64 next_id;
   GHashTable *abandoned; /* ids of commands that timed out */
+  GQueue ahead;          /* of Ahead *: sent, reply not yet asked for */
 };
+
+/* A command sent ahead of its qp_qmp_execute() (qp_qmp_handshake_ahead). */
+typedef struct {
+  char *command;
+  gint64 id;
+} Ahead;
+
+static void
+ahead_free(gpointer p)
+{
+  Ahead *a = p;
+  g_free(a->command);
+  g_free(a);
+}
 
 QpQmp *
 qp_qmp_new(int fd, guint timeout_ms)
@@ -45,6 +60,7 @@ qp_qmp_new(int fd, guint timeout_ms)
   qmp->timeout_ms = timeout_ms;
   qmp->in = g_string_sized_new(4096);
   g_queue_init(&qmp->events);
+  g_queue_init(&qmp->ahead);
   qmp->next_id = 1;
   qmp->abandoned =
       g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
@@ -61,6 +77,7 @@ qp_qmp_free(QpQmp *qmp)
   g_string_free(qmp->in, TRUE);
   g_queue_clear_full(&qmp->events, (GDestroyNotify)json_object_unref);
   g_hash_table_destroy(qmp->abandoned);
+  g_queue_clear_full(&qmp->ahead, ahead_free);
   g_free(qmp);
 }
 
@@ -463,30 +480,59 @@ error_reply(const char *command, JsonObject *obj, GError **error)
   return NULL;
 }
 
+/* One request, as a line. */
+static char *
+request_line(const char *command, JsonObject *arguments, gint64 id)
+{
+  g_autoptr(JsonObject) req = json_object_new();
+  json_object_set_string_member(req, "execute", command);
+  if (arguments != NULL)
+    json_object_set_object_member(req, "arguments", json_object_ref(arguments));
+  json_object_set_int_member(req, "id", id);
+  g_autoptr(JsonNode) root = json_node_init_object(json_node_alloc(), req);
+  g_autofree char *text = json_to_string(root, FALSE);
+  return g_strconcat(text, "\n", NULL);
+}
+
+/* COMMAND was sent ahead and is the next one asked for: its ID. Any other
+ * command asked for first makes the replies of those sent ahead late ones
+ * to drop. */
+static gboolean
+take_ahead(QpQmp *qmp, const char *command, gint64 *id)
+{
+  Ahead *a = g_queue_peek_head(&qmp->ahead);
+  if (a != NULL && strcmp(a->command, command) == 0) {
+    *id = a->id;
+    ahead_free(g_queue_pop_head(&qmp->ahead));
+    return TRUE;
+  }
+  while ((a = g_queue_pop_head(&qmp->ahead)) != NULL) {
+    gint64 *key = g_new(gint64, 1);
+    *key = a->id;
+    g_hash_table_add(qmp->abandoned, key);
+    ahead_free(a);
+  }
+  return FALSE;
+}
+
 JsonNode *
 qp_qmp_execute(QpQmp *qmp, const char *command, JsonObject *arguments,
                GError **error)
 {
-  g_autoptr(JsonObject) req = json_object_new();
-  g_autoptr(JsonNode) root = NULL;
-  g_autofree char *text = NULL;
-  g_autofree char *line = NULL;
-  gint64 id = qmp->next_id++;
+  gint64 id = 0;
   gint64 deadline = deadline_after((int)MIN(qmp->timeout_ms, G_MAXINT));
   g_autoptr(GError) local = NULL;
 
   g_return_val_if_fail(command != NULL, NULL);
 
-  json_object_set_string_member(req, "execute", command);
-  if (arguments != NULL)
-    json_object_set_object_member(req, "arguments", json_object_ref(arguments));
-  json_object_set_int_member(req, "id", id);
-  root = json_node_init_object(json_node_alloc(), req);
-  text = json_to_string(root, FALSE);
-  line = g_strconcat(text, "\n", NULL);
-
-  if (!send_all(qmp, line, strlen(line), deadline, &local))
-    goto fail;
+  if (arguments == NULL && take_ahead(qmp, command, &id)) {
+    /* Sent already: only its reply is awaited. */
+  } else {
+    id = qmp->next_id++;
+    g_autofree char *line = request_line(command, arguments, id);
+    if (!send_all(qmp, line, strlen(line), deadline, &local))
+      goto fail;
+  }
 
   for (;;) {
     g_autoptr(JsonObject) obj = read_message(qmp, deadline, &local);
@@ -545,6 +591,28 @@ fail:
 gboolean
 qp_qmp_handshake(QpQmp *qmp, GError **error)
 {
+  return qp_qmp_handshake_ahead(qmp, NULL, error);
+}
+
+/* Queues the commands AHEAD (no arguments) as sent, in one line each. */
+static GString *
+ahead_lines(QpQmp *qmp, const char *const *ahead)
+{
+  GString *lines = g_string_new(NULL);
+  for (guint i = 0; ahead != NULL && ahead[i] != NULL; i++) {
+    Ahead *a = g_new0(Ahead, 1);
+    a->command = g_strdup(ahead[i]);
+    a->id = qmp->next_id++;
+    g_autofree char *line = request_line(a->command, NULL, a->id);
+    g_string_append(lines, line);
+    g_queue_push_tail(&qmp->ahead, a);
+  }
+  return lines;
+}
+
+gboolean
+qp_qmp_handshake_ahead(QpQmp *qmp, const char *const *ahead, GError **error)
+{
   gint64 deadline = deadline_after((int)MIN(qmp->timeout_ms, G_MAXINT));
   g_autoptr(GError) local = NULL;
   g_autoptr(JsonObject) greeting = read_message(qmp, deadline, &local);
@@ -570,6 +638,20 @@ qp_qmp_handshake(QpQmp *qmp, GError **error)
     return FALSE;
   }
 
+  /* qmp_capabilities and the commands sent ahead in one write: QEMU runs
+   * them in order, the others once capabilities are negotiated. */
+  Ahead *cap = g_new0(Ahead, 1);
+  cap->command = g_strdup("qmp_capabilities");
+  cap->id = qmp->next_id++;
+  g_autofree char *cap_line = request_line(cap->command, NULL, cap->id);
+  g_queue_push_head(&qmp->ahead, cap);
+  g_autoptr(GString) lines = ahead_lines(qmp, ahead);
+  g_string_prepend(lines, cap_line);
+  if (!send_all(qmp, lines->str, lines->len, deadline, &local)) {
+    g_propagate_prefixed_error(error, g_steal_pointer(&local),
+                               "qmp_capabilities: ");
+    return FALSE;
+  }
   ret = qp_qmp_execute(qmp, "qmp_capabilities", NULL, error);
   if (ret == NULL)
     return FALSE;

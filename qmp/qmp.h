@@ -25,6 +25,13 @@ void qp_qmp_set_timeout(QpQmp *qmp, guint timeout_ms);
 /* Reads the greeting and negotiates capabilities. */
 gboolean qp_qmp_handshake(QpQmp *qmp, GError **error);
 
+/* The same, sending in the same write the commands AHEAD (NULL-terminated,
+ * without arguments): the next qp_qmp_execute() of each, in that order,
+ * only waits for its reply, one round trip saved per command. A command
+ * asked for out of order drops the replies of those sent ahead of it. */
+gboolean qp_qmp_handshake_ahead(QpQmp *qmp, const char *const *ahead,
+                                GError **error);
+
 /* Runs COMMAND with ARGUMENTS (may be NULL; not consumed) and returns its
  * "return" member (a new reference). */
 JsonNode *qp_qmp_execute(QpQmp *qmp, const char *command, JsonObject *arguments,

@@ -180,7 +180,10 @@ greet(Keeper *k)
   k->qmp = qp_qmp_new(k->cfg->qmp_fd, k->cfg->qmp_timeout_ms);
   if (!keeper_wait_for_greeting(k, &error))
     fail(k, error);
-  if (!qp_qmp_handshake(k->qmp, &error))
+  /* The first look's queries go with qmp_capabilities: one round trip. */
+  static const char *const first_look_queries[] = {"query-cpus-fast",
+                                                   "query-iothreads", NULL};
+  if (!qp_qmp_handshake_ahead(k->qmp, first_look_queries, &error))
     fail(k, error);
   k->greeted = TRUE;
   klog(k, 1, "QMP greeting and capabilities");

@@ -35,6 +35,7 @@ struct QpQmp {
   gint64 next_id;
   GHashTable *abandoned; /* ids of commands that timed out */
   GQueue ahead;          /* of Ahead *: sent, reply not yet asked for */
+  gint64 waited_us;      /* blocked waiting for the peer, in all */
 };
 
 /* A command sent ahead of its qp_qmp_execute() (qp_qmp_handshake_ahead). */
@@ -91,6 +92,12 @@ int
 qp_qmp_get_fd(const QpQmp *qmp)
 {
   return qmp->fd;
+}
+
+gint64
+qp_qmp_waited_us(const QpQmp *qmp)
+{
+  return qmp->waited_us;
 }
 
 gboolean
@@ -236,7 +243,9 @@ wait_fd(QpQmp *qmp, short events, gint64 deadline, GError **error)
   for (;;) {
     struct pollfd pfd = {.fd = qmp->fd, .events = events};
     int ms = remaining_ms(deadline);
+    gint64 t0 = g_get_monotonic_time();
     int n = poll(&pfd, 1, ms);
+    qmp->waited_us += g_get_monotonic_time() - t0;
 
     if (n > 0)
       return TRUE; /* readable, writable, HUP or ERR: the next call says */

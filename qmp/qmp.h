@@ -22,6 +22,10 @@ int qp_qmp_get_fd(const QpQmp *qmp);
 /* The longest wait for a reply (or the greeting) from now on. */
 void qp_qmp_set_timeout(QpQmp *qmp, guint timeout_ms);
 
+/* Microseconds spent so far blocked waiting for the peer (the rest of a
+ * client's time is its own). */
+gint64 qp_qmp_waited_us(const QpQmp *qmp);
+
 /* Reads the greeting and negotiates capabilities. */
 gboolean qp_qmp_handshake(QpQmp *qmp, GError **error);
 

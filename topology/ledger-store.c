@@ -396,10 +396,10 @@ qp_ledger_unlock(QpLedger *ledger)
     guint64 gen = summary_generation(ledger) + 1;
     (void)!pwrite(ledger->lockfd, &gen, sizeof gen, 0);
   }
-  g_clear_pointer(&ledger->summary, qp_summary_free);
   while (flock(ledger->lockfd, LOCK_UN) < 0 && errno == EINTR)
     ;
   ledger->locked = FALSE;
+  g_clear_pointer(&ledger->summary, qp_summary_free); /* after: not held */
 }
 
 gboolean

@@ -9,6 +9,7 @@
 #include "launcher/keeper/keeper.h"
 #include "launcher/log.h"
 #include "launcher/qemu/rewrite.h"
+#include "topology/host-snapshot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -64,12 +65,16 @@ state_dir(const QpOptions *opts)
 }
 
 /* Loads the host the VM is planned on (its vfio-pci devices' locality
- * too, when it has some). */
+ * too, when it has some): the live host through its snapshot in the state
+ * directory (topology/host-snapshot.h). */
 static QpHost *
 load_host(const QpOptions *opts, const QpQemuArgs *args, GError **error)
 {
   gboolean with_io = args->req->vfio != NULL && args->req->vfio[0] != NULL;
-  QpHost *host = qp_host_load_full(opts->topology, with_io, error);
+  g_autofree char *dir = state_dir(opts);
+  QpHost *host = opts->topology != NULL
+                     ? qp_host_load_full(opts->topology, with_io, error)
+                     : qp_host_load_snapshot(dir, with_io, error);
   if (host != NULL && host->inconsistent != NULL)
     qp_info("%s", host->inconsistent);
   return host;

@@ -36,6 +36,8 @@ struct QpQmp {
   GHashTable *abandoned; /* ids of commands that timed out */
   GQueue ahead;          /* of Ahead *: sent, reply not yet asked for */
   gint64 waited_us;      /* blocked waiting for the peer, in all */
+  GHashTable *early;     /* id -> JsonObject: replies to commands sent ahead
+                            that came before the one awaited */
 };
 
 /* A command sent ahead of its qp_qmp_execute() (qp_qmp_handshake_ahead). */
@@ -62,6 +64,8 @@ qp_qmp_new(int fd, guint timeout_ms)
   qmp->in = g_string_sized_new(4096);
   g_queue_init(&qmp->events);
   g_queue_init(&qmp->ahead);
+  qmp->early = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+                                     (GDestroyNotify)json_object_unref);
   qmp->next_id = 1;
   qmp->abandoned =
       g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
@@ -79,6 +83,7 @@ qp_qmp_free(QpQmp *qmp)
   g_queue_clear_full(&qmp->events, (GDestroyNotify)json_object_unref);
   g_hash_table_destroy(qmp->abandoned);
   g_queue_clear_full(&qmp->ahead, ahead_free);
+  g_hash_table_destroy(qmp->early);
   g_free(qmp);
 }
 
@@ -516,12 +521,77 @@ take_ahead(QpQmp *qmp, const char *command, gint64 *id)
     return TRUE;
   }
   while ((a = g_queue_pop_head(&qmp->ahead)) != NULL) {
-    gint64 *key = g_new(gint64, 1);
-    *key = a->id;
-    g_hash_table_add(qmp->abandoned, key);
+    if (!g_hash_table_remove(qmp->early, &a->id)) {
+      gint64 *key = g_new(gint64, 1);
+      *key = a->id;
+      g_hash_table_add(qmp->abandoned, key);
+    }
     ahead_free(a);
   }
   return FALSE;
+}
+
+/* TRUE when ID is that of a command sent ahead and not yet asked for. */
+static gboolean
+is_ahead_id(QpQmp *qmp, gint64 id)
+{
+  for (GList *l = qmp->ahead.head; l != NULL; l = l->next)
+    if (((Ahead *)l->data)->id == id)
+      return TRUE;
+  return FALSE;
+}
+
+/* The reply to COMMAND, whose id is ID, waiting until DEADLINE: a new
+ * reference, or NULL with LOCAL (I/O, timeout) or ERROR (protocol) set.
+ * Events meanwhile are queued; replies to commands sent ahead are kept for
+ * their turn. */
+static JsonObject *
+await_reply(QpQmp *qmp, const char *command, gint64 id, gint64 deadline,
+            GError **local, GError **error)
+{
+  gpointer key, early;
+  if (g_hash_table_steal_extended(qmp->early, &id, &key, &early)) {
+    g_free(key);
+    return early;
+  }
+  for (;;) {
+    g_autoptr(JsonObject) obj = read_message(qmp, deadline, local);
+    gboolean is_event;
+    gint64 got;
+
+    if (obj == NULL || !queue_if_event(qmp, obj, local, &is_event))
+      return NULL;
+    if (is_event || is_abandoned_reply(qmp, obj))
+      continue;
+    if (!is_reply(obj)) {
+      g_autofree char *ex = object_excerpt(obj);
+      g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
+                  "%s: expected a reply or an event, got '%s'", command, ex);
+      return NULL;
+    }
+    if (!reply_id(obj, &got)) {
+      g_autofree char *ex = object_excerpt(obj);
+      g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
+                  "%s: expected a reply with id %" G_GINT64_FORMAT
+                  ", got one without an integer id: '%s'",
+                  command, id, ex);
+      return NULL;
+    }
+    if (got != id && is_ahead_id(qmp, got)) {
+      gint64 *k = g_new(gint64, 1);
+      *k = got;
+      g_hash_table_replace(qmp->early, k, g_steal_pointer(&obj));
+      continue;
+    }
+    if (got != id) {
+      g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
+                  "%s: expected a reply with id %" G_GINT64_FORMAT
+                  ", got id %" G_GINT64_FORMAT,
+                  command, id, got);
+      return NULL;
+    }
+    return g_steal_pointer(&obj);
+  }
 }
 
 JsonNode *
@@ -542,45 +612,18 @@ qp_qmp_execute(QpQmp *qmp, const char *command, JsonObject *arguments,
     if (!send_all(qmp, line, strlen(line), deadline, &local))
       goto fail;
   }
-
-  for (;;) {
-    g_autoptr(JsonObject) obj = read_message(qmp, deadline, &local);
-    gboolean is_event;
-    gint64 got;
-
-    if (obj == NULL)
-      goto fail;
-    if (!queue_if_event(qmp, obj, &local, &is_event))
-      goto fail;
-    if (is_event)
-      continue;
-    if (is_abandoned_reply(qmp, obj))
-      continue;
-    if (!is_reply(obj)) {
-      g_autofree char *ex = object_excerpt(obj);
-      g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
-                  "%s: expected a reply or an event, got '%s'", command, ex);
-      return NULL;
-    }
-    if (!reply_id(obj, &got)) {
-      g_autofree char *ex = object_excerpt(obj);
-      g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
-                  "%s: expected a reply with id %" G_GINT64_FORMAT
-                  ", got one without an integer id: '%s'",
-                  command, id, ex);
-      return NULL;
-    }
-    if (got != id) {
-      g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
-                  "%s: expected a reply with id %" G_GINT64_FORMAT
-                  ", got id %" G_GINT64_FORMAT,
-                  command, id, got);
-      return NULL;
-    }
-    if (json_object_has_member(obj, "error"))
-      return error_reply(command, obj, error);
-    return json_node_copy(json_object_get_member(obj, "return"));
+  GError *protocol = NULL;
+  g_autoptr(JsonObject) obj =
+      await_reply(qmp, command, id, deadline, &local, &protocol);
+  if (obj == NULL && protocol != NULL) {
+    g_propagate_error(error, protocol);
+    return NULL;
   }
+  if (obj == NULL)
+    goto fail;
+  if (json_object_has_member(obj, "error"))
+    return error_reply(command, obj, error);
+  return json_node_copy(json_object_get_member(obj, "return"));
 
 fail:
   if (g_error_matches(local, QP_QMP_ERROR, QP_QMP_ERROR_TIMEOUT)) {

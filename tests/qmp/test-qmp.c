@@ -378,6 +378,32 @@ test_raw_ahead(void)
   close(peer);
 }
 
+/* Replies to commands sent ahead may come in another order: each is kept
+ * for its turn. */
+static void
+test_raw_ahead_out_of_order(void)
+{
+  static const char *const ahead[] = {"query-cpus-fast", "query-iothreads",
+                                      NULL};
+  g_autofree char *text = g_strconcat(
+      greeting, "{\"return\": {}, \"id\": 1}\r\n",
+      "{\"return\": [{\"id\": \"io\", \"thread-id\": 33}], \"id\": 3}\r\n",
+      "{\"return\": [{\"cpu-index\": 0, \"thread-id\": 44}], \"id\": 2}\r\n",
+      NULL);
+  g_autoptr(GError) error = NULL;
+  int peer;
+  g_autoptr(QpQmp) qmp = raw_client(text, 2000, &peer);
+
+  g_assert_true(qp_qmp_handshake_ahead(qmp, ahead, &error));
+  g_autoptr(GArray) cpus = qp_qmp_query_cpus(qmp, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(g_array_index(cpus, QpVcpu, 0).thread_id, ==, 44);
+  g_autoptr(GArray) io = qp_qmp_query_iothreads(qmp, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(g_array_index(io, QpIothread, 0).thread_id, ==, 33);
+  close(peer);
+}
+
 static void
 test_qemu_cont_resume(void)
 {
@@ -1280,6 +1306,8 @@ main(int argc, char **argv)
   g_test_add_func("/qmp/qemu/cont/resume-event-queued", test_qemu_cont_resume);
   g_test_add_func("/qmp/qemu/handshake/queries-ahead", test_qemu_ahead);
   g_test_add_func("/qmp/raw/handshake/queries-ahead", test_raw_ahead);
+  g_test_add_func("/qmp/raw/handshake/ahead-out-of-order",
+                  test_raw_ahead_out_of_order);
   g_test_add_func("/qmp/qemu/quit/peer-close-is-io-error",
                   test_qemu_quit_closes);
   g_test_add_func("/qmp/qemu/error/class-and-desc", test_qemu_command_error);

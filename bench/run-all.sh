@@ -198,14 +198,15 @@ $sim_verdict
 
 ## Notes
 
-- *plan* is the planner alone; *plan+claim* adds the ledger, which reads one
-  file and one \`/proc/PID/stat\` per record under the lock: at 1,000 records
-  the ledger, not the planner, sets the lock hold time.
+- *plan* is the planner alone; *plan+claim* adds the ledger: its summary
+  read and one \`/proc/PID/stat\` per record checked before the lock, then
+  under it the directory listed, the records changed since read, the plan
+  and the record written (\`docs/ledger.md\`, "Summary").
 - \`qemu-pin plan\` (no launch) is the time qemu-pin spends before QEMU
-  starts: its own start (about 2.5 ms more than /bin/true here: 17 shared libraries), loading the
-  live host with hwloc (without PCI devices unless the guest has a
-  \`vfio-pci\` device, and without hwloc's plugins), reading the ledger and
-  planning. Starting QEMU
+  starts: its own start ($(ldd "$builddir/qemu-pin" | grep -c '=>') shared libraries, see *Time before exec*), the
+  host from its snapshot in the state directory (hwloc's XML of this host;
+  hwloc's live discovery when the snapshot is stale, or with a \`vfio-pci\`
+  device), reading the ledger and planning. Starting QEMU
   paused and resuming it over QMP costs the rest (compare *QEMU -S, then cont
   over QMP*), plus the keeper's own steps (pinning latency).
 - This host has fewer CPUs than most of the guests asked for, so pinned modes

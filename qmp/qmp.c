@@ -594,13 +594,34 @@ await_reply(QpQmp *qmp, const char *command, gint64 id, gint64 deadline,
   }
 }
 
+/* COMMAND (id ID) failed with LOCAL, an I/O error or a timeout: says so in
+ * ERROR; a late reply to a timed-out command will be dropped. */
+static JsonNode *
+execute_failed(QpQmp *qmp, const char *command, gint64 id, GError *local,
+               GError **error)
+{
+  if (g_error_matches(local, QP_QMP_ERROR, QP_QMP_ERROR_TIMEOUT)) {
+    gint64 *key = g_new(gint64, 1);
+
+    *key = id;
+    g_hash_table_add(qmp->abandoned, key);
+    g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_TIMEOUT,
+                "no reply to '%s' within %u ms", command, qmp->timeout_ms);
+    g_error_free(local);
+    return NULL;
+  }
+  g_prefix_error(&local, "%s: ", command);
+  g_propagate_error(error, local);
+  return NULL;
+}
+
 JsonNode *
 qp_qmp_execute(QpQmp *qmp, const char *command, JsonObject *arguments,
                GError **error)
 {
   gint64 id = 0;
   gint64 deadline = deadline_after((int)MIN(qmp->timeout_ms, G_MAXINT));
-  g_autoptr(GError) local = NULL;
+  GError *local = NULL;
 
   g_return_val_if_fail(command != NULL, NULL);
 
@@ -610,34 +631,21 @@ qp_qmp_execute(QpQmp *qmp, const char *command, JsonObject *arguments,
     id = qmp->next_id++;
     g_autofree char *line = request_line(command, arguments, id);
     if (!send_all(qmp, line, strlen(line), deadline, &local))
-      goto fail;
+      return execute_failed(qmp, command, id, local, error);
   }
   GError *protocol = NULL;
   g_autoptr(JsonObject) obj =
       await_reply(qmp, command, id, deadline, &local, &protocol);
   if (obj == NULL && protocol != NULL) {
+    g_clear_error(&local);
     g_propagate_error(error, protocol);
     return NULL;
   }
   if (obj == NULL)
-    goto fail;
+    return execute_failed(qmp, command, id, local, error);
   if (json_object_has_member(obj, "error"))
     return error_reply(command, obj, error);
   return json_node_copy(json_object_get_member(obj, "return"));
-
-fail:
-  if (g_error_matches(local, QP_QMP_ERROR, QP_QMP_ERROR_TIMEOUT)) {
-    gint64 *key = g_new(gint64, 1);
-
-    *key = id;
-    g_hash_table_add(qmp->abandoned, key);
-    g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_TIMEOUT,
-                "no reply to '%s' within %u ms", command, qmp->timeout_ms);
-    return NULL;
-  }
-  g_prefix_error(&local, "%s: ", command);
-  g_propagate_error(error, g_steal_pointer(&local));
-  return NULL;
 }
 
 gboolean

@@ -103,8 +103,8 @@ static void
 settle(Fixture *f)
 {
   g_autoptr(QpClaim) pad = live_claim("pad", 1);
-  g_autoptr(QpClaims) a = section(f, pad);
-  g_autoptr(QpClaims) b = section_full(f, NULL, "pad");
+  qp_claims_free(section(f, pad));
+  qp_claims_free(section_full(f, NULL, "pad"));
 }
 
 /* The memory record ID claims in CLAIMS, or -1 without it. */
@@ -126,7 +126,7 @@ fill(Fixture *f, guint n)
   for (guint i = 0; i < n; i++) {
     g_autofree char *id = g_strdup_printf("r%u", i);
     g_autoptr(QpClaim) c = live_claim(id, 100 + i);
-    g_autoptr(QpClaims) ignored = section(f, c);
+    qp_claims_free(section(f, c));
   }
   settle(f);
   g_autoptr(QpClaims) all = section(f, NULL);
@@ -332,7 +332,7 @@ test_gone_vm_pruned(Fixture *f, gconstpointer data)
   }
   close(pfd[0]);
   g_autoptr(QpClaim) c = claim_of("gone", child, qp_proc_start_time(child), 5);
-  g_autoptr(QpClaims) first = section(f, c);
+  qp_claims_free(section(f, c));
   settle(f);
   g_autofree char *path = state_file(f, QP_SUMMARY_NAME);
   g_autofree char *before = NULL;

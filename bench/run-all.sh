@@ -143,6 +143,10 @@ targets() {
   echo "- Keeper private memory per further VM: $uss KiB (target under 1024 KiB): **$(verdict "$uss" 1023)**."
 }
 target_lines=$(targets)
+st_empty_host=$(start_cell empty 4)
+st_empty_cs=$(start_cell empty 5)
+st_full_cs=$(start_cell 1000 5)
+st_loader=$(sed -n 's/.*the loader and libraries, \([0-9.]*\) ms.*/\1/p' "$tmp/start.md")
 
 cpus=$(nproc)
 QEMU_BASE_DOC="-machine q35 -accel tcg -display none -nodefaults -m 64"
@@ -177,6 +181,28 @@ Medians of interleaved runs on the machine above, loaded by other work
 (see the load average): every figure moves with that load.
 
 $target_lines
+
+Where the time goes, for the targets missed (step times from
+\`QEMU_PIN_TIMING=1\`, *Time before exec* below; the keeper's from its \`-v\`
+lines):
+
+- Before \`main()\`: $st_loader ms more than /bin/true for the dynamic loader,
+  $(ldd "$builddir/qemu-pin" | grep -c '=>') shared libraries (glib, gobject, gio and what they pull in
+  for json-glib; hwloc, libnuma) and their constructors.
+- The host: loaded at $st_empty_host ms after \`main()\`, from its snapshot (hwloc's
+  XML of this host) plus the live reads (free memory, hugepages, affinity).
+- The critical section, $st_empty_cs ms with an empty ledger: mostly the keeper's
+  double \`fork()\` (the launcher's page tables copied twice, expensive on this
+  paravirtualized host) and the record's \`fsync\`s; with 1,000 live records
+  $st_full_cs ms, mostly the liveness of each record (one \`/proc/PID/stat\` read
+  each, before the lock) and the summary's parse.
+- The lock at 1,000 records: the directory listing (1,000 entries), the
+  plan and the record written; the liveness checks are outside it.
+- Greeting to \`cont\`: most of it is QEMU answering (its \`cont\` reply comes
+  after the vCPUs are resumed); the keeper's own time is the affinity read
+  and set of each thread, and at 255 vCPUs 255 of each.
+- Launch ratio: the sum of the above and QEMU started paused and resumed
+  (the *QEMU -S, then cont over QMP* rows).
 
 ## Summary against the targets
 

@@ -57,6 +57,8 @@ char *
 qp_host_snapshot_key(void)
 {
   g_autofree char *boot = first_line("/proc/sys/kernel/random/boot_id");
+  if (strcmp(boot, "-") == 0)
+    return NULL; /* no boot id, no way to tell a snapshot of another boot */
   g_autofree char *cpus = first_line("/sys/devices/system/cpu/online");
   g_autofree char *nodes = first_line("/sys/devices/system/node/online");
   g_autofree char *status = NULL;
@@ -149,6 +151,10 @@ qp_host_load_snapshot(const char *dir, gboolean with_io, GError **error)
   if (dirfd < 0)
     return qp_host_load_full(NULL, FALSE, error);
   g_autofree char *key = qp_host_snapshot_key();
+  if (key == NULL) {
+    close(dirfd);
+    return qp_host_load_full(NULL, FALSE, error);
+  }
   int len = 0;
   g_autofree char *xml = read_snapshot(dirfd, key, &len);
   QpHost *host = xml != NULL ? qp_host_load_live_from_xml(xml, len) : NULL;

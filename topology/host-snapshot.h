@@ -26,7 +26,8 @@ G_BEGIN_DECLS
 QpHost *qp_host_load_snapshot(const char *dir, gboolean with_io,
                               GError **error);
 
-/* The key a snapshot made now would carry (for tests). */
+/* The key a snapshot made now would carry (for tests); NULL when the boot
+ * id cannot be read (no snapshot is then used or written). */
 char *qp_host_snapshot_key(void);
 
 G_END_DECLS

@@ -6,6 +6,9 @@
 #   qemu-pin: keeper: +X.XXX ms: QEMU is pid ... with N vCPUs
 #   qemu-pin: keeper: +X.XXX ms: pinned N threads ...
 #   qemu-pin: keeper: +X.XXX ms: cont
+#   qemu-pin: keeper: +X.XXX ms: waited W ms for QEMU's replies ...
+# The keeper's own time is greeting -> cont less W, the time it spent
+# blocked on QEMU (which, paused or not, answers at its own pace).
 # For each vCPU count (1 up to 255, the most QEMU 7.2 accepts for q35 under
 # TCG: 256 and more need a kernel irqchip with x2APIC) and mode, a guest
 # that halts forever is launched RUNS times (and stopped with SIGTERM once the
@@ -50,7 +53,7 @@ stamp() {
   sed -n "s/^qemu-pin: keeper: +\([0-9.]*\) ms: $2.*/\1/p" "$1" | head -n1
 }
 
-# One launch; prints "pinned_ms cont_ms", or nothing and the reason in
+# One launch; prints "pinned_ms cont_ms own_ms", or nothing and the reason in
 # $BENCH_TMP/why.
 one_run() {
   local mode=$1 n=$2 err=$BENCH_TMP/err
@@ -59,26 +62,27 @@ one_run() {
     >/dev/null 2>"$err" &
   local pid=$!   # qemu-pin execs QEMU in place: this is QEMU
   for ((w = 0; w < 600; w++)); do
-    grep -q 'keeper: .*: cont$' "$err" && break
+    grep -q "keeper: .*: waited .* for QEMU" "$err" && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.05
   done
   kill -TERM "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
-  local g p c
+  local g p c w
   g=$(stamp "$err" "QMP greeting")
   p=$(stamp "$err" "pinned")
   c=$(stamp "$err" "cont")
-  if [ -z "$g" ] || [ -z "$p" ] || [ -z "$c" ]; then
+  w=$(sed -n "s/^qemu-pin: keeper: +[0-9.]* ms: waited \([0-9.]*\) ms for QEMU.*/\1/p" "$err" | head -n1)
+  if [ -z "$g" ] || [ -z "$p" ] || [ -z "$c" ] || [ -z "$w" ]; then
     grep -m1 '^qemu-pin: [^k]' "$err" | sed 's/^qemu-pin: //; s/|/\\|/g' > "$BENCH_TMP/why"
     [ -s "$BENCH_TMP/why" ] || echo "no keeper timings (see qemu-pin -v)" > "$BENCH_TMP/why"
     return 1
   fi
-  awk -v g="$g" -v p="$p" -v c="$c" 'BEGIN { printf "%.3f %.3f\n", p - g, c - g }'
+  awk -v g="$g" -v p="$p" -v c="$c" -v w="$w" 'BEGIN { printf "%.3f %.3f %.3f\n", p - g, c - g, c - g - w }'
 }
 
-echo "| vCPUs | mode | greeting -> pinned (ms) | greeting -> cont (ms) | runs |"
-echo "|---:|---|---:|---:|---:|"
+echo "| vCPUs | mode | greeting -> pinned (ms) | greeting -> cont (ms) | the keeper's own (ms) | runs |"
+echo "|---:|---|---:|---:|---:|---:|"
 # A count refused in a mode is refused for every larger one too: those are
 # tried no more and reported in one row.
 declare -A refused_at=() refused_why=()
@@ -88,25 +92,27 @@ for n in $vcpus; do
       refused_at[$mode]="${refused_at[$mode]}, $n"
       continue
     fi
-    : > "$BENCH_TMP/p"; : > "$BENCH_TMP/c"
+    : > "$BENCH_TMP/p"; : > "$BENCH_TMP/c"; : > "$BENCH_TMP/o"
     reason=
     for ((r = 0; r < runs; r++)); do
       if ! out=$(one_run "$mode" "$n"); then
         reason=$(cat "$BENCH_TMP/why")
         break
       fi
-      echo "${out% *}" >> "$BENCH_TMP/p"
-      echo "${out#* }" >> "$BENCH_TMP/c"
+      read -r op oc oo <<< "$out"
+      echo "$op" >> "$BENCH_TMP/p"
+      echo "$oc" >> "$BENCH_TMP/c"
+      echo "$oo" >> "$BENCH_TMP/o"
     done
     if [ -n "$reason" ]; then
       refused_at[$mode]=$n
       refused_why[$mode]=$reason
     else
-      echo "| $n | $mode | $(median < "$BENCH_TMP/p") | $(median < "$BENCH_TMP/c") | $runs |"
+      echo "| $n | $mode | $(median < "$BENCH_TMP/p") | $(median < "$BENCH_TMP/c") | $(median < "$BENCH_TMP/o") | $runs |"
     fi
   done
 done
 for mode in $modes; do
   [ -z "${refused_at[$mode]:-}" ] ||
-    echo "| ${refused_at[$mode]} | $mode | refused (at ${refused_at[$mode]%%,*}): ${refused_why[$mode]} | | 0 |"
+    echo "| ${refused_at[$mode]} | $mode | refused (at ${refused_at[$mode]%%,*}): ${refused_why[$mode]} | | | 0 |"
 done

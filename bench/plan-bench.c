@@ -3,13 +3,18 @@
  * For synthetic hosts of 4 to 64 nodes (64 to 1024 CPUs) and ledgers of 0 to
  * 1,000 live records it reports the median of repeated runs of:
  *   plan        qp_plan_compute() with the claims built in memory;
- *   plan+claim  open + lock + read + plan + write + unlock of a real ledger
+ *   plan+claim  open + pre-scan + lock + read + plan + write + unlock of a
+ *               real ledger
  *               in a temporary directory holding N live records (they name
  *               this process's own PID and start time, so none is pruned);
  *   lock held   lock to unlock inside plan+claim: how long other launchers
  *               wait behind this one.
  * The request is the common case: 8 vCPUs, 8 GiB, no vNUMA, in the mode
  * given by --mode (balanced by default).
+ *
+ * With --fill DIR --records N it only fills the ledger DIR with N records
+ * naming the live process --pid (default: its parent), for benchmarks of
+ * the qemu-pin binary against a full ledger.
  *
  * Usage: plan-bench [--markdown] [--quick] [--dir DIR] [--mode MODE]
  * DIR holds the temporary ledgers (default: /dev/shm when it is a tmpfs, as
@@ -50,6 +55,9 @@ static gboolean opt_markdown;
 static gboolean opt_quick;
 static char *opt_dir;
 static char *opt_mode = NULL;
+static char *opt_fill;
+static int opt_records;
+static int opt_pid;
 
 static const GOptionEntry entries[] = {
     {"markdown", 0, 0, G_OPTION_ARG_NONE, &opt_markdown,
@@ -60,6 +68,12 @@ static const GOptionEntry entries[] = {
      "Directory for the temporary ledgers", "DIR"},
     {"mode", 0, 0, G_OPTION_ARG_STRING, &opt_mode,
      "Placement mode of the request (balanced, one-to-one, ...)", "MODE"},
+    {"fill", 0, 0, G_OPTION_ARG_FILENAME, &opt_fill,
+     "Only fill the ledger DIR with --records live records", "DIR"},
+    {"records", 0, 0, G_OPTION_ARG_INT, &opt_records, "Records for --fill",
+     "N"},
+    {"pid", 0, 0, G_OPTION_ARG_INT, &opt_pid,
+     "The live process the --fill records name (default: the parent)", "PID"},
     {NULL},
 };
 
@@ -149,7 +163,7 @@ make_claim(const QpHost *host, guint i, int pid, guint64 start)
   c->keeper_pid = pid;
   c->mode = QP_MODE_BALANCED;
   int node = host->nodes[i % host->n_nodes].id;
-  QpNodeAmount m = {node, 48};
+  QpNodeAmount m = {node, opt_fill != NULL ? 1 : 48};
   g_array_append_val(c->mem, m);
   QpNodeLoad l = {node, 2};
   g_array_append_val(c->load, l);
@@ -243,7 +257,10 @@ claim_once(const QpHost *host, guint n, const QpPlacementOptions *opts,
   g_autofree char *id = qp_ledger_new_id();
   double c0 = cpu_ms(), t0 = now_ms();
   g_autoptr(QpLedger) l = qp_ledger_open(dir, error);
-  if (l == NULL || !qp_ledger_lock(l, error))
+  if (l == NULL)
+    return FALSE;
+  qp_ledger_prescan(l);
+  if (!qp_ledger_lock(l, error))
     return FALSE;
   double t1 = now_ms();
   g_autoptr(QpClaims) claims = qp_ledger_read(l, host, error);
@@ -321,6 +338,24 @@ bench_claim(const QpHost *host, guint n, const QpPlacementOptions *opts,
   return ok;
 }
 
+/* --fill: N live records on one node of the live host. */
+static int
+fill_only(GError **error)
+{
+  int pid = opt_pid > 0 ? opt_pid : (int)getppid();
+  guint64 st = qp_proc_start_time(pid);
+  g_autoptr(QpHost) host =
+      qp_host_load_synthetic("numa:1(memory=64GiB) core:1 pu:1", error);
+  if (st == 0 || host == NULL ||
+      !fill_ledger(host, (guint)MAX(opt_records, 0), opt_fill, pid, st,
+                   error)) {
+    g_printerr("plan-bench: --fill %s: %s\n", opt_fill,
+               *error ? (*error)->message : "no such process");
+    return 1;
+  }
+  return 0;
+}
+
 static char *
 default_dir(void)
 {
@@ -363,6 +398,8 @@ main(int argc, char **argv)
     g_printerr("plan-bench: %s\n", error->message);
     return 2;
   }
+  if (opt_fill != NULL)
+    return fill_only(&error);
   g_autofree char *dir = opt_dir != NULL ? g_strdup(opt_dir) : default_dir();
   QpPlacementOptions opts;
   qp_placement_options_init(&opts);

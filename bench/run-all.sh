@@ -28,6 +28,7 @@ if [ ! -d "$builddir" ]; then
   meson setup "$builddir" "$src" >/dev/null
 fi
 ninja -C "$builddir" qemu-pin bench/plan-bench bench/simulate >/dev/null
+export QP_PLAN_BENCH=$builddir/bench/plan-bench
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/qp-run-all.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -38,8 +39,12 @@ echo "run-all: placement simulator (bench/simulate)" >&2
 "$builddir/bench/simulate" --markdown --seeds 30 > "$tmp/sim.md"
 echo "run-all: launch overhead (bench/launch-bench.sh)" >&2
 "$here/launch-bench.sh" --runs 31 --smp "1 2 8 64" "$builddir" > "$tmp/launch.md"
+echo "run-all: time before exec (bench/start-cost.sh)" >&2
+"$here/start-cost.sh" --runs 21 "$builddir" > "$tmp/start.md"
 echo "run-all: pinning latency (bench/pin-latency.sh)" >&2
 "$here/pin-latency.sh" "$builddir" > "$tmp/latency.md"
+echo "run-all: pinning latency at 2 and 255 vCPUs, mode auto (bench/pin-latency.sh)" >&2
+"$here/pin-latency.sh" --runs 5 --modes auto --vcpus "2 255" "$builddir" > "$tmp/latency-auto.md"
 echo "run-all: keeper memory (bench/keeper-memory.sh)" >&2
 "$here/keeper-memory.sh" "$builddir" > "$tmp/memory.md"
 echo "run-all: keeper CPU while holding (bench/keeper-cpu.sh)" >&2
@@ -110,6 +115,47 @@ cache_verdict=$(awk -F' *\\| *' '
   /^\| proxmox-balanced/ { if (sp + pk > 0 || bb > 0)
       printf "  - %s: spread %d, pack %d of %d VMs placed; the best baseline %d.\n", host, sp, pk, placed, bb
     bb = 0 }' "$tmp/sim.md")
+# ---- The issue's targets, each against its figure ----------------------------
+
+verdict() { # VALUE LIMIT: "met" or "MISSED"
+  awk -v v="$1" -v l="$2" 'BEGIN { if (v == "" || v == "nan") print "not measured"; else print (v + 0 <= l + 0 ? "met" : "MISSED") }'
+}
+ratio_of() { # SMP MODE: the ratio to QEMU alone, or nothing when refused
+  awk -F' *\\| *' -v s="$1" -v m="--mode=$2" '$2 == s && index($3, m) && !index($3, "plan") && $4 !~ /^refused/ { print $5; exit }' "$tmp/launch.md"
+}
+start_cell() { # ROW-PREFIX COLUMN
+  awk -F' *\\| *' -v r="$1" -v c="$2" 'index($2, r) == 1 { print $c; exit }' "$tmp/start.md"
+}
+lat_cell() { # FILE VCPUS COLUMN (4: greeting -> cont, 5: the keeper's own)
+  awk -F' *\\| *' -v n="$2" -v c="$3" '$2 == n && $4 ~ /^[0-9.]+$/ { print $c; exit }' "$1"
+}
+targets() {
+  local smp mode r e f h c2 o2 c255 o255
+  for smp in 1 2; do
+    for mode in balanced one-to-one; do
+      r=$(ratio_of "$smp" "$mode")
+      echo "- Launch at -smp $smp, $mode: x${r:-refused} of QEMU alone (target at most x1.03): **$(verdict "$r" 1.03)**."
+    done
+  done
+  e=$(start_cell empty 3)
+  f=$(start_cell 1000 3)
+  echo "- qemu-pin's own time before exec (main() to execve), empty ledger: $e ms (target at most 1 ms): **$(verdict "$e" 1)**; with 1,000 live records: $f ms (target at most 2 ms): **$(verdict "$f" 2)**. The loader adds $(sed -n 's/.*the loader and libraries, \([0-9.]*\) ms.*/\1/p' "$tmp/start.md") ms before main()."
+  h=$(cell "$tmp/plan.md" '$2 == 64 && $4 == 1000' 9)
+  echo "- Ledger lock held at 1,000 live records (plan+claim, 64 nodes): $h ms (target at most 1 ms): **$(verdict "$h" 1)**."
+  c2=$(lat_cell "$tmp/latency-auto.md" 2 5)
+  o2=$(lat_cell "$tmp/latency-auto.md" 2 6)
+  c255=$(lat_cell "$tmp/latency-auto.md" 255 5)
+  o255=$(lat_cell "$tmp/latency-auto.md" 255 6)
+  echo "- Greeting to \`cont\` at 2 vCPUs: $c2 ms, of it the keeper's own $o2 ms (target at most 0.5 ms): **$(verdict "$o2" 0.5)** (own time), **$(verdict "$c2" 0.5)** (wall)."
+  echo "- Greeting to \`cont\` at 255 vCPUs: $c255 ms, of it the keeper's own $o255 ms (target at most 2 ms): **$(verdict "$o255" 2)** (own time), **$(verdict "$c255" 2)** (wall)."
+  echo "- Keeper private memory per further VM: $uss KiB (target under 1024 KiB): **$(verdict "$uss" 1023)**."
+}
+target_lines=$(targets)
+st_empty_host=$(start_cell empty 4)
+st_empty_cs=$(start_cell empty 5)
+st_full_cs=$(start_cell 1000 5)
+st_loader=$(sed -n 's/.*the loader and libraries, \([0-9.]*\) ms.*/\1/p' "$tmp/start.md")
+
 cpus=$(nproc)
 QEMU_BASE_DOC="-machine q35 -accel tcg -display none -nodefaults -m 64"
 {
@@ -137,6 +183,35 @@ defaults to \`build\`, set up with meson when missing; OUTPUT to this file;
 | hwloc | $(pkg-config --modversion hwloc 2>/dev/null || echo unknown) |
 | Load average at start | $(cut -d' ' -f1-3 /proc/loadavg) (other work was running on the host) |
 
+## The targets of issue 15
+
+Medians of interleaved runs on the machine above, loaded by other work
+(see the load average): every figure moves with that load.
+
+$target_lines
+
+Where the time goes, for the targets missed (step times from
+\`QEMU_PIN_TIMING=1\`, *Time before exec* below; the keeper's from its \`-v\`
+lines):
+
+- Before \`main()\`: $st_loader ms more than /bin/true for the dynamic loader,
+  $(ldd "$builddir/qemu-pin" | grep -c '=>') shared libraries (glib, gobject, gio and what they pull in
+  for json-glib; hwloc, libnuma) and their constructors.
+- The host: loaded at $st_empty_host ms after \`main()\`, from its snapshot (hwloc's
+  XML of this host) plus the live reads (free memory, hugepages, affinity).
+- The critical section, $st_empty_cs ms with an empty ledger: mostly the keeper's
+  double \`fork()\` (the launcher's page tables copied twice, expensive on this
+  paravirtualized host) and the record's \`fsync\`s; with 1,000 live records
+  $st_full_cs ms, mostly the liveness of each record (one \`/proc/PID/stat\` read
+  each, before the lock) and the summary's parse.
+- The lock at 1,000 records: the directory listing (1,000 entries), the
+  plan and the record written; the liveness checks are outside it.
+- Greeting to \`cont\`: most of it is QEMU answering (its \`cont\` reply comes
+  after the vCPUs are resumed); the keeper's own time is the affinity read
+  and set of each thread, and at 255 vCPUs 255 of each.
+- Launch ratio: the sum of the above and QEMU started paused and resumed
+  (the *QEMU -S, then cont over QMP* rows).
+
 ## Summary against the targets
 
 - Plan time, 64 nodes / 1024 CPUs, 1,000 claims: **$plan64 ms** (target under 10 ms).
@@ -161,14 +236,15 @@ $cache_verdict
 
 ## Notes
 
-- *plan* is the planner alone; *plan+claim* adds the ledger, which reads one
-  file and one \`/proc/PID/stat\` per record under the lock: at 1,000 records
-  the ledger, not the planner, sets the lock hold time.
+- *plan* is the planner alone; *plan+claim* adds the ledger: its summary
+  read and one \`/proc/PID/stat\` per record checked before the lock, then
+  under it the directory listed, the records changed since read, the plan
+  and the record written (\`docs/ledger.md\`, "Summary").
 - \`qemu-pin plan\` (no launch) is the time qemu-pin spends before QEMU
-  starts: its own start (about 2.5 ms more than /bin/true here: 17 shared libraries), loading the
-  live host with hwloc (without PCI devices unless the guest has a
-  \`vfio-pci\` device, and without hwloc's plugins), reading the ledger and
-  planning. Starting QEMU
+  starts: its own start ($(ldd "$builddir/qemu-pin" | grep -c '=>') shared libraries, see *Time before exec*), the
+  host from its snapshot in the state directory (hwloc's XML of this host;
+  hwloc's live discovery when the snapshot is stale, or with a \`vfio-pci\`
+  device), reading the ledger and planning. Starting QEMU
   paused and resuming it over QMP costs the rest (compare *QEMU -S, then cont
   over QMP*), plus the keeper's own steps (pinning latency).
 - This host has fewer CPUs than most of the guests asked for, so pinned modes
@@ -213,6 +289,17 @@ to place more vCPUs than there are usable CPUs in \`balanced\` and
 
 $(cat "$tmp/launch.md")
 
+## Time before exec
+
+\`bench/start-cost.sh --runs 21\`: qemu-pin with \`QEMU_PIN_TIMING=1\`, which
+prints its steps' times since \`main()\`, launching the guest that exits at once
+(-smp 1, balanced), interleaved between an empty ledger and one of 1,000 live
+records (made by \`bench/plan-bench --fill\`). *Critical section* is the
+ledger's pre-scan, lock, read, plan, the keeper forked, the record written and
+the unlock.
+
+$(cat "$tmp/start.md")
+
 ## Pinning latency
 
 \`bench/pin-latency.sh\`: from the keeper's own monotonic timestamps
@@ -222,6 +309,13 @@ most QEMU 7.2 accepts for q35 under TCG (256 and more need a kernel irqchip
 with x2APIC).
 
 $(cat "$tmp/latency.md")
+
+The same at 2 and 255 vCPUs in mode \`auto\` (which starts a guest with more
+vCPUs than this host's CPUs best-effort), 5 runs each; *the keeper's own* is
+greeting -> cont less the time the keeper spent waiting for QEMU's replies
+(its \`-v\` line "waited ... for QEMU's replies"):
+
+$(cat "$tmp/latency-auto.md")
 $(cat "$tmp/lab.md")
 
 ## Keeper memory

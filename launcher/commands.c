@@ -344,6 +344,7 @@ run_command(QpOptions *opts, int argc, char **argv, GError **error)
 int
 qp_main(int argc, char **argv)
 {
+  qp_timing_start();
   g_autoptr(GError) error = NULL;
   QpOptions opts;
   qp_options_init(&opts);

@@ -10,6 +10,7 @@
 #include "launcher/log.h"
 #include "launcher/qemu/device-buses.h"
 #include "launcher/qemu/rewrite.h"
+#include "topology/host-snapshot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +29,7 @@
 void
 qp_exec(const char *binary, char **argv, GError **error)
 {
+  qp_timing("exec");
   if (strchr(binary, '/') != NULL)
     execv(binary, argv);
   else
@@ -84,12 +86,16 @@ has_host_devices(const QpRequest *req)
 }
 
 /* Loads the host the VM is planned on (its devices' locality too, when it
- * has some). */
+ * has some): the live host through its snapshot in the state directory DIR
+ * (topology/host-snapshot.h). */
 static QpHost *
-load_host(const QpOptions *opts, const QpQemuArgs *args, GError **error)
+load_host(const QpOptions *opts, const QpQemuArgs *args, const char *dir,
+          GError **error)
 {
   gboolean with_io = has_host_devices(args->req);
-  QpHost *host = qp_host_load_full(opts->topology, with_io, error);
+  QpHost *host = opts->topology != NULL
+                     ? qp_host_load_full(opts->topology, with_io, error)
+                     : qp_host_load_snapshot(dir, with_io, error);
   if (host != NULL && host->inconsistent != NULL)
     qp_info("%s", host->inconsistent);
   return host;
@@ -117,11 +123,14 @@ QpPlan *
 qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args, QpHost **host_out,
                GError **error)
 {
-  g_autoptr(QpHost) host = load_host(opts, args, error);
+  qp_timing("options");
+  g_autofree char *dir = state_dir(opts);
+  g_autoptr(QpHost) host = load_host(opts, args, dir, error);
+  qp_timing("host");
   if (host == NULL)
     return NULL;
-  g_autofree char *dir = state_dir(opts);
   g_autoptr(QpClaims) claims = qp_ledger_read_claims(dir, host, error);
+  qp_timing("ledger");
   if (claims == NULL)
     return NULL;
   QpPlan *plan = plan_on(opts, args, host, claims, error);
@@ -325,7 +334,9 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
 {
   Launch *l = data;
   QpQemuArgs *args = l->args;
+  qp_timing("locked, ledger read");
   l->plan = plan_on(l->opts, args, l->host, claims, error);
+  qp_timing("planned");
   if (l->plan == NULL)
     return NULL;
   const QpPlan *plan = l->plan;
@@ -388,7 +399,9 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
       .topology = l->opts->topology,
       .placement = &l->opts->placement,
   };
+  qp_timing("keeper config");
   int keeper = spawn_keeper(&cfg, sv[1], error);
+  qp_timing("keeper forked");
   close(sv[0]);
   if (l->status_pipe[1] >= 0)
     close(l->status_pipe[1]);
@@ -450,10 +463,13 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
   g_autofree char *dir = state_dir(opts);
   Launch l = {
       opts, args, argv0, dir, .monitor = {-1, -1}, .status_pipe = {-1, -1}};
-  l.host = load_host(opts, args, error);
+  qp_timing("options");
+  l.host = load_host(opts, args, dir, error);
+  qp_timing("host");
   g_autoptr(QpHeldClaim) held = NULL;
   if (l.host != NULL)
     held = qp_held_claim_take(dir, l.host, make_claim, &l, error);
+  qp_timing("claim");
   int rc = -1;
   if (held != NULL)
     rc = args->daemonize ? start_daemon(&l, binary, held, error)

@@ -1,12 +1,37 @@
 #include "launcher/log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int verbosity;
 static gboolean to_journal;
 static char *vm_name;
+static struct timespec timing_t0;
+static gboolean timing_on;
+
+void
+qp_timing_start(void)
+{
+  const char *v = getenv("QEMU_PIN_TIMING");
+  timing_on = v != NULL && strcmp(v, "1") == 0;
+  if (timing_on)
+    clock_gettime(CLOCK_MONOTONIC, &timing_t0);
+}
+
+void
+qp_timing(const char *step)
+{
+  if (!timing_on)
+    return;
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  double ms = (double)(t.tv_sec - timing_t0.tv_sec) * 1e3 +
+              (double)(t.tv_nsec - timing_t0.tv_nsec) / 1e6;
+  fprintf(stderr, "qemu-pin: timing: %s %.3f\n", step, ms);
+}
 
 void
 qp_log_init(int verbose)

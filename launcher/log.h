@@ -14,6 +14,13 @@ void qp_log_set_vm(const char *name);
 
 void qp_log(GLogLevelFlags level, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
+/* With QEMU_PIN_TIMING=1 in the environment: "qemu-pin: timing: STEP
+ * MS" on stderr, the milliseconds since qp_timing_start() (bench/ reads
+ * them to tell where the time before exec goes). Off, it costs one
+ * branch. */
+void qp_timing_start(void);
+void qp_timing(const char *step);
+
 #define qp_error(...) qp_log(G_LOG_LEVEL_CRITICAL, __VA_ARGS__)
 #define qp_warning(...) qp_log(G_LOG_LEVEL_WARNING, __VA_ARGS__)
 #define qp_info(...) qp_log(G_LOG_LEVEL_INFO, __VA_ARGS__)

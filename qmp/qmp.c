@@ -34,7 +34,25 @@ struct QpQmp {
   GQueue events; /* of JsonObject * */
   gint64 next_id;
   GHashTable *abandoned; /* ids of commands that timed out */
+  GQueue ahead;          /* of Ahead *: sent, reply not yet asked for */
+  gint64 waited_us;      /* blocked waiting for the peer, in all */
+  GHashTable *early;     /* id -> JsonObject: replies to commands sent ahead
+                            that came before the one awaited */
 };
+
+/* A command sent ahead of its qp_qmp_execute() (qp_qmp_handshake_ahead). */
+typedef struct {
+  char *command;
+  gint64 id;
+} Ahead;
+
+static void
+ahead_free(gpointer p)
+{
+  Ahead *a = p;
+  g_free(a->command);
+  g_free(a);
+}
 
 QpQmp *
 qp_qmp_new(int fd, guint timeout_ms)
@@ -45,6 +63,9 @@ qp_qmp_new(int fd, guint timeout_ms)
   qmp->timeout_ms = timeout_ms;
   qmp->in = g_string_sized_new(4096);
   g_queue_init(&qmp->events);
+  g_queue_init(&qmp->ahead);
+  qmp->early = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+                                     (GDestroyNotify)json_object_unref);
   qmp->next_id = 1;
   qmp->abandoned =
       g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
@@ -61,6 +82,8 @@ qp_qmp_free(QpQmp *qmp)
   g_string_free(qmp->in, TRUE);
   g_queue_clear_full(&qmp->events, (GDestroyNotify)json_object_unref);
   g_hash_table_destroy(qmp->abandoned);
+  g_queue_clear_full(&qmp->ahead, ahead_free);
+  g_hash_table_destroy(qmp->early);
   g_free(qmp);
 }
 
@@ -74,6 +97,12 @@ int
 qp_qmp_get_fd(const QpQmp *qmp)
 {
   return qmp->fd;
+}
+
+gint64
+qp_qmp_waited_us(const QpQmp *qmp)
+{
+  return qmp->waited_us;
 }
 
 gboolean
@@ -219,7 +248,9 @@ wait_fd(QpQmp *qmp, short events, gint64 deadline, GError **error)
   for (;;) {
     struct pollfd pfd = {.fd = qmp->fd, .events = events};
     int ms = remaining_ms(deadline);
+    gint64 t0 = g_get_monotonic_time();
     int n = poll(&pfd, 1, ms);
+    qmp->waited_us += g_get_monotonic_time() - t0;
 
     if (n > 0)
       return TRUE; /* readable, writable, HUP or ERR: the next call says */
@@ -463,43 +494,74 @@ error_reply(const char *command, JsonObject *obj, GError **error)
   return NULL;
 }
 
-JsonNode *
-qp_qmp_execute(QpQmp *qmp, const char *command, JsonObject *arguments,
-               GError **error)
+/* One request, as a line. */
+static char *
+request_line(const char *command, JsonObject *arguments, gint64 id)
 {
   g_autoptr(JsonObject) req = json_object_new();
-  g_autoptr(JsonNode) root = NULL;
-  g_autofree char *text = NULL;
-  g_autofree char *line = NULL;
-  gint64 id = qmp->next_id++;
-  gint64 deadline = deadline_after((int)MIN(qmp->timeout_ms, G_MAXINT));
-  g_autoptr(GError) local = NULL;
-
-  g_return_val_if_fail(command != NULL, NULL);
-
   json_object_set_string_member(req, "execute", command);
   if (arguments != NULL)
     json_object_set_object_member(req, "arguments", json_object_ref(arguments));
   json_object_set_int_member(req, "id", id);
-  root = json_node_init_object(json_node_alloc(), req);
-  text = json_to_string(root, FALSE);
-  line = g_strconcat(text, "\n", NULL);
+  g_autoptr(JsonNode) root = json_node_init_object(json_node_alloc(), req);
+  g_autofree char *text = json_to_string(root, FALSE);
+  return g_strconcat(text, "\n", NULL);
+}
 
-  if (!send_all(qmp, line, strlen(line), deadline, &local))
-    goto fail;
+/* COMMAND was sent ahead and is the next one asked for: its ID. Any other
+ * command asked for first makes the replies of those sent ahead late ones
+ * to drop. */
+static gboolean
+take_ahead(QpQmp *qmp, const char *command, gint64 *id)
+{
+  Ahead *a = g_queue_peek_head(&qmp->ahead);
+  if (a != NULL && strcmp(a->command, command) == 0) {
+    *id = a->id;
+    ahead_free(g_queue_pop_head(&qmp->ahead));
+    return TRUE;
+  }
+  while ((a = g_queue_pop_head(&qmp->ahead)) != NULL) {
+    if (!g_hash_table_remove(qmp->early, &a->id)) {
+      gint64 *key = g_new(gint64, 1);
+      *key = a->id;
+      g_hash_table_add(qmp->abandoned, key);
+    }
+    ahead_free(a);
+  }
+  return FALSE;
+}
 
+/* TRUE when ID is that of a command sent ahead and not yet asked for. */
+static gboolean
+is_ahead_id(QpQmp *qmp, gint64 id)
+{
+  for (GList *l = qmp->ahead.head; l != NULL; l = l->next)
+    if (((Ahead *)l->data)->id == id)
+      return TRUE;
+  return FALSE;
+}
+
+/* The reply to COMMAND, whose id is ID, waiting until DEADLINE: a new
+ * reference, or NULL with LOCAL (I/O, timeout) or ERROR (protocol) set.
+ * Events meanwhile are queued; replies to commands sent ahead are kept for
+ * their turn. */
+static JsonObject *
+await_reply(QpQmp *qmp, const char *command, gint64 id, gint64 deadline,
+            GError **local, GError **error)
+{
+  gpointer key, early;
+  if (g_hash_table_steal_extended(qmp->early, &id, &key, &early)) {
+    g_free(key);
+    return early;
+  }
   for (;;) {
-    g_autoptr(JsonObject) obj = read_message(qmp, deadline, &local);
+    g_autoptr(JsonObject) obj = read_message(qmp, deadline, local);
     gboolean is_event;
     gint64 got;
 
-    if (obj == NULL)
-      goto fail;
-    if (!queue_if_event(qmp, obj, &local, &is_event))
-      goto fail;
-    if (is_event)
-      continue;
-    if (is_abandoned_reply(qmp, obj))
+    if (obj == NULL || !queue_if_event(qmp, obj, local, &is_event))
+      return NULL;
+    if (is_event || is_abandoned_reply(qmp, obj))
       continue;
     if (!is_reply(obj)) {
       g_autofree char *ex = object_excerpt(obj);
@@ -515,6 +577,12 @@ qp_qmp_execute(QpQmp *qmp, const char *command, JsonObject *arguments,
                   command, id, ex);
       return NULL;
     }
+    if (got != id && is_ahead_id(qmp, got)) {
+      gint64 *k = g_new(gint64, 1);
+      *k = got;
+      g_hash_table_replace(qmp->early, k, g_steal_pointer(&obj));
+      continue;
+    }
     if (got != id) {
       g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                   "%s: expected a reply with id %" G_GINT64_FORMAT
@@ -522,12 +590,16 @@ qp_qmp_execute(QpQmp *qmp, const char *command, JsonObject *arguments,
                   command, id, got);
       return NULL;
     }
-    if (json_object_has_member(obj, "error"))
-      return error_reply(command, obj, error);
-    return json_node_copy(json_object_get_member(obj, "return"));
+    return g_steal_pointer(&obj);
   }
+}
 
-fail:
+/* COMMAND (id ID) failed with LOCAL, an I/O error or a timeout: says so in
+ * ERROR; a late reply to a timed-out command will be dropped. */
+static JsonNode *
+execute_failed(QpQmp *qmp, const char *command, gint64 id, GError *local,
+               GError **error)
+{
   if (g_error_matches(local, QP_QMP_ERROR, QP_QMP_ERROR_TIMEOUT)) {
     gint64 *key = g_new(gint64, 1);
 
@@ -535,15 +607,71 @@ fail:
     g_hash_table_add(qmp->abandoned, key);
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_TIMEOUT,
                 "no reply to '%s' within %u ms", command, qmp->timeout_ms);
+    g_error_free(local);
     return NULL;
   }
   g_prefix_error(&local, "%s: ", command);
-  g_propagate_error(error, g_steal_pointer(&local));
+  g_propagate_error(error, local);
   return NULL;
+}
+
+JsonNode *
+qp_qmp_execute(QpQmp *qmp, const char *command, JsonObject *arguments,
+               GError **error)
+{
+  gint64 id = 0;
+  gint64 deadline = deadline_after((int)MIN(qmp->timeout_ms, G_MAXINT));
+  GError *local = NULL;
+
+  g_return_val_if_fail(command != NULL, NULL);
+
+  if (arguments == NULL && take_ahead(qmp, command, &id)) {
+    /* Sent already: only its reply is awaited. */
+  } else {
+    id = qmp->next_id++;
+    g_autofree char *line = request_line(command, arguments, id);
+    if (!send_all(qmp, line, strlen(line), deadline, &local))
+      return execute_failed(qmp, command, id, local, error);
+  }
+  GError *protocol = NULL;
+  g_autoptr(JsonObject) obj =
+      await_reply(qmp, command, id, deadline, &local, &protocol);
+  if (obj == NULL && protocol != NULL) {
+    g_clear_error(&local);
+    g_propagate_error(error, protocol);
+    return NULL;
+  }
+  if (obj == NULL)
+    return execute_failed(qmp, command, id, local, error);
+  if (json_object_has_member(obj, "error"))
+    return error_reply(command, obj, error);
+  return json_node_copy(json_object_get_member(obj, "return"));
 }
 
 gboolean
 qp_qmp_handshake(QpQmp *qmp, GError **error)
+{
+  return qp_qmp_handshake_ahead(qmp, NULL, error);
+}
+
+/* Queues the commands AHEAD (no arguments) as sent, in one line each. */
+static GString *
+ahead_lines(QpQmp *qmp, const char *const *ahead)
+{
+  GString *lines = g_string_new(NULL);
+  for (guint i = 0; ahead != NULL && ahead[i] != NULL; i++) {
+    Ahead *a = g_new0(Ahead, 1);
+    a->command = g_strdup(ahead[i]);
+    a->id = qmp->next_id++;
+    g_autofree char *line = request_line(a->command, NULL, a->id);
+    g_string_append(lines, line);
+    g_queue_push_tail(&qmp->ahead, a);
+  }
+  return lines;
+}
+
+gboolean
+qp_qmp_handshake_ahead(QpQmp *qmp, const char *const *ahead, GError **error)
 {
   gint64 deadline = deadline_after((int)MIN(qmp->timeout_ms, G_MAXINT));
   g_autoptr(GError) local = NULL;
@@ -570,6 +698,20 @@ qp_qmp_handshake(QpQmp *qmp, GError **error)
     return FALSE;
   }
 
+  /* qmp_capabilities and the commands sent ahead in one write: QEMU runs
+   * them in order, the others once capabilities are negotiated. */
+  Ahead *cap = g_new0(Ahead, 1);
+  cap->command = g_strdup("qmp_capabilities");
+  cap->id = qmp->next_id++;
+  g_autofree char *cap_line = request_line(cap->command, NULL, cap->id);
+  g_queue_push_head(&qmp->ahead, cap);
+  g_autoptr(GString) lines = ahead_lines(qmp, ahead);
+  g_string_prepend(lines, cap_line);
+  if (!send_all(qmp, lines->str, lines->len, deadline, &local)) {
+    g_propagate_prefixed_error(error, g_steal_pointer(&local),
+                               "qmp_capabilities: ");
+    return FALSE;
+  }
   ret = qp_qmp_execute(qmp, "qmp_capabilities", NULL, error);
   if (ret == NULL)
     return FALSE;

@@ -22,8 +22,19 @@ int qp_qmp_get_fd(const QpQmp *qmp);
 /* The longest wait for a reply (or the greeting) from now on. */
 void qp_qmp_set_timeout(QpQmp *qmp, guint timeout_ms);
 
+/* Microseconds spent so far blocked waiting for the peer (the rest of a
+ * client's time is its own). */
+gint64 qp_qmp_waited_us(const QpQmp *qmp);
+
 /* Reads the greeting and negotiates capabilities. */
 gboolean qp_qmp_handshake(QpQmp *qmp, GError **error);
+
+/* The same, sending in the same write the commands AHEAD (NULL-terminated,
+ * without arguments): the next qp_qmp_execute() of each, in that order,
+ * only waits for its reply, one round trip saved per command. A command
+ * asked for out of order drops the replies of those sent ahead of it. */
+gboolean qp_qmp_handshake_ahead(QpQmp *qmp, const char *const *ahead,
+                                GError **error);
 
 /* Runs COMMAND with ARGUMENTS (may be NULL; not consumed) and returns its
  * "return" member (a new reference). */

@@ -25,7 +25,10 @@ section_pruning(const char *dir, const QpHost *host, gboolean prune_all,
                 SectionFunc run, gpointer data, GError **error)
 {
   g_autoptr(QpLedger) ledger = qp_ledger_open(dir, error);
-  if (ledger == NULL || !qp_ledger_lock(ledger, error))
+  if (ledger == NULL)
+    return NULL;
+  qp_ledger_prescan(ledger);
+  if (!qp_ledger_lock(ledger, error))
     return NULL;
   qp_ledger_set_prune_all(ledger, prune_all);
   g_autoptr(QpClaims) claims = qp_ledger_read(ledger, host, error);

@@ -921,3 +921,38 @@ qp_host_to_text(const QpHost *host)
   }
   return g_string_free(s, FALSE);
 }
+
+/* ---- Live loads through a snapshot (topology/host-snapshot.c) ---------- */
+
+QpHost *
+qp_host_load_live_exporting(char **xml, int *xml_len, GError **error)
+{
+  g_auto(hwloc_topology_t) topo = new_topology(FALSE);
+  if (hwloc_topology_load(topo) < 0) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LOAD,
+                "cannot read this host's topology with hwloc: %s",
+                g_strerror(errno));
+    return NULL;
+  }
+  QpHost *host = build_host(topo, SOURCE_LIVE, "live", error);
+  char *buf = NULL;
+  int len = 0;
+  *xml = NULL;
+  if (host != NULL &&
+      hwloc_topology_export_xmlbuffer(topo, &buf, &len, 0) == 0) {
+    *xml = g_strndup(buf, (gsize)MAX(len, 0));
+    *xml_len = len;
+    hwloc_free_xmlbuffer(topo, buf);
+  }
+  return host;
+}
+
+QpHost *
+qp_host_load_live_from_xml(const char *xml, int xml_len)
+{
+  g_auto(hwloc_topology_t) topo = new_topology(FALSE);
+  if (hwloc_topology_set_xmlbuffer(topo, xml, xml_len) < 0 ||
+      hwloc_topology_load(topo) < 0)
+    return NULL;
+  return build_host(topo, SOURCE_LIVE, "live", NULL);
+}

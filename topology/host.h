@@ -141,6 +141,15 @@ void qp_host_free(QpHost *host);
 int qp_hwloc_topology_init(hwloc_topology_t *topo);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpHost, qp_host_free)
 
+/* For topology/host-snapshot.c: the live host, and in *XML (NULL when hwloc
+ * could not export it) its hwloc topology as XML, without PCI devices. */
+QpHost *qp_host_load_live_exporting(char **xml, int *xml_len, GError **error);
+/* The live host from a topology XML exported on this host: the host's
+ * shape from XML, what changes while it runs (free memory and hugepages,
+ * this process's CPUs, isolated CPUs) read live. NULL if XML does not
+ * load. */
+QpHost *qp_host_load_live_from_xml(const char *xml, int xml_len);
+
 /* Index of node ID in host->nodes, or -1. */
 int qp_host_node_index(const QpHost *host, int id);
 

@@ -8,6 +8,7 @@
  * qp_ledger_open() (openat/renameat/unlinkat), so nothing can swap a path
  * component under us after the directory was checked. */
 #include "topology/ledger-store.h"
+#include "topology/ledger-summary.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +38,10 @@ struct QpLedger {
   pid_t owner;     /* the process that opened it: flock is per open file, so a
                       forked child must neither use nor unlock it */
   gboolean shared; /* a group's ledger: records of other users in it */
-  gboolean prune_all; /* reading removes every stale record, not only ours */
+  gboolean prune_all;  /* reading removes every stale record, not only ours */
+  QpSummary *prescan;  /* the summary as read before the lock, or NULL */
+  guint64 prescan_gen; /* the summary's generation before it was read */
+  QpSummary *summary;  /* the summary as read under the lock, or NULL */
 };
 
 /* ---- Small helpers ------------------------------------------------------- */
@@ -144,10 +148,20 @@ qp_proc_start_time(int pid)
 {
   if (pid <= 0)
     return 0;
-  g_autofree char *path = g_strdup_printf("/proc/%d/stat", pid);
-  g_autofree char *text = NULL;
-  if (!g_file_get_contents(path, &text, NULL, NULL))
+  /* One open and one read: this runs for every record of the ledger. */
+  char path[32], text[1024];
+  g_snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
     return 0;
+  ssize_t n;
+  do
+    n = read(fd, text, sizeof text - 1);
+  while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  text[n] = '\0';
   /* comm (field 2) may hold spaces and parentheses: fields resume after the
    * last ')'. */
   const char *p = strrchr(text, ')');
@@ -175,16 +189,19 @@ qp_proc_start_time(int pid)
 }
 
 static gboolean
-pid_start_matches(int pid, guint64 start)
+process_is(int pid, guint64 start)
 {
   return pid > 0 && start != 0 && qp_proc_start_time(pid) == start;
 }
 
+/* A record is live while its QEMU, or the qemu-pin that waits for a
+ * -daemonize QEMU, is the process it names (PID and start time): a gone
+ * process or a zombie holds nothing. */
 static gboolean
 claim_is_live(const QpClaim *c)
 {
-  return pid_start_matches(c->qemu_pid, c->qemu_start) ||
-         pid_start_matches(c->launcher_pid, c->launcher_start);
+  return process_is(c->qemu_pid, c->qemu_start) ||
+         process_is(c->launcher_pid, c->launcher_start);
 }
 
 /* ---- Directory ------------------------------------------------------------
@@ -436,6 +453,8 @@ qp_ledger_close(QpLedger *ledger)
 {
   if (ledger == NULL)
     return;
+  qp_summary_free(ledger->prescan);
+  qp_summary_free(ledger->summary);
   /* In a forked child, closing our copies leaves the parent's lock alone;
    * LOCK_UN would release it for both. */
   if (ledger->locked && ledger->owner == getpid())
@@ -479,14 +498,36 @@ qp_ledger_lock(QpLedger *ledger, GError **error)
   return TRUE;
 }
 
+/* The summary's generation: 8 bytes at the start of the lock file, which
+ * every critical section that rewrites the summary increments after it,
+ * so that a read under the lock knows whether the summary it read before
+ * the lock is still the one on disk. */
+static guint64
+summary_generation(QpLedger *ledger)
+{
+  guint64 gen = 0;
+  if (pread(ledger->lockfd, &gen, sizeof gen, 0) != (ssize_t)sizeof gen)
+    return 0;
+  return gen;
+}
+
 void
 qp_ledger_unlock(QpLedger *ledger)
 {
   if (ledger->owner != getpid())
     return; /* the parent's lock, not ours to release */
+  /* The summary as this critical section left the records; failing to
+   * write it costs the next reader time, not a claim. */
+  if (ledger->locked && ledger->summary != NULL &&
+      qp_summary_needs_save(ledger->summary) &&
+      qp_summary_save(ledger->summary, ledger->dirfd, ledger->shared, NULL)) {
+    guint64 gen = summary_generation(ledger) + 1;
+    (void)!pwrite(ledger->lockfd, &gen, sizeof gen, 0);
+  }
   while (flock(ledger->lockfd, LOCK_UN) < 0 && errno == EINTR)
     ;
   ledger->locked = FALSE;
+  g_clear_pointer(&ledger->summary, qp_summary_free); /* after: not held */
 }
 
 gboolean
@@ -588,8 +629,10 @@ qp_ledger_write(QpLedger *ledger, const QpClaim *claim, GError **error)
   if (fd < 0)
     return set_errno_error(error, errno, "cannot create %s/%s", ledger->dir,
                            tmp);
+  struct stat st;
   if (fchmod(fd, record_mode(ledger)) < 0 ||
-      !write_all(fd, text, strlen(text)) || fsync(fd) < 0) {
+      !write_all(fd, text, strlen(text)) || fsync(fd) < 0 ||
+      fstat(fd, &st) < 0) {
     int errsv = errno;
     close(fd);
     unlinkat(ledger->dirfd, tmp, 0);
@@ -608,6 +651,8 @@ qp_ledger_write(QpLedger *ledger, const QpClaim *claim, GError **error)
     return set_errno_error(error, errsv, "cannot rename %s/%s to %s",
                            ledger->dir, tmp, name);
   }
+  if (ledger->summary != NULL)
+    qp_summary_set(ledger->summary, claim->id, (guint64)st.st_ino, claim);
   return fsync_dir(ledger, error);
 }
 
@@ -629,6 +674,11 @@ qp_ledger_remove(QpLedger *ledger, const char *id, GError **error)
   }
   g_autofree char *name = g_strconcat(id, RECORD_SUFFIX, NULL);
   gboolean ok = require_own(ledger, name, error);
+  if (ok) {
+    if (ledger->summary == NULL)
+      ledger->summary = qp_summary_load(ledger->dirfd, ledger->shared);
+    qp_summary_drop(ledger->summary, id);
+  }
   if (ok && unlinkat(ledger->dirfd, name, 0) < 0) {
     if (errno != ENOENT)
       ok = set_errno_error(error, errno, "cannot remove %s/%s", ledger->dir,
@@ -649,7 +699,25 @@ cmp_str(gconstpointer a, gconstpointer b)
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static GPtrArray *
+typedef struct {
+  char *name;
+  guint64 ino;
+} DirEntry;
+
+static void
+dir_entry_clear(gpointer p)
+{
+  g_free(((DirEntry *)p)->name);
+}
+
+static int
+cmp_entry(gconstpointer a, gconstpointer b)
+{
+  return strcmp(((const DirEntry *)a)->name, ((const DirEntry *)b)->name);
+}
+
+/* The directory's entries with their inodes, by name. */
+static GArray *
 list_dir(QpLedger *ledger, GError **error)
 {
   int fd = openat(ledger->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -663,23 +731,26 @@ list_dir(QpLedger *ledger, GError **error)
     close(fd);
     return NULL;
   }
-  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  GArray *entries = g_array_new(FALSE, FALSE, sizeof(DirEntry));
+  g_array_set_clear_func(entries, dir_entry_clear);
   struct dirent *de;
   errno = 0;
   while ((de = readdir(d)) != NULL) {
-    if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-      g_ptr_array_add(names, g_strdup(de->d_name));
+    if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+      DirEntry e = {g_strdup(de->d_name), (guint64)de->d_ino};
+      g_array_append_val(entries, e);
+    }
     errno = 0;
   }
   int errsv = errno;
   closedir(d);
   if (errsv != 0) {
     set_errno_error(error, errsv, "cannot list %s", ledger->dir);
-    g_ptr_array_unref(names);
+    g_array_unref(entries);
     return NULL;
   }
-  g_ptr_array_sort(names, cmp_str);
-  return names;
+  g_array_sort(entries, cmp_entry);
+  return entries;
 }
 
 /* ".<id>.json.tmp-<pid>": the pid of the writer, or 0 if NAME is not a
@@ -800,40 +871,119 @@ set_aside(QpLedger *ledger, const char *name, const char *id,
   return TRUE;
 }
 
-/* The record file NAME (its id the first PLEN characters): a live claim
- * goes to CLAIMS; a stale one counts for nothing and is pruned when this
- * reader may; an unreadable one is set aside. CHANGED is set when the
- * directory changed. */
+/* The record file NAME of record ID: its claim in *OUT, or NULL when it is
+ * gone or unreadable (then set aside, see set_aside()). FALSE (with ERROR)
+ * when it could not be read at all or not moved aside. */
 static gboolean
-read_record(QpLedger *ledger, const char *name, gsize plen, QpClaims *claims,
-            GPtrArray *corrupt, gboolean *changed, GError **error)
+load_or_quarantine(QpLedger *ledger, const char *name, const char *id,
+                   QpClaim **out, QpClaims *claims, GPtrArray *corrupt,
+                   gboolean *changed, GError **error)
 {
-  g_autofree char *id = g_strndup(name, plen);
-  g_autoptr(QpClaim) c = NULL;
   g_autoptr(GError) reason = NULL;
-  if (!load_record(ledger, name, id, &c, &reason, error))
+  if (!load_record(ledger, name, id, out, &reason, error))
     return FALSE;
-  if (c == NULL && reason == NULL)
-    return TRUE; /* gone meanwhile */
-  if (c == NULL)
-    return set_aside(ledger, name, id, reason, claims, corrupt, changed, error);
-  if (!claim_is_live(c)) {
-    if (!may_change(ledger, name)) {
-      claims->n_stale++;
+  if (reason == NULL)
+    return TRUE; /* read, or gone meanwhile */
+  return set_aside(ledger, name, id, reason, claims, corrupt, changed, error);
+}
+
+/* What a read of the records collects. */
+typedef struct {
+  QpClaims *claims;
+  GPtrArray *corrupt;  /* names of records moved aside */
+  GHashTable *present; /* ids of the live records */
+  gboolean changed;    /* the directory changed */
+} ReadState;
+
+/* The record file E (its id the first PLEN characters of its name): its
+ * claim from the summary when the summary has it from the same inode, else
+ * from the file. A live claim goes to the claims; a stale one counts for
+ * nothing and is pruned when this reader may; an unreadable one is set
+ * aside. */
+static gboolean
+read_record(QpLedger *ledger, const DirEntry *e, gsize plen, ReadState *r,
+            GError **error)
+{
+  QpSummary *summary = ledger->summary;
+  g_autofree char *id = g_strndup(e->name, plen);
+  g_autoptr(QpClaim) c = qp_summary_claim(summary, id, e->ino);
+  if (c == NULL) {
+    if (!load_or_quarantine(ledger, e->name, id, &c, r->claims, r->corrupt,
+                            &r->changed, error))
+      return FALSE;
+    if (c == NULL)
+      return TRUE; /* gone or set aside: dropped from the summary */
+    qp_summary_set(summary, id, e->ino, c);
+  }
+  int live = qp_summary_liveness(summary, id, e->ino);
+  if (live < 0)
+    live = claim_is_live(c);
+  if (!live) {
+    if (!may_change(ledger, e->name)) {
+      r->claims->n_stale++;
       return TRUE;
     }
-    if (unlinkat(ledger->dirfd, name, 0) < 0 && errno != ENOENT) {
-      claims->n_stale++;
+    if (unlinkat(ledger->dirfd, e->name, 0) < 0 && errno != ENOENT) {
+      r->claims->n_stale++;
       if (errno == EPERM || errno == EACCES)
         return TRUE; /* another user's, in a sticky directory */
       return set_errno_error(error, errno,
                              "cannot prune stale ledger record %s/%s",
-                             ledger->dir, name);
+                             ledger->dir, e->name);
     }
-    *changed = TRUE;
+    r->changed = TRUE;
     return TRUE;
   }
-  g_ptr_array_add(claims->claims, g_steal_pointer(&c));
+  g_hash_table_add(r->present, g_steal_pointer(&id));
+  g_ptr_array_add(r->claims->claims, g_steal_pointer(&c));
+  return TRUE;
+}
+
+void
+qp_ledger_prescan(QpLedger *ledger)
+{
+  g_clear_pointer(&ledger->prescan, qp_summary_free);
+  ledger->prescan_gen = summary_generation(ledger);
+  ledger->prescan = qp_summary_load(ledger->dirfd, ledger->shared);
+  qp_summary_check_all(ledger->prescan, claim_is_live);
+}
+
+/* The summary under the lock: the one the pre-scan read while no critical
+ * section has rewritten it since, else read again, with what the pre-scan
+ * found out about the records it still has unchanged. */
+static void
+load_summary(QpLedger *ledger)
+{
+  g_clear_pointer(&ledger->summary, qp_summary_free);
+  if (ledger->prescan != NULL &&
+      summary_generation(ledger) == ledger->prescan_gen) {
+    ledger->summary = g_steal_pointer(&ledger->prescan);
+    return;
+  }
+  ledger->summary = qp_summary_load(ledger->dirfd, ledger->shared);
+  if (ledger->prescan != NULL) {
+    qp_summary_take_liveness(ledger->summary, ledger->prescan);
+    g_clear_pointer(&ledger->prescan, qp_summary_free);
+  }
+}
+
+/* One name of the directory listing. */
+static gboolean
+read_entry(QpLedger *ledger, const DirEntry *e, ReadState *r, GError **error)
+{
+  const char *name = e->name;
+  gsize plen;
+  int tpid = temp_file_pid(name);
+  if (tpid != 0) {
+    if (!pid_exists(tpid) && unlinkat(ledger->dirfd, name, 0) == 0)
+      r->changed = TRUE;
+  } else if (name[0] == '.') {
+    return TRUE;
+  } else if (has_suffix_len(name, CORRUPT_SUFFIX, &plen)) {
+    g_ptr_array_add(r->corrupt, g_strdup(name));
+  } else if (has_suffix_len(name, RECORD_SUFFIX, &plen)) {
+    return read_record(ledger, e, plen, r, error);
+  }
   return TRUE;
 }
 
@@ -842,37 +992,26 @@ qp_ledger_read(QpLedger *ledger, const QpHost *host, GError **error)
 {
   if (!require_lock(ledger, "reading", error))
     return NULL;
-  g_autoptr(GPtrArray) names = list_dir(ledger, error);
-  if (names == NULL)
+  g_autoptr(GArray) entries = list_dir(ledger, error);
+  if (entries == NULL)
     return NULL;
+  load_summary(ledger);
   g_autoptr(QpClaims) claims = qp_claims_new();
-  gboolean changed = FALSE;
   g_autoptr(GPtrArray) corrupt = g_ptr_array_new_with_free_func(g_free);
-
-  for (guint i = 0; i < names->len; i++) {
-    const char *name = names->pdata[i];
-    gsize plen;
-    int tpid = temp_file_pid(name);
-    if (tpid != 0) {
-      if (!pid_exists(tpid) && unlinkat(ledger->dirfd, name, 0) == 0)
-        changed = TRUE;
-    } else if (name[0] == '.') {
-      continue;
-    } else if (has_suffix_len(name, CORRUPT_SUFFIX, &plen)) {
-      g_ptr_array_add(corrupt, g_strdup(name));
-    } else if (has_suffix_len(name, RECORD_SUFFIX, &plen) &&
-               !read_record(ledger, name, plen, claims, corrupt, &changed,
-                            error)) {
+  g_autoptr(GHashTable) present =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  ReadState r = {claims, corrupt, present, FALSE};
+  for (guint i = 0; i < entries->len; i++)
+    if (!read_entry(ledger, &g_array_index(entries, DirEntry, i), &r, error))
       return NULL;
-    }
-  }
+  qp_summary_retain(ledger->summary, present);
 
   g_ptr_array_sort(corrupt, cmp_str);
   claims->n_unreadable = corrupt->len;
   for (guint i = 0; i < corrupt->len; i++)
     block_corrupt(ledger, corrupt->pdata[i], host, claims);
 
-  if (changed && !fsync_dir(ledger, error))
+  if (r.changed && !fsync_dir(ledger, error))
     return NULL;
   return g_steal_pointer(&claims);
 }

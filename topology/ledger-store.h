@@ -40,6 +40,11 @@ void qp_ledger_set_prune_all(QpLedger *ledger, gboolean prune_all);
  * reported in warnings with their nodes blocked. */
 QpClaims *qp_ledger_read(QpLedger *ledger, const QpHost *host, GError **error);
 
+/* Optional, before qp_ledger_lock(): reads the ledger's summary and checks
+ * whether the VMs it names are still there, so that the read under the lock
+ * only checks what changed since (docs/ledger.md, "Summary"). */
+void qp_ledger_prescan(QpLedger *ledger);
+
 /* Writes CLAIM atomically (temp file, fsync, rename, fsync dir). Must hold the
  * lock. CLAIM->id names the record. */
 gboolean qp_ledger_write(QpLedger *ledger, const QpClaim *claim,

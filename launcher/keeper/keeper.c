@@ -180,9 +180,13 @@ greet(Keeper *k)
   k->qmp = qp_qmp_new(k->cfg->qmp_fd, k->cfg->qmp_timeout_ms);
   if (!keeper_wait_for_greeting(k, &error))
     fail(k, error);
-  if (!qp_qmp_handshake(k->qmp, &error))
+  /* The first look's queries go with qmp_capabilities: one round trip. */
+  static const char *const first_look_queries[] = {"query-cpus-fast",
+                                                   "query-iothreads", NULL};
+  if (!qp_qmp_handshake_ahead(k->qmp, first_look_queries, &error))
     fail(k, error);
   k->greeted = TRUE;
+  k->greeted_waited_us = qp_qmp_waited_us(k->qmp);
   klog(k, 1, "QMP greeting and capabilities");
 }
 
@@ -249,6 +253,8 @@ resume(Keeper *k)
   if (r == NULL)
     fail(k, error);
   klog(k, 1, "cont");
+  klog(k, 1, "waited %.3f ms for QEMU's replies between the greeting and cont",
+       (double)(qp_qmp_waited_us(k->qmp) - k->greeted_waited_us) / 1000.0);
   /* Events queued meanwhile: the RESUME of our own cont, and maybe one of
    * the caller's after it moved threads. One more look covers both; a
    * guest that stopped at once may already be gone, which is no news. */

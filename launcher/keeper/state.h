@@ -23,7 +23,8 @@ typedef struct {
   int pidfd;          /* -1: no pidfd (kernel < 5.3, valgrind): poll /proc */
   guint64 qemu_start; /* start time of qemu_pid, when it is known */
   gboolean greeted;   /* the handshake succeeded */
-  gboolean applied;   /* every thread runs where the plan says */
+  gint64 greeted_waited_us; /* qp_qmp_waited_us() once greeted */
+  gboolean applied;         /* every thread runs where the plan says */
   gint64 t0;
   /* one-to-one hotplug: cpu-index -> the core (PUs) claimed for it */
   GHashTable *plugged;

@@ -315,6 +315,95 @@ test_qemu_no_iothreads(void)
   child_kill(&c);
 }
 
+/* The first look's queries sent with qmp_capabilities, as the keeper does:
+ * QEMU answers them in order once capabilities are negotiated. */
+static void
+test_qemu_ahead(void)
+{
+  static const char *const ahead[] = {"query-cpus-fast", "query-iothreads",
+                                      NULL};
+  g_autoptr(GError) error = NULL;
+  Child c = spawn_qemu("iothread,id=io0");
+
+  g_assert_true(qp_qmp_handshake_ahead(c.qmp, ahead, &error));
+  g_assert_no_error(error);
+  g_autoptr(GArray) cpus = qp_qmp_query_cpus(c.qmp, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(cpus->len, ==, 2);
+  g_assert_cmpint(tgid_of(g_array_index(cpus, QpVcpu, 0).thread_id), ==, c.pid);
+  g_autoptr(GArray) threads = qp_qmp_query_iothreads(c.qmp, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(threads->len, ==, 1);
+  g_assert_cmpstr(g_array_index(threads, QpIothread, 0).id, ==, "io0");
+  g_autoptr(JsonNode) r = qp_qmp_execute(c.qmp, "cont", NULL, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(r);
+  child_kill(&c);
+}
+
+/* Sent ahead means sent in the handshake's write, before any of them is
+ * asked for; one asked for out of order drops the replies of the others. */
+static void
+test_raw_ahead(void)
+{
+  static const char *const ahead[] = {"query-iothreads", "query-cpus-fast",
+                                      NULL};
+  g_autofree char *text = g_strconcat(
+      greeting, "{\"return\": {}, \"id\": 1}\r\n",
+      "{\"return\": [{\"id\": \"a\", \"thread-id\": 11}], \"id\": 2}\r\n",
+      "{\"return\": \"dropped\", \"id\": 3}\r\n",
+      "{\"return\": [{\"id\": \"b\", \"thread-id\": 22}], \"id\": 4}\r\n",
+      NULL);
+  g_autoptr(GError) error = NULL;
+  int peer;
+  g_autoptr(QpQmp) qmp = raw_client(text, 2000, &peer);
+
+  g_assert_true(qp_qmp_handshake_ahead(qmp, ahead, &error));
+  g_assert_no_error(error);
+  g_auto(GStrv) first = sent_lines(peer);
+  g_assert_cmpuint(g_strv_length(first), ==, 3);
+  g_assert_nonnull(strstr(first[0], "qmp_capabilities"));
+  g_assert_nonnull(strstr(first[1], "query-iothreads"));
+  g_assert_nonnull(strstr(first[2], "query-cpus-fast"));
+
+  g_autoptr(GArray) a = qp_qmp_query_iothreads(qmp, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(g_array_index(a, QpIothread, 0).id, ==, "a");
+  g_autoptr(GArray) b = qp_qmp_query_iothreads(qmp, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(g_array_index(b, QpIothread, 0).id, ==, "b");
+  g_auto(GStrv) second = sent_lines(peer);
+  g_assert_cmpuint(g_strv_length(second), ==, 1);
+  g_assert_nonnull(strstr(second[0], "\"id\":4"));
+  close(peer);
+}
+
+/* Replies to commands sent ahead may come in another order: each is kept
+ * for its turn. */
+static void
+test_raw_ahead_out_of_order(void)
+{
+  static const char *const ahead[] = {"query-cpus-fast", "query-iothreads",
+                                      NULL};
+  g_autofree char *text = g_strconcat(
+      greeting, "{\"return\": {}, \"id\": 1}\r\n",
+      "{\"return\": [{\"id\": \"io\", \"thread-id\": 33}], \"id\": 3}\r\n",
+      "{\"return\": [{\"cpu-index\": 0, \"thread-id\": 44}], \"id\": 2}\r\n",
+      NULL);
+  g_autoptr(GError) error = NULL;
+  int peer;
+  g_autoptr(QpQmp) qmp = raw_client(text, 2000, &peer);
+
+  g_assert_true(qp_qmp_handshake_ahead(qmp, ahead, &error));
+  g_autoptr(GArray) cpus = qp_qmp_query_cpus(qmp, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(g_array_index(cpus, QpVcpu, 0).thread_id, ==, 44);
+  g_autoptr(GArray) io = qp_qmp_query_iothreads(qmp, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(g_array_index(io, QpIothread, 0).thread_id, ==, 33);
+  close(peer);
+}
+
 static void
 test_qemu_cont_resume(void)
 {
@@ -1215,6 +1304,10 @@ main(int argc, char **argv)
                   test_qemu_iothreads);
   g_test_add_func("/qmp/qemu/query-iothreads/none", test_qemu_no_iothreads);
   g_test_add_func("/qmp/qemu/cont/resume-event-queued", test_qemu_cont_resume);
+  g_test_add_func("/qmp/qemu/handshake/queries-ahead", test_qemu_ahead);
+  g_test_add_func("/qmp/raw/handshake/queries-ahead", test_raw_ahead);
+  g_test_add_func("/qmp/raw/handshake/ahead-out-of-order",
+                  test_raw_ahead_out_of_order);
   g_test_add_func("/qmp/qemu/quit/peer-close-is-io-error",
                   test_qemu_quit_closes);
   g_test_add_func("/qmp/qemu/error/class-and-desc", test_qemu_command_error);

@@ -1,0 +1,374 @@
+/* The ledger's summary (topology/ledger-summary.h) with real files and real
+ * processes: a claim survives the trip through a summary line, the read
+ * uses the summary, and the records stay the truth whatever the summary
+ * says: a writer killed between its record and the summary, a summary cut
+ * short or garbled, a record removed behind its back, a VM gone. */
+#include "topology/ledger-store.h"
+#include "topology/ledger-summary.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct {
+  char *tmp;
+  char *state;
+} Fixture;
+
+static void
+fixture_setup(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  f->tmp = g_dir_make_tmp("qp-summary-XXXXXX", &error);
+  g_assert_no_error(error);
+  f->state = g_build_filename(f->tmp, "state", NULL);
+}
+
+static void
+fixture_teardown(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GDir) d = g_dir_open(f->state, 0, NULL);
+  const char *name;
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *p = g_build_filename(f->state, name, NULL);
+    unlink(p);
+  }
+  rmdir(f->state);
+  rmdir(f->tmp);
+  g_free(f->tmp);
+  g_free(f->state);
+}
+
+static char *
+state_file(Fixture *f, const char *name)
+{
+  return g_build_filename(f->state, name, NULL);
+}
+
+static QpClaim *
+claim_of(const char *id, int pid, guint64 start, guint64 mib)
+{
+  QpClaim *c = qp_claim_new();
+  c->id = g_strdup(id);
+  c->qemu_pid = pid;
+  c->qemu_start = start;
+  c->mode = QP_MODE_NUMA;
+  c->time = 1700000000;
+  QpNodeAmount a = {.node = 0, .mib = mib};
+  g_array_append_val(c->mem, a);
+  return c;
+}
+
+static QpClaim *
+live_claim(const char *id, guint64 mib)
+{
+  return claim_of(id, getpid(), qp_proc_start_time(getpid()), mib);
+}
+
+/* One critical section as qemu-pin runs it: pre-scan, lock, read, write
+ * CLAIM (NULL: none), remove record REMOVE (NULL: none), unlock. Returns
+ * what the read found. */
+static QpClaims *
+section_full(Fixture *f, const QpClaim *claim, const char *remove)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpLedger) l = qp_ledger_open(f->state, &error);
+  g_assert_no_error(error);
+  qp_ledger_prescan(l);
+  g_assert_true(qp_ledger_lock(l, &error));
+  QpClaims *claims = qp_ledger_read(l, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(claims);
+  if (claim != NULL)
+    g_assert_true(qp_ledger_write(l, claim, &error));
+  if (remove != NULL)
+    g_assert_true(qp_ledger_remove(l, remove, &error));
+  g_assert_no_error(error);
+  qp_ledger_unlock(l);
+  return claims;
+}
+
+static QpClaims *
+section(Fixture *f, const QpClaim *claim)
+{
+  return section_full(f, claim, NULL);
+}
+
+/* Makes the summary list every record: a summary may lag a few added
+ * records behind, never a removal, so add one and remove it again. */
+static void
+settle(Fixture *f)
+{
+  g_autoptr(QpClaim) pad = live_claim("pad", 1);
+  qp_claims_free(section(f, pad));
+  qp_claims_free(section_full(f, NULL, "pad"));
+}
+
+/* The memory record ID claims in CLAIMS, or -1 without it. */
+static gint64
+mib_of(const QpClaims *claims, const char *id)
+{
+  for (guint i = 0; i < claims->claims->len; i++) {
+    const QpClaim *c = claims->claims->pdata[i];
+    if (strcmp(c->id, id) == 0)
+      return (gint64)g_array_index(c->mem, QpNodeAmount, 0).mib;
+  }
+  return -1;
+}
+
+/* Writes N records r0..r(N-1) of 100 + i MiB, all in the summary. */
+static void
+fill(Fixture *f, guint n)
+{
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *id = g_strdup_printf("r%u", i);
+    g_autoptr(QpClaim) c = live_claim(id, 100 + i);
+    qp_claims_free(section(f, c));
+  }
+  settle(f);
+  g_autoptr(QpClaims) all = section(f, NULL);
+  g_assert_cmpuint(all->claims->len, ==, n);
+  g_autofree char *path = state_file(f, QP_SUMMARY_NAME);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *line = g_strdup_printf(" r%u - ", i);
+    g_assert_nonnull(strstr(text, line));
+  }
+}
+
+/* ---- Lines ----------------------------------------------------------------
+ */
+
+static void
+test_line_round_trip(void)
+{
+  g_autoptr(QpClaim) c = claim_of("vm-1", 4242, 987654321, 2048);
+  c->name = g_strdup("guest one % é\tx");
+  c->uuid = g_strdup("c7a5fdbd-cdaf-9455-926a-d65c16db1809");
+  g_ptr_array_add(c->devices, g_strdup("virtio-blk-pci disk0 (/dev/vda): "
+                                       "PCI 0000:21:00.0, host node 2"));
+  g_ptr_array_add(c->devices, g_strdup("vfio-pci hostdev0, x"));
+  c->launcher_pid = 17;
+  c->launcher_start = 18;
+  c->keeper_pid = 4243;
+  c->mode = QP_MODE_ONE_TO_ONE;
+  c->best_effort = TRUE;
+  QpNodeAmount m = {3, 512};
+  g_array_append_val(c->mem, m);
+  QpHugeClaim h = {1, 2048, 64};
+  g_array_append_val(c->huge, h);
+  hwloc_bitmap_set_range(c->dedicated, 4, 7);
+  QpNodeLoad l = {1, 3};
+  g_array_append_val(c->load, l);
+  QpCpuLoad cl = {hwloc_bitmap_alloc(), 5};
+  hwloc_bitmap_set_range(cl.cpus, 8, 11);
+  hwloc_bitmap_set(cl.cpus, 20);
+  g_array_append_val(c->cpu_load, cl);
+
+  g_autofree char *line = qp_claim_to_summary_line(c);
+  g_assert_null(strchr(line, '\n'));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpClaim) back = qp_claim_from_summary_line(line, &error);
+  g_assert_no_error(error);
+  g_autofree char *want = qp_claim_to_json(c);
+  g_autofree char *got = qp_claim_to_json(back);
+  g_assert_cmpstr(got, ==, want);
+
+  g_autoptr(QpClaim) bare = claim_of("vm-2", 1, 2, 0);
+  g_array_set_size(bare->mem, 0);
+  g_autofree char *bare_line = qp_claim_to_summary_line(bare);
+  g_autoptr(QpClaim) bare_back = qp_claim_from_summary_line(bare_line, &error);
+  g_assert_no_error(error);
+  g_autofree char *bare_want = qp_claim_to_json(bare);
+  g_autofree char *bare_got = qp_claim_to_json(bare_back);
+  g_assert_cmpstr(bare_got, ==, bare_want);
+}
+
+static void
+test_line_rejects(void)
+{
+  const char *bad[] = {
+      "",
+      "vm-1 - 1 2 0 0 0 3 0 1700000000 0:1 - - - -  extra",
+      "vm-1 - 1 2 0 0 0 9 0 1700000000 0:1 - - - -",   /* no such mode */
+      "vm-1 - x 2 0 0 0 3 0 1700000000 0:1 - - - -",   /* pid */
+      "vm-1 - 1 2 0 0 0 3 0 1700000000 0:1:2 - - - -", /* memory */
+      "vm-1 - 1 2 0 0 0 3 0 1700000000 - - 0- - -",    /* CPU list */
+      "vm-1 - 1 2 0 0 0 3 0 1700000000 - - - - 2@",    /* CPU load */
+      ".vm - 1 2 0 0 0 3 0 1700000000 - - - - -",      /* id */
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QpClaim) c = qp_claim_from_summary_line(bad[i], &error);
+    g_assert_null(c);
+    g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID);
+  }
+}
+
+/* ---- The read uses it ------------------------------------------------------
+ */
+
+/* A record changed in place (same inode: never done by qemu-pin, which
+ * renames) is read from the summary: the read did not open the record. */
+static void
+test_read_uses_summary(Fixture *f, gconstpointer data)
+{
+  fill(f, 3);
+  g_autofree char *rec = state_file(f, "r1.json");
+  g_autoptr(QpClaim) other = live_claim("r1", 999);
+  g_autofree char *text = qp_claim_to_json(other);
+  int fd = open(rec, O_WRONLY | O_TRUNC);
+  g_assert_cmpint(fd, >=, 0);
+  g_assert_cmpint(write(fd, text, strlen(text)), ==, (ssize_t)strlen(text));
+  close(fd);
+  g_autoptr(QpClaims) claims = section(f, NULL);
+  g_assert_cmpint(mib_of(claims, "r1"), ==, 101);
+}
+
+/* ---- Records stay the truth ---------------------------------------------- */
+
+/* A writer killed after its record is in place but before the summary is
+ * written: the next read has the new record and the new version of a
+ * rewritten one. */
+static void
+test_killed_writer_loses_nothing(Fixture *f, gconstpointer data)
+{
+  fill(f, 3);
+  pid_t child = fork();
+  g_assert_cmpint(child, >=, 0);
+  if (child == 0) {
+    QpLedger *l = qp_ledger_open(f->state, NULL);
+    qp_ledger_prescan(l);
+    if (!qp_ledger_lock(l, NULL))
+      _exit(1);
+    QpClaims *c = qp_ledger_read(l, NULL, NULL);
+    QpClaim *fresh =
+        claim_of("new", getppid(), qp_proc_start_time(getppid()), 777);
+    QpClaim *redo =
+        claim_of("r2", getppid(), qp_proc_start_time(getppid()), 555);
+    if (c == NULL || !qp_ledger_write(l, fresh, NULL) ||
+        !qp_ledger_write(l, redo, NULL))
+      _exit(1);
+    raise(SIGKILL); /* before the unlock, which writes the summary */
+    _exit(1);
+  }
+  int status = 0;
+  g_assert_cmpint(waitpid(child, &status, 0), ==, child);
+  g_assert_true(WIFSIGNALED(status));
+  g_assert_cmpint(WTERMSIG(status), ==, SIGKILL);
+
+  g_autoptr(QpClaims) claims = section(f, NULL);
+  g_assert_cmpuint(claims->claims->len, ==, 4);
+  g_assert_cmpint(mib_of(claims, "new"), ==, 777);
+  g_assert_cmpint(mib_of(claims, "r2"), ==, 555);
+  g_assert_cmpint(mib_of(claims, "r0"), ==, 100);
+}
+
+/* The summary garbled in each way: ignored, every record read from its file,
+ * and the summary written anew. */
+static void
+test_corrupt_summary_ignored(Fixture *f, gconstpointer data)
+{
+  static const char *damage[] = {"cut", "flip", "header", "empty", "junk"};
+  for (guint k = 0; k < G_N_ELEMENTS(damage); k++) {
+    g_test_message("damage: %s", damage[k]);
+    fill(f, 3);
+    g_autofree char *path = state_file(f, QP_SUMMARY_NAME);
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+    /* A summary that lists r1 at another size than its record. */
+    char *at = strstr(text, "r1 - ");
+    g_assert_nonnull(at);
+    char *mib = strstr(at, " 0:101 ");
+    g_assert_nonnull(mib);
+    mib[5] = '9'; /* 0:101 -> 0:109 */
+    if (strcmp(damage[k], "cut") == 0)
+      len -= 10;
+    else if (strcmp(damage[k], "header") == 0)
+      text[strlen("qemu-pin-ledger-summary ")] = '7';
+    else if (strcmp(damage[k], "empty") == 0)
+      len = 0;
+    else if (strcmp(damage[k], "junk") == 0)
+      memset(text, 'x', len);
+    /* "flip": only the size changed: the hash no longer matches. */
+    g_assert_true(g_file_set_contents(path, text, (gssize)len, NULL));
+    g_autoptr(QpClaims) claims = section(f, NULL);
+    g_assert_cmpuint(claims->claims->len, ==, 3);
+    g_assert_cmpint(mib_of(claims, "r1"), ==, 101);
+    g_autofree char *again = NULL;
+    g_assert_true(g_file_get_contents(path, &again, NULL, NULL));
+    g_assert_true(g_str_has_prefix(again, "qemu-pin-ledger-summary 2\n"));
+    g_assert_nonnull(strstr(again, " 0:101 "));
+  }
+}
+
+/* A record removed behind the summary's back is not read back from it. */
+static void
+test_removed_record_gone(Fixture *f, gconstpointer data)
+{
+  fill(f, 3);
+  g_autofree char *rec = state_file(f, "r0.json");
+  g_assert_cmpint(unlink(rec), ==, 0);
+  g_autoptr(QpClaims) claims = section(f, NULL);
+  g_assert_cmpuint(claims->claims->len, ==, 2);
+  g_assert_cmpint(mib_of(claims, "r0"), ==, -1);
+}
+
+/* A VM gone after the summary was written: its record is pruned, and the
+ * summary forgets it. */
+static void
+test_gone_vm_pruned(Fixture *f, gconstpointer data)
+{
+  fill(f, 2);
+  int pfd[2];
+  g_assert_cmpint(pipe(pfd), ==, 0);
+  pid_t child = fork();
+  if (child == 0) {
+    char b;
+    close(pfd[1]);
+    (void)!read(pfd[0], &b, 1);
+    _exit(0);
+  }
+  close(pfd[0]);
+  g_autoptr(QpClaim) c = claim_of("gone", child, qp_proc_start_time(child), 5);
+  qp_claims_free(section(f, c));
+  settle(f);
+  g_autofree char *path = state_file(f, QP_SUMMARY_NAME);
+  g_autofree char *before = NULL;
+  g_assert_true(g_file_get_contents(path, &before, NULL, NULL));
+  g_assert_nonnull(strstr(before, " gone "));
+  g_autoptr(QpClaims) second = section(f, NULL);
+  g_assert_cmpint(mib_of(second, "gone"), ==, 5);
+  close(pfd[1]);
+  g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
+
+  g_autoptr(QpClaims) after = section(f, NULL);
+  g_assert_cmpint(mib_of(after, "gone"), ==, -1);
+  g_assert_cmpuint(after->claims->len, ==, 2);
+  g_autofree char *rec = state_file(f, "gone.json");
+  g_assert_false(g_file_test(rec, G_FILE_TEST_EXISTS));
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  g_assert_null(strstr(text, " gone "));
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/ledger-summary/line/round-trip", test_line_round_trip);
+  g_test_add_func("/ledger-summary/line/rejects", test_line_rejects);
+#define FT(path, fn)                                                           \
+  g_test_add(path, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+  FT("/ledger-summary/read/uses-summary", test_read_uses_summary);
+  FT("/ledger-summary/truth/killed-writer", test_killed_writer_loses_nothing);
+  FT("/ledger-summary/truth/corrupt-summary", test_corrupt_summary_ignored);
+  FT("/ledger-summary/truth/removed-record", test_removed_record_gone);
+  FT("/ledger-summary/truth/gone-vm", test_gone_vm_pruned);
+  return g_test_run();
+}

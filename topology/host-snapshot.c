@@ -1,0 +1,183 @@
+/* The host snapshot (see host-snapshot.h). The file:
+ *
+ *   qemu-pin-host-snapshot 1
+ *   <key lines>
+ *   xml <bytes>
+ *   <hwloc XML, exactly that many bytes>
+ */
+#include "topology/host-snapshot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The format, bumped whenever what the host model keeps of hwloc's topology
+ * changes (2: data caches kept, for the cache domains). */
+#define HEADER "qemu-pin-host-snapshot 2\n"
+#define SNAPSHOT_MAX_BYTES (64 * 1024 * 1024)
+
+/* The first line of PATH, or "-" when it cannot be read. */
+static char *
+first_line(const char *path)
+{
+  char buf[4096];
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    return g_strdup("-");
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return g_strdup("-");
+  buf[n] = '\0';
+  buf[strcspn(buf, "\n")] = '\0';
+  return g_strdup(buf);
+}
+
+/* The value of FIELD in /proc/self/status. */
+static char *
+status_field(const char *text, const char *field)
+{
+  const char *p = text;
+  gsize fl = strlen(field);
+  while (p != NULL && *p != '\0') {
+    if (strncmp(p, field, fl) == 0 && p[fl] == ':') {
+      p += fl + 1;
+      while (*p == '\t' || *p == ' ')
+        p++;
+      return g_strndup(p, strcspn(p, "\n"));
+    }
+    p = strchr(p, '\n');
+    if (p != NULL)
+      p++;
+  }
+  return g_strdup("-");
+}
+
+char *
+qp_host_snapshot_key(void)
+{
+  g_autofree char *boot = first_line("/proc/sys/kernel/random/boot_id");
+  if (strcmp(boot, "-") == 0)
+    return NULL; /* no boot id, no way to tell a snapshot of another boot */
+  g_autofree char *cpus = first_line("/sys/devices/system/cpu/online");
+  g_autofree char *nodes = first_line("/sys/devices/system/node/online");
+  g_autofree char *status = NULL;
+  if (!g_file_get_contents("/proc/self/status", &status, NULL, NULL))
+    status = g_strdup("");
+  g_autofree char *allowed = status_field(status, "Cpus_allowed_list");
+  g_autofree char *mems = status_field(status, "Mems_allowed_list");
+  return g_strdup_printf("boot %s\ncpus %s\nnodes %s\nallowed %s\n"
+                         "mems %s\nversion %s hwloc %x\n",
+                         boot, cpus, nodes, allowed, mems, QP_VERSION,
+                         (unsigned)hwloc_get_api_version());
+}
+
+/* DIR opened, when it is a directory of this user that others cannot
+ * write, or a shared ledger (root's or this user's, group-writable with the
+ * sticky bit: nobody else can replace this user's files in it); else -1.
+ * *NAME is the snapshot's file name there: in a shared ledger each user has
+ * its own, the only one it reads. */
+static int
+open_state_dir(const char *dir, char **name)
+{
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0)
+    goto refuse;
+  gboolean own = st.st_uid == geteuid();
+  gboolean shared = (st.st_mode & S_IWGRP) != 0;
+  if ((st.st_mode & S_IWOTH) != 0 || (!own && !(shared && st.st_uid == 0)) ||
+      (shared && (st.st_mode & S_ISVTX) == 0))
+    goto refuse;
+  *name =
+      shared ? g_strdup_printf(QP_HOST_SNAPSHOT_NAME "-%u", (unsigned)geteuid())
+             : g_strdup(QP_HOST_SNAPSHOT_NAME);
+  return fd;
+refuse:
+  if (fd >= 0)
+    close(fd);
+  return -1;
+}
+
+/* The snapshot's XML if its key is KEY (its length in *LEN), else NULL. */
+static char *
+read_snapshot(int dirfd, const char *name, const char *key, int *len)
+{
+  int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    return NULL;
+  struct stat st;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+      st.st_size > SNAPSHOT_MAX_BYTES) {
+    close(fd);
+    return NULL;
+  }
+  g_autofree char *text = g_malloc((gsize)st.st_size + 1);
+  gsize got = 0;
+  ssize_t n;
+  while (got < (gsize)st.st_size &&
+         ((n = read(fd, text + got, (gsize)st.st_size - got)) > 0 ||
+          (n < 0 && errno == EINTR)))
+    got += n > 0 ? (gsize)n : 0;
+  close(fd);
+  text[got] = '\0';
+  g_autofree char *head = g_strconcat(HEADER, key, "xml ", NULL);
+  gsize hl = strlen(head);
+  if (got < hl || memcmp(text, head, hl) != 0)
+    return NULL;
+  char *end = NULL;
+  guint64 xl = g_ascii_strtoull(text + hl, &end, 10);
+  if (end == text + hl || *end != '\n' || xl != got - (gsize)(end + 1 - text) ||
+      xl == 0)
+    return NULL;
+  *len = (int)xl;
+  return g_strdup(end + 1);
+}
+
+static void
+write_snapshot(int dirfd, const char *name, const char *key, const char *xml,
+               int len)
+{
+  g_autofree char *tmp = g_strdup_printf("%s.tmp-%d", name, (int)getpid());
+  g_autofree char *head = g_strdup_printf("%s%sxml %d\n", HEADER, key, len);
+  (void)unlinkat(dirfd, tmp, 0);
+  int fd = openat(
+      dirfd, tmp,
+      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+  if (fd < 0)
+    return;
+  gboolean ok = write(fd, head, strlen(head)) == (ssize_t)strlen(head) &&
+                write(fd, xml, (gsize)len) == (ssize_t)len;
+  ok = close(fd) == 0 && ok;
+  if (!ok || renameat(dirfd, tmp, dirfd, name) < 0)
+    (void)unlinkat(dirfd, tmp, 0);
+}
+
+QpHost *
+qp_host_load_snapshot(const char *dir, gboolean with_io, GError **error)
+{
+  if (with_io || dir == NULL)
+    return qp_host_load_full(NULL, with_io, error);
+  g_autofree char *name = NULL;
+  int dirfd = open_state_dir(dir, &name);
+  if (dirfd < 0)
+    return qp_host_load_full(NULL, FALSE, error);
+  g_autofree char *key = qp_host_snapshot_key();
+  if (key == NULL) {
+    close(dirfd);
+    return qp_host_load_full(NULL, FALSE, error);
+  }
+  int len = 0;
+  g_autofree char *xml = read_snapshot(dirfd, name, key, &len);
+  QpHost *host = xml != NULL ? qp_host_load_live_from_xml(xml, len) : NULL;
+  if (host == NULL) {
+    g_clear_pointer(&xml, g_free);
+    host = qp_host_load_live_exporting(&xml, &len, error);
+    if (host != NULL && xml != NULL)
+      write_snapshot(dirfd, name, key, xml, len);
+  }
+  close(dirfd);
+  return host;
+}

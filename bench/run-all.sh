@@ -31,6 +31,7 @@ ninja -C "$builddir" qemu-pin bench/plan-bench bench/simulate >/dev/null
 export QP_PLAN_BENCH=$builddir/bench/plan-bench
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/qp-run-all.XXXXXX")
+load_at_start=$(cut -d' ' -f1-3 /proc/loadavg)
 trap 'rm -rf "$tmp"' EXIT
 
 echo "run-all: plan time (bench/plan-bench)" >&2
@@ -181,12 +182,12 @@ defaults to \`build\`, set up with meson when missing; OUTPUT to this file;
 | Kernel | $(uname -sr) |
 | QEMU | $(qemu-system-x86_64 --version | head -n1) (TCG: $( [ -w /dev/kvm ] && echo "KVM available, not used" || echo "no /dev/kvm")) |
 | hwloc | $(pkg-config --modversion hwloc 2>/dev/null || echo unknown) |
-| Load average at start | $(cut -d' ' -f1-3 /proc/loadavg) (other work was running on the host) |
+| Load average at start | $load_at_start |
 
 ## The targets of issue 15
 
-Medians of interleaved runs on the machine above, loaded by other work
-(see the load average): every figure moves with that load.
+Medians of interleaved runs on the machine above (see its load average at
+the start: every figure moves with the host's load).
 
 $target_lines
 
@@ -210,7 +211,9 @@ lines):
   after the vCPUs are resumed); the keeper's own time is the affinity read
   and set of each thread, and at 255 vCPUs 255 of each.
 - Launch ratio: the sum of the above and QEMU started paused and resumed
-  (the *QEMU -S, then cont over QMP* rows).
+  (the *QEMU -S, then cont over QMP* rows). That step alone, without
+  qemu-pin, costs $(qmp_cell 1) at -smp 1: the
+  pause-pin-resume design cannot reach x1.03 on a host where it costs more.
 
 ## Summary against the targets
 

@@ -118,17 +118,26 @@ core_free(const Ctx *ctx, const Attempt *a, CapKind cap, guint i, guint c)
   return w >= (cap == CAP_GROUPS ? ctx->threads : 1);
 }
 
-GArray *
-cache_order_cores(const Ctx *ctx, const Attempt *a, CapKind cap, guint i,
-                  guint need)
+/* The cores of node index I free under CAP, in core order. */
+static GArray *
+free_cores(const Ctx *ctx, const Attempt *a, CapKind cap, guint i)
 {
   const GArray *all = a->node_cores[i];
-  g_autoptr(GArray) cands = g_array_new(FALSE, FALSE, sizeof(guint));
+  GArray *cands = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint k = 0; k < all->len; k++) {
     guint c = g_array_index(all, guint, k);
     if (core_free(ctx, a, cap, i, c))
       g_array_append_val(cands, c);
   }
+  return cands;
+}
+
+GArray *
+cache_order_cores(const Ctx *ctx, const Attempt *a, CapKind cap, guint i,
+                  guint need)
+{
+  const GArray *all = a->node_cores[i];
+  g_autoptr(GArray) cands = free_cores(ctx, a, cap, i);
   GArray *order = g_array_new(FALSE, FALSE, sizeof(guint));
   select_cores(ctx->host, cands, need, QP_CACHE_L3, order);
   /* Then every other core of the node, in core order. */
@@ -147,13 +156,7 @@ cache_order_cores(const Ctx *ctx, const Attempt *a, CapKind cap, guint i,
 static GArray *
 free_groups(const Ctx *ctx, const Attempt *a, CapKind cap, guint i)
 {
-  const GArray *all = a->node_cores[i];
-  g_autoptr(GArray) cands = g_array_new(FALSE, FALSE, sizeof(guint));
-  for (guint k = 0; k < all->len; k++) {
-    guint c = g_array_index(all, guint, k);
-    if (core_free(ctx, a, cap, i, c))
-      g_array_append_val(cands, c);
-  }
+  g_autoptr(GArray) cands = free_cores(ctx, a, cap, i);
   return group_by_domain(ctx->host, cands, QP_CACHE_L3);
 }
 

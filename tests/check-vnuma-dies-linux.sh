@@ -43,11 +43,21 @@ host_l3() { # VCPU: the host L3 (its CPU list) the plan puts it in
   done
 }
 
+# The image's init mounts its own tmpfs on /tmp and /run: a source tree there
+# is shared again on a tag of its own (qp_mount=TAG:PATH, as run-lab.sh does).
+tests=$(cd "$src/tests" && pwd -P)
+share=() append=
+case $tests in
+  /tmp/* | /run/*)
+    share=(-virtfs "local,path=$tests,mount_tag=qpdies,security_model=none,readonly=on,multidevs=remap")
+    append=" qp_mount=qpdies:$tests" ;;
+esac
 timeout 300 "$qemu" -accel tcg -machine q35 -cpu max,vendor=GenuineIntel \
   -nodefaults -display none -smp "$smp" -m 512 \
   -kernel "$kernel" -initrd "$build/lab/initramfs.gz" \
-  -append "console=ttyS0 quiet panic=-1 qp_script=$src/tests/vnuma-dies-guest.sh" \
+  -append "console=ttyS0 quiet panic=-1 qp_script=$tests/vnuma-dies-guest.sh$append" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+  "${share[@]}" \
   -serial "file:$work/console.log" -no-reboot || fail "the guest did not run"
 tr -d '\r' <"$work/console.log" | grep -E '^(guest cpu|==)' | tee "$work/guest.txt"
 grep -q '^QP-LAB-VERDICT: PASS' <(tr -d '\r' <"$work/console.log") || fail "the guest script failed"

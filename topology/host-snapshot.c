@@ -7,6 +7,8 @@
  */
 #include "topology/host-snapshot.h"
 
+#include "topology/dir-file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -105,24 +107,14 @@ refuse:
 static char *
 read_snapshot(int dirfd, const char *name, const char *key, int *len)
 {
-  int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0)
-    return NULL;
-  struct stat st;
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-      st.st_size > SNAPSHOT_MAX_BYTES) {
-    close(fd);
-    return NULL;
-  }
-  g_autofree char *text = g_malloc((gsize)st.st_size + 1);
+  g_autofree char *text = NULL;
   gsize got = 0;
-  ssize_t n;
-  while (got < (gsize)st.st_size &&
-         ((n = read(fd, text + got, (gsize)st.st_size - got)) > 0 ||
-          (n < 0 && errno == EINTR)))
-    got += n > 0 ? (gsize)n : 0;
-  close(fd);
-  text[got] = '\0';
+  struct stat st;
+  int errsv = 0;
+  if (!qp_dir_file_read(dirfd, name, SNAPSHOT_MAX_BYTES, &text, &got, &st,
+                        &errsv) ||
+      st.st_uid != geteuid() || got > SNAPSHOT_MAX_BYTES)
+    return NULL;
   g_autofree char *head = g_strconcat(HEADER, key, "xml ", NULL);
   gsize hl = strlen(head);
   if (got < hl || memcmp(text, head, hl) != 0)
@@ -142,17 +134,13 @@ write_snapshot(int dirfd, const char *name, const char *key, const char *xml,
 {
   g_autofree char *tmp = g_strdup_printf("%s.tmp-%d", name, (int)getpid());
   g_autofree char *head = g_strdup_printf("%s%sxml %d\n", HEADER, key, len);
-  (void)unlinkat(dirfd, tmp, 0);
-  int fd = openat(
-      dirfd, tmp,
-      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-  if (fd < 0)
-    return;
-  gboolean ok = write(fd, head, strlen(head)) == (ssize_t)strlen(head) &&
-                write(fd, xml, (gsize)len) == (ssize_t)len;
-  ok = close(fd) == 0 && ok;
-  if (!ok || renameat(dirfd, tmp, dirfd, name) < 0)
-    (void)unlinkat(dirfd, tmp, 0);
+  GString *text = g_string_new(head);
+  g_string_append_len(text, xml, len);
+  int errsv = 0;
+  /* A snapshot that cannot be written costs the next start a live load. */
+  (void)qp_dir_file_replace(dirfd, name, tmp, text->str, text->len, 0600, FALSE,
+                            NULL, &errsv, NULL);
+  g_string_free(text, TRUE);
 }
 
 QpHost *

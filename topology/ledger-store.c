@@ -8,6 +8,8 @@
  * qp_ledger_open() (openat/renameat/unlinkat), so nothing can swap a path
  * component under us after the directory was checked. */
 #include "topology/ledger-store.h"
+
+#include "topology/dir-file.h"
 #include "topology/ledger-summary.h"
 
 #include <errno.h>
@@ -77,67 +79,6 @@ fsync_dir(QpLedger *ledger, GError **error)
   if (fsync(ledger->dirfd) < 0 && errno != EINVAL)
     return set_errno_error(error, errno, "cannot sync state directory %s",
                            ledger->dir);
-  return TRUE;
-}
-
-static gboolean
-write_all(int fd, const char *buf, gsize len)
-{
-  while (len > 0) {
-    ssize_t n = write(fd, buf, len);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return FALSE;
-    }
-    buf += n;
-    len -= (gsize)n;
-  }
-  return TRUE;
-}
-
-/* Reads NAME (a regular file, not followed if a symlink) relative to DIRFD.
- * At most RECORD_MAX_BYTES + 1 bytes are read. */
-static gboolean
-read_at(int dirfd, const char *name, char **out, gsize *out_len, int *errsv)
-{
-  int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    *errsv = errno;
-    return FALSE;
-  }
-  struct stat st;
-  if (fstat(fd, &st) < 0) {
-    *errsv = errno;
-    close(fd);
-    return FALSE;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    *errsv = EINVAL;
-    close(fd);
-    return FALSE;
-  }
-  GString *s = g_string_sized_new(st.st_size > 0 ? (gsize)st.st_size + 1 : 256);
-  char buf[8192];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      *errsv = errno;
-      close(fd);
-      g_string_free(s, TRUE);
-      return FALSE;
-    }
-    if (n == 0)
-      break;
-    g_string_append_len(s, buf, n);
-    if (s->len > RECORD_MAX_BYTES)
-      break;
-  }
-  close(fd);
-  *out_len = s->len;
-  *out = g_string_free(s, FALSE);
   return TRUE;
 }
 
@@ -616,43 +557,19 @@ qp_ledger_write(QpLedger *ledger, const QpClaim *claim, GError **error)
   g_autofree char *tmp =
       g_strdup_printf(".%s" TEMP_MARK "%d", claim->id, (int)getpid());
 
-  int fd = -1;
-  for (int attempt = 0; attempt < 2 && fd < 0; attempt++) {
-    fd = openat(ledger->dirfd, tmp,
-                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
-                record_mode(ledger));
-    if (fd < 0 && errno == EEXIST && attempt == 0)
-      (void)unlinkat(ledger->dirfd, tmp, 0); /* ours, left by a failure */
-    else if (fd < 0)
-      break;
-  }
-  if (fd < 0)
-    return set_errno_error(error, errno, "cannot create %s/%s", ledger->dir,
+  guint64 ino = 0;
+  int errsv = 0;
+  const char *step = NULL;
+  if (!qp_dir_file_replace(ledger->dirfd, name, tmp, text, strlen(text),
+                           record_mode(ledger), TRUE, &ino, &errsv, &step)) {
+    if (strcmp(step, "rename") == 0)
+      return set_errno_error(error, errsv, "cannot rename %s/%s to %s",
+                             ledger->dir, tmp, name);
+    return set_errno_error(error, errsv, "cannot %s %s/%s", step, ledger->dir,
                            tmp);
-  struct stat st;
-  if (fchmod(fd, record_mode(ledger)) < 0 ||
-      !write_all(fd, text, strlen(text)) || fsync(fd) < 0 ||
-      fstat(fd, &st) < 0) {
-    int errsv = errno;
-    close(fd);
-    unlinkat(ledger->dirfd, tmp, 0);
-    return set_errno_error(error, errsv, "cannot write %s/%s", ledger->dir,
-                           tmp);
-  }
-  if (close(fd) < 0) {
-    int errsv = errno;
-    unlinkat(ledger->dirfd, tmp, 0);
-    return set_errno_error(error, errsv, "cannot write %s/%s", ledger->dir,
-                           tmp);
-  }
-  if (renameat(ledger->dirfd, tmp, ledger->dirfd, name) < 0) {
-    int errsv = errno;
-    unlinkat(ledger->dirfd, tmp, 0);
-    return set_errno_error(error, errsv, "cannot rename %s/%s to %s",
-                           ledger->dir, tmp, name);
   }
   if (ledger->summary != NULL)
-    qp_summary_set(ledger->summary, claim->id, (guint64)st.st_ino, claim);
+    qp_summary_set(ledger->summary, claim->id, ino, claim);
   return fsync_dir(ledger, error);
 }
 
@@ -784,7 +701,8 @@ block_corrupt(QpLedger *ledger, const char *name, const QpHost *host,
   g_autofree char *text = NULL;
   gsize len = 0;
   int errsv = 0;
-  if (read_at(ledger->dirfd, name, &text, &len, &errsv) &&
+  if (qp_dir_file_read(ledger->dirfd, name, RECORD_MAX_BYTES, &text, &len, NULL,
+                       &errsv) &&
       memchr(text, '\0', len) != NULL)
     g_clear_pointer(&text, g_free);
   g_autofree char *path = g_build_filename(ledger->dir, name, NULL);
@@ -801,7 +719,8 @@ load_record(QpLedger *ledger, const char *name, const char *id, QpClaim **out,
   g_autofree char *text = NULL;
   gsize len = 0;
   int errsv = 0;
-  if (!read_at(ledger->dirfd, name, &text, &len, &errsv)) {
+  if (!qp_dir_file_read(ledger->dirfd, name, RECORD_MAX_BYTES, &text, &len,
+                        NULL, &errsv)) {
     if (errsv == ENOENT)
       return TRUE;
     if (errsv == EACCES && ledger->shared) {

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "topology/cpulist.h"
+#include "topology/dir-file.h"
 #include "topology/ledger.h"
 
 #define HEADER "qemu-pin-ledger-summary 2\n"
@@ -338,41 +339,24 @@ qp_claim_from_summary_line(const char *line, GError **error)
 
 /* ---- The file ------------------------------------------------------------ */
 
+/* The summary file's text, or NULL when there is none, it is too large, or
+ * (in a SHARED ledger) neither root nor this user wrote it. */
 static char *
 read_summary_file(int dirfd, gboolean shared, gsize *len, guint64 *ino)
 {
-  int fd = openat(dirfd, QP_SUMMARY_NAME,
-                  O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0)
-    return NULL;
+  char *text = NULL;
   struct stat st;
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-      st.st_size > SUMMARY_MAX_BYTES ||
+  int errsv = 0;
+  if (!qp_dir_file_read(dirfd, QP_SUMMARY_NAME, SUMMARY_MAX_BYTES, &text, len,
+                        &st, &errsv))
+    return NULL;
+  if (*len > SUMMARY_MAX_BYTES || *len != (gsize)st.st_size ||
       (shared && st.st_uid != 0 && st.st_uid != geteuid())) {
-    close(fd);
-    return NULL;
+    g_free(text);
+    return NULL; /* grown meanwhile, or not ours to trust */
   }
-  char *buf = g_malloc((gsize)st.st_size + 1);
-  gsize got = 0;
-  for (;;) {
-    ssize_t n = read(fd, buf + got, (gsize)st.st_size + 1 - got);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    got += (gsize)n;
-    if (got > (gsize)st.st_size)
-      break; /* grew meanwhile: not ours to trust */
-  }
-  close(fd);
-  if (got != (gsize)st.st_size) {
-    g_free(buf);
-    return NULL;
-  }
-  buf[got] = '\0';
-  *len = got;
   *ino = (guint64)st.st_ino;
-  return buf;
+  return text;
 }
 
 /* The entries of TEXT (LEN bytes) into S; FALSE when it is not a whole
@@ -455,38 +439,15 @@ qp_summary_save(QpSummary *s, int dirfd, gboolean shared, GError **error)
                          g_hash_table_size(s->entries), hash);
   g_autofree char *text = g_string_free(out, FALSE);
   g_autofree char *tmp = g_strdup_printf(TEMP_NAME_FMT, (int)getpid());
-  (void)unlinkat(dirfd, tmp, 0);
-  int fd = openat(
-      dirfd, tmp,
-      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-  struct stat st;
-  gsize len = strlen(text), done = 0;
-  while (fd >= 0 && done < len) {
-    ssize_t n = write(fd, text + done, len - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      break;
-    done += (gsize)n;
-  }
-  int errsv = errno;
-  gboolean ok = fd >= 0 && done == len && (!shared || fchmod(fd, 0644) == 0) &&
-                fstat(fd, &st) == 0;
-  if (fd >= 0 && close(fd) < 0 && ok) {
-    errsv = errno;
-    ok = FALSE;
-  }
-  if (ok && renameat(dirfd, tmp, dirfd, QP_SUMMARY_NAME) < 0) {
-    errsv = errno;
-    ok = FALSE;
-  }
-  if (!ok) {
-    (void)unlinkat(dirfd, tmp, 0);
+  guint64 ino = 0;
+  int errsv = 0;
+  if (!qp_dir_file_replace(dirfd, QP_SUMMARY_NAME, tmp, text, strlen(text),
+                           shared ? 0644 : 0600, FALSE, &ino, &errsv, NULL)) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
                 "cannot write the ledger summary: %s", g_strerror(errsv));
     return FALSE;
   }
-  s->file_ino = (guint64)st.st_ino;
+  s->file_ino = ino;
   s->added = 0;
   s->must_save = FALSE;
   return TRUE;

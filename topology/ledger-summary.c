@@ -200,12 +200,7 @@ char *
 qp_claim_to_summary_line(const QpClaim *c)
 {
   GString *s = g_string_new(c->id);
-  if (c->name != NULL) {
-    g_autofree char *e = g_uri_escape_string(c->name, NULL, FALSE);
-    g_string_append_printf(s, " =%s", e);
-  } else {
-    g_string_append(s, " -");
-  }
+  append_text(s, c->name);
   g_string_append_printf(s,
                          " %d %" G_GUINT64_FORMAT " %d %" G_GUINT64_FORMAT
                          " %d %d %d %" G_GINT64_FORMAT,
@@ -307,7 +302,7 @@ qp_claim_from_summary_line(const char *line, GError **error)
   g_autoptr(QpClaim) c = qp_claim_new();
   guint64 v[8];
   gboolean ok = g_strv_length(f) == N_FIELDS && qp_claim_id_is_valid(f[0]) &&
-                (strcmp(f[1], "-") == 0 || f[1][0] == '=');
+                parse_text(f[1], &c->name);
   for (guint i = 0; ok && i < 8; i++)
     ok = num(f[2 + i],
              i == 1 || i == 3 ? G_MAXUINT64
@@ -316,10 +311,6 @@ qp_claim_from_summary_line(const char *line, GError **error)
              &v[i]);
   ok = ok && v[5] <= QP_MODE_ONE_TO_ONE && v[6] <= 1 &&
        parse_holdings(f + 10, c) && parse_descriptions(f + 15, c);
-  if (ok && f[1][0] == '=') {
-    c->name = g_uri_unescape_string(f[1] + 1, NULL);
-    ok = c->name != NULL;
-  }
   if (!ok) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
                 "not a ledger summary line: \"%.60s\"", line);

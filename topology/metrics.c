@@ -81,18 +81,33 @@ mem_field(const QpNodeCapacity *cap, MemField f)
   return 0;
 }
 
+/* The capacity of every host node, counted once for all the families. */
+static QpNodeCapacity *
+capacities(const QpHost *host, const QpClaims *claims,
+           const QpPlacementOptions *opts)
+{
+  QpNodeCapacity *caps = g_new0(QpNodeCapacity, MAX(host->n_nodes, 1));
+  for (guint i = 0; i < host->n_nodes; i++)
+    qp_node_capacity(host, claims, opts, i, &caps[i]);
+  return caps;
+}
+
 static void
-node_memory(GString *s, const QpHost *host, const QpClaims *claims,
-            const QpPlacementOptions *opts)
+capacities_free(QpNodeCapacity *caps, guint n)
+{
+  for (guint i = 0; i < n; i++)
+    qp_node_capacity_clear(&caps[i]);
+  g_free(caps);
+}
+
+static void
+node_memory(GString *s, const QpNodeCapacity *caps, guint n)
 {
   for (guint f = 0; f < G_N_ELEMENTS(mem_families); f++) {
     family(s, mem_families[f].name, mem_families[f].help);
-    for (guint i = 0; i < host->n_nodes; i++) {
-      QpNodeCapacity cap;
-      qp_node_capacity(host, claims, opts, i, &cap);
-      g_autofree char *l = g_strdup_printf("node=\"%d\"", cap.node);
-      sample(s, mem_families[f].name, l, mem_field(&cap, f) * MIB);
-      qp_node_capacity_clear(&cap);
+    for (guint i = 0; i < n; i++) {
+      g_autofree char *l = g_strdup_printf("node=\"%d\"", caps[i].node);
+      sample(s, mem_families[f].name, l, mem_field(&caps[i], f) * MIB);
     }
   }
 }
@@ -126,7 +141,7 @@ node_hugepages(GString *s, const QpHost *host, const QpClaims *claims)
 }
 
 static void
-node_cpus(GString *s, const QpHost *host, const QpClaims *claims)
+node_cpus(GString *s, const QpNodeCapacity *caps, guint n)
 {
   static const char *const names[] = {"node_dedicated_cpus", "node_shared_cpus",
                                       "node_shared_vcpus", "node_blocked"};
@@ -137,17 +152,15 @@ node_cpus(GString *s, const QpHost *host, const QpClaims *claims)
       "1 when an unreadable ledger record holds the node whole."};
   for (guint f = 0; f < G_N_ELEMENTS(names); f++) {
     family(s, names[f], helps[f]);
-    for (guint i = 0; i < host->n_nodes; i++) {
-      QpNodeCapacity cap;
-      qp_node_capacity(host, claims, NULL, i, &cap);
-      int w = hwloc_bitmap_weight(cap.dedicated);
+    for (guint i = 0; i < n; i++) {
+      const QpNodeCapacity *cap = &caps[i];
+      int w = hwloc_bitmap_weight(cap->dedicated);
       guint64 v = f == 0   ? (guint64)MAX(w, 0)
-                  : f == 1 ? cap.shared_cpus
-                  : f == 2 ? cap.shared_vcpus
-                           : (guint64)cap.blocked;
-      g_autofree char *l = g_strdup_printf("node=\"%d\"", cap.node);
+                  : f == 1 ? cap->shared_cpus
+                  : f == 2 ? cap->shared_vcpus
+                           : (guint64)cap->blocked;
+      g_autofree char *l = g_strdup_printf("node=\"%d\"", cap->node);
       sample(s, names[f], l, v);
-      qp_node_capacity_clear(&cap);
     }
   }
 }
@@ -236,9 +249,11 @@ qp_status_to_metrics(const QpHost *host, const QpClaims *claims,
                      const QpPlacementOptions *opts)
 {
   GString *s = g_string_new(NULL);
-  node_memory(s, host, claims, opts);
+  QpNodeCapacity *caps = capacities(host, claims, opts);
+  node_memory(s, caps, host->n_nodes);
   node_hugepages(s, host, claims);
-  node_cpus(s, host, claims);
+  node_cpus(s, caps, host->n_nodes);
+  capacities_free(caps, host->n_nodes);
   vm_memory(s, claims);
   vm_cpus(s, host, claims);
   family(s, "ledger_records",

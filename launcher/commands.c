@@ -191,11 +191,7 @@ cmd_status(QpOptions *opts, GError **error)
   g_autoptr(QpHost) host = qp_host_load_full(opts->topology, FALSE, error);
   if (host == NULL)
     return -1;
-  g_autofree char *why = NULL;
-  g_autofree char *dir =
-      opts->state_dir ? g_strdup(opts->state_dir) : qp_ledger_default_dir(&why);
-  if (why != NULL)
-    qp_warning("%s", why);
+  g_autofree char *dir = qp_launch_state_dir(opts);
   /* Records of VMs that are gone count for nothing; reading removes the
    * caller's own, --prune every one it may (root: all). */
   g_autoptr(QpClaims) claims = opts->prune

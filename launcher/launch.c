@@ -58,10 +58,8 @@ print_warnings(GPtrArray *warnings)
     qp_warning("%s", (const char *)warnings->pdata[i]);
 }
 
-/* The state directory of the ledger, saying when the host-wide one is
- * not usable. */
-static char *
-state_dir(const QpOptions *opts)
+char *
+qp_launch_state_dir(const QpOptions *opts)
 {
   if (opts->state_dir != NULL)
     return g_strdup(opts->state_dir);
@@ -124,7 +122,7 @@ qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args, QpHost **host_out,
                GError **error)
 {
   qp_timing("options");
-  g_autofree char *dir = state_dir(opts);
+  g_autofree char *dir = qp_launch_state_dir(opts);
   g_autoptr(QpHost) host = load_host(opts, args, dir, error);
   qp_timing("host");
   if (host == NULL)
@@ -460,7 +458,7 @@ int
 qp_launch(QpOptions *opts, const char *binary, const char *argv0,
           QpQemuArgs *args, GError **error)
 {
-  g_autofree char *dir = state_dir(opts);
+  g_autofree char *dir = qp_launch_state_dir(opts);
   Launch l = {
       opts, args, argv0, dir, .monitor = {-1, -1}, .status_pipe = {-1, -1}};
   qp_timing("options");

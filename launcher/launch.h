@@ -32,6 +32,11 @@ QpQemuArgs *qp_launch_read(const QpOptions *opts, guint argc, char **argv,
 int qp_launch(QpOptions *opts, const char *binary, const char *argv0,
               QpQemuArgs *args, GError **error);
 
+/* The ledger's state directory under OPTS: --state-dir, else the host-wide
+ * one, or this user's when the host-wide one is not usable (then said in one
+ * warning line). */
+char *qp_launch_state_dir(const QpOptions *opts);
+
 /* The plan for ARGS under OPTS against the ledger's live records, without
  * claiming anything (`qemu-pin plan`, --dry-run); the host planned on in
  * HOST_OUT. Warnings are said on the way. */

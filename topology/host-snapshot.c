@@ -8,6 +8,7 @@
 #include "topology/host-snapshot.h"
 
 #include "topology/dir-file.h"
+#include "topology/ledger-store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -86,13 +87,9 @@ open_state_dir(const char *dir, char **name)
 {
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) < 0)
+  if (fd < 0 || fstat(fd, &st) < 0 || !qp_ledger_dir_stat_ok(dir, &st, NULL))
     goto refuse;
-  gboolean own = st.st_uid == geteuid();
   gboolean shared = (st.st_mode & S_IWGRP) != 0;
-  if ((st.st_mode & S_IWOTH) != 0 || (!own && !(shared && st.st_uid == 0)) ||
-      (shared && (st.st_mode & S_ISVTX) == 0))
-    goto refuse;
   *name =
       shared ? g_strdup_printf(QP_HOST_SNAPSHOT_NAME "-%u", (unsigned)geteuid())
              : g_strdup(QP_HOST_SNAPSHOT_NAME);

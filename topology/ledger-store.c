@@ -148,11 +148,8 @@ claim_is_live(const QpClaim *c)
 /* ---- Directory ------------------------------------------------------------
  */
 
-/* A ledger directory is private (owned by us, writable by us alone) or
- * shared: owned by root or us, writable by its group, with the sticky bit
- * so that each member unlinks and replaces only its own files. */
-static gboolean
-check_dir_stat(const char *dir, const struct stat *st, GError **error)
+gboolean
+qp_ledger_dir_stat_ok(const char *dir, const struct stat *st, GError **error)
 {
   uid_t me = geteuid();
   const char *want = "0700, or 3770 with a group for a shared ledger";
@@ -243,7 +240,7 @@ shared_dir_problem(const char *shared, const char *group)
         "%s (create it with `systemd-tmpfiles --create qemu-pin.conf`)",
         errno == ENOENT ? "it does not exist" : g_strerror(errno));
   g_autoptr(GError) bad = NULL;
-  if (!check_dir_stat(shared, &st, &bad) || st.st_uid == geteuid() ||
+  if (!qp_ledger_dir_stat_ok(shared, &st, &bad) || st.st_uid == geteuid() ||
       !(st.st_mode & S_IWGRP))
     return g_strdup_printf("it is not shared (mode %04o, owner uid %u; make "
                            "it 3770 root:%s as qemu-pin's tmpfiles.d entry "
@@ -336,14 +333,14 @@ qp_ledger_open(const char *dir, GError **error)
     set_errno_error(error, errno, "cannot inspect state directory %s", dir);
     return NULL;
   }
-  if (!check_dir_stat(dir, &st, error))
+  if (!qp_ledger_dir_stat_ok(dir, &st, error))
     return NULL;
 
   int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dirfd < 0) {
     if (errno == ELOOP || errno == ENOTDIR) {
       /* Swapped between lstat and open: report it as what it is now. */
-      if (lstat(dir, &st) == 0 && !check_dir_stat(dir, &st, error))
+      if (lstat(dir, &st) == 0 && !qp_ledger_dir_stat_ok(dir, &st, error))
         return NULL;
     }
     set_errno_error(error, errno, "cannot open state directory %s", dir);
@@ -355,7 +352,7 @@ qp_ledger_open(const char *dir, GError **error)
     close(dirfd);
     return NULL;
   }
-  if (!check_dir_stat(dir, &st, error)) {
+  if (!qp_ledger_dir_stat_ok(dir, &st, error)) {
     close(dirfd);
     return NULL;
   }

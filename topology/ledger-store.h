@@ -6,6 +6,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/stat.h>
 
 #include "topology/ledger.h"
 
@@ -18,6 +19,14 @@ typedef struct QpLedger QpLedger;
  * sticky bit, mode 3770). A symlink, a non-directory, a directory owned by
  * another user and not shared, or one writable by others is an error. */
 QpLedger *qp_ledger_open(const char *dir, GError **error);
+
+/* Whether DIR, of status ST (lstat), may hold a ledger: private (owned by
+ * us, writable by us alone) or shared (owned by root or us, writable by its
+ * group, with the sticky bit, so that each member unlinks and replaces only
+ * its own files). FALSE with ERROR saying what is wrong and what is
+ * expected. */
+gboolean qp_ledger_dir_stat_ok(const char *dir, const struct stat *st,
+                               GError **error);
 void qp_ledger_close(QpLedger *ledger);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpLedger, qp_ledger_close)
 

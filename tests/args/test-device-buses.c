@@ -37,6 +37,30 @@ teardown(Fixture *f, gconstpointer data)
 
 /* The argv qemu-pin would exec for EXTRA in MODE (two guest nodes) on the
  * live host; *WARNING (when not NULL) the crossing warning. */
+/* ARGC arguments of ARGV parsed (into *ARGS) and planned in MODE, with
+ * --vnuma=auto when VNUMA, on the recorded host XML of QP_TOPOLOGIES (NULL:
+ * this host) with no other claim. */
+static QpPlan *
+plan_args(guint argc, char **argv, const char *xml, QpMode mode, gboolean vnuma,
+          QpQemuArgs **args)
+{
+  g_autoptr(GError) error = NULL;
+  *args = qp_qemu_args_parse(argc, argv, &error);
+  g_assert_no_error(error);
+  g_autofree char *path =
+      xml ? g_build_filename(g_getenv("QP_TOPOLOGIES"), xml, NULL) : NULL;
+  g_autoptr(QpHost) host = qp_host_load(path, &error);
+  g_assert_no_error(error);
+  QpPlacementOptions o;
+  qp_placement_options_init(&o);
+  o.mode = mode;
+  o.vnuma = vnuma;
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  QpPlan *plan = qp_plan_compute(host, claims, (*args)->req, &o, &error);
+  g_assert_no_error(error);
+  return plan;
+}
+
 static char **
 rewritten_warn(const Fixture *f, const char *machine, QpMode mode,
                const char *const *extra, char **warning)
@@ -56,17 +80,9 @@ rewritten_warn(const Fixture *f, const char *machine, QpMode mode,
   for (guint i = 0; extra[i] != NULL; i++)
     g_ptr_array_add(argv, g_strdup(extra[i]));
   g_autoptr(GError) error = NULL;
-  g_autoptr(QpQemuArgs) a =
-      qp_qemu_args_parse(argv->len, (char **)argv->pdata, &error);
-  g_assert_no_error(error);
-  g_autoptr(QpHost) host = qp_host_load(NULL, &error);
-  g_assert_no_error(error);
-  QpPlacementOptions o;
-  qp_placement_options_init(&o);
-  o.mode = mode;
-  g_autoptr(QpClaims) claims = qp_claims_new();
-  g_autoptr(QpPlan) plan = qp_plan_compute(host, claims, a->req, &o, &error);
-  g_assert_no_error(error);
+  g_autoptr(QpQemuArgs) a = NULL;
+  g_autoptr(QpPlan) plan =
+      plan_args(argv->len, (char **)argv->pdata, NULL, mode, FALSE, &a);
   char **out = qp_qemu_args_rewrite(a, "qemu", plan, -1, &error);
   g_assert_no_error(error);
   if (warning != NULL)
@@ -245,20 +261,10 @@ test_vnuma_auto(Fixture *f, gconstpointer data)
                   "-device",  "virtio-blk-pci,drive=d0,id=disk0",
                   NULL};
   g_autoptr(GError) error = NULL;
-  g_autoptr(QpQemuArgs) a =
-      qp_qemu_args_parse(G_N_ELEMENTS(args) - 1, args, &error);
-  g_assert_no_error(error);
-  g_autofree char *xml =
-      g_build_filename(g_getenv("QP_TOPOLOGIES"), "dcs8000z-io.xml", NULL);
-  g_autoptr(QpHost) host = qp_host_load(xml, &error);
-  g_assert_no_error(error);
-  QpPlacementOptions o;
-  qp_placement_options_init(&o);
-  o.mode = QP_MODE_ONE_TO_ONE;
-  o.vnuma = TRUE;
-  g_autoptr(QpClaims) claims = qp_claims_new();
-  g_autoptr(QpPlan) plan = qp_plan_compute(host, claims, a->req, &o, &error);
-  g_assert_no_error(error);
+  g_autoptr(QpQemuArgs) a = NULL;
+  g_autoptr(QpPlan) plan =
+      plan_args(G_N_ELEMENTS(args) - 1, args, "dcs8000z-io.xml",
+                QP_MODE_ONE_TO_ONE, TRUE, &a);
   g_assert_cmpuint(plan->n_vnodes, ==, 2);
   int g = -1;
   for (guint i = 0; i < plan->n_vnodes; i++)
@@ -296,19 +302,10 @@ test_vfio(Fixture *f, gconstpointer data)
                   "-device",  "vfio-pci,host=0000:3b:00.0,id=nic,bus=pcie.0",
                   NULL};
   g_autoptr(GError) error = NULL;
-  g_autoptr(QpQemuArgs) a =
-      qp_qemu_args_parse(G_N_ELEMENTS(args) - 1, args, &error);
-  g_assert_no_error(error);
-  g_autofree char *xml =
-      g_build_filename(g_getenv("QP_TOPOLOGIES"), "intel-2s-smt.xml", NULL);
-  g_autoptr(QpHost) host = qp_host_load(xml, &error);
-  g_assert_no_error(error);
-  QpPlacementOptions o;
-  qp_placement_options_init(&o);
-  o.mode = QP_MODE_NUMA;
-  g_autoptr(QpClaims) claims = qp_claims_new();
-  g_autoptr(QpPlan) plan = qp_plan_compute(host, claims, a->req, &o, &error);
-  g_assert_no_error(error);
+  g_autoptr(QpQemuArgs) a = NULL;
+  g_autoptr(QpPlan) plan =
+      plan_args(G_N_ELEMENTS(args) - 1, args, "intel-2s-smt.xml", QP_MODE_NUMA,
+                FALSE, &a);
   int g = -1;
   for (guint m = 0; m < plan->n_mem; m++)
     if (plan->mem[m].gnode >= 0 &&

@@ -29,14 +29,26 @@ else
   tar --exclude='./build*' -cf - . | tar -xf - -C "$tree"
 fi
 
-echo "package: dpkg-buildpackage -b -us -uc (log: $work/build.log)"
-if ! (cd "$tree" && dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1; then
+# Debian's build flags (dpkg-buildflags: hardening, fortify) with -Werror
+# appended: any warning a Debian build of this tree gives fails CI here.
+# debian/rules itself leaves -Werror out, for builders with newer compilers.
+echo "package: dpkg-buildpackage -b -us -uc, DEB_CFLAGS_APPEND=-Werror (log: $work/build.log)"
+if ! (cd "$tree" && DEB_CFLAGS_APPEND=-Werror dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1; then
   tail -n 40 "$work/build.log"
   fail "dpkg-buildpackage failed"
 fi
 build_s=$(( $(date +%s) - start ))
+# Every compiler command of the build (debhelper runs ninja -v) had them.
+compiles=$(grep -E '^(\[[0-9]+/[0-9]+\] )?[^ ]*(cc|gcc|clang)[^ ]* .* -c [^ ]+\.c$' "$work/build.log" || true)
+[ -n "$compiles" ] || fail "no compiler command in the build log"
+unflagged=$( (echo "$compiles" | grep -vE -- ' -Werror( |$)'
+              echo "$compiles" | grep -vE -- ' -D_FORTIFY_SOURCE=[0-9]') || true)
+[ -z "$unflagged" ] ||
+  fail "compiled without -Werror or -D_FORTIFY_SOURCE: $(echo "$unflagged" | head -n 1)"
+echo "package: $(echo "$compiles" | wc -l) compiler commands, each with Debian's flags and -Werror"
 deb=$(ls "$work"/qemu-pin_"$version"_*.deb)
-grep -E '^(Ok|Fail|Skipped):' "$work/build.log" | tr -s ' ' | paste -sd' ' | sed 's/^/package: unit tests in the build: /'
+tests=$(grep -E '^(Ok|Fail|Skipped):' "$work/build.log" | tr -s ' ' | paste -sd' ' || true)
+echo "package: unit tests in the build: ${tests:-none}"
 
 # The file list: every file the package ships, with its mode.
 actual=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { sub(/^\./, "", $6); print $1, $6 }' | sort)

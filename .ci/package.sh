@@ -34,7 +34,9 @@ fi
 # debian/rules itself leaves -Werror out, for builders with newer compilers.
 echo "package: dpkg-buildpackage -b -us -uc, DEB_CFLAGS_APPEND=-Werror (log: $work/build.log)"
 if ! (cd "$tree" && DEB_CFLAGS_APPEND=-Werror dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1; then
-  tail -n 40 "$work/build.log"
+  # ninja -v's command lines are long: the diagnostics, then the end.
+  grep -E -A3 '(error|warning):' "$work/build.log" | head -n 40 || true
+  tail -n 8 "$work/build.log" | cut -c1-300
   fail "dpkg-buildpackage failed"
 fi
 build_s=$(( $(date +%s) - start ))

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Builds the Debian package from this tree (dpkg-buildpackage -b -us -uc, in
-# a copy under a scratch directory, so that nothing lands beside the tree),
-# then checks it: its file list, the maintainer script that creates the
-# ledger's directory, lintian (no error or warning that is not overridden
-# with a reason in debian/), and the package extracted into a scratch root
-# (dpkg -x; never installed on this machine) runs: --version, topology,
-# plan, status, the takeover script's --help, and postrm's removal of the
-# ledger's directory, with a real VM holding a claim and without.
+# Builds the Debian package from this tree (dpkg-buildpackage -b -us -uc
+# with Debian's build flags and -Werror, in a copy under a scratch
+# directory, so that nothing lands beside the tree), then checks it: that
+# what the build leaves in the tree is git-ignored, its file list, the
+# maintainer script that creates the ledger's directory, lintian (no error
+# or warning that is not overridden with a reason in debian/), and the
+# package extracted into a scratch root (dpkg -x; never installed on this
+# machine) runs: --version, topology, plan, status, the takeover script's
+# --help, and postrm's removal of the ledger's directory, with a real VM
+# holding a claim and without.
 #
 # Usage: .ci/package.sh [OUTDIR]   (OUTDIR keeps the .deb; default: removed)
 # Needs dpkg-dev, debhelper, lintian, the build dependencies of
@@ -51,6 +53,14 @@ unflagged=$( (echo "$compiles" | grep -vE -- ' -Werror( |$)'
   fail "compiled without -Werror or -D_FORTIFY_SOURCE: $(echo "$unflagged" | head -n 1)"
 echo "package: $(echo "$compiles" | wc -l) compiler commands, each with Debian's flags and -Werror"
 deb=$(ls "$work"/qemu-pin_"$version"_*.deb)
+# What the build leaves in the tree is in .gitignore: after
+# dpkg-buildpackage in a checkout, git status shows nothing new.
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  left=$(GIT_DIR=$(git rev-parse --absolute-git-dir) GIT_WORK_TREE=$tree \
+    git ls-files --others --exclude-standard)
+  [ -z "$left" ] || fail "the build leaves files .gitignore does not name: $(echo $left)"
+  echo "package: what the build leaves in the tree is ignored by .gitignore: ok"
+fi
 tests=$(grep -E '^(Ok|Fail|Skipped):' "$work/build.log" | tr -s ' ' | paste -sd' ' || true)
 echo "package: unit tests in the build: ${tests:-none}"
 

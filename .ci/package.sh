@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# Builds the Debian package from this tree (dpkg-buildpackage -b -us -uc, in
-# a copy under a scratch directory, so that nothing lands beside the tree),
-# then checks it: its file list, the maintainer script that creates the
-# ledger's directory, lintian (no error or warning that is not overridden
-# with a reason in debian/), and the package extracted into a scratch root
-# (dpkg -x; never installed on this machine) runs: --version, topology,
-# plan, status, and the takeover script's --help.
+# Builds the Debian package from this tree (dpkg-buildpackage -b -us -uc
+# with Debian's build flags and -Werror, in a copy under a scratch
+# directory, so that nothing lands beside the tree), then checks it: that
+# what the build leaves in the tree is git-ignored, its file list, the
+# maintainer script that creates the ledger's directory, lintian (no error
+# or warning that is not overridden with a reason in debian/), and the
+# package extracted into a scratch root (dpkg -x; never installed on this
+# machine) runs: --version, topology, plan, status, the takeover script's
+# --help, and postrm's removal of the ledger's directory, with a real VM
+# holding a claim and without.
 #
 # Usage: .ci/package.sh [OUTDIR]   (OUTDIR keeps the .deb; default: removed)
-# Needs dpkg-dev, debhelper, lintian and the build dependencies of
-# debian/control (.ci/run installs them).
+# Needs dpkg-dev, debhelper, lintian, the build dependencies of
+# debian/control and qemu-system-x86 (.ci/setup and .ci/run install them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
 work=$(mktemp -d /tmp/qemu-pin-deb.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+started=() # processes to kill on the way out (the postrm check's VM)
+trap '[ ${#started[@]} -eq 0 ] || kill -KILL "${started[@]}" 2>/dev/null; rm -rf "$work"' EXIT
 out=${1:-}
 fail() { echo "package: FAIL: $*"; exit 1; }
 start=$(date +%s)
@@ -29,14 +33,36 @@ else
   tar --exclude='./build*' -cf - . | tar -xf - -C "$tree"
 fi
 
-echo "package: dpkg-buildpackage -b -us -uc (log: $work/build.log)"
-if ! (cd "$tree" && dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1; then
-  tail -n 40 "$work/build.log"
+# Debian's build flags (dpkg-buildflags: hardening, fortify) with -Werror
+# appended: any warning a Debian build of this tree gives fails CI here.
+# debian/rules itself leaves -Werror out, for builders with newer compilers.
+echo "package: dpkg-buildpackage -b -us -uc, DEB_CFLAGS_APPEND=-Werror (log: $work/build.log)"
+if ! (cd "$tree" && DEB_CFLAGS_APPEND=-Werror dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1; then
+  # ninja -v's command lines are long: the diagnostics, then the end.
+  grep -E -A3 '(error|warning):' "$work/build.log" | head -n 40 || true
+  tail -n 8 "$work/build.log" | cut -c1-300
   fail "dpkg-buildpackage failed"
 fi
 build_s=$(( $(date +%s) - start ))
+# Every compiler command of the build (debhelper runs ninja -v) had them.
+compiles=$(grep -E '^(\[[0-9]+/[0-9]+\] )?[^ ]*(cc|gcc|clang)[^ ]* .* -c [^ ]+\.c$' "$work/build.log" || true)
+[ -n "$compiles" ] || fail "no compiler command in the build log"
+unflagged=$( (echo "$compiles" | grep -vE -- ' -Werror( |$)'
+              echo "$compiles" | grep -vE -- ' -D_FORTIFY_SOURCE=[0-9]') || true)
+[ -z "$unflagged" ] ||
+  fail "compiled without -Werror or -D_FORTIFY_SOURCE: $(echo "$unflagged" | head -n 1)"
+echo "package: $(echo "$compiles" | wc -l) compiler commands, each with Debian's flags and -Werror"
 deb=$(ls "$work"/qemu-pin_"$version"_*.deb)
-grep -E '^(Ok|Fail|Skipped):' "$work/build.log" | tr -s ' ' | paste -sd' ' | sed 's/^/package: unit tests in the build: /'
+# What the build leaves in the tree is in .gitignore: after
+# dpkg-buildpackage in a checkout, git status shows nothing new.
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  left=$(GIT_DIR=$(git rev-parse --absolute-git-dir) GIT_WORK_TREE=$tree \
+    git ls-files --others --exclude-standard)
+  [ -z "$left" ] || fail "the build leaves files .gitignore does not name: $(echo $left)"
+  echo "package: what the build leaves in the tree is ignored by .gitignore: ok"
+fi
+tests=$(grep -E '^(Ok|Fail|Skipped):' "$work/build.log" | tr -s ' ' | paste -sd' ' || true)
+echo "package: unit tests in the build: ${tests:-none}"
 
 # The file list: every file the package ships, with its mode.
 actual=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { sub(/^\./, "", $6); print $1, $6 }' | sort)
@@ -93,6 +119,66 @@ QEMU_PIN_CONFIG=$root/usr/share/doc/qemu-pin/examples/qemu-pin.conf \
 "$qp" status --state-dir="$work/state" >/dev/null || fail "qemu-pin status failed"
 "$root/usr/sbin/qemu-pin-takeover" --help | grep -q 'install BINARY' || fail "qemu-pin-takeover --help"
 echo "package: dpkg -x into a scratch root: qemu-pin --version, topology, plan, status: ok"
+
+# postrm on remove (and purge): the ledger's directory goes with the
+# package unless a VM may still hold a claim in it. Run with DPKG_ROOT on a
+# scratch /run, against the record of a real VM (TCG, paused by its -S)
+# launched through the package's qemu-pin, then against that record once its
+# QEMU and keeper are killed (stale), an unreadable record, a lock held by
+# someone else (postrm waits 5 s for it) and a symlink.
+prm=$work/prm
+ledger=$prm/run/qemu-pin
+mkdir -p "$prm/run"
+# postrm WANT: runs postrm remove, fails unless the ledger is then WANT
+# (kept or gone) and postrm said what matches the rest (nothing if none).
+postrm() {
+  local want=$1 said got=gone
+  shift
+  said=$(DPKG_ROOT=$prm sh "$work/control/postrm" remove 2>&1) || fail "postrm remove: exit $?: $said"
+  [ ! -e "$ledger" ] || got=kept
+  if [ "$got" != "$want" ] || { [ $# -eq 0 ] && [ -n "$said" ]; } ||
+    { [ $# -gt 0 ] && ! echo "$said" | grep -q -- "$*"; }; then
+    fail "postrm remove: $ledger $got (expected $want), said: ${said:-nothing}"
+  fi
+}
+record_pid() { sed -n "s/^ *\"$1\" *: *\([0-9]*\).*/\1/p" "$ledger"/*.json; }
+command -v qemu-system-x86_64 >/dev/null || fail "no qemu-system-x86_64 on PATH for the postrm check"
+postrm gone
+: >"$work/empty.conf"
+QEMU_PIN_CONFIG=$work/empty.conf "$qp" --state-dir="$ledger" -- qemu-system-x86_64 \
+  -accel tcg -m 64 -S -display none -nodefaults -monitor none >"$work/vm.log" 2>&1 &
+vm=$!
+started+=("$vm")
+for _ in $(seq 100); do
+  ls "$ledger"/*.json >/dev/null 2>&1 && [ -n "$(record_pid keeper-pid)" ] && break
+  sleep 0.1
+done
+keeper=$(record_pid keeper-pid)
+started+=("$keeper")
+[ "$(record_pid qemu-pid)" = "$vm" ] && [ -n "$keeper" ] ||
+  fail "no record of the VM in $ledger: $(cat "$work/vm.log")"
+postrm kept "$ledger kept, until reboot: .* the claim of running QEMU $vm"
+kill -KILL "$keeper" "$vm"
+wait "$vm" 2>/dev/null || true
+started=()
+ls "$ledger"/*.json >/dev/null 2>&1 || fail "killing the keeper first left no stale record"
+postrm gone
+mkdir "$ledger" && : >"$ledger/lock" && echo '{"version": 1, "id": "cut' >"$ledger/cut.json.corrupt"
+postrm kept "cut.json.corrupt names no process"
+rm "$ledger/cut.json.corrupt"
+(exec 8<"$ledger/lock" && flock 8 && exec sleep 30) &
+holder=$!
+started+=("$holder")
+sleep 0.5
+postrm kept "$ledger kept, until reboot: its lock is held"
+kill "$holder"
+wait "$holder" 2>/dev/null || true
+started=()
+postrm gone
+mkdir "$work/elsewhere" && : >"$work/elsewhere/keep" && ln -s "$work/elsewhere" "$ledger"
+postrm kept
+[ -f "$work/elsewhere/keep" ] || fail "postrm remove followed the symlink $ledger"
+echo "package: postrm remove: ledger kept for a running VM, removed once it is gone: ok"
 
 if [ -n "$out" ]; then
   mkdir -p "$out"

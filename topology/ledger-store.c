@@ -285,12 +285,40 @@ qp_ledger_default_dir(char **warning)
   return qp_ledger_choose_dir(QP_SHARED_LEDGER_DIR, QP_LEDGER_GROUP, warning);
 }
 
-/* The lock file of a directory (DIRST its stat): created 0600 in a private
+/* A lock file just made in a shared directory (DIRST its stat) must have
+ * the directory's group: at mode 0660 any other group keeps every other
+ * member out of it, and so out of the ledger, until reboot. A setgid
+ * directory (3770, as the tmpfiles.d entry makes it) gave it that group;
+ * else fchown, and a lock file that cannot have it is removed again. */
+static gboolean
+lock_has_dir_group(int dirfd, int fd, const char *dir, const struct stat *dirst,
+                   GError **error)
+{
+  struct stat st;
+  if ((fstat(fd, &st) == 0 && st.st_gid == dirst->st_gid) ||
+      fchown(fd, (uid_t)-1, dirst->st_gid) == 0)
+    return TRUE;
+  int errsv = errno;
+  (void)unlinkat(dirfd, LOCK_NAME, 0);
+  struct group *gr = getgrgid(dirst->st_gid);
+  g_autofree char *group = gr != NULL
+                               ? g_strdup(gr->gr_name)
+                               : g_strdup_printf("%u", (unsigned)dirst->st_gid);
+  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
+              "cannot give lock file %s/%s the group %s of its directory: "
+              "%s; make %s setgid (mode 3770, as qemu-pin's tmpfiles.d "
+              "entry does)",
+              dir, LOCK_NAME, group, g_strerror(errsv), dir);
+  return FALSE;
+}
+
+/* The lock file of DIR (DIRFD, DIRST its stat): created 0600 in a private
  * directory, 0660 for the group in a shared one whoever comes first,
  * whatever the umask. Only flock is taken on it, for which reading is
  * enough. */
 static int
-open_lock(int dirfd, const struct stat *dirst, gboolean shared)
+open_lock(int dirfd, const char *dir, const struct stat *dirst, gboolean shared,
+          GError **error)
 {
   const int flags = O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
   mode_t mode = shared ? 0660 : 0600;
@@ -298,20 +326,25 @@ open_lock(int dirfd, const struct stat *dirst, gboolean shared)
     int fd = openat(dirfd, LOCK_NAME, O_RDWR | flags);
     if (fd < 0 && errno == EACCES && shared)
       fd = openat(dirfd, LOCK_NAME, O_RDONLY | flags);
-    if (fd >= 0 || errno != ENOENT)
+    if (fd >= 0)
       return fd;
+    if (errno != ENOENT)
+      break;
     /* Not O_CREAT on an existing file: protected_regular refuses that
      * in a sticky directory when another user owns it. */
     fd = openat(dirfd, LOCK_NAME, O_RDWR | O_CREAT | O_EXCL | flags, mode);
     if (fd >= 0) {
-      if (shared)
-        (void)fchown(fd, (uid_t)-1, dirst->st_gid);
+      if (shared && !lock_has_dir_group(dirfd, fd, dir, dirst, error)) {
+        close(fd);
+        return -1;
+      }
       (void)fchmod(fd, mode);
       return fd;
     }
     if (errno != EEXIST)
-      return -1;
+      break;
   }
+  set_errno_error(error, errno, "cannot open lock file %s/%s", dir, LOCK_NAME);
   return -1;
 }
 
@@ -360,10 +393,8 @@ qp_ledger_open(const char *dir, GError **error)
     (void)fchmod(dirfd, 0700);
 
   gboolean shared = dir_is_shared(&st);
-  int lockfd = open_lock(dirfd, &st, shared);
+  int lockfd = open_lock(dirfd, dir, &st, shared, error);
   if (lockfd < 0) {
-    set_errno_error(error, errno, "cannot open lock file %s/%s", dir,
-                    LOCK_NAME);
     close(dirfd);
     return NULL;
   }

@@ -3,7 +3,8 @@
 # like the one libvirt generates per domain (abstractions/libvirt-qemu, when
 # libvirt's AppArmor files are installed, then ours). Parse only: nothing is
 # loaded into the kernel or written to the cache. A copy with a broken rule
-# must be rejected, so that a parser that accepts anything fails the test.
+# must be rejected, so that a parser that accepts anything fails the test,
+# and the profile must still parse once the abstraction is gone.
 #
 # Usage: check-apparmor.sh ABSTRACTION
 set -eu
@@ -25,7 +26,7 @@ cat >"$work/profile" <<PROFILE
 
 profile libvirt-00000000-0000-0000-0000-000000000000 flags=(attach_disconnected) {
 $libvirt
-  #include <abstractions/qemu-pin>
+  include if exists <abstractions/qemu-pin>
 }
 PROFILE
 # -Q: no kernel load; -K, -T: no cache write or read.
@@ -40,4 +41,11 @@ grep -q '/etc/qemu-pin/\*\* r,' "$work/expanded" || fail "the expanded profile l
 sed 's|/etc/qemu-pin/\*\* r,|/etc/qemu-pin/** rq,|' "$abstraction" >"$work/inc/abstractions/qemu-pin"
 if parse "$work/profile"; then fail "apparmor_parser accepted a broken rule"; fi
 log "ok: a broken rule is rejected"
+# `include if exists`, the line docs/orchestrators/libvirt.md adds: once
+# qemu-pin is purged and its abstraction gone, the profile still loads.
+if [ ! -e /etc/apparmor.d/abstractions/qemu-pin ]; then
+  rm "$work/inc/abstractions/qemu-pin"
+  parse "$work/profile" || fail "without the abstraction the profile fails: $(grep -v '^Cache' "$work/err" | head -n 3)"
+  log "ok: parsed without the abstraction (qemu-pin purged)"
+fi
 log "PASS"

@@ -343,10 +343,11 @@ test_dir_accepts_shared(Fixture *f, gconstpointer data)
   assert_open_fails(f->state, "without the sticky bit", "3770");
 }
 
-/* qp_ledger_choose_dir(SHARED) as uid/gid 65534 (groups: GROUPS, N of
- * them), with XDG_RUNTIME_DIR=/xdg: the directory, and the warning or "". */
-static char **
-choose_as_nobody(const char *shared, const gid_t *groups, int n)
+/* FN(ARG) in a child as uid/gid 65534 (groups: GROUPS, N of them), with
+ * XDG_RUNTIME_DIR=/xdg: the text it returns. */
+static char *
+as_nobody(const gid_t *groups, int n, char *(*fn)(const char *),
+          const char *arg)
 {
   int fds[2];
   g_assert_cmpint(pipe(fds), ==, 0);
@@ -358,10 +359,8 @@ choose_as_nobody(const char *shared, const gid_t *groups, int n)
         setresuid(65534, 65534, 65534))
       _exit(1);
     g_setenv("XDG_RUNTIME_DIR", "/xdg", TRUE);
-    char *why = NULL;
-    char *dir = qp_ledger_choose_dir(shared, "kvm", &why);
-    char *out = g_strdup_printf("%s\n%s", dir, why ? why : "");
-    _exit(write(fds[1], out, strlen(out)) > 0 ? 0 : 1);
+    char *out = fn(arg);
+    _exit(write(fds[1], out, strlen(out)) == (ssize_t)strlen(out) ? 0 : 1);
   }
   close(fds[1]);
   GString *s = g_string_new(NULL);
@@ -373,8 +372,34 @@ choose_as_nobody(const char *shared, const gid_t *groups, int n)
   int status;
   g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
   g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  char **parts = g_strsplit(s->str, "\n", 2);
-  g_string_free(s, TRUE);
+  return g_string_free(s, FALSE);
+}
+
+/* qp_ledger_choose_dir(SHARED): the directory, a newline, the warning. */
+static char *
+choose_text(const char *shared)
+{
+  char *why = NULL;
+  char *dir = qp_ledger_choose_dir(shared, "kvm", &why);
+  return g_strdup_printf("%s\n%s", dir, why ? why : "");
+}
+
+/* qp_ledger_open(DIR): "" when it opens, else its error. */
+static char *
+open_text(const char *dir)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpLedger) l = qp_ledger_open(dir, &error);
+  return g_strdup(l != NULL ? "" : error->message);
+}
+
+/* qp_ledger_choose_dir(SHARED) as uid/gid 65534 (groups: GROUPS, N of
+ * them), with XDG_RUNTIME_DIR=/xdg: the directory, and the warning or "". */
+static char **
+choose_as_nobody(const char *shared, const gid_t *groups, int n)
+{
+  g_autofree char *s = as_nobody(groups, n, choose_text, shared);
+  char **parts = g_strsplit(s, "\n", 2);
   g_assert_cmpuint(g_strv_length(parts), ==, 2);
   return parts;
 }
@@ -428,6 +453,57 @@ test_shared_choice(Fixture *f, gconstpointer data)
   g_assert_cmpint(stat(fresh, &st), ==, 0);
   g_assert_cmpint(st.st_mode & 07777, ==, 03770);
   g_assert_cmpint(st.st_gid, ==, 65534);
+}
+
+/* A lock file made in a shared directory gets the directory's group, or
+ * the ledger does not open, saying why, and leaves no lock behind: at mode
+ * 0660 a lock of another group keeps every other member out of the
+ * ledger. */
+static void
+test_shared_lock_group(Fixture *f, gconstpointer data)
+{
+  if (geteuid() != 0) {
+    g_test_skip("needs root to act as another user");
+    return;
+  }
+  g_assert_cmpint(chmod(f->tmp, 0755), ==, 0);
+  g_autofree char *lock = state_file(f, "lock");
+  struct stat st;
+  /* Root, in a shared directory without the setgid bit: fchown. */
+  g_assert_cmpint(mkdir(f->state, 0700), ==, 0);
+  g_assert_cmpint(chown(f->state, 0, 65534), ==, 0);
+  g_assert_cmpint(chmod(f->state, 01770), ==, 0);
+  g_autoptr(QpLedger) l = open_ok(f);
+  g_assert_cmpstr(qp_ledger_dir(l), ==, f->state);
+  g_assert_cmpint(stat(lock, &st), ==, 0);
+  g_assert_cmpint(st.st_gid, ==, 65534);
+  g_assert_cmpint(st.st_mode & 07777, ==, 0660);
+
+  /* Its owner 65534, not in its group 0, cannot give the lock that group. */
+  g_assert_cmpint(unlink(lock), ==, 0);
+  g_assert_cmpint(chown(f->state, 65534, 0), ==, 0);
+  g_assert_cmpint(chmod(f->state, 01770), ==, 0);
+  struct group *gr = getgrgid(0);
+  g_assert_nonnull(gr);
+  g_autofree char *want = g_strdup_printf("the group %s of its directory: %s",
+                                          gr->gr_name, g_strerror(EPERM));
+  gid_t nogroup = 65534;
+  g_autofree char *err = as_nobody(&nogroup, 1, open_text, f->state);
+  g_test_message("%s", err);
+  g_assert_nonnull(strstr(err, lock));
+  g_assert_nonnull(strstr(err, want));
+  g_assert_nonnull(strstr(err, "setgid (mode 3770"));
+  g_assert_null(strchr(err, '\n'));
+  g_assert_false(g_file_test(lock, G_FILE_TEST_EXISTS));
+
+  /* With the setgid bit the lock has the group from the start. */
+  g_assert_cmpint(chmod(f->state, 03770), ==, 0);
+  g_autofree char *ok = as_nobody(&nogroup, 1, open_text, f->state);
+  g_assert_cmpstr(ok, ==, "");
+  g_assert_cmpint(stat(lock, &st), ==, 0);
+  g_assert_cmpint(st.st_uid, ==, 65534);
+  g_assert_cmpint(st.st_gid, ==, 0);
+  g_assert_cmpint(st.st_mode & 07777, ==, 0660);
 }
 
 static void
@@ -1810,6 +1886,7 @@ main(int argc, char **argv)
   FT("/ledger/dir/refuses-group-writable", test_dir_refuses_group_writable);
   FT("/ledger/dir/accepts-shared", test_dir_accepts_shared);
   FT("/ledger/dir/shared-choice", test_shared_choice);
+  FT("/ledger/dir/shared-lock-takes-group", test_shared_lock_group);
   FT("/ledger/dir/refuses-file", test_dir_refuses_file);
   FT("/ledger/dir/parent-must-exist", test_dir_parent_must_exist);
   g_test_add_func("/ledger/dir/default", test_dir_default);

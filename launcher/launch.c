@@ -61,10 +61,8 @@ print_warnings(GPtrArray *warnings)
 char *
 qp_launch_state_dir(const QpOptions *opts)
 {
-  if (opts->state_dir != NULL)
-    return g_strdup(opts->state_dir);
   g_autofree char *why = NULL;
-  char *dir = qp_ledger_default_dir(&why);
+  char *dir = qp_state_dir_for(opts->state_dir, &why);
   if (why != NULL)
     qp_warning("%s", why);
   return dir;

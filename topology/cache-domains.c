@@ -2,7 +2,7 @@
  * each kept when its CPUs lie inside one NUMA node. */
 #include "topology/cache-domains.h"
 
-#include "topology/json-out.h"
+#include "topology/base/json.h"
 
 static gint
 compare_domain(gconstpointer a, gconstpointer b)

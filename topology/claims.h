@@ -5,7 +5,7 @@
 #include <glib.h>
 #include <hwloc.h>
 
-#include "topology/cpulist.h"
+#include "topology/base/cpulist.h"
 #include "topology/placement.h"
 
 G_BEGIN_DECLS

@@ -7,8 +7,8 @@
  */
 #include "topology/host-snapshot.h"
 
-#include "topology/dir-file.h"
-#include "topology/ledger-store.h"
+#include "topology/base/dir-file.h"
+#include "topology/base/state-dir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -85,19 +85,11 @@ qp_host_snapshot_key(void)
 static int
 open_state_dir(const char *dir, char **name)
 {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) < 0 || !qp_ledger_dir_stat_ok(dir, &st, NULL))
-    goto refuse;
-  gboolean shared = (st.st_mode & S_IWGRP) != 0;
-  *name =
-      shared ? g_strdup_printf(QP_HOST_SNAPSHOT_NAME "-%u", (unsigned)geteuid())
-             : g_strdup(QP_HOST_SNAPSHOT_NAME);
-  return fd;
-refuse:
+  int fd = qp_state_dir_open(dir, FALSE, &st, NULL);
   if (fd >= 0)
-    close(fd);
-  return -1;
+    *name = qp_state_snapshot_name(qp_state_dir_is_shared(&st));
+  return fd;
 }
 
 /* The snapshot's XML if its key is KEY (its length in *LEN), else NULL. */
@@ -129,14 +121,13 @@ static void
 write_snapshot(int dirfd, const char *name, const char *key, const char *xml,
                int len)
 {
-  g_autofree char *tmp = g_strdup_printf("%s.tmp-%d", name, (int)getpid());
   g_autofree char *head = g_strdup_printf("%s%sxml %d\n", HEADER, key, len);
   GString *text = g_string_new(head);
   g_string_append_len(text, xml, len);
   int errsv = 0;
   /* A snapshot that cannot be written costs the next start a live load. */
-  (void)qp_dir_file_replace(dirfd, name, tmp, text->str, text->len, 0600, FALSE,
-                            NULL, &errsv, NULL);
+  (void)qp_state_file_replace(dirfd, name, text->str, text->len, 0600, FALSE,
+                              NULL, &errsv, NULL, NULL);
   g_string_free(text, TRUE);
 }
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "topology/cache-domains.h"
-#include "topology/json-out.h"
+#include "topology/base/json.h"
 
 G_DEFINE_AUTO_CLEANUP_FREE_FUNC(hwloc_topology_t, hwloc_topology_destroy, NULL)
 

@@ -10,7 +10,7 @@
 #include <json-glib/json-glib.h>
 #include <hwloc.h>
 
-#include "topology/cpulist.h"
+#include "topology/base/cpulist.h"
 
 G_BEGIN_DECLS
 

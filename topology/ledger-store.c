@@ -9,27 +9,22 @@
  * component under us after the directory was checked. */
 #include "topology/ledger-store.h"
 
-#include "topology/dir-file.h"
+#include "topology/base/dir-file.h"
+#include "topology/base/proc.h"
+#include "topology/base/state-dir.h"
 #include "topology/ledger-summary.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <dirent.h>
-#include <grp.h>
-#include <pwd.h>
 #include <unistd.h>
 
-#define RECORD_SUFFIX ".json"
-#define CORRUPT_SUFFIX ".json.corrupt"
-#define TEMP_MARK ".json.tmp-"
-#define LOCK_NAME "lock"
 #define RECORD_MAX_BYTES (1024 * 1024)
 
 struct QpLedger {
@@ -48,86 +43,16 @@ struct QpLedger {
 
 /* ---- Small helpers ------------------------------------------------------- */
 
-static gboolean set_errno_error(GError **error, int errsv, const char *fmt, ...)
-    G_GNUC_PRINTF(3, 4);
-
-static gboolean
-set_errno_error(GError **error, int errsv, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *what = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER, "%s: %s",
-              what, g_strerror(errsv));
-  return FALSE;
-}
-
-static gboolean
-has_suffix_len(const char *name, const char *suffix, gsize *prefix_len)
-{
-  gsize n = strlen(name), s = strlen(suffix);
-  if (n <= s || strcmp(name + n - s, suffix) != 0)
-    return FALSE;
-  *prefix_len = n - s;
-  return TRUE;
-}
-
 static gboolean
 fsync_dir(QpLedger *ledger, GError **error)
 {
   if (fsync(ledger->dirfd) < 0 && errno != EINVAL)
-    return set_errno_error(error, errno, "cannot sync state directory %s",
-                           ledger->dir);
+    return qp_state_errno_error(error, errno, "cannot sync state directory %s",
+                                ledger->dir);
   return TRUE;
 }
 
-/* ---- Process start times ----------------------------------------------- */
-
-guint64
-qp_proc_start_time(int pid)
-{
-  if (pid <= 0)
-    return 0;
-  /* One open and one read: this runs for every record of the ledger. */
-  char path[32], text[1024];
-  g_snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0)
-    return 0;
-  ssize_t n;
-  do
-    n = read(fd, text, sizeof text - 1);
-  while (n < 0 && errno == EINTR);
-  close(fd);
-  if (n <= 0)
-    return 0;
-  text[n] = '\0';
-  /* comm (field 2) may hold spaces and parentheses: fields resume after the
-   * last ')'. */
-  const char *p = strrchr(text, ')');
-  if (p == NULL)
-    return 0;
-  p++;
-  /* Field 3 is the state: a zombie has released its memory and CPUs. */
-  while (*p == ' ')
-    p++;
-  if (*p == 'Z' || *p == 'X' || *p == 'x')
-    return 0;
-  for (int field = 3; field < 22; field++) {
-    p = strchr(p, ' ');
-    if (p == NULL)
-      return 0;
-    while (*p == ' ')
-      p++;
-  }
-  char *end = NULL;
-  errno = 0;
-  guint64 v = g_ascii_strtoull(p, &end, 10);
-  if (errno != 0 || end == p)
-    return 0;
-  return v;
-}
+/* ---- Liveness ----------------------------------------------------------- */
 
 static gboolean
 process_is(int pid, guint64 start)
@@ -145,145 +70,8 @@ claim_is_live(const QpClaim *c)
          process_is(c->launcher_pid, c->launcher_start);
 }
 
-/* ---- Directory ------------------------------------------------------------
+/* ---- Opening -------------------------------------------------------------
  */
-
-gboolean
-qp_ledger_dir_stat_ok(const char *dir, const struct stat *st, GError **error)
-{
-  uid_t me = geteuid();
-  const char *want = "0700, or 3770 with a group for a shared ledger";
-  if (S_ISLNK(st->st_mode)) {
-    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
-                "state directory %s is a symlink; expected a real directory "
-                "owned by uid %u with mode %s",
-                dir, (unsigned)me, want);
-    return FALSE;
-  }
-  if (!S_ISDIR(st->st_mode)) {
-    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
-                "state directory %s is not a directory; expected a directory "
-                "owned by uid %u with mode %s",
-                dir, (unsigned)me, want);
-    return FALSE;
-  }
-  if (st->st_uid != me && (st->st_uid != 0 || !(st->st_mode & S_IWGRP))) {
-    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
-                "state directory %s is owned by uid %u; expected uid %u, or "
-                "root with mode 3770 for a shared ledger (remove it or choose "
-                "another --state-dir)",
-                dir, (unsigned)st->st_uid, (unsigned)me);
-    return FALSE;
-  }
-  if ((st->st_mode & S_IWOTH) ||
-      ((st->st_mode & S_IWGRP) && !(st->st_mode & S_ISVTX))) {
-    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
-                "state directory %s has mode %04o, writable by %s; expected "
-                "%s",
-                dir, (unsigned)(st->st_mode & 07777),
-                (st->st_mode & S_IWOTH) ? "others"
-                                        : "its group without the sticky bit",
-                want);
-    return FALSE;
-  }
-  return TRUE;
-}
-
-static gboolean
-dir_is_shared(const struct stat *st)
-{
-  return st->st_uid != geteuid() || (st->st_mode & S_IWGRP);
-}
-
-/* Creates the shared ledger directory DIR as root: mode 3770 for GROUP,
- * as the tmpfiles.d entry makes it at boot. Silent when GROUP does not
- * exist (qp_ledger_open() then makes a private one) or DIR does. */
-static void
-create_shared_dir(const char *dir, const char *group)
-{
-  struct group *gr = group[0] != '\0' ? getgrnam(group) : NULL;
-  if (gr == NULL || mkdir(dir, 0700) < 0)
-    return;
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return;
-  if (fchown(fd, 0, gr->gr_gid) == 0)
-    (void)fchmod(fd, 03770);
-  close(fd);
-}
-
-static char *
-per_user_dir(void)
-{
-  const char *xdg = g_getenv("XDG_RUNTIME_DIR");
-  if (xdg != NULL && *xdg != '\0')
-    return g_build_filename(xdg, "qemu-pin", NULL);
-  return g_strdup_printf("/tmp/qemu-pin-%u", (unsigned)geteuid());
-}
-
-static char *
-user_label(void)
-{
-  struct passwd *pw = getpwuid(geteuid());
-  return pw != NULL ? g_strdup(pw->pw_name)
-                    : g_strdup_printf("uid %u", (unsigned)geteuid());
-}
-
-/* Why this user cannot use the shared directory SHARED, and the fix; NULL
- * when it can. */
-static char *
-shared_dir_problem(const char *shared, const char *group)
-{
-  struct stat st;
-  if (lstat(shared, &st) < 0)
-    return g_strdup_printf(
-        "%s (create it with `systemd-tmpfiles --create qemu-pin.conf`)",
-        errno == ENOENT ? "it does not exist" : g_strerror(errno));
-  g_autoptr(GError) bad = NULL;
-  if (!qp_ledger_dir_stat_ok(shared, &st, &bad) || st.st_uid == geteuid() ||
-      !(st.st_mode & S_IWGRP))
-    return g_strdup_printf("it is not shared (mode %04o, owner uid %u; make "
-                           "it 3770 root:%s as qemu-pin's tmpfiles.d entry "
-                           "does)",
-                           (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
-                           group[0] != '\0' ? group : "GROUP");
-  if (faccessat(AT_FDCWD, shared, W_OK | X_OK, AT_EACCESS) == 0)
-    return NULL;
-  g_autofree char *user = user_label();
-  struct group *gr = getgrgid(st.st_gid);
-  g_autofree char *gname = gr != NULL
-                               ? g_strdup(gr->gr_name)
-                               : g_strdup_printf("%u", (unsigned)st.st_gid);
-  return g_strdup_printf("%s is not in its group %s (add it: `usermod -aG %s "
-                         "%s`, then start QEMU anew)",
-                         user, gname, gname, user);
-}
-
-char *
-qp_ledger_choose_dir(const char *shared, const char *group, char **warning)
-{
-  if (warning != NULL)
-    *warning = NULL;
-  if (geteuid() == 0) {
-    create_shared_dir(shared, group);
-    return g_strdup(shared);
-  }
-  g_autofree char *problem = shared_dir_problem(shared, group);
-  if (problem == NULL)
-    return g_strdup(shared);
-  char *dir = per_user_dir();
-  if (warning != NULL)
-    *warning = g_strdup_printf("shared ledger %s is not usable: %s; using "
-                               "%s, which other users' VMs do not see",
-                               shared, problem, dir);
-  return dir;
-}
-
-char *
-qp_ledger_default_dir(char **warning)
-{
-  return qp_ledger_choose_dir(QP_SHARED_LEDGER_DIR, QP_LEDGER_GROUP, warning);
-}
 
 /* The lock file of a directory (DIRST its stat): created 0600 in a private
  * directory, 0660 for the group in a shared one whoever comes first,
@@ -295,14 +83,14 @@ open_lock(int dirfd, const struct stat *dirst, gboolean shared)
   const int flags = O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
   mode_t mode = shared ? 0660 : 0600;
   for (int attempt = 0; attempt < 3; attempt++) {
-    int fd = openat(dirfd, LOCK_NAME, O_RDWR | flags);
+    int fd = openat(dirfd, QP_STATE_LOCK, O_RDWR | flags);
     if (fd < 0 && errno == EACCES && shared)
-      fd = openat(dirfd, LOCK_NAME, O_RDONLY | flags);
+      fd = openat(dirfd, QP_STATE_LOCK, O_RDONLY | flags);
     if (fd >= 0 || errno != ENOENT)
       return fd;
     /* Not O_CREAT on an existing file: protected_regular refuses that
      * in a sticky directory when another user owns it. */
-    fd = openat(dirfd, LOCK_NAME, O_RDWR | O_CREAT | O_EXCL | flags, mode);
+    fd = openat(dirfd, QP_STATE_LOCK, O_RDWR | O_CREAT | O_EXCL | flags, mode);
     if (fd >= 0) {
       if (shared)
         (void)fchown(fd, (uid_t)-1, dirst->st_gid);
@@ -319,51 +107,16 @@ QpLedger *
 qp_ledger_open(const char *dir, GError **error)
 {
   g_return_val_if_fail(dir != NULL, NULL);
-  gboolean created = FALSE;
-  if (mkdir(dir, 0700) == 0)
-    created = TRUE;
-  else if (errno != EEXIST) {
-    set_errno_error(error, errno, "cannot create state directory %s%s", dir,
-                    errno == ENOENT ? " (its parent must exist)" : "");
-    return NULL;
-  }
-
   struct stat st;
-  if (lstat(dir, &st) < 0) {
-    set_errno_error(error, errno, "cannot inspect state directory %s", dir);
-    return NULL;
-  }
-  if (!qp_ledger_dir_stat_ok(dir, &st, error))
+  int dirfd = qp_state_dir_open(dir, TRUE, &st, error);
+  if (dirfd < 0)
     return NULL;
 
-  int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (dirfd < 0) {
-    if (errno == ELOOP || errno == ENOTDIR) {
-      /* Swapped between lstat and open: report it as what it is now. */
-      if (lstat(dir, &st) == 0 && !qp_ledger_dir_stat_ok(dir, &st, error))
-        return NULL;
-    }
-    set_errno_error(error, errno, "cannot open state directory %s", dir);
-    return NULL;
-  }
-  /* The fd is what we use from now on: check that, not the path. */
-  if (fstat(dirfd, &st) < 0) {
-    set_errno_error(error, errno, "cannot inspect state directory %s", dir);
-    close(dirfd);
-    return NULL;
-  }
-  if (!qp_ledger_dir_stat_ok(dir, &st, error)) {
-    close(dirfd);
-    return NULL;
-  }
-  if (created && (st.st_mode & 07777) != 0700)
-    (void)fchmod(dirfd, 0700);
-
-  gboolean shared = dir_is_shared(&st);
+  gboolean shared = qp_state_dir_is_shared(&st);
   int lockfd = open_lock(dirfd, &st, shared);
   if (lockfd < 0) {
-    set_errno_error(error, errno, "cannot open lock file %s/%s", dir,
-                    LOCK_NAME);
+    qp_state_errno_error(error, errno, "cannot open lock file %s/%s", dir,
+                         QP_STATE_LOCK);
     close(dirfd);
     return NULL;
   }
@@ -371,7 +124,7 @@ qp_ledger_open(const char *dir, GError **error)
       (!shared && st.st_uid != geteuid())) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
                 "lock file %s/%s is not a regular file owned by uid %u", dir,
-                LOCK_NAME, (unsigned)geteuid());
+                QP_STATE_LOCK, (unsigned)geteuid());
     close(lockfd);
     close(dirfd);
     return NULL;
@@ -429,8 +182,8 @@ qp_ledger_lock(QpLedger *ledger, GError **error)
   while (flock(ledger->lockfd, LOCK_EX) < 0) {
     if (errno == EINTR)
       continue;
-    return set_errno_error(error, errno, "cannot lock %s/%s", ledger->dir,
-                           LOCK_NAME);
+    return qp_state_errno_error(error, errno, "cannot lock %s/%s", ledger->dir,
+                                QP_STATE_LOCK);
   }
   ledger->locked = TRUE;
   return TRUE;
@@ -548,22 +301,22 @@ qp_ledger_write(QpLedger *ledger, const QpClaim *claim, GError **error)
     return FALSE;
   }
   g_autofree char *text = qp_claim_to_json(claim);
-  g_autofree char *name = g_strconcat(claim->id, RECORD_SUFFIX, NULL);
+  g_autofree char *name = qp_state_record_name(claim->id);
   if (!require_own(ledger, name, error))
     return FALSE;
-  g_autofree char *tmp =
-      g_strdup_printf(".%s" TEMP_MARK "%d", claim->id, (int)getpid());
 
   guint64 ino = 0;
   int errsv = 0;
   const char *step = NULL;
-  if (!qp_dir_file_replace(ledger->dirfd, name, tmp, text, strlen(text),
-                           record_mode(ledger), TRUE, &ino, &errsv, &step)) {
+  g_autofree char *tmp = NULL;
+  if (!qp_state_file_replace(ledger->dirfd, name, text, strlen(text),
+                             record_mode(ledger), TRUE, &ino, &errsv, &step,
+                             &tmp)) {
     if (strcmp(step, "rename") == 0)
-      return set_errno_error(error, errsv, "cannot rename %s/%s to %s",
-                             ledger->dir, tmp, name);
-    return set_errno_error(error, errsv, "cannot %s %s/%s", step, ledger->dir,
-                           tmp);
+      return qp_state_errno_error(error, errsv, "cannot rename %s/%s to %s",
+                                  ledger->dir, tmp, name);
+    return qp_state_errno_error(error, errsv, "cannot %s %s/%s", step,
+                                ledger->dir, tmp);
   }
   if (ledger->summary != NULL)
     qp_summary_set(ledger->summary, claim->id, ino, claim);
@@ -586,7 +339,7 @@ qp_ledger_remove(QpLedger *ledger, const char *id, GError **error)
       return FALSE;
     took = TRUE;
   }
-  g_autofree char *name = g_strconcat(id, RECORD_SUFFIX, NULL);
+  g_autofree char *name = qp_state_record_name(id);
   gboolean ok = require_own(ledger, name, error);
   if (ok) {
     if (ledger->summary == NULL)
@@ -595,8 +348,8 @@ qp_ledger_remove(QpLedger *ledger, const char *id, GError **error)
   }
   if (ok && unlinkat(ledger->dirfd, name, 0) < 0) {
     if (errno != ENOENT)
-      ok = set_errno_error(error, errno, "cannot remove %s/%s", ledger->dir,
-                           name);
+      ok = qp_state_errno_error(error, errno, "cannot remove %s/%s",
+                                ledger->dir, name);
   } else if (ok) {
     ok = fsync_dir(ledger, error);
   }
@@ -636,12 +389,12 @@ list_dir(QpLedger *ledger, GError **error)
 {
   int fd = openat(ledger->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
-    set_errno_error(error, errno, "cannot list %s", ledger->dir);
+    qp_state_errno_error(error, errno, "cannot list %s", ledger->dir);
     return NULL;
   }
   DIR *d = fdopendir(fd);
   if (d == NULL) {
-    set_errno_error(error, errno, "cannot list %s", ledger->dir);
+    qp_state_errno_error(error, errno, "cannot list %s", ledger->dir);
     close(fd);
     return NULL;
   }
@@ -659,36 +412,12 @@ list_dir(QpLedger *ledger, GError **error)
   int errsv = errno;
   closedir(d);
   if (errsv != 0) {
-    set_errno_error(error, errsv, "cannot list %s", ledger->dir);
+    qp_state_errno_error(error, errsv, "cannot list %s", ledger->dir);
     g_array_unref(entries);
     return NULL;
   }
   g_array_sort(entries, cmp_entry);
   return entries;
-}
-
-/* ".<id>.json.tmp-<pid>": the pid of the writer, or 0 if NAME is not a
- * temp file. */
-static int
-temp_file_pid(const char *name)
-{
-  if (name[0] != '.')
-    return 0;
-  const char *mark = g_strrstr(name, TEMP_MARK);
-  if (mark == NULL)
-    return 0;
-  const char *p = mark + strlen(TEMP_MARK);
-  char *end = NULL;
-  guint64 pid = g_ascii_strtoull(p, &end, 10);
-  if (end == p || *end != '\0' || pid == 0 || pid > INT_MAX)
-    return 0;
-  return (int)pid;
-}
-
-static gboolean
-pid_exists(int pid)
-{
-  return kill(pid, 0) == 0 || errno == EPERM;
 }
 
 static void
@@ -726,8 +455,8 @@ load_record(QpLedger *ledger, const char *name, const char *id, QpClaim **out,
       return TRUE;
     }
     if (errsv != EINVAL && errsv != ELOOP)
-      return set_errno_error(error, errsv, "cannot read ledger record %s/%s",
-                             ledger->dir, name);
+      return qp_state_errno_error(
+          error, errsv, "cannot read ledger record %s/%s", ledger->dir, name);
     g_set_error(reason, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
                 "not a regular file");
   } else if (len > RECORD_MAX_BYTES) {
@@ -773,11 +502,11 @@ set_aside(QpLedger *ledger, const char *name, const char *id,
     g_ptr_array_add(corrupt, g_strdup(name));
     return TRUE;
   }
-  g_autofree char *dest = g_strconcat(id, CORRUPT_SUFFIX, NULL);
+  g_autofree char *dest = qp_state_corrupt_name(id);
   if (renameat(ledger->dirfd, name, ledger->dirfd, dest) < 0)
-    return set_errno_error(error, errno,
-                           "cannot move unreadable ledger record %s/%s aside",
-                           ledger->dir, name);
+    return qp_state_errno_error(
+        error, errno, "cannot move unreadable ledger record %s/%s aside",
+        ledger->dir, name);
   *changed = TRUE;
   g_ptr_array_add(claims->warnings,
                   g_strdup_printf("ledger record %s/%s could not be read "
@@ -843,9 +572,9 @@ read_record(QpLedger *ledger, const DirEntry *e, gsize plen, ReadState *r,
       r->claims->n_stale++;
       if (errno == EPERM || errno == EACCES)
         return TRUE; /* another user's, in a sticky directory */
-      return set_errno_error(error, errno,
-                             "cannot prune stale ledger record %s/%s",
-                             ledger->dir, e->name);
+      return qp_state_errno_error(error, errno,
+                                  "cannot prune stale ledger record %s/%s",
+                                  ledger->dir, e->name);
     }
     r->changed = TRUE;
     return TRUE;
@@ -888,17 +617,19 @@ static gboolean
 read_entry(QpLedger *ledger, const DirEntry *e, ReadState *r, GError **error)
 {
   const char *name = e->name;
-  gsize plen;
-  int tpid = temp_file_pid(name);
-  if (tpid != 0) {
-    if (!pid_exists(tpid) && unlinkat(ledger->dirfd, name, 0) == 0)
+  gsize plen = 0;
+  switch (qp_state_file_kind(name, &plen)) {
+  case QP_STATE_FILE_TEMP:
+    if (qp_state_sweep_temp(ledger->dirfd, name))
       r->changed = TRUE;
-  } else if (name[0] == '.') {
-    return TRUE;
-  } else if (has_suffix_len(name, CORRUPT_SUFFIX, &plen)) {
+    break;
+  case QP_STATE_FILE_CORRUPT:
     g_ptr_array_add(r->corrupt, g_strdup(name));
-  } else if (has_suffix_len(name, RECORD_SUFFIX, &plen)) {
+    break;
+  case QP_STATE_FILE_RECORD:
     return read_record(ledger, e, plen, r, error);
+  case QP_STATE_FILE_OTHER:
+    break;
   }
   return TRUE;
 }

@@ -14,19 +14,10 @@ G_BEGIN_DECLS
 
 typedef struct QpLedger QpLedger;
 
-/* Opens (creating 0700 if needed) DIR: private (owned by this user, mode
- * 0700) or shared (owned by root or this user, group-writable with the
- * sticky bit, mode 3770). A symlink, a non-directory, a directory owned by
- * another user and not shared, or one writable by others is an error. */
+/* Opens (creating 0700 if needed) the state directory DIR and its lock
+ * file: DIR private or shared as qp_state_dir_open() checks it. */
 QpLedger *qp_ledger_open(const char *dir, GError **error);
 
-/* Whether DIR, of status ST (lstat), may hold a ledger: private (owned by
- * us, writable by us alone) or shared (owned by root or us, writable by its
- * group, with the sticky bit, so that each member unlinks and replaces only
- * its own files). FALSE with ERROR saying what is wrong and what is
- * expected. */
-gboolean qp_ledger_dir_stat_ok(const char *dir, const struct stat *st,
-                               GError **error);
 void qp_ledger_close(QpLedger *ledger);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpLedger, qp_ledger_close)
 

@@ -19,12 +19,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "topology/cpulist.h"
-#include "topology/dir-file.h"
+#include "topology/base/cpulist.h"
+#include "topology/base/dir-file.h"
+#include "topology/base/state-dir.h"
 #include "topology/ledger.h"
 
 #define HEADER "qemu-pin-ledger-summary 2\n"
-#define TEMP_NAME_FMT QP_SUMMARY_NAME ".json.tmp-%d"
 #define SUMMARY_MAX_BYTES (64 * 1024 * 1024)
 #define N_FIELDS 17
 
@@ -338,7 +338,7 @@ read_summary_file(int dirfd, gboolean shared, gsize *len, guint64 *ino)
   char *text = NULL;
   struct stat st;
   int errsv = 0;
-  if (!qp_dir_file_read(dirfd, QP_SUMMARY_NAME, SUMMARY_MAX_BYTES, &text, len,
+  if (!qp_dir_file_read(dirfd, QP_STATE_SUMMARY, SUMMARY_MAX_BYTES, &text, len,
                         &st, &errsv))
     return NULL;
   if (*len > SUMMARY_MAX_BYTES || *len != (gsize)st.st_size ||
@@ -429,11 +429,11 @@ qp_summary_save(QpSummary *s, int dirfd, gboolean shared, GError **error)
   g_string_append_printf(out, "end %u %016" G_GINT64_MODIFIER "x\n",
                          g_hash_table_size(s->entries), hash);
   g_autofree char *text = g_string_free(out, FALSE);
-  g_autofree char *tmp = g_strdup_printf(TEMP_NAME_FMT, (int)getpid());
   guint64 ino = 0;
   int errsv = 0;
-  if (!qp_dir_file_replace(dirfd, QP_SUMMARY_NAME, tmp, text, strlen(text),
-                           shared ? 0644 : 0600, FALSE, &ino, &errsv, NULL)) {
+  if (!qp_state_file_replace(dirfd, QP_STATE_SUMMARY, text, strlen(text),
+                             shared ? 0644 : 0600, FALSE, &ino, &errsv, NULL,
+                             NULL)) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
                 "cannot write the ledger summary: %s", g_strerror(errsv));
     return FALSE;

@@ -1,6 +1,7 @@
 /* The ledger's summary: every record of the state directory in one file
- * (DIR/.summary), one line per record with the inode of the record file it
- * was made from, so that a read opens one file instead of one per record.
+ * (DIR/.summary, QP_STATE_SUMMARY), one line per record with the inode of the
+ * record file it was made from, so that a read opens one file instead of one
+ * per record.
  *
  * The records stay the truth. The summary is a cache: a line is used only
  * while the directory holds a record of that name with that inode (a record
@@ -19,8 +20,6 @@
 #include "topology/claims.h"
 
 G_BEGIN_DECLS
-
-#define QP_SUMMARY_NAME ".summary"
 
 typedef struct QpSummary QpSummary;
 
@@ -72,7 +71,7 @@ void qp_summary_retain(QpSummary *summary, GHashTable *keep);
  * than writing it. */
 gboolean qp_summary_needs_save(const QpSummary *summary);
 
-/* Writes the summary to DIRFD (temporary file named with PID, rename),
+/* Writes the summary to DIRFD (through its temporary file, renamed),
  * readable by the group when SHARED. */
 gboolean qp_summary_save(QpSummary *summary, int dirfd, gboolean shared,
                          GError **error);

@@ -7,7 +7,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "topology/json-out.h"
+#include "topology/base/json.h"
 
 #define RECORD_VERSION 1
 #define ID_MAX_LEN 128
@@ -25,6 +25,73 @@ qp_claim_id_is_valid(const char *id)
 
 /* ---- Records: JSON ---------------------------------------------------------
  */
+
+static void
+add_node_mib(JsonBuilder *b, const char *key, const GArray *amounts)
+{
+  json_builder_set_member_name(b, key);
+  json_builder_begin_object(b);
+  for (guint i = 0; amounts != NULL && i < amounts->len; i++) {
+    const QpNodeAmount *a = &g_array_index(amounts, QpNodeAmount, i);
+    qp_json_add_node_member(b, a->node, (gint64)a->mib);
+  }
+  json_builder_end_object(b);
+}
+
+static void
+add_node_vcpus(JsonBuilder *b, const char *key, const GArray *loads)
+{
+  json_builder_set_member_name(b, key);
+  json_builder_begin_object(b);
+  for (guint i = 0; loads != NULL && i < loads->len; i++) {
+    const QpNodeLoad *l = &g_array_index(loads, QpNodeLoad, i);
+    qp_json_add_node_member(b, l->node, l->vcpus);
+  }
+  json_builder_end_object(b);
+}
+
+static void
+add_huge_claims(JsonBuilder *b, const char *key, const GArray *huge)
+{
+  json_builder_set_member_name(b, key);
+  json_builder_begin_array(b);
+  for (guint i = 0; huge != NULL && i < huge->len; i++) {
+    const QpHugeClaim *h = &g_array_index(huge, QpHugeClaim, i);
+    json_builder_begin_object(b);
+    qp_json_add_int(b, "node", h->node);
+    qp_json_add_int(b, "page-kib", (gint64)h->page_kib);
+    qp_json_add_int(b, "pages", (gint64)h->pages);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+}
+
+static void
+add_cpu_loads(JsonBuilder *b, const char *key, const GArray *loads)
+{
+  json_builder_set_member_name(b, key);
+  json_builder_begin_array(b);
+  for (guint i = 0; loads != NULL && i < loads->len; i++) {
+    const QpCpuLoad *l = &g_array_index(loads, QpCpuLoad, i);
+    json_builder_begin_object(b);
+    qp_json_add_list(b, "cpus", l->cpus);
+    qp_json_add_int(b, "vcpus", l->vcpus);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+}
+
+void
+qp_json_add_holdings(JsonBuilder *b, const GArray *mem, const GArray *huge,
+                     hwloc_const_bitmap_t dedicated, const GArray *load,
+                     const GArray *cpu_load)
+{
+  add_node_mib(b, "memory-mib", mem);
+  add_huge_claims(b, "hugepages", huge);
+  qp_json_add_list(b, "dedicated-cpus", dedicated);
+  add_node_vcpus(b, "load", load);
+  add_cpu_loads(b, "cpu-load", cpu_load);
+}
 
 char *
 qp_claim_to_json(const QpClaim *c)

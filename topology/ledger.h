@@ -6,23 +6,12 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
+#include "topology/base/proc.h"
+#include "topology/base/state-dir.h"
 #include "topology/host.h"
 #include "topology/plan.h"
 
 G_BEGIN_DECLS
-
-/* The ledger directory when none is configured: the host-wide SHARED
- * (/run/qemu-pin) for root and for every user that may write it (a member
- * of its group, mode 3770); else the user's own, $XDG_RUNTIME_DIR/qemu-pin
- * or /tmp/qemu-pin-UID, and *WARNING (when not NULL) one line naming
- * SHARED, why it is not usable and the fix. Root creates a missing SHARED
- * for GROUP ("": private) when GROUP exists. */
-char *qp_ledger_choose_dir(const char *shared, const char *group,
-                           char **warning);
-
-/* qp_ledger_choose_dir() with /run/qemu-pin and the group qemu-pin was
- * built with (-Dledger_group). */
-char *qp_ledger_default_dir(char **warning);
 
 /* The live records of the ledger at DIR (`qemu-pin status`), read in a
  * critical section of its own: stale records are pruned, unreadable ones
@@ -107,11 +96,15 @@ gboolean qp_claim_id_is_valid(const char *id);
 QpClaim *qp_claim_from_plan(const QpPlan *plan, const char *id,
                             const char *name);
 
+/* What a VM holds, as its record, its plan and status write it:
+ * "memory-mib" (QpNodeAmount), "hugepages" (QpHugeClaim), "dedicated-cpus",
+ * "load" (QpNodeLoad) and "cpu-load" (QpCpuLoad); a NULL array is empty. */
+void qp_json_add_holdings(JsonBuilder *b, const GArray *mem, const GArray *huge,
+                          hwloc_const_bitmap_t dedicated, const GArray *load,
+                          const GArray *cpu_load);
+
 /* JSON form of a record, and back. */
 char *qp_claim_to_json(const QpClaim *claim);
 QpClaim *qp_claim_from_json(const char *text, gsize len, GError **error);
-
-/* Start time (field 22 of /proc/PID/stat) of PID, 0 if it is gone. */
-guint64 qp_proc_start_time(int pid);
 
 G_END_DECLS

@@ -9,7 +9,7 @@
 
 #include "topology/cache-domains.h"
 #include "topology/capacity.h"
-#include "topology/cpulist.h"
+#include "topology/base/cpulist.h"
 #include "topology/host.h"
 
 G_DEFINE_AUTO_CLEANUP_FREE_FUNC(hwloc_topology_t, hwloc_topology_destroy, NULL)

@@ -6,17 +6,10 @@
 #include <glib.h>
 #include <hwloc.h>
 
-#include "topology/cpulist.h"
+#include "topology/base/cpulist.h"
+#include "topology/base/names.h"
 
 G_BEGIN_DECLS
-
-typedef enum {
-  QP_MODE_AUTO,
-  QP_MODE_NONE,
-  QP_MODE_BALANCED,
-  QP_MODE_NUMA,
-  QP_MODE_ONE_TO_ONE,
-} QpMode;
 
 typedef enum {
   QP_POLICY_DEFAULT, /* not set: qemu-pin chooses (bind) */
@@ -33,8 +26,6 @@ typedef enum {
   QP_DEVLOC_IGNORE,
 } QpDeviceLocality;
 
-const char *qp_mode_name(QpMode mode);
-gboolean qp_mode_parse(const char *text, QpMode *out);
 const char *qp_policy_name(QpPolicy policy); /* "bind", ... ("default") */
 gboolean qp_policy_parse(const char *text, QpPolicy *out);
 const char *qp_strategy_name(QpStrategy strategy);

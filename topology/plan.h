@@ -8,7 +8,7 @@
 #include <hwloc.h>
 
 #include "topology/claims.h"
-#include "topology/cpulist.h"
+#include "topology/base/cpulist.h"
 #include "topology/host.h"
 #include "topology/placement.h"
 #include "topology/request.h"

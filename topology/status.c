@@ -5,7 +5,8 @@
 
 #include "topology/cache-domains.h"
 #include "topology/capacity.h"
-#include "topology/json-out.h"
+#include "topology/base/json.h"
+#include "topology/ledger.h"
 
 #define BAR_COLUMNS 40
 

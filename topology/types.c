@@ -3,61 +3,20 @@
 
 #include <string.h>
 
-typedef struct {
-  const char *name;
-  int value;
-} NameValue;
-
-static const char *
-name_of(const NameValue *table, gsize n, int value)
-{
-  for (gsize i = 0; i < n; i++)
-    if (table[i].value == value)
-      return table[i].name;
-  return "?";
-}
-
-static gboolean
-value_of(const NameValue *table, gsize n, const char *text, int *out)
-{
-  for (gsize i = 0; i < n; i++)
-    if (text != NULL && strcmp(table[i].name, text) == 0) {
-      *out = table[i].value;
-      return TRUE;
-    }
-  return FALSE;
-}
-
-#define DEFINE_NAMES(prefix, Type, ...)                                        \
-  static const NameValue prefix##_names[] = {__VA_ARGS__};                     \
-  const char *qp_##prefix##_name(Type v)                                       \
-  {                                                                            \
-    return name_of(prefix##_names, G_N_ELEMENTS(prefix##_names), (int)v);      \
-  }                                                                            \
-  gboolean qp_##prefix##_parse(const char *text, Type *out)                    \
-  {                                                                            \
-    int v;                                                                     \
-    if (!value_of(prefix##_names, G_N_ELEMENTS(prefix##_names), text, &v))     \
-      return FALSE;                                                            \
-    *out = (Type)v;                                                            \
-    return TRUE;                                                               \
-  }
-
-DEFINE_NAMES(mode, QpMode, {"auto", QP_MODE_AUTO}, {"none", QP_MODE_NONE},
-             {"balanced", QP_MODE_BALANCED}, {"numa", QP_MODE_NUMA},
-             {"one-to-one", QP_MODE_ONE_TO_ONE})
-DEFINE_NAMES(policy, QpPolicy, {"default", QP_POLICY_DEFAULT},
-             {"bind", QP_POLICY_BIND}, {"preferred", QP_POLICY_PREFERRED},
-             {"interleave", QP_POLICY_INTERLEAVE})
-DEFINE_NAMES(strategy, QpStrategy, {"spread", QP_STRATEGY_SPREAD},
-             {"pack", QP_STRATEGY_PACK})
-DEFINE_NAMES(smt, QpSmt, {"prefer", QP_SMT_PREFER}, {"strict", QP_SMT_STRICT})
-DEFINE_NAMES(device_locality, QpDeviceLocality,
-             {"preferred", QP_DEVLOC_PREFERRED},
-             {"required", QP_DEVLOC_REQUIRED}, {"ignore", QP_DEVLOC_IGNORE})
-DEFINE_NAMES(mem_kind, QpMemKind, {"ram", QP_MEM_RAM}, {"pc-dimm", QP_MEM_DIMM},
-             {"nvdimm", QP_MEM_NVDIMM}, {"virtio-mem", QP_MEM_VIRTIO_MEM},
-             {"virtio-pmem", QP_MEM_VIRTIO_PMEM}, {"unused", QP_MEM_UNUSED})
+QP_DEFINE_NAMES(policy, QpPolicy, {"default", QP_POLICY_DEFAULT},
+                {"bind", QP_POLICY_BIND}, {"preferred", QP_POLICY_PREFERRED},
+                {"interleave", QP_POLICY_INTERLEAVE})
+QP_DEFINE_NAMES(strategy, QpStrategy, {"spread", QP_STRATEGY_SPREAD},
+                {"pack", QP_STRATEGY_PACK})
+QP_DEFINE_NAMES(smt, QpSmt, {"prefer", QP_SMT_PREFER},
+                {"strict", QP_SMT_STRICT})
+QP_DEFINE_NAMES(device_locality, QpDeviceLocality,
+                {"preferred", QP_DEVLOC_PREFERRED},
+                {"required", QP_DEVLOC_REQUIRED}, {"ignore", QP_DEVLOC_IGNORE})
+QP_DEFINE_NAMES(mem_kind, QpMemKind, {"ram", QP_MEM_RAM},
+                {"pc-dimm", QP_MEM_DIMM}, {"nvdimm", QP_MEM_NVDIMM},
+                {"virtio-mem", QP_MEM_VIRTIO_MEM},
+                {"virtio-pmem", QP_MEM_VIRTIO_PMEM}, {"unused", QP_MEM_UNUSED})
 
 QpRequest *
 qp_request_new(void)

@@ -131,7 +131,7 @@ fill(Fixture *f, guint n)
   settle(f);
   g_autoptr(QpClaims) all = section(f, NULL);
   g_assert_cmpuint(all->claims->len, ==, n);
-  g_autofree char *path = state_file(f, QP_SUMMARY_NAME);
+  g_autofree char *path = state_file(f, QP_STATE_SUMMARY);
   g_autofree char *text = NULL;
   g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
   for (guint i = 0; i < n; i++) {
@@ -277,7 +277,7 @@ test_corrupt_summary_ignored(Fixture *f, gconstpointer data)
   for (guint k = 0; k < G_N_ELEMENTS(damage); k++) {
     g_test_message("damage: %s", damage[k]);
     fill(f, 3);
-    g_autofree char *path = state_file(f, QP_SUMMARY_NAME);
+    g_autofree char *path = state_file(f, QP_STATE_SUMMARY);
     g_autofree char *text = NULL;
     gsize len = 0;
     g_assert_true(g_file_get_contents(path, &text, &len, NULL));
@@ -338,7 +338,7 @@ test_gone_vm_pruned(Fixture *f, gconstpointer data)
   g_autoptr(QpClaim) c = claim_of("gone", child, qp_proc_start_time(child), 5);
   qp_claims_free(section(f, c));
   settle(f);
-  g_autofree char *path = state_file(f, QP_SUMMARY_NAME);
+  g_autofree char *path = state_file(f, QP_STATE_SUMMARY);
   g_autofree char *before = NULL;
   g_assert_true(g_file_get_contents(path, &before, NULL, NULL));
   g_assert_nonnull(strstr(before, " gone "));

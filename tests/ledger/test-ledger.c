@@ -343,7 +343,7 @@ test_dir_accepts_shared(Fixture *f, gconstpointer data)
   assert_open_fails(f->state, "without the sticky bit", "3770");
 }
 
-/* qp_ledger_choose_dir(SHARED) as uid/gid 65534 (groups: GROUPS, N of
+/* qp_state_dir_choose(SHARED) as uid/gid 65534 (groups: GROUPS, N of
  * them), with XDG_RUNTIME_DIR=/xdg: the directory, and the warning or "". */
 static char **
 choose_as_nobody(const char *shared, const gid_t *groups, int n)
@@ -359,7 +359,7 @@ choose_as_nobody(const char *shared, const gid_t *groups, int n)
       _exit(1);
     g_setenv("XDG_RUNTIME_DIR", "/xdg", TRUE);
     char *why = NULL;
-    char *dir = qp_ledger_choose_dir(shared, "kvm", &why);
+    char *dir = qp_state_dir_choose(shared, "kvm", &why);
     char *out = g_strdup_printf("%s\n%s", dir, why ? why : "");
     _exit(write(fds[1], out, strlen(out)) > 0 ? 0 : 1);
   }
@@ -421,7 +421,7 @@ test_shared_choice(Fixture *f, gconstpointer data)
   struct group *gr = getgrgid(65534);
   g_assert_nonnull(gr);
   g_autofree char *why = NULL;
-  g_autofree char *dir = qp_ledger_choose_dir(fresh, gr->gr_name, &why);
+  g_autofree char *dir = qp_state_dir_choose(fresh, gr->gr_name, &why);
   g_assert_cmpstr(dir, ==, fresh);
   g_assert_null(why);
   struct stat st;
@@ -456,7 +456,7 @@ test_dir_default(void)
     return;
   }
   g_autofree char *why = NULL;
-  g_autofree char *d = qp_ledger_default_dir(&why);
+  g_autofree char *d = qp_state_dir_default(&why);
   if (why == NULL) {
     g_assert_cmpstr(d, ==, "/run/qemu-pin");
     g_assert_null(why);
@@ -1284,25 +1284,38 @@ test_liveness_launcher(Fixture *f, gconstpointer data)
   qp_ledger_unlock(l);
 }
 
+/* Every temporary file of the state directory (a record's, the summary's,
+ * each user's host snapshot's, and one an older qemu-pin named after the
+ * records) is removed once its writer is gone, and kept while it runs. */
 static void
 test_temp_files(Fixture *f, gconstpointer data)
 {
+  /* The last: named by an older qemu-pin after the records' rule. */
+  static const char *const kinds[] = {".vm-a.json", ".summary",
+                                      ".host-snapshot", ".host-snapshot-1000",
+                                      ".summary.json"};
   g_autoptr(QpLedger) l = open_ok(f);
   int dead = spawn_sleep();
   kill_and_reap(dead);
-  g_autofree char *n_dead = g_strdup_printf(".vm-a.json.tmp-%d", dead);
-  g_autofree char *n_live = g_strdup_printf(".vm-b.json.tmp-%d", getpid());
-  g_autofree char *p_dead = state_file(f, n_dead);
-  g_autofree char *p_live = state_file(f, n_live);
-  set_file(p_dead, "{\"half", -1);
-  set_file(p_live, "{\"half", -1);
+  g_autoptr(GPtrArray) gone = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) kept = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < G_N_ELEMENTS(kinds); i++) {
+    g_autofree char *n_dead = g_strdup_printf("%s.tmp-%d", kinds[i], dead);
+    g_autofree char *n_live = g_strdup_printf("%s.tmp-%d", kinds[i], getpid());
+    g_ptr_array_add(gone, state_file(f, n_dead));
+    g_ptr_array_add(kept, state_file(f, n_live));
+    set_file(gone->pdata[i], "{\"half", -1);
+    set_file(kept->pdata[i], "{\"half", -1);
+  }
   g_assert_true(qp_ledger_lock(l, NULL));
   g_autoptr(QpClaims) claims = read_ok(l, NULL);
   qp_ledger_unlock(l);
   g_assert_cmpuint(claims->claims->len, ==, 0);
   g_assert_cmpuint(claims->warnings->len, ==, 0);
-  g_assert_false(g_file_test(p_dead, G_FILE_TEST_EXISTS));
-  g_assert_true(g_file_test(p_live, G_FILE_TEST_EXISTS));
+  for (guint i = 0; i < gone->len; i++) {
+    g_assert_false(g_file_test(gone->pdata[i], G_FILE_TEST_EXISTS));
+    g_assert_true(g_file_test(kept->pdata[i], G_FILE_TEST_EXISTS));
+  }
 }
 
 /* ---- Atomicity and the lock

@@ -2,6 +2,7 @@
  * snapshot is what the load uses, with free memory read live; a snapshot
  * made under another key (boot, online CPUs) or damaged is ignored, the
  * live host loaded and the snapshot written anew. */
+#include "topology/base/state-dir.h"
 #include "topology/host-snapshot.h"
 
 #include <numa.h>
@@ -22,7 +23,7 @@ setup(Fixture *f, gconstpointer data)
   g_autoptr(GError) error = NULL;
   f->dir = g_dir_make_tmp("qp-snapshot-XXXXXX", &error);
   g_assert_no_error(error);
-  f->path = g_build_filename(f->dir, QP_HOST_SNAPSHOT_NAME, NULL);
+  f->path = g_build_filename(f->dir, QP_STATE_HOST_SNAPSHOT, NULL);
 }
 
 static void

@@ -5,7 +5,7 @@
 
 #include "launcher/options.h"
 #include "launcher/qemu/vm-ids.h"
-#include "topology/cpulist.h"
+#include "topology/base/cpulist.h"
 
 static char *
 write_config(const char *text)

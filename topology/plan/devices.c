@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "topology/json-out.h"
+#include "topology/base/json.h"
 #include "topology/plan/result.h"
 
 static void

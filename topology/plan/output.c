@@ -1,7 +1,8 @@
 /* A plan as JSON (docs/plan-schema.md) and as text for people. */
 #include "topology/plan.h"
 
-#include "topology/json-out.h"
+#include "topology/base/json.h"
+#include "topology/ledger.h"
 #include "topology/plan/devices.h"
 
 /* ---- JSON --------------------------------------------------------------- */
@@ -18,6 +19,19 @@ add_vcpus_json(JsonBuilder *b, const QpPlan *plan)
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
+}
+
+/* "KEY": {"0": 512, "1": 512}: QpNodeUnits keyed by node id (NULL: {}) */
+static void
+add_node_units(JsonBuilder *b, const char *key, const GArray *units)
+{
+  json_builder_set_member_name(b, key);
+  json_builder_begin_object(b);
+  for (guint i = 0; units != NULL && i < units->len; i++) {
+    const QpNodeUnits *u = &g_array_index(units, QpNodeUnits, i);
+    qp_json_add_node_member(b, u->node, (gint64)u->units);
+  }
+  json_builder_end_object(b);
 }
 
 static void
@@ -38,7 +52,7 @@ add_mem_json(JsonBuilder *b, const QpPlanMem *pm)
   qp_json_add_string(b, "kind", qp_mem_kind_name(pm->kind));
   qp_json_add_string(b, "device", pm->device);
   qp_json_add_int(b, "page-kib", (gint64)pm->page_kib);
-  qp_json_add_node_units(b, "claimed", pm->claim);
+  add_node_units(b, "claimed", pm->claim);
   json_builder_end_object(b);
 }
 

@@ -6,8 +6,6 @@
 #include <json-glib/json-glib.h>
 #include <hwloc.h>
 
-#include "topology/plan.h"
-
 G_BEGIN_DECLS
 
 /* "KEY": V */
@@ -23,16 +21,7 @@ void qp_json_add_list_or_null(JsonBuilder *b, const char *key,
 /* "KEY": ["line", ...] (LINES NULL: []) */
 void qp_json_add_strings(JsonBuilder *b, const char *key,
                          const GPtrArray *lines);
-
-/* "KEY": {"0": 512, "1": 512}: QpNodeUnits keyed by node id (NULL: {}) */
-void qp_json_add_node_units(JsonBuilder *b, const char *key,
-                            const GArray *units);
-
-/* What a VM holds, as its record, its plan and status write it:
- * "memory-mib" (QpNodeAmount), "hugepages" (QpHugeClaim), "dedicated-cpus",
- * "load" (QpNodeLoad) and "cpu-load" (QpCpuLoad); a NULL array is empty. */
-void qp_json_add_holdings(JsonBuilder *b, const GArray *mem, const GArray *huge,
-                          hwloc_const_bitmap_t dedicated, const GArray *load,
-                          const GArray *cpu_load);
+/* "NODE": V, the node id as the member's name (objects keyed by node). */
+void qp_json_add_node_member(JsonBuilder *b, int node, gint64 v);
 
 G_END_DECLS

@@ -1,4 +1,4 @@
-#include "topology/cpulist.h"
+#include "topology/base/cpulist.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* Whole files in a directory file descriptor (see dir-file.h). */
-#include "topology/dir-file.h"
+#include "topology/base/dir-file.h"
 
 #include <errno.h>
 #include <fcntl.h>

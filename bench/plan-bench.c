@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "topology/host.h"
+#include "topology/host/host.h"
 #include "topology/ledger-store.h"
 #include "topology/plan.h"
 

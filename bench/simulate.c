@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "bench/sim-baselines.h"
-#include "topology/host.h"
+#include "topology/host/host.h"
 #include "topology/ledger.h"
 #include "topology/plan.h"
 

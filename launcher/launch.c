@@ -10,7 +10,7 @@
 #include "launcher/log.h"
 #include "launcher/qemu/device-buses.h"
 #include "launcher/qemu/rewrite.h"
-#include "topology/host-snapshot.h"
+#include "topology/host/snapshot.h"
 
 #include <errno.h>
 #include <fcntl.h>

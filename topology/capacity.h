@@ -7,7 +7,7 @@
 #include <hwloc.h>
 
 #include "topology/claims.h"
-#include "topology/host.h"
+#include "topology/host/host.h"
 #include "topology/placement.h"
 
 G_BEGIN_DECLS

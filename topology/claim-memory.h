@@ -6,7 +6,7 @@
 #include <glib.h>
 #include <hwloc.h>
 
-#include "topology/host.h"
+#include "topology/host/host.h"
 #include "topology/plan.h"
 
 G_BEGIN_DECLS

@@ -8,7 +8,7 @@
 
 #include "topology/base/proc.h"
 #include "topology/base/state-dir.h"
-#include "topology/host.h"
+#include "topology/host/host.h"
 #include "topology/plan.h"
 
 G_BEGIN_DECLS

@@ -9,7 +9,7 @@
 
 #include "topology/claims.h"
 #include "topology/base/cpulist.h"
-#include "topology/host.h"
+#include "topology/host/host.h"
 #include "topology/placement.h"
 #include "topology/request.h"
 

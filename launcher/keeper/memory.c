@@ -297,7 +297,7 @@ classify(Backend *b, QpQmp *qmp, const Seen *s)
       qb.mem_path = (char *)json_node_get_string(mem_path);
   }
   qp_backend_classify(&qb);
-  b->tracked = !qb.dax && strcmp(qb.qom_type, "memory-backend-epc") != 0;
+  b->tracked = qp_backend_is_ram(&qb);
   b->page_kib = qb.page_kib;
 }
 

@@ -11,7 +11,7 @@
 
 #include "launcher/qemu/args.h"
 #include "launcher/qemu/rewrite.h"
-#include "topology/host.h"
+#include "topology/host/host.h"
 #include "topology/ledger.h"
 #include "topology/plan.h"
 

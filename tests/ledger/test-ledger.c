@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "topology/capacity.h"
-#include "topology/status.h"
+#include "topology/status/status.h"
 
 /* ---- Fixture: a fresh state directory under a private temp dir ---------- */
 

@@ -3,7 +3,7 @@
  * made under another key (boot, online CPUs) or damaged is ignored, the
  * live host loaded and the snapshot written anew. */
 #include "topology/base/state-dir.h"
-#include "topology/host-snapshot.h"
+#include "topology/host/snapshot.h"
 
 #include <numa.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 /* The host model on recorded hosts (tests/data/topologies, see its README),
  * synthetic hosts and this machine. */
-#include "topology/host.h"
+#include "topology/host/host.h"
+#include "topology/status/status.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "tests/common/qp-test.h"
-#include "topology/host.h"
+#include "topology/host/host.h"
 
 static void
 put(const char *root, const char *path, const char *text)

@@ -5,7 +5,7 @@
 #include "tests/common/qp-plan-test.h"
 #include "topology/capacity.h"
 #include "topology/ledger.h"
-#include "topology/status.h"
+#include "topology/status/status.h"
 
 #include <string.h>
 

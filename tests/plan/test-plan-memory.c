@@ -6,7 +6,7 @@
 #include "topology/capacity.h"
 #include "topology/ledger-store.h"
 #include "topology/plan.h"
-#include "topology/status.h"
+#include "topology/status/status.h"
 
 #include <glib/gstdio.h>
 #include <string.h>

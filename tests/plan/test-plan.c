@@ -7,6 +7,7 @@
 #include "topology/capacity.h"
 #include "topology/ledger.h"
 #include "topology/plan.h"
+#include "topology/status/status.h"
 
 #include <string.h>
 

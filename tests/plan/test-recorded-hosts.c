@@ -4,7 +4,7 @@
  * the row lists, and the host model's cache domains agree with hwloc's
  * caches. OS devices are read with hwloc directly (the host model keeps
  * none). */
-#include "topology/host.h"
+#include "topology/host/host.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "topology/picture.h"
+#include "topology/status/status.h"
 
 static QpClaim *
 claim(const char *name, const char *dedicated, int node, guint64 mib)

@@ -4,7 +4,7 @@
 #include "topology/plan/cache.h"
 
 #include "topology/capacity.h"
-#include "topology/cache-domains.h"
+#include "topology/host/cache-domains.h"
 #include "topology/plan/result.h"
 
 typedef struct {

@@ -1,191 +1,151 @@
-/* `qemu-pin status`: what the ledger holds, per host node and per VM, as
- * JSON for machines and as text for people. Pure functions of (host,
- * claims, options): the caller reads the ledger. */
-#include "topology/status.h"
+/* The views as text, for people: `qemu-pin topology`, `qemu-pin plan
+ * --human` and `qemu-pin status` (see status.h). */
+#include "topology/status/status.h"
 
-#include "topology/cache-domains.h"
 #include "topology/capacity.h"
-#include "topology/base/json.h"
+#include "topology/host/cache-domains.h"
 #include "topology/ledger.h"
+#include "topology/status/usage.h"
+
+/* ---- The host ------------------------------------------------------------ */
+
+static void
+append_size(GString *s, guint64 kib)
+{
+  if (kib == 0)
+    return;
+  if (kib % 1024 == 0)
+    g_string_append_printf(s, " (%" G_GUINT64_FORMAT " MiB)", kib / 1024);
+  else
+    g_string_append_printf(s, " (%" G_GUINT64_FORMAT " KiB)", kib);
+}
+
+/* "node 0 cache domains: L3 0-1,16-17 (8 MiB), L3 2-3,18-19 (8 MiB)\n" for
+ * a node with domains. */
+static void
+append_cache_domains(const QpHost *host, int id, GString *s)
+{
+  gboolean first = TRUE;
+  for (guint d = 0; d < host->n_domains; d++) {
+    const QpCacheDomain *cd = &host->domains[d];
+    if (cd->node != id)
+      continue;
+    g_autofree char *cpus = qp_list_format(cd->cpus);
+    if (first)
+      g_string_append_printf(s, "node %d cache domains: ", id);
+    g_string_append_printf(s, "%s%s %s", first ? "" : ", ",
+                           qp_cache_level_name(cd->level), cpus);
+    append_size(s, cd->size_kib);
+    first = FALSE;
+  }
+  if (!first)
+    g_string_append_c(s, '\n');
+}
+
+char *
+qp_host_to_text(const QpHost *host)
+{
+  GString *s = g_string_new(NULL);
+  g_auto(hwloc_bitmap_t) ids = hwloc_bitmap_alloc();
+  for (guint i = 0; i < host->n_nodes; i++)
+    hwloc_bitmap_set(ids, (unsigned)host->nodes[i].id);
+  g_autofree char *id_list = qp_list_format(ids);
+
+  g_string_append_printf(s, "source: %s\n", host->source);
+  g_string_append_printf(s, "available: %u nodes (%s)\n", host->n_nodes,
+                         id_list);
+  for (guint i = 0; i < host->n_nodes; i++) {
+    const QpNode *n = &host->nodes[i];
+    g_autofree char *all = qp_list_format(n->all_cpus);
+    g_autofree char *cpus = qp_list_format(n->cpus);
+    g_string_append_printf(s, "node %d cpus: %s", n->id,
+                           *all != '\0' ? all : "(none: memory only)");
+    if (!hwloc_bitmap_isequal(n->cpus, n->all_cpus))
+      g_string_append_printf(s, " (allowed: %s)",
+                             *cpus != '\0' ? cpus : "none");
+    g_string_append_printf(s, "\nnode %d size: %" G_GUINT64_FORMAT " MiB\n",
+                           n->id, n->total_mib);
+    g_string_append_printf(s, "node %d free: %" G_GUINT64_FORMAT " MiB\n",
+                           n->id, n->free_mib);
+    for (guint h = 0; h < n->hugepages->len; h++) {
+      const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, h);
+      g_string_append_printf(s,
+                             "node %d hugepages %" G_GUINT64_FORMAT
+                             " kB: %" G_GUINT64_FORMAT
+                             " total, %" G_GUINT64_FORMAT " free\n",
+                             n->id, p->page_kib, p->total, p->free);
+    }
+    append_cache_domains(host, n->id, s);
+  }
+  g_string_append(s, "node distances:\nnode ");
+  for (guint j = 0; j < host->n_nodes; j++)
+    g_string_append_printf(s, " %3d", host->nodes[j].id);
+  g_string_append_c(s, '\n');
+  for (guint i = 0; i < host->n_nodes; i++) {
+    g_string_append_printf(s, "%3d: ", host->nodes[i].id);
+    for (guint j = 0; j < host->n_nodes; j++)
+      g_string_append_printf(s, " %3u", host->distance[i * host->n_nodes + j]);
+    g_string_append_c(s, '\n');
+  }
+
+  guint max_threads = 0;
+  for (guint i = 0; i < host->n_cores; i++)
+    max_threads =
+        MAX(max_threads, (guint)hwloc_bitmap_weight(host->cores[i].pus));
+  g_string_append_printf(s, "cores: %u, CPUs: %u, up to %u thread%s per core\n",
+                         host->n_cores, host->n_cpus, max_threads,
+                         max_threads == 1 ? "" : "s");
+  for (guint i = 0; i < host->n_cores; i++) {
+    g_autofree char *pus = qp_list_format(host->cores[i].pus);
+    g_string_append_printf(s, "  core %u: cpus %s, package %d, node %d\n", i,
+                           pus, host->cores[i].package, host->cores[i].node);
+  }
+  g_string_append_printf(s, "kinds: %u\n", host->n_kinds);
+  for (guint k = 0; k < host->n_kinds; k++) {
+    g_auto(hwloc_bitmap_t) set = qp_host_kind_cpus(host, k);
+    g_autofree char *cpus = qp_list_format(set);
+    g_string_append_printf(s, "  kind %u: %s, efficiency %d, cpus %s\n", k,
+                           host->kind_names[k], host->kind_efficiency[k], cpus);
+  }
+  g_autofree char *allowed = qp_list_format(host->allowed);
+  g_autofree char *allowed_nodes = qp_list_format(host->allowed_nodes);
+  g_string_append_printf(s, "allowed cpus: %s\nallowed nodes: %s\n", allowed,
+                         allowed_nodes);
+  g_string_append_printf(s, "pci devices: %u\n", host->pci->len);
+  for (guint i = 0; i < host->pci->len; i++) {
+    const QpPciDevice *d = &g_array_index(host->pci, QpPciDevice, i);
+    if (d->node >= 0)
+      g_string_append_printf(s, "  %s: node %d\n", d->bdf, d->node);
+    else
+      g_string_append_printf(s, "  %s: node unknown\n", d->bdf);
+  }
+  return g_string_free(s, FALSE);
+}
+
+/* ---- The ledger's status ------------------------------------------------- */
 
 #define BAR_COLUMNS 40
 
-static double
-load_per_cpu(const QpNodeCapacity *cap)
-{
-  return cap->shared_cpus > 0 ? (double)cap->shared_vcpus / cap->shared_cpus
-                              : 0.0;
-}
-
-/* Shared vCPUs per CPU, rounded to hundredths as they are shown. */
-static double
-cpu_load_of(const QpHost *host, const double *load, int id)
-{
-  int i = qp_host_cpu_index(host, id);
-  return i >= 0 ? (double)(gint64)(load[i] * 100 + 0.5) / 100 : 0.0;
-}
-
-/* CPUs of a node that carry the same shared load. */
-typedef struct {
-  hwloc_bitmap_t cpus;
-  double per_cpu;
-} LoadGroup;
-
+/* One line per L3 domain of node ID, "  L3 0-1,16-17: 1 of 2 cores
+ * dedicated, 1.50 shared vCPUs (0.75 per CPU)". */
 static void
-load_group_clear(gpointer p)
+append_cache_usage(const QpHost *host, hwloc_const_bitmap_t dedicated,
+                   const double *load, int id, GString *s)
 {
-  g_clear_pointer(&((LoadGroup *)p)->cpus, hwloc_bitmap_free);
-}
-
-/* The CPUs of node N that carry shared vCPUs (LOAD from
- * qp_claims_cpu_load()), grouped by load in the order of their first CPU;
- * OVER gets those with more than one vCPU per CPU. */
-static GArray *
-node_load_groups(const QpHost *host, const QpNode *n, const double *load,
-                 hwloc_bitmap_t over)
-{
-  GArray *groups = g_array_new(FALSE, TRUE, sizeof(LoadGroup));
-  g_array_set_clear_func(groups, load_group_clear);
-  if (n->all_cpus == NULL)
-    return groups;
-  int cpu;
-  hwloc_bitmap_foreach_begin(cpu, n->all_cpus)
-  {
-    double l = cpu_load_of(host, load, cpu);
-    if (l <= 0.0)
+  for (guint d = 0; d < host->n_domains; d++) {
+    const QpCacheDomain *cd = &host->domains[d];
+    if (cd->node != id || cd->level != QP_CACHE_L3)
       continue;
-    if (l > 1.0)
-      hwloc_bitmap_set(over, (unsigned)cpu);
-    guint g = 0;
-    while (g < groups->len && g_array_index(groups, LoadGroup, g).per_cpu != l)
-      g++;
-    if (g == groups->len) {
-      LoadGroup e = {hwloc_bitmap_alloc(), l};
-      g_array_append_val(groups, e);
-    }
-    hwloc_bitmap_set(g_array_index(groups, LoadGroup, g).cpus, (unsigned)cpu);
+    QpCacheUsage u;
+    qp_cache_usage(host, dedicated, load, d, &u);
+    g_autofree char *cpus = qp_list_format(cd->cpus);
+    g_string_append_printf(s,
+                           "  L3 %s: %u of %u cores dedicated, %.2f shared "
+                           "vCPUs (%.2f per CPU)\n",
+                           cpus, u.dedicated_cores, cd->n_cores, u.shared_vcpus,
+                           u.per_cpu);
   }
-  hwloc_bitmap_foreach_end();
-  return groups;
 }
-
-/* ---- JSON -----------------------------------------------------------------
- */
-
-static void
-add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
-              const QpPlacementOptions *opts, const double *load, guint index)
-{
-  const QpNode *n = &host->nodes[index];
-  QpNodeCapacity cap;
-  qp_node_capacity(host, claims, opts, index, &cap);
-
-  json_builder_begin_object(b);
-  qp_json_add_int(b, "id", (gint64)n->id);
-  json_builder_set_member_name(b, "memory-mib");
-  json_builder_begin_object(b);
-  qp_json_add_int(b, "total", cap.total_mib);
-  qp_json_add_int(b, "hugepage-pools", cap.hugepage_mib);
-  qp_json_add_int(b, "reserve", cap.reserve_mib);
-  qp_json_add_int(b, "claimed", cap.claimed_mib);
-  qp_json_add_int(b, "uncommitted", cap.uncommitted_mib);
-  json_builder_end_object(b);
-  json_builder_set_member_name(b, "blocked");
-  json_builder_add_boolean_value(b, cap.blocked);
-
-  json_builder_set_member_name(b, "hugepages");
-  json_builder_begin_array(b);
-  g_autoptr(GArray) sizes = qp_node_page_sizes(n, claims);
-  for (guint i = 0; i < sizes->len; i++) {
-    guint64 kib = g_array_index(sizes, guint64, i);
-    QpNodePages pages;
-    qp_node_pages(host, claims, index, kib, &pages);
-    json_builder_begin_object(b);
-    qp_json_add_int(b, "page-kib", kib);
-    qp_json_add_int(b, "total", pages.total);
-    qp_json_add_int(b, "free", pages.free);
-    qp_json_add_int(b, "claimed", pages.claimed);
-    qp_json_add_int(b, "uncommitted",
-                    qp_node_uncommitted(host, claims, opts, index, kib));
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-
-  qp_json_add_list(b, "cpus", n->cpus);
-  qp_json_add_list(b, "dedicated-cpus", cap.dedicated);
-  qp_json_add_int(b, "shared-vcpus", cap.shared_vcpus);
-  json_builder_set_member_name(b, "load-per-cpu");
-  json_builder_add_double_value(b, load_per_cpu(&cap));
-  g_auto(hwloc_bitmap_t) over = hwloc_bitmap_alloc();
-  g_autoptr(GArray) groups = node_load_groups(host, n, load, over);
-  json_builder_set_member_name(b, "cpu-load");
-  json_builder_begin_array(b);
-  for (guint g = 0; g < groups->len; g++) {
-    const LoadGroup *lg = &g_array_index(groups, LoadGroup, g);
-    json_builder_begin_object(b);
-    qp_json_add_list(b, "cpus", lg->cpus);
-    json_builder_set_member_name(b, "vcpus-per-cpu");
-    json_builder_add_double_value(b, lg->per_cpu);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-  qp_json_add_list(b, "overcommitted-cpus", over);
-  g_auto(hwloc_bitmap_t) dedicated = qp_claims_dedicated(claims);
-  qp_cache_usage_to_json(host, dedicated, load, n->id, b);
-  json_builder_end_object(b);
-  qp_node_capacity_clear(&cap);
-}
-
-static void
-add_vm_json(JsonBuilder *b, const QpClaim *c)
-{
-  json_builder_begin_object(b);
-  qp_json_add_string(b, "id", c->id);
-  qp_json_add_string(b, "name", c->name);
-  if (c->uuid != NULL)
-    qp_json_add_string(b, "uuid", c->uuid);
-  qp_json_add_int(b, "qemu-pid", (gint64)MAX(c->qemu_pid, 0));
-  if (c->launcher_pid > 0)
-    qp_json_add_int(b, "launcher-pid", (gint64)c->launcher_pid);
-  qp_json_add_int(b, "keeper-pid", (gint64)MAX(c->keeper_pid, 0));
-  qp_json_add_string(b, "mode", qp_mode_name(c->mode));
-  json_builder_set_member_name(b, "best-effort");
-  json_builder_add_boolean_value(b, c->best_effort);
-  qp_json_add_holdings(b, c->mem, c->huge, c->dedicated, c->load, c->cpu_load);
-  qp_json_add_int(b, "since", c->time);
-  qp_json_add_strings(b, "devices", c->devices);
-  json_builder_end_object(b);
-}
-
-JsonNode *
-qp_status_to_json(const QpHost *host, const QpClaims *claims,
-                  const QpPlacementOptions *opts)
-{
-  g_autoptr(JsonBuilder) b = json_builder_new();
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "nodes");
-  json_builder_begin_array(b);
-  g_autofree double *load = host ? qp_claims_cpu_load(host, claims) : NULL;
-  for (guint i = 0; host && i < host->n_nodes; i++)
-    add_node_json(b, host, claims, opts, load, i);
-  json_builder_end_array(b);
-  json_builder_set_member_name(b, "vms");
-  json_builder_begin_array(b);
-  for (guint i = 0; claims && i < claims->claims->len; i++)
-    add_vm_json(b, claims->claims->pdata[i]);
-  json_builder_end_array(b);
-  json_builder_set_member_name(b, "warnings");
-  json_builder_begin_array(b);
-  for (guint i = 0; claims && i < claims->warnings->len; i++)
-    json_builder_add_string_value(b, claims->warnings->pdata[i]);
-  json_builder_end_array(b);
-  json_builder_end_object(b);
-  return json_builder_get_root(b);
-}
-
-/* ---- Text -----------------------------------------------------------------
- */
-
 static guint
 columns(guint64 part, guint64 total)
 {
@@ -238,7 +198,7 @@ append_cpus(GString *s, const QpHost *host, const QpNode *n,
   int cpu;
   hwloc_bitmap_foreach_begin(cpu, n->all_cpus)
   {
-    double l = cpu_load_of(host, load, cpu);
+    double l = qp_status_cpu_load_of(host, load, cpu);
     char ch = '.';
     if (hwloc_bitmap_isset(cap->dedicated, (unsigned)cpu))
       ch = 'D';
@@ -252,11 +212,11 @@ append_cpus(GString *s, const QpHost *host, const QpNode *n,
   }
   hwloc_bitmap_foreach_end();
   g_auto(hwloc_bitmap_t) over = hwloc_bitmap_alloc();
-  g_autoptr(GArray) groups = node_load_groups(host, n, load, over);
+  g_autoptr(GArray) groups = qp_status_load_groups(host, n, load, over);
   g_string_append_printf(s,
                          "]  D dedicated, S shared (%u vCPUs, %.2f per CPU), "
                          "%s. free, - not usable\n",
-                         cap->shared_vcpus, load_per_cpu(cap),
+                         cap->shared_vcpus, qp_status_load_per_cpu(cap),
                          hwloc_bitmap_iszero(over)
                              ? ""
                              : "O overcommitted (more vCPUs than CPUs), ");
@@ -264,7 +224,7 @@ append_cpus(GString *s, const QpHost *host, const QpNode *n,
     return;
   g_string_append(s, "  shared vCPUs per CPU:");
   for (guint g = 0; g < groups->len; g++) {
-    const LoadGroup *lg = &g_array_index(groups, LoadGroup, g);
+    const QpLoadGroup *lg = &g_array_index(groups, QpLoadGroup, g);
     g_autofree char *cl = qp_list_format(lg->cpus);
     g_string_append_printf(s, "%s %.2f on %s", g ? "," : "", lg->per_cpu, cl);
   }
@@ -362,7 +322,7 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
     }
     append_cpus(s, host, n, &cap, load);
     g_auto(hwloc_bitmap_t) dedicated = qp_claims_dedicated(claims);
-    qp_cache_usage_to_text(host, dedicated, load, n->id, s);
+    append_cache_usage(host, dedicated, load, n->id, s);
     qp_node_capacity_clear(&cap);
   }
 

@@ -1,10 +1,10 @@
-/* The host model: hwloc (live, recorded XML or synthetic) turned into plain
- * data once, so that the planner never touches hwloc objects.
+/* The host model built from hwloc (live, recorded XML or synthetic): turned
+ * into plain data once, so that the planner never touches hwloc objects.
  * What each field means and where it comes from is in host.h. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* CPU_ALLOC, sched_getaffinity */
 #endif
-#include "topology/host.h"
+#include "topology/host/host.h"
 
 #include <errno.h>
 #include <hwloc/plugins.h>
@@ -15,15 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "topology/cache-domains.h"
-#include "topology/base/json.h"
+#include "topology/host/cache-domains.h"
 
 G_DEFINE_AUTO_CLEANUP_FREE_FUNC(hwloc_topology_t, hwloc_topology_destroy, NULL)
-
-/* Used when the host reports no NUMA distances: the ACPI SLIT convention
- * for "local" and "remote, distance unknown". */
-#define QP_DISTANCE_LOCAL 10
-#define QP_DISTANCE_REMOTE 20
 
 #define QP_ISOLATED_PATH "/sys/devices/system/cpu/isolated"
 #define QP_SYS_NODE "/sys/devices/system/node"
@@ -666,12 +660,6 @@ qp_host_load_synthetic(const char *description, GError **error)
 }
 
 void
-qp_host_set_distances(QpHost *host, const guint *matrix)
-{
-  memcpy(host->distance, matrix, sizeof(guint) * host->n_nodes * host->n_nodes);
-}
-
-void
 qp_host_set_allowed(QpHost *host, hwloc_const_bitmap_t allowed)
 {
   g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
@@ -679,247 +667,6 @@ qp_host_set_allowed(QpHost *host, hwloc_const_bitmap_t allowed)
     hwloc_bitmap_set(all, (unsigned)host->cpus[c].id);
   hwloc_bitmap_and(host->allowed, allowed, all);
   apply_allowed(host);
-}
-
-void
-qp_host_free(QpHost *host)
-{
-  if (host == NULL)
-    return;
-  g_free(host->source);
-  for (guint i = 0; host->nodes != NULL && i < host->n_nodes; i++) {
-    hwloc_bitmap_free(host->nodes[i].cpus);
-    hwloc_bitmap_free(host->nodes[i].all_cpus);
-    if (host->nodes[i].hugepages != NULL)
-      g_array_unref(host->nodes[i].hugepages);
-  }
-  g_free(host->nodes);
-  for (guint i = 0; host->cores != NULL && i < host->n_cores; i++)
-    hwloc_bitmap_free(host->cores[i].pus);
-  g_free(host->cores);
-  g_free(host->cpus);
-  g_free(host->distance);
-  hwloc_bitmap_free(host->allowed);
-  hwloc_bitmap_free(host->allowed_nodes);
-  if (host->pci != NULL) {
-    for (guint i = 0; i < host->pci->len; i++)
-      g_free(g_array_index(host->pci, QpPciDevice, i).bdf);
-    g_array_unref(host->pci);
-  }
-  qp_host_free_cache_domains(host);
-  g_strfreev(host->kind_names);
-  g_free(host->kind_efficiency);
-  g_free(host->inconsistent);
-  g_free(host);
-}
-
-int
-qp_host_node_index(const QpHost *host, int id)
-{
-  for (guint i = 0; i < host->n_nodes; i++)
-    if (host->nodes[i].id == id)
-      return (int)i;
-  return -1;
-}
-
-int
-qp_host_cpu_index(const QpHost *host, int id)
-{
-  guint lo = 0, hi = host->n_cpus;
-  while (lo < hi) {
-    guint mid = lo + (hi - lo) / 2;
-    if (host->cpus[mid].id == id)
-      return (int)mid;
-    if (host->cpus[mid].id < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return -1;
-}
-
-hwloc_bitmap_t
-qp_host_kind_cpus(const QpHost *host, guint k)
-{
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  for (guint c = 0; c < host->n_cpus; c++)
-    if (host->cpus[c].kind == (int)k)
-      hwloc_bitmap_set(set, (unsigned)host->cpus[c].id);
-  return set;
-}
-
-guint
-qp_host_distance(const QpHost *host, int a, int b)
-{
-  int i = qp_host_node_index(host, a), j = qp_host_node_index(host, b);
-  if (i < 0 || j < 0)
-    return a == b ? QP_DISTANCE_LOCAL : QP_DISTANCE_REMOTE;
-  return host->distance[(guint)i * host->n_nodes + (guint)j];
-}
-
-/* ---- output ---- */
-
-JsonNode *
-qp_host_to_json(const QpHost *host)
-{
-  g_autoptr(JsonBuilder) b = json_builder_new();
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "source");
-  json_builder_add_string_value(b, host->source);
-
-  json_builder_set_member_name(b, "nodes");
-  json_builder_begin_array(b);
-  for (guint i = 0; i < host->n_nodes; i++) {
-    const QpNode *n = &host->nodes[i];
-    json_builder_begin_object(b);
-    qp_json_add_int(b, "id", n->id);
-    qp_json_add_int(b, "total_mib", (gint64)n->total_mib);
-    qp_json_add_int(b, "free_mib", (gint64)n->free_mib);
-    qp_json_add_list(b, "cpus", n->cpus);
-    qp_json_add_list(b, "all_cpus", n->all_cpus);
-    json_builder_set_member_name(b, "hugepages");
-    json_builder_begin_array(b);
-    for (guint h = 0; h < n->hugepages->len; h++) {
-      const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, h);
-      json_builder_begin_object(b);
-      qp_json_add_int(b, "page_kib", (gint64)p->page_kib);
-      qp_json_add_int(b, "total", (gint64)p->total);
-      qp_json_add_int(b, "free", (gint64)p->free);
-      json_builder_end_object(b);
-    }
-    json_builder_end_array(b);
-    json_builder_set_member_name(b, "distances");
-    json_builder_begin_array(b);
-    for (guint j = 0; j < host->n_nodes; j++)
-      json_builder_add_int_value(b, host->distance[i * host->n_nodes + j]);
-    json_builder_end_array(b);
-    qp_cache_domains_to_json(host, n->id, b);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-
-  json_builder_set_member_name(b, "cores");
-  json_builder_begin_array(b);
-  for (guint i = 0; i < host->n_cores; i++) {
-    json_builder_begin_object(b);
-    qp_json_add_int(b, "package", host->cores[i].package);
-    qp_json_add_int(b, "node", host->cores[i].node);
-    qp_json_add_list(b, "cpus", host->cores[i].pus);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-
-  qp_json_add_list(b, "allowed", host->allowed);
-  qp_json_add_list(b, "allowed_nodes", host->allowed_nodes);
-
-  json_builder_set_member_name(b, "kinds");
-  json_builder_begin_array(b);
-  for (guint k = 0; k < host->n_kinds; k++) {
-    g_auto(hwloc_bitmap_t) set = qp_host_kind_cpus(host, k);
-    json_builder_begin_object(b);
-    qp_json_add_int(b, "index", k);
-    json_builder_set_member_name(b, "name");
-    json_builder_add_string_value(b, host->kind_names[k]);
-    qp_json_add_int(b, "efficiency", host->kind_efficiency[k]);
-    qp_json_add_list(b, "cpus", set);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-
-  json_builder_set_member_name(b, "pci");
-  json_builder_begin_array(b);
-  for (guint i = 0; i < host->pci->len; i++) {
-    const QpPciDevice *d = &g_array_index(host->pci, QpPciDevice, i);
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "bdf");
-    json_builder_add_string_value(b, d->bdf);
-    qp_json_add_int(b, "node", d->node);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-
-  json_builder_end_object(b);
-  return json_builder_get_root(b);
-}
-
-char *
-qp_host_to_text(const QpHost *host)
-{
-  GString *s = g_string_new(NULL);
-  g_auto(hwloc_bitmap_t) ids = hwloc_bitmap_alloc();
-  for (guint i = 0; i < host->n_nodes; i++)
-    hwloc_bitmap_set(ids, (unsigned)host->nodes[i].id);
-  g_autofree char *id_list = qp_list_format(ids);
-
-  g_string_append_printf(s, "source: %s\n", host->source);
-  g_string_append_printf(s, "available: %u nodes (%s)\n", host->n_nodes,
-                         id_list);
-  for (guint i = 0; i < host->n_nodes; i++) {
-    const QpNode *n = &host->nodes[i];
-    g_autofree char *all = qp_list_format(n->all_cpus);
-    g_autofree char *cpus = qp_list_format(n->cpus);
-    g_string_append_printf(s, "node %d cpus: %s", n->id,
-                           *all != '\0' ? all : "(none: memory only)");
-    if (!hwloc_bitmap_isequal(n->cpus, n->all_cpus))
-      g_string_append_printf(s, " (allowed: %s)",
-                             *cpus != '\0' ? cpus : "none");
-    g_string_append_printf(s, "\nnode %d size: %" G_GUINT64_FORMAT " MiB\n",
-                           n->id, n->total_mib);
-    g_string_append_printf(s, "node %d free: %" G_GUINT64_FORMAT " MiB\n",
-                           n->id, n->free_mib);
-    for (guint h = 0; h < n->hugepages->len; h++) {
-      const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, h);
-      g_string_append_printf(s,
-                             "node %d hugepages %" G_GUINT64_FORMAT
-                             " kB: %" G_GUINT64_FORMAT
-                             " total, %" G_GUINT64_FORMAT " free\n",
-                             n->id, p->page_kib, p->total, p->free);
-    }
-    qp_cache_domains_to_text(host, n->id, s);
-  }
-  g_string_append(s, "node distances:\nnode ");
-  for (guint j = 0; j < host->n_nodes; j++)
-    g_string_append_printf(s, " %3d", host->nodes[j].id);
-  g_string_append_c(s, '\n');
-  for (guint i = 0; i < host->n_nodes; i++) {
-    g_string_append_printf(s, "%3d: ", host->nodes[i].id);
-    for (guint j = 0; j < host->n_nodes; j++)
-      g_string_append_printf(s, " %3u", host->distance[i * host->n_nodes + j]);
-    g_string_append_c(s, '\n');
-  }
-
-  guint max_threads = 0;
-  for (guint i = 0; i < host->n_cores; i++)
-    max_threads =
-        MAX(max_threads, (guint)hwloc_bitmap_weight(host->cores[i].pus));
-  g_string_append_printf(s, "cores: %u, CPUs: %u, up to %u thread%s per core\n",
-                         host->n_cores, host->n_cpus, max_threads,
-                         max_threads == 1 ? "" : "s");
-  for (guint i = 0; i < host->n_cores; i++) {
-    g_autofree char *pus = qp_list_format(host->cores[i].pus);
-    g_string_append_printf(s, "  core %u: cpus %s, package %d, node %d\n", i,
-                           pus, host->cores[i].package, host->cores[i].node);
-  }
-  g_string_append_printf(s, "kinds: %u\n", host->n_kinds);
-  for (guint k = 0; k < host->n_kinds; k++) {
-    g_auto(hwloc_bitmap_t) set = qp_host_kind_cpus(host, k);
-    g_autofree char *cpus = qp_list_format(set);
-    g_string_append_printf(s, "  kind %u: %s, efficiency %d, cpus %s\n", k,
-                           host->kind_names[k], host->kind_efficiency[k], cpus);
-  }
-  g_autofree char *allowed = qp_list_format(host->allowed);
-  g_autofree char *allowed_nodes = qp_list_format(host->allowed_nodes);
-  g_string_append_printf(s, "allowed cpus: %s\nallowed nodes: %s\n", allowed,
-                         allowed_nodes);
-  g_string_append_printf(s, "pci devices: %u\n", host->pci->len);
-  for (guint i = 0; i < host->pci->len; i++) {
-    const QpPciDevice *d = &g_array_index(host->pci, QpPciDevice, i);
-    if (d->node >= 0)
-      g_string_append_printf(s, "  %s: node %d\n", d->bdf, d->node);
-    else
-      g_string_append_printf(s, "  %s: node unknown\n", d->bdf);
-  }
-  return g_string_free(s, FALSE);
 }
 
 /* ---- Live loads through a snapshot (topology/host-snapshot.c) ---------- */

@@ -1,8 +1,8 @@
-/* `qemu-pin status --metrics` (see metrics.h): one HELP and TYPE line per
+/* `qemu-pin status --metrics` (see status.h): one HELP and TYPE line per
  * metric family, then its samples; every value a gauge, in bytes, pages
  * or CPUs as its name says. Memory, hugepages and CPUs per node come from
  * capacity.c, as `qemu-pin status` shows them. */
-#include "topology/metrics.h"
+#include "topology/status/status.h"
 
 #include "topology/capacity.h"
 

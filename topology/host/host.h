@@ -7,12 +7,16 @@
 #pragma once
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 #include <hwloc.h>
 
 #include "topology/base/cpulist.h"
 
 G_BEGIN_DECLS
+
+/* Distances when the host reports none: the ACPI SLIT convention for
+ * "local" and "remote, distance unknown". */
+#define QP_DISTANCE_LOCAL 10
+#define QP_DISTANCE_REMOTE 20
 
 typedef struct {
   guint64 page_kib; /* 2048, 1048576, ... */
@@ -141,7 +145,7 @@ void qp_host_free(QpHost *host);
 int qp_hwloc_topology_init(hwloc_topology_t *topo);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpHost, qp_host_free)
 
-/* For topology/host-snapshot.c: the live host, and in *XML (NULL when hwloc
+/* For topology/host/snapshot.c: the live host, and in *XML (NULL when hwloc
  * could not export it) its hwloc topology as XML, without PCI devices. */
 QpHost *qp_host_load_live_exporting(char **xml, int *xml_len, GError **error);
 /* The live host from a topology XML exported on this host: the host's
@@ -161,11 +165,5 @@ hwloc_bitmap_t qp_host_kind_cpus(const QpHost *host, guint k);
 
 /* SLIT distance between node ids A and B (10 for A == B when unknown). */
 guint qp_host_distance(const QpHost *host, int a, int b);
-
-/* The host as JSON, for `qemu-pin topology --json`. */
-JsonNode *qp_host_to_json(const QpHost *host);
-
-/* The host as text, for `qemu-pin topology`. */
-char *qp_host_to_text(const QpHost *host);
 
 G_END_DECLS

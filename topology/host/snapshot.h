@@ -13,7 +13,7 @@
 
 #include <glib.h>
 
-#include "topology/host.h"
+#include "topology/host/host.h"
 
 G_BEGIN_DECLS
 

@@ -5,7 +5,7 @@
  *   xml <bytes>
  *   <hwloc XML, exactly that many bytes>
  */
-#include "topology/host-snapshot.h"
+#include "topology/host/snapshot.h"
 
 #include "topology/base/dir-file.h"
 #include "topology/base/state-dir.h"

@@ -1,16 +1,16 @@
 /* `qemu-pin status --picture`: the host drawn by lstopo with the VMs that
- * hold claims (see picture.h). */
-#include "topology/picture.h"
+ * hold claims (see status.h). */
+#include "topology/status/status.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "topology/cache-domains.h"
 #include "topology/capacity.h"
+#include "topology/status/usage.h"
 #include "topology/base/cpulist.h"
-#include "topology/host.h"
+#include "topology/host/host.h"
 
 G_DEFINE_AUTO_CLEANUP_FREE_FUNC(hwloc_topology_t, hwloc_topology_destroy, NULL)
 

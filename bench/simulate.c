@@ -23,7 +23,8 @@
 
 #include "bench/sim-baselines.h"
 #include "topology/host/host.h"
-#include "topology/ledger.h"
+#include "topology/ledger/ledger.h"
+#include "topology/plan/claim.h"
 #include "topology/plan.h"
 
 #ifndef QP_TOPOLOGY_DIR

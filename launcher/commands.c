@@ -15,7 +15,7 @@
 #include "launcher/qemu/daemonize.h"
 #include "launcher/qemu/vm-ids.h"
 #include "topology/host/host.h"
-#include "topology/ledger.h"
+#include "topology/ledger/ledger.h"
 #include "topology/status/status.h"
 
 gboolean

@@ -11,6 +11,7 @@
 #include "launcher/qemu/device-buses.h"
 #include "launcher/qemu/rewrite.h"
 #include "topology/host/snapshot.h"
+#include "topology/plan/claim.h"
 
 #include <errno.h>
 #include <fcntl.h>

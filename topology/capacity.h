@@ -6,7 +6,7 @@
 #include <glib.h>
 #include <hwloc.h>
 
-#include "topology/claims.h"
+#include "topology/ledger/claims.h"
 #include "topology/host/host.h"
 #include "topology/placement.h"
 

@@ -8,6 +8,7 @@
 
 #include "topology/base/cpulist.h"
 #include "topology/base/names.h"
+#include "topology/ledger/claims.h"
 
 G_BEGIN_DECLS
 
@@ -34,11 +35,6 @@ const char *qp_smt_name(QpSmt smt);
 gboolean qp_smt_parse(const char *text, QpSmt *out);
 const char *qp_device_locality_name(QpDeviceLocality d);
 gboolean qp_device_locality_parse(const char *text, QpDeviceLocality *out);
-
-typedef struct {
-  int node;
-  guint64 mib;
-} QpNodeAmount;
 
 typedef struct {
   QpMode mode;

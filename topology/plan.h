@@ -7,7 +7,7 @@
 #include <json-glib/json-glib.h>
 #include <hwloc.h>
 
-#include "topology/claims.h"
+#include "topology/ledger/claims.h"
 #include "topology/base/cpulist.h"
 #include "topology/host/host.h"
 #include "topology/placement.h"

@@ -7,7 +7,7 @@
 #include <glib.h>
 
 #include "launcher/keeper/caller-pinning.h"
-#include "topology/ledger.h"
+#include "topology/ledger/ledger.h"
 #include "topology/plan.h"
 
 G_BEGIN_DECLS

@@ -22,8 +22,8 @@
 
 #include "launcher/log.h"
 #include "launcher/qemu/memory.h"
-#include "topology/claim-memory.h"
-#include "topology/ledger.h"
+#include "topology/plan/claim.h"
+#include "topology/ledger/ledger.h"
 
 #define MiB (G_GUINT64_CONSTANT(1) << 20)
 

@@ -12,7 +12,8 @@
 #include "launcher/qemu/args.h"
 #include "launcher/qemu/rewrite.h"
 #include "topology/host/host.h"
-#include "topology/ledger.h"
+#include "topology/ledger/ledger.h"
+#include "topology/plan/claim.h"
 #include "topology/plan.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);

@@ -2,7 +2,7 @@
  * directory checks, record format, quarantine of corrupt records, liveness
  * by PID and start time, atomic writes, the lock under concurrent writers,
  * and the status views. */
-#include "topology/ledger-store.h"
+#include "topology/ledger/store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "topology/capacity.h"
+#include "topology/plan/claim.h"
 #include "topology/status/status.h"
 
 /* ---- Fixture: a fresh state directory under a private temp dir ---------- */

@@ -4,7 +4,8 @@
  * inside the least-loaded one. */
 #include "tests/common/qp-plan-test.h"
 #include "topology/capacity.h"
-#include "topology/ledger.h"
+#include "topology/ledger/ledger.h"
+#include "topology/plan/claim.h"
 #include "topology/status/status.h"
 
 #include <string.h>

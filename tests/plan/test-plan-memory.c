@@ -4,8 +4,9 @@
  * memory (the RAM of each guest node, memory devices, unused backends). */
 #include "tests/common/qp-plan-test.h"
 #include "topology/capacity.h"
-#include "topology/ledger-store.h"
+#include "topology/ledger/store.h"
 #include "topology/plan.h"
+#include "topology/plan/claim.h"
 #include "topology/status/status.h"
 
 #include <glib/gstdio.h>

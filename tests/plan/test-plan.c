@@ -5,7 +5,8 @@
  * states its host in a few lines; the recorded hosts check that the same
  * decisions come out of hwloc's view of those machines. */
 #include "topology/capacity.h"
-#include "topology/ledger.h"
+#include "topology/ledger/ledger.h"
+#include "topology/plan/claim.h"
 #include "topology/plan.h"
 #include "topology/status/status.h"
 

@@ -2,7 +2,7 @@
 #include "topology/plan.h"
 
 #include "topology/base/json.h"
-#include "topology/ledger.h"
+#include "topology/ledger/ledger.h"
 #include "topology/plan/devices.h"
 
 /* ---- JSON --------------------------------------------------------------- */

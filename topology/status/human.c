@@ -4,7 +4,7 @@
 
 #include "topology/capacity.h"
 #include "topology/host/cache-domains.h"
-#include "topology/ledger.h"
+#include "topology/ledger/ledger.h"
 #include "topology/status/usage.h"
 
 /* ---- The host ------------------------------------------------------------ */

@@ -5,7 +5,7 @@
 #include "topology/base/json.h"
 #include "topology/capacity.h"
 #include "topology/host/cache-domains.h"
-#include "topology/ledger.h"
+#include "topology/ledger/ledger.h"
 #include "topology/status/usage.h"
 
 /* ---- The host ------------------------------------------------------------ */

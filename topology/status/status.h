@@ -9,7 +9,7 @@
 #include <json-glib/json-glib.h>
 
 #include "topology/host/host.h"
-#include "topology/claims.h"
+#include "topology/ledger/claims.h"
 #include "topology/placement.h"
 
 G_BEGIN_DECLS

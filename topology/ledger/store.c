@@ -7,12 +7,12 @@
  * Every file operation is relative to the directory fd opened once in
  * qp_ledger_open() (openat/renameat/unlinkat), so nothing can swap a path
  * component under us after the directory was checked. */
-#include "topology/ledger-store.h"
+#include "topology/ledger/store.h"
 
 #include "topology/base/dir-file.h"
 #include "topology/base/proc.h"
 #include "topology/base/state-dir.h"
-#include "topology/ledger-summary.h"
+#include "topology/ledger/summary.h"
 
 #include <errno.h>
 #include <fcntl.h>

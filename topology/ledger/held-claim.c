@@ -2,7 +2,7 @@
  * way in to the ledger: reading its live records. Every function here is
  * one critical section on the store (ledger-store.h), which no other file
  * of qemu-pin takes. */
-#include "topology/ledger-store.h"
+#include "topology/ledger/store.h"
 
 #include <unistd.h>
 

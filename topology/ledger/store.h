@@ -1,14 +1,14 @@
 /* The ledger's store: the state directory, its lock file and one record
- * file per VM (docs/ledger.md). The ledger module (topology/held-claim.c)
- * runs every critical section through these; the rest of qemu-pin uses
- * topology/ledger.h and never takes the lock itself. Tests of the store
- * use it directly. */
+ * file per VM (docs/ledger.md). The ledger module
+ * (topology/ledger/held-claim.c) runs every critical section through these; the
+ * rest of qemu-pin uses topology/ledger/ledger.h and never takes the lock
+ * itself. Tests of the store use it directly. */
 #pragma once
 
 #include <glib.h>
 #include <sys/stat.h>
 
-#include "topology/ledger.h"
+#include "topology/ledger/ledger.h"
 
 G_BEGIN_DECLS
 
@@ -55,7 +55,7 @@ gboolean qp_ledger_remove(QpLedger *ledger, const char *id, GError **error);
 
 /* An unreadable record at PATH: blocks in CLAIMS the nodes its TEXT still
  * names (NULL: it could not be read), or every node of HOST when it does
- * not say, with a warning (topology/ledger-salvage.c). */
+ * not say, with a warning (topology/ledger/salvage.c). */
 void qp_ledger_block_unreadable(QpClaims *claims, const char *path,
                                 const char *text, const QpHost *host);
 

@@ -1,14 +1,21 @@
-/* What other VMs hold: the ledger's records (QpClaim) as the planner and
- * status read them (QpClaims). */
+/* What a VM holds, as its ledger record says (QpClaim), and what the
+ * ledger holds (QpClaims): the types the planner and the views read. The
+ * record's forms on disk are record.h's. */
 #pragma once
 
 #include <glib.h>
 #include <hwloc.h>
 
 #include "topology/base/cpulist.h"
-#include "topology/placement.h"
+#include "topology/base/names.h"
 
 G_BEGIN_DECLS
+
+/* Ordinary memory on one host node, in MiB. */
+typedef struct {
+  int node;
+  guint64 mib;
+} QpNodeAmount;
 
 typedef struct {
   int node;

@@ -1,6 +1,7 @@
 /* The ledger's summary: every record of the state directory in one file
- * (DIR/.summary, QP_STATE_SUMMARY), one line per record with the inode of the
- * record file it was made from, so that a read opens one file instead of one
+ * (DIR/.summary, QP_STATE_SUMMARY), one line per record (the record's line
+ * form, topology/ledger/record.h) with the inode of the record file it was
+ * made from, so that a read opens one file instead of one
  * per record.
  *
  * The records stay the truth. The summary is a cache: a line is used only
@@ -17,16 +18,11 @@
 
 #include <glib.h>
 
-#include "topology/claims.h"
+#include "topology/ledger/record.h"
 
 G_BEGIN_DECLS
 
 typedef struct QpSummary QpSummary;
-
-/* The summary line of CLAIM (no newline), and back: NULL with ERROR when
- * LINE is not one. */
-char *qp_claim_to_summary_line(const QpClaim *claim);
-QpClaim *qp_claim_from_summary_line(const char *line, GError **error);
 
 /* Reads DIRFD's summary: an empty summary when there is none or it does not
  * parse (the caller cannot tell, and need not). In a SHARED ledger only a

@@ -1,15 +1,21 @@
-/* The ledger: one JSON record per VM in a state directory, an exclusive
+/* The ledger: one JSON record per VM in the state directory, an exclusive
  * flock around "read ledger, plan, write record", liveness by QEMU PID and
- * its start time. See docs/ledger.md. */
+ * its start time (docs/ledger.md). What the rest of qemu-pin uses of it:
+ * the claim a VM holds, the live records, and the record's forms
+ * (record.h). The files behind it: held-claim.c (every critical section),
+ * store.c (the lock, the records, the reading), summary.c, salvage.c,
+ * record.c and claims.c. The ledger uses topology/base/ and reads the host
+ * model's data (host.h) to salvage records; it calls nothing of the host
+ * model or the planner (tests/ledger links it with base alone). */
 #pragma once
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 
 #include "topology/base/proc.h"
 #include "topology/base/state-dir.h"
 #include "topology/host/host.h"
-#include "topology/plan.h"
+#include "topology/ledger/claims.h"
+#include "topology/ledger/record.h"
 
 G_BEGIN_DECLS
 
@@ -86,25 +92,5 @@ gboolean qp_held_claim_release(QpHeldClaim *held, GError **error);
 
 /* A new unique record id. */
 char *qp_ledger_new_id(void);
-
-/* TRUE if ID can name a record: letters, digits, '-', '_' and '.' (not
- * leading), at most 128 characters. */
-gboolean qp_claim_id_is_valid(const char *id);
-
-/* A claim for PLAN (memory, hugepages, dedicated CPUs, load). PIDs are filled
- * by the caller. */
-QpClaim *qp_claim_from_plan(const QpPlan *plan, const char *id,
-                            const char *name);
-
-/* What a VM holds, as its record, its plan and status write it:
- * "memory-mib" (QpNodeAmount), "hugepages" (QpHugeClaim), "dedicated-cpus",
- * "load" (QpNodeLoad) and "cpu-load" (QpCpuLoad); a NULL array is empty. */
-void qp_json_add_holdings(JsonBuilder *b, const GArray *mem, const GArray *huge,
-                          hwloc_const_bitmap_t dedicated, const GArray *load,
-                          const GArray *cpu_load);
-
-/* JSON form of a record, and back. */
-char *qp_claim_to_json(const QpClaim *claim);
-QpClaim *qp_claim_from_json(const char *text, gsize len, GError **error);
 
 G_END_DECLS

@@ -1,5 +1,6 @@
-/* Memory claimed while a VM runs (see claim-memory.h). */
-#include "topology/claim-memory.h"
+/* The claims a plan makes (see claim.h): the record of a new VM, and the
+ * memory a running VM adds to its claim or gives back. */
+#include "topology/plan/claim.h"
 
 #include "topology/capacity.h"
 
@@ -126,4 +127,28 @@ qp_claim_drop_memory(QpClaim *claim, GArray *taken, guint64 page_kib,
     if (u->units == 0)
       g_array_remove_index(taken, i - 1);
   }
+}
+
+QpClaim *
+qp_claim_from_plan(const QpPlan *plan, const char *id, const char *name)
+{
+  QpClaim *c = qp_claim_new();
+  c->id = g_strdup(id);
+  /* A record is JSON: a -name that is not UTF-8 must not corrupt it. */
+  c->name = name != NULL ? g_utf8_make_valid(name, -1) : NULL;
+  c->mode = plan->mode;
+  if (plan->claim_mem)
+    g_array_append_vals(c->mem, plan->claim_mem->data, plan->claim_mem->len);
+  if (plan->claim_huge)
+    g_array_append_vals(c->huge, plan->claim_huge->data, plan->claim_huge->len);
+  if (plan->load)
+    g_array_append_vals(c->load, plan->load->data, plan->load->len);
+  qp_cpu_load_copy(c->cpu_load, plan->cpu_load);
+  c->best_effort = plan->best_effort;
+  if (plan->dedicated)
+    hwloc_bitmap_copy(c->dedicated, plan->dedicated);
+  c->time = g_get_real_time() / G_USEC_PER_SEC;
+  for (guint i = 0; plan->devices != NULL && i < plan->devices->len; i++)
+    g_ptr_array_add(c->devices, qp_plan_device_words(plan, i));
+  return c;
 }

@@ -3,7 +3,7 @@
  * names nodes is complete, else every node of the host. Losing a claim
  * silently would over-commit, so those nodes stay blocked until an operator
  * removes the record. */
-#include "topology/ledger-store.h"
+#include "topology/ledger/store.h"
 
 #include <string.h>
 

@@ -1,15 +1,24 @@
-/* Memory claimed while a VM runs: a memory device plugged over QMP, a
- * virtio-mem device asked to grow or shrink. The keeper adds to or takes
- * from the VM's own claim with these; pure functions, like the planner. */
+/* The planner's edge to the ledger: the claim a plan makes (the record a
+ * launch writes), and memory claimed while a VM runs (a memory device
+ * plugged over QMP, a virtio-mem device asked to grow or shrink), which
+ * the keeper adds to or takes from the VM's own claim. Pure functions,
+ * like the planner: the ledger (topology/ledger/) knows no plan. */
 #pragma once
 
 #include <glib.h>
 #include <hwloc.h>
 
 #include "topology/host/host.h"
+#include "topology/ledger/claims.h"
 #include "topology/plan.h"
 
 G_BEGIN_DECLS
+
+/* A claim for PLAN (memory, hugepages, dedicated CPUs, load, devices) made
+ * now, with record id ID and VM name NAME (made valid UTF-8). PIDs are
+ * filled by the caller. */
+QpClaim *qp_claim_from_plan(const QpPlan *plan, const char *id,
+                            const char *name);
 
 /* Adds UNITS (MiB of ordinary memory when PAGE_KIB is 0, else pages of
  * PAGE_KIB) to CLAIM on the host nodes NODES, split as the planner splits

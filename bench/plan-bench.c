@@ -31,7 +31,7 @@
 
 #include "topology/host/host.h"
 #include "topology/ledger/store.h"
-#include "topology/plan.h"
+#include "topology/plan/plan.h"
 #include "topology/plan/claim.h"
 
 #define TMPFS_MAGIC_VALUE 0x01021994

@@ -25,7 +25,7 @@
 #include "topology/host/host.h"
 #include "topology/ledger/ledger.h"
 #include "topology/plan/claim.h"
-#include "topology/plan.h"
+#include "topology/plan/plan.h"
 
 #ifndef QP_TOPOLOGY_DIR
 #define QP_TOPOLOGY_DIR "tests/data/topologies"

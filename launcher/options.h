@@ -7,7 +7,7 @@
 
 #include "launcher/qemu/vm-ids.h"
 #include "qp-error.h"
-#include "topology/plan.h"
+#include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
 

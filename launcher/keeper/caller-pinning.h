@@ -22,7 +22,7 @@
 #include <hwloc.h>
 
 #include "topology/host/host.h"
-#include "topology/plan.h"
+#include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
 

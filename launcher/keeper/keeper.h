@@ -8,7 +8,7 @@
 
 #include "launcher/keeper/caller-pinning.h"
 #include "topology/ledger/ledger.h"
-#include "topology/plan.h"
+#include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
 

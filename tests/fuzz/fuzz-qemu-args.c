@@ -14,7 +14,7 @@
 #include "topology/host/host.h"
 #include "topology/ledger/ledger.h"
 #include "topology/plan/claim.h"
-#include "topology/plan.h"
+#include "topology/plan/plan.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

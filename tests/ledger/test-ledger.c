@@ -17,7 +17,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
-#include "topology/capacity.h"
+#include "topology/plan/capacity.h"
 #include "topology/plan/claim.h"
 #include "topology/status/status.h"
 

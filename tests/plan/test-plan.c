@@ -4,10 +4,10 @@
  * Hand-built hosts come from a small builder below, so that every case
  * states its host in a few lines; the recorded hosts check that the same
  * decisions come out of hwloc's view of those machines. */
-#include "topology/capacity.h"
+#include "topology/plan/capacity.h"
 #include "topology/ledger/ledger.h"
 #include "topology/plan/claim.h"
-#include "topology/plan.h"
+#include "topology/plan/plan.h"
 #include "topology/status/status.h"
 
 #include <string.h>

@@ -166,4 +166,11 @@ hwloc_bitmap_t qp_host_kind_cpus(const QpHost *host, guint k);
 /* SLIT distance between node ids A and B (10 for A == B when unknown). */
 guint qp_host_distance(const QpHost *host, int a, int b);
 
+/* SLIT distance between the nodes of index I and J in host->nodes
+ * (QP_DISTANCE_LOCAL or _REMOTE when the host has no matrix). */
+guint qp_host_distance_at(const QpHost *host, guint i, guint j);
+
+/* The PCI device BDF of HOST ("0000:3b:00.0" or "3b:00.0"), or NULL. */
+const QpPciDevice *qp_host_find_pci(const QpHost *host, const char *bdf);
+
 G_END_DECLS

@@ -80,10 +80,36 @@ qp_host_kind_cpus(const QpHost *host, guint k)
 }
 
 guint
+qp_host_distance_at(const QpHost *host, guint i, guint j)
+{
+  if (host->distance == NULL)
+    return i == j ? QP_DISTANCE_LOCAL : QP_DISTANCE_REMOTE;
+  return host->distance[i * host->n_nodes + j];
+}
+
+guint
 qp_host_distance(const QpHost *host, int a, int b)
 {
   int i = qp_host_node_index(host, a), j = qp_host_node_index(host, b);
   if (i < 0 || j < 0)
     return a == b ? QP_DISTANCE_LOCAL : QP_DISTANCE_REMOTE;
-  return host->distance[(guint)i * host->n_nodes + (guint)j];
+  return qp_host_distance_at(host, (guint)i, (guint)j);
+}
+
+const QpPciDevice *
+qp_host_find_pci(const QpHost *host, const char *bdf)
+{
+  if (host->pci == NULL)
+    return NULL;
+  for (guint i = 0; i < host->pci->len; i++) {
+    const QpPciDevice *d = &g_array_index(host->pci, QpPciDevice, i);
+    if (d->bdf != NULL && g_ascii_strcasecmp(d->bdf, bdf) == 0)
+      return d;
+  }
+  /* "3b:00.0" without the domain */
+  if (strlen(bdf) == 7) {
+    g_autofree char *full = g_strdup_printf("0000:%s", bdf);
+    return qp_host_find_pci(host, full);
+  }
+  return NULL;
 }

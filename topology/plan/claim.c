@@ -2,7 +2,7 @@
  * memory a running VM adds to its claim or gives back. */
 #include "topology/plan/claim.h"
 
-#include "topology/capacity.h"
+#include "topology/plan/capacity.h"
 
 static void
 add_units(GArray *a, int node, guint64 units)

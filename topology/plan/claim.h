@@ -10,7 +10,7 @@
 
 #include "topology/host/host.h"
 #include "topology/ledger/claims.h"
-#include "topology/plan.h"
+#include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
 

@@ -2,7 +2,7 @@
  * --human` and `qemu-pin status` (see status.h). */
 #include "topology/status/status.h"
 
-#include "topology/capacity.h"
+#include "topology/plan/capacity.h"
 #include "topology/host/cache-domains.h"
 #include "topology/ledger/ledger.h"
 #include "topology/status/usage.h"
@@ -122,6 +122,233 @@ qp_host_to_text(const QpHost *host)
   return g_string_free(s, FALSE);
 }
 
+/* ---- The plan ------------------------------------------------------------ */
+
+/* The devices' table. */
+static void
+append_devices(GString *s, const QpPlan *plan)
+{
+  if (plan->devices == NULL || plan->devices->len == 0)
+    return;
+  g_string_append(s, "\nhost node  PCI           iothread  device\n");
+  for (guint d = 0; d < plan->devices->len; d++) {
+    const QpPlanDevice *dev = plan->devices->pdata[d];
+    g_autofree char *node =
+        dev->node >= 0 ? g_strdup_printf("%d", dev->node) : g_strdup("unknown");
+    g_string_append_printf(
+        s, "%-10s %-13s %-9s %s\n", node, dev->bdf != NULL ? dev->bdf : "-",
+        dev->iothread != NULL ? dev->iothread : "-", dev->what);
+  }
+  for (guint i = 0; plan->iothreads != NULL && i < plan->iothreads->len; i++) {
+    const QpPlanIothread *t = plan->iothreads->pdata[i];
+    g_autofree char *l = qp_list_format(t->cpus);
+    g_string_append_printf(s, "iothread %s on CPUs %s (host node %d)\n", t->id,
+                           l, t->node);
+  }
+}
+
+static char *
+fmt_list(hwloc_const_bitmap_t set)
+{
+  if (set == NULL)
+    return g_strdup("-");
+  char *l = qp_list_format(set);
+  if (*l == '\0') {
+    g_free(l);
+    return g_strdup("-");
+  }
+  return l;
+}
+
+/* The sets of the plan, one line each. */
+static void
+append_sets(GString *s, const QpPlan *plan)
+{
+  g_autofree char *proc = fmt_list(plan->process_cpus);
+  g_autofree char *emu = fmt_list(plan->emulator_cpus);
+  g_autofree char *io = fmt_list(plan->iothread_cpus);
+  g_autofree char *start = fmt_list(plan->startup_cpus);
+  g_autofree char *nodes = fmt_list(plan->host_nodes);
+  g_autofree char *memn = fmt_list(plan->mem_nodes);
+  g_autofree char *ded = fmt_list(plan->dedicated);
+
+  g_string_append_printf(s, "mode            %s%s\n", qp_mode_name(plan->mode),
+                         plan->best_effort ? " (best effort)" : "");
+  g_string_append_printf(s, "host nodes      %s\n", nodes);
+  g_string_append_printf(s, "process CPUs    %s\n", proc);
+  g_string_append_printf(s, "emulator CPUs   %s\n", emu);
+  g_string_append_printf(s, "iothread CPUs   %s\n", io);
+  g_string_append_printf(s, "startup CPUs    %s\n", start);
+  g_string_append_printf(s, "dedicated CPUs  %s\n", ded);
+  for (guint i = 0; plan->cpu_load != NULL && i < plan->cpu_load->len; i++) {
+    const QpCpuLoad *l = &g_array_index(plan->cpu_load, QpCpuLoad, i);
+    g_autofree char *cl = fmt_list(l->cpus);
+    g_string_append_printf(s, "shared vCPUs    %u on CPUs %s\n", l->vcpus, cl);
+  }
+  if (plan->mem_nodes != NULL)
+    g_string_append_printf(s, "memory policy   %s on nodes %s\n",
+                           qp_policy_name(plan->mem_policy), memn);
+  else
+    g_string_append(s, "memory policy   not bound\n");
+}
+
+/* vCPUs with the same CPUs in runs: "0-7  0-1,4-5" */
+static void
+append_vcpus(GString *s, const QpPlan *plan)
+{
+  g_string_append(s, "\nvCPUs       host CPUs\n");
+  for (guint v = 0; v < plan->n_vcpus;) {
+    guint w = v + 1;
+    while (w < plan->n_vcpus &&
+           hwloc_bitmap_isequal(plan->vcpu_cpus[w], plan->vcpu_cpus[v]))
+      w++;
+    g_autofree char *vs = w - v > 1 ? g_strdup_printf("%u-%u", v, w - 1)
+                                    : g_strdup_printf("%u", v);
+    g_autofree char *cs = fmt_list(plan->vcpu_cpus[v]);
+    g_string_append_printf(s, "%-11s %s\n", vs, cs);
+    v = w;
+  }
+}
+
+/* One row per piece of the guest's memory. */
+static void
+append_mem(GString *s, const QpPlan *plan)
+{
+  if (plan->n_mem == 0)
+    return;
+  g_string_append(s, "\nguest node  host nodes  policy      MiB       "
+                     "memdev          bound by  memory\n");
+  for (guint m = 0; m < plan->n_mem; m++) {
+    const QpPlanMem *pm = &plan->mem[m];
+    g_autofree char *g =
+        pm->gnode >= 0 ? g_strdup_printf("%d", pm->gnode) : g_strdup("-");
+    g_autofree char *hn = fmt_list(pm->host_nodes);
+    g_autofree char *what = g_strdup_printf(
+        "%s%s%s%s", qp_mem_kind_name(pm->kind), pm->device != NULL ? " " : "",
+        pm->device != NULL ? pm->device : "",
+        pm->page_kib != 0 ? ", hugepages" : "");
+    g_string_append_printf(
+        s, "%-11s %-11s %-11s %-9" G_GUINT64_FORMAT " %-15s %-9s %s\n", g, hn,
+        qp_policy_name(pm->policy), pm->mem_mib,
+        pm->memdev != NULL ? pm->memdev : "-",
+        pm->host_nodes == NULL ? "not bound"
+        : pm->caller_set       ? "caller"
+                               : "qemu-pin",
+        what);
+  }
+}
+
+/* The node ids the claims table shows: the host's, or without a host
+ * those the claims name. */
+static GArray *
+claim_node_ids(const QpPlan *plan, const QpHost *host)
+{
+  GArray *ids = g_array_new(FALSE, FALSE, sizeof(int));
+  if (host != NULL) {
+    for (guint i = 0; i < host->n_nodes; i++)
+      g_array_append_val(ids, host->nodes[i].id);
+    return ids;
+  }
+  for (guint i = 0; i < plan->claim_mem->len; i++)
+    g_array_append_val(ids,
+                       g_array_index(plan->claim_mem, QpNodeAmount, i).node);
+  for (guint i = 0; i < plan->claim_huge->len; i++)
+    g_array_append_val(ids,
+                       g_array_index(plan->claim_huge, QpHugeClaim, i).node);
+  for (guint i = 0; i < plan->load->len; i++)
+    g_array_append_val(ids, g_array_index(plan->load, QpNodeLoad, i).node);
+  return ids;
+}
+
+/* The claims row of node ID, if the plan claims anything there. */
+static void
+append_claims_row(GString *s, const QpPlan *plan, int id)
+{
+  guint64 mib = 0;
+  guint vcpus = 0;
+  g_autoptr(GString) huge = g_string_new("");
+  for (guint i = 0; i < plan->claim_mem->len; i++)
+    if (g_array_index(plan->claim_mem, QpNodeAmount, i).node == id)
+      mib += g_array_index(plan->claim_mem, QpNodeAmount, i).mib;
+  for (guint i = 0; i < plan->claim_huge->len; i++) {
+    const QpHugeClaim *h = &g_array_index(plan->claim_huge, QpHugeClaim, i);
+    if (h->node == id)
+      g_string_append_printf(
+          huge, "%s%" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT " KiB",
+          huge->len ? ", " : "", h->pages, h->page_kib);
+  }
+  for (guint i = 0; i < plan->load->len; i++)
+    if (g_array_index(plan->load, QpNodeLoad, i).node == id)
+      vcpus += g_array_index(plan->load, QpNodeLoad, i).vcpus;
+  if (mib == 0 && huge->len == 0 && vcpus == 0)
+    return;
+  g_string_append_printf(s, "        %-5d %-11" G_GUINT64_FORMAT " %-19s %u\n",
+                         id, mib, huge->len ? huge->str : "-", vcpus);
+}
+
+static void
+append_claims(GString *s, const QpPlan *plan, const QpHost *host)
+{
+  g_string_append(s, "\nclaims: node  memory MiB  hugepages           "
+                     "shared vCPUs\n");
+  g_autoptr(GArray) ids = claim_node_ids(plan, host);
+  g_auto(hwloc_bitmap_t) shown = hwloc_bitmap_alloc();
+  for (guint x = 0; x < ids->len; x++) {
+    int id = g_array_index(ids, int, x);
+    if (id < 0 || hwloc_bitmap_isset(shown, id))
+      continue;
+    hwloc_bitmap_set(shown, id);
+    append_claims_row(s, plan, id);
+  }
+}
+
+static void
+append_vnuma(GString *s, const QpPlan *plan)
+{
+  if (!plan->vnuma)
+    return;
+  g_string_append_printf(s,
+                         "\nsuggested guest topology: sockets=%u dies=%u "
+                         "cores=%u threads=%u\n",
+                         plan->vnuma_sockets, MAX(plan->vnuma_dies, 1),
+                         plan->vnuma_cores, plan->vnuma_threads);
+  for (guint n = 0; n < plan->n_vnodes; n++) {
+    g_autofree char *vl = fmt_list(plan->vnodes[n].vcpus);
+    g_string_append_printf(s,
+                           "  -numa node,nodeid=%d,cpus=%s (%" G_GUINT64_FORMAT
+                           " MiB, host node %d)\n",
+                           plan->vnodes[n].id, vl, plan->vnodes[n].mem_mib,
+                           plan->vnodes[n].host_node);
+  }
+}
+
+/* "\nTITLE:\n  MARK line\n..." when there are LINES. */
+static void
+append_lines(GString *s, const char *title, const char *mark,
+             const GPtrArray *lines)
+{
+  if (lines == NULL || lines->len == 0)
+    return;
+  g_string_append_printf(s, "\n%s:\n", title);
+  for (guint i = 0; i < lines->len; i++)
+    g_string_append_printf(s, "  %s %s\n", mark,
+                           (const char *)g_ptr_array_index(lines, i));
+}
+
+char *
+qp_plan_to_human(const QpPlan *plan, const QpHost *host)
+{
+  GString *s = g_string_new("");
+  append_sets(s, plan);
+  append_vcpus(s, plan);
+  append_mem(s, plan);
+  append_devices(s, plan);
+  append_claims(s, plan, host);
+  append_vnuma(s, plan);
+  append_lines(s, "reasons", "-", plan->reasons);
+  append_lines(s, "warnings", "!", plan->warnings);
+  return g_string_free(s, FALSE);
+}
 /* ---- The ledger's status ------------------------------------------------- */
 
 #define BAR_COLUMNS 40

@@ -3,7 +3,7 @@
 #include "topology/status/status.h"
 
 #include "topology/base/json.h"
-#include "topology/capacity.h"
+#include "topology/plan/capacity.h"
 #include "topology/host/cache-domains.h"
 #include "topology/ledger/ledger.h"
 #include "topology/status/usage.h"
@@ -109,6 +109,191 @@ qp_host_to_json(const QpHost *host)
   }
   json_builder_end_array(b);
 
+  json_builder_end_object(b);
+  return json_builder_get_root(b);
+}
+
+/* ---- The plan ------------------------------------------------------------ */
+
+static void
+add_node_or_null(JsonBuilder *b, const char *key, int node)
+{
+  json_builder_set_member_name(b, key);
+  if (node >= 0)
+    json_builder_add_int_value(b, node);
+  else
+    json_builder_add_null_value(b);
+}
+
+/* The plan's "devices" and "iothreads" members. */
+static void
+add_devices_json(JsonBuilder *b, const QpPlan *plan)
+{
+  json_builder_set_member_name(b, "devices");
+  json_builder_begin_array(b);
+  for (guint d = 0; plan->devices != NULL && d < plan->devices->len; d++) {
+    const QpPlanDevice *dev = plan->devices->pdata[d];
+    json_builder_begin_object(b);
+    qp_json_add_string(b, "device", dev->what);
+    qp_json_add_string(b, "pci", dev->bdf);
+    add_node_or_null(b, "host-node", dev->node);
+    qp_json_add_string(b, "iothread", dev->iothread);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  json_builder_set_member_name(b, "iothreads");
+  json_builder_begin_array(b);
+  for (guint i = 0; plan->iothreads != NULL && i < plan->iothreads->len; i++) {
+    const QpPlanIothread *t = plan->iothreads->pdata[i];
+    json_builder_begin_object(b);
+    qp_json_add_string(b, "id", t->id);
+    add_node_or_null(b, "host-node", t->node);
+    qp_json_add_list(b, "cpus", t->cpus);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+}
+
+static void
+add_vcpus_json(JsonBuilder *b, const QpPlan *plan)
+{
+  json_builder_set_member_name(b, "vcpus");
+  json_builder_begin_array(b);
+  for (guint v = 0; v < plan->n_vcpus; v++) {
+    json_builder_begin_object(b);
+    qp_json_add_int(b, "index", v);
+    qp_json_add_list_or_null(b, "cpus", plan->vcpu_cpus[v]);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+}
+
+/* "KEY": {"0": 512, "1": 512}: QpNodeUnits keyed by node id (NULL: {}) */
+static void
+add_node_units(JsonBuilder *b, const char *key, const GArray *units)
+{
+  json_builder_set_member_name(b, key);
+  json_builder_begin_object(b);
+  for (guint i = 0; units != NULL && i < units->len; i++) {
+    const QpNodeUnits *u = &g_array_index(units, QpNodeUnits, i);
+    qp_json_add_node_member(b, u->node, (gint64)u->units);
+  }
+  json_builder_end_object(b);
+}
+
+static void
+add_mem_json(JsonBuilder *b, const QpPlanMem *pm)
+{
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "guest-node");
+  if (pm->gnode >= 0)
+    json_builder_add_int_value(b, pm->gnode);
+  else
+    json_builder_add_null_value(b);
+  qp_json_add_list_or_null(b, "host-nodes", pm->host_nodes);
+  qp_json_add_string(b, "policy", qp_policy_name(pm->policy));
+  qp_json_add_int(b, "size-mib", (gint64)pm->mem_mib);
+  qp_json_add_string(b, "memdev", pm->memdev);
+  json_builder_set_member_name(b, "caller-set");
+  json_builder_add_boolean_value(b, pm->caller_set);
+  qp_json_add_string(b, "kind", qp_mem_kind_name(pm->kind));
+  qp_json_add_string(b, "device", pm->device);
+  qp_json_add_int(b, "page-kib", (gint64)pm->page_kib);
+  add_node_units(b, "claimed", pm->claim);
+  json_builder_end_object(b);
+}
+
+/* What the ledger records for the VM. */
+static void
+add_claims_json(JsonBuilder *b, const QpPlan *plan)
+{
+  json_builder_set_member_name(b, "claims");
+  json_builder_begin_object(b);
+  qp_json_add_holdings(b, plan->claim_mem, plan->claim_huge, plan->dedicated,
+                       plan->load, plan->cpu_load);
+  json_builder_end_object(b);
+}
+
+static void
+add_vnuma_json(JsonBuilder *b, const QpPlan *plan)
+{
+  json_builder_set_member_name(b, "vnuma");
+  json_builder_begin_object(b);
+  qp_json_add_int(b, "sockets", plan->vnuma_sockets);
+  qp_json_add_int(b, "dies", MAX(plan->vnuma_dies, 1));
+  qp_json_add_int(b, "cores", plan->vnuma_cores);
+  qp_json_add_int(b, "threads", plan->vnuma_threads);
+  json_builder_set_member_name(b, "nodes");
+  json_builder_begin_array(b);
+  for (guint n = 0; n < plan->n_vnodes; n++) {
+    const QpPlanVnode *vn = &plan->vnodes[n];
+    json_builder_begin_object(b);
+    qp_json_add_int(b, "id", vn->id);
+    qp_json_add_list_or_null(b, "vcpus", vn->vcpus);
+    qp_json_add_int(b, "size-mib", (gint64)vn->mem_mib);
+    qp_json_add_int(b, "host-node", vn->host_node);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  json_builder_set_member_name(b, "distances");
+  json_builder_begin_array(b);
+  for (guint x = 0; x < plan->n_vnodes; x++) {
+    json_builder_begin_array(b);
+    for (guint y = 0; y < plan->n_vnodes; y++)
+      json_builder_add_int_value(b,
+                                 plan->vnode_distance[x * plan->n_vnodes + y]);
+    json_builder_end_array(b);
+  }
+  json_builder_end_array(b);
+  json_builder_end_object(b);
+}
+
+static void
+add_hotplug_json(JsonBuilder *b, const QpPlan *plan)
+{
+  qp_json_add_int(b, "boot-vcpus", plan->n_boot_vcpus);
+  json_builder_set_member_name(b, "hotplug-cores");
+  json_builder_begin_array(b);
+  for (guint c = 0; c < plan->hotplug_cores->len; c++) {
+    g_autofree char *l =
+        qp_list_format(g_ptr_array_index(plan->hotplug_cores, c));
+    json_builder_add_string_value(b, l);
+  }
+  json_builder_end_array(b);
+}
+
+JsonNode *
+qp_plan_to_json(const QpPlan *plan)
+{
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  qp_json_add_string(b, "mode", qp_mode_name(plan->mode));
+  json_builder_set_member_name(b, "best-effort");
+  json_builder_add_boolean_value(b, plan->best_effort);
+  qp_json_add_strings(b, "not-given", plan->not_given);
+  add_vcpus_json(b, plan);
+  qp_json_add_list_or_null(b, "process-cpus", plan->process_cpus);
+  qp_json_add_list_or_null(b, "emulator-cpus", plan->emulator_cpus);
+  qp_json_add_list_or_null(b, "iothread-cpus", plan->iothread_cpus);
+  qp_json_add_list_or_null(b, "startup-cpus", plan->startup_cpus);
+  qp_json_add_list_or_null(b, "host-nodes", plan->host_nodes);
+  qp_json_add_list_or_null(b, "memory-nodes", plan->mem_nodes);
+  qp_json_add_string(b, "memory-policy",
+                     plan->mem_nodes != NULL ? qp_policy_name(plan->mem_policy)
+                                             : NULL);
+  json_builder_set_member_name(b, "memory");
+  json_builder_begin_array(b);
+  for (guint m = 0; m < plan->n_mem; m++)
+    add_mem_json(b, &plan->mem[m]);
+  json_builder_end_array(b);
+  add_claims_json(b, plan);
+  add_devices_json(b, plan);
+  if (plan->vnuma)
+    add_vnuma_json(b, plan);
+  if (plan->hotplug_cores != NULL)
+    add_hotplug_json(b, plan);
+  qp_json_add_strings(b, "reasons", plan->reasons);
+  qp_json_add_strings(b, "warnings", plan->warnings);
   json_builder_end_object(b);
   return json_builder_get_root(b);
 }

@@ -4,7 +4,7 @@
  * capacity.c, as `qemu-pin status` shows them. */
 #include "topology/status/status.h"
 
-#include "topology/capacity.h"
+#include "topology/plan/capacity.h"
 
 #define MIB ((guint64)1024 * 1024)
 

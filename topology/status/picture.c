@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "topology/capacity.h"
+#include "topology/plan/capacity.h"
 #include "topology/status/usage.h"
 #include "topology/base/cpulist.h"
 #include "topology/host/host.h"

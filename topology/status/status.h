@@ -10,13 +10,19 @@
 
 #include "topology/host/host.h"
 #include "topology/ledger/claims.h"
-#include "topology/placement.h"
+#include "topology/plan/placement.h"
+#include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
 
 /* `qemu-pin topology`: the host model. */
 JsonNode *qp_host_to_json(const QpHost *host);
 char *qp_host_to_text(const QpHost *host);
+
+/* `qemu-pin plan`: the plan (docs/plan-schema.md), and with --human a
+ * table of it (HOST names the nodes it claims on). */
+JsonNode *qp_plan_to_json(const QpPlan *plan);
+char *qp_plan_to_human(const QpPlan *plan, const QpHost *host);
 
 /* `qemu-pin status`: per node totals and the VMs holding CLAIMS, as JSON
  * and as text (OPTS gives the host reserve; NULL: none). */

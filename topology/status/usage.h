@@ -6,7 +6,7 @@
 #include <glib.h>
 #include <hwloc.h>
 
-#include "topology/capacity.h"
+#include "topology/plan/capacity.h"
 #include "topology/host/host.h"
 
 G_BEGIN_DECLS

@@ -1,9 +1,13 @@
 /* The planner's insides (topology/plan/): the context of one plan (the
  * host as this request sees it), the pieces of the guest's memory, and one
- * try on a set of CPUs. Not for use outside the planner. */
+ * try on a set of CPUs. This header and the headers that include it (one
+ * per file of the planner: memory.h, node-sets.h, cores.h, each mode's)
+ * are the planner's own; every name they declare is qp_plan_*. Outside
+ * plan/, the planner is plan.h, placement.h, request.h, capacity.h and
+ * claim.h. */
 #pragma once
 
-#include "topology/plan.h"
+#include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
 
@@ -80,42 +84,39 @@ typedef struct {
 /* Index of class C, node index I in a per-node array of units. */
 #define AT(ctx, c, i) ((gsize)(c) * (ctx)->nn + (i))
 
-/* The PCI device BDF of HOST ("0000:3b:00.0" or "3b:00.0"), or NULL. */
-const QpPciDevice *find_pci(const QpHost *host, const char *bdf);
-
 /* Index of node id ID in host->nodes, of CPU id ID in host->cpus; -1. */
-int node_index(const Ctx *ctx, int id);
-int cpu_index(const Ctx *ctx, int id);
-/* SLIT distance of node indexes A and B (10/20 when the host has none). */
-guint dist(const Ctx *ctx, guint a, guint b);
-guint64 units_to_mib(const Ctx *ctx, guint c, guint64 units);
+int qp_plan_node_index(const Ctx *ctx, int id);
+int qp_plan_cpu_index(const Ctx *ctx, int id);
+guint64 qp_plan_units_to_mib(const Ctx *ctx, guint c, guint64 units);
 
 /* Fills CTX for a plan of REQ on HOST beside CLAIMS; notes about the
  * request (a vfio device without a node) go to NOTES' warnings. Fails for
  * --device-locality=required on a device it cannot place. Free with
- * ctx_clear() either way. */
-gboolean ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
-                  const QpRequest *req, const QpPlacementOptions *opts,
-                  QpPlan *notes, GError **error);
-void ctx_clear(Ctx *ctx);
+ * qp_plan_ctx_clear() either way. */
+gboolean qp_plan_ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
+                          const QpRequest *req, const QpPlacementOptions *opts,
+                          QpPlan *notes, GError **error);
+void qp_plan_ctx_clear(Ctx *ctx);
 
 /* CPUs the VM may use when other VMs' dedicated cores count too: allowed,
  * in --affinity, on usable nodes. ctx->usable is this less those cores. */
-hwloc_bitmap_t cpus_with_dedicated(const Ctx *ctx);
+hwloc_bitmap_t qp_plan_cpus_with_dedicated(const Ctx *ctx);
 
-const Piece *piece_at(const Ctx *ctx, guint x);
+const Piece *qp_plan_piece_at(const Ctx *ctx, guint x);
 
 /* Candidate nodes for node sets (--device-locality=required keeps only the
  * devices' nodes, and PREFIX then says so). */
-gboolean *set_candidates(const Ctx *ctx, char **prefix);
+gboolean *qp_plan_set_candidates(const Ctx *ctx, char **prefix);
 
-void attempt_init(Attempt *a, const Ctx *ctx, hwloc_const_bitmap_t usable);
-void attempt_clear(Attempt *a, guint nn);
+void qp_plan_attempt_init(Attempt *a, const Ctx *ctx,
+                          hwloc_const_bitmap_t usable);
+void qp_plan_attempt_clear(Attempt *a, guint nn);
 
 /* CPU units of kind CAP node index I offers in A. */
-guint node_cap(const Attempt *a, CapKind cap, guint i);
+guint qp_plan_node_cap(const Attempt *a, CapKind cap, guint i);
 /* CPU units the vCPUs VCPUS need under CAP (sibling groups for
  * CAP_GROUPS, else one per vCPU). */
-guint task_units(const Ctx *ctx, CapKind cap, hwloc_const_bitmap_t vcpus);
+guint qp_plan_task_units(const Ctx *ctx, CapKind cap,
+                         hwloc_const_bitmap_t vcpus);
 
 G_END_DECLS

@@ -30,11 +30,11 @@
  *   vnuma.c       the guest topology suggested with --vnuma
  *   phrases.c     the words of reasons and refusals
  *   output.c      JSON (docs/plan-schema.md) and text */
-#include "topology/plan.h"
+#include "topology/plan/plan.h"
 
 #include "topology/plan/balanced.h"
 #include "topology/plan/best-effort.h"
-#include "topology/plan/context.h"
+#include "topology/plan/internal.h"
 #include "topology/plan/numa.h"
 #include "topology/plan/one-to-one.h"
 #include "topology/plan/result.h"
@@ -45,25 +45,25 @@ plan_on(const Ctx *ctx, QpMode mode, hwloc_const_bitmap_t usable,
         const char *kind_note, GError **error)
 {
   Attempt a;
-  attempt_init(&a, ctx, usable);
+  qp_plan_attempt_init(&a, ctx, usable);
   a.kind_note = kind_note;
-  QpPlan *plan = plan_new(ctx->n);
+  QpPlan *plan = qp_plan_new(ctx->n);
   plan->mode = mode;
   gboolean ok = FALSE;
   switch (mode) {
   case QP_MODE_BALANCED:
-    ok = plan_balanced(plan, ctx, &a, ctx->n, error);
+    ok = qp_plan_balanced(plan, ctx, &a, ctx->n, error);
     break;
   case QP_MODE_NUMA:
-    ok = plan_by_gnode(plan, ctx, &a, FALSE, CAP_CPUS, error);
+    ok = qp_plan_by_gnode(plan, ctx, &a, FALSE, CAP_CPUS, error);
     break;
   case QP_MODE_ONE_TO_ONE:
-    ok = plan_o2o(plan, ctx, &a, error);
+    ok = qp_plan_o2o(plan, ctx, &a, error);
     break;
   default:
     g_assert_not_reached();
   }
-  attempt_clear(&a, ctx->nn);
+  qp_plan_attempt_clear(&a, ctx->nn);
   if (!ok) {
     g_clear_pointer(&plan, qp_plan_free);
     return NULL;
@@ -73,10 +73,10 @@ plan_on(const Ctx *ctx, QpMode mode, hwloc_const_bitmap_t usable,
   for (guint v = 0; v < plan->n_vcpus; v++)
     if (plan->vcpu_cpus[v] == NULL) {
       plan->vcpu_cpus[v] = hwloc_bitmap_dup(plan->process_cpus);
-      add_warning(plan,
-                  "vCPU %u got no CPU of its own: it floats on the "
-                  "process CPUs",
-                  v);
+      qp_plan_add_warning(plan,
+                          "vCPU %u got no CPU of its own: it floats on the "
+                          "process CPUs",
+                          v);
     }
   return plan;
 }
@@ -85,7 +85,7 @@ plan_on(const Ctx *ctx, QpMode mode, hwloc_const_bitmap_t usable,
 static QpPlan *
 plan_none(const Ctx *ctx)
 {
-  QpPlan *plan = plan_new(ctx->n);
+  QpPlan *plan = qp_plan_new(ctx->n);
   plan->mode = QP_MODE_NONE;
   hwloc_bitmap_t all = hwloc_bitmap_alloc();
   if (ctx->host->allowed != NULL)
@@ -96,7 +96,7 @@ plan_none(const Ctx *ctx)
   plan->emulator_cpus = hwloc_bitmap_dup(all);
   plan->iothread_cpus = hwloc_bitmap_dup(all);
   plan->startup_cpus = all;
-  add_reason(plan, "mode none: no placement, QEMU runs where it may");
+  qp_plan_add_reason(plan, "mode none: no placement, QEMU runs where it may");
   return plan;
 }
 
@@ -116,14 +116,14 @@ plan_on_one_kind(const Ctx *ctx, QpMode mode, GError **first)
     QpPlan *plan = plan_on(ctx, mode, kc, note, &err);
     if (plan != NULL) {
       g_autofree char *l = qp_list_format(kc);
-      add_reason(plan,
-                 "CPU kind %u (%s): the most performant kind that "
-                 "fits, usable CPUs %s",
-                 k,
-                 host->kind_names != NULL && host->kind_names[k] != NULL
-                     ? host->kind_names[k]
-                     : "unnamed",
-                 l);
+      qp_plan_add_reason(plan,
+                         "CPU kind %u (%s): the most performant kind that "
+                         "fits, usable CPUs %s",
+                         k,
+                         host->kind_names != NULL && host->kind_names[k] != NULL
+                             ? host->kind_names[k]
+                             : "unnamed",
+                         l);
       return plan;
     }
     if (*first == NULL)
@@ -153,10 +153,10 @@ plan_on_kinds(const Ctx *ctx, QpMode mode, GError **error)
     plan = plan_on(ctx, mode, ctx->usable, "", NULL);
     if (plan != NULL) {
       g_autofree char *l = qp_list_format(ctx->opts->affinity);
-      add_warning(plan,
-                  "the VM's CPUs straddle CPU kinds: no single kind in "
-                  "--affinity %s holds the guest",
-                  l);
+      qp_plan_add_warning(plan,
+                          "the VM's CPUs straddle CPU kinds: no single kind in "
+                          "--affinity %s holds the guest",
+                          l);
       return plan;
     }
   }
@@ -198,9 +198,9 @@ plan_in_mode(const Ctx *ctx, QpMode mode, gboolean best_effort, GError **error)
   if (mode == QP_MODE_NONE)
     return plan_none(ctx);
   if (best_effort) {
-    QpPlan *plan = plan_new(ctx->n);
+    QpPlan *plan = qp_plan_new(ctx->n);
     plan->mode = mode;
-    if (!plan_best_effort(plan, ctx, error))
+    if (!qp_plan_best_effort(plan, ctx, error))
       g_clear_pointer(&plan, qp_plan_free);
     return plan;
   }
@@ -216,16 +216,16 @@ plan_compute(const QpHost *host, const QpClaims *claims, const QpRequest *req,
 {
   g_return_val_if_fail(host != NULL && req != NULL && opts != NULL, NULL);
   Ctx ctx = {0};
-  g_autoptr(QpPlan) notes = plan_new(0);
+  g_autoptr(QpPlan) notes = qp_plan_new(0);
   QpPlan *plan = NULL;
   QpMode mode = opts->mode;
   if (mode == QP_MODE_AUTO)
     mode = req->n_gnodes > 1 ? QP_MODE_NUMA : QP_MODE_BALANCED;
-  if (ctx_init(&ctx, host, claims, req, opts, notes, error))
+  if (qp_plan_ctx_init(&ctx, host, claims, req, opts, notes, error))
     plan = plan_in_mode(&ctx, mode, best_effort, error);
   if (plan != NULL)
     add_notes(plan, notes, claims);
-  ctx_clear(&ctx);
+  qp_plan_ctx_clear(&ctx);
   return plan;
 }
 
@@ -335,10 +335,11 @@ plan_with_hotplug(const QpHost *host, const QpClaims *claims,
     }
     extend_to_maxcpus(plan, req, max, FALSE);
     *placed = boot;
-    add_warning(plan,
-                "room for the %u boot vCPUs only (%s): vCPUs %u-%u, if "
-                "plugged, share the CPUs of their guest node's boot vCPUs",
-                boot, full_error->message, boot, max - 1);
+    qp_plan_add_warning(
+        plan,
+        "room for the %u boot vCPUs only (%s): vCPUs %u-%u, if "
+        "plugged, share the CPUs of their guest node's boot vCPUs",
+        boot, full_error->message, boot, max - 1);
     return plan;
   }
 
@@ -353,12 +354,13 @@ plan_with_hotplug(const QpHost *host, const QpClaims *claims,
   guint had = plan->n_vcpus;
   extend_to_maxcpus(plan, req, max, TRUE);
   *placed = had;
-  plan->hotplug_cores = spare_cores(host, claims, opts, plan);
+  plan->hotplug_cores = qp_plan_spare_cores(host, claims, opts, plan);
   g_autofree char *own_list = qp_list_format(plan->vcpu_cpus[max - 1]);
-  add_reason(plan,
-             "vCPUs %u-%u are hot-pluggable: each takes a free core when "
-             "plugged (%u free now), else shares the VM's CPUs %s",
-             had, max - 1, plan->hotplug_cores->len, own_list);
+  qp_plan_add_reason(
+      plan,
+      "vCPUs %u-%u are hot-pluggable: each takes a free core when "
+      "plugged (%u free now), else shares the VM's CPUs %s",
+      had, max - 1, plan->hotplug_cores->len, own_list);
   return plan;
 }
 
@@ -381,7 +383,7 @@ qp_plan_compute(const QpHost *host, const QpClaims *claims,
     plan = plan_with_hotplug(host, claims, req, opts, TRUE, &placed, &local);
   }
   if (plan != NULL && opts->vnuma && req->n_gnodes == 0)
-    suggest_vnuma(plan, host, req, placed);
+    qp_plan_suggest_vnuma(plan, host, req, placed);
   if (local != NULL &&
       g_error_matches(local, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT))
     g_prefix_error(&local, "VM does not fit: ");

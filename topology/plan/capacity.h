@@ -8,7 +8,7 @@
 
 #include "topology/ledger/claims.h"
 #include "topology/host/host.h"
-#include "topology/placement.h"
+#include "topology/plan/placement.h"
 
 G_BEGIN_DECLS
 

@@ -1,18 +1,7 @@
-/* Constructors, destructors and names of the planner's data types. */
-#include "topology/plan.h"
+/* What the VM needs (see request.h): made and freed, and the names of
+ * its memory kinds. */
+#include "topology/plan/request.h"
 
-#include <string.h>
-
-QP_DEFINE_NAMES(policy, QpPolicy, {"default", QP_POLICY_DEFAULT},
-                {"bind", QP_POLICY_BIND}, {"preferred", QP_POLICY_PREFERRED},
-                {"interleave", QP_POLICY_INTERLEAVE})
-QP_DEFINE_NAMES(strategy, QpStrategy, {"spread", QP_STRATEGY_SPREAD},
-                {"pack", QP_STRATEGY_PACK})
-QP_DEFINE_NAMES(smt, QpSmt, {"prefer", QP_SMT_PREFER},
-                {"strict", QP_SMT_STRICT})
-QP_DEFINE_NAMES(device_locality, QpDeviceLocality,
-                {"preferred", QP_DEVLOC_PREFERRED},
-                {"required", QP_DEVLOC_REQUIRED}, {"ignore", QP_DEVLOC_IGNORE})
 QP_DEFINE_NAMES(mem_kind, QpMemKind, {"ram", QP_MEM_RAM},
                 {"pc-dimm", QP_MEM_DIMM}, {"nvdimm", QP_MEM_NVDIMM},
                 {"virtio-mem", QP_MEM_VIRTIO_MEM},
@@ -62,23 +51,4 @@ qp_request_free(QpRequest *req)
   g_strfreev(req->vfio);
   g_ptr_array_unref(req->io);
   g_free(req);
-}
-
-void
-qp_placement_options_init(QpPlacementOptions *opts)
-{
-  memset(opts, 0, sizeof(*opts));
-  opts->mode = QP_MODE_AUTO;
-  opts->strategy = QP_STRATEGY_SPREAD;
-  opts->policy = QP_POLICY_BIND;
-  opts->smt = QP_SMT_PREFER;
-  opts->device_locality = QP_DEVLOC_PREFERRED;
-}
-
-void
-qp_placement_options_clear(QpPlacementOptions *opts)
-{
-  g_clear_pointer(&opts->affinity, hwloc_bitmap_free);
-  g_clear_pointer(&opts->hostnodes, hwloc_bitmap_free);
-  g_clear_pointer(&opts->node_reserve, g_array_unref);
 }

@@ -1,5 +1,5 @@
 /* What each host node holds that no claim has (see capacity.h). */
-#include "topology/capacity.h"
+#include "topology/plan/capacity.h"
 
 #include <string.h>
 

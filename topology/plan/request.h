@@ -7,7 +7,7 @@
 #include <hwloc.h>
 
 #include "topology/base/cpulist.h"
-#include "topology/placement.h"
+#include "topology/plan/placement.h"
 
 G_BEGIN_DECLS
 

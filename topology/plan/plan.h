@@ -1,17 +1,17 @@
 /* The placement engine: a pure function (host, claims, request, options) ->
  * plan. No I/O, no clock, no globals: every decision can be replayed from a
- * recorded host and a ledger snapshot. */
+ * recorded host and a ledger snapshot. The plan's views (JSON, text) are
+ * topology/status/status.h's. */
 #pragma once
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 #include <hwloc.h>
 
 #include "topology/ledger/claims.h"
 #include "topology/base/cpulist.h"
 #include "topology/host/host.h"
-#include "topology/placement.h"
-#include "topology/request.h"
+#include "topology/plan/placement.h"
+#include "topology/plan/request.h"
 
 G_BEGIN_DECLS
 
@@ -136,8 +136,5 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpPlan, qp_plan_free)
  * caller has checked that SET holds NEED. */
 void qp_plan_split_units(guint64 need, const guint *set, guint k,
                          guint64 *avail, guint64 *claim);
-
-JsonNode *qp_plan_to_json(const QpPlan *plan);
-char *qp_plan_to_human(const QpPlan *plan, const QpHost *host);
 
 G_END_DECLS

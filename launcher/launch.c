@@ -84,7 +84,7 @@ has_host_devices(const QpRequest *req)
 
 /* Loads the host the VM is planned on (its devices' locality too, when it
  * has some): the live host through its snapshot in the state directory DIR
- * (topology/host-snapshot.h). */
+ * (topology/host/snapshot.h). */
 static QpHost *
 load_host(const QpOptions *opts, const QpQemuArgs *args, const char *dir,
           GError **error)

@@ -1,4 +1,4 @@
-/* The host snapshot (topology/host-snapshot.h) on this live host: a valid
+/* The host snapshot (topology/host/snapshot.h) on this live host: a valid
  * snapshot is what the load uses, with free memory read live; a snapshot
  * made under another key (boot, online CPUs) or damaged is ignored, the
  * live host loaded and the snapshot written anew. */

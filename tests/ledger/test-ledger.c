@@ -1759,7 +1759,8 @@ test_status_overcommit(void)
       g_error("status text lacks \"%s\":\n%s", want[i], text);
 }
 
-/* The same views on a host from hwloc's synthetic description (host.c). */
+/* The same views on a host from hwloc's synthetic description
+ * (topology/host/build.c). */
 static void
 test_status_synthetic_host(Fixture *f, gconstpointer data)
 {

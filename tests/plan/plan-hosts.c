@@ -316,7 +316,8 @@ add_pci(QpHost *h, const char *bdf, int node)
   g_array_append_val(h->pci, d);
 }
 
-/* ---- Recorded hosts (tests/data/topologies, loaded by topology/host.c) --- */
+/* ---- Recorded hosts (tests/data/topologies, loaded by topology/host/) -----
+ */
 
 QpHost *
 recorded(const char *name)

@@ -89,6 +89,7 @@ QpRequest *seed_request(gboolean explicit_hostnodes);
 
 void add_pci(QpHost *h, const char *bdf, int node);
 
-/* ---- Recorded hosts (tests/data/topologies, loaded by topology/host.c) --- */
+/* ---- Recorded hosts (tests/data/topologies, loaded by topology/host/) -----
+ */
 
 QpHost *recorded(const char *name);

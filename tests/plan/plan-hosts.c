@@ -336,3 +336,11 @@ recorded(const char *name)
   }
   return h;
 }
+
+void
+check_recorded_seed(void (*check)(const QpHost *h, gboolean explicit_hostnodes))
+{
+  g_autoptr(QpHost) h = recorded("epyc-7351p.xml");
+  check(h, FALSE);
+  check(h, TRUE);
+}

@@ -93,3 +93,9 @@ void add_pci(QpHost *h, const char *bdf, int node);
  */
 
 QpHost *recorded(const char *name);
+
+/* Seed 000 on the recorded EPYC 7351P, whose nodes have the seed's own
+ * sizes (15891, 16124, 16124, 16123 MB): CHECK (a mode's seed check)
+ * without and with explicit host-nodes, as on the hand-built host. */
+void check_recorded_seed(void (*check)(const QpHost *h,
+                                       gboolean explicit_hostnodes));

@@ -747,8 +747,6 @@ test_scale_64_nodes(void)
                  ms);
 }
 
-/* The seed's six configurations on the recorded EPYC 7351P, whose nodes
- * have the seed's own sizes (15891, 16124, 16124, 16123 MB). */
 static void
 test_recorded_intel_smt(void)
 {

@@ -64,19 +64,19 @@ check_version(guint64 v, GError **error)
 }
 
 static gboolean
-check_id(const char *id, char **out, GError **error)
+check_id(const char *id, gpointer out, GError **error)
 {
   if (!qp_claim_id_is_valid(id))
     return bad_field(error, "id",
                      "is \"%s\"; expected letters, digits, '-', '_' or '.' "
                      "(not leading)",
                      id);
-  *out = g_strdup(id);
+  *(char **)out = g_strdup(id);
   return TRUE;
 }
 
 static gboolean
-check_mode(const char *text, QpMode *out, GError **error)
+check_mode(const char *text, gpointer out, GError **error)
 {
   if (!qp_mode_parse(text, out))
     return bad_field(error, "mode",
@@ -126,21 +126,6 @@ static const struct {
     {"page-kib", G_MAXINT64},
     {"pages", G_MAXINT64},
 };
-
-/* Appends hugepage claim I of FIELD, its parts in V (checked against their
- * bounds already), to OUT. */
-static gboolean
-add_huge(const char *field, guint i, const guint64 *v, GArray *out,
-         GError **error)
-{
-  if (v[1] == 0) {
-    g_autofree char *f_kib = g_strdup_printf("%s[%u].page-kib", field, i);
-    return bad_field(error, f_kib, "is 0; expected a page size in KiB");
-  }
-  QpHugeClaim h = {.node = (int)v[0], .page_kib = v[1], .pages = v[2]};
-  g_array_append_val(out, h);
-  return TRUE;
-}
 
 /* ---- JSON values ----------------------------------------------------------
  */
@@ -306,37 +291,73 @@ version_get_line(const char *t, const QpField *f, gpointer v, GError **error)
 const QpFieldCodec qp_field_version = {version_put_json, version_get_json,
                                        version_put_line, version_get_line};
 
-/* id: char *, a valid record id. */
-static void
-id_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
+/* A word: a value written as one string without spaces or escapes (the
+ * id: char *, a valid record id; the mode: QpMode, by name). */
+typedef struct {
+  const QpFieldCodec *codec;
+  const char *what;                     /* expected, for errors */
+  const char *(*word)(gconstpointer v); /* the value as a word */
+  gboolean (*set)(const char *word, gpointer v, GError **error); /* checked */
+} Word;
+
+static const char *
+id_word(gconstpointer v)
 {
   const char *id = *(char *const *)v;
+  return id ? id : "";
+}
+
+static const char *
+mode_word(gconstpointer v)
+{
+  return qp_mode_name(*(const QpMode *)v);
+}
+
+static const Word words[] = {
+    {&qp_field_id, "a string", id_word, check_id},
+    {&qp_field_mode, "a mode name", mode_word, check_mode},
+};
+
+static const Word *
+word_of(const QpField *f)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(words); i++)
+    if (words[i].codec == f->codec)
+      return &words[i];
+  g_assert_not_reached();
+}
+
+static void
+word_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
+{
   json_builder_set_member_name(b, f->key);
-  json_builder_add_string_value(b, id ? id : "");
+  json_builder_add_string_value(b, word_of(f)->word(v));
 }
 
 static gboolean
-id_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
+word_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
 {
-  const char *id = get_string(n, f->key, "a string", error);
-  return id != NULL && check_id(id, v, error);
+  const Word *w = word_of(f);
+  const char *text = get_string(n, f->key, w->what, error);
+  return text != NULL && w->set(text, v, error);
 }
 
 static void
-id_put_line(GString *s, const QpField *f, gconstpointer v)
+word_put_line(GString *s, const QpField *f, gconstpointer v)
 {
-  const char *id = *(char *const *)v;
-  g_string_append(s, id ? id : "");
+  g_string_append(s, word_of(f)->word(v));
 }
 
 static gboolean
-id_get_line(const char *t, const QpField *f, gpointer v, GError **error)
+word_get_line(const char *t, const QpField *f, gpointer v, GError **error)
 {
-  return check_id(t, v, error);
+  return word_of(f)->set(t, v, error);
 }
 
-const QpFieldCodec qp_field_id = {id_put_json, id_get_json, id_put_line,
-                                  id_get_line};
+const QpFieldCodec qp_field_id = {word_put_json, word_get_json, word_put_line,
+                                  word_get_line};
+const QpFieldCodec qp_field_mode = {word_put_json, word_get_json, word_put_line,
+                                    word_get_line};
 
 /* A text: char *, NULL for none (null in JSON, "-" in a line, else "=" and
  * the text escaped). */
@@ -436,35 +457,6 @@ number_get_line(const char *t, const QpField *f, gpointer v, GError **error)
 
 const QpFieldCodec qp_field_number = {number_put_json, number_get_json,
                                       number_put_line, number_get_line};
-
-/* mode: QpMode, by name. */
-static void
-mode_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
-{
-  qp_json_add_string(b, f->key, qp_mode_name(*(const QpMode *)v));
-}
-
-static gboolean
-mode_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
-{
-  const char *mode = get_string(n, f->key, "a mode name", error);
-  return mode != NULL && check_mode(mode, v, error);
-}
-
-static void
-mode_put_line(GString *s, const QpField *f, gconstpointer v)
-{
-  g_string_append(s, qp_mode_name(*(const QpMode *)v));
-}
-
-static gboolean
-mode_get_line(const char *t, const QpField *f, gpointer v, GError **error)
-{
-  return check_mode(t, v, error);
-}
-
-const QpFieldCodec qp_field_mode = {mode_put_json, mode_get_json, mode_put_line,
-                                    mode_get_line};
 
 /* A flag: gboolean, FALSE when absent; 0 or 1 in a line. */
 static void
@@ -608,85 +600,6 @@ node_map_get_line(const char *t, const QpField *f, gpointer v, GError **error)
 const QpFieldCodec qp_field_node_map = {node_map_put_json, node_map_get_json,
                                         node_map_put_line, node_map_get_line};
 
-/* hugepages: GArray of QpHugeClaim; [{"node", "page-kib", "pages"}] in
- * JSON, "node:kib:pages,..." in a line. */
-static void
-huge_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
-{
-  const GArray *a = *(GArray *const *)v;
-  json_builder_set_member_name(b, f->key);
-  json_builder_begin_array(b);
-  for (guint i = 0; a != NULL && i < a->len; i++) {
-    const QpHugeClaim *h = &g_array_index(a, QpHugeClaim, i);
-    json_builder_begin_object(b);
-    qp_json_add_int(b, huge_parts[0].key, h->node);
-    qp_json_add_int(b, huge_parts[1].key, (gint64)h->page_kib);
-    qp_json_add_int(b, huge_parts[2].key, (gint64)h->pages);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-}
-
-static gboolean
-huge_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
-{
-  JsonArray *a = get_array(n, f->key, "an array", error);
-  for (guint i = 0; a != NULL && i < json_array_get_length(a); i++) {
-    g_autofree char *name = NULL;
-    JsonObject *o = get_element(a, i, f->key, &name, error);
-    if (o == NULL)
-      return FALSE;
-    guint64 parts[G_N_ELEMENTS(huge_parts)];
-    for (guint k = 0; k < G_N_ELEMENTS(huge_parts); k++) {
-      g_autofree char *sub = g_strdup_printf("%s.%s", name, huge_parts[k].key);
-      if (!get_uint(json_object_get_member(o, huge_parts[k].key), sub,
-                    huge_parts[k].max, &parts[k], error))
-        return FALSE;
-    }
-    if (!add_huge(f->key, i, parts, *(GArray **)v, error))
-      return FALSE;
-  }
-  return a != NULL;
-}
-
-static void
-huge_put_line(GString *s, const QpField *f, gconstpointer v)
-{
-  const GArray *a = *(GArray *const *)v;
-  if (a == NULL || a->len == 0)
-    g_string_append_c(s, '-');
-  for (guint i = 0; a != NULL && i < a->len; i++) {
-    const QpHugeClaim *h = &g_array_index(a, QpHugeClaim, i);
-    g_string_append_printf(s, "%s%d:%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT,
-                           i ? "," : "", h->node, h->page_kib, h->pages);
-  }
-}
-
-static gboolean
-huge_get_line(const char *t, const QpField *f, gpointer v, GError **error)
-{
-  g_auto(GStrv) items = items_of(t, ",");
-  for (guint i = 0; items[i] != NULL; i++) {
-    g_auto(GStrv) p = g_strsplit(items[i], ":", -1);
-    g_autofree char *name = g_strdup_printf("%s[%u]", f->key, i);
-    if (g_strv_length(p) != G_N_ELEMENTS(huge_parts))
-      return bad_field(error, name, "is \"%s\"; expected node:page-kib:pages",
-                       items[i]);
-    guint64 parts[G_N_ELEMENTS(huge_parts)];
-    for (guint k = 0; k < G_N_ELEMENTS(huge_parts); k++) {
-      g_autofree char *sub = g_strdup_printf("%s.%s", name, huge_parts[k].key);
-      if (!get_number(p[k], sub, huge_parts[k].max, &parts[k], error))
-        return FALSE;
-    }
-    if (!add_huge(f->key, i, parts, *(GArray **)v, error))
-      return FALSE;
-  }
-  return TRUE;
-}
-
-const QpFieldCodec qp_field_huge = {huge_put_json, huge_get_json, huge_put_line,
-                                    huge_get_line};
-
 /* CPUs: hwloc_bitmap_t; a list, "" in JSON and "-" in a line for none. */
 static void
 cpus_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
@@ -734,93 +647,228 @@ cpus_get_line(const char *t, const QpField *f, gpointer v, GError **error)
 const QpFieldCodec qp_field_cpus = {cpus_put_json, cpus_get_json, cpus_put_line,
                                     cpus_get_line};
 
-/* cpu-load: GArray of QpCpuLoad, may be absent (records written before it
- * have only the per-node load); [{"cpus", "vcpus"}] in JSON,
- * "vcpus@cpus;..." in a line. */
+/* Items: a GArray of items; an array of objects in JSON, the items joined
+ * by SEP in a line ("-" for none). hugepages: QpHugeClaim, {"node",
+ * "page-kib", "pages"}, "node:kib:pages"; cpu-load: QpCpuLoad, may be
+ * absent (records written before it have only the per-node load), {"cpus",
+ * "vcpus"}, "vcpus@cpus". Item I of field F is named "F[I]" in errors. */
+typedef struct {
+  const QpFieldCodec *codec;
+  const char *sep;
+  void (*put_json)(JsonBuilder *b, gconstpointer item);
+  gboolean (*get_json)(JsonObject *o, const char *name, GArray *a,
+                       GError **error);
+  void (*put_line)(GString *s, gconstpointer item);
+  gboolean (*get_line)(char *text, const char *name, GArray *a, GError **error);
+} Items;
+
 static void
-cpu_load_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
+huge_item_put_json(JsonBuilder *b, gconstpointer item)
 {
+  const QpHugeClaim *h = item;
+  qp_json_add_int(b, huge_parts[0].key, h->node);
+  qp_json_add_int(b, huge_parts[1].key, (gint64)h->page_kib);
+  qp_json_add_int(b, huge_parts[2].key, (gint64)h->pages);
+}
+
+/* The parts of hugepage claim NAME, each at most its bound, from GET (a
+ * JSON object's member or a line's token), appended to A. */
+static gboolean
+huge_item_add(const char *name, GArray *a,
+              gboolean (*get)(gpointer src, guint k, const char *sub,
+                              guint64 max, guint64 *out, GError **error),
+              gpointer src, GError **error)
+{
+  guint64 parts[G_N_ELEMENTS(huge_parts)];
+  for (guint k = 0; k < G_N_ELEMENTS(huge_parts); k++) {
+    g_autofree char *sub = g_strdup_printf("%s.%s", name, huge_parts[k].key);
+    if (!get(src, k, sub, huge_parts[k].max, &parts[k], error))
+      return FALSE;
+  }
+  if (parts[1] == 0) {
+    g_autofree char *f_kib = g_strdup_printf("%s.page-kib", name);
+    return bad_field(error, f_kib, "is 0; expected a page size in KiB");
+  }
+  QpHugeClaim h = {
+      .node = (int)parts[0], .page_kib = parts[1], .pages = parts[2]};
+  g_array_append_val(a, h);
+  return TRUE;
+}
+
+static gboolean
+huge_part_of_json(gpointer src, guint k, const char *sub, guint64 max,
+                  guint64 *out, GError **error)
+{
+  return get_uint(json_object_get_member(src, huge_parts[k].key), sub, max, out,
+                  error);
+}
+
+static gboolean
+huge_part_of_line(gpointer src, guint k, const char *sub, guint64 max,
+                  guint64 *out, GError **error)
+{
+  return get_number(((char **)src)[k], sub, max, out, error);
+}
+
+static gboolean
+huge_item_get_json(JsonObject *o, const char *name, GArray *a, GError **error)
+{
+  return huge_item_add(name, a, huge_part_of_json, o, error);
+}
+
+static void
+huge_item_put_line(GString *s, gconstpointer item)
+{
+  const QpHugeClaim *h = item;
+  g_string_append_printf(s, "%d:%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT,
+                         h->node, h->page_kib, h->pages);
+}
+
+static gboolean
+huge_item_get_line(char *text, const char *name, GArray *a, GError **error)
+{
+  g_auto(GStrv) p = g_strsplit(text, ":", -1);
+  if (g_strv_length(p) != G_N_ELEMENTS(huge_parts))
+    return bad_field(error, name, "is \"%s\"; expected node:page-kib:pages",
+                     text);
+  return huge_item_add(name, a, huge_part_of_line, p, error);
+}
+
+static void
+cpu_load_item_put_json(JsonBuilder *b, gconstpointer item)
+{
+  const QpCpuLoad *l = item;
+  qp_json_add_list(b, "cpus", l->cpus);
+  qp_json_add_int(b, "vcpus", l->vcpus);
+}
+
+static gboolean
+cpu_load_item_get_json(JsonObject *o, const char *name, GArray *a,
+                       GError **error)
+{
+  g_autofree char *f_cpus = g_strdup_printf("%s.cpus", name);
+  g_autofree char *f_vcpus = g_strdup_printf("%s.vcpus", name);
+  const char *cpus = get_string(json_object_get_member(o, "cpus"), f_cpus,
+                                "a CPU list string", error);
+  QpCpuLoad l = {NULL, 0};
+  guint64 vcpus = 0;
+  if (cpus == NULL || !check_cpu_list(cpus, f_cpus, &l.cpus, error))
+    return FALSE;
+  if (!get_uint(json_object_get_member(o, "vcpus"), f_vcpus, G_MAXUINT, &vcpus,
+                error)) {
+    hwloc_bitmap_free(l.cpus);
+    return FALSE;
+  }
+  l.vcpus = (guint)vcpus;
+  g_array_append_val(a, l);
+  return TRUE;
+}
+
+static void
+cpu_load_item_put_line(GString *s, gconstpointer item)
+{
+  const QpCpuLoad *l = item;
+  g_autofree char *cpus = qp_list_format(l->cpus);
+  g_string_append_printf(s, "%u@%s", l->vcpus, cpus);
+}
+
+static gboolean
+cpu_load_item_get_line(char *text, const char *name, GArray *a, GError **error)
+{
+  char *at = strchr(text, '@');
+  g_autofree char *f_cpus = g_strdup_printf("%s.cpus", name);
+  g_autofree char *f_vcpus = g_strdup_printf("%s.vcpus", name);
+  QpCpuLoad l = {NULL, 0};
+  guint64 vcpus = 0;
+  if (at == NULL)
+    return bad_field(error, name, "is \"%s\"; expected vcpus@cpus", text);
+  *at = '\0';
+  if (!get_number(text, f_vcpus, G_MAXUINT, &vcpus, error) ||
+      !check_cpu_list(at + 1, f_cpus, &l.cpus, error))
+    return FALSE;
+  l.vcpus = (guint)vcpus;
+  g_array_append_val(a, l);
+  return TRUE;
+}
+
+static const Items items_kinds[] = {
+    {&qp_field_huge, ",", huge_item_put_json, huge_item_get_json,
+     huge_item_put_line, huge_item_get_line},
+    {&qp_field_cpu_load, ";", cpu_load_item_put_json, cpu_load_item_get_json,
+     cpu_load_item_put_line, cpu_load_item_get_line},
+};
+
+static const Items *
+items_of_field(const QpField *f)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(items_kinds); i++)
+    if (items_kinds[i].codec == f->codec)
+      return &items_kinds[i];
+  g_assert_not_reached();
+}
+
+static void
+items_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
+{
+  const Items *k = items_of_field(f);
   const GArray *a = *(GArray *const *)v;
   json_builder_set_member_name(b, f->key);
   json_builder_begin_array(b);
   for (guint i = 0; a != NULL && i < a->len; i++) {
-    const QpCpuLoad *l = &g_array_index(a, QpCpuLoad, i);
     json_builder_begin_object(b);
-    qp_json_add_list(b, "cpus", l->cpus);
-    qp_json_add_int(b, "vcpus", l->vcpus);
+    k->put_json(b, a->data + (gsize)i * g_array_get_element_size((GArray *)a));
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
 }
 
 static gboolean
-cpu_load_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
+items_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
 {
-  if (n == NULL)
+  if (n == NULL && (f->flags & QP_FIELD_OPTIONAL))
     return TRUE;
   JsonArray *a = get_array(n, f->key, "an array", error);
   for (guint i = 0; a != NULL && i < json_array_get_length(a); i++) {
     g_autofree char *name = NULL;
     JsonObject *o = get_element(a, i, f->key, &name, error);
-    if (o == NULL)
+    if (o == NULL ||
+        !items_of_field(f)->get_json(o, name, *(GArray **)v, error))
       return FALSE;
-    g_autofree char *f_cpus = g_strdup_printf("%s.cpus", name);
-    g_autofree char *f_vcpus = g_strdup_printf("%s.vcpus", name);
-    const char *cpus = get_string(json_object_get_member(o, "cpus"), f_cpus,
-                                  "a CPU list string", error);
-    QpCpuLoad l = {NULL, 0};
-    guint64 vcpus = 0;
-    if (cpus == NULL || !check_cpu_list(cpus, f_cpus, &l.cpus, error))
-      return FALSE;
-    if (!get_uint(json_object_get_member(o, "vcpus"), f_vcpus, G_MAXUINT,
-                  &vcpus, error)) {
-      hwloc_bitmap_free(l.cpus);
-      return FALSE;
-    }
-    l.vcpus = (guint)vcpus;
-    g_array_append_val(*(GArray **)v, l);
   }
   return a != NULL;
 }
 
 static void
-cpu_load_put_line(GString *s, const QpField *f, gconstpointer v)
+items_put_line(GString *s, const QpField *f, gconstpointer v)
 {
+  const Items *k = items_of_field(f);
   const GArray *a = *(GArray *const *)v;
   if (a == NULL || a->len == 0)
     g_string_append_c(s, '-');
   for (guint i = 0; a != NULL && i < a->len; i++) {
-    const QpCpuLoad *l = &g_array_index(a, QpCpuLoad, i);
-    g_autofree char *cpus = qp_list_format(l->cpus);
-    g_string_append_printf(s, "%s%u@%s", i ? ";" : "", l->vcpus, cpus);
+    if (i > 0)
+      g_string_append(s, k->sep);
+    k->put_line(s, a->data + (gsize)i * g_array_get_element_size((GArray *)a));
   }
 }
 
 static gboolean
-cpu_load_get_line(const char *t, const QpField *f, gpointer v, GError **error)
+items_get_line(const char *t, const QpField *f, gpointer v, GError **error)
 {
-  g_auto(GStrv) items = items_of(t, ";");
+  const Items *k = items_of_field(f);
+  g_auto(GStrv) items = items_of(t, k->sep);
   for (guint i = 0; items[i] != NULL; i++) {
-    char *at = strchr(items[i], '@');
-    g_autofree char *f_cpus = g_strdup_printf("%s[%u].cpus", f->key, i);
-    g_autofree char *f_vcpus = g_strdup_printf("%s[%u].vcpus", f->key, i);
-    QpCpuLoad l = {NULL, 0};
-    guint64 vcpus = 0;
-    if (at == NULL)
-      return bad_field(error, f->key, "has \"%s\"; expected vcpus@cpus",
-                       items[i]);
-    *at = '\0';
-    if (!get_number(items[i], f_vcpus, G_MAXUINT, &vcpus, error) ||
-        !check_cpu_list(at + 1, f_cpus, &l.cpus, error))
+    g_autofree char *name = g_strdup_printf("%s[%u]", f->key, i);
+    if (!k->get_line(items[i], name, *(GArray **)v, error))
       return FALSE;
-    l.vcpus = (guint)vcpus;
-    g_array_append_val(*(GArray **)v, l);
   }
   return TRUE;
 }
 
-const QpFieldCodec qp_field_cpu_load = {cpu_load_put_json, cpu_load_get_json,
-                                        cpu_load_put_line, cpu_load_get_line};
+const QpFieldCodec qp_field_huge = {items_put_json, items_get_json,
+                                    items_put_line, items_get_line};
+const QpFieldCodec qp_field_cpu_load = {items_put_json, items_get_json,
+                                        items_put_line, items_get_line};
 
 /* Strings: GPtrArray of char *, may be absent; an array in JSON, "=" and
  * each escaped, comma-separated, in a line ("-" for none). */

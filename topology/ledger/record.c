@@ -38,7 +38,8 @@ static const QpField fields[] = {
     FIELD("dedicated-cpus", qp_field_cpus, dedicated, 0, QP_FIELD_HOLDING),
     FIELD("load", qp_field_node_map, load, G_MAXUINT,
           QP_FIELD_HOLDING | QP_FIELD_PER_VCPUS),
-    FIELD("cpu-load", qp_field_cpu_load, cpu_load, 0, QP_FIELD_HOLDING),
+    FIELD("cpu-load", qp_field_cpu_load, cpu_load, 0,
+          QP_FIELD_HOLDING | QP_FIELD_OPTIONAL),
     FIELD("time", qp_field_number, time, G_MAXINT64, 0),
     FIELD("devices", qp_field_strings, devices, 0, QP_FIELD_OMIT),
 };

@@ -112,6 +112,9 @@ static gboolean
 check_cpu_list(const char *text, const char *field, hwloc_bitmap_t *out,
                GError **error)
 {
+  /* The name is made for an error only: records are read by the thousand. */
+  if (qp_list_parse(text, "", QP_LIST_MAX_INDEX, out, NULL))
+    return TRUE;
   g_autofree char *origin =
       g_strdup_printf("ledger record field \"%s\"", field);
   return qp_list_parse(text, origin, QP_LIST_MAX_INDEX, out, error);
@@ -588,7 +591,8 @@ node_map_get_line(const char *t, const QpField *f, gpointer v, GError **error)
       return bad_field(error, f->key, "has \"%s\"; expected node:value",
                        items[i]);
     *colon = '\0';
-    g_autofree char *sub = g_strdup_printf("%s\" node \"%s", f->key, items[i]);
+    char sub[128];
+    g_snprintf(sub, sizeof sub, "%s\" node \"%s", f->key, items[i]);
     if (!check_node_key(items[i], f->key, &node, error) ||
         !get_number(colon + 1, sub, f->max, &x, error))
       return FALSE;
@@ -681,12 +685,14 @@ huge_item_add(const char *name, GArray *a,
 {
   guint64 parts[G_N_ELEMENTS(huge_parts)];
   for (guint k = 0; k < G_N_ELEMENTS(huge_parts); k++) {
-    g_autofree char *sub = g_strdup_printf("%s.%s", name, huge_parts[k].key);
+    char sub[160];
+    g_snprintf(sub, sizeof sub, "%s.%s", name, huge_parts[k].key);
     if (!get(src, k, sub, huge_parts[k].max, &parts[k], error))
       return FALSE;
   }
   if (parts[1] == 0) {
-    g_autofree char *f_kib = g_strdup_printf("%s.page-kib", name);
+    char f_kib[160];
+    g_snprintf(f_kib, sizeof f_kib, "%s.page-kib", name);
     return bad_field(error, f_kib, "is 0; expected a page size in KiB");
   }
   QpHugeClaim h = {
@@ -776,8 +782,10 @@ static gboolean
 cpu_load_item_get_line(char *text, const char *name, GArray *a, GError **error)
 {
   char *at = strchr(text, '@');
-  g_autofree char *f_cpus = g_strdup_printf("%s.cpus", name);
-  g_autofree char *f_vcpus = g_strdup_printf("%s.vcpus", name);
+  char f_cpus[128];
+  g_snprintf(f_cpus, sizeof f_cpus, "%s.cpus", name);
+  char f_vcpus[128];
+  g_snprintf(f_vcpus, sizeof f_vcpus, "%s.vcpus", name);
   QpCpuLoad l = {NULL, 0};
   guint64 vcpus = 0;
   if (at == NULL)
@@ -858,7 +866,8 @@ items_get_line(const char *t, const QpField *f, gpointer v, GError **error)
   const Items *k = items_of_field(f);
   g_auto(GStrv) items = items_of(t, k->sep);
   for (guint i = 0; items[i] != NULL; i++) {
-    g_autofree char *name = g_strdup_printf("%s[%u]", f->key, i);
+    char name[128];
+    g_snprintf(name, sizeof name, "%s[%u]", f->key, i);
     if (!k->get_line(items[i], name, *(GArray **)v, error))
       return FALSE;
   }

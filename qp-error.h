@@ -10,9 +10,9 @@
  * This one header serves the three libraries, so it lives at the root of
  * the tree: topology/ and qmp/ depend on neither each other nor launcher/,
  * and a header in one of their folders would read as such a dependency. It
- * declares; each library defines its own domain's quark (topology/cpulist.c,
- * qmp/qmp.c, launcher/options.c, launcher/qemu-args.c), so that no library
- * links another's. */
+ * declares; each library defines its own domain's quark
+ * (topology/base/cpulist.c, qmp/qmp.c, launcher/options.c,
+ * launcher/qemu-args.c), so that no library links another's. */
 #pragma once
 
 #include <glib.h>

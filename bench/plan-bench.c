@@ -29,9 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "topology/host.h"
-#include "topology/ledger-store.h"
-#include "topology/plan.h"
+#include "topology/host/host.h"
+#include "topology/ledger/store.h"
+#include "topology/plan/plan.h"
+#include "topology/plan/claim.h"
 
 #define TMPFS_MAGIC_VALUE 0x01021994
 

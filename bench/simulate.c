@@ -22,9 +22,10 @@
 #include <string.h>
 
 #include "bench/sim-baselines.h"
-#include "topology/host.h"
-#include "topology/ledger.h"
-#include "topology/plan.h"
+#include "topology/host/host.h"
+#include "topology/ledger/ledger.h"
+#include "topology/plan/claim.h"
+#include "topology/plan/plan.h"
 
 #ifndef QP_TOPOLOGY_DIR
 #define QP_TOPOLOGY_DIR "tests/data/topologies"

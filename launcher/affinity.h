@@ -7,7 +7,7 @@
 #include <glib.h>
 #include <hwloc.h>
 
-#include "topology/plan.h"
+#include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
 

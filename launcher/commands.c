@@ -14,11 +14,9 @@
 #include "launcher/qemu/args.h"
 #include "launcher/qemu/daemonize.h"
 #include "launcher/qemu/vm-ids.h"
-#include "topology/host.h"
-#include "topology/ledger.h"
-#include "topology/metrics.h"
-#include "topology/picture.h"
-#include "topology/status.h"
+#include "topology/host/host.h"
+#include "topology/ledger/ledger.h"
+#include "topology/status/status.h"
 
 gboolean
 qp_is_qemu_name(const char *name)

@@ -10,7 +10,8 @@
 #include "launcher/log.h"
 #include "launcher/qemu/device-buses.h"
 #include "launcher/qemu/rewrite.h"
-#include "topology/host-snapshot.h"
+#include "topology/host/snapshot.h"
+#include "topology/plan/claim.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,10 +62,8 @@ print_warnings(GPtrArray *warnings)
 char *
 qp_launch_state_dir(const QpOptions *opts)
 {
-  if (opts->state_dir != NULL)
-    return g_strdup(opts->state_dir);
   g_autofree char *why = NULL;
-  char *dir = qp_ledger_default_dir(&why);
+  char *dir = qp_state_dir_for(opts->state_dir, &why);
   if (why != NULL)
     qp_warning("%s", why);
   return dir;
@@ -85,7 +84,7 @@ has_host_devices(const QpRequest *req)
 
 /* Loads the host the VM is planned on (its devices' locality too, when it
  * has some): the live host through its snapshot in the state directory DIR
- * (topology/host-snapshot.h). */
+ * (topology/host/snapshot.h). */
 static QpHost *
 load_host(const QpOptions *opts, const QpQemuArgs *args, const char *dir,
           GError **error)

@@ -8,7 +8,7 @@
 
 #include "launcher/options.h"
 #include "launcher/qemu/args.h"
-#include "topology/plan.h"
+#include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topology/cpulist.h"
+#include "topology/base/cpulist.h"
 
 /* The launcher's error domain (qp-error.h); the quark's name is the
  * argument as written. */

@@ -7,7 +7,7 @@
 
 #include "launcher/qemu/vm-ids.h"
 #include "qp-error.h"
-#include "topology/plan.h"
+#include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
 
@@ -17,7 +17,7 @@ typedef struct {
   QpPlacementOptions placement;
   char *config; /* config file; NULL: the default, if it exists */
   gboolean config_explicit;
-  char *state_dir; /* NULL: qp_ledger_default_dir() */
+  char *state_dir; /* NULL: qp_state_dir_default() */
   char *qemu;      /* real QEMU binary (drop-in) */
   char *topology;  /* recorded hwloc XML instead of the live host */
   gboolean dry_run;

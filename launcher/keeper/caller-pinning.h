@@ -21,8 +21,8 @@
 #include <glib.h>
 #include <hwloc.h>
 
-#include "topology/host.h"
-#include "topology/plan.h"
+#include "topology/host/host.h"
+#include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
 

@@ -84,7 +84,7 @@ claim_core(Keeper *k, int index, GError **error)
 }
 
 gboolean
-keeper_release_unplugged(Keeper *k, GArray *vcpus)
+qp_keeper_release_unplugged(Keeper *k, GArray *vcpus)
 {
   if (k->plugged == NULL || g_hash_table_size(k->plugged) == 0)
     return FALSE;
@@ -100,7 +100,7 @@ keeper_release_unplugged(Keeper *k, GArray *vcpus)
     hwloc_const_bitmap_t core = g_hash_table_lookup(k->plugged, l->data);
     qp_held_claim_amend(k->claim, drop_cpus, (gpointer)core);
     g_autofree char *list = qp_list_format(core);
-    klog(k, 1, "vCPU %d was unplugged: core %s released", index, list);
+    qp_keeper_log(k, 1, "vCPU %d was unplugged: core %s released", index, list);
     g_hash_table_remove(k->plugged, l->data);
     g_hash_table_remove(k->plugged_pu, l->data);
     g_hash_table_remove(k->warned, l->data);
@@ -110,7 +110,7 @@ keeper_release_unplugged(Keeper *k, GArray *vcpus)
 }
 
 hwloc_const_bitmap_t
-keeper_vcpu_target(Keeper *k, int index)
+qp_keeper_vcpu_target(Keeper *k, int index)
 {
   const QpPlan *plan = k->cfg->plan;
   hwloc_const_bitmap_t fallback =
@@ -127,7 +127,7 @@ keeper_vcpu_target(Keeper *k, int index)
     if (core != NULL) {
       g_hash_table_insert(k->plugged, GINT_TO_POINTER(index), core);
       g_autofree char *list = qp_list_format(core);
-      klog(k, 1, "vCPU %d was plugged: core %s claimed", index, list);
+      qp_keeper_log(k, 1, "vCPU %d was plugged: core %s claimed", index, list);
     } else {
       qp_warning("%s", error->message);
       g_hash_table_add(k->warned, GINT_TO_POINTER(index));
@@ -148,7 +148,7 @@ keeper_vcpu_target(Keeper *k, int index)
 }
 
 hwloc_const_bitmap_t
-keeper_vcpu_core(Keeper *k, guint index)
+qp_keeper_vcpu_core(Keeper *k, guint index)
 {
   hwloc_const_bitmap_t core =
       g_hash_table_lookup(k->plugged, GINT_TO_POINTER(index));
@@ -158,9 +158,9 @@ keeper_vcpu_core(Keeper *k, guint index)
 }
 
 hwloc_const_bitmap_t
-keeper_reclaim_core(Keeper *k, guint index, hwloc_const_bitmap_t want)
+qp_keeper_reclaim_core(Keeper *k, guint index, hwloc_const_bitmap_t want)
 {
-  hwloc_const_bitmap_t core = keeper_vcpu_core(k, index);
+  hwloc_const_bitmap_t core = qp_keeper_vcpu_core(k, index);
   const QpClaim *own = qp_held_claim_get(k->claim);
   if (core == NULL || hwloc_bitmap_isincluded(core, own->dedicated))
     return want;

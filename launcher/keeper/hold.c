@@ -38,7 +38,7 @@ on_event(Keeper *k, JsonObject *ev)
   if (strcmp(name, "SHUTDOWN") == 0 && is_exit(ev) && k->exiting_since == 0) {
     /* No more queries: one in flight is what can hang QEMU's exit. */
     k->exiting_since = g_get_monotonic_time();
-    klog(k, 1, "QEMU is exiting");
+    qp_keeper_log(k, 1, "QEMU is exiting");
     return;
   }
   if (k->exiting_since != 0)
@@ -51,12 +51,12 @@ on_event(Keeper *k, JsonObject *ev)
     return;
   g_autoptr(GError) error = NULL;
   guint changed = 0;
-  if (!keeper_query_and_apply(k, &changed, &error)) {
+  if (!qp_keeper_query_and_apply(k, &changed, &error)) {
     /* QEMU going away while we look is no news. */
     if (!g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))
       qp_error("keeper: re-applying the plan on resume: %s", error->message);
   } else if (changed > 0)
-    klog(k, 1, "re-applied the plan to %u threads on resume", changed);
+    qp_keeper_log(k, 1, "re-applied the plan to %u threads on resume", changed);
 }
 
 /* How long to wait for QEMU or its monitor: until the next tick when
@@ -87,7 +87,7 @@ nudge(Keeper *k)
     qp_info("keeper: QEMU (pid %d) is still there %d ms after it began "
             "to exit: sending SIGTERM again",
             k->qemu_pid, NUDGE_AFTER_MS);
-  keeper_signal_qemu(k, SIGTERM);
+  qp_keeper_signal_qemu(k, SIGTERM);
 }
 
 /* A tick without news. vCPUs that may be plugged are looked for through
@@ -100,7 +100,7 @@ tick(Keeper *k, gboolean polling, gboolean look_due)
   gboolean vcpu_poll = polling && plan->n_vcpus > plan->n_boot_vcpus;
   if (vcpu_poll || (look_due && qp_caller_pins_moved(k->pins))) {
     g_autoptr(GError) error = NULL;
-    if (!keeper_query_and_apply(k, NULL, &error) &&
+    if (!qp_keeper_query_and_apply(k, NULL, &error) &&
         !g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))
       qp_error("keeper: %s", error->message);
   } else if (look_due) {
@@ -111,7 +111,7 @@ tick(Keeper *k, gboolean polling, gboolean look_due)
 }
 
 void
-keeper_hold(Keeper *k)
+qp_keeper_hold(Keeper *k)
 {
   gboolean monitor_open = TRUE;
   for (;;) {
@@ -138,7 +138,7 @@ keeper_hold(Keeper *k)
     int r = poll(p, 2, wait_ms(k, polling, looking, nudge_at));
     if (r < 0 && errno == EINTR)
       continue;
-    if (k->pidfd < 0 && keeper_qemu_gone(k, 0))
+    if (k->pidfd < 0 && qp_keeper_qemu_gone(k, 0))
       return; /* QEMU exited */
     if (r == 0 && nudge_at != 0 && g_get_monotonic_time() >= nudge_at) {
       nudge(k);

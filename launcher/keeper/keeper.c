@@ -20,19 +20,6 @@
 
 #define HOLD_QMP_TIMEOUT_MS 3000
 
-void
-klog(Keeper *k, int level, const char *fmt, ...)
-{
-  if (k->cfg->verbose < level)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  qp_info("keeper: +%.3f ms: %s",
-          (double)(g_get_monotonic_time() - k->t0) / 1000.0, msg);
-}
-
 /* Closes every inherited descriptor but stdio and the ones we use: above
  * all the ledger's lock, whose flock a copy would keep held if the launcher
  * died holding it. */
@@ -106,10 +93,10 @@ G_GNUC_NORETURN static void
 fail(Keeper *k, GError *error)
 {
   /* QEMU exited, or the monitor closed: is QEMU leaving on its own? */
-  if (keeper_watching(k) &&
+  if (qp_keeper_watching(k) &&
       (g_error_matches(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_QEMU_EXITED) ||
        g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))) {
-    if (keeper_qemu_gone(k, 2000)) {
+    if (qp_keeper_qemu_gone(k, 2000)) {
       g_clear_error(&error);
       release_claim(k);
       /* The plan was in force and the guest ran (and stopped at once):
@@ -126,11 +113,11 @@ fail(Keeper *k, GError *error)
       _exit(1);
     }
   }
-  if (keeper_watching(k)) {
-    keeper_signal_qemu(k, SIGKILL);
-    keeper_qemu_gone(k, 5000);
+  if (qp_keeper_watching(k)) {
+    qp_keeper_signal_qemu(k, SIGKILL);
+    qp_keeper_qemu_gone(k, 5000);
   } else {
-    keeper_kill_monitor_peers(k);
+    qp_keeper_kill_monitor_peers(k);
   }
   release_claim(k);
   char *line = g_strdup_printf("QEMU was stopped: %s",
@@ -176,9 +163,9 @@ greet(Keeper *k)
 {
   GError *error = NULL;
   if (k->cfg->qemu_pid > 0)
-    keeper_watch_qemu(k, k->cfg->qemu_pid);
+    qp_keeper_watch_qemu(k, k->cfg->qemu_pid);
   k->qmp = qp_qmp_new(k->cfg->qmp_fd, k->cfg->qmp_timeout_ms);
-  if (!keeper_wait_for_greeting(k, &error))
+  if (!qp_keeper_wait_for_greeting(k, &error))
     fail(k, error);
   /* The first look's queries go with qmp_capabilities: one round trip. */
   static const char *const first_look_queries[] = {"query-cpus-fast",
@@ -187,7 +174,7 @@ greet(Keeper *k)
     fail(k, error);
   k->greeted = TRUE;
   k->greeted_waited_us = qp_qmp_waited_us(k->qmp);
-  klog(k, 1, "QMP greeting and capabilities");
+  qp_keeper_log(k, 1, "QMP greeting and capabilities");
 }
 
 /* QEMU is the process of the vCPU threads: with -daemonize, the keeper
@@ -202,7 +189,7 @@ find_qemu(Keeper *k, GArray *vcpus)
     fail(k, error);
   }
   int tid = g_array_index(vcpus, QpVcpu, 0).thread_id;
-  int tgid = keeper_tgid_of(tid);
+  int tgid = qp_keeper_tgid_of(tid);
   if (tgid <= 0) {
     g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
                 "vCPU 0: thread %d is gone", tid);
@@ -214,12 +201,12 @@ find_qemu(Keeper *k, GArray *vcpus)
                 k->qemu_pid);
     fail(k, error);
   }
-  if (!keeper_watching(k) && !keeper_watch_qemu(k, tgid)) {
+  if (!qp_keeper_watching(k) && !qp_keeper_watch_qemu(k, tgid)) {
     g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
                 "QEMU (pid %d) is gone", tgid);
     fail(k, error);
   }
-  klog(k, 1, "QEMU is pid %d with %u vCPUs", k->qemu_pid, vcpus->len);
+  qp_keeper_log(k, 1, "QEMU is pid %d with %u vCPUs", k->qemu_pid, vcpus->len);
 }
 
 /* The first look at QEMU's threads: every one goes where the plan says,
@@ -235,13 +222,13 @@ first_look(Keeper *k)
   g_autoptr(GArray) iothreads = qp_qmp_query_iothreads(k->qmp, &error);
   if (iothreads == NULL)
     fail(k, error);
-  keeper_say_caller_memory(k);
+  qp_keeper_say_caller_memory(k);
   guint changed = 0;
-  if (!keeper_look_and_apply(k, vcpus, iothreads, &changed, &error))
+  if (!qp_keeper_look_and_apply(k, vcpus, iothreads, &changed, &error))
     fail(k, error);
   k->applied = TRUE;
-  klog(k, 1, "pinned %u threads (%u vCPUs, %u iothreads)", changed, vcpus->len,
-       iothreads->len);
+  qp_keeper_log(k, 1, "pinned %u threads (%u vCPUs, %u iothreads)", changed,
+                vcpus->len, iothreads->len);
 }
 
 /* Resumes the guest (unless the caller passed -S or -incoming). */
@@ -252,9 +239,10 @@ resume(Keeper *k)
   g_autoptr(JsonNode) r = qp_qmp_execute(k->qmp, "cont", NULL, &error);
   if (r == NULL)
     fail(k, error);
-  klog(k, 1, "cont");
-  klog(k, 1, "waited %.3f ms for QEMU's replies between the greeting and cont",
-       (double)(qp_qmp_waited_us(k->qmp) - k->greeted_waited_us) / 1000.0);
+  qp_keeper_log(k, 1, "cont");
+  qp_keeper_log(
+      k, 1, "waited %.3f ms for QEMU's replies between the greeting and cont",
+      (double)(qp_qmp_waited_us(k->qmp) - k->greeted_waited_us) / 1000.0);
   /* Events queued meanwhile: the RESUME of our own cont, and maybe one of
    * the caller's after it moved threads. One more look covers both; a
    * guest that stopped at once may already be gone, which is no news. */
@@ -269,8 +257,8 @@ resume(Keeper *k)
   }
   if (resumed) {
     g_autoptr(GError) again = NULL;
-    if (!keeper_query_and_apply(k, NULL, &again))
-      klog(k, 1, "after cont: %s", again->message);
+    if (!qp_keeper_query_and_apply(k, NULL, &again))
+      qp_keeper_log(k, 1, "after cont: %s", again->message);
   }
 }
 
@@ -300,8 +288,8 @@ qp_keeper_main(const QpKeeperConfig *cfg)
    * one in flight when QEMU hangs on its way out (see NUDGE_AFTER_MS) keeps
    * the keeper from seeing SHUTDOWN until it times out. */
   qp_qmp_set_timeout(k->qmp, MIN(cfg->qmp_timeout_ms, HOLD_QMP_TIMEOUT_MS));
-  keeper_hold(k);
-  klog(k, 1, "QEMU exited; releasing the claim");
+  qp_keeper_hold(k);
+  qp_keeper_log(k, 1, "QEMU exited; releasing the claim");
   release_claim(k);
   _exit(0);
 }

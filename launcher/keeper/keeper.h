@@ -7,8 +7,8 @@
 #include <glib.h>
 
 #include "launcher/keeper/caller-pinning.h"
-#include "topology/ledger.h"
-#include "topology/plan.h"
+#include "topology/ledger/ledger.h"
+#include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
 

@@ -22,8 +22,8 @@
 
 #include "launcher/log.h"
 #include "launcher/qemu/memory.h"
-#include "topology/claim-memory.h"
-#include "topology/ledger.h"
+#include "topology/plan/claim.h"
+#include "topology/ledger/ledger.h"
 
 #define MiB (G_GUINT64_CONSTANT(1) << 20)
 
@@ -297,7 +297,7 @@ classify(Backend *b, QpQmp *qmp, const Seen *s)
       qb.mem_path = (char *)json_node_get_string(mem_path);
   }
   qp_backend_classify(&qb);
-  b->tracked = !qb.dax && strcmp(qb.qom_type, "memory-backend-epc") != 0;
+  b->tracked = qp_backend_is_ram(&qb);
   b->page_kib = qb.page_kib;
 }
 

@@ -83,7 +83,7 @@ pin_vcpus(Look *l, GArray *vcpus, GError **error)
                   v->cpu_index, plan->n_vcpus);
       return FALSE;
     }
-    hwloc_const_bitmap_t want = keeper_vcpu_target(k, v->cpu_index);
+    hwloc_const_bitmap_t want = qp_keeper_vcpu_target(k, v->cpu_index);
     g_auto(hwloc_bitmap_t) had = qp_get_affinity(v->thread_id, NULL);
     g_autofree char *what = g_strdup_printf("vCPU %d", v->cpu_index);
     if (had == NULL) {
@@ -99,7 +99,8 @@ pin_vcpus(Look *l, GArray *vcpus, GError **error)
         l->inherited, G_N_ELEMENTS(l->inherited));
     if (verdict != QP_PIN_RESET)
       continue;
-    hwloc_const_bitmap_t to = keeper_reclaim_core(k, (guint)v->cpu_index, want);
+    hwloc_const_bitmap_t to =
+        qp_keeper_reclaim_core(k, (guint)v->cpu_index, want);
     if (to != want)
       qp_caller_pins_judge(k->pins, v->thread_id, what, v->cpu_index, to, to,
                            l->usable, NULL, 0);
@@ -251,7 +252,7 @@ follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
     if (plan->mode == QP_MODE_ONE_TO_ONE && v >= plan->n_boot_vcpus &&
         !present[v])
       effective[v] = NULL;
-    cores[v] = keeper_vcpu_core(k, v);
+    cores[v] = qp_keeper_vcpu_core(k, v);
   }
   ClaimUse use = {hwloc_bitmap_alloc(),
                   g_array_new(FALSE, FALSE, sizeof(QpNodeLoad)),
@@ -273,7 +274,7 @@ follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
   if (changes != NULL || !hwloc_bitmap_isequal(use.dedicated, held_before)) {
     g_autofree char *line =
         qp_caller_look_text(changes, held_before, use.dedicated, use.load);
-    klog(k, 1, "%s", line);
+    qp_keeper_log(k, 1, "%s", line);
   }
   if (!same) {
     g_autoptr(GError) error = NULL;
@@ -288,7 +289,7 @@ follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
 }
 
 void
-keeper_say_caller_memory(Keeper *k)
+qp_keeper_say_caller_memory(Keeper *k)
 {
   const QpPlan *plan = k->cfg->plan;
   g_autoptr(GString) s = g_string_new(NULL);
@@ -306,14 +307,15 @@ keeper_say_caller_memory(Keeper *k)
                              pm->gnode, nodes);
   }
   if (s->len > 0)
-    klog(k, 1, "the caller's memory binding kept: %s, claimed there", s->str);
+    qp_keeper_log(k, 1, "the caller's memory binding kept: %s, claimed there",
+                  s->str);
 }
 
 gboolean
-keeper_look_and_apply(Keeper *k, GArray *vcpus, GArray *iothreads,
-                      guint *changed, GError **error)
+qp_keeper_look_and_apply(Keeper *k, GArray *vcpus, GArray *iothreads,
+                         guint *changed, GError **error)
 {
-  k->unwritten |= keeper_release_unplugged(k, vcpus);
+  k->unwritten |= qp_keeper_release_unplugged(k, vcpus);
   /* Cores claimed again on the way are news of this look too. */
   g_auto(hwloc_bitmap_t) held =
       hwloc_bitmap_dup(qp_held_claim_get(k->claim)->dedicated);
@@ -325,7 +327,7 @@ keeper_look_and_apply(Keeper *k, GArray *vcpus, GArray *iothreads,
 }
 
 gboolean
-keeper_query_and_apply(Keeper *k, guint *changed, GError **error)
+qp_keeper_query_and_apply(Keeper *k, guint *changed, GError **error)
 {
   g_autoptr(GArray) vcpus = qp_qmp_query_cpus(k->qmp, error);
   if (vcpus == NULL)
@@ -333,5 +335,5 @@ keeper_query_and_apply(Keeper *k, guint *changed, GError **error)
   g_autoptr(GArray) iothreads = qp_qmp_query_iothreads(k->qmp, error);
   if (iothreads == NULL)
     return FALSE;
-  return keeper_look_and_apply(k, vcpus, iothreads, changed, error);
+  return qp_keeper_look_and_apply(k, vcpus, iothreads, changed, error);
 }

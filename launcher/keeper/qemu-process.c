@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 int
-keeper_tgid_of(int tid)
+qp_keeper_tgid_of(int tid)
 {
   g_autofree char *path = g_strdup_printf("/proc/%d/status", tid);
   g_autofree char *text = NULL;
@@ -24,7 +24,7 @@ keeper_tgid_of(int tid)
 }
 
 gboolean
-keeper_watch_qemu(Keeper *k, int pid)
+qp_keeper_watch_qemu(Keeper *k, int pid)
 {
   k->qemu_pid = pid;
   k->qemu_start = qp_proc_start_time(pid);
@@ -33,13 +33,13 @@ keeper_watch_qemu(Keeper *k, int pid)
 }
 
 gboolean
-keeper_watching(const Keeper *k)
+qp_keeper_watching(const Keeper *k)
 {
   return k->pidfd >= 0 || k->qemu_start != 0;
 }
 
 gboolean
-keeper_qemu_gone(Keeper *k, int timeout_ms)
+qp_keeper_qemu_gone(Keeper *k, int timeout_ms)
 {
   if (k->pidfd >= 0) {
     struct pollfd p = {k->pidfd, POLLIN, 0};
@@ -56,22 +56,22 @@ keeper_qemu_gone(Keeper *k, int timeout_ms)
 }
 
 void
-keeper_signal_qemu(Keeper *k, int sig)
+qp_keeper_signal_qemu(Keeper *k, int sig)
 {
   if (k->pidfd >= 0)
     pidfd_send_signal(k->pidfd, sig, NULL, 0);
-  else if (!keeper_qemu_gone(k, 0))
+  else if (!qp_keeper_qemu_gone(k, 0))
     kill(k->qemu_pid, sig);
 }
 
 gboolean
-keeper_wait_for_greeting(Keeper *k, GError **error)
+qp_keeper_wait_for_greeting(Keeper *k, GError **error)
 {
   struct pollfd p[2] = {{qp_qmp_get_fd(k->qmp), POLLIN, 0},
                         {k->pidfd, POLLIN, 0}};
   int n = k->pidfd >= 0 ? 2 : 1;
   /* Without a pidfd, look at /proc between short waits. */
-  int slice = k->pidfd < 0 && keeper_watching(k) ? 100 : G_MAXINT;
+  int slice = k->pidfd < 0 && qp_keeper_watching(k) ? 100 : G_MAXINT;
   gint64 deadline =
       g_get_monotonic_time() + (gint64)k->cfg->start_timeout_ms * 1000;
   for (;;) {
@@ -86,8 +86,8 @@ keeper_wait_for_greeting(Keeper *k, GError **error)
     int r = poll(p, (nfds_t)n, (int)MIN(left, slice));
     if (r < 0 && errno == EINTR)
       continue;
-    if (r == 0 && k->pidfd < 0 && keeper_watching(k) &&
-        keeper_qemu_gone(k, 0)) {
+    if (r == 0 && k->pidfd < 0 && qp_keeper_watching(k) &&
+        qp_keeper_qemu_gone(k, 0)) {
       g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_QEMU_EXITED,
                   "QEMU exited before its monitor answered");
       return FALSE;
@@ -108,7 +108,7 @@ keeper_wait_for_greeting(Keeper *k, GError **error)
 }
 
 void
-keeper_kill_monitor_peers(Keeper *k)
+qp_keeper_kill_monitor_peers(Keeper *k)
 {
   if (k->cfg->qemu_end_ino == 0)
     return;

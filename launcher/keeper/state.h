@@ -48,73 +48,76 @@ typedef struct {
  * per vCPU, iothread and the main thread, no QMP unless one moved. */
 #define LOOK_EVERY_MS 5000
 
+/* ---- The keeper's log (log.c) ------------------------------------------- */
+
 /* A line of the keeper's log at verbosity LEVEL, with the time since it
  * started. */
-void klog(Keeper *k, int level, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+void qp_keeper_log(Keeper *k, int level, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
 
 /* ---- QEMU's process (qemu-process.c) ------------------------------------ */
 
 /* Starts watching QEMU (PID): a pidfd, or its start time where the kernel
  * (or valgrind) has no pidfd_open. FALSE if it is already gone. */
-gboolean keeper_watch_qemu(Keeper *k, int pid);
-gboolean keeper_watching(const Keeper *k);
+gboolean qp_keeper_watch_qemu(Keeper *k, int pid);
+gboolean qp_keeper_watching(const Keeper *k);
 
 /* TRUE once QEMU has exited, waiting up to TIMEOUT_MS. */
-gboolean keeper_qemu_gone(Keeper *k, int timeout_ms);
-void keeper_signal_qemu(Keeper *k, int sig);
+gboolean qp_keeper_qemu_gone(Keeper *k, int timeout_ms);
+void qp_keeper_signal_qemu(Keeper *k, int sig);
 
 /* The process of thread TID, -1 when it is gone. */
-int keeper_tgid_of(int tid);
+int qp_keeper_tgid_of(int tid);
 
 /* Waits until the monitor has something to say, QEMU exits
  * (QP_LAUNCH_ERROR_QEMU_EXITED), or the start timeout passes. */
-gboolean keeper_wait_for_greeting(Keeper *k, GError **error);
+gboolean qp_keeper_wait_for_greeting(Keeper *k, GError **error);
 
 /* -daemonize before the daemon's PID is known: kills whoever holds QEMU's
  * end of the monitor's socket pair. */
-void keeper_kill_monitor_peers(Keeper *k);
+void qp_keeper_kill_monitor_peers(Keeper *k);
 
 /* ---- Cores claimed while the VM runs (cores.c) -------------------------- */
 
 /* Gives back the cores of vCPUs that were unplugged (missing from VCPUS);
  * TRUE if any (the record is rewritten after the look, with what the
  * caller changed). */
-gboolean keeper_release_unplugged(Keeper *k, GArray *vcpus);
+gboolean qp_keeper_release_unplugged(Keeper *k, GArray *vcpus);
 
 /* Where vCPU INDEX belongs: its planned set, or for a vCPU plugged into a
  * one-to-one VM the core claimed for it (claimed now if need be). */
-hwloc_const_bitmap_t keeper_vcpu_target(Keeper *k, int index);
+hwloc_const_bitmap_t qp_keeper_vcpu_target(Keeper *k, int index);
 
 /* The core planned (boot vCPU) or claimed (plugged vCPU) for vCPU INDEX in
  * one-to-one, or NULL. */
-hwloc_const_bitmap_t keeper_vcpu_core(Keeper *k, guint index);
+hwloc_const_bitmap_t qp_keeper_vcpu_core(Keeper *k, guint index);
 
 /* vCPU INDEX goes back to the plan (WANT) after the caller had it
  * elsewhere: its core was given back then, and is claimed again if no VM
  * took it meanwhile. Else it shares the VM's own cores from now on, with a
  * warning. Returns where it goes. */
-hwloc_const_bitmap_t keeper_reclaim_core(Keeper *k, guint index,
-                                         hwloc_const_bitmap_t want);
+hwloc_const_bitmap_t qp_keeper_reclaim_core(Keeper *k, guint index,
+                                            hwloc_const_bitmap_t want);
 
 /* ---- QEMU's threads (pinning.c) ----------------------------------------- */
 
 /* Looks at every thread of QEMU (VCPUS, IOTHREADS as QMP reports them):
  * the plan goes back where a thread was reset, the caller's pinning stays,
  * the record follows. CHANGED (may be NULL): how many threads moved. */
-gboolean keeper_look_and_apply(Keeper *k, GArray *vcpus, GArray *iothreads,
-                               guint *changed, GError **error);
+gboolean qp_keeper_look_and_apply(Keeper *k, GArray *vcpus, GArray *iothreads,
+                                  guint *changed, GError **error);
 
 /* The same, asking QMP for the threads first. */
-gboolean keeper_query_and_apply(Keeper *k, guint *changed, GError **error);
+gboolean qp_keeper_query_and_apply(Keeper *k, guint *changed, GError **error);
 
 /* Says which guest memory stays where the caller bound it (host-nodes of
  * its backend), claimed there. */
-void keeper_say_caller_memory(Keeper *k);
+void qp_keeper_say_caller_memory(Keeper *k);
 
 /* ---- While the VM runs (hold.c) ----------------------------------------- */
 
 /* Holds the claim until QEMU exits, re-applying the plan on RESUME, and
  * looking every LOOK_EVERY_MS whether the caller moved a thread. */
-void keeper_hold(Keeper *k);
+void qp_keeper_hold(Keeper *k);
 
 G_END_DECLS

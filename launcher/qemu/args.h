@@ -11,7 +11,7 @@
 #include "launcher/qemu/error.h"
 #include "launcher/qemu/machine.h"
 #include "launcher/qemu/option-table.h"
-#include "topology/plan.h"
+#include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
 

@@ -4,7 +4,7 @@
 
 #include "launcher/qemu/error.h"
 #include "launcher/qemu/numbers.h"
-#include "topology/cpulist.h"
+#include "topology/base/cpulist.h"
 
 gboolean
 qp_is_help_word(const char *s)

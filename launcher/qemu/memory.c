@@ -22,87 +22,20 @@
  *   command line, the first user counts and QEMU says what is wrong. */
 #include "launcher/qemu/memory.h"
 
-#include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <sys/vfs.h>
 
 #include "launcher/qemu/backends.h"
 #include "launcher/qemu/numbers.h"
 #include "launcher/qemu/props.h"
 
-#define HUGETLBFS_MAGIC_ 0x958458f6
-
 /* ---- backends --------------------------------------------------------- */
-
-static guint64
-default_hugepage_kib(void)
-{
-  g_autofree char *text = NULL;
-  if (!g_file_get_contents("/proc/meminfo", &text, NULL, NULL))
-    return 2048;
-  const char *p = strstr(text, "Hugepagesize:");
-  guint64 kib = 0;
-  if (p == NULL || sscanf(p, "Hugepagesize: %" G_GUINT64_FORMAT, &kib) != 1)
-    return 2048;
-  return kib;
-}
-
-/* statfs of PATH, or of its directory when PATH does not exist yet (QEMU
- * creates a missing mem-path file). */
-static gboolean
-statfs_path(const char *path, struct statfs *fs)
-{
-  if (path == NULL)
-    return FALSE;
-  if (statfs(path, fs) == 0)
-    return TRUE;
-  g_autofree char *dir = g_path_get_dirname(path);
-  return statfs(dir, fs) == 0;
-}
-
-guint64
-qp_hugetlbfs_page_kib(const char *path)
-{
-  struct statfs fs;
-  if (!statfs_path(path, &fs) ||
-      (unsigned long)fs.f_type != (unsigned long)HUGETLBFS_MAGIC_)
-    return 0;
-  return (guint64)fs.f_bsize / 1024;
-}
-
-/* TRUE when the filesystem of device DEV is mounted with DAX (the "dax" or
- * "dax=always" option of ext4 and xfs). */
-static gboolean
-mounted_dax(dev_t dev)
-{
-  g_autofree char *text = NULL;
-  if (!g_file_get_contents("/proc/self/mountinfo", &text, NULL, NULL))
-    return FALSE;
-  g_autofree char *want = g_strdup_printf("%u:%u", major(dev), minor(dev));
-  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-  for (guint i = 0; lines[i] != NULL; i++) {
-    g_auto(GStrv) f = g_strsplit(lines[i], " ", -1);
-    if (g_strv_length(f) < 6 || strcmp(f[2], want) != 0)
-      continue;
-    /* Mount options (field 6), then after "-": type, source, options. */
-    for (guint k = 5; f[k] != NULL; k++) {
-      g_auto(GStrv) opts = g_strsplit(f[k], ",", -1);
-      for (guint o = 0; opts[o] != NULL; o++)
-        if (strcmp(opts[o], "dax") == 0 || strcmp(opts[o], "dax=always") == 0)
-          return TRUE;
-    }
-  }
-  return FALSE;
-}
 
 void
 qp_backend_classify(QpBackend *b)
 {
   if (strcmp(b->qom_type, "memory-backend-memfd") == 0) {
     if (b->hugetlb && b->hugetlbsize_kib == 0)
-      b->hugetlbsize_kib = default_hugepage_kib();
+      b->hugetlbsize_kib = qp_default_hugepage_kib();
     b->page_kib = b->hugetlb ? b->hugetlbsize_kib : 0;
     return;
   }
@@ -113,20 +46,18 @@ qp_backend_classify(QpBackend *b)
     b->hugetlb = TRUE;
     b->hugetlbsize_kib = b->page_kib = page;
   }
-  struct stat st;
-  if (stat(b->mem_path, &st) == 0) {
-    /* Device DAX is a character device (/dev/daxN.M). */
-    b->dax = S_ISCHR(st.st_mode) || mounted_dax(st.st_dev);
-    if (b->size_bytes == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-      b->size_bytes = (guint64)st.st_size;
+  QpMemFile file;
+  if (qp_mem_file_stat(b->mem_path, &file)) {
+    b->dax = file.dax;
+    if (b->size_bytes == 0 && file.size_bytes > 0) {
+      b->size_bytes = file.size_bytes;
       b->size_mib = qp_bytes_to_mib(b->size_bytes);
     }
   }
 }
 
-/* Whether the memory of B is host RAM that qemu-pin places. */
-static gboolean
-backend_is_ram(const QpBackend *b)
+gboolean
+qp_backend_is_ram(const QpBackend *b)
 {
   return !b->dax && strcmp(b->qom_type, "memory-backend-epc") != 0;
 }
@@ -245,7 +176,7 @@ qp_memory_model(QpQemuArgs *a, GPtrArray *devices)
       if (d.kind == QP_MEM_VIRTIO_MEM)
         bytes = MIN(d.requested, bytes);
       int gnode = r->n_gnodes == 0 ? -1 : (int)MIN(d.node, G_MAXINT);
-      if (backend_is_ram(b) && !d.other)
+      if (qp_backend_is_ram(b) && !d.other)
         add_devmem(r, d.kind, gnode, d.id, b, bytes);
     }
     mem_device_clear(&d);
@@ -255,7 +186,7 @@ qp_memory_model(QpQemuArgs *a, GPtrArray *devices)
    * they take memory at start. */
   for (guint i = 0; i < a->backends->len; i++) {
     QpBackend *b = g_ptr_array_index(a->backends, i);
-    if (g_hash_table_contains(used, b->id) || !backend_is_ram(b))
+    if (g_hash_table_contains(used, b->id) || !qp_backend_is_ram(b))
       continue;
     gboolean taken = b->prealloc || (b->page_kib != 0 && b->reserve);
     add_devmem(r, QP_MEM_UNUSED, r->n_gnodes == 0 ? -1 : 0, NULL, b,

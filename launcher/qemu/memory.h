@@ -8,17 +8,19 @@
 #include <glib.h>
 
 #include "launcher/qemu/args.h"
+#include "topology/host/memory-files.h"
 
 G_BEGIN_DECLS
 
-/* Completes backend B from the host: its page size (memfd with hugetlb, a
- * file on hugetlbfs), whether its file is device DAX or on a DAX
- * filesystem, and the size of a file backend given without size=. */
+/* Completes backend B from the host (topology/host/memory-files.h): its
+ * page size (memfd with hugetlb, a file on hugetlbfs), whether its file is
+ * device DAX or on a DAX filesystem, and the size of a file backend given
+ * without size=. */
 void qp_backend_classify(QpBackend *b);
 
-/* Page size of the hugetlbfs PATH (a directory or a file in one, existing
- * or not) is on, 0 if PATH is not on hugetlbfs. */
-guint64 qp_hugetlbfs_page_kib(const char *path);
+/* Whether the memory of B (classified) is host RAM that qemu-pin places:
+ * not on DAX, not SGX's EPC. */
+gboolean qp_backend_is_ram(const QpBackend *b);
 
 /* Adds the memory model to ARGS->req: page sizes (of the backends, or of
  * -mem-path) and the caller's binding of the RAM, the memory devices of

@@ -5,7 +5,7 @@
 #include "launcher/qemu/error.h"
 #include "launcher/qemu/keyval.h"
 #include "launcher/qemu/numbers.h"
-#include "topology/cpulist.h"
+#include "topology/base/cpulist.h"
 
 gboolean
 qp_props_read(QpProps *p, const char *option, const char *text,

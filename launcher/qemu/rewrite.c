@@ -8,7 +8,7 @@
 #include "launcher/qemu/numbers.h"
 #include "launcher/qemu/option-table.h"
 #include "launcher/qemu/props.h"
-#include "topology/cpulist.h"
+#include "topology/base/cpulist.h"
 
 typedef struct {
   const QpQemuArgs *args;

@@ -5,7 +5,7 @@
 #include "launcher/qemu/args.h"
 #include "launcher/qemu/rewrite.h"
 #include "tests/common/qp-plan-test.h"
-#include "topology/ledger.h"
+#include "topology/ledger/ledger.h"
 
 #include <glib/gstdio.h>
 #include <sched.h>

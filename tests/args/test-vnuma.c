@@ -9,7 +9,7 @@
 #include "launcher/qemu/rewrite.h"
 #include "tests/common/qp-test-args.h"
 #include "tests/common/qp-test.h"
-#include "topology/host.h"
+#include "topology/host/host.h"
 
 /* The guest node the plan gives vCPU V, -1 if none. */
 static int

@@ -4,7 +4,7 @@
 
 #include <glib.h>
 
-#include "topology/plan.h"
+#include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
 

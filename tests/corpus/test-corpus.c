@@ -23,7 +23,7 @@
 #include "launcher/qemu/rewrite.h"
 #include "launcher/qemu/memory.h"
 #include "tests/common/qemu-refusals.h"
-#include "topology/host.h"
+#include "topology/host/host.h"
 
 /* ---- The lines ------------------------------------------------------------
  */

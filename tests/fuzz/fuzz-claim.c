@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topology/ledger.h"
+#include "topology/ledger/ledger.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topology/cpulist.h"
+#include "topology/base/cpulist.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -11,9 +11,10 @@
 
 #include "launcher/qemu/args.h"
 #include "launcher/qemu/rewrite.h"
-#include "topology/host.h"
-#include "topology/ledger.h"
-#include "topology/plan.h"
+#include "topology/host/host.h"
+#include "topology/ledger/ledger.h"
+#include "topology/plan/claim.h"
+#include "topology/plan/plan.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -12,7 +12,7 @@
 #include "tests/common/qp-test.h"
 
 #include <hwloc.h>
-#include "topology/cpulist.h"
+#include "topology/base/cpulist.h"
 
 typedef struct {
   char *dir;   /* per-test directory; its name marks our processes */

@@ -1,10 +1,10 @@
-/* The ledger's summary (topology/ledger-summary.h) with real files and real
+/* The ledger's summary (topology/ledger/summary.h) with real files and real
  * processes: a claim survives the trip through a summary line, the read
  * uses the summary, and the records stay the truth whatever the summary
  * says: a writer killed between its record and the summary, a summary cut
  * short or garbled, a record removed behind its back, a VM gone. */
-#include "topology/ledger-store.h"
-#include "topology/ledger-summary.h"
+#include "topology/ledger/store.h"
+#include "topology/ledger/summary.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -131,7 +131,7 @@ fill(Fixture *f, guint n)
   settle(f);
   g_autoptr(QpClaims) all = section(f, NULL);
   g_assert_cmpuint(all->claims->len, ==, n);
-  g_autofree char *path = state_file(f, QP_SUMMARY_NAME);
+  g_autofree char *path = state_file(f, QP_STATE_SUMMARY);
   g_autofree char *text = NULL;
   g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
   for (guint i = 0; i < n; i++) {
@@ -188,25 +188,92 @@ test_line_round_trip(void)
   g_assert_cmpstr(bare_got, ==, bare_want);
 }
 
+/* The token of FIELD in a line (its index among qp_claim_line_fields()). */
+static guint
+token_of(const char *field)
+{
+  g_auto(GStrv) keys = g_strsplit(qp_claim_line_fields(), ",", -1);
+  for (guint i = 0; keys[i] != NULL; i++)
+    if (strcmp(keys[i], field) == 0)
+      return i;
+  g_error("no field %s in a summary line", field);
+}
+
+/* LINE with the token of FIELD replaced by TOKEN. */
+static char *
+line_with(const char *line, const char *field, const char *token)
+{
+  g_auto(GStrv) t = g_strsplit(line, " ", -1);
+  guint k = token_of(field);
+  g_free(t[k]);
+  t[k] = g_strdup(token);
+  return g_strjoinv(" ", t);
+}
+
+/* JSON record TEXT with member FIELD's value replaced by VALUE (JSON). */
+static char *
+json_with(const char *text, const char *field, const char *value)
+{
+  g_autoptr(JsonParser) p = json_parser_new();
+  g_assert_true(json_parser_load_from_data(p, text, -1, NULL));
+  JsonObject *o = json_node_get_object(json_parser_get_root(p));
+  g_autoptr(JsonParser) v = json_parser_new();
+  g_assert_true(json_parser_load_from_data(v, value, -1, NULL));
+  json_object_set_member(o, field, json_node_copy(json_parser_get_root(v)));
+  g_autoptr(JsonGenerator) gen = json_generator_new();
+  json_generator_set_root(gen, json_parser_get_root(p));
+  return json_generator_to_data(gen, NULL);
+}
+
+/* A value that is wrong is refused from either form, by the same check:
+ * the record file and the summary line say the same. */
 static void
 test_line_rejects(void)
 {
-  const char *bad[] = {
-      "",
-      "vm-1 - 1 2 0 0 0 3 0 1700000000 0:1 - - - -  extra",
-      "vm-1 - 1 2 0 0 0 9 0 1700000000 0:1 - - - -",   /* no such mode */
-      "vm-1 - x 2 0 0 0 3 0 1700000000 0:1 - - - -",   /* pid */
-      "vm-1 - 1 2 0 0 0 3 0 1700000000 0:1:2 - - - -", /* memory */
-      "vm-1 - 1 2 0 0 0 3 0 1700000000 - - 0- - -",    /* CPU list */
-      "vm-1 - 1 2 0 0 0 3 0 1700000000 - - - - 2@",    /* CPU load */
-      ".vm - 1 2 0 0 0 3 0 1700000000 - - - - -",      /* id */
+  static const struct {
+    const char *field, *token, *json, *message;
+  } bad[] = {
+      {"mode", "fast", "\"fast\"", "\"mode\" is \"fast\""},
+      {"qemu-pid", "3000000000", "3000000000", "expected at most 2147483647"},
+      {"memory-mib", "9000:1", "{\"9000\": 1}", "has node 9000"},
+      {"memory-mib", "01:1", "{\"01\": 1}", "has key \"01\""},
+      {"load", "0:5000000000", "{\"0\": 5000000000}",
+       "expected at most 4294967295"},
+      {"hugepages", "0:0:4", "[{\"node\": 0, \"page-kib\": 0, \"pages\": 4}]",
+       "\"hugepages[0].page-kib\" is 0; expected a page size"},
+      {"dedicated-cpus", "0-", "\"0-\"", "dedicated-cpus"},
+      {"cpu-load", "2@", "[{\"cpus\": \"\", \"vcpus\": 2}]",
+       "cpu-load[0].cpus"},
+      {"id", ".vm", "\".vm\"", "\"id\" is \".vm\""},
+      {"version", "2", "2", "\"version\" is 2"},
   };
+  g_autoptr(QpClaim) c = claim_of("vm-1", 1, 2, 512);
+  g_autofree char *line = qp_claim_to_summary_line(c);
+  g_autofree char *json = qp_claim_to_json(c);
+  g_autoptr(GError) none = NULL;
+  g_autoptr(QpClaim) ok = qp_claim_from_summary_line(line, &none);
+  g_assert_no_error(none);
+  g_assert_nonnull(ok);
   for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
-    g_autoptr(GError) error = NULL;
-    g_autoptr(QpClaim) c = qp_claim_from_summary_line(bad[i], &error);
-    g_assert_null(c);
-    g_assert_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID);
+    g_test_message("%s = %s", bad[i].field, bad[i].token);
+    g_autofree char *l = line_with(line, bad[i].field, bad[i].token);
+    g_autofree char *j = json_with(json, bad[i].field, bad[i].json);
+    g_autoptr(GError) le = NULL, je = NULL;
+    g_autoptr(QpClaim) from_line = qp_claim_from_summary_line(l, &le);
+    g_autoptr(QpClaim) from_json = qp_claim_from_json(j, strlen(j), &je);
+    g_assert_null(from_line);
+    g_assert_null(from_json);
+    g_assert_error(le, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID);
+    g_assert_error(je, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID);
+    g_assert_nonnull(strstr(je->message, bad[i].message));
+    g_assert_cmpstr(le->message, ==, je->message);
   }
+  /* A line of another length is no line: a field more, a field less. */
+  g_autofree char *longer = g_strconcat(line, " extra", NULL);
+  g_assert_null(qp_claim_from_summary_line(longer, NULL));
+  *strrchr(line, ' ') = '\0';
+  g_assert_null(qp_claim_from_summary_line(line, NULL));
+  g_assert_null(qp_claim_from_summary_line("", NULL));
 }
 
 /* ---- The read uses it ------------------------------------------------------
@@ -277,7 +344,7 @@ test_corrupt_summary_ignored(Fixture *f, gconstpointer data)
   for (guint k = 0; k < G_N_ELEMENTS(damage); k++) {
     g_test_message("damage: %s", damage[k]);
     fill(f, 3);
-    g_autofree char *path = state_file(f, QP_SUMMARY_NAME);
+    g_autofree char *path = state_file(f, QP_STATE_SUMMARY);
     g_autofree char *text = NULL;
     gsize len = 0;
     g_assert_true(g_file_get_contents(path, &text, &len, NULL));
@@ -302,7 +369,9 @@ test_corrupt_summary_ignored(Fixture *f, gconstpointer data)
     g_assert_cmpint(mib_of(claims, "r1"), ==, 101);
     g_autofree char *again = NULL;
     g_assert_true(g_file_get_contents(path, &again, NULL, NULL));
-    g_assert_true(g_str_has_prefix(again, "qemu-pin-ledger-summary 2\n"));
+    g_autofree char *head = g_strdup_printf("qemu-pin-ledger-summary 3 %s\n",
+                                            qp_claim_line_fields());
+    g_assert_true(g_str_has_prefix(again, head));
     g_assert_nonnull(strstr(again, " 0:101 "));
   }
 }
@@ -338,7 +407,7 @@ test_gone_vm_pruned(Fixture *f, gconstpointer data)
   g_autoptr(QpClaim) c = claim_of("gone", child, qp_proc_start_time(child), 5);
   qp_claims_free(section(f, c));
   settle(f);
-  g_autofree char *path = state_file(f, QP_SUMMARY_NAME);
+  g_autofree char *path = state_file(f, QP_STATE_SUMMARY);
   g_autofree char *before = NULL;
   g_assert_true(g_file_get_contents(path, &before, NULL, NULL));
   g_assert_nonnull(strstr(before, " gone "));

@@ -2,7 +2,7 @@
  * directory checks, record format, quarantine of corrupt records, liveness
  * by PID and start time, atomic writes, the lock under concurrent writers,
  * and the status views. */
-#include "topology/ledger-store.h"
+#include "topology/ledger/store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +17,9 @@
 #include <dirent.h>
 #include <unistd.h>
 
-#include "topology/capacity.h"
-#include "topology/status.h"
+#include "topology/plan/capacity.h"
+#include "topology/plan/claim.h"
+#include "topology/status/status.h"
 
 /* ---- Fixture: a fresh state directory under a private temp dir ---------- */
 
@@ -375,12 +376,12 @@ as_nobody(const gid_t *groups, int n, char *(*fn)(const char *),
   return g_string_free(s, FALSE);
 }
 
-/* qp_ledger_choose_dir(SHARED): the directory, a newline, the warning. */
+/* qp_state_dir_choose(SHARED): the directory, a newline, the warning. */
 static char *
 choose_text(const char *shared)
 {
   char *why = NULL;
-  char *dir = qp_ledger_choose_dir(shared, "kvm", &why);
+  char *dir = qp_state_dir_choose(shared, "kvm", &why);
   return g_strdup_printf("%s\n%s", dir, why ? why : "");
 }
 
@@ -393,7 +394,7 @@ open_text(const char *dir)
   return g_strdup(l != NULL ? "" : error->message);
 }
 
-/* qp_ledger_choose_dir(SHARED) as uid/gid 65534 (groups: GROUPS, N of
+/* qp_state_dir_choose(SHARED) as uid/gid 65534 (groups: GROUPS, N of
  * them), with XDG_RUNTIME_DIR=/xdg: the directory, and the warning or "". */
 static char **
 choose_as_nobody(const char *shared, const gid_t *groups, int n)
@@ -446,7 +447,7 @@ test_shared_choice(Fixture *f, gconstpointer data)
   struct group *gr = getgrgid(65534);
   g_assert_nonnull(gr);
   g_autofree char *why = NULL;
-  g_autofree char *dir = qp_ledger_choose_dir(fresh, gr->gr_name, &why);
+  g_autofree char *dir = qp_state_dir_choose(fresh, gr->gr_name, &why);
   g_assert_cmpstr(dir, ==, fresh);
   g_assert_null(why);
   struct stat st;
@@ -532,7 +533,7 @@ test_dir_default(void)
     return;
   }
   g_autofree char *why = NULL;
-  g_autofree char *d = qp_ledger_default_dir(&why);
+  g_autofree char *d = qp_state_dir_default(&why);
   if (why == NULL) {
     g_assert_cmpstr(d, ==, "/run/qemu-pin");
     g_assert_null(why);
@@ -1360,25 +1361,38 @@ test_liveness_launcher(Fixture *f, gconstpointer data)
   qp_ledger_unlock(l);
 }
 
+/* Every temporary file of the state directory (a record's, the summary's,
+ * each user's host snapshot's, and one an older qemu-pin named after the
+ * records) is removed once its writer is gone, and kept while it runs. */
 static void
 test_temp_files(Fixture *f, gconstpointer data)
 {
+  /* The last: named by an older qemu-pin after the records' rule. */
+  static const char *const kinds[] = {".vm-a.json", ".summary",
+                                      ".host-snapshot", ".host-snapshot-1000",
+                                      ".summary.json"};
   g_autoptr(QpLedger) l = open_ok(f);
   int dead = spawn_sleep();
   kill_and_reap(dead);
-  g_autofree char *n_dead = g_strdup_printf(".vm-a.json.tmp-%d", dead);
-  g_autofree char *n_live = g_strdup_printf(".vm-b.json.tmp-%d", getpid());
-  g_autofree char *p_dead = state_file(f, n_dead);
-  g_autofree char *p_live = state_file(f, n_live);
-  set_file(p_dead, "{\"half", -1);
-  set_file(p_live, "{\"half", -1);
+  g_autoptr(GPtrArray) gone = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) kept = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < G_N_ELEMENTS(kinds); i++) {
+    g_autofree char *n_dead = g_strdup_printf("%s.tmp-%d", kinds[i], dead);
+    g_autofree char *n_live = g_strdup_printf("%s.tmp-%d", kinds[i], getpid());
+    g_ptr_array_add(gone, state_file(f, n_dead));
+    g_ptr_array_add(kept, state_file(f, n_live));
+    set_file(gone->pdata[i], "{\"half", -1);
+    set_file(kept->pdata[i], "{\"half", -1);
+  }
   g_assert_true(qp_ledger_lock(l, NULL));
   g_autoptr(QpClaims) claims = read_ok(l, NULL);
   qp_ledger_unlock(l);
   g_assert_cmpuint(claims->claims->len, ==, 0);
   g_assert_cmpuint(claims->warnings->len, ==, 0);
-  g_assert_false(g_file_test(p_dead, G_FILE_TEST_EXISTS));
-  g_assert_true(g_file_test(p_live, G_FILE_TEST_EXISTS));
+  for (guint i = 0; i < gone->len; i++) {
+    g_assert_false(g_file_test(gone->pdata[i], G_FILE_TEST_EXISTS));
+    g_assert_true(g_file_test(kept->pdata[i], G_FILE_TEST_EXISTS));
+  }
 }
 
 /* ---- Atomicity and the lock
@@ -1821,7 +1835,8 @@ test_status_overcommit(void)
       g_error("status text lacks \"%s\":\n%s", want[i], text);
 }
 
-/* The same views on a host from hwloc's synthetic description (host.c). */
+/* The same views on a host from hwloc's synthetic description
+ * (topology/host/build.c). */
 static void
 test_status_synthetic_host(Fixture *f, gconstpointer data)
 {

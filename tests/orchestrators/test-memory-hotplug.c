@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "tests/orchestrators/orch-common.h"
-#include "topology/cpulist.h"
+#include "topology/base/cpulist.h"
 
 typedef struct {
   char *dir;

@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "tests/common/qp-plan-test.h"
-#include "topology/ledger.h"
+#include "topology/ledger/ledger.h"
+#include "topology/plan/claim.h"
 #include "tests/common/qp-test.h"
 
 /* x3950m2-io.xml: sda on 0000:04:00.0 (node 0), sdb on 0000:64:00.0

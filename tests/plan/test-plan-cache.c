@@ -3,9 +3,10 @@
  * NUMA choice gave; balanced and numa float a VM that fits one domain
  * inside the least-loaded one. */
 #include "tests/common/qp-plan-test.h"
-#include "topology/capacity.h"
-#include "topology/ledger.h"
-#include "topology/status.h"
+#include "topology/plan/capacity.h"
+#include "topology/ledger/ledger.h"
+#include "topology/plan/claim.h"
+#include "topology/status/status.h"
 
 #include <string.h>
 

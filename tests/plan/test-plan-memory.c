@@ -3,10 +3,11 @@
  * planned and claimed apart, per host node, for every piece of the guest's
  * memory (the RAM of each guest node, memory devices, unused backends). */
 #include "tests/common/qp-plan-test.h"
-#include "topology/capacity.h"
-#include "topology/ledger-store.h"
-#include "topology/plan.h"
-#include "topology/status.h"
+#include "topology/plan/capacity.h"
+#include "topology/ledger/store.h"
+#include "topology/plan/plan.h"
+#include "topology/plan/claim.h"
+#include "topology/status/status.h"
 
 #include <glib/gstdio.h>
 #include <string.h>

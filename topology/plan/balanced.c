@@ -15,35 +15,36 @@ reason_set(QpPlan *plan, const Ctx *ctx, const Attempt *a, const GuestSet *g,
            guint cpu_need)
 {
   guint k = g->k;
-  SetScore sc = score_set(&g->s, &(NodeSet){k, g->nodes});
+  SetScore sc = qp_plan_score_set(&g->s, &(NodeSet){k, g->nodes});
   g_autofree char *l = qp_list_format(g->ids);
-  g_autofree char *needp = need_phrase(ctx, g->need);
-  add_reason(plan,
-             "balanced: host node%s %s: the fewest nodes (%u) holding %s "
-             "and %u CPUs (%" G_GUINT64_FORMAT
-             " usable CPUs, %" G_GUINT64_FORMAT " MiB uncommitted), max "
-             "distance %u, %s strategy",
-             k > 1 ? "s" : "", l, k, needp, cpu_need, sc.cpus, sc.mem,
-             k > 1 ? sc.max_d : 10, qp_strategy_name(ctx->opts->strategy));
+  g_autofree char *needp = qp_plan_need_phrase(ctx, g->need);
+  qp_plan_add_reason(
+      plan,
+      "balanced: host node%s %s: the fewest nodes (%u) holding %s "
+      "and %u CPUs (%" G_GUINT64_FORMAT " usable CPUs, %" G_GUINT64_FORMAT
+      " MiB uncommitted), max "
+      "distance %u, %s strategy",
+      k > 1 ? "s" : "", l, k, needp, cpu_need, sc.cpus, sc.mem,
+      k > 1 ? sc.max_d : 10, qp_strategy_name(ctx->opts->strategy));
   if (k > 1) {
     guint64 best_mem = 0;
     guint best_cpus = 0;
     for (guint i = 0; i < ctx->nn; i++)
       if (g->cand[i]) {
-        best_mem = MAX(best_mem, rank_mib(ctx, g->avail, i));
+        best_mem = MAX(best_mem, qp_plan_rank_mib(ctx, g->avail, i));
         best_cpus = MAX(best_cpus, a->n_cpus[i]);
       }
-    add_reason(plan,
-               "balanced: no single node holds the guest: the most "
-               "usable CPUs on one node are %u, the most uncommitted "
-               "memory %" G_GUINT64_FORMAT " MiB",
-               best_cpus, best_mem);
+    qp_plan_add_reason(plan,
+                       "balanced: no single node holds the guest: the most "
+                       "usable CPUs on one node are %u, the most uncommitted "
+                       "memory %" G_GUINT64_FORMAT " MiB",
+                       best_cpus, best_mem);
   }
   if (ctx->any_device_node && ctx->opts->device_locality != QP_DEVLOC_IGNORE)
-    add_reason(plan,
-               "balanced: %u of the chosen nodes hold the guest's host "
-               "devices",
-               sc.devices);
+    qp_plan_add_reason(plan,
+                       "balanced: %u of the chosen nodes hold the guest's host "
+                       "devices",
+                       sc.devices);
 }
 
 /* The vCPUs float over the usable CPUs of the set's nodes, or of one cache
@@ -64,8 +65,8 @@ float_over_set(QpPlan *plan, const Ctx *ctx, const Attempt *a,
   }
   /* On one node, a VM that fits a cache domain floats inside one. */
   g_auto(hwloc_bitmap_t) domain =
-      g->k == 1 ? cache_float_cpus(plan, ctx, a, g->nodes[0], plan->n_vcpus,
-                                   "balanced")
+      g->k == 1 ? qp_plan_cache_float_cpus(plan, ctx, a, g->nodes[0],
+                                           plan->n_vcpus, "balanced")
                 : NULL;
   for (guint v = 0; v < plan->n_vcpus; v++)
     plan->vcpu_cpus[v] =
@@ -80,29 +81,29 @@ float_over_set(QpPlan *plan, const Ctx *ctx, const Attempt *a,
 }
 
 gboolean
-plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
-              GError **error)
+qp_plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
+                 GError **error)
 {
   g_auto(Acc) acc;
-  acc_init(&acc, ctx);
+  qp_plan_acc_init(&acc, ctx);
   g_auto(GuestSet) g = {0};
-  if (!guest_set_choose(&g, ctx, a, &acc, CAP_CPUS, cpu_need, error))
+  if (!qp_plan_guest_set_choose(&g, ctx, a, &acc, CAP_CPUS, cpu_need, error))
     return FALSE;
   reason_set(plan, ctx, a, &g, cpu_need);
-  reason_caller_pieces(plan, ctx, "balanced");
+  qp_plan_reason_caller_pieces(plan, ctx, "balanced");
   /* Memory on the set, the caller's bindings kept. */
   for (guint x = 0; x < ctx->pieces->len; x++) {
-    const Piece *p = piece_at(ctx, x);
+    const Piece *p = qp_plan_piece_at(ctx, x);
     if (p->fixed != NULL) {
-      add_plan_mem(plan, ctx, &acc, x, p->fixed);
+      qp_plan_add_mem(plan, ctx, &acc, x, p->fixed);
       continue;
     }
-    take_piece(ctx, &acc, g.avail, x, g.nodes, g.k,
-               ctx->opts->strategy == QP_STRATEGY_PACK);
-    add_plan_mem(plan, ctx, &acc, x, g.ids);
+    qp_plan_take_piece(ctx, &acc, g.avail, x, g.nodes, g.k,
+                       ctx->opts->strategy == QP_STRATEGY_PACK);
+    qp_plan_add_mem(plan, ctx, &acc, x, g.ids);
   }
   g_autofree gboolean *vm_nodes = g_new0(gboolean, MAX(ctx->nn, 1));
   float_over_set(plan, ctx, a, &g, &acc, vm_nodes);
-  finish_plan(plan, ctx, a, &acc, vm_nodes);
+  qp_plan_finish_plan(plan, ctx, a, &acc, vm_nodes);
   return TRUE;
 }

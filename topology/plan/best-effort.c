@@ -9,8 +9,8 @@
  *     there, as balanced does;
  *   - numa shape: each guest node keeps its memory (its RAM and memory
  *     devices, each claimed in its page size) on one host node, on a node
- *     with usable CPUs where all of it fits (nodes with room for its vCPUs
- *     first, then its vfio devices' nodes, nodes no other guest node uses,
+ *     with usable CPUs where all of it qp_plan_fits (nodes with room for its
+ * vCPUs first, then its vfio devices' nodes, nodes no other guest node uses,
  *     the least loaded per CPU, the most memory); its vCPUs float on that
  *     node's CPUs and, when they are short, on the nearest nodes' spare
  *     CPUs. When the VM has more vCPUs than usable CPUs, every guest
@@ -31,7 +31,7 @@
 
 #include <string.h>
 
-#include "topology/capacity.h"
+#include "topology/plan/capacity.h"
 #include "topology/plan/balanced.h"
 #include "topology/plan/memory.h"
 #include "topology/plan/phrases.h"
@@ -68,7 +68,7 @@ others_load(const Ctx *ctx, const Attempt *a)
     int cpu;
     hwloc_bitmap_foreach_begin(cpu, a->node_cpus[i])
     {
-      int ci = cpu_index(ctx, cpu);
+      int ci = qp_plan_cpu_index(ctx, cpu);
       if (ci >= 0)
         load[i] += per_cpu[ci];
     }
@@ -97,7 +97,7 @@ static gboolean
 widen_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint total,
                GError **error)
 {
-  if (!plan_balanced(plan, ctx, a, MIN(ctx->n, total), error))
+  if (!qp_plan_balanced(plan, ctx, a, MIN(ctx->n, total), error))
     return FALSE;
   g_autofree char *nodes = qp_list_format(plan->host_nodes);
   g_autofree char *where = g_strdup_printf(
@@ -149,8 +149,8 @@ home_before(const Room *r, guint nv, guint64 need, guint i, guint j)
   double li = load_per_cpu(r, i), lj = load_per_cpu(r, j);
   if (li != lj)
     return li < lj;
-  guint64 gi = rank_mib(ctx, r->avail, i) / 1024;
-  guint64 gj = rank_mib(ctx, r->avail, j) / 1024;
+  guint64 gi = qp_plan_rank_mib(ctx, r->avail, i) / 1024;
+  guint64 gj = qp_plan_rank_mib(ctx, r->avail, j) / 1024;
   if (gi != gj)
     return gi > gj;
   return i < j;
@@ -162,7 +162,7 @@ dist_to(const Ctx *ctx, const guint *home, guint k, guint i)
 {
   guint d = G_MAXUINT;
   for (guint x = 0; x < k; x++)
-    d = MIN(d, dist(ctx, home[x], i));
+    d = MIN(d, qp_host_distance_at(ctx->host, home[x], i));
   return d;
 }
 
@@ -257,7 +257,7 @@ widen_init(Widen *w, QpPlan *plan, const Ctx *ctx, Attempt *a, guint total)
 {
   guint nn = MAX(ctx->nn, 1);
   *w = (Widen){.plan = plan, .ctx = ctx, .a = a, .total = total};
-  w->avail = avail_copy(ctx);
+  w->avail = qp_plan_avail_copy(ctx);
   w->others = others_load(ctx, a);
   w->mine = g_new0(double, nn);
   w->capleft = g_new0(guint64, nn);
@@ -266,7 +266,7 @@ widen_init(Widen *w, QpPlan *plan, const Ctx *ctx, Attempt *a, guint total)
   w->vm_nodes = g_new0(gboolean, nn);
   w->cand = g_new0(gboolean, nn);
   w->home_of = g_new(int, MAX(ctx->req->n_gnodes, 1));
-  acc_init(&w->acc, ctx);
+  qp_plan_acc_init(&w->acc, ctx);
   w->r = (Room){ctx, a, w->others, w->mine, w->capleft, w->homes, w->avail};
   /* CPU room in units that make the VM's vCPUs fit exactly when they
    * outnumber the usable CPUs: a node holds n_cpus x vCPUs, a guest node
@@ -290,7 +290,7 @@ widen_clear(Widen *w)
   g_free(w->vm_nodes);
   g_free(w->cand);
   g_free(w->home_of);
-  acc_clear(&w->acc);
+  qp_plan_acc_clear(&w->acc);
 }
 
 /* Why no candidate node holds the memory MEM of WHO. */
@@ -301,18 +301,19 @@ set_no_home_error(const Widen *w, const char *who, const guint64 *mem,
   const Ctx *ctx = w->ctx;
   int bm = -1;
   for (guint i = 0; i < ctx->nn; i++)
-    if (w->cand[i] && (bm < 0 || rank_mib(ctx, w->avail, i) >
-                                     rank_mib(ctx, w->avail, (guint)bm)))
+    if (w->cand[i] &&
+        (bm < 0 || qp_plan_rank_mib(ctx, w->avail, i) >
+                       qp_plan_rank_mib(ctx, w->avail, (guint)bm)))
       bm = (int)i;
   if (bm < 0) {
-    g_autofree char *scope = scope_phrase(ctx, w->a, w->cand);
-    g_autofree char *m = need_phrase(ctx, mem);
+    g_autofree char *scope = qp_plan_scope_phrase(ctx, w->a, w->cand);
+    g_autofree char *m = qp_plan_need_phrase(ctx, mem);
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
                 "%s needs %s but no host node may be used%s", who, m, scope);
     return;
   }
-  guint c = short_class(ctx, w->avail, (guint)bm, mem);
-  set_node_short_error(ctx, w->avail, (guint)bm, c, mem[c], who, error);
+  guint c = qp_plan_short_class(ctx, w->avail, (guint)bm, mem);
+  qp_plan_set_node_short_error(ctx, w->avail, (guint)bm, c, mem[c], who, error);
 }
 
 /* The home of guest node GI's free pieces (RAM and memory devices): the
@@ -322,10 +323,10 @@ choose_home(Widen *w, int gi, const char *who, guint nv, guint64 need,
             GError **error)
 {
   const Ctx *ctx = w->ctx;
-  g_autofree guint64 *mem = free_need(ctx, gi);
+  g_autofree guint64 *mem = qp_plan_free_need(ctx, gi);
   int best = -1;
   for (guint i = 0; i < ctx->nn; i++)
-    if (w->cand[i] && fits(ctx, w->avail, i, mem) &&
+    if (w->cand[i] && qp_plan_fits(ctx, w->avail, i, mem) &&
         (best < 0 || home_before(&w->r, nv, need, i, (guint)best)))
       best = (int)i;
   if (best < 0) {
@@ -335,7 +336,7 @@ choose_home(Widen *w, int gi, const char *who, guint nv, guint64 need,
   guint i = (guint)best;
   GArray *home = g_array_new(FALSE, FALSE, sizeof(guint));
   g_array_append_val(home, i);
-  take_task_pieces(ctx, &w->acc, w->avail, gi, i);
+  qp_plan_take_task_pieces(ctx, &w->acc, w->avail, gi, i);
   return home;
 }
 
@@ -347,7 +348,7 @@ float_vcpus(Widen *w, const char *who, hwloc_const_bitmap_t vcpus, guint nv,
 {
   const Ctx *ctx = w->ctx;
   const guint *hn = (const guint *)(void *)home->data;
-  g_auto(hwloc_bitmap_t) hids = ids_of(ctx, hn, home->len);
+  g_auto(hwloc_bitmap_t) hids = qp_plan_ids_of(ctx, hn, home->len);
   g_autoptr(GArray) span = g_array_new(FALSE, FALSE, sizeof(guint));
   memset(w->share, 0, MAX(ctx->nn, 1) * sizeof(guint64));
   grow_cpus(&w->r, w->cand, hn, home->len, need, span, w->share);
@@ -373,17 +374,18 @@ float_vcpus(Widen *w, const char *who, hwloc_const_bitmap_t vcpus, guint nv,
   hwloc_bitmap_foreach_end();
 
   g_auto(hwloc_bitmap_t) sids =
-      ids_of(ctx, (const guint *)(void *)span->data, span->len);
+      qp_plan_ids_of(ctx, (const guint *)(void *)span->data, span->len);
   g_autofree char *vl = qp_list_format(vcpus);
   g_autofree char *cl = qp_list_format(cpus);
   g_autofree char *sl = qp_list_format(sids);
   g_autofree char *hl = qp_list_format(hids);
-  add_reason(w->plan,
-             "%s -> host node%s %s (memory%s); vCPUs %s float on CPUs %s "
-             "of host node%s %s: best effort",
-             who, home->len > 1 ? "s" : "", hl,
-             fixed ? ", the caller's host-nodes" : "", vl, cl,
-             span->len > 1 ? "s" : "", sl);
+  qp_plan_add_reason(
+      w->plan,
+      "%s -> host node%s %s (memory%s); vCPUs %s float on CPUs %s "
+      "of host node%s %s: best effort",
+      who, home->len > 1 ? "s" : "", hl,
+      fixed ? ", the caller's host-nodes" : "", vl, cl,
+      span->len > 1 ? "s" : "", sl);
   if (span->len > 1)
     not_given(w->plan, "%s's vCPUs span host nodes %s", who, sl);
   if (!hwloc_bitmap_intersects(sids, hids))
@@ -399,9 +401,9 @@ widen_gnode(Widen *w, guint t, GError **error)
   const Ctx *ctx = w->ctx;
   const QpRequest *req = ctx->req;
   /* The pieces start with the RAM of each guest node, in order. */
-  const Piece *ram = piece_at(ctx, t);
+  const Piece *ram = qp_plan_piece_at(ctx, t);
   int gi = req->n_gnodes > 0 ? (int)t : -1;
-  g_autofree char *who = gnode_name(ctx, gi);
+  g_autofree char *who = qp_plan_gnode_name(ctx, gi);
   g_auto(hwloc_bitmap_t) vcpus = hwloc_bitmap_alloc();
   for (guint v = 0; v < ctx->n; v++)
     if (req->n_gnodes == 0 || ctx->vcpu_gnode[v] == (int)t)
@@ -411,7 +413,7 @@ widen_gnode(Widen *w, guint t, GError **error)
 
   g_autoptr(GArray) home = NULL;
   if (ram->caller_set) {
-    if (!node_indexes(ctx, ram->fixed, who, &home, error))
+    if (!qp_plan_node_indexes(ctx, ram->fixed, who, &home, error))
       return FALSE;
     w->home_of[t] = -1;
   } else {
@@ -440,7 +442,7 @@ note_shared_homes(Widen *w, guint nt)
     g_auto(hwloc_bitmap_t) g = hwloc_bitmap_alloc();
     gboolean any_placed = FALSE;
     for (guint t = 0; t < nt; t++) {
-      const Piece *ram = piece_at(ctx, t);
+      const Piece *ram = qp_plan_piece_at(ctx, t);
       gboolean here = w->home_of[t] == (int)i;
       if (ram->caller_set)
         here = hwloc_bitmap_isset(ram->fixed, host->nodes[i].id);
@@ -465,7 +467,7 @@ check_device_homes(const Widen *w, GError **error)
     return TRUE;
   for (guint i = 0; i < ctx->nn; i++)
     if (ctx->device_node[i] && w->homes[i] == 0) {
-      set_device_node_error(ctx, i, error);
+      qp_plan_set_device_node_error(ctx, i, error);
       return FALSE;
     }
   return TRUE;
@@ -482,20 +484,20 @@ widen_gnodes(QpPlan *plan, const Ctx *ctx, Attempt *a, guint total,
   guint nt = MAX(ctx->req->n_gnodes, 1);
   Widen w;
   widen_init(&w, plan, ctx, a, total);
-  gboolean ok = claim_all_fixed(ctx, &w.acc, w.avail, error);
+  gboolean ok = qp_plan_claim_all_fixed(ctx, &w.acc, w.avail, error);
   for (int pass = 0; pass < 2 && ok; pass++)
     for (guint t = 0; t < nt && ok; t++)
-      if (piece_at(ctx, t)->caller_set == (pass == 0))
+      if (qp_plan_piece_at(ctx, t)->caller_set == (pass == 0))
         ok = widen_gnode(&w, t, error);
   if (ok) {
     /* Memory: each piece on its own nodes, or on its guest node's home. */
-    add_plan_mem_at_homes(plan, ctx, &w.acc, w.home_of);
+    qp_plan_add_mem_at_homes(plan, ctx, &w.acc, w.home_of);
     note_shared_homes(&w, nt);
     ok = check_device_homes(&w, error);
   }
   if (ok) {
     note_overcommit(plan, ctx->n, total, "");
-    finish_plan(plan, ctx, a, &w.acc, w.vm_nodes);
+    qp_plan_finish_plan(plan, ctx, a, &w.acc, w.vm_nodes);
   }
   widen_clear(&w);
   return ok;
@@ -513,7 +515,7 @@ kinds_in(const Ctx *ctx, hwloc_const_bitmap_t set)
   int cpu;
   hwloc_bitmap_foreach_begin(cpu, set)
   {
-    int ci = cpu_index(ctx, cpu);
+    int ci = qp_plan_cpu_index(ctx, cpu);
     int k = ci >= 0 ? ctx->host->cpus[ci].kind : 0;
     if (k >= 0 && (guint)k < nk && !seen[k]) {
       seen[k] = TRUE;
@@ -525,43 +527,43 @@ kinds_in(const Ctx *ctx, hwloc_const_bitmap_t set)
 }
 
 gboolean
-plan_best_effort(QpPlan *plan, const Ctx *ctx, GError **error)
+qp_plan_best_effort(QpPlan *plan, const Ctx *ctx, GError **error)
 {
   gboolean balanced = plan->mode == QP_MODE_BALANCED;
   g_autofree char *prefix = NULL;
   g_autofree gboolean *cand = NULL;
   if (balanced) {
-    cand = set_candidates(ctx, &prefix);
+    cand = qp_plan_set_candidates(ctx, &prefix);
   } else {
     cand = g_memdup2(ctx->node_ok, MAX(ctx->nn, 1) * sizeof(gboolean));
     prefix = g_strdup("");
   }
 
   Attempt a;
-  attempt_init(&a, ctx, ctx->usable);
+  qp_plan_attempt_init(&a, ctx, ctx->usable);
   guint total = cand_cpus(ctx, &a, cand);
   gboolean on_dedicated = FALSE;
   if (total == 0) {
     /* Every usable CPU is another VM's dedicated core: share them. */
-    g_auto(hwloc_bitmap_t) all = cpus_with_dedicated(ctx);
-    attempt_clear(&a, ctx->nn);
-    attempt_init(&a, ctx, all);
+    g_auto(hwloc_bitmap_t) all = qp_plan_cpus_with_dedicated(ctx);
+    qp_plan_attempt_clear(&a, ctx->nn);
+    qp_plan_attempt_init(&a, ctx, all);
     total = cand_cpus(ctx, &a, cand);
     on_dedicated = total > 0;
   }
   if (total == 0) {
-    g_autofree char *scope = scope_phrase(ctx, &a, cand);
+    g_autofree char *scope = qp_plan_scope_phrase(ctx, &a, cand);
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
                 "%sno CPU may run the guest's %u vCPUs%s: --affinity and "
                 "--hostnodes must leave at least one usable CPU",
                 prefix, ctx->n, scope);
-    attempt_clear(&a, ctx->nn);
+    qp_plan_attempt_clear(&a, ctx->nn);
     return FALSE;
   }
 
   gboolean ok = balanced ? widen_balanced(plan, ctx, &a, total, error)
                          : widen_gnodes(plan, ctx, &a, total, error);
-  attempt_clear(&a, ctx->nn);
+  qp_plan_attempt_clear(&a, ctx->nn);
   if (!ok)
     return FALSE;
 
@@ -586,13 +588,15 @@ plan_best_effort(QpPlan *plan, const Ctx *ctx, GError **error)
   for (guint i = 0; i < plan->not_given->len; i++)
     items[i] = g_ptr_array_index(plan->not_given, i);
   g_autofree char *what = g_strjoinv("; ", items);
-  add_warning(plan,
-              "best effort (mode auto): %s; an explicit --mode=%s refuses "
-              "this VM instead",
-              what, qp_mode_name(plan->mode));
-  add_reason(plan,
-             "best effort: the vCPUs do not fit the CPUs %s would give, and "
-             "mode auto never refuses a VM for CPUs",
-             qp_mode_name(plan->mode));
+  qp_plan_add_warning(
+      plan,
+      "best effort (mode auto): %s; an explicit --mode=%s refuses "
+      "this VM instead",
+      what, qp_mode_name(plan->mode));
+  qp_plan_add_reason(
+      plan,
+      "best effort: the vCPUs do not fit the CPUs %s would give, and "
+      "mode auto never refuses a VM for CPUs",
+      qp_mode_name(plan->mode));
   return TRUE;
 }

@@ -3,8 +3,8 @@
  * over several domains pay cross-domain traffic for every shared line. */
 #include "topology/plan/cache.h"
 
-#include "topology/capacity.h"
-#include "topology/cache-domains.h"
+#include "topology/plan/capacity.h"
+#include "topology/host/cache-domains.h"
 #include "topology/plan/result.h"
 
 typedef struct {
@@ -133,8 +133,8 @@ free_cores(const Ctx *ctx, const Attempt *a, CapKind cap, guint i)
 }
 
 GArray *
-cache_order_cores(const Ctx *ctx, const Attempt *a, CapKind cap, guint i,
-                  guint need)
+qp_plan_cache_order_cores(const Ctx *ctx, const Attempt *a, CapKind cap,
+                          guint i, guint need)
 {
   const GArray *all = a->node_cores[i];
   g_autoptr(GArray) cands = free_cores(ctx, a, cap, i);
@@ -193,8 +193,8 @@ pick_groups(GArray **groups, guint k, guint need, guint64 *take)
 }
 
 void
-cache_split_units(const Ctx *ctx, const Attempt *a, CapKind cap,
-                  const guint *nodes, guint k, guint64 *count)
+qp_plan_cache_split_units(const Ctx *ctx, const Attempt *a, CapKind cap,
+                          const guint *nodes, guint k, guint64 *count)
 {
   if (cap == CAP_PUS || k < 2 || ctx->host->n_domains == 0)
     return;
@@ -235,7 +235,7 @@ shared_load(const Ctx *ctx, const QpPlan *plan)
       continue;
     hwloc_bitmap_foreach_begin(id, set)
     {
-      int ci = cpu_index(ctx, id);
+      int ci = qp_plan_cpu_index(ctx, id);
       if (ci >= 0)
         load[ci] += 1.0 / w;
     }
@@ -257,8 +257,8 @@ usable_cores(const Ctx *ctx, const Attempt *a, guint i, guint d)
 }
 
 hwloc_bitmap_t
-cache_float_cpus(QpPlan *plan, const Ctx *ctx, const Attempt *a, guint i,
-                 guint n, const char *who)
+qp_plan_cache_float_cpus(QpPlan *plan, const Ctx *ctx, const Attempt *a,
+                         guint i, guint n, const char *who)
 {
   const QpHost *host = ctx->host;
   if (host->n_domains == 0 || n == 0)
@@ -281,7 +281,7 @@ cache_float_cpus(QpPlan *plan, const Ctx *ctx, const Attempt *a, guint i,
     int id;
     hwloc_bitmap_foreach_begin(id, cpus)
     {
-      int ci = cpu_index(ctx, id);
+      int ci = qp_plan_cpu_index(ctx, id);
       sum += ci >= 0 ? load[ci] : 0;
     }
     hwloc_bitmap_foreach_end();
@@ -301,13 +301,14 @@ cache_float_cpus(QpPlan *plan, const Ctx *ctx, const Attempt *a, guint i,
   hwloc_bitmap_t out = hwloc_bitmap_alloc();
   hwloc_bitmap_and(out, host->domains[best].cpus, a->node_cpus[i]);
   g_autofree char *l = qp_list_format(out);
-  add_reason(plan,
-             "%s%s%u vCPU%s float over %s %s of host node %d: the "
-             "least-loaded cache domain that holds them (%.2f vCPUs per "
-             "CPU with this VM)",
-             who, *who ? ": " : "", n, n == 1 ? "" : "s",
-             qp_cache_level_name(host->domains[best].level), l,
-             host->nodes[i].id, best_per_cpu);
+  qp_plan_add_reason(
+      plan,
+      "%s%s%u vCPU%s float over %s %s of host node %d: the "
+      "least-loaded cache domain that holds them (%.2f vCPUs per "
+      "CPU with this VM)",
+      who, *who ? ": " : "", n, n == 1 ? "" : "s",
+      qp_cache_level_name(host->domains[best].level), l, host->nodes[i].id,
+      best_per_cpu);
   return out;
 }
 
@@ -350,8 +351,8 @@ socket_runs(const QpPlan *plan, const QpHost *host, guint first, guint socket)
 }
 
 guint
-cache_guest_dies(const QpPlan *plan, const QpHost *host, guint sockets,
-                 guint socket, guint threads)
+qp_plan_cache_guest_dies(const QpPlan *plan, const QpHost *host, guint sockets,
+                         guint socket, guint threads)
 {
   if (host->n_domains == 0 || sockets * socket != plan->n_vcpus)
     return 1;

@@ -2,7 +2,7 @@
  * a node a one-to-one VM takes, and where a balanced VM floats. */
 #pragma once
 
-#include "topology/plan/context.h"
+#include "topology/plan/internal.h"
 
 G_BEGIN_DECLS
 
@@ -13,14 +13,14 @@ G_BEGIN_DECLS
  * tie) and the smallest that holds the rest; the same inside each chosen L3
  * for shared L2s. The other free cores follow in core order. A GArray of
  * guint core indexes. */
-GArray *cache_order_cores(const Ctx *ctx, const Attempt *a, CapKind cap,
-                          guint i, guint need);
+GArray *qp_plan_cache_order_cores(const Ctx *ctx, const Attempt *a, CapKind cap,
+                                  guint i, guint need);
 
 /* COUNT holds the units (per node index) an even split gives the K nodes
  * NODES; replaced by a split over the same nodes that fills fewer L3
  * domains, when there is one (whole domains first, the rest best fit). */
-void cache_split_units(const Ctx *ctx, const Attempt *a, CapKind cap,
-                       const guint *nodes, guint k, guint64 *count);
+void qp_plan_cache_split_units(const Ctx *ctx, const Attempt *a, CapKind cap,
+                               const guint *nodes, guint k, guint64 *count);
 
 /* The CPUs N shared vCPUs of PLAN float over on node index I: the usable
  * CPUs of the L3 domain of the node (smaller than the node; a shared L2
@@ -30,8 +30,9 @@ void cache_split_units(const Ctx *ctx, const Attempt *a, CapKind cap,
  * reason naming WHO. NULL (float over the node) when the host has no
  * domains, none holds N cores, or every one would carry more than one vCPU
  * per CPU. */
-hwloc_bitmap_t cache_float_cpus(QpPlan *plan, const Ctx *ctx, const Attempt *a,
-                                guint i, guint n, const char *who);
+hwloc_bitmap_t qp_plan_cache_float_cpus(QpPlan *plan, const Ctx *ctx,
+                                        const Attempt *a, guint i, guint n,
+                                        const char *who);
 
 /* Dies per guest socket that give the guest PLAN's L3 layout: SOCKETS
  * sockets of SOCKET vCPUs each (every vCPU placed), each socket's vCPUs in
@@ -39,7 +40,7 @@ hwloc_bitmap_t cache_float_cpus(QpPlan *plan, const Ctx *ctx, const Attempt *a,
  * cores of THREADS in each. QEMU 7.2 x86 shares the guest's L3 per die
  * (CPUID leaf 4, which Linux reads for Intel CPU models). 1 when there is no
  * such D > 1. */
-guint cache_guest_dies(const QpPlan *plan, const QpHost *host, guint sockets,
-                       guint socket, guint threads);
+guint qp_plan_cache_guest_dies(const QpPlan *plan, const QpHost *host,
+                               guint sockets, guint socket, guint threads);
 
 G_END_DECLS

@@ -2,16 +2,16 @@
  * uncommitted memory per memory class, the other VMs' load and dedicated
  * CPUs, the usable CPUs, the guest's memory classes and pieces, and the
  * nodes of its vfio devices; then one try (Attempt) on a set of CPUs. */
-#include "topology/plan/context.h"
+#include "topology/plan/internal.h"
 
 #include <string.h>
 
-#include "topology/capacity.h"
+#include "topology/plan/capacity.h"
 
 #include "topology/plan/result.h"
 
 int
-node_index(const Ctx *ctx, int id)
+qp_plan_node_index(const Ctx *ctx, int id)
 {
   if (id < 0 || id > ctx->max_node_id)
     return -1;
@@ -19,23 +19,15 @@ node_index(const Ctx *ctx, int id)
 }
 
 int
-cpu_index(const Ctx *ctx, int id)
+qp_plan_cpu_index(const Ctx *ctx, int id)
 {
   if (id < 0 || id > ctx->max_cpu_id)
     return -1;
   return ctx->cpu_idx[id];
 }
 
-guint
-dist(const Ctx *ctx, guint a, guint b)
-{
-  if (ctx->host->distance == NULL)
-    return a == b ? 10 : 20;
-  return ctx->host->distance[a * ctx->nn + b];
-}
-
 guint64
-units_to_mib(const Ctx *ctx, guint c, guint64 units)
+qp_plan_units_to_mib(const Ctx *ctx, guint c, guint64 units)
 {
   return units * ctx->cls_kib[c] / 1024;
 }
@@ -57,7 +49,7 @@ class_of(const Ctx *ctx, guint64 page_kib)
 }
 
 guint
-node_cap(const Attempt *a, CapKind cap, guint i)
+qp_plan_node_cap(const Attempt *a, CapKind cap, guint i)
 {
   switch (cap) {
   case CAP_CPUS:
@@ -74,7 +66,7 @@ node_cap(const Attempt *a, CapKind cap, guint i)
 
 /* Counts CPU units GT needs under CAP. */
 guint
-task_units(const Ctx *ctx, CapKind cap, hwloc_const_bitmap_t vcpus)
+qp_plan_task_units(const Ctx *ctx, CapKind cap, hwloc_const_bitmap_t vcpus)
 {
   if (cap != CAP_GROUPS)
     return (guint)hwloc_bitmap_weight(vcpus);
@@ -92,7 +84,7 @@ task_units(const Ctx *ctx, CapKind cap, hwloc_const_bitmap_t vcpus)
 }
 
 void
-ctx_clear(Ctx *ctx)
+qp_plan_ctx_clear(Ctx *ctx)
 {
   g_free(ctx->cls_kib);
   g_free(ctx->cls_page);
@@ -111,24 +103,6 @@ ctx_clear(Ctx *ctx)
   g_free(ctx->cpu_idx);
   g_free(ctx->node_idx);
   g_free(ctx->vcpu_gnode);
-}
-
-const QpPciDevice *
-find_pci(const QpHost *host, const char *bdf)
-{
-  if (host->pci == NULL)
-    return NULL;
-  for (guint i = 0; i < host->pci->len; i++) {
-    const QpPciDevice *d = &g_array_index(host->pci, QpPciDevice, i);
-    if (d->bdf != NULL && g_ascii_strcasecmp(d->bdf, bdf) == 0)
-      return d;
-  }
-  /* "3b:00.0" without the domain */
-  if (strlen(bdf) == 7) {
-    g_autofree char *full = g_strdup_printf("0000:%s", bdf);
-    return find_pci(host, full);
-  }
-  return NULL;
 }
 
 static void
@@ -305,7 +279,7 @@ init_node_state(Ctx *ctx)
 }
 
 hwloc_bitmap_t
-cpus_with_dedicated(const Ctx *ctx)
+qp_plan_cpus_with_dedicated(const Ctx *ctx)
 {
   hwloc_bitmap_t set = hwloc_bitmap_alloc();
   for (guint i = 0; i < ctx->nn; i++)
@@ -347,8 +321,8 @@ init_io_device_nodes(Ctx *ctx)
   for (guint d = 0; ctx->req->io != NULL && d < ctx->req->io->len; d++) {
     const QpIoDevice *io = ctx->req->io->pdata[d];
     const QpPciDevice *p =
-        io->bdf != NULL ? find_pci(ctx->host, io->bdf) : NULL;
-    int i = p != NULL ? node_index(ctx, p->node) : -1;
+        io->bdf != NULL ? qp_host_find_pci(ctx->host, io->bdf) : NULL;
+    int i = p != NULL ? qp_plan_node_index(ctx, p->node) : -1;
     if (i >= 0) {
       ctx->device_node[i] = TRUE;
       ctx->any_device_node = TRUE;
@@ -367,8 +341,8 @@ init_device_nodes(Ctx *ctx, QpPlan *notes, GError **error)
   if (locality == QP_DEVLOC_IGNORE)
     return TRUE;
   for (char **b = req->vfio; b != NULL && *b != NULL; b++) {
-    const QpPciDevice *d = find_pci(ctx->host, *b);
-    int i = d != NULL ? node_index(ctx, d->node) : -1;
+    const QpPciDevice *d = qp_host_find_pci(ctx->host, *b);
+    int i = d != NULL ? qp_plan_node_index(ctx, d->node) : -1;
     if (i < 0) {
       const char *why =
           d == NULL ? "is not on this host" : "has no known NUMA node";
@@ -379,7 +353,8 @@ init_device_nodes(Ctx *ctx, QpPlan *notes, GError **error)
                     *b, why);
         return FALSE;
       }
-      add_warning(notes, "vfio device %s %s: its locality is ignored", *b, why);
+      qp_plan_add_warning(notes, "vfio device %s %s: its locality is ignored",
+                          *b, why);
       continue;
     }
     ctx->device_node[i] = TRUE;
@@ -390,9 +365,9 @@ init_device_nodes(Ctx *ctx, QpPlan *notes, GError **error)
 }
 
 gboolean
-ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
-         const QpRequest *req, const QpPlacementOptions *opts, QpPlan *notes,
-         GError **error)
+qp_plan_ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
+                 const QpRequest *req, const QpPlacementOptions *opts,
+                 QpPlan *notes, GError **error)
 {
   ctx->host = host;
   ctx->claims = claims;
@@ -405,7 +380,7 @@ ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
   init_index_maps(ctx);
   init_node_ok(ctx);
   init_node_state(ctx);
-  ctx->usable = cpus_with_dedicated(ctx);
+  ctx->usable = qp_plan_cpus_with_dedicated(ctx);
   hwloc_bitmap_andnot(ctx->usable, ctx->usable, ctx->dedicated_others);
   init_vcpu_gnodes(ctx);
   return init_device_nodes(ctx, notes, error);
@@ -413,7 +388,7 @@ ctx_init(Ctx *ctx, const QpHost *host, const QpClaims *claims,
 
 /* Candidates for node sets, honouring --device-locality=required. */
 gboolean *
-set_candidates(const Ctx *ctx, char **prefix)
+qp_plan_set_candidates(const Ctx *ctx, char **prefix)
 {
   gboolean *cand = g_new0(gboolean, MAX(ctx->nn, 1));
   gboolean required =
@@ -425,14 +400,14 @@ set_candidates(const Ctx *ctx, char **prefix)
     GString *p = g_string_new(vfio ? "with --device-locality=required (vfio"
                                    : "with --device-locality=required (");
     for (char **b = ctx->req->vfio; b != NULL && *b != NULL; b++) {
-      const QpPciDevice *d = find_pci(ctx->host, *b);
+      const QpPciDevice *d = qp_host_find_pci(ctx->host, *b);
       if (d != NULL)
         g_string_append_printf(p, " %s on node %d", *b, d->node);
     }
     for (guint x = 0; ctx->req->io != NULL && x < ctx->req->io->len; x++) {
       const QpIoDevice *io = ctx->req->io->pdata[x];
       const QpPciDevice *d =
-          io->bdf != NULL ? find_pci(ctx->host, io->bdf) : NULL;
+          io->bdf != NULL ? qp_host_find_pci(ctx->host, io->bdf) : NULL;
       if (d != NULL && d->node >= 0)
         g_string_append_printf(p, " %s on node %d", io->what, d->node);
     }
@@ -445,13 +420,13 @@ set_candidates(const Ctx *ctx, char **prefix)
 }
 
 const Piece *
-piece_at(const Ctx *ctx, guint x)
+qp_plan_piece_at(const Ctx *ctx, guint x)
 {
   return &g_array_index(ctx->pieces, Piece, x);
 }
 
 void
-attempt_clear(Attempt *a, guint nn)
+qp_plan_attempt_clear(Attempt *a, guint nn)
 {
   hwloc_bitmap_free(a->usable);
   hwloc_bitmap_free(a->taken);
@@ -470,7 +445,7 @@ attempt_clear(Attempt *a, guint nn)
 }
 
 void
-attempt_init(Attempt *a, const Ctx *ctx, hwloc_const_bitmap_t usable)
+qp_plan_attempt_init(Attempt *a, const Ctx *ctx, hwloc_const_bitmap_t usable)
 {
   const QpHost *host = ctx->host;
   guint nn = ctx->nn;
@@ -502,8 +477,8 @@ attempt_init(Attempt *a, const Ctx *ctx, hwloc_const_bitmap_t usable)
     int first = hwloc_bitmap_first(pus);
     if (first < 0)
       continue;
-    int ci = cpu_index(ctx, first);
-    int i = ci >= 0 ? node_index(ctx, host->cpus[ci].node) : -1;
+    int ci = qp_plan_cpu_index(ctx, first);
+    int i = ci >= 0 ? qp_plan_node_index(ctx, host->cpus[ci].node) : -1;
     if (i < 0 || !hwloc_bitmap_isset(a->node_cpus[i], first))
       continue;
     hwloc_bitmap_and(pus, pus, a->node_cpus[i]);

@@ -2,7 +2,6 @@
 
 #include <string.h>
 
-#include "topology/json-out.h"
 #include "topology/plan/result.h"
 
 static void
@@ -28,7 +27,7 @@ static void
 add_device(QpPlan *plan, const Ctx *ctx, const char *what, const char *bdf,
            const char *iothread)
 {
-  const QpPciDevice *p = bdf != NULL ? find_pci(ctx->host, bdf) : NULL;
+  const QpPciDevice *p = bdf != NULL ? qp_host_find_pci(ctx->host, bdf) : NULL;
   QpPlanDevice *d = g_new0(QpPlanDevice, 1);
   d->what = g_strdup(what);
   d->bdf = g_strdup(bdf);
@@ -61,22 +60,24 @@ place_iothread(QpPlan *plan, const Ctx *ctx, const Attempt *a, const char *id)
 {
   int node = iothread_node(plan, id);
   if (node == -2) {
-    add_reason(plan,
-               "iothread %s serves devices on several host nodes: it stays "
-               "with the VM",
-               id);
+    qp_plan_add_reason(
+        plan,
+        "iothread %s serves devices on several host nodes: it stays "
+        "with the VM",
+        id);
     return;
   }
-  int i = node_index(ctx, node);
+  int i = qp_plan_node_index(ctx, node);
   if (i < 0)
     return;
   g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_dup(a->node_cpus[i]);
   hwloc_bitmap_andnot(cpus, cpus, plan->dedicated);
   if (hwloc_bitmap_iszero(cpus)) {
-    add_reason(plan,
-               "iothread %s stays with the VM: host node %d of its devices "
-               "has no usable CPU off the VM's dedicated cores",
-               id, node);
+    qp_plan_add_reason(
+        plan,
+        "iothread %s stays with the VM: host node %d of its devices "
+        "has no usable CPU off the VM's dedicated cores",
+        id, node);
     return;
   }
   QpPlanIothread *t = g_new0(QpPlanIothread, 1);
@@ -86,12 +87,12 @@ place_iothread(QpPlan *plan, const Ctx *ctx, const Attempt *a, const char *id)
   g_ptr_array_add(plan->iothreads, t);
   hwloc_bitmap_or(plan->process_cpus, plan->process_cpus, t->cpus);
   g_autofree char *l = qp_list_format(t->cpus);
-  add_reason(plan, "iothread %s on %s: host node %d, its devices' node", id, l,
-             node);
+  qp_plan_add_reason(plan, "iothread %s on %s: host node %d, its devices' node",
+                     id, l, node);
 }
 
 void
-plan_devices(QpPlan *plan, const Ctx *ctx, const Attempt *a)
+qp_plan_devices(QpPlan *plan, const Ctx *ctx, const Attempt *a)
 {
   const QpRequest *req = ctx->req;
   plan->devices = g_ptr_array_new_with_free_func(device_free);
@@ -125,66 +126,6 @@ qp_plan_iothread(const QpPlan *plan, const char *id)
       return t;
   }
   return NULL;
-}
-
-static void
-add_node_or_null(JsonBuilder *b, const char *key, int node)
-{
-  json_builder_set_member_name(b, key);
-  if (node >= 0)
-    json_builder_add_int_value(b, node);
-  else
-    json_builder_add_null_value(b);
-}
-
-void
-plan_devices_json(JsonBuilder *b, const QpPlan *plan)
-{
-  json_builder_set_member_name(b, "devices");
-  json_builder_begin_array(b);
-  for (guint d = 0; plan->devices != NULL && d < plan->devices->len; d++) {
-    const QpPlanDevice *dev = plan->devices->pdata[d];
-    json_builder_begin_object(b);
-    qp_json_add_string(b, "device", dev->what);
-    qp_json_add_string(b, "pci", dev->bdf);
-    add_node_or_null(b, "host-node", dev->node);
-    qp_json_add_string(b, "iothread", dev->iothread);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-  json_builder_set_member_name(b, "iothreads");
-  json_builder_begin_array(b);
-  for (guint i = 0; plan->iothreads != NULL && i < plan->iothreads->len; i++) {
-    const QpPlanIothread *t = plan->iothreads->pdata[i];
-    json_builder_begin_object(b);
-    qp_json_add_string(b, "id", t->id);
-    add_node_or_null(b, "host-node", t->node);
-    qp_json_add_list(b, "cpus", t->cpus);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
-}
-
-void
-plan_devices_text(GString *s, const QpPlan *plan)
-{
-  if (plan->devices == NULL || plan->devices->len == 0)
-    return;
-  g_string_append(s, "\nhost node  PCI           iothread  device\n");
-  for (guint d = 0; d < plan->devices->len; d++) {
-    const QpPlanDevice *dev = plan->devices->pdata[d];
-    g_autofree char *node =
-        dev->node >= 0 ? g_strdup_printf("%d", dev->node) : g_strdup("unknown");
-    g_string_append_printf(
-        s, "%-10s %-13s %-9s %s\n", node, dev->bdf != NULL ? dev->bdf : "-",
-        dev->iothread != NULL ? dev->iothread : "-", dev->what);
-  }
-  for (guint i = 0; plan->iothreads != NULL && i < plan->iothreads->len; i++) {
-    const QpPlanIothread *t = plan->iothreads->pdata[i];
-    g_autofree char *l = qp_list_format(t->cpus);
-    g_string_append_printf(s, "iothread %s on CPUs %s (host node %d)\n", t->id,
-                           l, t->node);
-  }
 }
 
 char *

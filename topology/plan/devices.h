@@ -2,7 +2,7 @@
  * serve them placed on those devices' node (topology/plan/devices.c). */
 #pragma once
 
-#include "topology/plan/context.h"
+#include "topology/plan/internal.h"
 
 G_BEGIN_DECLS
 
@@ -11,11 +11,6 @@ G_BEGIN_DECLS
  * known node runs on that node's usable CPUs (A) off the VM's dedicated
  * cores, unless --device-locality=ignore. Adds those CPUs to the process
  * CPUs. Called once the plan's other CPU sets are final. */
-void plan_devices(QpPlan *plan, const Ctx *ctx, const Attempt *a);
-
-/* The plan's "devices" and "iothreads" members (docs/plan-schema.md). */
-void plan_devices_json(JsonBuilder *b, const QpPlan *plan);
-/* Their table in `plan --human`. */
-void plan_devices_text(GString *s, const QpPlan *plan);
+void qp_plan_devices(QpPlan *plan, const Ctx *ctx, const Attempt *a);
 
 G_END_DECLS

@@ -9,12 +9,12 @@
 /* Memory of node I that counts when ranking nodes: the uncommitted MiB of
  * every class the guest uses. */
 guint64
-rank_mib(const Ctx *ctx, const guint64 *avail, guint i)
+qp_plan_rank_mib(const Ctx *ctx, const guint64 *avail, guint i)
 {
   guint64 mib = 0;
   for (guint c = 0; c < ctx->ncls; c++)
     if (ctx->cls_used[c])
-      mib += units_to_mib(ctx, c, avail[AT(ctx, c, i)]);
+      mib += qp_plan_units_to_mib(ctx, c, avail[AT(ctx, c, i)]);
   return mib;
 }
 
@@ -30,13 +30,14 @@ first_short(const Ctx *ctx, const guint64 *avail, guint i, const guint64 *need)
 }
 
 gboolean
-fits(const Ctx *ctx, const guint64 *avail, guint i, const guint64 *need)
+qp_plan_fits(const Ctx *ctx, const guint64 *avail, guint i, const guint64 *need)
 {
   return first_short(ctx, avail, i, need) == ctx->ncls;
 }
 
 guint
-short_class(const Ctx *ctx, const guint64 *avail, guint i, const guint64 *need)
+qp_plan_short_class(const Ctx *ctx, const guint64 *avail, guint i,
+                    const guint64 *need)
 {
   guint c = first_short(ctx, avail, i, need);
   return c < ctx->ncls ? c : 0;
@@ -61,8 +62,8 @@ fill_in_order(guint64 left, const guint *set, guint k, guint64 *avail,
  * on the first node; a node short of its share leaves the rest to the
  * others, in order. The caller has checked that SET holds NEED. */
 void
-split_units(guint64 need, const guint *set, guint k, guint64 *avail,
-            guint64 *claim)
+qp_plan_split_units(guint64 need, const guint *set, guint k, guint64 *avail,
+                    guint64 *claim)
 {
   guint64 left = need;
   if (k == 0)
@@ -75,13 +76,6 @@ split_units(guint64 need, const guint *set, guint k, guint64 *avail,
     left -= take;
   }
   fill_in_order(left, set, k, avail, claim);
-}
-
-void
-qp_plan_split_units(guint64 need, const guint *set, guint k, guint64 *avail,
-                    guint64 *claim)
-{
-  split_units(need, set, k, avail, claim);
 }
 
 static gint
@@ -107,14 +101,14 @@ split_units_tight(guint64 need, const guint *set, guint k, guint64 *avail,
 
 /* A copy of the uncommitted units per class and node, for one try. */
 guint64 *
-avail_copy(const Ctx *ctx)
+qp_plan_avail_copy(const Ctx *ctx)
 {
   return g_memdup2(ctx->avail,
                    MAX((gsize)ctx->nn * ctx->ncls, 1) * sizeof(guint64));
 }
 
 void
-acc_init(Acc *acc, const Ctx *ctx)
+qp_plan_acc_init(Acc *acc, const Ctx *ctx)
 {
   guint nn = MAX(ctx->nn, 1);
   acc->claim = g_new0(guint64, (gsize)nn * ctx->ncls);
@@ -124,7 +118,7 @@ acc_init(Acc *acc, const Ctx *ctx)
 }
 
 void
-acc_clear(Acc *acc)
+qp_plan_acc_clear(Acc *acc)
 {
   g_free(acc->claim);
   g_free(acc->piece);
@@ -134,15 +128,15 @@ acc_clear(Acc *acc)
 /* Claims piece X over the nodes SET (indexes) from AVAIL: even shares,
  * or with TIGHT the tightest node first (see split_units_tight). */
 void
-take_piece(const Ctx *ctx, Acc *acc, guint64 *avail, guint x, const guint *set,
-           guint k, gboolean tight)
+qp_plan_take_piece(const Ctx *ctx, Acc *acc, guint64 *avail, guint x,
+                   const guint *set, guint k, gboolean tight)
 {
-  const Piece *p = piece_at(ctx, x);
+  const Piece *p = qp_plan_piece_at(ctx, x);
   g_autofree guint64 *got = g_new0(guint64, MAX(ctx->nn, 1));
   if (tight)
     split_units_tight(p->units, set, k, avail + AT(ctx, p->cls, 0), got);
   else
-    split_units(p->units, set, k, avail + AT(ctx, p->cls, 0), got);
+    qp_plan_split_units(p->units, set, k, avail + AT(ctx, p->cls, 0), got);
   for (guint i = 0; i < ctx->nn; i++) {
     acc->piece[(gsize)x * ctx->nn + i] += got[i];
     acc->claim[AT(ctx, p->cls, i)] += got[i];
@@ -151,15 +145,15 @@ take_piece(const Ctx *ctx, Acc *acc, guint64 *avail, guint x, const guint *set,
 
 /* Node indexes of host-nodes NODES of WHO, checked against the host. */
 gboolean
-node_indexes(const Ctx *ctx, hwloc_const_bitmap_t nodes, const char *who,
-             GArray **out, GError **error)
+qp_plan_node_indexes(const Ctx *ctx, hwloc_const_bitmap_t nodes,
+                     const char *who, GArray **out, GError **error)
 {
   g_autoptr(GArray) set = g_array_new(FALSE, FALSE, sizeof(guint));
   g_autofree char *list = qp_list_format(nodes);
   int id;
   hwloc_bitmap_foreach_begin(id, nodes)
   {
-    int i = node_index(ctx, id);
+    int i = qp_plan_node_index(ctx, id);
     if (i < 0) {
       g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
                   "host-nodes %s of %s: node %d does not exist on this host",
@@ -187,10 +181,10 @@ node_indexes(const Ctx *ctx, hwloc_const_bitmap_t nodes, const char *who,
 static gboolean
 claim_fixed(const Ctx *ctx, Acc *acc, guint64 *avail, guint x, GError **error)
 {
-  const Piece *p = piece_at(ctx, x);
-  g_autofree char *who = piece_name(ctx, p);
+  const Piece *p = qp_plan_piece_at(ctx, x);
+  g_autofree char *who = qp_plan_piece_name(ctx, p);
   g_autoptr(GArray) set = NULL;
-  if (!node_indexes(ctx, p->fixed, who, &set, error))
+  if (!qp_plan_node_indexes(ctx, p->fixed, who, &set, error))
     return FALSE;
   guint64 have = 0;
   guint best = g_array_index(set, guint, 0);
@@ -202,29 +196,30 @@ claim_fixed(const Ctx *ctx, Acc *acc, guint64 *avail, guint x, GError **error)
   }
   if (have < p->units) {
     g_autofree char *list = qp_list_format(p->fixed);
-    g_autofree char *need = mem_phrase(ctx, p->cls, p->units);
-    g_autofree char *detail = node_mem_detail(ctx, p->cls, best);
+    g_autofree char *need = qp_plan_mem_phrase(ctx, p->cls, p->units);
+    g_autofree char *detail = qp_plan_node_mem_detail(ctx, p->cls, best);
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
                 "%s needs %s on %s %s but node %d has only "
                 "%" G_GUINT64_FORMAT " MiB uncommitted %s",
                 who, need,
                 p->caller_set ? "its host-nodes" : "the host-nodes of its RAM",
                 list, ctx->host->nodes[best].id,
-                units_to_mib(ctx, p->cls, avail[AT(ctx, p->cls, best)]),
+                qp_plan_units_to_mib(ctx, p->cls, avail[AT(ctx, p->cls, best)]),
                 detail);
     return FALSE;
   }
-  take_piece(ctx, acc, avail, x, (const guint *)(void *)set->data, set->len,
-             FALSE);
+  qp_plan_take_piece(ctx, acc, avail, x, (const guint *)(void *)set->data,
+                     set->len, FALSE);
   return TRUE;
 }
 
 /* Claims every piece that has nodes it must go to. */
 gboolean
-claim_all_fixed(const Ctx *ctx, Acc *acc, guint64 *avail, GError **error)
+qp_plan_claim_all_fixed(const Ctx *ctx, Acc *acc, guint64 *avail,
+                        GError **error)
 {
   for (guint x = 0; x < ctx->pieces->len; x++)
-    if (piece_at(ctx, x)->fixed != NULL &&
+    if (qp_plan_piece_at(ctx, x)->fixed != NULL &&
         !claim_fixed(ctx, acc, avail, x, error))
       return FALSE;
   return TRUE;
@@ -233,11 +228,11 @@ claim_all_fixed(const Ctx *ctx, Acc *acc, guint64 *avail, GError **error)
 /* Units per class of the pieces of guest node GI (-1: every piece) that
  * go where the planner chooses. */
 guint64 *
-free_need(const Ctx *ctx, int gi)
+qp_plan_free_need(const Ctx *ctx, int gi)
 {
   guint64 *need = g_new0(guint64, ctx->ncls);
   for (guint x = 0; x < ctx->pieces->len; x++) {
-    const Piece *p = piece_at(ctx, x);
+    const Piece *p = qp_plan_piece_at(ctx, x);
     if (p->fixed == NULL && (gi < 0 || p->gi == gi || p->gi < 0))
       need[p->cls] += p->units;
   }
@@ -246,29 +241,31 @@ free_need(const Ctx *ctx, int gi)
 
 /* Claims the free pieces of guest node GI (-1: of the guest) on node I. */
 void
-take_task_pieces(const Ctx *ctx, Acc *acc, guint64 *avail, int gi, guint i)
+qp_plan_take_task_pieces(const Ctx *ctx, Acc *acc, guint64 *avail, int gi,
+                         guint i)
 {
   for (guint x = 0; x < ctx->pieces->len; x++) {
-    const Piece *p = piece_at(ctx, x);
+    const Piece *p = qp_plan_piece_at(ctx, x);
     if (p->fixed == NULL && p->gi == gi)
-      take_piece(ctx, acc, avail, x, &i, 1, FALSE);
+      qp_plan_take_piece(ctx, acc, avail, x, &i, 1, FALSE);
   }
 }
 
 /* A reason for each piece the caller bound itself (MODE: the mode's name),
  * which stays on its nodes and is claimed there. */
 void
-reason_caller_pieces(QpPlan *plan, const Ctx *ctx, const char *mode)
+qp_plan_reason_caller_pieces(QpPlan *plan, const Ctx *ctx, const char *mode)
 {
   for (guint x = 0; x < ctx->pieces->len; x++) {
-    const Piece *p = piece_at(ctx, x);
+    const Piece *p = qp_plan_piece_at(ctx, x);
     if (!p->caller_set)
       continue;
-    g_autofree char *who = piece_name(ctx, p);
+    g_autofree char *who = qp_plan_piece_name(ctx, p);
     g_autofree char *cl = qp_list_format(p->fixed);
-    add_reason(plan,
-               "%s: the memory of %s stays on host node%s %s, where the "
-               "caller bound it, and is claimed there",
-               mode, who, hwloc_bitmap_weight(p->fixed) > 1 ? "s" : "", cl);
+    qp_plan_add_reason(
+        plan,
+        "%s: the memory of %s stays on host node%s %s, where the "
+        "caller bound it, and is claimed there",
+        mode, who, hwloc_bitmap_weight(p->fixed) > 1 ? "s" : "", cl);
   }
 }

@@ -1,7 +1,7 @@
 /* Where the guest's memory is claimed (topology/plan/memory.c). */
 #pragma once
 
-#include "topology/plan/context.h"
+#include "topology/plan/internal.h"
 
 G_BEGIN_DECLS
 
@@ -13,44 +13,40 @@ typedef struct {
   gboolean unbound; /* memory claimed but not bound (one-to-one, no vNUMA) */
 } Acc;
 
-void acc_init(Acc *acc, const Ctx *ctx);
-void acc_clear(Acc *acc);
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Acc, acc_clear)
+void qp_plan_acc_init(Acc *acc, const Ctx *ctx);
+void qp_plan_acc_clear(Acc *acc);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Acc, qp_plan_acc_clear)
 
 /* A copy of ctx->avail for one try (free with g_free). */
-guint64 *avail_copy(const Ctx *ctx);
+guint64 *qp_plan_avail_copy(const Ctx *ctx);
 /* Uncommitted MiB of node I in AVAIL over the classes the guest uses. */
-guint64 rank_mib(const Ctx *ctx, const guint64 *avail, guint i);
+guint64 qp_plan_rank_mib(const Ctx *ctx, const guint64 *avail, guint i);
 /* TRUE when node I holds NEED (units per class) in AVAIL. */
-gboolean fits(const Ctx *ctx, const guint64 *avail, guint i,
-              const guint64 *need);
+gboolean qp_plan_fits(const Ctx *ctx, const guint64 *avail, guint i,
+                      const guint64 *need);
 /* The first class of NEED that node I cannot hold. */
-guint short_class(const Ctx *ctx, const guint64 *avail, guint i,
-                  const guint64 *need);
+guint qp_plan_short_class(const Ctx *ctx, const guint64 *avail, guint i,
+                          const guint64 *need);
 
-/* Splits NEED units over SET (K node indexes): even shares with the
- * remainder on the first node; a node short of its share leaves the rest
- * to the others, in order. The caller has checked that SET holds NEED. */
-void split_units(guint64 need, const guint *set, guint k, guint64 *avail,
-                 guint64 *claim);
 /* Claims piece X over the nodes SET (indexes) from AVAIL: even shares,
  * or with TIGHT the tightest node first. */
-void take_piece(const Ctx *ctx, Acc *acc, guint64 *avail, guint x,
-                const guint *set, guint k, gboolean tight);
+void qp_plan_take_piece(const Ctx *ctx, Acc *acc, guint64 *avail, guint x,
+                        const guint *set, guint k, gboolean tight);
 /* Node indexes of host-nodes NODES of WHO, checked against the host. */
-gboolean node_indexes(const Ctx *ctx, hwloc_const_bitmap_t nodes,
-                      const char *who, GArray **out, GError **error);
+gboolean qp_plan_node_indexes(const Ctx *ctx, hwloc_const_bitmap_t nodes,
+                              const char *who, GArray **out, GError **error);
 /* Claims every piece that has nodes it must go to (Piece.fixed). */
-gboolean claim_all_fixed(const Ctx *ctx, Acc *acc, guint64 *avail,
-                         GError **error);
+gboolean qp_plan_claim_all_fixed(const Ctx *ctx, Acc *acc, guint64 *avail,
+                                 GError **error);
 /* Units per class of the pieces of guest node GI (-1: every piece) that go
  * where the planner chooses (free with g_free). */
-guint64 *free_need(const Ctx *ctx, int gi);
+guint64 *qp_plan_free_need(const Ctx *ctx, int gi);
 /* Claims the free pieces of guest node GI (-1: of the guest) on node I. */
-void take_task_pieces(const Ctx *ctx, Acc *acc, guint64 *avail, int gi,
-                      guint i);
+void qp_plan_take_task_pieces(const Ctx *ctx, Acc *acc, guint64 *avail, int gi,
+                              guint i);
 /* A reason for each piece the caller bound itself (MODE: the mode's name),
  * which stays on its nodes and is claimed there. */
-void reason_caller_pieces(QpPlan *plan, const Ctx *ctx, const char *mode);
+void qp_plan_reason_caller_pieces(QpPlan *plan, const Ctx *ctx,
+                                  const char *mode);
 
 G_END_DECLS

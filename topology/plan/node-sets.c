@@ -56,7 +56,7 @@ contribution(const SetSearch *s, guint j, const guint64 *have, guint cap_have)
   }
   if (classes > 0)
     v += mem / classes;
-  guint c = node_cap(s->a, s->cap, j);
+  guint c = qp_plan_node_cap(s->a, s->cap, j);
   if (cap_have < s->cap_need)
     v += (double)MIN(c, s->cap_need - cap_have) / (double)s->cap_need;
   return v;
@@ -79,7 +79,7 @@ grow_from(const SetSearch *s, guint seed, gboolean distance_first, guint limit,
 
   for (guint j = 0; j < nn; j++) {
     in_set[j] = FALSE;
-    maxd[j] = dist(ctx, seed, j);
+    maxd[j] = qp_host_distance_at(ctx->host, seed, j);
   }
   guint add = seed;
   for (;;) {
@@ -87,9 +87,9 @@ grow_from(const SetSearch *s, guint seed, gboolean distance_first, guint limit,
     nodes[k++] = add;
     for (guint c = 0; c < ctx->ncls; c++)
       mem_have[c] += s->avail[AT(ctx, c, add)];
-    cap_have += node_cap(s->a, s->cap, add);
+    cap_have += qp_plan_node_cap(s->a, s->cap, add);
     for (guint j = 0; j < nn; j++)
-      maxd[j] = MAX(maxd[j], dist(ctx, add, j));
+      maxd[j] = MAX(maxd[j], qp_host_distance_at(ctx->host, add, j));
     if (mem_held(s, mem_have) && cap_have >= s->cap_need)
       break;
     int best = -1;
@@ -99,7 +99,7 @@ grow_from(const SetSearch *s, guint seed, gboolean distance_first, guint limit,
         continue;
       gboolean useful =
           mem_useful(s, j, mem_have) ||
-          (cap_have < s->cap_need && node_cap(s->a, s->cap, j) > 0);
+          (cap_have < s->cap_need && qp_plan_node_cap(s->a, s->cap, j) > 0);
       if (!useful)
         continue;
       double c = contribution(s, j, mem_have, cap_have);
@@ -112,8 +112,12 @@ grow_from(const SetSearch *s, guint seed, gboolean distance_first, guint limit,
       int cmp;
       if (distance_first) {
         cmp = maxd[j] != maxd[b] ? (maxd[j] < maxd[b] ? -1 : 1) : 0;
-        if (cmp == 0 && dist(ctx, seed, j) != dist(ctx, seed, b))
-          cmp = dist(ctx, seed, j) < dist(ctx, seed, b) ? -1 : 1;
+        if (cmp == 0 && qp_host_distance_at(ctx->host, seed, j) !=
+                            qp_host_distance_at(ctx->host, seed, b))
+          cmp = qp_host_distance_at(ctx->host, seed, j) <
+                        qp_host_distance_at(ctx->host, seed, b)
+                    ? -1
+                    : 1;
         if (cmp == 0 && c != best_c)
           cmp = c > best_c ? -1 : 1;
       } else {
@@ -144,7 +148,7 @@ grow_from(const SetSearch *s, guint seed, gboolean distance_first, guint limit,
 }
 
 SetScore
-score_set(const SetSearch *s, const NodeSet *set)
+qp_plan_score_set(const SetSearch *s, const NodeSet *set)
 {
   const Ctx *ctx = s->ctx;
   SetScore sc = {0};
@@ -152,12 +156,12 @@ score_set(const SetSearch *s, const NodeSet *set)
     guint i = set->nodes[x];
     if (ctx->device_node[i])
       sc.devices++;
-    sc.mem += rank_mib(ctx, s->avail, i);
-    sc.cap += node_cap(s->a, s->cap, i);
+    sc.mem += qp_plan_rank_mib(ctx, s->avail, i);
+    sc.cap += qp_plan_node_cap(s->a, s->cap, i);
     sc.load += ctx->load[i];
     sc.cpus += s->a->n_cpus[i];
     for (guint y = x + 1; y < set->k; y++) {
-      guint d = dist(ctx, i, set->nodes[y]);
+      guint d = qp_host_distance_at(ctx->host, i, set->nodes[y]);
       sc.max_d = MAX(sc.max_d, d);
       sc.sum_d += d;
     }
@@ -169,7 +173,7 @@ score_set(const SetSearch *s, const NodeSet *set)
 static int
 compare_sets(const SetSearch *s, const NodeSet *a, const NodeSet *b)
 {
-  SetScore x = score_set(s, a), y = score_set(s, b);
+  SetScore x = qp_plan_score_set(s, a), y = qp_plan_score_set(s, b);
   if (s->ctx->opts->device_locality == QP_DEVLOC_PREFERRED &&
       x.devices != y.devices)
     return x.devices > y.devices ? -1 : 1;
@@ -250,7 +254,7 @@ set_no_set_error(const SetSearch *s, const char *prefix, GError **error)
     if (s->cand[i]) {
       for (guint c = 0; c < ctx->ncls; c++)
         mems[c] += s->avail[AT(ctx, c, i)];
-      cap += node_cap(s->a, s->cap, i);
+      cap += qp_plan_node_cap(s->a, s->cap, i);
       ncand++;
     }
   guint cls = 0;
@@ -264,12 +268,12 @@ set_no_set_error(const SetSearch *s, const char *prefix, GError **error)
     if (s->cand[i] && (bestmem < 0 || s->avail[AT(ctx, cls, i)] >
                                           s->avail[AT(ctx, cls, bestmem)]))
       bestmem = (int)i;
-  g_autofree char *scope = scope_phrase(ctx, s->a, s->cand);
+  g_autofree char *scope = qp_plan_scope_phrase(ctx, s->a, s->cand);
   if (cap < s->cap_need) {
     set_cap_error(ctx, s->cap, s->cap_need, cap, scope, prefix, error);
     return;
   }
-  g_autofree char *need = mem_phrase(ctx, cls, s->mem_need[cls]);
+  g_autofree char *need = qp_plan_mem_phrase(ctx, cls, s->mem_need[cls]);
   if (bestmem < 0) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
                 "%sguest needs %s but no host node may be used%s", prefix, need,
@@ -278,18 +282,19 @@ set_no_set_error(const SetSearch *s, const char *prefix, GError **error)
   }
   if (ncand == 1) {
     g_autofree char *who = g_strdup_printf("%sguest", prefix);
-    set_node_short_error(ctx, s->avail, (guint)bestmem, cls, s->mem_need[cls],
-                         who, error);
+    qp_plan_set_node_short_error(ctx, s->avail, (guint)bestmem, cls,
+                                 s->mem_need[cls], who, error);
     return;
   }
-  g_autofree char *detail = node_mem_detail(ctx, cls, (guint)bestmem);
+  g_autofree char *detail = qp_plan_node_mem_detail(ctx, cls, (guint)bestmem);
   g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
               "%sguest needs %s but the usable host nodes have only "
               "%" G_GUINT64_FORMAT " MiB uncommitted together; the best node "
               "%d has %" G_GUINT64_FORMAT " MiB uncommitted %s",
-              prefix, need, units_to_mib(ctx, cls, mems[cls]),
+              prefix, need, qp_plan_units_to_mib(ctx, cls, mems[cls]),
               ctx->host->nodes[bestmem].id,
-              units_to_mib(ctx, cls, s->avail[AT(ctx, cls, bestmem)]), detail);
+              qp_plan_units_to_mib(ctx, cls, s->avail[AT(ctx, cls, bestmem)]),
+              detail);
 }
 
 /* Chooses the fewest candidate nodes holding MEM_NEED units and CAP_NEED
@@ -308,7 +313,7 @@ choose_node_set(const SetSearch *s, const char *prefix, GError **error)
   for (guint seed = 0; seed < nn; seed++) {
     if (!s->cand[seed])
       continue;
-    if (s->cap_need > 0 ? node_cap(s->a, s->cap, seed) == 0
+    if (s->cap_need > 0 ? qp_plan_node_cap(s->a, s->cap, seed) == 0
                         : !mem_held(s, none) && !mem_useful(s, seed, none))
       continue;
     for (int df = 1; df >= 0; df--) {
@@ -349,10 +354,11 @@ choose_node_set(const SetSearch *s, const char *prefix, GError **error)
  * cells): its vCPUs go to the caller's nodes when they have room, else to
  * the set choose_node_set() finds. */
 NodeSet *
-choose_near_caller_mem(const SetSearch *s, const char *prefix, GError **error)
+qp_plan_choose_near_caller_mem(const SetSearch *s, const char *prefix,
+                               GError **error)
 {
   const Ctx *ctx = s->ctx;
-  const Piece *ram = ctx->req->n_gnodes == 0 ? piece_at(ctx, 0) : NULL;
+  const Piece *ram = ctx->req->n_gnodes == 0 ? qp_plan_piece_at(ctx, 0) : NULL;
   if (ram != NULL && ram->caller_set) {
     g_autofree gboolean *near = g_new0(gboolean, MAX(ctx->nn, 1));
     for (guint i = 0; i < ctx->nn; i++)
@@ -368,30 +374,30 @@ choose_near_caller_mem(const SetSearch *s, const char *prefix, GError **error)
 }
 
 gboolean
-guest_set_choose(GuestSet *g, const Ctx *ctx, const Attempt *a, Acc *acc,
-                 CapKind cap, guint cap_need, GError **error)
+qp_plan_guest_set_choose(GuestSet *g, const Ctx *ctx, const Attempt *a,
+                         Acc *acc, CapKind cap, guint cap_need, GError **error)
 {
   memset(g, 0, sizeof(*g));
-  g->avail = avail_copy(ctx);
+  g->avail = qp_plan_avail_copy(ctx);
   /* Memory the caller bound itself stays there. */
-  if (!claim_all_fixed(ctx, acc, g->avail, error))
+  if (!qp_plan_claim_all_fixed(ctx, acc, g->avail, error))
     return FALSE;
-  g->need = free_need(ctx, -1);
+  g->need = qp_plan_free_need(ctx, -1);
   g_autofree char *prefix = NULL;
-  g->cand = set_candidates(ctx, &prefix);
+  g->cand = qp_plan_set_candidates(ctx, &prefix);
   g->s = (SetSearch){ctx, a, cap, g->avail, g->need, cap_need, g->cand};
-  NodeSet *set = choose_near_caller_mem(&g->s, prefix, error);
+  NodeSet *set = qp_plan_choose_near_caller_mem(&g->s, prefix, error);
   if (set == NULL)
     return FALSE;
   g->nodes = set->nodes;
   g->k = set->k;
   g_free(set);
-  g->ids = ids_of(ctx, g->nodes, g->k);
+  g->ids = qp_plan_ids_of(ctx, g->nodes, g->k);
   return TRUE;
 }
 
 void
-guest_set_clear(GuestSet *g)
+qp_plan_guest_set_clear(GuestSet *g)
 {
   g_free(g->avail);
   g_free(g->need);

@@ -32,15 +32,15 @@ typedef struct {
   guint64 cpus;
 } SetScore;
 
-SetScore score_set(const SetSearch *s, const NodeSet *set);
+SetScore qp_plan_score_set(const SetSearch *s, const NodeSet *set);
 
 /* The fewest candidate nodes holding what S needs; among those the
  * closest, then by strategy. For a guest without vNUMA whose RAM the caller
  * bound (host-nodes on -machine memory-backend=, libvirt's <numatune>
  * without cells), the caller's nodes when they have room. NULL with an
  * error naming the shortfall (PREFIX first) when none holds it. */
-NodeSet *choose_near_caller_mem(const SetSearch *s, const char *prefix,
-                                GError **error);
+NodeSet *qp_plan_choose_near_caller_mem(const SetSearch *s, const char *prefix,
+                                        GError **error);
 
 /* A guest placed on one node set (balanced, one-to-one without vNUMA). */
 typedef struct {
@@ -55,11 +55,12 @@ typedef struct {
 
 /* Claims in ACC the memory the caller bound (on its nodes), then chooses
  * the set for the rest of the memory and CAP_NEED units of CAP (see
- * choose_near_caller_mem()). Clear G with guest_set_clear() either way. */
-gboolean guest_set_choose(GuestSet *g, const Ctx *ctx, const Attempt *a,
-                          Acc *acc, CapKind cap, guint cap_need,
-                          GError **error);
-void guest_set_clear(GuestSet *g);
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(GuestSet, guest_set_clear)
+ * qp_plan_choose_near_caller_mem()). Clear G with qp_plan_guest_set_clear()
+ * either way. */
+gboolean qp_plan_guest_set_choose(GuestSet *g, const Ctx *ctx, const Attempt *a,
+                                  Acc *acc, CapKind cap, guint cap_need,
+                                  GError **error);
+void qp_plan_guest_set_clear(GuestSet *g);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(GuestSet, qp_plan_guest_set_clear)
 
 G_END_DECLS

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "topology/plan/cache.h"
+#include "topology/plan/cores.h"
 #include "topology/plan/memory.h"
-#include "topology/plan/one-to-one.h"
 #include "topology/plan/phrases.h"
 #include "topology/plan/result.h"
 
@@ -37,8 +37,8 @@ node_before(const Ctx *ctx, const Attempt *a, const guint64 *avail,
   guint64 lj = (guint64)load[j] * MAX(a->n_cpus[i], 1);
   if (li != lj)
     return li < lj;
-  guint64 gi = rank_mib(ctx, avail, i) / 1024;
-  guint64 gj = rank_mib(ctx, avail, j) / 1024;
+  guint64 gi = qp_plan_rank_mib(ctx, avail, i) / 1024;
+  guint64 gj = qp_plan_rank_mib(ctx, avail, j) / 1024;
   if (gi != gj)
     return gi > gj;
   return i < j;
@@ -92,14 +92,14 @@ by_gnode_init(ByGnode *st, QpPlan *plan, const Ctx *ctx, Attempt *a,
                   .o2o = o2o,
                   .cap = cap,
                   .nt = MAX(req->n_gnodes, 1)};
-  st->avail = avail_copy(ctx);
+  st->avail = qp_plan_avail_copy(ctx);
   st->capleft = g_new0(guint, nn);
   st->load = g_memdup2(ctx->load, nn * sizeof(guint));
   st->used = g_new0(gboolean, nn);
   st->vm_nodes = g_new0(gboolean, nn);
-  acc_init(&st->acc, ctx);
+  qp_plan_acc_init(&st->acc, ctx);
   for (guint i = 0; i < ctx->nn; i++)
-    st->capleft[i] = node_cap(a, cap, i);
+    st->capleft[i] = qp_plan_node_cap(a, cap, i);
   st->tasks = g_new0(GuestTask, st->nt);
   st->pref = g_new0(GArray *, st->nt);
   for (guint t = 0; t < st->nt; t++) {
@@ -111,8 +111,8 @@ by_gnode_init(ByGnode *st, QpPlan *plan, const Ctx *ctx, Attempt *a,
       if (req->n_gnodes == 0 || ctx->vcpu_gnode[v] == (int)t)
         hwloc_bitmap_set(gt->vcpus, v);
     gt->nv = (guint)hwloc_bitmap_weight(gt->vcpus);
-    gt->units = task_units(ctx, cap, gt->vcpus);
-    gt->mem = free_need(ctx, gt->gi);
+    gt->units = qp_plan_task_units(ctx, cap, gt->vcpus);
+    gt->mem = qp_plan_free_need(ctx, gt->gi);
     st->pref[t] = g_array_new(FALSE, FALSE, sizeof(guint));
   }
 }
@@ -135,7 +135,7 @@ by_gnode_clear(ByGnode *st)
   g_free(st->load);
   g_free(st->used);
   g_free(st->vm_nodes);
-  acc_clear(&st->acc);
+  qp_plan_acc_clear(&st->acc);
 }
 
 /* Guest node T takes its node index I: its CPU units, its shared load. */
@@ -155,11 +155,11 @@ place_caller_bound(ByGnode *st, GError **error)
   const Ctx *ctx = st->ctx;
   for (guint t = 0; t < st->nt; t++) {
     GuestTask *gt = &st->tasks[t];
-    const Piece *ram = piece_at(ctx, t);
+    const Piece *ram = qp_plan_piece_at(ctx, t);
     if (!ram->caller_set)
       continue;
-    g_autofree char *who = gnode_name(ctx, gt->gi);
-    if (!node_indexes(ctx, ram->fixed, who, &gt->fixed, error))
+    g_autofree char *who = qp_plan_gnode_name(ctx, gt->gi);
+    if (!qp_plan_node_indexes(ctx, ram->fixed, who, &gt->fixed, error))
       return FALSE;
     guint have = 0;
     g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
@@ -174,7 +174,7 @@ place_caller_bound(ByGnode *st, GError **error)
       g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
                   "%s has %u vCPUs but its host-nodes %s have only %u %s%s "
                   "(%s)",
-                  who, gt->nv, list, have, cap_unit_name(st->cap),
+                  who, gt->nv, list, have, qp_plan_cap_unit_name(st->cap),
                   st->a->kind_note, *cl ? cl : "no usable CPUs");
       return FALSE;
     }
@@ -197,7 +197,7 @@ has_room(const ByGnode *st, const GuestTask *gt, guint i, gboolean distinct)
   const Ctx *ctx = st->ctx;
   return ctx->node_ok[i] && !(distinct && st->used[i]) &&
          (gt->nv == 0 || st->a->n_cpus[i] > 0) && st->capleft[i] >= gt->units &&
-         fits(ctx, st->avail, i, gt->mem);
+         qp_plan_fits(ctx, st->avail, i, gt->mem);
 }
 
 /* The candidates of task T, best first. */
@@ -260,19 +260,19 @@ take_matched(ByGnode *st)
     if (gt->host < 0)
       continue;
     guint i = (guint)gt->host;
-    g_autofree char *who = gnode_name(ctx, gt->gi);
-    g_autofree char *room = avail_phrase(ctx, st->avail, i);
+    g_autofree char *who = qp_plan_gnode_name(ctx, gt->gi);
+    g_autofree char *room = qp_plan_avail_phrase(ctx, st->avail, i);
     take_node(st, gt, i);
-    add_reason(st->plan,
-               "%s -> host node %d: %s (%u shared vCPUs on %u usable "
-               "CPUs), %s",
-               who, ctx->host->nodes[i].id,
-               ctx->device_node[i] &&
-                       ctx->opts->device_locality != QP_DEVLOC_IGNORE
-                   ? "holds its vfio device"
-                   : "least loaded",
-               ctx->load[i], st->a->n_cpus[i], room);
-    take_task_pieces(ctx, &st->acc, st->avail, gt->gi, i);
+    qp_plan_add_reason(st->plan,
+                       "%s -> host node %d: %s (%u shared vCPUs on %u usable "
+                       "CPUs), %s",
+                       who, ctx->host->nodes[i].id,
+                       ctx->device_node[i] &&
+                               ctx->opts->device_locality != QP_DEVLOC_IGNORE
+                           ? "holds its vfio device"
+                           : "least loaded",
+                       ctx->load[i], st->a->n_cpus[i], room);
+    qp_plan_take_task_pieces(ctx, &st->acc, st->avail, gt->gi, i);
     st->used[i] = TRUE;
   }
 }
@@ -291,14 +291,15 @@ set_no_room_error(const ByGnode *st, const GuestTask *gt, GError **error)
     if (bc < 0 || st->capleft[i] > st->capleft[bc])
       bc = (int)i;
     if (st->capleft[i] >= gt->units &&
-        (bm < 0 || rank_mib(ctx, st->avail, i) > rank_mib(ctx, st->avail, bm)))
+        (bm < 0 || qp_plan_rank_mib(ctx, st->avail, i) >
+                       qp_plan_rank_mib(ctx, st->avail, bm)))
       bm = (int)i;
   }
-  g_autofree char *who = gnode_name(ctx, gt->gi);
+  g_autofree char *who = qp_plan_gnode_name(ctx, gt->gi);
   g_autofree gboolean *cand =
       g_memdup2(ctx->node_ok, MAX(nn, 1) * sizeof(gboolean));
-  g_autofree char *scope = scope_phrase(ctx, st->a, cand);
-  const char *unit = cap_unit_name(st->cap);
+  g_autofree char *scope = qp_plan_scope_phrase(ctx, st->a, cand);
+  const char *unit = qp_plan_cap_unit_name(st->cap);
   if (bc < 0) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
                 "%s has %u vCPUs but no host node has %s%s", who, gt->nv, unit,
@@ -311,8 +312,9 @@ set_no_room_error(const ByGnode *st, const GuestTask *gt, GError **error)
                 st->cap == CAP_CPUS ? " (one host node per guest node)" : "",
                 ctx->host->nodes[bc].id, st->capleft[bc], scope);
   } else {
-    guint c = short_class(ctx, st->avail, (guint)bm, gt->mem);
-    set_node_short_error(ctx, st->avail, (guint)bm, c, gt->mem[c], who, error);
+    guint c = qp_plan_short_class(ctx, st->avail, (guint)bm, gt->mem);
+    qp_plan_set_node_short_error(ctx, st->avail, (guint)bm, c, gt->mem[c], who,
+                                 error);
   }
 }
 
@@ -333,16 +335,17 @@ warn_shared(ByGnode *st, guint t, guint i)
         if (g_array_index(st->tasks[u].fixed, guint, x) == i)
           g_string_append_printf(others, "%s%d", others->len ? "," : "",
                                  req->gnodes[u].id);
-  g_autofree char *who = gnode_name(st->ctx, st->tasks[t].gi);
+  g_autofree char *who = qp_plan_gnode_name(st->ctx, st->tasks[t].gi);
   int id = st->ctx->host->nodes[i].id;
-  add_warning(st->plan,
-              "%s shares host node %d with guest node %s: no assignment "
-              "with distinct host nodes fits",
-              who, id, others->str);
-  add_reason(st->plan,
-             "%s -> host node %d: shared, the least loaded node with "
-             "room left",
-             who, id);
+  qp_plan_add_warning(
+      st->plan,
+      "%s shares host node %d with guest node %s: no assignment "
+      "with distinct host nodes fits",
+      who, id, others->str);
+  qp_plan_add_reason(st->plan,
+                     "%s -> host node %d: shared, the least loaded node with "
+                     "room left",
+                     who, id);
 }
 
 /* 3. Guest nodes left over share a host node with another guest node. */
@@ -367,7 +370,7 @@ place_shared(ByGnode *st, GError **error)
     guint i = (guint)best;
     gt->host = best;
     take_node(st, gt, i);
-    take_task_pieces(ctx, &st->acc, st->avail, gt->gi, i);
+    qp_plan_take_task_pieces(ctx, &st->acc, st->avail, gt->gi, i);
     warn_shared(st, t, i);
   }
   return TRUE;
@@ -392,7 +395,7 @@ check_device_nodes(const ByGnode *st, GError **error)
         hit = hit || g_array_index(gt->fixed, guint, x) == i;
     }
     if (!hit) {
-      set_device_node_error(ctx, i, error);
+      qp_plan_set_device_node_error(ctx, i, error);
       return FALSE;
     }
   }
@@ -416,7 +419,7 @@ pick_task_cores(ByGnode *st, const GuestTask *gt, const guint *nodes, guint k)
     hwloc_bitmap_foreach_end();
     if (hwloc_bitmap_iszero(rest))
       break;
-    pick_cores(plan, st->ctx, st->a, st->cap, nodes[x], rest);
+    qp_plan_pick_cores(plan, st->ctx, st->a, st->cap, nodes[x], rest);
     g_auto(hwloc_bitmap_t) here = hwloc_bitmap_dup(rest);
     hwloc_bitmap_foreach_begin(v, rest)
     {
@@ -424,9 +427,9 @@ pick_task_cores(ByGnode *st, const GuestTask *gt, const guint *nodes, guint k)
         hwloc_bitmap_clr(here, v);
     }
     hwloc_bitmap_foreach_end();
-    g_autofree char *who = gnode_name(st->ctx, gt->gi);
+    g_autofree char *who = qp_plan_gnode_name(st->ctx, gt->gi);
     if (!hwloc_bitmap_iszero(here))
-      reason_cores(plan, st->ctx, nodes[x], here, st->cap, who);
+      qp_plan_reason_cores(plan, st->ctx, nodes[x], here, st->cap, who);
   }
 }
 
@@ -446,10 +449,11 @@ place_task_vcpus(ByGnode *st, guint t)
     st->vm_nodes[nodes[x]] = TRUE;
   }
   if (gt->fixed != NULL) {
-    g_autofree char *who = gnode_name(ctx, gt->gi);
-    g_autofree char *list = qp_list_format(piece_at(ctx, t)->fixed);
-    add_reason(st->plan, "%s -> host node%s %s: the caller's host-nodes", who,
-               k > 1 ? "s" : "", list);
+    g_autofree char *who = qp_plan_gnode_name(ctx, gt->gi);
+    g_autofree char *list = qp_list_format(qp_plan_piece_at(ctx, t)->fixed);
+    qp_plan_add_reason(st->plan,
+                       "%s -> host node%s %s: the caller's host-nodes", who,
+                       k > 1 ? "s" : "", list);
   }
   if (st->o2o) {
     pick_task_cores(st, gt, nodes, k);
@@ -459,9 +463,10 @@ place_task_vcpus(ByGnode *st, guint t)
   for (guint x = 0; x < k; x++)
     st->acc.load[nodes[x]] += gt->nv / k + (x == 0 ? gt->nv % k : 0);
   /* On one node, a guest node that fits a cache domain floats inside one. */
-  g_autofree char *who = gnode_name(ctx, gt->gi);
+  g_autofree char *who = qp_plan_gnode_name(ctx, gt->gi);
   g_auto(hwloc_bitmap_t) domain =
-      k == 1 ? cache_float_cpus(st->plan, ctx, st->a, nodes[0], gt->nv, who)
+      k == 1 ? qp_plan_cache_float_cpus(st->plan, ctx, st->a, nodes[0], gt->nv,
+                                        who)
              : NULL;
   int v;
   hwloc_bitmap_foreach_begin(v, gt->vcpus)
@@ -472,13 +477,13 @@ place_task_vcpus(ByGnode *st, guint t)
 }
 
 gboolean
-plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
-              CapKind cap, GError **error)
+qp_plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
+                 CapKind cap, GError **error)
 {
   ByGnode st;
   by_gnode_init(&st, plan, ctx, a, o2o, cap);
   /* Memory the caller bound stays there. */
-  gboolean ok = claim_all_fixed(ctx, &st.acc, st.avail, error) &&
+  gboolean ok = qp_plan_claim_all_fixed(ctx, &st.acc, st.avail, error) &&
                 place_caller_bound(&st, error);
   if (ok) {
     match_distinct(&st);
@@ -492,8 +497,8 @@ plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
     g_autofree int *home = g_new(int, st.nt);
     for (guint t = 0; t < st.nt; t++)
       home[t] = st.tasks[t].host;
-    add_plan_mem_at_homes(plan, ctx, &st.acc, home);
-    finish_plan(plan, ctx, a, &st.acc, st.vm_nodes);
+    qp_plan_add_mem_at_homes(plan, ctx, &st.acc, home);
+    qp_plan_finish_plan(plan, ctx, a, &st.acc, st.vm_nodes);
   }
   by_gnode_clear(&st);
   return ok;

@@ -1,7 +1,7 @@
 /* Mode numa, and one-to-one with vNUMA (topology/plan/numa.c). */
 #pragma once
 
-#include "topology/plan/context.h"
+#include "topology/plan/internal.h"
 
 G_BEGIN_DECLS
 
@@ -9,7 +9,7 @@ G_BEGIN_DECLS
  * O2O: one-to-one, whose vCPUs take CAP units (cores, sibling groups or
  * PUs) and add no shared load; else numa, whose vCPUs float on the host
  * node's CPUs. */
-gboolean plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a, gboolean o2o,
-                       CapKind cap, GError **error);
+gboolean qp_plan_by_gnode(QpPlan *plan, const Ctx *ctx, Attempt *a,
+                          gboolean o2o, CapKind cap, GError **error);
 
 G_END_DECLS

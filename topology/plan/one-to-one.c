@@ -7,137 +7,14 @@
 
 #include <string.h>
 
-#include "topology/capacity.h"
+#include "topology/plan/capacity.h"
 #include "topology/plan/cache.h"
+#include "topology/plan/cores.h"
 #include "topology/plan/memory.h"
 #include "topology/plan/node-sets.h"
 #include "topology/plan/numa.h"
 #include "topology/plan/phrases.h"
 #include "topology/plan/result.h"
-
-/* vCPU V runs on PU, of core CORE, which the VM now holds whole. */
-static void
-give_pu(QpPlan *plan, const Ctx *ctx, Attempt *a, int v, int pu, int core)
-{
-  plan->vcpu_cpus[v] = hwloc_bitmap_alloc();
-  hwloc_bitmap_set(plan->vcpu_cpus[v], pu);
-  hwloc_bitmap_set(a->taken, pu);
-  hwloc_bitmap_or(plan->dedicated, plan->dedicated, ctx->host->cores[core].pus);
-}
-
-/* The next unused core of CORES (of node index I) from position *C on with
- * THREADS usable PUs, marked used; -1 if none. */
-static int
-next_group_core(const Ctx *ctx, Attempt *a, const GArray *cores, guint i,
-                guint *c)
-{
-  g_auto(hwloc_bitmap_t) pus = hwloc_bitmap_alloc();
-  for (; *c < cores->len; (*c)++) {
-    guint ci = g_array_index(cores, guint, *c);
-    hwloc_bitmap_and(pus, ctx->host->cores[ci].pus, a->node_cpus[i]);
-    if (!a->core_used[ci] && (guint)hwloc_bitmap_weight(pus) >= ctx->threads) {
-      a->core_used[ci] = TRUE;
-      return (int)ci;
-    }
-  }
-  return -1;
-}
-
-/* CAP_GROUPS: each group of THREADS consecutive vCPUs on the SMT siblings
- * of one core of node index I, in order. */
-static void
-pick_sibling_groups(QpPlan *plan, const Ctx *ctx, Attempt *a, guint i,
-                    hwloc_const_bitmap_t vcpus)
-{
-  g_autoptr(GArray) cores = cache_order_cores(
-      ctx, a, CAP_GROUPS, i, task_units(ctx, CAP_GROUPS, vcpus));
-  g_auto(hwloc_bitmap_t) pus = hwloc_bitmap_alloc();
-  int last_group = -1, core = -1, v;
-  guint c = 0;
-  hwloc_bitmap_foreach_begin(v, vcpus)
-  {
-    int group = v / (int)ctx->threads;
-    if (group != last_group) {
-      core = next_group_core(ctx, a, cores, i, &c);
-      last_group = group;
-    }
-    if (core < 0)
-      continue; /* counted beforehand: cannot happen */
-    hwloc_bitmap_and(pus, ctx->host->cores[core].pus, a->node_cpus[i]);
-    int pu = hwloc_bitmap_first(pus);
-    for (int skip = v % (int)ctx->threads; skip > 0 && pu >= 0; skip--)
-      pu = hwloc_bitmap_next(pus, pu);
-    give_pu(plan, ctx, a, v, pu, core);
-  }
-  hwloc_bitmap_foreach_end();
-}
-
-/* Picks one PU per vCPU of VCPUS on the cores of node index I, the fewest
- * cache domains first: sibling
- * groups (CAP_GROUPS), else one PU per core, first over unused cores; then
- * (CAP_PUS) the untaken siblings of this VM's cores, in core order. */
-void
-pick_cores(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap, guint i,
-           hwloc_const_bitmap_t vcpus)
-{
-  if (cap == CAP_GROUPS) {
-    pick_sibling_groups(plan, ctx, a, i, vcpus);
-    return;
-  }
-  const QpHost *host = ctx->host;
-  /* Free cores in cache-domain order, the fewest domains first. */
-  g_autoptr(GArray) cores =
-      cache_order_cores(ctx, a, cap, i, task_units(ctx, cap, vcpus));
-  g_auto(hwloc_bitmap_t) pus = hwloc_bitmap_alloc();
-  int v;
-  hwloc_bitmap_foreach_begin(v, vcpus)
-  {
-    int pu = -1, core = -1;
-    for (guint c = 0; c < cores->len && pu < 0; c++) {
-      guint ci = g_array_index(cores, guint, c);
-      if (a->core_used[ci])
-        continue;
-      hwloc_bitmap_and(pus, host->cores[ci].pus, a->node_cpus[i]);
-      pu = hwloc_bitmap_first(pus);
-      core = (int)ci;
-    }
-    if (pu < 0 && cap == CAP_PUS)
-      for (guint c = 0; c < cores->len && pu < 0; c++) {
-        guint ci = g_array_index(cores, guint, c);
-        hwloc_bitmap_and(pus, host->cores[ci].pus, a->node_cpus[i]);
-        hwloc_bitmap_andnot(pus, pus, a->taken);
-        pu = hwloc_bitmap_first(pus);
-        core = (int)ci;
-      }
-    if (pu < 0)
-      continue; /* counted beforehand: cannot happen */
-    a->core_used[core] = TRUE;
-    give_pu(plan, ctx, a, v, pu, core);
-  }
-  hwloc_bitmap_foreach_end();
-}
-
-/* "vCPUs 0-1 -> CPUs 0-1 on host node 0, one physical core each" */
-void
-reason_cores(QpPlan *plan, const Ctx *ctx, guint i, hwloc_const_bitmap_t vcpus,
-             CapKind cap, const char *who)
-{
-  g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
-  int v;
-  hwloc_bitmap_foreach_begin(v, vcpus)
-  {
-    if (plan->vcpu_cpus[v] != NULL)
-      hwloc_bitmap_or(cpus, cpus, plan->vcpu_cpus[v]);
-  }
-  hwloc_bitmap_foreach_end();
-  g_autofree char *vl = qp_list_format(vcpus);
-  g_autofree char *cl = qp_list_format(cpus);
-  add_reason(plan, "%s%svCPUs %s -> CPUs %s on host node %d, %s", who,
-             *who ? " " : "", vl, cl, ctx->host->nodes[i].id,
-             cap == CAP_GROUPS ? "one physical core per sibling group"
-             : cap == CAP_PUS  ? "free cores first, then their siblings"
-                               : "one physical core each, siblings left idle");
-}
 
 static gboolean
 plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
@@ -145,40 +22,42 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
 {
   guint nn = ctx->nn;
   g_auto(Acc) acc;
-  acc_init(&acc, ctx);
+  qp_plan_acc_init(&acc, ctx);
   acc.unbound = TRUE;
   g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
   hwloc_bitmap_set_range(all, 0, (int)ctx->n - 1);
-  guint units = task_units(ctx, cap, all);
+  guint units = qp_plan_task_units(ctx, cap, all);
   g_auto(GuestSet) g = {0};
-  if (!guest_set_choose(&g, ctx, a, &acc, cap, units, error))
+  if (!qp_plan_guest_set_choose(&g, ctx, a, &acc, cap, units, error))
     return FALSE;
   const guint *nodes = g.nodes;
   guint k = g.k;
   guint64 need_mib = 0;
   for (guint c = 0; c < ctx->ncls; c++)
-    need_mib += units_to_mib(ctx, c, g.need[c]);
+    need_mib += qp_plan_units_to_mib(ctx, c, g.need[c]);
   g_autofree char *l = qp_list_format(g.ids);
   if (need_mib > 0)
-    add_reason(plan,
-               "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
-               "with %u %s and %" G_GUINT64_FORMAT " MiB for the guest; "
-               "memory is not bound (the guest has no vNUMA), it is claimed "
-               "where the vCPUs run",
-               k > 1 ? "s" : "", l, k, units, cap_unit_name(cap), need_mib);
+    qp_plan_add_reason(
+        plan,
+        "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
+        "with %u %s and %" G_GUINT64_FORMAT " MiB for the guest; "
+        "memory is not bound (the guest has no vNUMA), it is claimed "
+        "where the vCPUs run",
+        k > 1 ? "s" : "", l, k, units, qp_plan_cap_unit_name(cap), need_mib);
   else
-    add_reason(plan,
-               "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
-               "with %u %s",
-               k > 1 ? "s" : "", l, k, units, cap_unit_name(cap));
-  reason_caller_pieces(plan, ctx, "one-to-one");
+    qp_plan_add_reason(
+        plan,
+        "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
+        "with %u %s",
+        k > 1 ? "s" : "", l, k, units, qp_plan_cap_unit_name(cap));
+  qp_plan_reason_caller_pieces(plan, ctx, "one-to-one");
 
   /* Memory claimed (not bound) over the set; the caller's bindings kept. */
   for (guint x = 0; x < ctx->pieces->len; x++) {
-    const Piece *p = piece_at(ctx, x);
+    const Piece *p = qp_plan_piece_at(ctx, x);
     if (p->fixed == NULL)
-      take_piece(ctx, &acc, g.avail, x, nodes, k, FALSE);
-    add_plan_mem(plan, ctx, &acc, x, p->fixed);
+      qp_plan_take_piece(ctx, &acc, g.avail, x, nodes, k, FALSE);
+    qp_plan_add_mem(plan, ctx, &acc, x, p->fixed);
   }
 
   /* vCPUs (or sibling groups) split evenly over the nodes with cores,
@@ -191,12 +70,12 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
   g_autofree guint *cpu_nodes = g_new0(guint, MAX(k, 1));
   guint kc = 0;
   for (guint j = 0; j < k; j++)
-    if (node_cap(a, cap, nodes[j]) > 0) {
-      capv[nodes[j]] = node_cap(a, cap, nodes[j]);
+    if (qp_plan_node_cap(a, cap, nodes[j]) > 0) {
+      capv[nodes[j]] = qp_plan_node_cap(a, cap, nodes[j]);
       cpu_nodes[kc++] = nodes[j];
     }
-  split_units(units, cpu_nodes, kc, capv, count);
-  cache_split_units(ctx, a, cap, cpu_nodes, kc, count);
+  qp_plan_split_units(units, cpu_nodes, kc, capv, count);
+  qp_plan_cache_split_units(ctx, a, cap, cpu_nodes, kc, count);
   guint next = 0;
   for (guint j = 0; j < kc && next < ctx->n; j++) {
     guint i = cpu_nodes[j];
@@ -211,10 +90,10 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
       hwloc_bitmap_set_range(vs, next, (int)end - 1);
       next = end;
     }
-    pick_cores(plan, ctx, a, cap, i, vs);
-    reason_cores(plan, ctx, i, vs, cap, "");
+    qp_plan_pick_cores(plan, ctx, a, cap, i, vs);
+    qp_plan_reason_cores(plan, ctx, i, vs, cap, "");
   }
-  finish_plan(plan, ctx, a, &acc, vm_nodes);
+  qp_plan_finish_plan(plan, ctx, a, &acc, vm_nodes);
   return TRUE;
 }
 
@@ -228,8 +107,8 @@ warn_shared_siblings(QpPlan *plan, const Ctx *ctx)
     for (guint w = 0; w < plan->n_vcpus; w++) {
       if (v == w || plan->vcpu_cpus[v] == NULL || plan->vcpu_cpus[w] == NULL)
         continue;
-      int cv = cpu_index(ctx, hwloc_bitmap_first(plan->vcpu_cpus[v]));
-      int cw = cpu_index(ctx, hwloc_bitmap_first(plan->vcpu_cpus[w]));
+      int cv = qp_plan_cpu_index(ctx, hwloc_bitmap_first(plan->vcpu_cpus[v]));
+      int cw = qp_plan_cpu_index(ctx, hwloc_bitmap_first(plan->vcpu_cpus[w]));
       if (cv >= 0 && cw >= 0 &&
           ctx->host->cpus[cv].core == ctx->host->cpus[cw].core) {
         hwloc_bitmap_set(shared, v);
@@ -238,11 +117,12 @@ warn_shared_siblings(QpPlan *plan, const Ctx *ctx)
     }
   g_autofree char *sl = qp_list_format(shared);
   if (!hwloc_bitmap_iszero(shared))
-    add_warning(plan,
-                "one-to-one: not enough free cores for %u vCPUs: vCPUs "
-                "%s share physical cores as SMT siblings (--smt=prefer; "
-                "--smt=strict refuses this)",
-                ctx->n, sl);
+    qp_plan_add_warning(
+        plan,
+        "one-to-one: not enough free cores for %u vCPUs: vCPUs "
+        "%s share physical cores as SMT siblings (--smt=prefer; "
+        "--smt=strict refuses this)",
+        ctx->n, sl);
 }
 
 /* What the rung CAP that fitted gives up, or how it keeps the guest's
@@ -253,17 +133,19 @@ note_rung(QpPlan *plan, const Ctx *ctx, CapKind cap)
   if (cap == CAP_PUS)
     warn_shared_siblings(plan, ctx);
   if (cap == CAP_CORES && ctx->threads > 1)
-    add_warning(plan,
-                "one-to-one: the guest has threads=%u but too few free "
-                "cores have %u usable SMT siblings: each vCPU gets a core "
-                "of its own, so the guest's sibling threads are not "
-                "siblings on the host",
-                ctx->threads, ctx->threads);
+    qp_plan_add_warning(
+        plan,
+        "one-to-one: the guest has threads=%u but too few free "
+        "cores have %u usable SMT siblings: each vCPU gets a core "
+        "of its own, so the guest's sibling threads are not "
+        "siblings on the host",
+        ctx->threads, ctx->threads);
   if (cap == CAP_GROUPS)
-    add_reason(plan,
-               "one-to-one: the guest has threads=%u, so vCPUs "
-               "%u*k..%u*k+%u share one physical core as SMT siblings",
-               ctx->threads, ctx->threads, ctx->threads, ctx->threads - 1);
+    qp_plan_add_reason(plan,
+                       "one-to-one: the guest has threads=%u, so vCPUs "
+                       "%u*k..%u*k+%u share one physical core as SMT siblings",
+                       ctx->threads, ctx->threads, ctx->threads,
+                       ctx->threads - 1);
 }
 
 /* Throws away what a rung wrote, so that the next starts clean. */
@@ -275,13 +157,13 @@ clear_rung(QpPlan *plan, const Ctx *ctx, Attempt *a)
   hwloc_bitmap_zero(plan->dedicated);
   for (guint v = 0; v < plan->n_vcpus; v++)
     g_clear_pointer(&plan->vcpu_cpus[v], hwloc_bitmap_free);
-  plan_mem_drop(plan);
+  qp_plan_mem_drop(plan);
   g_ptr_array_set_size(plan->reasons, 0);
   g_ptr_array_set_size(plan->warnings, 0);
 }
 
 gboolean
-plan_o2o(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
+qp_plan_o2o(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
 {
   gboolean vnuma = ctx->req->n_gnodes > 0;
   CapKind ladder[3];
@@ -298,7 +180,7 @@ plan_o2o(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
   for (guint r = 0; r < n; r++) {
     g_clear_error(&last);
     clear_rung(plan, ctx, a);
-    gboolean ok = vnuma ? plan_by_gnode(plan, ctx, a, TRUE, ladder[r], &last)
+    gboolean ok = vnuma ? qp_plan_by_gnode(plan, ctx, a, TRUE, ladder[r], &last)
                         : plan_o2o_flat(plan, ctx, a, ladder[r], &last);
     if (ok) {
       note_rung(plan, ctx, ladder[r]);
@@ -334,8 +216,8 @@ usable_cpus(const QpHost *host, const QpPlacementOptions *opts)
 /* The cores a vCPU plugged later may take, best first: free cores of the
  * VM's own nodes, then of other nodes, of the kind the boot vCPUs run on. */
 GPtrArray *
-spare_cores(const QpHost *host, const QpClaims *claims,
-            const QpPlacementOptions *opts, const QpPlan *plan)
+qp_plan_spare_cores(const QpHost *host, const QpClaims *claims,
+                    const QpPlacementOptions *opts, const QpPlan *plan)
 {
   GPtrArray *spare =
       g_ptr_array_new_with_free_func((GDestroyNotify)hwloc_bitmap_free);

@@ -5,24 +5,25 @@
 
 /* "8192 MiB" or "8192 MiB of 2048 KiB hugepages (4096 pages)". */
 char *
-mem_phrase(const Ctx *ctx, guint c, guint64 units)
+qp_plan_mem_phrase(const Ctx *ctx, guint c, guint64 units)
 {
   if (c == 0)
     return g_strdup_printf("%" G_GUINT64_FORMAT " MiB", units);
   return g_strdup_printf("%" G_GUINT64_FORMAT " MiB of %" G_GUINT64_FORMAT
                          " KiB hugepages (%" G_GUINT64_FORMAT " pages)",
-                         units_to_mib(ctx, c, units), ctx->cls_page[c], units);
+                         qp_plan_units_to_mib(ctx, c, units), ctx->cls_page[c],
+                         units);
 }
 
 /* What NEED (units per class) holds: "1024 MiB and 2048 MiB of 2048 KiB
  * hugepages (1024 pages)". */
 char *
-need_phrase(const Ctx *ctx, const guint64 *need)
+qp_plan_need_phrase(const Ctx *ctx, const guint64 *need)
 {
   GString *s = g_string_new("");
   for (guint c = 0; c < ctx->ncls; c++)
     if (need[c] > 0) {
-      g_autofree char *p = mem_phrase(ctx, c, need[c]);
+      g_autofree char *p = qp_plan_mem_phrase(ctx, c, need[c]);
       g_string_append_printf(s, "%s%s", s->len ? " and " : "", p);
     }
   if (s->len == 0)
@@ -32,7 +33,7 @@ need_phrase(const Ctx *ctx, const guint64 *need)
 
 /* "16384 MiB uncommitted, 2048 MiB uncommitted in 2048 KiB hugepages" */
 char *
-avail_phrase(const Ctx *ctx, const guint64 *avail, guint i)
+qp_plan_avail_phrase(const Ctx *ctx, const guint64 *avail, guint i)
 {
   GString *s = g_string_new("");
   for (guint c = 0; c < ctx->ncls; c++) {
@@ -40,7 +41,7 @@ avail_phrase(const Ctx *ctx, const guint64 *avail, guint i)
       continue;
     g_string_append_printf(s, "%s%" G_GUINT64_FORMAT " MiB uncommitted",
                            s->len ? ", " : "",
-                           units_to_mib(ctx, c, avail[AT(ctx, c, i)]));
+                           qp_plan_units_to_mib(ctx, c, avail[AT(ctx, c, i)]));
     if (c > 0)
       g_string_append_printf(s, " in %" G_GUINT64_FORMAT " KiB hugepages",
                              ctx->cls_page[c]);
@@ -50,23 +51,23 @@ avail_phrase(const Ctx *ctx, const guint64 *avail, guint i)
 
 /* "(16124 MiB total, 12028 MiB claimed, 512 MiB reserved)" */
 char *
-node_mem_detail(const Ctx *ctx, guint c, guint i)
+qp_plan_node_mem_detail(const Ctx *ctx, guint c, guint i)
 {
   const char *what = c == 0 ? "total" : "in the pool";
   gsize k = AT(ctx, c, i);
   g_autofree char *reserve =
       ctx->reserve_units[k] > 0
           ? g_strdup_printf(", %" G_GUINT64_FORMAT " MiB reserved",
-                            units_to_mib(ctx, c, ctx->reserve_units[k]))
+                            qp_plan_units_to_mib(ctx, c, ctx->reserve_units[k]))
           : g_strdup("");
-  return g_strdup_printf("(%" G_GUINT64_FORMAT " MiB %s, %" G_GUINT64_FORMAT
-                         " MiB claimed%s)",
-                         units_to_mib(ctx, c, ctx->total_units[k]), what,
-                         units_to_mib(ctx, c, ctx->claimed_units[k]), reserve);
+  return g_strdup_printf(
+      "(%" G_GUINT64_FORMAT " MiB %s, %" G_GUINT64_FORMAT " MiB claimed%s)",
+      qp_plan_units_to_mib(ctx, c, ctx->total_units[k]), what,
+      qp_plan_units_to_mib(ctx, c, ctx->claimed_units[k]), reserve);
 }
 
 const char *
-cap_unit_name(CapKind cap)
+qp_plan_cap_unit_name(CapKind cap)
 {
   switch (cap) {
   case CAP_CPUS:
@@ -82,7 +83,7 @@ cap_unit_name(CapKind cap)
 }
 
 char *
-gnode_name(const Ctx *ctx, int gi)
+qp_plan_gnode_name(const Ctx *ctx, int gi)
 {
   if (gi < 0)
     return g_strdup("guest");
@@ -91,9 +92,9 @@ gnode_name(const Ctx *ctx, int gi)
 
 /* "guest node 1", or "pc-dimm dimm0 of guest node 1" for a device. */
 char *
-piece_name(const Ctx *ctx, const Piece *p)
+qp_plan_piece_name(const Ctx *ctx, const Piece *p)
 {
-  g_autofree char *g = gnode_name(ctx, p->gi);
+  g_autofree char *g = qp_plan_gnode_name(ctx, p->gi);
   if (p->kind == QP_MEM_RAM)
     return g_steal_pointer(&g);
   if (p->kind == QP_MEM_UNUSED)
@@ -105,7 +106,7 @@ piece_name(const Ctx *ctx, const Piece *p)
 /* "in affinity 0-7 on host nodes 0-1 of CPU kind 1 (4 CPUs dedicated to
  * other VMs)" */
 char *
-scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand)
+qp_plan_scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand)
 {
   GString *s = g_string_new("");
   g_auto(hwloc_bitmap_t) nodes = hwloc_bitmap_alloc();
@@ -135,20 +136,21 @@ scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand)
 }
 
 void
-set_node_short_error(const Ctx *ctx, const guint64 *avail, guint i, guint c,
-                     guint64 need, const char *who, GError **error)
+qp_plan_set_node_short_error(const Ctx *ctx, const guint64 *avail, guint i,
+                             guint c, guint64 need, const char *who,
+                             GError **error)
 {
-  g_autofree char *what = mem_phrase(ctx, c, need);
-  g_autofree char *detail = node_mem_detail(ctx, c, i);
+  g_autofree char *what = qp_plan_mem_phrase(ctx, c, need);
+  g_autofree char *detail = qp_plan_node_mem_detail(ctx, c, i);
   g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
               "%s needs %s but the best node %d has only %" G_GUINT64_FORMAT
               " MiB uncommitted %s",
               who, what, ctx->host->nodes[i].id,
-              units_to_mib(ctx, c, avail[AT(ctx, c, i)]), detail);
+              qp_plan_units_to_mib(ctx, c, avail[AT(ctx, c, i)]), detail);
 }
 
 void
-set_device_node_error(const Ctx *ctx, guint i, GError **error)
+qp_plan_set_device_node_error(const Ctx *ctx, guint i, GError **error)
 {
   g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
               "--device-locality=required: no guest node fits on host "

@@ -9,7 +9,7 @@
 #include "topology/plan/memory.h"
 
 void
-add_reason(QpPlan *plan, const char *fmt, ...)
+qp_plan_add_reason(QpPlan *plan, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -18,7 +18,7 @@ add_reason(QpPlan *plan, const char *fmt, ...)
 }
 
 void
-add_warning(QpPlan *plan, const char *fmt, ...)
+qp_plan_add_warning(QpPlan *plan, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -27,7 +27,7 @@ add_warning(QpPlan *plan, const char *fmt, ...)
 }
 
 QpPlan *
-plan_new(guint n)
+qp_plan_new(guint n)
 {
   QpPlan *plan = g_new0(QpPlan, 1);
   plan->n_vcpus = n;
@@ -57,7 +57,7 @@ plan_mem_clear(QpPlanMem *m)
 
 /* Drops every piece of memory the plan holds (a failed try). */
 void
-plan_mem_drop(QpPlan *plan)
+qp_plan_mem_drop(QpPlan *plan)
 {
   for (guint i = 0; i < plan->n_mem; i++)
     plan_mem_clear(&plan->mem[i]);
@@ -79,7 +79,7 @@ qp_plan_free(QpPlan *plan)
   hwloc_bitmap_free(plan->iothread_cpus);
   hwloc_bitmap_free(plan->startup_cpus);
   hwloc_bitmap_free(plan->mem_nodes);
-  plan_mem_drop(plan);
+  qp_plan_mem_drop(plan);
   if (plan->claim_mem != NULL)
     g_array_unref(plan->claim_mem);
   if (plan->claim_huge != NULL)
@@ -119,10 +119,10 @@ bind_policy(const Ctx *ctx)
 /* The plan's entry for piece X, bound to NODES (NULL: not bound), with
  * what ACC claimed for it. */
 void
-add_plan_mem(QpPlan *plan, const Ctx *ctx, const Acc *acc, guint x,
-             hwloc_const_bitmap_t nodes)
+qp_plan_add_mem(QpPlan *plan, const Ctx *ctx, const Acc *acc, guint x,
+                hwloc_const_bitmap_t nodes)
 {
-  const Piece *p = piece_at(ctx, x);
+  const Piece *p = qp_plan_piece_at(ctx, x);
   gboolean caller_set = p->caller_set && nodes == p->fixed;
   plan->mem = g_renew(QpPlanMem, plan->mem, plan->n_mem + 1);
   QpPlanMem *m = &plan->mem[plan->n_mem++];
@@ -146,24 +146,24 @@ add_plan_mem(QpPlan *plan, const Ctx *ctx, const Acc *acc, guint x,
 }
 
 void
-add_plan_mem_at_homes(QpPlan *plan, const Ctx *ctx, const Acc *acc,
-                      const int *home)
+qp_plan_add_mem_at_homes(QpPlan *plan, const Ctx *ctx, const Acc *acc,
+                         const int *home)
 {
   for (guint x = 0; x < ctx->pieces->len; x++) {
-    const Piece *p = piece_at(ctx, x);
+    const Piece *p = qp_plan_piece_at(ctx, x);
     int i = home[MAX(p->gi, 0)];
     if (p->fixed != NULL || i < 0) {
-      add_plan_mem(plan, ctx, acc, x, p->fixed);
+      qp_plan_add_mem(plan, ctx, acc, x, p->fixed);
     } else {
       guint u = (guint)i;
-      g_auto(hwloc_bitmap_t) ids = ids_of(ctx, &u, 1);
-      add_plan_mem(plan, ctx, acc, x, ids);
+      g_auto(hwloc_bitmap_t) ids = qp_plan_ids_of(ctx, &u, 1);
+      qp_plan_add_mem(plan, ctx, acc, x, ids);
     }
   }
 }
 
 hwloc_bitmap_t
-ids_of(const Ctx *ctx, const guint *nodes, guint k)
+qp_plan_ids_of(const Ctx *ctx, const guint *nodes, guint k)
 {
   hwloc_bitmap_t b = hwloc_bitmap_alloc();
   for (guint j = 0; j < k; j++)
@@ -180,7 +180,7 @@ largest_kind_subset(const Ctx *ctx, hwloc_const_bitmap_t set)
   int id;
   hwloc_bitmap_foreach_begin(id, set)
   {
-    int ci = cpu_index(ctx, id);
+    int ci = qp_plan_cpu_index(ctx, id);
     int k = ci >= 0 ? ctx->host->cpus[ci].kind : 0;
     if (k >= 0 && (guint)k < nk)
       count[k]++;
@@ -193,7 +193,7 @@ largest_kind_subset(const Ctx *ctx, hwloc_const_bitmap_t set)
   hwloc_bitmap_t r = hwloc_bitmap_alloc();
   hwloc_bitmap_foreach_begin(id, set)
   {
-    int ci = cpu_index(ctx, id);
+    int ci = qp_plan_cpu_index(ctx, id);
     int k = ci >= 0 ? ctx->host->cpus[ci].kind : 0;
     if ((guint)MAX(k, 0) == best || nk == 1)
       hwloc_bitmap_set(r, id);
@@ -206,8 +206,8 @@ largest_kind_subset(const Ctx *ctx, hwloc_const_bitmap_t set)
  * mode decided (vcpu_cpus, process_cpus, dedicated, mem, ACC). VM_NODES are
  * the node indexes whose CPUs the VM uses. */
 void
-finish_plan(QpPlan *plan, const Ctx *ctx, const Attempt *a, const Acc *acc,
-            const gboolean *vm_nodes)
+qp_plan_finish_plan(QpPlan *plan, const Ctx *ctx, const Attempt *a,
+                    const Acc *acc, const gboolean *vm_nodes)
 {
   for (guint i = 0; i < ctx->nn; i++) {
     int id = ctx->host->nodes[i].id;
@@ -245,14 +245,15 @@ finish_plan(QpPlan *plan, const Ctx *ctx, const Attempt *a, const Acc *acc,
   hwloc_bitmap_andnot(around, around, plan->dedicated);
   if (hwloc_bitmap_iszero(around)) {
     hwloc_bitmap_copy(around, vm_cpus);
-    add_reason(plan, "emulator and iothreads share the vCPUs' CPUs: no other "
-                     "usable CPU is left on the VM's nodes");
+    qp_plan_add_reason(plan,
+                       "emulator and iothreads share the vCPUs' CPUs: no other "
+                       "usable CPU is left on the VM's nodes");
   } else if (!hwloc_bitmap_iszero(plan->dedicated)) {
     g_autofree char *l = qp_list_format(around);
-    add_reason(plan,
-               "emulator and iothreads on %s: the VM's nodes, off its "
-               "dedicated cores",
-               l);
+    qp_plan_add_reason(plan,
+                       "emulator and iothreads on %s: the VM's nodes, off its "
+                       "dedicated cores",
+                       l);
   }
   plan->emulator_cpus = hwloc_bitmap_dup(around);
   plan->iothread_cpus = hwloc_bitmap_dup(around);
@@ -264,10 +265,10 @@ finish_plan(QpPlan *plan, const Ctx *ctx, const Attempt *a, const Acc *acc,
   if (ctx->host->n_kinds > 1 &&
       !hwloc_bitmap_isequal(plan->startup_cpus, plan->process_cpus)) {
     g_autofree char *l = qp_list_format(plan->startup_cpus);
-    add_reason(plan,
-               "startup CPUs %s: the largest same-kind subset of the "
-               "process CPUs",
-               l);
+    qp_plan_add_reason(plan,
+                       "startup CPUs %s: the largest same-kind subset of the "
+                       "process CPUs",
+                       l);
   }
 
   if (plan->n_mem > 0 && !acc->unbound) {
@@ -278,12 +279,12 @@ finish_plan(QpPlan *plan, const Ctx *ctx, const Attempt *a, const Acc *acc,
                         plan->mem[m].host_nodes);
     plan->mem_policy = bind_policy(ctx);
   }
-  plan_devices(plan, ctx, a);
-  plan_fill_cpu_load(plan);
+  qp_plan_devices(plan, ctx, a);
+  qp_plan_fill_cpu_load(plan);
 }
 
 void
-plan_fill_cpu_load(QpPlan *plan)
+qp_plan_fill_cpu_load(QpPlan *plan)
 {
   if (plan->mode == QP_MODE_ONE_TO_ONE || plan->mode == QP_MODE_NONE)
     return;

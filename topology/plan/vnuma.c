@@ -144,17 +144,18 @@ set_dies(QpPlan *plan, const QpHost *host, guint placed)
 {
   guint per_socket = plan->vnuma_cores * plan->vnuma_threads;
   guint dies = placed == plan->n_vcpus
-                   ? cache_guest_dies(plan, host, plan->vnuma_sockets,
-                                      per_socket, plan->vnuma_threads)
+                   ? qp_plan_cache_guest_dies(plan, host, plan->vnuma_sockets,
+                                              per_socket, plan->vnuma_threads)
                    : 1;
   plan->vnuma_dies = dies;
   if (dies < 2)
     return;
   plan->vnuma_cores /= dies;
-  add_reason(plan,
-             "--vnuma: dies=%u, cores=%u per die: each die's vCPUs run in "
-             "one host L3, and QEMU gives each guest die its own L3",
-             dies, plan->vnuma_cores);
+  qp_plan_add_reason(
+      plan,
+      "--vnuma: dies=%u, cores=%u per die: each die's vCPUs run in "
+      "one host L3, and QEMU gives each guest die its own L3",
+      dies, plan->vnuma_cores);
 }
 
 /* The guest topology mirroring the placement of the first PLACED vCPUs;
@@ -166,14 +167,15 @@ set_dies(QpPlan *plan, const QpHost *host, guint placed)
  * socket holds the largest number of vCPUs that divides every node's share
  * and the hot-pluggable count. */
 void
-suggest_vnuma(QpPlan *plan, const QpHost *host, const QpRequest *req,
-              guint placed)
+qp_plan_suggest_vnuma(QpPlan *plan, const QpHost *host, const QpRequest *req,
+                      guint placed)
 {
   guint n = plan->n_vcpus;
   placed = MIN(MAX(placed, 1), n);
   if (plan->mode == QP_MODE_BALANCED) {
-    add_reason(plan, "--vnuma: no guest topology suggested in balanced mode: "
-                     "its vCPUs float over the chosen nodes");
+    qp_plan_add_reason(plan,
+                       "--vnuma: no guest topology suggested in balanced mode: "
+                       "its vCPUs float over the chosen nodes");
     return;
   }
   g_autofree int *vnode_of = g_new0(int, MAX(n, 1));
@@ -186,11 +188,11 @@ suggest_vnuma(QpPlan *plan, const QpHost *host, const QpRequest *req,
     plan->vnuma_sockets = 1;
     plan->vnuma_cores = n;
     plan->vnuma_threads = 1;
-    add_reason(plan,
-               "--vnuma: the chosen CPUs form an asymmetric layout, so "
-               "the suggested guest topology is flat (sockets=1, "
-               "cores=%u) without -numa nodes",
-               n);
+    qp_plan_add_reason(plan,
+                       "--vnuma: the chosen CPUs form an asymmetric layout, so "
+                       "the suggested guest topology is flat (sockets=1, "
+                       "cores=%u) without -numa nodes",
+                       n);
     return;
   }
   if (used->len < 2) {
@@ -199,10 +201,10 @@ suggest_vnuma(QpPlan *plan, const QpHost *host, const QpRequest *req,
     plan->vnuma_sockets = 1;
     plan->vnuma_cores = n / threads;
     plan->vnuma_threads = threads;
-    add_reason(plan,
-               "--vnuma: one host node: sockets=1, cores=%u, "
-               "threads=%u and no -numa node",
-               plan->vnuma_cores, threads);
+    qp_plan_add_reason(plan,
+                       "--vnuma: one host node: sockets=1, cores=%u, "
+                       "threads=%u and no -numa node",
+                       plan->vnuma_cores, threads);
     set_dies(plan, host, placed);
     return;
   }
@@ -224,18 +226,18 @@ suggest_vnuma(QpPlan *plan, const QpHost *host, const QpRequest *req,
     hwloc_bitmap_set(vm_ids, plan->vnodes[x].host_node);
   g_autofree char *l = qp_list_format(vm_ids);
   if (placed < n)
-    add_reason(plan,
-               "--vnuma: guest topology mirrors host nodes %s: "
-               "sockets=%u, cores=%u, threads=%u; vCPUs %u-%u, if plugged, "
-               "fill the sockets above the boot vCPUs, which go to the guest "
-               "nodes in turn",
-               l, plan->vnuma_sockets, plan->vnuma_cores, threads, placed,
-               n - 1);
+    qp_plan_add_reason(
+        plan,
+        "--vnuma: guest topology mirrors host nodes %s: "
+        "sockets=%u, cores=%u, threads=%u; vCPUs %u-%u, if plugged, "
+        "fill the sockets above the boot vCPUs, which go to the guest "
+        "nodes in turn",
+        l, plan->vnuma_sockets, plan->vnuma_cores, threads, placed, n - 1);
   else
-    add_reason(plan,
-               "--vnuma: guest topology mirrors host nodes %s: "
-               "sockets=%u, cores=%u, threads=%u, one -numa node per "
-               "host node",
-               l, plan->vnuma_sockets, plan->vnuma_cores, threads);
+    qp_plan_add_reason(plan,
+                       "--vnuma: guest topology mirrors host nodes %s: "
+                       "sockets=%u, cores=%u, threads=%u, one -numa node per "
+                       "host node",
+                       l, plan->vnuma_sockets, plan->vnuma_cores, threads);
   set_dies(plan, host, placed);
 }

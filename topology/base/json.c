@@ -1,0 +1,56 @@
+/* Members of a JSON object being built (see json.h). */
+#include "topology/base/json.h"
+
+#include "topology/base/cpulist.h"
+
+void
+qp_json_add_int(JsonBuilder *b, const char *key, gint64 v)
+{
+  json_builder_set_member_name(b, key);
+  json_builder_add_int_value(b, v);
+}
+
+void
+qp_json_add_string(JsonBuilder *b, const char *key, const char *v)
+{
+  json_builder_set_member_name(b, key);
+  if (v != NULL)
+    json_builder_add_string_value(b, v);
+  else
+    json_builder_add_null_value(b);
+}
+
+void
+qp_json_add_list(JsonBuilder *b, const char *key, hwloc_const_bitmap_t set)
+{
+  g_autofree char *s = qp_list_format(set);
+  qp_json_add_string(b, key, s);
+}
+
+void
+qp_json_add_list_or_null(JsonBuilder *b, const char *key,
+                         hwloc_const_bitmap_t set)
+{
+  if (set == NULL)
+    qp_json_add_string(b, key, NULL);
+  else
+    qp_json_add_list(b, key, set);
+}
+
+void
+qp_json_add_strings(JsonBuilder *b, const char *key, const GPtrArray *lines)
+{
+  json_builder_set_member_name(b, key);
+  json_builder_begin_array(b);
+  for (guint i = 0; lines != NULL && i < lines->len; i++)
+    json_builder_add_string_value(b, g_ptr_array_index(lines, i));
+  json_builder_end_array(b);
+}
+
+void
+qp_json_add_node_member(JsonBuilder *b, int node, gint64 v)
+{
+  char key[16];
+  g_snprintf(key, sizeof key, "%d", node);
+  qp_json_add_int(b, key, v);
+}

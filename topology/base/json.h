@@ -1,0 +1,27 @@
+/* Members of a JSON object being built: the few shapes qemu-pin writes in
+ * its records, plans, status and host views. */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+#include <hwloc.h>
+
+G_BEGIN_DECLS
+
+/* "KEY": V */
+void qp_json_add_int(JsonBuilder *b, const char *key, gint64 v);
+/* "KEY": "V", or null when V is NULL */
+void qp_json_add_string(JsonBuilder *b, const char *key, const char *v);
+/* "KEY": "0-3,8" (qp_list_format(): "" for an empty or NULL set) */
+void qp_json_add_list(JsonBuilder *b, const char *key,
+                      hwloc_const_bitmap_t set);
+/* The same, with null for a NULL set (a set that was not chosen). */
+void qp_json_add_list_or_null(JsonBuilder *b, const char *key,
+                              hwloc_const_bitmap_t set);
+/* "KEY": ["line", ...] (LINES NULL: []) */
+void qp_json_add_strings(JsonBuilder *b, const char *key,
+                         const GPtrArray *lines);
+/* "NODE": V, the node id as the member's name (objects keyed by node). */
+void qp_json_add_node_member(JsonBuilder *b, int node, gint64 v);
+
+G_END_DECLS

@@ -1,0 +1,16 @@
+/* Process identity: a PID names a process only as long as that process
+ * lives, so a record names its processes by PID and start time. */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Start time (field 22 of /proc/PID/stat, kept across exec) of PID; 0 when
+ * it is gone or a zombie. */
+guint64 qp_proc_start_time(int pid);
+
+/* Whether a process PID exists (EPERM counts: it is another user's). */
+gboolean qp_proc_exists(int pid);
+
+G_END_DECLS

@@ -1,0 +1,159 @@
+/* The host snapshot (see host-snapshot.h). The file:
+ *
+ *   qemu-pin-host-snapshot 1
+ *   <key lines>
+ *   xml <bytes>
+ *   <hwloc XML, exactly that many bytes>
+ */
+#include "topology/host/snapshot.h"
+
+#include "topology/base/dir-file.h"
+#include "topology/base/state-dir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The format, bumped whenever what the host model keeps of hwloc's topology
+ * changes (2: data caches kept, for the cache domains). */
+#define HEADER "qemu-pin-host-snapshot 2\n"
+#define SNAPSHOT_MAX_BYTES (64 * 1024 * 1024)
+
+/* The first line of PATH, or "-" when it cannot be read. */
+static char *
+first_line(const char *path)
+{
+  char buf[4096];
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    return g_strdup("-");
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return g_strdup("-");
+  buf[n] = '\0';
+  buf[strcspn(buf, "\n")] = '\0';
+  return g_strdup(buf);
+}
+
+/* The value of FIELD in /proc/self/status. */
+static char *
+status_field(const char *text, const char *field)
+{
+  const char *p = text;
+  gsize fl = strlen(field);
+  while (p != NULL && *p != '\0') {
+    if (strncmp(p, field, fl) == 0 && p[fl] == ':') {
+      p += fl + 1;
+      while (*p == '\t' || *p == ' ')
+        p++;
+      return g_strndup(p, strcspn(p, "\n"));
+    }
+    p = strchr(p, '\n');
+    if (p != NULL)
+      p++;
+  }
+  return g_strdup("-");
+}
+
+char *
+qp_host_snapshot_key(void)
+{
+  g_autofree char *boot = first_line("/proc/sys/kernel/random/boot_id");
+  if (strcmp(boot, "-") == 0)
+    return NULL; /* no boot id, no way to tell a snapshot of another boot */
+  g_autofree char *cpus = first_line("/sys/devices/system/cpu/online");
+  g_autofree char *nodes = first_line("/sys/devices/system/node/online");
+  g_autofree char *status = NULL;
+  if (!g_file_get_contents("/proc/self/status", &status, NULL, NULL))
+    status = g_strdup("");
+  g_autofree char *allowed = status_field(status, "Cpus_allowed_list");
+  g_autofree char *mems = status_field(status, "Mems_allowed_list");
+  return g_strdup_printf("boot %s\ncpus %s\nnodes %s\nallowed %s\n"
+                         "mems %s\nversion %s hwloc %x\n",
+                         boot, cpus, nodes, allowed, mems, QP_VERSION,
+                         (unsigned)hwloc_get_api_version());
+}
+
+/* DIR opened, when it is a directory of this user that others cannot
+ * write, or a shared ledger (root's or this user's, group-writable with the
+ * sticky bit: nobody else can replace this user's files in it); else -1.
+ * *NAME is the snapshot's file name there: in a shared ledger each user has
+ * its own, the only one it reads. */
+static int
+open_state_dir(const char *dir, char **name)
+{
+  struct stat st;
+  int fd = qp_state_dir_open(dir, FALSE, &st, NULL);
+  if (fd >= 0)
+    *name = qp_state_snapshot_name(qp_state_dir_is_shared(&st));
+  return fd;
+}
+
+/* The snapshot's XML if its key is KEY (its length in *LEN), else NULL. */
+static char *
+read_snapshot(int dirfd, const char *name, const char *key, int *len)
+{
+  g_autofree char *text = NULL;
+  gsize got = 0;
+  struct stat st;
+  int errsv = 0;
+  if (!qp_dir_file_read(dirfd, name, SNAPSHOT_MAX_BYTES, &text, &got, &st,
+                        &errsv) ||
+      st.st_uid != geteuid() || got > SNAPSHOT_MAX_BYTES)
+    return NULL;
+  g_autofree char *head = g_strconcat(HEADER, key, "xml ", NULL);
+  gsize hl = strlen(head);
+  if (got < hl || memcmp(text, head, hl) != 0)
+    return NULL;
+  char *end = NULL;
+  guint64 xl = g_ascii_strtoull(text + hl, &end, 10);
+  if (end == text + hl || *end != '\n' || xl != got - (gsize)(end + 1 - text) ||
+      xl == 0)
+    return NULL;
+  *len = (int)xl;
+  return g_strdup(end + 1);
+}
+
+static void
+write_snapshot(int dirfd, const char *name, const char *key, const char *xml,
+               int len)
+{
+  g_autofree char *head = g_strdup_printf("%s%sxml %d\n", HEADER, key, len);
+  GString *text = g_string_new(head);
+  g_string_append_len(text, xml, len);
+  int errsv = 0;
+  /* A snapshot that cannot be written costs the next start a live load. */
+  (void)qp_state_file_replace(dirfd, name, text->str, text->len, 0600, FALSE,
+                              NULL, &errsv, NULL, NULL);
+  g_string_free(text, TRUE);
+}
+
+QpHost *
+qp_host_load_snapshot(const char *dir, gboolean with_io, GError **error)
+{
+  if (with_io || dir == NULL)
+    return qp_host_load_full(NULL, with_io, error);
+  g_autofree char *name = NULL;
+  int dirfd = open_state_dir(dir, &name);
+  if (dirfd < 0)
+    return qp_host_load_full(NULL, FALSE, error);
+  g_autofree char *key = qp_host_snapshot_key();
+  if (key == NULL) {
+    close(dirfd);
+    return qp_host_load_full(NULL, FALSE, error);
+  }
+  int len = 0;
+  g_autofree char *xml = read_snapshot(dirfd, name, key, &len);
+  QpHost *host = xml != NULL ? qp_host_load_live_from_xml(xml, len) : NULL;
+  if (host == NULL) {
+    g_clear_pointer(&xml, g_free);
+    host = qp_host_load_live_exporting(&xml, &len, error);
+    if (host != NULL && xml != NULL)
+      write_snapshot(dirfd, name, key, xml, len);
+  }
+  close(dirfd);
+  return host;
+}

@@ -1,0 +1,83 @@
+/* What a VM holds, as its ledger record says (QpClaim), and what the
+ * ledger holds (QpClaims): the types the planner and the views read. The
+ * record's forms on disk are record.h's. */
+#pragma once
+
+#include <glib.h>
+#include <hwloc.h>
+
+#include "topology/base/cpulist.h"
+#include "topology/base/names.h"
+
+G_BEGIN_DECLS
+
+/* Ordinary memory on one host node, in MiB. */
+typedef struct {
+  int node;
+  guint64 mib;
+} QpNodeAmount;
+
+typedef struct {
+  int node;
+  guint64 page_kib;
+  guint64 pages;
+} QpHugeClaim;
+
+typedef struct {
+  int node;
+  guint vcpus;
+} QpNodeLoad;
+
+/* Shared vCPUs that float on a set of CPUs (a VM's vCPUs with the same CPU
+ * set): each CPU of the set carries vcpus / |cpus| of them. */
+typedef struct {
+  hwloc_bitmap_t cpus;
+  guint vcpus;
+} QpCpuLoad;
+
+/* An empty GArray of QpCpuLoad that frees the sets with it. */
+GArray *qp_cpu_load_array_new(void);
+
+/* Makes DST (from qp_cpu_load_array_new()) a copy of SRC (NULL: empty). */
+void qp_cpu_load_copy(GArray *dst, const GArray *src);
+
+typedef struct {
+  char *id;   /* ledger record id */
+  char *name; /* VM name, or NULL */
+  char *uuid; /* QEMU's -uuid, or NULL */
+  int qemu_pid;
+  guint64 qemu_start; /* field 22 of /proc/PID/stat */
+  int launcher_pid;   /* qemu-pin while it waits for -daemonize, else 0 */
+  guint64 launcher_start;
+  int keeper_pid;
+  QpMode mode;
+  GArray *mem;              /* of QpNodeAmount */
+  GArray *huge;             /* of QpHugeClaim */
+  hwloc_bitmap_t dedicated; /* CPUs no other VM may use */
+  GArray *load;             /* of QpNodeLoad: shared vCPUs per node */
+  GArray *cpu_load;         /* of QpCpuLoad: the same vCPUs per CPU set;
+                               may be empty: the per-node load then
+                               spreads over the node's CPUs */
+  gboolean best_effort;     /* placed best-effort by mode auto */
+  gint64 time;              /* unix time of the claim */
+  GPtrArray *devices;       /* of char*: each device with a host side, its host
+                               node and iothread, in words (not a holding) */
+} QpClaim;
+
+QpClaim *qp_claim_new(void);
+void qp_claim_free(QpClaim *claim);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpClaim, qp_claim_free)
+
+typedef struct {
+  GPtrArray *claims;            /* of QpClaim, live records */
+  hwloc_bitmap_t blocked_nodes; /* nodes held whole (corrupt records) */
+  GPtrArray *warnings;          /* of char*, shown on every plan */
+  guint n_stale;      /* records of VMs that are gone, left for their owner */
+  guint n_unreadable; /* records that could not be read, holding nodes */
+} QpClaims;
+
+QpClaims *qp_claims_new(void);
+void qp_claims_free(QpClaims *claims);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpClaims, qp_claims_free)
+
+G_END_DECLS

@@ -1,0 +1,277 @@
+/* What each host node holds that no claim has (see capacity.h). */
+#include "topology/plan/capacity.h"
+
+#include <string.h>
+
+/* ---- Sums over the claims ----------------------------------------------- */
+
+guint64
+qp_node_reserve_mib(const QpPlacementOptions *opts, int node)
+{
+  if (opts == NULL)
+    return 0;
+  if (opts->node_reserve != NULL)
+    for (guint i = 0; i < opts->node_reserve->len; i++) {
+      const QpNodeAmount *a =
+          &g_array_index(opts->node_reserve, QpNodeAmount, i);
+      if (a->node == node)
+        return a->mib;
+    }
+  return opts->reserve_mib;
+}
+
+/* The number of records in CLAIMS (NULL: none). */
+static guint
+n_claims(const QpClaims *claims)
+{
+  return claims != NULL && claims->claims != NULL ? claims->claims->len : 0;
+}
+
+static const QpClaim *
+claim_at(const QpClaims *claims, guint i)
+{
+  return g_ptr_array_index(claims->claims, i);
+}
+
+guint64
+qp_claims_node_mem_mib(const QpClaims *claims, int node)
+{
+  guint64 sum = 0;
+  for (guint i = 0; i < n_claims(claims); i++) {
+    const QpClaim *c = claim_at(claims, i);
+    for (guint j = 0; c->mem != NULL && j < c->mem->len; j++) {
+      const QpNodeAmount *a = &g_array_index(c->mem, QpNodeAmount, j);
+      if (a->node == node)
+        sum += a->mib;
+    }
+  }
+  return sum;
+}
+
+guint64
+qp_claims_node_huge_pages(const QpClaims *claims, int node, guint64 page_kib)
+{
+  guint64 sum = 0;
+  for (guint i = 0; i < n_claims(claims); i++) {
+    const QpClaim *c = claim_at(claims, i);
+    for (guint j = 0; c->huge != NULL && j < c->huge->len; j++) {
+      const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, j);
+      if (h->node == node && h->page_kib == page_kib)
+        sum += h->pages;
+    }
+  }
+  return sum;
+}
+
+guint
+qp_claims_node_vcpus(const QpClaims *claims, int node)
+{
+  guint sum = 0;
+  for (guint i = 0; i < n_claims(claims); i++) {
+    const QpClaim *c = claim_at(claims, i);
+    for (guint j = 0; c->load != NULL && j < c->load->len; j++) {
+      const QpNodeLoad *l = &g_array_index(c->load, QpNodeLoad, j);
+      if (l->node == node)
+        sum += l->vcpus;
+    }
+  }
+  return sum;
+}
+
+hwloc_bitmap_t
+qp_claims_dedicated(const QpClaims *claims)
+{
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (guint i = 0; i < n_claims(claims); i++) {
+    const QpClaim *c = claim_at(claims, i);
+    if (c->dedicated != NULL)
+      hwloc_bitmap_or(set, set, c->dedicated);
+  }
+  return set;
+}
+
+gboolean
+qp_claims_node_blocked(const QpClaims *claims, int node)
+{
+  return claims != NULL && claims->blocked_nodes != NULL &&
+         hwloc_bitmap_isset(claims->blocked_nodes, (unsigned)node);
+}
+
+static void
+spread_load(const QpHost *host, double *load, hwloc_const_bitmap_t cpus,
+            guint vcpus)
+{
+  int w = hwloc_bitmap_weight(cpus);
+  if (w <= 0 || vcpus == 0)
+    return;
+  int cpu;
+  hwloc_bitmap_foreach_begin(cpu, cpus)
+  {
+    int i = qp_host_cpu_index(host, cpu);
+    if (i >= 0)
+      load[i] += (double)vcpus / w;
+  }
+  hwloc_bitmap_foreach_end();
+}
+
+/* A record without CPU sets: its vCPUs floated on their nodes' CPUs that no
+ * VM has dedicated (every CPU of the node when none is left). */
+static void
+spread_node_load(const QpHost *host, double *load, const QpClaim *cl,
+                 hwloc_const_bitmap_t dedicated)
+{
+  g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
+  for (guint k = 0; cl->load != NULL && k < cl->load->len; k++) {
+    const QpNodeLoad *l = &g_array_index(cl->load, QpNodeLoad, k);
+    int i = qp_host_node_index(host, l->node);
+    if (i < 0)
+      continue;
+    const QpNode *node = &host->nodes[i];
+    hwloc_bitmap_zero(cpus);
+    if (node->cpus != NULL)
+      hwloc_bitmap_andnot(cpus, node->cpus, dedicated);
+    if (hwloc_bitmap_iszero(cpus) && node->all_cpus != NULL)
+      hwloc_bitmap_copy(cpus, node->all_cpus);
+    spread_load(host, load, cpus, l->vcpus);
+  }
+}
+
+double *
+qp_claims_cpu_load(const QpHost *host, const QpClaims *claims)
+{
+  double *load = g_new0(double, MAX(host->n_cpus, 1));
+  g_auto(hwloc_bitmap_t) dedicated = qp_claims_dedicated(claims);
+  for (guint c = 0; c < n_claims(claims); c++) {
+    const QpClaim *cl = claim_at(claims, c);
+    if (cl->cpu_load == NULL || cl->cpu_load->len == 0) {
+      spread_node_load(host, load, cl, dedicated);
+      continue;
+    }
+    for (guint g = 0; g < cl->cpu_load->len; g++) {
+      const QpCpuLoad *l = &g_array_index(cl->cpu_load, QpCpuLoad, g);
+      spread_load(host, load, l->cpus, l->vcpus);
+    }
+  }
+  return load;
+}
+
+/* ---- Memory of a node --------------------------------------------------- */
+
+void
+qp_node_memory(const QpHost *host, const QpClaims *claims,
+               const QpPlacementOptions *opts, guint index, QpNodeMemory *out)
+{
+  const QpNode *n = &host->nodes[index];
+  memset(out, 0, sizeof(*out));
+  out->total_mib = n->total_mib;
+  for (guint i = 0; n->hugepages != NULL && i < n->hugepages->len; i++) {
+    const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, i);
+    out->hugepage_mib += p->total * p->page_kib / 1024;
+  }
+  out->plain_mib =
+      n->total_mib > out->hugepage_mib ? n->total_mib - out->hugepage_mib : 0;
+  out->reserve_mib = qp_node_reserve_mib(opts, n->id);
+  out->claimed_mib = qp_claims_node_mem_mib(claims, n->id);
+  guint64 used = out->reserve_mib + out->claimed_mib;
+  out->uncommitted_mib = out->plain_mib > used ? out->plain_mib - used : 0;
+}
+
+void
+qp_node_pages(const QpHost *host, const QpClaims *claims, guint index,
+              guint64 page_kib, QpNodePages *out)
+{
+  const QpNode *n = &host->nodes[index];
+  memset(out, 0, sizeof(*out));
+  for (guint i = 0; n->hugepages != NULL && i < n->hugepages->len; i++) {
+    const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, i);
+    if (p->page_kib == page_kib) {
+      out->total = p->total;
+      out->free = p->free;
+      break;
+    }
+  }
+  out->claimed = qp_claims_node_huge_pages(claims, n->id, page_kib);
+  /* A running VM's pages are claimed and, once QEMU has touched them (every
+   * preallocated backend), no longer free: counting them off the free pages
+   * again would refuse room that is there. The pool less the claims is what
+   * qemu-pin's VMs leave; the free pages bound it when others took some. */
+  guint64 left = out->total > out->claimed ? out->total - out->claimed : 0;
+  out->uncommitted = MIN(left, out->free);
+}
+
+guint64
+qp_node_uncommitted(const QpHost *host, const QpClaims *claims,
+                    const QpPlacementOptions *opts, guint index,
+                    guint64 page_kib)
+{
+  if (qp_claims_node_blocked(claims, host->nodes[index].id))
+    return 0;
+  if (page_kib != 0) {
+    QpNodePages pages;
+    qp_node_pages(host, claims, index, page_kib, &pages);
+    return pages.uncommitted;
+  }
+  QpNodeMemory mem;
+  qp_node_memory(host, claims, opts, index, &mem);
+  return mem.uncommitted_mib;
+}
+
+/* ---- A node as status shows it ------------------------------------------ */
+
+void
+qp_node_capacity(const QpHost *host, const QpClaims *claims,
+                 const QpPlacementOptions *opts, guint index,
+                 QpNodeCapacity *out)
+{
+  const QpNode *n = &host->nodes[index];
+  QpNodeMemory mem;
+  qp_node_memory(host, claims, opts, index, &mem);
+  memset(out, 0, sizeof(*out));
+  out->node = n->id;
+  out->total_mib = mem.total_mib;
+  out->hugepage_mib = mem.hugepage_mib;
+  out->reserve_mib = mem.reserve_mib;
+  out->claimed_mib = mem.claimed_mib;
+  out->blocked = qp_claims_node_blocked(claims, n->id);
+  out->uncommitted_mib = out->blocked ? 0 : mem.uncommitted_mib;
+
+  g_auto(hwloc_bitmap_t) all = qp_claims_dedicated(claims);
+  out->dedicated = hwloc_bitmap_alloc();
+  if (n->all_cpus != NULL)
+    hwloc_bitmap_and(out->dedicated, all, n->all_cpus);
+  out->shared_vcpus = qp_claims_node_vcpus(claims, n->id);
+  if (n->cpus != NULL) {
+    g_auto(hwloc_bitmap_t) free_cpus = hwloc_bitmap_alloc();
+    hwloc_bitmap_andnot(free_cpus, n->cpus, out->dedicated);
+    int w = hwloc_bitmap_weight(free_cpus);
+    out->shared_cpus = w > 0 ? (guint)w : 0;
+  }
+}
+
+void
+qp_node_capacity_clear(QpNodeCapacity *cap)
+{
+  g_clear_pointer(&cap->dedicated, hwloc_bitmap_free);
+}
+
+GArray *
+qp_node_page_sizes(const QpNode *n, const QpClaims *claims)
+{
+  GArray *sizes = g_array_new(FALSE, FALSE, sizeof(guint64));
+  if (n->hugepages)
+    for (guint i = 0; i < n->hugepages->len; i++)
+      g_array_append_val(sizes,
+                         g_array_index(n->hugepages, QpHugePool, i).page_kib);
+  for (guint i = 0; claims && i < claims->claims->len; i++) {
+    const QpClaim *c = claims->claims->pdata[i];
+    for (guint j = 0; j < c->huge->len; j++) {
+      const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, j);
+      gboolean seen = FALSE;
+      for (guint k = 0; k < sizes->len; k++)
+        seen |= g_array_index(sizes, guint64, k) == h->page_kib;
+      if (h->node == n->id && !seen)
+        g_array_append_val(sizes, h->page_kib);
+    }
+  }
+  return sizes;
+}

@@ -1,0 +1,393 @@
+/* The placement engine: (host, claims, request, options) -> plan.
+ *
+ * Pure: no I/O, no clock, no globals. Everything below works on the host
+ * model and the ledger's contents passed in, so any decision can be replayed
+ * from a recorded host and a ledger snapshot.
+ *
+ * Outline:
+ *   1. Node state: usable CPUs (allowed & affinity & --hostnodes - CPUs
+ *      dedicated to other VMs), uncommitted memory per memory class
+ *      (ordinary memory, and the free hugepages of each size the guest
+ *      uses), shared vCPU load of other VMs.
+ *   2. CPU kinds: the plan is tried on the CPUs of one kind at a time, most
+ *      performant kind first; kinds are mixed only when --affinity forces it.
+ *   3. The mode: balanced (fewest close nodes holding memory and CPUs),
+ *      numa (each guest node to one host node, least loaded first),
+ *      one-to-one (a physical core per vCPU, or SMT sibling pairs for a guest
+ *      with threads=2).
+ *   4. Derived sets: process, emulator, iothread and startup CPUs, claims.
+ *   5. Mode auto never refuses a VM for CPUs: what balanced or numa refused
+ *      is placed best-effort.
+ *
+ * This file is the entry: the mode, the CPU kinds, hot-pluggable vCPUs and
+ * best effort. The rest is in topology/plan/:
+ *   context.c     the host as the request sees it (1, and the Attempt of 2)
+ *   memory.c      claiming the guest's memory: classes, pieces, splits
+ *   node-sets.c   the fewest close nodes holding a guest (balanced, and
+ *                 one-to-one without vNUMA)
+ *   balanced.c, numa.c, one-to-one.c, best-effort.c   the modes (3, 5)
+ *   result.c      the plan, and what every mode derives (4)
+ *   vnuma.c       the guest topology suggested with --vnuma
+ *   phrases.c     the words of reasons and refusals
+ *   output.c      JSON (docs/plan-schema.md) and text */
+#include "topology/plan/plan.h"
+
+#include "topology/plan/balanced.h"
+#include "topology/plan/best-effort.h"
+#include "topology/plan/internal.h"
+#include "topology/plan/numa.h"
+#include "topology/plan/one-to-one.h"
+#include "topology/plan/result.h"
+#include "topology/plan/vnuma.h"
+
+static QpPlan *
+plan_on(const Ctx *ctx, QpMode mode, hwloc_const_bitmap_t usable,
+        const char *kind_note, GError **error)
+{
+  Attempt a;
+  qp_plan_attempt_init(&a, ctx, usable);
+  a.kind_note = kind_note;
+  QpPlan *plan = qp_plan_new(ctx->n);
+  plan->mode = mode;
+  gboolean ok = FALSE;
+  switch (mode) {
+  case QP_MODE_BALANCED:
+    ok = qp_plan_balanced(plan, ctx, &a, ctx->n, error);
+    break;
+  case QP_MODE_NUMA:
+    ok = qp_plan_by_gnode(plan, ctx, &a, FALSE, CAP_CPUS, error);
+    break;
+  case QP_MODE_ONE_TO_ONE:
+    ok = qp_plan_o2o(plan, ctx, &a, error);
+    break;
+  default:
+    g_assert_not_reached();
+  }
+  qp_plan_attempt_clear(&a, ctx->nn);
+  if (!ok) {
+    g_clear_pointer(&plan, qp_plan_free);
+    return NULL;
+  }
+  /* Every vCPU has a rule (a vCPU left out would be a planner bug: let it
+   * float on the process CPUs rather than crash the launcher). */
+  for (guint v = 0; v < plan->n_vcpus; v++)
+    if (plan->vcpu_cpus[v] == NULL) {
+      plan->vcpu_cpus[v] = hwloc_bitmap_dup(plan->process_cpus);
+      qp_plan_add_warning(plan,
+                          "vCPU %u got no CPU of its own: it floats on the "
+                          "process CPUs",
+                          v);
+    }
+  return plan;
+}
+
+/* Mode none: no placement, QEMU runs where it may. */
+static QpPlan *
+plan_none(const Ctx *ctx)
+{
+  QpPlan *plan = qp_plan_new(ctx->n);
+  plan->mode = QP_MODE_NONE;
+  hwloc_bitmap_t all = hwloc_bitmap_alloc();
+  if (ctx->host->allowed != NULL)
+    hwloc_bitmap_copy(all, ctx->host->allowed);
+  for (guint v = 0; v < ctx->n; v++)
+    plan->vcpu_cpus[v] = hwloc_bitmap_dup(all);
+  plan->process_cpus = hwloc_bitmap_dup(all);
+  plan->emulator_cpus = hwloc_bitmap_dup(all);
+  plan->iothread_cpus = hwloc_bitmap_dup(all);
+  plan->startup_cpus = all;
+  qp_plan_add_reason(plan, "mode none: no placement, QEMU runs where it may");
+  return plan;
+}
+
+/* The plan on the most performant CPU kind that fits, or NULL with the
+ * first kind's error in FIRST. */
+static QpPlan *
+plan_on_one_kind(const Ctx *ctx, QpMode mode, GError **first)
+{
+  const QpHost *host = ctx->host;
+  for (guint k = host->n_kinds; k-- > 0;) {
+    g_auto(hwloc_bitmap_t) kc = qp_host_kind_cpus(host, k);
+    hwloc_bitmap_and(kc, kc, ctx->usable);
+    if (hwloc_bitmap_iszero(kc))
+      continue;
+    g_autofree char *note = g_strdup_printf(" of CPU kind %u", k);
+    g_autoptr(GError) err = NULL;
+    QpPlan *plan = plan_on(ctx, mode, kc, note, &err);
+    if (plan != NULL) {
+      g_autofree char *l = qp_list_format(kc);
+      qp_plan_add_reason(plan,
+                         "CPU kind %u (%s): the most performant kind that "
+                         "fits, usable CPUs %s",
+                         k,
+                         host->kind_names != NULL && host->kind_names[k] != NULL
+                             ? host->kind_names[k]
+                             : "unnamed",
+                         l);
+      return plan;
+    }
+    if (*first == NULL)
+      *first = g_steal_pointer(&err);
+  }
+  return NULL;
+}
+
+/* On a host with several CPU kinds: the most performant kind that fits;
+ * kinds are mixed only when --affinity leaves no single kind that fits. */
+static QpPlan *
+plan_on_kinds(const Ctx *ctx, QpMode mode, GError **error)
+{
+  const QpHost *host = ctx->host;
+  g_autoptr(GError) first = NULL;
+  QpPlan *plan = plan_on_one_kind(ctx, mode, &first);
+  if (plan != NULL)
+    return plan;
+  guint spanned = 0;
+  for (guint k = 0; k < host->n_kinds; k++) {
+    g_auto(hwloc_bitmap_t) kc = qp_host_kind_cpus(host, k);
+    if (hwloc_bitmap_intersects(kc, ctx->usable))
+      spanned++;
+  }
+  gboolean affinity = ctx->opts->affinity != NULL;
+  if (affinity && spanned > 1) {
+    plan = plan_on(ctx, mode, ctx->usable, "", NULL);
+    if (plan != NULL) {
+      g_autofree char *l = qp_list_format(ctx->opts->affinity);
+      qp_plan_add_warning(plan,
+                          "the VM's CPUs straddle CPU kinds: no single kind in "
+                          "--affinity %s holds the guest",
+                          l);
+      return plan;
+    }
+  }
+  if (first == NULL) {
+    g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
+                "guest needs %u CPUs but no CPU is usable", ctx->n);
+    return NULL;
+  }
+  g_propagate_error(error, g_steal_pointer(&first));
+  if (spanned > 1 && !affinity && error != NULL && *error != NULL) {
+    char *m = g_strdup_printf("%s (CPUs of one kind only; an "
+                              "--affinity spanning kinds allows "
+                              "mixing them)",
+                              (*error)->message);
+    g_free((*error)->message);
+    (*error)->message = m;
+  }
+  return NULL;
+}
+
+/* Notes made before the mode ran first, the ledger's own warnings last. */
+static void
+add_notes(QpPlan *plan, const QpPlan *notes, const QpClaims *claims)
+{
+  for (guint w = 0; w < notes->warnings->len; w++)
+    g_ptr_array_insert(plan->warnings, (gint)w,
+                       g_strdup(g_ptr_array_index(notes->warnings, w)));
+  if (claims != NULL && claims->warnings != NULL)
+    for (guint w = 0; w < claims->warnings->len; w++)
+      g_ptr_array_add(plan->warnings,
+                      g_strdup(g_ptr_array_index(claims->warnings, w)));
+}
+
+/* A plan in MODE (never auto); BEST_EFFORT: mode auto after balanced or
+ * numa refused the VM. */
+static QpPlan *
+plan_in_mode(const Ctx *ctx, QpMode mode, gboolean best_effort, GError **error)
+{
+  if (mode == QP_MODE_NONE)
+    return plan_none(ctx);
+  if (best_effort) {
+    QpPlan *plan = qp_plan_new(ctx->n);
+    plan->mode = mode;
+    if (!qp_plan_best_effort(plan, ctx, error))
+      g_clear_pointer(&plan, qp_plan_free);
+    return plan;
+  }
+  if (ctx->host->n_kinds <= 1)
+    return plan_on(ctx, mode, ctx->usable, "", error);
+  return plan_on_kinds(ctx, mode, error);
+}
+
+static QpPlan *
+plan_compute(const QpHost *host, const QpClaims *claims, const QpRequest *req,
+             const QpPlacementOptions *opts, gboolean best_effort,
+             GError **error)
+{
+  g_return_val_if_fail(host != NULL && req != NULL && opts != NULL, NULL);
+  Ctx ctx = {0};
+  g_autoptr(QpPlan) notes = qp_plan_new(0);
+  QpPlan *plan = NULL;
+  QpMode mode = opts->mode;
+  if (mode == QP_MODE_AUTO)
+    mode = req->n_gnodes > 1 ? QP_MODE_NUMA : QP_MODE_BALANCED;
+  if (qp_plan_ctx_init(&ctx, host, claims, req, opts, notes, error))
+    plan = plan_in_mode(&ctx, mode, best_effort, error);
+  if (plan != NULL)
+    add_notes(plan, notes, claims);
+  qp_plan_ctx_clear(&ctx);
+  return plan;
+}
+
+/* REQ with only its boot vCPUs (maxcpus = vcpus, guest nodes trimmed). */
+static void
+boot_request(const QpRequest *req, QpRequest *boot_req)
+{
+  guint boot = MAX(req->vcpus, 1);
+  *boot_req = *req;
+  boot_req->maxcpus = boot;
+  boot_req->gnodes = g_new0(QpGuestNode, MAX(req->n_gnodes, 1));
+  g_auto(hwloc_bitmap_t) boot_set = hwloc_bitmap_alloc();
+  hwloc_bitmap_set_range(boot_set, 0, (int)boot - 1);
+  for (guint g = 0; g < req->n_gnodes; g++) {
+    boot_req->gnodes[g] = req->gnodes[g];
+    boot_req->gnodes[g].vcpus = hwloc_bitmap_dup(req->gnodes[g].vcpus);
+    hwloc_bitmap_and(boot_req->gnodes[g].vcpus, boot_req->gnodes[g].vcpus,
+                     boot_set);
+  }
+}
+
+static void
+boot_request_clear(QpRequest *boot_req)
+{
+  for (guint g = 0; g < boot_req->n_gnodes; g++)
+    hwloc_bitmap_free(boot_req->gnodes[g].vcpus);
+  g_free(boot_req->gnodes);
+}
+
+/* Extends a plan made for the boot vCPUs to every possible vCPU: a vCPU
+ * plugged later runs where the boot vCPUs of its guest node run (all of
+ * the VM's CPUs when there is none, or when SHARE_OWN). */
+static void
+extend_to_maxcpus(QpPlan *plan, const QpRequest *req, guint max,
+                  gboolean share_own)
+{
+  guint had = plan->n_vcpus;
+  g_auto(hwloc_bitmap_t) own = hwloc_bitmap_alloc();
+  for (guint v = 0; v < had; v++)
+    hwloc_bitmap_or(own, own, plan->vcpu_cpus[v]);
+  plan->vcpu_cpus = g_renew(hwloc_bitmap_t, plan->vcpu_cpus, max);
+  for (guint v = had; v < max; v++) {
+    hwloc_const_bitmap_t like = own;
+    for (guint g = 0; !share_own && g < req->n_gnodes; g++) {
+      if (!hwloc_bitmap_isset(req->gnodes[g].vcpus, v))
+        continue;
+      int first = hwloc_bitmap_first(req->gnodes[g].vcpus);
+      if (first >= 0 && (guint)first < had)
+        like = plan->vcpu_cpus[first];
+    }
+    plan->vcpu_cpus[v] = hwloc_bitmap_dup(like);
+  }
+  plan->n_vcpus = max;
+  plan->n_boot_vcpus = had;
+}
+
+/* A plan for every possible vCPU. *PLACED is how many vCPUs, from index
+ * 0, have a place of their own; those above share their CPUs. */
+static QpPlan *
+plan_with_hotplug(const QpHost *host, const QpClaims *claims,
+                  const QpRequest *req, const QpPlacementOptions *opts,
+                  gboolean best_effort, guint *placed, GError **error)
+{
+  guint boot = MAX(req->vcpus, 1);
+  guint max = MAX(req->maxcpus, boot);
+  *placed = max;
+  if (max == boot) {
+    QpPlan *plan = plan_compute(host, claims, req, opts, best_effort, error);
+    if (plan != NULL)
+      plan->n_boot_vcpus = plan->n_vcpus;
+    return plan;
+  }
+
+  QpRequest boot_req;
+  if (best_effort) {
+    /* The boot vCPUs share what there is; those plugged later share the
+     * CPUs of their guest node's boot vCPUs. */
+    boot_request(req, &boot_req);
+    QpPlan *plan = plan_compute(host, claims, &boot_req, opts, TRUE, error);
+    boot_request_clear(&boot_req);
+    if (plan != NULL)
+      extend_to_maxcpus(plan, req, max, FALSE);
+    *placed = boot;
+    return plan;
+  }
+  if (opts->mode != QP_MODE_ONE_TO_ONE) {
+    /* Room for every possible vCPU if the host has it; else for the boot
+     * vCPUs, those plugged later sharing their CPUs (Proxmox and libvirt
+     * give every VM a maxcpus above what it boots with). */
+    g_autoptr(GError) full_error = NULL;
+    QpPlan *plan = plan_compute(host, claims, req, opts, FALSE, &full_error);
+    if (plan != NULL) {
+      plan->n_boot_vcpus = boot;
+      return plan;
+    }
+    if (!g_error_matches(full_error, QP_TOPOLOGY_ERROR,
+                         QP_TOPOLOGY_ERROR_NOFIT)) {
+      g_propagate_error(error, g_steal_pointer(&full_error));
+      return NULL;
+    }
+    boot_request(req, &boot_req);
+    plan = plan_compute(host, claims, &boot_req, opts, FALSE, NULL);
+    boot_request_clear(&boot_req);
+    if (plan == NULL) {
+      g_propagate_error(error, g_steal_pointer(&full_error));
+      return NULL;
+    }
+    extend_to_maxcpus(plan, req, max, FALSE);
+    *placed = boot;
+    qp_plan_add_warning(
+        plan,
+        "room for the %u boot vCPUs only (%s): vCPUs %u-%u, if "
+        "plugged, share the CPUs of their guest node's boot vCPUs",
+        boot, full_error->message, boot, max - 1);
+    return plan;
+  }
+
+  /* One-to-one with hot-pluggable vCPUs: a core is dedicated to each boot
+   * vCPU; one plugged later takes a free core when it comes (the keeper
+   * claims it), so that a VM does not hold cores it may never use. */
+  boot_request(req, &boot_req);
+  QpPlan *plan = plan_compute(host, claims, &boot_req, opts, FALSE, error);
+  boot_request_clear(&boot_req);
+  if (plan == NULL)
+    return NULL;
+  guint had = plan->n_vcpus;
+  extend_to_maxcpus(plan, req, max, TRUE);
+  *placed = had;
+  plan->hotplug_cores = qp_plan_spare_cores(host, claims, opts, plan);
+  g_autofree char *own_list = qp_list_format(plan->vcpu_cpus[max - 1]);
+  qp_plan_add_reason(
+      plan,
+      "vCPUs %u-%u are hot-pluggable: each takes a free core when "
+      "plugged (%u free now), else shares the VM's CPUs %s",
+      had, max - 1, plan->hotplug_cores->len, own_list);
+  return plan;
+}
+
+QpPlan *
+qp_plan_compute(const QpHost *host, const QpClaims *claims,
+                const QpRequest *req, const QpPlacementOptions *opts,
+                GError **error)
+{
+  g_return_val_if_fail(host != NULL && req != NULL && opts != NULL, NULL);
+  GError *local = NULL;
+  guint placed = 0;
+  QpPlan *plan =
+      plan_with_hotplug(host, claims, req, opts, FALSE, &placed, &local);
+  /* Mode auto never refuses a VM for CPUs: what balanced or numa refused
+   * is placed best-effort, which fails only for memory (or options that
+   * leave no CPU at all). */
+  if (plan == NULL && opts->mode == QP_MODE_AUTO &&
+      g_error_matches(local, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT)) {
+    g_clear_error(&local);
+    plan = plan_with_hotplug(host, claims, req, opts, TRUE, &placed, &local);
+  }
+  if (plan != NULL && opts->vnuma && req->n_gnodes == 0)
+    qp_plan_suggest_vnuma(plan, host, req, placed);
+  if (local != NULL &&
+      g_error_matches(local, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT))
+    g_prefix_error(&local, "VM does not fit: ");
+  if (local != NULL)
+    g_propagate_error(error, local);
+  return plan;
+}

@@ -5,6 +5,7 @@
 # that the host side showed each guest node's vCPU thread and bound memory.
 # Skips (77) when demo.sh could not fetch Debian's kernel.
 set -u
+. "$QP_SOURCE_ROOT/tests/common/hermetic.sh"
 out=$(mktemp /tmp/qp-demo-linux.XXXXXX)
 trap 'rm -f "$out"' EXIT
 rc=0

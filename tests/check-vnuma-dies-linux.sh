@@ -8,6 +8,7 @@
 # over the whole socket whatever the dies. Skips (77) without the image.
 set -u
 src=${QP_SOURCE_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$src/tests/common/hermetic.sh"
 build=${QP_BUILD_ROOT:-$src/build}
 qp=${QP_BINARY:-$build/qemu-pin}
 qemu=${QP_QEMU:-qemu-system-x86_64}

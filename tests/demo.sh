@@ -15,9 +15,13 @@
 # off by itself (about a minute under TCG).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# qemu-pin's own defaults and the options below, whatever this host's
+# /etc/qemu-pin/qemu-pin.conf or the caller's QEMU_PIN_* say.
+. tests/common/hermetic.sh
 QEMU=${QEMU:-qemu-system-x86_64}
 MODE=${MODE:-one-to-one}
 BUILD=${QP_BUILD_ROOT:-build}
+QP=${QP_BINARY:-$BUILD/qemu-pin}
 case ${1:-} in
   '') ;;
   --linux) MODE=${MODE_LINUX:-auto} ;;
@@ -62,16 +66,16 @@ linux_demo() {
     -daemonize -pidfile "$work/vm.pid")
 
   echo "== qemu-pin plan --human --mode=$MODE -- $QEMU (2 guest nodes, Linux $(cat "$lab/kernel-version"))"
-  "$BUILD/qemu-pin" plan --human --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
+  "$QP" plan --human --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
   # The disk's host node, and the guest node on it: the guest's first
   # node whose RAM qemu-pin bound to that host node alone.
-  "$BUILD/qemu-pin" plan --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}" >"$work/plan.json"
+  "$QP" plan --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}" >"$work/plan.json"
   jq -r '(.devices[0]["host-node"]) as $h
     | ([.memory[] | select(.kind == "ram" and .["host-nodes"] == ($h | tostring)) | .["guest-node"]] | first) as $g
     | "the disk: host node \($h), expected on guest node \($g)"' "$work/plan.json"
   echo
   echo "== qemu-pin --mode=$MODE -- $QEMU ... -daemonize"
-  "$BUILD/qemu-pin" --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
+  "$QP" --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
   pid=$(cat "$work/vm.pid")
   trap 'kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
   echo "QEMU runs as pid $pid; the guest boots"
@@ -91,7 +95,7 @@ linux_demo() {
   done
   echo
   echo "== qemu-pin status"
-  "$BUILD/qemu-pin" status --state-dir="$work/state"
+  "$QP" status --state-dir="$work/state"
 
   # The guest powers off when its script is done.
   local waited=0
@@ -114,7 +118,7 @@ linux_demo() {
   echo
   echo "== after the guest powered off: the claim is released"
   sleep 0.5
-  "$BUILD/qemu-pin" status --state-dir="$work/state"
+  "$QP" status --state-dir="$work/state"
 }
 
 if [ "${1:-}" = --linux ]; then
@@ -132,11 +136,11 @@ vm=(-accel tcg -machine q35 -nodefaults -display none -smp 2 -m 256
     -daemonize -pidfile "$work/vm.pid")
 
 echo "== qemu-pin plan --human --mode=$MODE -- $QEMU ${vm[*]}"
-"$BUILD/qemu-pin" plan --human --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
+"$QP" plan --human --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
 
 echo
 echo "== qemu-pin -v --mode=$MODE -- $QEMU ... -daemonize"
-"$BUILD/qemu-pin" -v --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
+"$QP" -v --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
 pid=$(cat "$work/vm.pid")
 echo "QEMU runs as pid $pid"
 
@@ -153,11 +157,11 @@ grep -E 'bind|prefer|interleave' /proc/"$pid"/numa_maps | sed 's/^/  /' || echo 
 
 echo
 echo "== qemu-pin status"
-"$BUILD/qemu-pin" status --state-dir="$work/state"
+"$QP" status --state-dir="$work/state"
 
 kill "$pid"
 for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 sleep 0.5
 echo
 echo "== after the VM stopped: the claim is released"
-"$BUILD/qemu-pin" status --state-dir="$work/state"
+"$QP" status --state-dir="$work/state"

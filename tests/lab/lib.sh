@@ -11,9 +11,14 @@ QP_LAB_SCRATCH=${QP_LAB_SCRATCH:-$(pwd)}
 QP_LAB_REASON=${QP_LAB_REASON:-$QP_LAB_SCRATCH/.reason}
 QP_QEMU=${QP_QEMU:-qemu-system-x86_64}
 QP_LAB_PIDS=   # QEMU processes started by qp_launch, killed by lab_cleanup
+# qemu-pin runs with these scripts' settings only: not the host's
+# /etc/qemu-pin/qemu-pin.conf (which the lab sees over 9p), not the
+# caller's QEMU_PIN_*. (This folder is QP_LAB_SRC inside the lab; the
+# install tests have QP_SOURCE_ROOT; tests/demo.sh runs in the source tree.)
+. "${QP_LAB_SRC:-${QP_SOURCE_ROOT:-.}/tests/lab}/../common/hermetic.sh"
 # Nested TCG is ~20 times slower than a real host, and a lab test may start 8
-# QEMUs at once: the default 5 s QMP wait is too short there.
-export QEMU_PIN_QMP_TIMEOUT=${QEMU_PIN_QMP_TIMEOUT:-60000}
+# QEMUs at once: qemu-pin's default 30 s QMP wait is too short there.
+export QEMU_PIN_QMP_TIMEOUT=60000
 
 log() { echo "lab: [$(cut -d" " -f1 /proc/uptime)] $*"; }
 

@@ -60,7 +60,7 @@ linux_demo() {
     -drive "file=$work/disk.img,if=none,id=disk,format=raw"
     -device virtio-blk-pci,drive=disk,id=disk0,serial=qp-demo-disk
     -kernel "$kernel" -initrd "$lab/initramfs.gz"
-    -append "console=ttyS0 quiet panic=-1 qp_script=$script$append"
+    -append "$(sed '/^#/d' tests/lab/kernel-cmdline | tr '\n' ' ')qp_script=$script$append"
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
     $share -serial "file:$work/console.log" -no-reboot
     -daemonize -pidfile "$work/vm.pid")

@@ -196,7 +196,10 @@ done
 [ -f "/newroot$script" ] || verdict FAIL "script $script not found in the host root"
 
 # The script runs in the host's userland with a writable scratch directory.
+# The line below tells run-lab.sh that the boot is done: a boot that never
+# prints it within --boot-timeout is stopped and booted again.
 mkdir -p /newroot/tmp/lab
+echo "QP-LAB-SCRIPT: $script starts at $(cut -d' ' -f1 /proc/uptime) s of uptime"
 chroot /newroot /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME=/tmp/lab TMPDIR=/tmp QP_LAB_SCRATCH=/tmp/lab QP_LAB_REASON=/tmp/lab/.reason \
   /bin/sh -c 'cd /tmp/lab && exec /bin/sh "$0"' "$script"

@@ -151,6 +151,9 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 exec </dev/console >/dev/console 2>&1
+# Where a boot that never reaches its script got stuck: before this line
+# (the kernel) or after it (modules, 9p mounts).
+echo "QP-LAB-INIT: /init runs at $(cut -d' ' -f1 /proc/uptime) s of uptime"
 
 verdict() { # PASS | FAIL REASON | SKIP REASON
   if [ "$1" = PASS ]; then echo "QP-LAB-VERDICT: PASS"; else echo "QP-LAB-VERDICT: $1 $2"; fi

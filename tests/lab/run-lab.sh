@@ -208,15 +208,20 @@ for attempt in 1 2; do
     fi
     sleep 1
   done
-  wait "$qpid" 2>/dev/null || true
+  qemu_rc=0
+  wait "$qpid" 2>/dev/null || qemu_rc=$?
   trap - EXIT INT TERM
   elapsed=$(($(date +%s) - start))
+  # The script and its verdict can come within one poll.
+  [ -n "$booted" ] || ! grep -aq '^QP-LAB-SCRIPT:' "$console" 2>/dev/null || booted="<$elapsed"
 
   [ -z "$log" ] || cp "$console" "$log"
   verdict=$(grep -a '^QP-LAB-VERDICT:' "$console" 2>/dev/null | tail -n 1 | tr -d '\r' || true)
   [ "$attempt" -eq 1 ] || break
   if [ -n "$stuck" ]; then
-    echo "run-lab: $shape: boot made no progress in ${boot_timeout} s (no QP-LAB-SCRIPT line on the console), retrying once"
+    where="in the kernel, before /init"
+    grep -aq '^QP-LAB-INIT:' "$console" 2>/dev/null && where="in /init, before the script"
+    echo "run-lab: $shape: boot made no progress in ${boot_timeout} s (no QP-LAB-SCRIPT line on the console; stuck $where), retrying once"
     if [ -s "$console" ]; then
       echo "run-lab: $shape: the stuck boot's last console lines:"
       tail -n 5 "$console" | tr -d '\r'
@@ -225,7 +230,7 @@ for attempt in 1 2; do
     continue
   fi
   if [ -z "$verdict" ] && [ -z "$timed_out" ] && [ "$elapsed" -lt 60 ]; then
-    echo "run-lab: $shape: QEMU exited after ${elapsed} s without a verdict, retrying once; its output:"
+    echo "run-lab: $shape: QEMU exited (status $qemu_rc) after ${elapsed} s without a verdict, retrying once; its output:"
     tail -n 5 "$run/qemu.log" || true
     mv "$console" "$console.boot-failure" 2>/dev/null || true
     continue
@@ -258,6 +263,6 @@ if [ -n "$stuck" ]; then
 elif [ -n "$timed_out" ]; then
   echo "run-lab: $shape: no verdict within ${timeout} s ($boot; timeout)"
 else
-  echo "run-lab: $shape: QEMU exited after ${elapsed} s without a verdict (boot failure)"
+  echo "run-lab: $shape: QEMU exited (status $qemu_rc) after ${elapsed} s without a verdict (boot failure)"
 fi
 exit 2

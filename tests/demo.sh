@@ -66,16 +66,16 @@ linux_demo() {
     -daemonize -pidfile "$work/vm.pid")
 
   echo "== qemu-pin plan --human --mode=$MODE -- $QEMU (2 guest nodes, Linux $(cat "$lab/kernel-version"))"
-  "$QP" plan --human --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
+  "$QP" plan --human --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}" || return 1
   # The disk's host node, and the guest node on it: the guest's first
   # node whose RAM qemu-pin bound to that host node alone.
-  "$QP" plan --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}" >"$work/plan.json"
+  "$QP" plan --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}" >"$work/plan.json" || return 1
   jq -r '(.devices[0]["host-node"]) as $h
     | ([.memory[] | select(.kind == "ram" and .["host-nodes"] == ($h | tostring)) | .["guest-node"]] | first) as $g
     | "the disk: host node \($h), expected on guest node \($g)"' "$work/plan.json"
   echo
   echo "== qemu-pin --mode=$MODE -- $QEMU ... -daemonize"
-  "$QP" --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
+  "$QP" --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}" || return 1
   pid=$(cat "$work/vm.pid")
   trap 'kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
   echo "QEMU runs as pid $pid; the guest boots"
@@ -95,7 +95,7 @@ linux_demo() {
   done
   echo
   echo "== qemu-pin status"
-  "$QP" status --state-dir="$work/state"
+  "$QP" status --state-dir="$work/state" || return 1
 
   # The guest powers off when its script is done.
   local waited=0
@@ -118,10 +118,12 @@ linux_demo() {
   echo
   echo "== after the guest powered off: the claim is released"
   sleep 0.5
-  "$QP" status --state-dir="$work/state"
+  "$QP" status --state-dir="$work/state" || return 1
 }
 
 if [ "${1:-}" = --linux ]; then
+  # (set -e does not hold inside a function called with ||: each command
+  # that must succeed says || return 1.)
   rc=0
   linux_demo || rc=$?
   exit "$rc"

@@ -26,15 +26,16 @@ exec "$real" "\$@"
 EOF
 chmod 755 "$work/bin/qemu-system-x86_64"
 
-# lab SCRIPT STALL_BOOTS BOOT_TIMEOUT: run-lab.sh's exit status; its output
-# in $work/out.
+# lab SCRIPT STALL_BOOTS BOOT_TIMEOUT RC BOOTS: run-lab.sh must exit RC
+# after starting QEMU BOOTS times; its output is in $work/out.
 lab() {
   rm -f "$work/calls"
   rc=0
   PATH=$work/bin:$PATH STALL_BOOTS=$2 "$here/run-lab.sh" --shape cpuless --script "$1" \
     --timeout 120 --boot-timeout "$3" --builddir "$QP_BUILD_ROOT" >"$work/out" 2>&1 || rc=$?
   grep '^run-lab: ' "$work/out"
-  return "$rc"
+  [ "$rc" -eq "$4" ] || fail "run-lab.sh exited $rc, expected $4"
+  [ "$(cat "$work/calls")" = "$5" ] || fail "QEMU started $(cat "$work/calls") times, expected $5"
 }
 said() { grep -q "$1" "$work/out"; }
 
@@ -43,30 +44,21 @@ printf '. "$QP_LAB_SRC/lib.sh"\nlog "the script runs"\nexit 0\n' >"$work/pass.sh
 printf '. "$QP_LAB_SRC/lib.sh"\nsleep 35\nfail "failing on purpose after 35 s"\n' >"$work/slow-fail.sh"
 
 echo "# a boot stuck once: stopped after 30 s, booted again, PASS"
-lab "$work/pass.sh" 1 30
-rc=$?
-[ "$rc" -eq 0 ] || fail "exit $rc, expected 0 (PASS on the second boot)"
+lab "$work/pass.sh" 1 30 0 2
 said "^run-lab: cpuless: boot made no progress in 30 s (no QP-LAB-SCRIPT line on the console; stuck in the kernel, before /init), retrying once" ||
   fail "the retry is not said"
 said "^run-lab: cpuless: PASS in .* attempt 2;" || fail "the PASS is not the second attempt's"
-[ "$(cat "$work/calls")" = 2 ] || fail "QEMU started $(cat "$work/calls") times, expected 2"
 echo "ok: stuck once, retried once, PASS"
 
 echo "# a boot stuck twice: a boot failure"
-lab "$work/pass.sh" 2 5
-rc=$?
-[ "$rc" -eq 2 ] || fail "exit $rc, expected 2 (boot failure)"
+lab "$work/pass.sh" 2 5 2 2
 said "boot made no progress in 5 s, on the second attempt too (boot failure)" || fail "the second stuck boot is not said"
-[ "$(cat "$work/calls")" = 2 ] || fail "QEMU started $(cat "$work/calls") times, expected 2"
 echo "ok: stuck twice, exit 2 after two boots"
 
 echo "# a script that runs past the boot bound, then fails: not stopped, not retried"
-lab "$work/slow-fail.sh" 0 30
-rc=$?
-[ "$rc" -eq 1 ] || fail "exit $rc, expected 1 (FAIL)"
+lab "$work/slow-fail.sh" 0 30 1 1
 said "^run-lab: cpuless: FAIL in .*: failing on purpose after 35 s (boot .* s, attempt 1;" ||
   fail "not the first attempt's FAIL"
 ! said "retrying" || fail "a started script was retried"
-[ "$(cat "$work/calls")" = 1 ] || fail "QEMU started $(cat "$work/calls") times, expected 1"
 echo "ok: a started script runs past --boot-timeout; its FAIL stands"
 echo PASS

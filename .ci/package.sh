@@ -14,6 +14,9 @@
 # Needs dpkg-dev, debhelper, lintian, the build dependencies of
 # debian/control and qemu-system-x86 (.ci/setup and .ci/run install them).
 set -euo pipefail
+# The package's qemu-pin runs with the settings given below only, not this
+# host's /etc/qemu-pin/qemu-pin.conf or the caller's QEMU_PIN_*.
+. "$(dirname "$0")/../tests/common/hermetic.sh"
 cd "$(dirname "$0")/.."
 src=$PWD
 work=$(mktemp -d /tmp/qemu-pin-deb.XXXXXX)

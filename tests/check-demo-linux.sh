@@ -5,10 +5,11 @@
 # that the host side showed each guest node's vCPU thread and bound memory.
 # Skips (77) when demo.sh could not fetch Debian's kernel.
 set -u
+. "$QP_SOURCE_ROOT/tests/common/hermetic.sh"
 out=$(mktemp /tmp/qp-demo-linux.XXXXXX)
 trap 'rm -f "$out"' EXIT
 rc=0
-"$QP_SOURCE_ROOT/tests/demo.sh" --linux >"$out" 2>&1 || rc=$?
+DEMO_TIMEOUT=120 "$QP_SOURCE_ROOT/tests/demo.sh" --linux >"$out" 2>&1 || rc=$?
 cat "$out"
 [ "$rc" -ne 77 ] || exit 77
 [ "$rc" -eq 0 ] || { echo "FAIL: demo.sh --linux exited $rc"; exit 1; }

@@ -8,6 +8,7 @@
 # over the whole socket whatever the dies. Skips (77) without the image.
 set -u
 src=${QP_SOURCE_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$src/tests/common/hermetic.sh"
 build=${QP_BUILD_ROOT:-$src/build}
 qp=${QP_BINARY:-$build/qemu-pin}
 qemu=${QP_QEMU:-qemu-system-x86_64}
@@ -52,10 +53,10 @@ case $tests in
     share=(-virtfs "local,path=$tests,mount_tag=qpdies,security_model=none,readonly=on,multidevs=remap")
     append=" qp_mount=qpdies:$tests" ;;
 esac
-timeout 300 "$qemu" -accel tcg -machine q35 -cpu max,vendor=GenuineIntel \
+timeout 120 "$qemu" -accel tcg -machine q35 -cpu max,vendor=GenuineIntel \
   -nodefaults -display none -smp "$smp" -m 512 \
   -kernel "$kernel" -initrd "$build/lab/initramfs.gz" \
-  -append "console=ttyS0 quiet panic=-1 qp_script=$tests/vnuma-dies-guest.sh$append" \
+  -append "$(sed '/^#/d' "$src/tests/lab/kernel-cmdline" | tr '\n' ' ')qp_script=$tests/vnuma-dies-guest.sh$append" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
   "${share[@]}" \
   -serial "file:$work/console.log" -no-reboot || fail "the guest did not run"

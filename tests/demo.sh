@@ -15,9 +15,13 @@
 # off by itself (about a minute under TCG).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# qemu-pin's own defaults and the options below, whatever this host's
+# /etc/qemu-pin/qemu-pin.conf or the caller's QEMU_PIN_* say.
+. tests/common/hermetic.sh
 QEMU=${QEMU:-qemu-system-x86_64}
 MODE=${MODE:-one-to-one}
 BUILD=${QP_BUILD_ROOT:-build}
+QP=${QP_BINARY:-$BUILD/qemu-pin}
 case ${1:-} in
   '') ;;
   --linux) MODE=${MODE_LINUX:-auto} ;;
@@ -56,22 +60,22 @@ linux_demo() {
     -drive "file=$work/disk.img,if=none,id=disk,format=raw"
     -device virtio-blk-pci,drive=disk,id=disk0,serial=qp-demo-disk
     -kernel "$kernel" -initrd "$lab/initramfs.gz"
-    -append "console=ttyS0 quiet panic=-1 qp_script=$script$append"
+    -append "$(sed '/^#/d' tests/lab/kernel-cmdline | tr '\n' ' ')qp_script=$script$append"
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
     $share -serial "file:$work/console.log" -no-reboot
     -daemonize -pidfile "$work/vm.pid")
 
   echo "== qemu-pin plan --human --mode=$MODE -- $QEMU (2 guest nodes, Linux $(cat "$lab/kernel-version"))"
-  "$BUILD/qemu-pin" plan --human --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
+  "$QP" plan --human --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}" || return 1
   # The disk's host node, and the guest node on it: the guest's first
   # node whose RAM qemu-pin bound to that host node alone.
-  "$BUILD/qemu-pin" plan --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}" >"$work/plan.json"
+  "$QP" plan --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}" >"$work/plan.json" || return 1
   jq -r '(.devices[0]["host-node"]) as $h
     | ([.memory[] | select(.kind == "ram" and .["host-nodes"] == ($h | tostring)) | .["guest-node"]] | first) as $g
     | "the disk: host node \($h), expected on guest node \($g)"' "$work/plan.json"
   echo
   echo "== qemu-pin --mode=$MODE -- $QEMU ... -daemonize"
-  "$BUILD/qemu-pin" --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
+  "$QP" --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}" || return 1
   pid=$(cat "$work/vm.pid")
   trap 'kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
   echo "QEMU runs as pid $pid; the guest boots"
@@ -91,7 +95,7 @@ linux_demo() {
   done
   echo
   echo "== qemu-pin status"
-  "$BUILD/qemu-pin" status --state-dir="$work/state"
+  "$QP" status --state-dir="$work/state" || return 1
 
   # The guest powers off when its script is done.
   local waited=0
@@ -114,10 +118,12 @@ linux_demo() {
   echo
   echo "== after the guest powered off: the claim is released"
   sleep 0.5
-  "$BUILD/qemu-pin" status --state-dir="$work/state"
+  "$QP" status --state-dir="$work/state" || return 1
 }
 
 if [ "${1:-}" = --linux ]; then
+  # (set -e does not hold inside a function called with ||: each command
+  # that must succeed says || return 1.)
   rc=0
   linux_demo || rc=$?
   exit "$rc"
@@ -132,11 +138,11 @@ vm=(-accel tcg -machine q35 -nodefaults -display none -smp 2 -m 256
     -daemonize -pidfile "$work/vm.pid")
 
 echo "== qemu-pin plan --human --mode=$MODE -- $QEMU ${vm[*]}"
-"$BUILD/qemu-pin" plan --human --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
+"$QP" plan --human --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
 
 echo
 echo "== qemu-pin -v --mode=$MODE -- $QEMU ... -daemonize"
-"$BUILD/qemu-pin" -v --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
+"$QP" -v --state-dir="$work/state" --mode="$MODE" -- "$QEMU" "${vm[@]}"
 pid=$(cat "$work/vm.pid")
 echo "QEMU runs as pid $pid"
 
@@ -153,11 +159,11 @@ grep -E 'bind|prefer|interleave' /proc/"$pid"/numa_maps | sed 's/^/  /' || echo 
 
 echo
 echo "== qemu-pin status"
-"$BUILD/qemu-pin" status --state-dir="$work/state"
+"$QP" status --state-dir="$work/state"
 
 kill "$pid"
 for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 sleep 0.5
 echo
 echo "== after the VM stopped: the claim is released"
-"$BUILD/qemu-pin" status --state-dir="$work/state"
+"$QP" status --state-dir="$work/state"

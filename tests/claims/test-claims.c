@@ -201,6 +201,14 @@ node0_mem(JsonObject *status, const char *what)
   return json_object_get_int_member(m, what);
 }
 
+/* Node 0's memory that claims come from: its total less its hugepage
+ * pools (an admin's, or a test's left over), as status --json counts it. */
+static gint64
+node0_plain(JsonObject *status)
+{
+  return node0_mem(status, "total") - node0_mem(status, "hugepage-pools");
+}
+
 static guint
 n_vms(JsonObject *status)
 {
@@ -214,9 +222,11 @@ n_warnings(JsonObject *status)
       json_object_get_array_member(status, "warnings"));
 }
 
-/* Node 0's total memory as qemu-pin sees it. */
+/* Node 0's memory as qemu-pin sees it: its total (TOTAL_MIB, when not
+ * NULL) and the part that is not in hugepage pools (returned), which is
+ * what claims of ordinary memory come from. */
 static gint64
-host_total_mib(void)
+host_plain_mib(gint64 *total_mib)
 {
   char *argv[] = {(char *)qp_test_binary(), "topology", "--json", NULL};
   QpTestRun r;
@@ -227,7 +237,16 @@ host_total_mib(void)
   JsonObject *n = json_array_get_object_element(
       json_object_get_array_member(t, "nodes"), 0);
   g_assert_cmpint(json_object_get_int_member(n, "id"), ==, 0);
-  return json_object_get_int_member(n, "total_mib");
+  gint64 total = json_object_get_int_member(n, "total_mib"), pools = 0;
+  JsonArray *huge = json_object_get_array_member(n, "hugepages");
+  for (guint i = 0; huge != NULL && i < json_array_get_length(huge); i++) {
+    JsonObject *h = json_array_get_object_element(huge, i);
+    pools += json_object_get_int_member(h, "total") *
+             json_object_get_int_member(h, "page_kib") / 1024;
+  }
+  if (total_mib != NULL)
+    *total_mib = total;
+  return total - pools;
 }
 
 /* The file name (without .json) of the only record in STATE. */
@@ -553,7 +572,8 @@ status_thread(gpointer data)
     JsonObject *n = json_array_get_object_element(
         json_object_get_array_member(st, "nodes"), 0);
     JsonObject *m = json_object_get_object_member(n, "memory-mib");
-    gint64 total = json_object_get_int_member(m, "total");
+    gint64 total = json_object_get_int_member(m, "total") -
+                   json_object_get_int_member(m, "hugepage-pools");
     gint64 reserve = json_object_get_int_member(m, "reserve");
     gint64 claimed = json_object_get_int_member(m, "claimed");
     gint64 uncommitted = json_object_get_int_member(m, "uncommitted");
@@ -579,7 +599,7 @@ status_thread(gpointer data)
     if (claimed > total - reserve || reserve != s->reserve ||
         claimed != vm_sum || uncommitted != total - reserve - claimed)
       violation(s, g_strdup_printf(
-                       "total %" G_GINT64_FORMAT ", reserve %" G_GINT64_FORMAT
+                       "plain %" G_GINT64_FORMAT ", reserve %" G_GINT64_FORMAT
                        ", claimed %" G_GINT64_FORMAT
                        ", uncommitted %" G_GINT64_FORMAT
                        ", VMs hold %" G_GINT64_FORMAT,
@@ -706,7 +726,7 @@ launches_resolve(Launch *l, guint n)
 static void
 test_concurrent_launches(Fixture *f, gconstpointer data)
 {
-  const gint64 total = host_total_mib();
+  const gint64 total = host_plain_mib(NULL);
   const guint n_fit = (guint)CLAMP((total - BIG_MIB / 2) / BIG_MIB, 0, MAX_FIT);
   if (n_fit < 2) {
     g_autofree char *why = g_strdup_printf("node 0 has %" G_GINT64_FORMAT
@@ -880,7 +900,7 @@ test_concurrent_launches(Fixture *f, gconstpointer data)
   g_autoptr(JsonObject) st = status_json(f->state, reserve_opt);
   g_assert_cmpint(node0_mem(st, "claimed"), ==, (gint64)n_fit * BIG_MIB);
   g_assert_cmpint(node0_mem(st, "uncommitted"), ==,
-                  node0_mem(st, "total") - reserve - (gint64)n_fit * BIG_MIB);
+                  node0_plain(st) - reserve - (gint64)n_fit * BIG_MIB);
   g_assert_cmpuint(n_vms(st), ==, n_fit);
   JsonArray *vms = json_object_get_array_member(st, "vms");
   for (guint i = 0; i < n_fit; i++) {
@@ -1272,7 +1292,7 @@ test_truncated_record(Fixture *f, gconstpointer data)
   g_assert_false(json_object_get_boolean_member(node0(st2), "blocked"));
   g_assert_cmpuint(n_warnings(st2), ==, 0);
   g_assert_cmpint(node0_mem(st2, "uncommitted"), ==,
-                  node0_mem(st2, "total") - node0_mem(st2, "reserve"));
+                  node0_plain(st2) - node0_mem(st2, "reserve"));
   GPid pid2 = start_vm(f, NULL);
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
   kill(pid2, SIGTERM);
@@ -1437,8 +1457,12 @@ test_status_one_vm(Fixture *f, gconstpointer data)
 {
   /* Half the node reserved: 20 of the 40 columns (also when the node
    * grows by a hot-added 128 MiB meanwhile); the 64 MiB claim is less than
-   * one column, shown as one. */
-  const gint64 reserve = host_total_mib() / 2;
+   * one column, shown as one; hugepage pools (none on most hosts) follow
+   * the reserve, at least one column. */
+  gint64 total0 = 0;
+  const gint64 plain0 = host_plain_mib(&total0);
+  const gint64 pools = total0 - plain0;
+  const gint64 reserve = total0 / 2;
   g_autofree char *reserve_opt =
       g_strdup_printf("--reserve-mib=%" G_GINT64_FORMAT, reserve);
   gint64 t0 = g_get_real_time() / G_USEC_PER_SEC;
@@ -1457,15 +1481,25 @@ test_status_one_vm(Fixture *f, gconstpointer data)
   gint64 total = 0;
   g_assert_cmpint(sscanf(r.out, "node 0: %" SCNd64 " MiB total", &total), ==,
                   1);
+  g_autofree char *in_pools =
+      pools > 0
+          ? g_strdup_printf(" (%" G_GINT64_FORMAT " in hugepage pools)", pools)
+          : g_strdup("");
   g_autofree char *head = g_strdup_printf(
-      "node 0: %" G_GINT64_FORMAT " MiB total, %" G_GINT64_FORMAT
+      "node 0: %" G_GINT64_FORMAT " MiB total%s, %" G_GINT64_FORMAT
       " reserved, %d claimed, %" G_GINT64_FORMAT " free\n",
-      total, reserve, GUEST_MIB, total - reserve - GUEST_MIB);
+      total, in_pools, reserve, GUEST_MIB, total - pools - reserve - GUEST_MIB);
   g_assert_true(g_str_has_prefix(r.out, head));
   g_autofree char *bar = line_starting(r.out, "  memory [");
-  g_assert_cmpstr(bar, ==,
-                  "  memory [#++++++++++++++++++++...................]  "
-                  "# claimed, + host reserve, . free");
+  const guint huge =
+      pools > 0 ? MAX(1, (guint)((pools * 40 + total / 2) / total)) : 0;
+  g_autofree char *hs = g_strnfill(huge, 'h');
+  g_autofree char *dots = g_strnfill(19 - huge, '.');
+  g_autofree char *want_bar = g_strdup_printf(
+      "  memory [#++++++++++++++++++++%s%s]  # claimed, + host reserve, %s. "
+      "free",
+      hs, dots, huge > 0 ? "h hugepage pools, " : "");
+  g_assert_cmpstr(bar, ==, want_bar);
   g_autofree char *cpus = line_starting(r.out, "  cpus ");
   g_assert_cmpstr(cpus, ==,
                   "  cpus 0-1 [SS]  D dedicated, S shared (1 vCPUs, 0.50 per "
@@ -1492,8 +1526,9 @@ test_status_one_vm(Fixture *f, gconstpointer data)
   g_assert_true(total == kernel_before || total == kernel_after);
   g_assert_cmpint(node0_mem(st, "reserve"), ==, reserve);
   g_assert_cmpint(node0_mem(st, "claimed"), ==, GUEST_MIB);
+  g_assert_cmpint(node0_mem(st, "hugepage-pools"), ==, pools);
   g_assert_cmpint(node0_mem(st, "uncommitted"), ==,
-                  total - reserve - GUEST_MIB);
+                  total - pools - reserve - GUEST_MIB);
   g_assert_false(json_object_get_boolean_member(n, "blocked"));
   g_assert_cmpstr(json_object_get_string_member(n, "cpus"), ==, "0-1");
   g_assert_cmpstr(json_object_get_string_member(n, "dedicated-cpus"), ==, "");

@@ -151,6 +151,9 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 exec </dev/console >/dev/console 2>&1
+# Where a boot that never reaches its script got stuck: before this line
+# (the kernel) or after it (modules, 9p mounts).
+echo "QP-LAB-INIT: /init runs at $(cut -d' ' -f1 /proc/uptime) s of uptime"
 
 verdict() { # PASS | FAIL REASON | SKIP REASON
   if [ "$1" = PASS ]; then echo "QP-LAB-VERDICT: PASS"; else echo "QP-LAB-VERDICT: $1 $2"; fi
@@ -196,7 +199,10 @@ done
 [ -f "/newroot$script" ] || verdict FAIL "script $script not found in the host root"
 
 # The script runs in the host's userland with a writable scratch directory.
+# The line below tells run-lab.sh that the boot is done: a boot that never
+# prints it within --boot-timeout is stopped and booted again.
 mkdir -p /newroot/tmp/lab
+echo "QP-LAB-SCRIPT: $script starts at $(cut -d' ' -f1 /proc/uptime) s of uptime"
 chroot /newroot /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME=/tmp/lab TMPDIR=/tmp QP_LAB_SCRATCH=/tmp/lab QP_LAB_REASON=/tmp/lab/.reason \
   /bin/sh -c 'cd /tmp/lab && exec /bin/sh "$0"' "$script"

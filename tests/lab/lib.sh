@@ -11,9 +11,14 @@ QP_LAB_SCRATCH=${QP_LAB_SCRATCH:-$(pwd)}
 QP_LAB_REASON=${QP_LAB_REASON:-$QP_LAB_SCRATCH/.reason}
 QP_QEMU=${QP_QEMU:-qemu-system-x86_64}
 QP_LAB_PIDS=   # QEMU processes started by qp_launch, killed by lab_cleanup
+# qemu-pin runs with these scripts' settings only: not the host's
+# /etc/qemu-pin/qemu-pin.conf (which the lab sees over 9p), not the
+# caller's QEMU_PIN_*. (This folder is QP_LAB_SRC inside the lab; the
+# install tests have QP_SOURCE_ROOT; tests/demo.sh runs in the source tree.)
+. "${QP_LAB_SRC:-${QP_SOURCE_ROOT:-.}/tests/lab}/../common/hermetic.sh"
 # Nested TCG is ~20 times slower than a real host, and a lab test may start 8
-# QEMUs at once: the default 5 s QMP wait is too short there.
-export QEMU_PIN_QMP_TIMEOUT=${QEMU_PIN_QMP_TIMEOUT:-60000}
+# QEMUs at once: qemu-pin's default 30 s QMP wait is too short there.
+export QEMU_PIN_QMP_TIMEOUT=60000
 
 log() { echo "lab: [$(cut -d" " -f1 /proc/uptime)] $*"; }
 
@@ -159,11 +164,13 @@ write_fw_exit() { _write_fw "$1" '\260\000\346\364\364'; }
 
 # ---- qemu-pin ---------------------------------------------------------------
 
-# qp_require: skips the test when qemu-pin cannot yet print a plan.
+# qp_require [QEMU-PIN OPTIONS]: fails the test unless qemu-pin prints a
+# JSON plan for a small VM (a qemu-pin that cannot plan is a failure, never
+# a skip).
 qp_require() {
   [ -x "${QP_BINARY:-}" ] || fail "QP_BINARY '${QP_BINARY:-}' is not an executable"
   if ! qp_plan "$@" -- "$QP_QEMU" -accel tcg -m 64 -display none >/dev/null 2>"$QP_LAB_SCRATCH/probe.err"; then
-    skip "qemu-pin plan does not print a JSON plan yet: $(head -n 1 "$QP_LAB_SCRATCH/probe.err")"
+    fail "qemu-pin plan printed no JSON plan for a 64 MiB VM: $(head -n 1 "$QP_LAB_SCRATCH/probe.err")"
   fi
 }
 

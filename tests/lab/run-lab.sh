@@ -3,10 +3,13 @@
 # over 9p (read-only), runs SCRIPT inside it and returns its verdict.
 #
 # Usage: tests/lab/run-lab.sh --shape SHAPE --script FILE [--timeout S]
-#                             [--builddir DIR] [--log FILE]
+#                             [--boot-timeout S] [--builddir DIR] [--log FILE]
 # The build directory defaults to $QP_BUILD_ROOT, else ./build of the source
 # tree; the lab image is cached in BUILDDIR/lab/.
-# Shapes: 4n, 2s2n, smt, cpuless, ccx (see docs/lab.md).
+# Shapes: 4n, 2s2n, smt, cpuless, ccx, 4n-disk (see docs/lab.md).
+# --timeout (default 600): the longest a boot and its script may take.
+# --boot-timeout (default 90): a boot whose script has not started by then
+# made no progress: it is stopped and booted once more.
 # Exit: 0 PASS, 1 FAIL, 77 SKIP (the script exited 77), 2 timeout or boot
 # failure.
 #
@@ -19,7 +22,7 @@ set -eu
 die() { echo "run-lab: $*" >&2; exit 2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
-shape= script= timeout=600 builddir=${QP_BUILD_ROOT:-} log=
+shape= script= timeout=600 boot_timeout=90 builddir=${QP_BUILD_ROOT:-} log=
 while [ $# -gt 0 ]; do
   case $1 in
     --shape) shape=$2; shift 2 ;;
@@ -28,18 +31,21 @@ while [ $# -gt 0 ]; do
     --script=*) script=${1#*=}; shift ;;
     --timeout) timeout=$2; shift 2 ;;
     --timeout=*) timeout=${1#*=}; shift ;;
+    --boot-timeout) boot_timeout=$2; shift 2 ;;
+    --boot-timeout=*) boot_timeout=${1#*=}; shift ;;
     --builddir) builddir=$2; shift 2 ;;
     --builddir=*) builddir=${1#*=}; shift ;;
     --log) log=$2; shift 2 ;;
     --log=*) log=${1#*=}; shift ;;
-    -h|--help) sed -n '2,16s/^# \{0,1\}//p' "$0"; exit 0 ;;
-    *) die "unknown argument '$1' (expected --shape, --script, --timeout, --builddir, --log)" ;;
+    -h|--help) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (expected --shape, --script, --timeout, --boot-timeout, --builddir, --log)" ;;
   esac
 done
 [ -n "$shape" ] || die "--shape is required (4n, 2s2n, smt, cpuless, ccx or 4n-disk)"
 [ -n "$script" ] || die "--script is required"
 [ -f "$script" ] || die "script '$script' does not exist"
 case $timeout in ''|*[!0-9]*) die "--timeout '$timeout' is not a number of seconds" ;; esac
+case $boot_timeout in ''|*[!0-9]*) die "--boot-timeout '$boot_timeout' is not a number of seconds" ;; esac
 [ -n "$builddir" ] || builddir=$here/../../build
 [ -d "$builddir" ] || die "build directory '$builddir' does not exist (give --builddir DIR)"
 builddir=$(cd "$builddir" && pwd)
@@ -157,16 +163,25 @@ done
 kernel=$lab/vmlinux   # PVH boot (build-image.sh), else the bzImage
 [ -s "$kernel" ] || kernel=$lab/vmlinuz
 
-# The emulated host itself can fail to boot: QEMU 7.2 under TCG was seen
-# once to abort on an assertion in its MSI-X emulation while the lab's
-# kernel started. That is no verdict on qemu-pin: such a run (QEMU gone
-# within a minute, no verdict, no timeout) is tried once more.
+# The lab kernel's command line (tests/lab/kernel-cmdline), then ours.
+append="$(sed '/^#/d' "$here/kernel-cmdline" | tr '\n' ' ')qp_script=$run/run.sh$extra_append"
+
+# The emulated host itself can fail to boot, which says nothing of qemu-pin,
+# and such a boot is tried once more (the second attempt's verdict stands):
+#  - QEMU gone within a minute with no verdict and no timeout: QEMU 7.2
+#    under TCG was seen once to abort on an assertion in its MSI-X emulation
+#    while the lab's kernel started;
+#  - no progress: the image's /init prints "QP-LAB-SCRIPT: ..." just before
+#    it starts the script; a boot that has not got there within
+#    --boot-timeout is stopped (the guest kernel was seen stuck in its crypto
+#    self-tests under TCG; kernel-cmdline now skips those).
+# A script that started is never stopped before --timeout, and a verdict
+# (PASS, FAIL or SKIP) or a timeout is never retried.
 for attempt in 1 2; do
   start=$(date +%s)
   # shellcheck disable=SC2086
   qemu-system-x86_64 -machine q35 -accel "${QP_LAB_ACCEL:-tcg}" -cpu "$cpu" -m 2048 -smp "$smp" $machine \
-    -kernel "$kernel" -initrd "$lab/initramfs.gz" \
-    -append "console=ttyS0 quiet panic=-1 qp_script=$run/run.sh$extra_append" \
+    -kernel "$kernel" -initrd "$lab/initramfs.gz" -append "$append" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
     $extra_shares $devices \
     -nodefaults -display none -serial "file:$console" -no-reboot \
@@ -174,53 +189,80 @@ for attempt in 1 2; do
   qpid=$!
   trap 'kill $qpid 2>/dev/null || true' EXIT INT TERM
 
-  timed_out=
+  timed_out= stuck= booted=
   while kill -0 "$qpid" 2>/dev/null; do
-    if [ $(($(date +%s) - start)) -ge "$timeout" ]; then
+    now=$(($(date +%s) - start))
+    if [ -z "$booted" ]; then
+      if grep -aq '^QP-LAB-SCRIPT:' "$console" 2>/dev/null; then
+        booted=$now
+      elif [ "$now" -ge "$boot_timeout" ]; then
+        stuck=1
+        kill "$qpid" 2>/dev/null || true
+        break
+      fi
+    fi
+    if [ "$now" -ge "$timeout" ]; then
       timed_out=1
       kill "$qpid" 2>/dev/null || true
       break
     fi
     sleep 1
   done
-  wait "$qpid" 2>/dev/null || true
+  qemu_rc=0
+  wait "$qpid" 2>/dev/null || qemu_rc=$?
   trap - EXIT INT TERM
   elapsed=$(($(date +%s) - start))
+  # The script and its verdict can come within one poll.
+  [ -n "$booted" ] || ! grep -aq '^QP-LAB-SCRIPT:' "$console" 2>/dev/null || booted="<$elapsed"
 
   [ -z "$log" ] || cp "$console" "$log"
   verdict=$(grep -a '^QP-LAB-VERDICT:' "$console" 2>/dev/null | tail -n 1 | tr -d '\r' || true)
-  if [ "$attempt" -eq 1 ] && [ -z "$verdict" ] && [ -z "$timed_out" ] && [ "$elapsed" -lt 60 ]; then
-    echo "run-lab: $shape: QEMU exited after ${elapsed} s without a verdict; its output:"
+  [ "$attempt" -eq 1 ] || break
+  if [ -n "$stuck" ]; then
+    where="in the kernel, before /init"
+    grep -aq '^QP-LAB-INIT:' "$console" 2>/dev/null && where="in /init, before the script"
+    echo "run-lab: $shape: boot made no progress in ${boot_timeout} s (no QP-LAB-SCRIPT line on the console; stuck $where), retrying once"
+    if [ -s "$console" ]; then
+      echo "run-lab: $shape: the stuck boot's last console lines:"
+      tail -n 5 "$console" | tr -d '\r'
+    fi
+    mv "$console" "$console.no-progress" 2>/dev/null || true
+    continue
+  fi
+  if [ -z "$verdict" ] && [ -z "$timed_out" ] && [ "$elapsed" -lt 60 ]; then
+    echo "run-lab: $shape: QEMU exited (status $qemu_rc) after ${elapsed} s without a verdict, retrying once; its output:"
     tail -n 5 "$run/qemu.log" || true
-    echo "run-lab: $shape: booting the lab host again"
     mv "$console" "$console.boot-failure" 2>/dev/null || true
     continue
   fi
   break
 done
+boot="boot ${booted:-?} s, attempt $attempt"
 
 verdict=$(grep -a '^QP-LAB-VERDICT:' "$console" 2>/dev/null | tail -n 1 | tr -d '\r' || true)
 case $verdict in
   "QP-LAB-VERDICT: PASS")
     cat "$console"
-    echo "run-lab: $shape: PASS in ${elapsed} s (console: $console)"
+    echo "run-lab: $shape: PASS in ${elapsed} s ($boot; console: $console)"
     exit 0 ;;
   "QP-LAB-VERDICT: SKIP"*)
     cat "$console"
-    echo "run-lab: $shape: SKIP in ${elapsed} s: ${verdict#QP-LAB-VERDICT: SKIP } (console: $console)"
+    echo "run-lab: $shape: SKIP in ${elapsed} s: ${verdict#QP-LAB-VERDICT: SKIP } ($boot; console: $console)"
     exit 77 ;;
   "QP-LAB-VERDICT: FAIL"*)
     cat "$console"
-    echo "run-lab: $shape: FAIL in ${elapsed} s: ${verdict#QP-LAB-VERDICT: FAIL } (console: $console)"
+    echo "run-lab: $shape: FAIL in ${elapsed} s: ${verdict#QP-LAB-VERDICT: FAIL } ($boot; console: $console)"
     exit 1 ;;
 esac
 echo "run-lab: --- last lines of the console ($console) ---"
 tail -n 40 "$console" 2>/dev/null || true
 echo "run-lab: --- QEMU's output ---"
 tail -n 20 "$run/qemu.log" || true
-if [ -n "$timed_out" ]; then
-  echo "run-lab: $shape: no verdict within ${timeout} s (timeout)"
+if [ -n "$stuck" ]; then
+  echo "run-lab: $shape: boot made no progress in ${boot_timeout} s, on the second attempt too (boot failure)"
+elif [ -n "$timed_out" ]; then
+  echo "run-lab: $shape: no verdict within ${timeout} s ($boot; timeout)"
 else
-  echo "run-lab: $shape: QEMU exited after ${elapsed} s without a verdict (boot failure)"
+  echo "run-lab: $shape: QEMU exited (status $qemu_rc) after ${elapsed} s without a verdict (boot failure)"
 fi
 exit 2

@@ -318,10 +318,8 @@ reserve_hugepages(Fixture *f, gint64 count)
                         "hugepages-2048kB/nr_hugepages");
   f->lock_fd =
       open("/tmp/qp-hugepages.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-  if (f->lock_fd < 0 || flock(f->lock_fd, LOCK_EX) != 0) {
-    g_test_skip("cannot take /tmp/qp-hugepages.lock");
-    return FALSE;
-  }
+  g_assert_cmpint(f->lock_fd, >=, 0);
+  g_assert_cmpint(flock(f->lock_fd, LOCK_EX), ==, 0);
   gint64 before = read_number(f->nr_path);
   if (before < 0) {
     g_test_skip("this host has no 2 MiB hugepages on node 0");

@@ -10,7 +10,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -523,23 +525,63 @@ test_dir_parent_must_exist(Fixture *f, gconstpointer data)
   g_assert_false(g_file_test(a, G_FILE_TEST_EXISTS));
 }
 
+/* Root's default: QP_SHARED_LEDGER_DIR, made 3770 root:QP_LEDGER_GROUP
+ * when the group exists. Checked in a child with a private mount namespace
+ * and a fresh tmpfs on /run, so that the host's /run/qemu-pin is never
+ * touched: it exits 0 when right, 77 when the kernel refuses it a
+ * namespace, and aborts on a failed check. */
+static void
+dir_default_as_root(void)
+{
+  if (unshare(CLONE_NEWNS) != 0 ||
+      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+      mount("tmpfs", "/run", "tmpfs", 0, "mode=0755") != 0) {
+    fprintf(stderr, "unshare or mount: %s\n", g_strerror(errno));
+    _exit(77);
+  }
+  g_autofree char *why = NULL;
+  g_autofree char *d = qp_ledger_default_dir(&why);
+  g_assert_cmpstr(d, ==, QP_SHARED_LEDGER_DIR);
+  g_assert_null(why);
+  struct group *gr = QP_LEDGER_GROUP[0] ? getgrnam(QP_LEDGER_GROUP) : NULL;
+  struct stat st;
+  if (gr == NULL) {
+    g_assert_cmpint(stat(d, &st), <, 0);
+    _exit(0);
+  }
+  g_assert_cmpint(stat(d, &st), ==, 0);
+  g_assert_true(S_ISDIR(st.st_mode));
+  g_assert_cmpint(st.st_mode & 07777, ==, 03770);
+  g_assert_cmpint(st.st_uid, ==, 0);
+  g_assert_cmpint(st.st_gid, ==, gr->gr_gid);
+  _exit(0);
+}
+
 static void
 test_dir_default(void)
 {
   if (geteuid() == 0) {
-    g_test_skip(
-        "root would create the host's /run/qemu-pin: "
-        "/ledger/dir/shared-choice checks root's choice on a scratch one");
+    pid_t pid = fork();
+    g_assert_cmpint(pid, >=, 0);
+    if (pid == 0)
+      dir_default_as_root();
+    int wstatus = 0;
+    g_assert_cmpint(waitpid(pid, &wstatus, 0), ==, pid);
+    g_assert_true(WIFEXITED(wstatus));
+    if (WEXITSTATUS(wstatus) == 77)
+      g_test_skip("root's default ledger is checked in a private mount "
+                  "namespace, which this kernel refuses (see stderr)");
+    else
+      g_assert_cmpint(WEXITSTATUS(wstatus), ==, 0);
     return;
   }
   g_autofree char *why = NULL;
   g_autofree char *d = qp_state_dir_default(&why);
   if (why == NULL) {
-    g_assert_cmpstr(d, ==, "/run/qemu-pin");
-    g_assert_null(why);
+    g_assert_cmpstr(d, ==, QP_SHARED_LEDGER_DIR);
     return;
   }
-  g_assert_nonnull(strstr(why, "/run/qemu-pin"));
+  g_assert_nonnull(strstr(why, QP_SHARED_LEDGER_DIR));
   const char *xdg = g_getenv("XDG_RUNTIME_DIR");
   g_autofree char *want = xdg && *xdg
                               ? g_build_filename(xdg, "qemu-pin", NULL)

@@ -540,7 +540,7 @@ dir_default_as_root(void)
     _exit(77);
   }
   g_autofree char *why = NULL;
-  g_autofree char *d = qp_ledger_default_dir(&why);
+  g_autofree char *d = qp_state_dir_default(&why);
   g_assert_cmpstr(d, ==, QP_SHARED_LEDGER_DIR);
   g_assert_null(why);
   struct group *gr = QP_LEDGER_GROUP[0] ? getgrnam(QP_LEDGER_GROUP) : NULL;

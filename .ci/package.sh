@@ -71,6 +71,7 @@ echo "package: unit tests in the build: ${tests:-none}"
 actual=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { sub(/^\./, "", $6); print $1, $6 }' | sort)
 expected=$( (cat <<'EOF'
 -rwxr-xr-x /usr/bin/qemu-pin
+-rw-r--r-- /usr/lib/x86_64-linux-gnu/qemu-pin/qemu-pin-full.so
 -rwxr-xr-x /usr/sbin/qemu-pin-takeover
 lrwxrwxrwx /usr/libexec/qemu-pin/qemu-system-x86_64
 -rw-r--r-- /usr/lib/tmpfiles.d/qemu-pin.conf

@@ -3,7 +3,8 @@
 # nothing happens, and what one look at a thread the caller moved costs.
 #
 # Starts a guest that halts forever through qemu-pin (-smp 2, each MODE),
-# waits until the keeper has sent cont, then reads the keeper's CPU time
+# waits until the keeper has made its first look (and sent cont when it
+# paused QEMU), then reads the keeper's CPU time
 # (se.sum_exec_runtime of /proc/PID/sched, in ms; utime+stime ticks when
 # the kernel has no sched debug) and its wakeups (voluntary context
 # switches) over HOLD seconds. Then moves vCPU 0 to one CPU (taskset -p, as
@@ -54,7 +55,7 @@ for mode in $modes; do
     -bios "$fw" >/dev/null 2>"$err" &
   vm=$!
   for ((w = 0; w < 600; w++)); do
-    grep -q 'keeper: .*: cont$' "$err" && break
+    grep -q 'keeper: .*: waited .* for QEMU' "$err" && break
     kill -0 "$vm" 2>/dev/null || break
     sleep 0.05
   done

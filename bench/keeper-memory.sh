@@ -3,7 +3,8 @@
 # a claim.
 #
 # Starts a guest that halts forever through qemu-pin (-smp 1, each MODE),
-# waits until the keeper has sent cont, finds the keeper's PID in the VM's
+# waits until the keeper has made its first look (and sent cont when it
+# paused QEMU), finds the keeper's PID in the VM's
 # ledger record (keeper-pid), reads /proc/PID/smaps_rollup and
 # /proc/PID/status; then does the same for a second guest beside it (the
 # cost of each further VM), and stops both with SIGTERM. Also reports libvirtd's
@@ -45,7 +46,7 @@ start_vm() {
   "$qp" -v --mode="$1" -- "$QEMU" $QEMU_BASE -smp 1 -name "$2" -bios "$fw" >/dev/null 2>"$err" &
   vm_pid=$! vm_keeper= vm_error=
   for ((w = 0; w < 600; w++)); do
-    grep -q 'keeper: .*: cont$' "$err" && break
+    grep -q 'keeper: .*: waited .* for QEMU' "$err" && break
     kill -0 "$vm_pid" 2>/dev/null || break
     sleep 0.05
   done

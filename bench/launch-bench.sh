@@ -4,15 +4,19 @@
 # The guest is a 64 KiB firmware that exits at once through isa-debug-exit
 # (QEMU exits 1), so a run is QEMU's whole life: start, (plan, claim, pin,)
 # run, exit. Each -smp is started directly by QEMU and through qemu-pin in
-# modes none, balanced and one-to-one, interleaved (A B C D A B C D ...) so
+# modes none, balanced, auto, numa and one-to-one, interleaved (A B C D A B
+# C D ...) so
 # that a busy host slows every variant alike; the table gives the median
 # wall time of each, its ratio to QEMU alone and the milliseconds added (the
-# difference of the medians, and the median of the per-round differences).
+# difference of the medians, and the median of the per-round differences),
+# and the median of the per-round ratios to QEMU alone and to the pause
+# floor (below), which a host whose load drifts disturbs less.
 # Two more variants: QEMU started paused (-S) and resumed over QMP by the
-# quickest client there is (commands queued on stdin), which is the flow
-# qemu-pin and libvirt share; and `qemu-pin plan` (load the host, read the ledger, plan,
-# print; no QEMU), shows how much of the added time is spent before QEMU
-# starts.
+# quickest client there is (commands queued on stdin), the flow of a plan
+# that pauses to pin (and libvirt's): the pause floor; and `qemu-pin plan`
+# (load the host, read the ledger, plan, print; no QEMU), how much of the
+# added time is spent before QEMU starts. The last column says whether
+# qemu-pin started QEMU paused (its plan's "pause").
 # A variant qemu-pin refuses on this host (more vCPUs than usable CPUs) is
 # reported as refused with qemu-pin's reason.
 #
@@ -28,7 +32,7 @@ while [ $# -gt 0 ]; do
     --runs=*) runs=${1#*=}; shift ;;
     --smp) smps=$2; shift 2 ;;
     --smp=*) smps=${1#*=}; shift ;;
-    -h|--help) sed -n '2,15s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^# Prints/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     -*) die "unknown option '$1' (expected --runs N, --smp LIST)" ;;
     *) builddir=$1; shift ;;
   esac
@@ -45,7 +49,7 @@ unset QEMU_PIN_MODE QEMU_PIN_VERBOSE QEMU_PIN_CONFIG
 export QEMU_PIN_CONFIG=$BENCH_TMP/none.conf   # no host config: defaults only
 : > "$QEMU_PIN_CONFIG"
 
-variants="direct qmp none balanced one-to-one plan"
+variants="direct qmp none balanced auto numa one-to-one plan"
 
 # cmd VARIANT SMP: the command line of one run.
 cmd() {
@@ -69,8 +73,18 @@ run() {
   fi
 }
 
-echo "| -smp | launched by | median ms | vs QEMU alone | added ms | added ms, paired | runs |"
-echo "|---:|---|---:|---:|---:|---:|---:|"
+# pause VARIANT SMP: "yes" or "no" as qemu-pin's plan says, "-" otherwise.
+pause() {
+  case $1 in
+    direct|qmp|plan) echo "-"; return ;;
+    none) echo "no"; return ;;
+  esac
+  $qp plan --mode="$1" -- $(cmd direct "$2") 2>/dev/null |
+    awk '/"pause"/ { print ($3 ~ /true/) ? "yes" : "no"; found = 1 } END { if (!found) print "-" }'
+}
+
+echo "| -smp | launched by | median ms | vs QEMU alone | added ms | added ms, paired | vs QEMU alone, paired | vs the pause floor, paired | runs | paused |"
+echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
 for smp in $smps; do
   declare -A ok=() why=()
   # One untimed run of each: it warms the caches and tells what runs here.
@@ -104,15 +118,22 @@ for smp in $smps; do
       *) name="qemu-pin --mode=$v" ;;
     esac
     if [ -z "${ok[$v]:-}" ]; then
-      echo "| $smp | $name | refused: ${why[$v]} | | | | 0 |"
+      echo "| $smp | $name | refused: ${why[$v]} | | | | | | 0 | |"
       continue
     fi
     m=$(median < "$BENCH_TMP/t.$v")
     # Paired: the median over rounds of (this variant - QEMU alone) in the
     # same round, which a host whose load drifts disturbs less.
     d=$(paste "$BENCH_TMP/t.direct" "$BENCH_TMP/t.$v" | awk '{ print $2 - $1 }' | median)
-    awk -v s="$smp" -v n="$name" -v m="$m" -v b="$base" -v d="$d" -v r="$runs" 'BEGIN {
-      printf "| %s | %s | %.1f | %.3f | %+.1f | %+.1f | %d |\n", s, n, m / 1000, m / b, (m - b) / 1000, d / 1000, r }'
+    # The same as ratios, to QEMU alone and to the pause floor of the round.
+    q=$(paste "$BENCH_TMP/t.direct" "$BENCH_TMP/t.$v" | awk '{ print $2 / $1 }' | median)
+    f=-
+    [ -n "${ok[qmp]:-}" ] &&
+      f=$(paste "$BENCH_TMP/t.qmp" "$BENCH_TMP/t.$v" | awk '{ print $2 / $1 }' | median)
+    p=$(pause "$v" "$smp")
+    awk -v s="$smp" -v n="$name" -v m="$m" -v b="$base" -v d="$d" -v q="$q" -v f="$f" -v r="$runs" -v p="$p" 'BEGIN {
+      if (f != "-") f = sprintf("%.3f", f)
+      printf "| %s | %s | %.1f | %.3f | %+.1f | %+.1f | %.3f | %s | %d | %s |\n", s, n, m / 1000, m / b, (m - b) / 1000, d / 1000, q, f, r, p }'
   done
   unset ok why
 done

@@ -1,5 +1,8 @@
 #!/bin/bash
-# pin-latency: how long the keeper holds a paused guest, by vCPU count.
+# pin-latency: how long the keeper holds a paused guest, by vCPU count, and
+# how long its first look takes where the plan does not pause (the guest
+# runs meanwhile: the "cont" column is "-", the keeper's own time ends at
+# the look).
 #
 # The keeper logs its steps at -v with its own monotonic clock:
 #   qemu-pin: keeper: +X.XXX ms: QMP greeting and capabilities
@@ -7,22 +10,23 @@
 #   qemu-pin: keeper: +X.XXX ms: pinned N threads ...
 #   qemu-pin: keeper: +X.XXX ms: cont
 #   qemu-pin: keeper: +X.XXX ms: waited W ms for QEMU's replies ...
-# The keeper's own time is greeting -> cont less W, the time it spent
-# blocked on QEMU (which, paused or not, answers at its own pace).
+# The keeper's own time is greeting -> cont (unpaused: -> pinned) less W,
+# the time it spent blocked on QEMU (which, paused or not, answers at its
+# own pace).
 # For each vCPU count (1 up to 255, the most QEMU 7.2 accepts for q35 under
 # TCG: 256 and more need a kernel irqchip with x2APIC) and mode, a guest
 # that halts forever is launched RUNS times (and stopped with SIGTERM once the
-# keeper has sent cont) and the medians of greeting -> pinned and greeting ->
+# keeper has sent cont, or made its first look) and the medians of greeting -> pinned and greeting ->
 # cont are reported. (A guest that exits at once can race QEMU's reply to
 # cont, which then never comes.) A count qemu-pin refuses on this
 # host (more vCPUs than usable CPUs) is reported with qemu-pin's reason.
 #
 # Usage: bench/pin-latency.sh [--runs N] [--vcpus "1 2 4 ..."]
-#                             [--modes "balanced one-to-one"] [BUILDDIR]
+#                             [--modes "one-to-one balanced"] [BUILDDIR]
 set -u
 . "$(dirname "$0")/lib.sh"
 
-runs=11 vcpus="1 2 4 8 16 32 64 128 255" modes="balanced one-to-one"
+runs=11 vcpus="1 2 4 8 16 32 64 128 255" modes="one-to-one balanced"
 builddir=build
 while [ $# -gt 0 ]; do
   case $1 in
@@ -32,7 +36,7 @@ while [ $# -gt 0 ]; do
     --vcpus=*) vcpus=${1#*=}; shift ;;
     --modes) modes=$2; shift 2 ;;
     --modes=*) modes=${1#*=}; shift ;;
-    -h|--help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^# Usage/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     -*) die "unknown option '$1' (expected --runs, --vcpus, --modes)" ;;
     *) builddir=$1; shift ;;
   esac
@@ -73,12 +77,15 @@ one_run() {
   p=$(stamp "$err" "pinned")
   c=$(stamp "$err" "cont")
   w=$(sed -n "s/^qemu-pin: keeper: +[0-9.]* ms: waited \([0-9.]*\) ms for QEMU.*/\1/p" "$err" | head -n1)
-  if [ -z "$g" ] || [ -z "$p" ] || [ -z "$c" ] || [ -z "$w" ]; then
+  if [ -z "$g" ] || [ -z "$p" ] || [ -z "$w" ]; then
     grep -m1 '^qemu-pin: [^k]' "$err" | sed 's/^qemu-pin: //; s/|/\\|/g' > "$BENCH_TMP/why"
     [ -s "$BENCH_TMP/why" ] || echo "no keeper timings (see qemu-pin -v)" > "$BENCH_TMP/why"
     return 1
   fi
-  awk -v g="$g" -v p="$p" -v c="$c" -v w="$w" 'BEGIN { printf "%.3f %.3f %.3f\n", p - g, c - g, c - g - w }'
+  # Unpaused: no cont, the look is the end.
+  awk -v g="$g" -v p="$p" -v c="$c" -v w="$w" 'BEGIN {
+    if (c == "") printf "%.3f - %.3f\n", p - g, p - g - w
+    else printf "%.3f %.3f %.3f\n", p - g, c - g, c - g - w }'
 }
 
 echo "| vCPUs | mode | greeting -> pinned (ms) | greeting -> cont (ms) | the keeper's own (ms) | runs |"
@@ -101,14 +108,15 @@ for n in $vcpus; do
       fi
       read -r op oc oo <<< "$out"
       echo "$op" >> "$BENCH_TMP/p"
-      echo "$oc" >> "$BENCH_TMP/c"
+      [ "$oc" = - ] || echo "$oc" >> "$BENCH_TMP/c"
       echo "$oo" >> "$BENCH_TMP/o"
     done
     if [ -n "$reason" ]; then
       refused_at[$mode]=$n
       refused_why[$mode]=$reason
     else
-      echo "| $n | $mode | $(median < "$BENCH_TMP/p") | $(median < "$BENCH_TMP/c") | $(median < "$BENCH_TMP/o") | $runs |"
+      c=-; [ -s "$BENCH_TMP/c" ] && c=$(median < "$BENCH_TMP/c")
+      echo "| $n | $mode | $(median < "$BENCH_TMP/p") | $c | $(median < "$BENCH_TMP/o") | $runs |"
     fi
   done
 done

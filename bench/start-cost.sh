@@ -3,14 +3,18 @@
 # the ledger's lock, with an empty ledger and with a full one.
 #
 # qemu-pin runs with QEMU_PIN_TIMING=1, which prints its steps' times since
-# main() ("qemu-pin: timing: STEP MS"); the guest exits at once. Reported,
-# as medians of RUNS launches interleaved between the two ledgers:
-#   before exec   main() to execve() of QEMU;
-#   host          main() to the host loaded (hwloc, or its snapshot);
+# the front's main() ("qemu-pin: timing: STEP MS"); the guest exits at once.
+# Reported, as medians of RUNS launches interleaved between the two ledgers:
+#   before exec   the front's main() to execve() of QEMU;
+#   loaded        the front's main() to the full program loaded (dlopen of
+#                 qemu-pin-full.so and its libraries, their constructors);
+#   host          to the host loaded (hwloc, or its snapshot);
 #   claim         the critical section: pre-scan, lock, read, plan, keeper
-#                 forked, record written, unlock;
-#   loader        `qemu-pin --version` less /bin/true, wall: the dynamic
-#                 loader and libraries' constructors before main().
+#                 started, record written, unlock;
+#   front         `qemu-pin --mode=none -- /bin/true` less /bin/true, wall:
+#                 what mode none costs (the front's exec and decision);
+#   loader        `qemu-pin --version` less /bin/true, wall: the front and
+#                 the full program's libraries, before anything is done.
 # The full ledger holds RECORDS live records (1 MiB and 2
 # shared vCPUs each on node 0, naming a process that lives for the run),
 # made by bench/plan-bench --fill.
@@ -26,7 +30,7 @@ while [ $# -gt 0 ]; do
     --runs=*) runs=${1#*=}; shift ;;
     --records) records=$2; shift 2 ;;
     --records=*) records=${1#*=}; shift ;;
-    -h|--help) sed -n '2,19s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^# Usage/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     -*) die "unknown option '$1' (expected --runs N, --records N)" ;;
     *) builddir=$1; shift ;;
   esac
@@ -49,33 +53,37 @@ holder=$!
 trap 'kill $holder 2>/dev/null; rm -rf "$BENCH_TMP" "${BENCH_STATE%/ledger}"' EXIT
 "$fill" --fill "$full" --records "$records" --pid "$holder" || die "cannot fill $full"
 
-# one LEDGER: the step times of one launch, "host claim exec".
+# one LEDGER: the step times of one launch, "loaded host claim exec".
 one() {
   QEMU_PIN_TIMING=1 QEMU_PIN_STATE_DIR=$1 "$qp" --mode=balanced -- "$QEMU" $QEMU_BASE \
     -smp 1 -bios "$fw" -device isa-debug-exit,iobase=0xf4,iosize=4 2>&1 >/dev/null |
     awk '$1 == "qemu-pin:" && $2 == "timing:" { t[$3] = $4 }
-         END { print t["host"], t["claim"], t["exec"] }'
+         END { print t["loaded"], t["host"], t["claim"], t["exec"] }'
 }
 
 for l in empty full; do : > "$BENCH_TMP/$l"; done
-: > "$BENCH_TMP/loader"
+: > "$BENCH_TMP/loader"; : > "$BENCH_TMP/front"
 one "$empty" >/dev/null; one "$full" >/dev/null   # warm caches, build the summary
 for ((r = 0; r < runs; r++)); do
   one "$empty" >> "$BENCH_TMP/empty"
   one "$full" >> "$BENCH_TMP/full"
   t0=$(now_us); /bin/true; t1=$(now_us); "$qp" --version >/dev/null; t2=$(now_us)
   echo $(((t2 - t1) - (t1 - t0))) >> "$BENCH_TMP/loader"
+  t0=$(now_us); /bin/true; t1=$(now_us); "$qp" --mode=none -- /bin/true; t2=$(now_us)
+  echo $(((t2 - t1) - (t1 - t0))) >> "$BENCH_TMP/front"
 done
-col() { awk -v c="$2" 'NF == 3 { print $c }' "$BENCH_TMP/$1" | median; }
+col() { awk -v c="$2" 'NF == 4 { print $c }' "$BENCH_TMP/$1" | median; }
 loader=$(median < "$BENCH_TMP/loader")
+front=$(median < "$BENCH_TMP/front")
 
-echo "| ledger | before exec (ms) | host loaded at (ms) | critical section (ms) | runs |"
-echo "|---|---:|---:|---:|---:|"
+echo "| ledger | before exec (ms) | full program loaded at (ms) | host loaded at (ms) | critical section (ms) | runs |"
+echo "|---|---:|---:|---:|---:|---:|"
 for l in empty full; do
-  n=$(awk 'NF == 3' "$BENCH_TMP/$l" | wc -l)
+  n=$(awk 'NF == 4' "$BENCH_TMP/$l" | wc -l)
   name="empty"; [ $l = full ] && name="$records live records"
-  h=$(col $l 1) c=$(col $l 2) e=$(col $l 3)
-  awk -v n="$name" -v h="$h" -v c="$c" -v e="$e" -v r="$n" 'BEGIN {
-    printf "| %s | %.3f | %.3f | %.3f | %d |\n", n, e, h, c - h, r }'
+  m=$(col $l 1) h=$(col $l 2) c=$(col $l 3) e=$(col $l 4)
+  awk -v n="$name" -v m="$m" -v h="$h" -v c="$c" -v e="$e" -v r="$n" 'BEGIN {
+    printf "| %s | %.3f | %.3f | %.3f | %.3f | %d |\n", n, e, m, h, c - h, r }'
 done
-awk -v l="$loader" 'BEGIN { printf "\nBefore main(): the loader and libraries, %.3f ms more than /bin/true (median).\n", l / 1000 }'
+awk -v l="$loader" -v f="$front" 'BEGIN {
+  printf "\nMode none (the front alone, then the program): %.3f ms more than /bin/true; `qemu-pin --version` (the front and the full program loaded): %.3f ms more (medians).\n", f / 1000, l / 1000 }'

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "launcher/front/front.h"
+
 #include "launcher/launch.h"
 #include "launcher/log.h"
 #include "launcher/options.h"
@@ -18,62 +20,19 @@
 #include "topology/ledger/ledger.h"
 #include "topology/status/status.h"
 
-gboolean
-qp_is_qemu_name(const char *name)
-{
-  return g_str_has_prefix(name, "qemu-system-") || strcmp(name, "kvm") == 0 ||
-         strcmp(name, "qemu-kvm") == 0;
-}
-
-/* An executable regular file (after symlinks) that is not qemu-pin itself. */
-static gboolean
-is_other_program(const char *path, const struct stat *self)
-{
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-         access(path, X_OK) == 0 &&
-         !(st.st_dev == self->st_dev && st.st_ino == self->st_ino);
-}
-
-/* PATH is qemu-pin under a QEMU name: the binary dpkg-divert moved aside
- * to PATH.distrib (its default name, what qemu-pin-takeover uses) is the
- * real QEMU. */
-static char *
-diverted_qemu(const char *path, const struct stat *self)
-{
-  struct stat st;
-  if (stat(path, &st) < 0 || st.st_dev != self->st_dev ||
-      st.st_ino != self->st_ino)
-    return NULL;
-  g_autofree char *distrib = g_strconcat(path, ".distrib", NULL);
-  return is_other_program(distrib, self) ? g_steal_pointer(&distrib) : NULL;
-}
-
 char *
 qp_find_real_qemu(const char *argv0, GError **error)
 {
-  g_autofree char *base = g_path_get_basename(argv0);
-  struct stat self;
-  if (stat("/proc/self/exe", &self) < 0) {
+  int no_self = 0;
+  char *found = qp_front_find_qemu(argv0, g_getenv("PATH"), &no_self);
+  if (found != NULL)
+    return found;
+  if (no_self) {
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
                 "cannot stat /proc/self/exe: %s", g_strerror(errno));
     return NULL;
   }
-  char *diverted;
-  if (strchr(argv0, '/') != NULL &&
-      (diverted = diverted_qemu(argv0, &self)) != NULL)
-    return diverted;
-  const char *path = g_getenv("PATH");
-  g_auto(GStrv) dirs =
-      g_strsplit(path ? path : "/usr/local/bin:/usr/bin:/bin", ":", -1);
-  for (guint i = 0; dirs[i] != NULL; i++) {
-    const char *d = *dirs[i] ? dirs[i] : ".";
-    g_autofree char *cand = g_build_filename(d, base, NULL);
-    if (is_other_program(cand, &self))
-      return g_steal_pointer(&cand);
-    if ((diverted = diverted_qemu(cand, &self)) != NULL)
-      return diverted;
-  }
+  g_autofree char *base = g_path_get_basename(argv0);
   g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
               "no real QEMU binary named '%s' on PATH other than qemu-pin "
               "itself: set QEMU_PIN_QEMU or the config key 'qemu'",
@@ -333,19 +292,35 @@ run_command(QpOptions *opts, int argc, char **argv, GError **error)
                   error);
 }
 
+/* The front's decision first (launcher/front/front.h): help, probes and
+ * mode none run QEMU straight, as they do before this program is loaded. */
+static int
+run_straight(int argc, char **argv, GError **error)
+{
+  QpFrontExec e;
+  if (!qp_front_decide(argc, argv, environ, &e))
+    return 0;
+  qp_exec(e.binary, e.argv, error);
+  qp_front_exec_clear(&e);
+  return -1;
+}
+
 /* The edge: the only place that says an error and chooses the exit status
  * (qp_error_exit_status()). */
 int
-qp_main(int argc, char **argv)
+qp_main(int argc, char **argv, const struct timespec *t0)
 {
-  qp_timing_start();
+  qp_timing_start(t0);
+  qp_timing("loaded");
   g_autoptr(GError) error = NULL;
   QpOptions opts;
   qp_options_init(&opts);
   qp_log_init(0);
   g_autofree char *self = g_path_get_basename(argv[0]);
-  int rc = qp_is_qemu_name(self) ? run_drop_in(&opts, argc, argv, &error)
-                                 : run_command(&opts, argc, argv, &error);
+  int rc = run_straight(argc, argv, &error);
+  if (rc == 0 && error == NULL)
+    rc = qp_is_qemu_name(self) ? run_drop_in(&opts, argc, argv, &error)
+                               : run_command(&opts, argc, argv, &error);
   if (rc < 0) {
     qp_error("%s", error->message);
     rc = qp_error_exit_status(error);

@@ -2,17 +2,16 @@
  * QEMU binary, launcher, plan, topology, status) and the exit status. */
 #pragma once
 
+#include <glib.h>
+#include <time.h>
+
 G_BEGIN_DECLS
 
-int qp_main(int argc, char **argv);
+/* The full program; T0 the front's start (CLOCK_MONOTONIC), or NULL. */
+int qp_main(int argc, char **argv, const struct timespec *t0);
 
-/* TRUE if NAME (a basename) is one a QEMU binary goes by: qemu-system-*,
- * kvm, qemu-kvm. */
-gboolean qp_is_qemu_name(const char *name);
-
-/* The real QEMU binary for a drop-in invoked as ARGV0: the next match for
- * its basename on PATH that is not this executable (device and inode
- * compared with /proc/self/exe). */
+/* The real QEMU binary for a drop-in invoked as ARGV0 (see
+ * qp_front_find_qemu()), or NULL with the error. */
 char *qp_find_real_qemu(const char *argv0, GError **error);
 
 G_END_DECLS

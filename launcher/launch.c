@@ -1,6 +1,6 @@
 /* One launch (see launch.h): the host, the plan and the VM's claim in one
  * critical section of the ledger, with QEMU's command line rewritten and
- * the keeper forked inside it; then QEMU exec'd in place, or with
+ * the keeper started inside it; then QEMU exec'd in place, or with
  * -daemonize run as a child we wait for, with the keeper. A launch that
  * fails after the claim releases it; the error goes back to the edge
  * (commands.c), which says it. */
@@ -140,55 +140,6 @@ qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args, QpHost **host_out,
 
 /* ---- Launch -------------------------------------------------------------- */
 
-/* Forks the keeper as a grandchild (so that no zombie is left under QEMU)
- * in a session of its own. Returns its PID, or -1. */
-static int
-spawn_keeper(QpKeeperConfig *cfg, int qemu_end, GError **error)
-{
-  int pfd[2];
-  if (pipe2(pfd, O_CLOEXEC) < 0) {
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
-                "cannot create a pipe: %s", g_strerror(errno));
-    return -1;
-  }
-  pid_t child = fork();
-  if (child < 0) {
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
-                "cannot fork the keeper: %s", g_strerror(errno));
-    close(pfd[0]);
-    close(pfd[1]);
-    return -1;
-  }
-  if (child == 0) {
-    close(pfd[0]);
-    setsid();
-    pid_t keeper = fork();
-    if (keeper == 0) {
-      close(pfd[1]);
-      close(qemu_end);
-      qp_keeper_main(cfg);
-    }
-    int k = (int)keeper;
-    (void)!write(pfd[1], &k, sizeof(k));
-    _exit(keeper < 0 ? 1 : 0);
-  }
-  close(pfd[1]);
-  int keeper = -1;
-  ssize_t n;
-  do
-    n = read(pfd[0], &keeper, sizeof(keeper));
-  while (n < 0 && errno == EINTR);
-  close(pfd[0]);
-  while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
-    ;
-  if (n != sizeof(keeper) || keeper <= 0) {
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
-                "cannot fork the keeper");
-    return -1;
-  }
-  return keeper;
-}
-
 /* Gives the claim back after a launch failed. Failing that too is said
  * here: the launch's own error is what goes back to the edge. */
 static void
@@ -308,23 +259,46 @@ typedef struct {
   QpQemuArgs *args;
   const char *argv0;
   const char *state_dir;
-  QpHost *host; /* freed before the keeper is forked */
+  QpHost *host; /* freed before the keeper starts */
   QpPlan *plan;
+  QpCallerHost *caller_host; /* the keeper's view of the host */
+  QpKeeperSpawn *keeper;
   char **qemu_argv;
-  int monitor[2];     /* the keeper's end, QEMU's end */
-  int status_pipe[2]; /* -daemonize: the keeper's word on the plan */
+  char **start_backends; /* the memory backends QEMU starts with */
+  int monitor[2];        /* the keeper's end, QEMU's end */
+  int status_pipe[2];    /* -daemonize: the keeper's word on the plan */
 } Launch;
 
 static void
 launch_clear(Launch *l)
 {
+  /* A keeper still waiting for our exec leaves first. */
+  g_clear_pointer(&l->keeper, qp_keeper_spawn_free);
   g_clear_pointer(&l->host, qp_host_free);
   g_clear_pointer(&l->plan, qp_plan_free);
+  g_clear_pointer(&l->caller_host, qp_caller_host_free);
   g_clear_pointer(&l->qemu_argv, g_strfreev);
+  g_clear_pointer(&l->start_backends, g_strfreev);
+}
+
+/* Ids of the memory backends QEMU starts with: the caller's, and the RAM's
+ * (QEMU's own or the one the rewrite makes; the rewrite's others are named
+ * "qemu-pin-..."). The keeper claims any other it finds as plugged, even one
+ * added before its first look at a QEMU that was not paused. */
+static char **
+start_backends(const QpQemuArgs *args)
+{
+  GPtrArray *ids = g_ptr_array_new();
+  for (guint i = 0; args->backends != NULL && i < args->backends->len; i++)
+    g_ptr_array_add(
+        ids, g_strdup(((const QpBackend *)args->backends->pdata[i])->id));
+  g_ptr_array_add(ids, g_strdup(qp_qemu_args_ram_id(args)));
+  g_ptr_array_add(ids, NULL);
+  return (char **)g_ptr_array_free(ids, FALSE);
 }
 
 /* The claim's critical section (the ledger locked, its live records
- * read): plans, rewrites QEMU's command line, forks the keeper and makes
+ * read): plans, rewrites QEMU's command line, starts the keeper and makes
  * the record, which names the keeper. */
 static QpClaim *
 make_claim(const QpClaims *claims, gpointer data, GError **error)
@@ -341,8 +315,9 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
   g_autofree char *crossing = qp_device_buses_warning(args, plan);
   if (crossing != NULL)
     qp_warning("%s", crossing);
-  /* The keeper needs little of the host: the rest is freed before fork. */
-  g_autoptr(QpCallerHost) caller_host =
+  /* The keeper needs little of the host: the rest is freed before it
+   * starts. */
+  l->caller_host =
       qp_caller_host_new(l->host, plan, l->opts->placement.affinity);
   g_clear_pointer(&l->host, qp_host_free);
 
@@ -378,35 +353,38 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
 
   struct stat qemu_end;
   fstat(sv[1], &qemu_end);
+  l->start_backends = start_backends(args);
   QpKeeperConfig cfg = {
       .qemu_end_ino = qemu_end.st_ino,
       .plan = plan,
-      .host = caller_host,
+      .host = l->caller_host,
       .state_dir = l->state_dir,
       .claim = claim,
       .qmp_fd = sv[0],
       .qemu_pid = args->daemonize ? 0 : getpid(),
       .daemonize = args->daemonize,
-      .send_cont = !args->has_S && args->incoming == NULL,
+      .paused = plan->pause && !args->has_S && args->incoming == NULL,
       .status_fd = l->status_pipe[1],
       .qmp_timeout_ms = l->opts->qmp_timeout_ms,
       .start_timeout_ms = l->opts->start_timeout_ms,
       .verbose = l->opts->verbose,
       .mem_hotplug = memory_may_change(args->req),
+      .start_backends = (const char *const *)l->start_backends,
       .topology = l->opts->topology,
       .placement = &l->opts->placement,
   };
   qp_timing("keeper config");
-  int keeper = spawn_keeper(&cfg, sv[1], error);
-  qp_timing("keeper forked");
+  /* What CFG points to lives until the exec: the keeper shares it. */
+  l->keeper = qp_keeper_spawn(&cfg, sv[1], !args->daemonize, error);
+  qp_timing("keeper started");
   close(sv[0]);
   if (l->status_pipe[1] >= 0)
     close(l->status_pipe[1]);
-  if (keeper < 0)
+  if (l->keeper == NULL)
     return NULL;
-  /* If the record cannot be written, the keeper sees the monitor close
-   * when we exit, and leaves. */
-  claim->keeper_pid = keeper;
+  /* If the record cannot be written, the launch fails and the keeper
+   * leaves (launch_clear()). */
+  claim->keeper_pid = qp_keeper_spawn_pid(l->keeper);
   return g_steal_pointer(&claim);
 }
 

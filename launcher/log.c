@@ -13,11 +13,13 @@ static struct timespec timing_t0;
 static gboolean timing_on;
 
 void
-qp_timing_start(void)
+qp_timing_start(const struct timespec *t0)
 {
   const char *v = getenv("QEMU_PIN_TIMING");
   timing_on = v != NULL && strcmp(v, "1") == 0;
-  if (timing_on)
+  if (timing_on && t0 != NULL)
+    timing_t0 = *t0;
+  else if (timing_on)
     clock_gettime(CLOCK_MONOTONIC, &timing_t0);
 }
 

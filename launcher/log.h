@@ -4,6 +4,7 @@
 #pragma once
 
 #include <glib.h>
+#include <time.h>
 
 G_BEGIN_DECLS
 
@@ -15,10 +16,10 @@ void qp_log_set_vm(const char *name);
 void qp_log(GLogLevelFlags level, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
 /* With QEMU_PIN_TIMING=1 in the environment: "qemu-pin: timing: STEP
- * MS" on stderr, the milliseconds since qp_timing_start() (bench/ reads
- * them to tell where the time before exec goes). Off, it costs one
- * branch. */
-void qp_timing_start(void);
+ * MS" on stderr, the milliseconds since T0 (CLOCK_MONOTONIC: the front's
+ * main(); NULL: now), which bench/ reads to tell where the time before
+ * exec goes. Off, it costs one branch. */
+void qp_timing_start(const struct timespec *t0);
 void qp_timing(const char *step);
 
 #define qp_error(...) qp_log(G_LOG_LEVEL_CRITICAL, __VA_ARGS__)

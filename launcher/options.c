@@ -372,28 +372,24 @@ qp_options_parse_cli(QpOptions *opts, int argc, char **argv,
                      gboolean allow_qemu, int *qemu_index, GError **error)
 {
   int i = 1;
-  for (; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--") == 0) {
-      i++;
+  for (;; i++) {
+    const char *a = i < argc ? argv[i] : NULL;
+    QpCliWord w;
+    qp_cli_word(argc, argv, &i, &w);
+    if (w.kind == QP_CLI_END)
       break;
-    }
-    if (a[0] != '-' || a[1] == '\0')
-      break;
-    if (strcmp(a, "-v") == 0 || strcmp(a, "-vv") == 0 ||
-        strcmp(a, "--verbose") == 0) {
-      opts->verbose += a[1] == 'v' && a[2] == 'v' ? 2 : 1;
+    if (w.kind == QP_CLI_VERBOSE) {
+      opts->verbose += w.verbose;
       g_hash_table_add(opts->given, (gpointer) "verbose");
       continue;
     }
-    if (strncmp(a, "--", 2) != 0) {
+    if (w.kind == QP_CLI_BAD) {
       g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
                   "unknown option '%s': see qemu-pin --help", a);
       return FALSE;
     }
-    const char *eq = strchr(a, '=');
-    g_autofree char *name =
-        eq ? g_strndup(a + 2, (gsize)(eq - a - 2)) : g_strdup(a + 2);
+    const char *eq = w.eq;
+    g_autofree char *name = g_strndup(w.name, w.name_len);
     g_autofree char *opt = g_strdup_printf("--%s", name);
     const Setting *s = find_setting(name);
     if (strcmp(name, "picture") == 0) {

@@ -5,13 +5,12 @@
 
 #include <glib.h>
 
+#include "launcher/front/front.h"
 #include "launcher/qemu/vm-ids.h"
 #include "qp-error.h"
 #include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
-
-#define QP_DEFAULT_CONFIG "/etc/qemu-pin/qemu-pin.conf"
 
 typedef struct {
   QpPlacementOptions placement;

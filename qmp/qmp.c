@@ -38,6 +38,7 @@ struct QpQmp {
   gint64 waited_us;      /* blocked waiting for the peer, in all */
   GHashTable *early;     /* id -> JsonObject: replies to commands sent ahead
                             that came before the one awaited */
+  gboolean exiting;      /* QEMU said SHUTDOWN on its way out */
 };
 
 /* A command sent ahead of its qp_qmp_execute() (qp_qmp_handshake_ahead). */
@@ -428,7 +429,27 @@ queue_if_event(QpQmp *qmp, JsonObject *obj, GError **error, gboolean *is_event)
   }
   g_queue_push_tail(&qmp->events, json_object_ref(obj));
   *is_event = TRUE;
+  qmp->exiting |= qp_qmp_event_is_exit(obj);
   return TRUE;
+}
+
+gboolean
+qp_qmp_event_is_exit(JsonObject *ev)
+{
+  if (g_strcmp0(string_or_null(ev, "event"), "SHUTDOWN") != 0)
+    return FALSE;
+  JsonNode *node = json_object_get_member(ev, "data");
+  if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
+    return FALSE;
+  const char *reason = string_or_null(json_node_get_object(node), "reason");
+  return g_strcmp0(reason, "host-signal") == 0 ||
+         g_strcmp0(reason, "host-qmp-quit") == 0;
+}
+
+gboolean
+qp_qmp_exiting(const QpQmp *qmp)
+{
+  return qmp->exiting;
 }
 
 /* The integer id of a reply, or FALSE if it has none (or not an integer). */
@@ -561,6 +582,13 @@ await_reply(QpQmp *qmp, const char *command, gint64 id, gint64 deadline,
 
     if (obj == NULL || !queue_if_event(qmp, obj, local, &is_event))
       return NULL;
+    /* A command in flight when QEMU exits is not answered: QEMU hangs on
+     * its way out instead (launcher/keeper/state.h, NUDGE_AFTER_MS). quit
+     * itself is answered after its SHUTDOWN. */
+    if (is_event && qmp->exiting && strcmp(command, "quit") != 0) {
+      g_set_error(local, QP_QMP_ERROR, QP_QMP_ERROR_IO, "QEMU is exiting");
+      return NULL;
+    }
     if (is_event || is_abandoned_reply(qmp, obj))
       continue;
     if (!is_reply(obj)) {

@@ -49,6 +49,14 @@ JsonObject *qp_qmp_next_event(QpQmp *qmp, int timeout_ms, GError **error);
 /* TRUE if an event is already queued (poll() on the fd would not show it). */
 gboolean qp_qmp_has_event(const QpQmp *qmp);
 
+/* Whether EV is a SHUTDOWN after which QEMU exits whatever -no-shutdown
+ * says (a host signal, quit). */
+gboolean qp_qmp_event_is_exit(JsonObject *ev);
+
+/* Whether such a SHUTDOWN came: from then on a command awaiting its reply
+ * fails at once (QP_QMP_ERROR_IO), since QEMU will not answer it. */
+gboolean qp_qmp_exiting(const QpQmp *qmp);
+
 typedef struct {
   int cpu_index;
   int thread_id;

@@ -11,31 +11,12 @@
 
 #include "launcher/log.h"
 
-/* QEMU 7.2 can hang for good in its monitor cleanup after SIGTERM when a
- * QMP command was in flight: the wakeup of the dispatcher is lost, and only
- * another signal (or event on its main loop) brings it back. Plain QEMU does
- * it too; pinned VMs here did more often (docs/robustness.md, finding 10). */
-#define NUDGE_AFTER_MS 1000
-
-/* SHUTDOWN whose reason makes QEMU exit whatever -no-shutdown says. */
-static gboolean
-is_exit(JsonObject *ev)
-{
-  JsonNode *node = json_object_get_member(ev, "data");
-  if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
-    return FALSE;
-  const char *reason = json_object_get_string_member_with_default(
-      json_node_get_object(node), "reason", "");
-  return strcmp(reason, "host-signal") == 0 ||
-         strcmp(reason, "host-qmp-quit") == 0;
-}
-
 static void
 on_event(Keeper *k, JsonObject *ev)
 {
   const char *name =
       json_object_get_string_member_with_default(ev, "event", "");
-  if (strcmp(name, "SHUTDOWN") == 0 && is_exit(ev) && k->exiting_since == 0) {
+  if (qp_qmp_event_is_exit(ev) && k->exiting_since == 0) {
     /* No more queries: one in flight is what can hang QEMU's exit. */
     k->exiting_since = g_get_monotonic_time();
     qp_keeper_log(k, 1, "QEMU is exiting");
@@ -79,8 +60,8 @@ wait_ms(const Keeper *k, gboolean polling, gboolean looking, gint64 nudge_at)
 }
 
 /* QEMU is still there after it said it exits: SIGTERM again. */
-static void
-nudge(Keeper *k)
+void
+qp_keeper_nudge(Keeper *k)
 {
   k->nudges++;
   if (k->nudges == 1)
@@ -141,7 +122,7 @@ qp_keeper_hold(Keeper *k)
     if (k->pidfd < 0 && qp_keeper_qemu_gone(k, 0))
       return; /* QEMU exited */
     if (r == 0 && nudge_at != 0 && g_get_monotonic_time() >= nudge_at) {
-      nudge(k);
+      qp_keeper_nudge(k);
       continue;
     }
     gboolean look_due = looking && g_get_monotonic_time() >= k->next_look_at;

@@ -87,37 +87,64 @@ report_failure(Keeper *k, const char *line)
   }
 }
 
+/* QEMU left on its own: the claim goes back, and the launcher (under
+ * -daemonize) hears whether the plan was in force while it ran. */
+G_GNUC_NORETURN static void
+qemu_left(Keeper *k)
+{
+  release_claim(k);
+  /* The plan was in force and the guest ran (and stopped at once):
+   * nothing went wrong. Unpaused, it was from QEMU's first instruction. */
+  if (k->applied || !k->cfg->paused) {
+    report(k, "ok\n");
+    _exit(0);
+  }
+  /* Before the greeting QEMU always says why it stopped (a bad option, a
+   * missing file): a second line would only blur it. */
+  if (!k->greeted)
+    _exit(1);
+  report_failure(k, "QEMU exited before the plan was applied");
+  _exit(1);
+}
+
 /* Something went wrong after QEMU started: QEMU must not run (or stay
  * paused) without the plan. Kill it, release the claim, say why. */
 G_GNUC_NORETURN static void
 fail(Keeper *k, GError *error)
 {
   /* QEMU exited, or the monitor closed: is QEMU leaving on its own? */
-  if (qp_keeper_watching(k) &&
-      (g_error_matches(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_QEMU_EXITED) ||
-       g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))) {
-    if (qp_keeper_qemu_gone(k, 2000)) {
+  gboolean closed =
+      g_error_matches(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_QEMU_EXITED) ||
+      g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO);
+  /* A daemon whose PID is not known yet is gone when nothing holds its
+   * end of the monitor any more. */
+  if (closed && !qp_keeper_watching(k) && !k->cfg->paused &&
+      !qp_keeper_monitor_peers(k, FALSE)) {
+    g_clear_error(&error);
+    qemu_left(k);
+  }
+  /* QEMU said it exits while a command was in flight (a SIGTERM before
+   * the first look): it may hang on its way out until nudged. */
+  for (guint i = 0; closed && qp_keeper_watching(k) && k->qmp != NULL &&
+                    qp_qmp_exiting(k->qmp) && i < 10;
+       i++) {
+    if (qp_keeper_qemu_gone(k, NUDGE_AFTER_MS)) {
       g_clear_error(&error);
-      release_claim(k);
-      /* The plan was in force and the guest ran (and stopped at once):
-       * nothing went wrong. */
-      if (k->applied) {
-        report(k, "ok\n");
-        _exit(0);
-      }
-      /* Before the greeting QEMU always says why it stopped (a bad
-       * option, a missing file): a second line would only blur it. */
-      if (!k->greeted)
-        _exit(1);
-      report_failure(k, "QEMU exited before the plan was applied");
-      _exit(1);
+      qemu_left(k);
     }
+    qp_keeper_nudge(k);
+  }
+  /* Any other error may come of QEMU leaving too (its vCPU threads gone
+   * first): a short look is enough to tell. */
+  if (qp_keeper_watching(k) && qp_keeper_qemu_gone(k, closed ? 2000 : 200)) {
+    g_clear_error(&error);
+    qemu_left(k);
   }
   if (qp_keeper_watching(k)) {
     qp_keeper_signal_qemu(k, SIGKILL);
     qp_keeper_qemu_gone(k, 5000);
   } else {
-    qp_keeper_kill_monitor_peers(k);
+    qp_keeper_monitor_peers(k, TRUE);
   }
   release_claim(k);
   char *line = g_strdup_printf("QEMU was stopped: %s",
@@ -229,9 +256,16 @@ first_look(Keeper *k)
   k->applied = TRUE;
   qp_keeper_log(k, 1, "pinned %u threads (%u vCPUs, %u iothreads)", changed,
                 vcpus->len, iothreads->len);
+  /* Unpaused, the guest was never held: this look is all there was. */
+  if (!k->cfg->paused)
+    qp_keeper_log(
+        k, 1,
+        "waited %.3f ms for QEMU's replies between the greeting and the "
+        "first look",
+        (double)(qp_qmp_waited_us(k->qmp) - k->greeted_waited_us) / 1000.0);
 }
 
-/* Resumes the guest (unless the caller passed -S or -incoming). */
+/* Resumes the guest qemu-pin started paused. */
 static void
 resume(Keeper *k)
 {
@@ -280,7 +314,7 @@ qp_keeper_main(const QpKeeperConfig *cfg)
   /* The daemon now keeps the record alive; the launcher is about to go. */
   if (cfg->daemonize && !qp_held_claim_set_qemu(k->claim, k->qemu_pid, &error))
     fail(k, error);
-  if (cfg->send_cont)
+  if (cfg->paused)
     resume(k);
   report(k, "ok\n");
 

@@ -22,8 +22,12 @@ typedef struct {
   guint64 qemu_end_ino;     /* inode of QEMU's end: finds a daemon by its fds */
   int qemu_pid;             /* the process that is or becomes QEMU; 0 unknown */
   gboolean daemonize;
-  gboolean send_cont; /* no -S and no -incoming from the caller */
-  int status_fd;      /* -daemonize: "ok\n" or a line of error; else -1 */
+  /* qemu-pin started QEMU paused (plan->pause, no -S and no -incoming of
+   * the caller's): the keeper sends cont once it has pinned. Else every
+   * thread ran where the plan says from its first instruction, and the
+   * guest runs (or waits for the caller's cont) without the keeper. */
+  gboolean paused;
+  int status_fd; /* -daemonize: "ok\n" or a line of error; else -1 */
   guint qmp_timeout_ms;
   guint start_timeout_ms;
   int verbose;
@@ -31,6 +35,11 @@ typedef struct {
    * virtio-mem device): the keeper watches it and claims what is added,
    * on the host TOPOLOGY (NULL: live) with the reserves of PLACEMENT. */
   gboolean mem_hotplug;
+  /* Ids of the memory backends QEMU starts with (NULL-terminated); the
+   * rewrite's own are named "qemu-pin-...". Any other backend the keeper
+   * finds, at its first look too, was plugged: a QEMU that was not paused
+   * may have been given one before the keeper looked. */
+  const char *const *start_backends;
   const char *topology;
   const QpPlacementOptions *placement;
 } QpKeeperConfig;
@@ -38,5 +47,22 @@ typedef struct {
 /* The keeper's life: apply the plan, resume, hold the claim until QEMU
  * exits, then release it. Never returns. */
 G_GNUC_NORETURN void qp_keeper_main(const QpKeeperConfig *cfg);
+
+/* A keeper started (spawn.c), not a child of this process, in a session
+ * of its own. */
+typedef struct _QpKeeperSpawn QpKeeperSpawn;
+
+/* Starts the keeper of CFG; QEMU_END is QEMU's end of the monitor, which
+ * the keeper closes. With EXEC_NEXT (this process execs QEMU next, or
+ * fails and frees the spawn) the keeper shares this process's memory until
+ * the exec, at no copy: CFG and all it points to must then be neither
+ * changed nor freed before the exec, and the keeper starts its work only
+ * once the exec is done. Else (-daemonize) it is a copy of this process. */
+QpKeeperSpawn *qp_keeper_spawn(const QpKeeperConfig *cfg, int qemu_end,
+                               gboolean exec_next, GError **error);
+int qp_keeper_spawn_pid(const QpKeeperSpawn *spawn);
+
+/* After a launch that failed (no exec): the keeper leaves at once. */
+void qp_keeper_spawn_free(QpKeeperSpawn *spawn);
 
 G_END_DECLS

@@ -301,6 +301,17 @@ classify(Backend *b, QpQmp *qmp, const Seen *s)
   b->page_kib = qb.page_kib;
 }
 
+/* Whether backend ID was on QEMU's command line (CFG->start_backends, or
+ * one the rewrite made); without the list, every backend of the first look
+ * counts as such. */
+static gboolean
+at_start(const QpKeeperConfig *cfg, const char *id)
+{
+  if (cfg->start_backends == NULL || g_str_has_prefix(id, "qemu-pin-"))
+    return TRUE;
+  return g_strv_contains(cfg->start_backends, id);
+}
+
 QpMemWatch *
 qp_mem_watch_new(const QpKeeperConfig *cfg, QpHeldClaim *claim, QpQmp *qmp)
 {
@@ -319,6 +330,9 @@ qp_mem_watch_new(const QpKeeperConfig *cfg, QpHeldClaim *claim, QpQmp *qmp)
       g_hash_table_new_full(g_str_hash, g_str_equal, NULL, backend_free);
   for (guint i = 0; i < seen->len; i++) {
     const Seen *s = &g_array_index(seen, Seen, i);
+    /* Plugged before this look: the first update claims it. */
+    if (!at_start(cfg, s->id))
+      continue;
     Backend *b = backend_new(s->id);
     const QpPlanMem *m = plan_piece(cfg->plan, s->id);
     if (m != NULL && m->kind != QP_MEM_RAM) {

@@ -107,11 +107,12 @@ qp_keeper_wait_for_greeting(Keeper *k, GError **error)
   }
 }
 
-void
-qp_keeper_kill_monitor_peers(Keeper *k)
+gboolean
+qp_keeper_monitor_peers(Keeper *k, gboolean and_kill)
 {
   if (k->cfg->qemu_end_ino == 0)
-    return;
+    return FALSE;
+  gboolean found = FALSE;
   g_autofree char *want =
       g_strdup_printf("socket:[%" G_GUINT64_FORMAT "]", k->cfg->qemu_end_ino);
   g_autoptr(GDir) proc = g_dir_open("/proc", 0, NULL);
@@ -131,6 +132,9 @@ qp_keeper_kill_monitor_peers(Keeper *k)
     }
     if (!holds)
       continue;
+    found = TRUE;
+    if (!and_kill)
+      continue;
     int pfd = pidfd_open(pid, 0);
     if (pfd < 0)
       continue;
@@ -139,4 +143,5 @@ qp_keeper_kill_monitor_peers(Keeper *k)
     poll(&p, 1, 5000);
     close(pfd);
   }
+  return found;
 }

@@ -73,9 +73,9 @@ int qp_keeper_tgid_of(int tid);
  * (QP_LAUNCH_ERROR_QEMU_EXITED), or the start timeout passes. */
 gboolean qp_keeper_wait_for_greeting(Keeper *k, GError **error);
 
-/* -daemonize before the daemon's PID is known: kills whoever holds QEMU's
- * end of the monitor's socket pair. */
-void qp_keeper_kill_monitor_peers(Keeper *k);
+/* -daemonize before the daemon's PID is known: whether a process holds
+ * QEMU's end of the monitor's socket pair; with AND_KILL, each is killed. */
+gboolean qp_keeper_monitor_peers(Keeper *k, gboolean and_kill);
 
 /* ---- Cores claimed while the VM runs (cores.c) -------------------------- */
 
@@ -119,5 +119,15 @@ void qp_keeper_say_caller_memory(Keeper *k);
 /* Holds the claim until QEMU exits, re-applying the plan on RESUME, and
  * looking every LOOK_EVERY_MS whether the caller moved a thread. */
 void qp_keeper_hold(Keeper *k);
+
+/* QEMU is still there after it said it exits: SIGTERM again. */
+void qp_keeper_nudge(Keeper *k);
+
+/* QEMU 7.2 can hang for good in its monitor cleanup after SIGTERM when a
+ * QMP command was in flight: the wakeup of the dispatcher is lost, and only
+ * another signal (or event on its main loop) brings it back. Plain QEMU does
+ * it too; pinned VMs here did more often (docs/robustness.md, finding 10).
+ * A QEMU that said it exits is nudged after this long. */
+#define NUDGE_AFTER_MS 1000
 
 G_END_DECLS

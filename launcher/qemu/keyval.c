@@ -6,12 +6,6 @@
 #include "launcher/qemu/numbers.h"
 #include "topology/base/cpulist.h"
 
-gboolean
-qp_is_help_word(const char *s)
-{
-  return s != NULL && (strcmp(s, "help") == 0 || strcmp(s, "?") == 0);
-}
-
 static void
 kv_pair_clear(gpointer p)
 {
@@ -28,61 +22,21 @@ qp_kv_new(void)
   return a;
 }
 
-/* A value from *P up to the comma that ends it (",," is a comma of the
- * value); *P is left on that comma or the end. */
-static char *
-read_value(const char **p)
-{
-  GString *v = g_string_new(NULL);
-  const char *s = *p;
-  while (*s != '\0' && !(*s == ',' && s[1] != ',')) {
-    g_string_append_c(v, *s);
-    s += *s == ',' ? 2 : 1;
-  }
-  *p = s;
-  return g_string_free(v, FALSE);
-}
-
-/* The flag NAME: "foo" is foo=on, "nofoo" foo=off ("help" stays help). */
-static void
-read_flag(QpKvPair *pair, const char *name, gsize len)
-{
-  g_autofree char *word = g_strndup(name, len);
-  pair->flag = TRUE;
-  if (!qp_is_help_word(word) && g_str_has_prefix(word, "no")) {
-    pair->key = g_strdup(word + 2);
-    pair->value = g_strdup("off");
-  } else {
-    pair->key = g_steal_pointer(&word);
-    pair->value = g_strdup("on");
-  }
-}
-
 void
 qp_kv_parse_into(GArray *kv, const char *text, const char *implied)
 {
-  const char *p = text;
-  gboolean first = TRUE;
-
-  while (*p) {
-    QpKvPair pair = {.text = text, .start = (gsize)(p - text)};
-    gsize len = strcspn(p, "=,");
-    if (p[len] == '=') {
-      pair.key = g_strndup(p, len);
-      p += len + 1;
-      pair.value = read_value(&p);
-    } else if (first && implied != NULL) {
-      pair.key = g_strdup(implied);
-      pair.value = read_value(&p);
-    } else {
-      read_flag(&pair, p, len);
-      p += len;
-    }
-    pair.len = (gsize)(p - text) - pair.start;
+  QpKvItem it;
+  size_t pos = 0;
+  while (qp_kv_next(text, &pos, implied, &it)) {
+    QpKvPair pair = {.key = g_strndup(it.key, it.key_len),
+                     .value = qp_kv_item_value(&it),
+                     .flag = it.flag,
+                     .text = text,
+                     .start = it.start,
+                     .len = it.len};
+    if (pair.value == NULL)
+      g_error("out of memory");
     g_array_append_val(kv, pair);
-    first = FALSE;
-    if (*p == ',')
-      p++;
   }
 }
 

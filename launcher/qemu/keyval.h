@@ -1,4 +1,5 @@
-/* QEMU's key=value option syntax (QemuOpts): items separated by commas;
+/* QEMU's key=value option syntax (QemuOpts), items split by the front's
+ * qp_kv_next() (launcher/front/qemu-argv.h): items separated by commas;
  * ",," is a literal comma inside a value; the first item may omit its key
  * (the implied key, e.g. cpus for -smp); an item without "=" elsewhere is a
  * flag: "foo" means foo=on, "nofoo" foo=off. Later keys win, except for
@@ -7,6 +8,8 @@
 
 #include <glib.h>
 #include <hwloc.h>
+
+#include "launcher/front/qemu-argv.h"
 
 G_BEGIN_DECLS
 
@@ -17,9 +20,6 @@ typedef struct {
   const char *text; /* the whole option value it came from */
   gsize start, len; /* where the item is written in text */
 } QpKvPair;
-
-/* "help" or "?": QEMU's words asking for help. */
-gboolean qp_is_help_word(const char *s);
 
 /* An empty array of QpKvPair, to free with g_array_unref(). */
 GArray *qp_kv_new(void);

@@ -12,6 +12,7 @@
 
 typedef struct {
   const QpQemuArgs *args;
+  const QpPlan *plan; /* NULL: none (QEMU starts paused) */
   char **replace;     /* per argv index: new value, or NULL */
   gboolean *drop;     /* per argv index: left out */
   GPtrArray **before; /* per argv index: arguments inserted before it */
@@ -357,10 +358,13 @@ rewrite_argv(const Rewrite *rw, const char *argv0, int qmp_fd)
   }
   for (guint j = 0; j < rw->tail->len; j++)
     g_ptr_array_add(out, g_strdup(g_ptr_array_index(rw->tail, j)));
-  /* Paused until the keeper has pinned. Not for -incoming: the guest cannot
-   * run before the migration completes anyway, and QEMU starts it then
-   * unless the caller said -S; our -S would keep it paused. */
-  if (!args->has_S && args->incoming == NULL)
+  /* Paused until the keeper has pinned, when a thread needs CPUs other
+   * than the startup CPUs it inherits (plan->pause). Not for -incoming:
+   * the guest cannot run before the migration completes anyway, and QEMU
+   * starts it then unless the caller said -S; our -S would keep it
+   * paused. */
+  if (!args->has_S && args->incoming == NULL &&
+      (rw->plan == NULL || rw->plan->pause))
     g_ptr_array_add(out, g_strdup("-S"));
   if (qmp_fd >= 0) {
     g_ptr_array_add(out, g_strdup("-chardev"));
@@ -393,6 +397,7 @@ qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
 {
   guint argc = args->argc;
   Rewrite rw = {.args = args,
+                .plan = plan,
                 .replace = g_new0(char *, argc + 1),
                 .drop = g_new0(gboolean, argc + 1),
                 .before = g_new0(GPtrArray *, argc + 1),

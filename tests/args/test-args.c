@@ -1080,6 +1080,8 @@ plan_new(guint n_mem)
 {
   QpPlan *p = g_new0(QpPlan, 1);
   p->mode = QP_MODE_NUMA;
+  /* As a plan whose threads need pinning: QEMU starts paused. */
+  p->pause = TRUE;
   p->n_mem = n_mem;
   p->mem = g_new0(QpPlanMem, n_mem);
   return p;
@@ -1292,6 +1294,35 @@ test_rewrite(gconstpointer data)
   g_assert_cmpint(WEXITSTATUS(status_), ==, 1);
   qemu_close(&q);
   plan_free_(plan);
+}
+
+/* A plan that pins no thread of its own (pause false: balanced on one
+ * node) adds no -S: QEMU starts as the caller asked; the caller's own -S
+ * stays. */
+static void
+test_rewrite_no_pause(void)
+{
+  for (int caller_S = 0; caller_S < 2; caller_S++) {
+    g_autoptr(QpQemuArgs) a =
+        parse_line_ok(caller_S ? "-M q35 -m 96M -smp 2 -S" : "-M q35 -m 96M");
+    QpPlan *plan = plan_new(1);
+    plan->pause = FALSE;
+    plan_set(plan, 0, -1, "0", NULL);
+    g_autoptr(GError) error = NULL;
+    g_auto(GStrv) out = qp_qemu_args_rewrite(a, "qemu", plan, 7, &error);
+    g_assert_no_error(error);
+    g_autofree char *joined = g_strjoinv(" ", out + 1);
+    g_test_message("%s", joined);
+    g_assert_true(g_str_has_suffix(
+        joined, "-machine memory-backend=pc.ram -chardev "
+                "socket,id=qemu-pin-qmp,fd=7 -mon chardev=qemu-pin-qmp,"
+                "mode=control"));
+    guint n_S = 0;
+    for (guint i = 1; out[i] != NULL; i++)
+      n_S += strcmp(out[i], "-S") == 0;
+    g_assert_cmpuint(n_S, ==, (guint)caller_S);
+    plan_free_(plan);
+  }
 }
 
 /* Without a plan: only -S and the monitor; the caller's arguments are all
@@ -1605,6 +1636,7 @@ main(int argc, char **argv)
         g_strdup_printf("/args/rewrite/qemu-accepts/%s", rewrite_cases[i].name);
     g_test_add_data_func(path, &rewrite_cases[i], test_rewrite);
   }
+  g_test_add_func("/args/rewrite/no-pause-adds-no-S", test_rewrite_no_pause);
   g_test_add_func("/args/rewrite/no-plan-adds-only-S-and-monitor",
                   test_rewrite_no_plan);
   g_test_add_func("/args/rewrite/host-node-lists", test_rewrite_node_lists);

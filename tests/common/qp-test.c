@@ -563,13 +563,22 @@ qp_test_connect_unix(const char *path)
 JsonNode *
 qp_test_qmp_command(const char *path, const char *command)
 {
+  return qp_test_qmp_execute(path, command, NULL);
+}
+
+JsonNode *
+qp_test_qmp_execute(const char *path, const char *command,
+                    const char *arguments)
+{
   int fd = qp_test_connect_unix(path);
   if (fd < 0)
     return NULL;
   g_autoptr(GString) line = g_string_new(NULL);
   g_autofree char *cmd = g_strdup_printf(
-      "{\"execute\":\"qmp_capabilities\"}\n{\"execute\":\"%s\",\"id\":1}\n",
-      command);
+      "{\"execute\":\"qmp_capabilities\"}\n{\"execute\":\"%s\",%s%s%s"
+      "\"id\":1}\n",
+      command, arguments ? "\"arguments\":" : "", arguments ? arguments : "",
+      arguments ? "," : "");
   JsonNode *result = NULL;
   if (!read_line(fd, line) || write(fd, cmd, strlen(cmd)) < 0)
     goto out;
@@ -754,4 +763,22 @@ qp_test_qemu_view_clear(QpTestQemuView *v)
   g_clear_pointer(&v->cpu_node, g_free);
   g_clear_pointer(&v->cpu_die, g_free);
   g_clear_pointer(&v->node_mib, g_free);
+}
+
+char *
+qp_test_file_text(const char *dir, const char *name)
+{
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  char *text = NULL;
+  g_file_get_contents(path, &text, NULL, NULL);
+  return text ? text : g_strdup("");
+}
+
+void
+qp_test_stop_released(GPid pid, const char *marker, const char *state)
+{
+  kill(pid, SIGTERM);
+  g_assert_cmpint(qp_test_wait(pid, 20000), >=, 0);
+  g_assert_true(qp_test_wait_no_process(marker, 20000));
+  g_assert_cmpuint(qp_test_count_records(state), ==, 0);
 }

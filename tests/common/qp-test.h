@@ -114,6 +114,17 @@ int qp_test_connect_unix(const char *path);
  * handshake) and returns the "return" member, or NULL. */
 JsonNode *qp_test_qmp_command(const char *path, const char *command);
 
+/* The same with ARGUMENTS, a JSON object (NULL: none). */
+JsonNode *qp_test_qmp_execute(const char *path, const char *command,
+                              const char *arguments);
+
+/* The text of file NAME in DIR ("" when it cannot be read). */
+char *qp_test_file_text(const char *dir, const char *name);
+
+/* SIGTERM to a VM's QEMU (PID): it exits, nothing of MARKER is left, and
+ * the ledger STATE holds no record. */
+void qp_test_stop_released(GPid pid, const char *marker, const char *state);
+
 /* "status" of query-status over the unix socket PATH, or NULL. */
 char *qp_test_query_status(const char *path);
 

@@ -6,7 +6,7 @@
  *     size and per guest node) are what the line asks (read from it here,
  *     independently of qemu-pin's parser), and whose rewritten command line
  *     can be made;
- *   - in mode none, QEMU run as it is (never a refusal);
+ *   - in mode none, QEMU run as it is (never a refusal), by the front too;
  *   - a one-line refusal that the VM does not fit (memory, or CPUs in an
  *     explicit mode: auto never refuses for CPUs), or one QEMU 7.2 gives
  *     too (a row of tests/common/qemu-refusals.c).
@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "launcher/front/front.h"
 #include "launcher/launch.h"
 #include "launcher/options.h"
 #include "launcher/qemu/args.h"
@@ -558,6 +559,30 @@ classify_refusal(const GError *error, GString *why)
   return OUT_BAD_REFUSAL;
 }
 
+/* Whether the front runs L straight under --mode=none, with QEMU's
+ * arguments untouched after the caller's argv[0]. */
+static gboolean
+front_runs_straight(const Line *l)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_ptr_array_add(argv, "qemu-pin");
+  g_ptr_array_add(argv, "--mode=none");
+  g_ptr_array_add(argv, "--");
+  g_ptr_array_add(argv, "/usr/bin/qemu-system-x86_64");
+  for (guint i = 0; i < l->argc; i++)
+    g_ptr_array_add(argv, l->argv[i]);
+  g_ptr_array_add(argv, NULL);
+  char *envp[] = {NULL};
+  QpFrontExec e;
+  if (!qp_front_decide((int)argv->len - 1, (char **)argv->pdata, envp, &e))
+    return FALSE;
+  gboolean same = g_strcmp0(e.argv[0], "/usr/bin/qemu-system-x86_64") == 0;
+  for (guint i = 0; same && i <= l->argc; i++)
+    same = g_strcmp0(e.argv[i + 1], l->argv[i]) == 0;
+  qp_front_exec_clear(&e);
+  return same;
+}
+
 /* One line in one mode on one host, the way qemu-pin launches it: read the
  * command line (nothing in mode none), plan, rewrite. */
 static Outcome
@@ -581,6 +606,10 @@ run_one(const Line *l, QpMode mode, const QpHost *host, const QpClaims *claims,
       out = classify_refusal(error, why);
     else
       out = check_plan(l, args, plan, why) ? OUT_PLAN : OUT_WRONG;
+  }
+  if (mode == QP_MODE_NONE && out == OUT_EXEC && !front_runs_straight(l)) {
+    g_string_append(why, "the front did not run QEMU as it is; ");
+    out = OUT_WRONG;
   }
   if (mode == QP_MODE_NONE && out != OUT_EXEC) {
     g_string_append(why, "mode none did not run QEMU as it is; ");

@@ -92,10 +92,12 @@ static const Row rows[] = {
      NO_SPECIAL,
      137,
      {"query-iothreads", "injected failure"}},
+    /* cont is sent only to a QEMU qemu-pin started paused: one-to-one
+     * pins each vCPU apart from the process's CPUs. */
     {"fake/error-cont",
      FAKE,
      "command-error:cont",
-     {NULL},
+     {"--mode=one-to-one"},
      {"-smp", "2"},
      NO_SPECIAL,
      137,
@@ -111,7 +113,7 @@ static const Row rows[] = {
     {"fake/no-reply-cont",
      FAKE,
      "never-reply:cont",
-     {"--qmp-timeout=500"},
+     {"--qmp-timeout=500", "--mode=one-to-one"},
      {"-smp", "2"},
      NO_SPECIAL,
      137,

@@ -364,6 +364,38 @@ plan_with_hotplug(const QpHost *host, const QpClaims *claims,
   return plan;
 }
 
+/* Whether SET (NULL or empty: leave the thread alone) differs from the
+ * startup CPUs START, which every thread inherits. */
+static gboolean
+apart(hwloc_const_bitmap_t set, hwloc_const_bitmap_t start)
+{
+  if (set == NULL || hwloc_bitmap_iszero(set))
+    return FALSE;
+  return start == NULL || hwloc_bitmap_iszero(start) ||
+         !hwloc_bitmap_isequal(set, start);
+}
+
+/* QEMU must start paused when a thread that exists at the start (the
+ * boot vCPUs, the main thread, the iothreads of REQ) must run on CPUs
+ * other than the startup CPUs it inherits. vCPUs plugged later are pinned
+ * when they come, paused or not. */
+static gboolean
+plan_needs_pause(const QpPlan *plan, const QpRequest *req)
+{
+  hwloc_const_bitmap_t start = plan->startup_cpus;
+  for (guint v = 0; v < plan->n_boot_vcpus && v < plan->n_vcpus; v++)
+    if (apart(plan->vcpu_cpus[v], start))
+      return TRUE;
+  if (apart(plan->emulator_cpus, start))
+    return TRUE;
+  if (req->n_iothreads > 0 && apart(plan->iothread_cpus, start))
+    return TRUE;
+  for (guint i = 0; plan->iothreads != NULL && i < plan->iothreads->len; i++)
+    if (apart(((const QpPlanIothread *)plan->iothreads->pdata[i])->cpus, start))
+      return TRUE;
+  return FALSE;
+}
+
 QpPlan *
 qp_plan_compute(const QpHost *host, const QpClaims *claims,
                 const QpRequest *req, const QpPlacementOptions *opts,
@@ -384,6 +416,8 @@ qp_plan_compute(const QpHost *host, const QpClaims *claims,
   }
   if (plan != NULL && opts->vnuma && req->n_gnodes == 0)
     qp_plan_suggest_vnuma(plan, host, req, placed);
+  if (plan != NULL)
+    plan->pause = plan_needs_pause(plan, req);
   if (local != NULL &&
       g_error_matches(local, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT))
     g_prefix_error(&local, "VM does not fit: ");

@@ -112,6 +112,11 @@ typedef struct {
   GPtrArray *iothreads;     /* of QpPlanIothread*, or NULL */
   gboolean device_locality; /* devices' nodes weigh (not --device-locality
                                =ignore): iothreads and guest buses follow */
+  /* QEMU starts paused until the keeper has pinned: some thread there at
+   * the start (a boot vCPU, the emulator, an iothread) needs CPUs other
+   * than startup_cpus. Else every thread runs where the plan says from its
+   * first instruction, and QEMU starts as the caller asked. */
+  gboolean pause;
 } QpPlan;
 
 /* Device I of plan->devices in words, for the ledger and `status`:

@@ -179,6 +179,8 @@ append_sets(GString *s, const QpPlan *plan)
   g_string_append_printf(s, "emulator CPUs   %s\n", emu);
   g_string_append_printf(s, "iothread CPUs   %s\n", io);
   g_string_append_printf(s, "startup CPUs    %s\n", start);
+  g_string_append_printf(s, "QEMU starts     %s\n",
+                         plan->pause ? "paused until pinned" : "running");
   g_string_append_printf(s, "dedicated CPUs  %s\n", ded);
   for (guint i = 0; plan->cpu_load != NULL && i < plan->cpu_load->len; i++) {
     const QpCpuLoad *l = &g_array_index(plan->cpu_load, QpCpuLoad, i);

@@ -276,6 +276,8 @@ qp_plan_to_json(const QpPlan *plan)
   qp_json_add_list_or_null(b, "emulator-cpus", plan->emulator_cpus);
   qp_json_add_list_or_null(b, "iothread-cpus", plan->iothread_cpus);
   qp_json_add_list_or_null(b, "startup-cpus", plan->startup_cpus);
+  json_builder_set_member_name(b, "pause");
+  json_builder_add_boolean_value(b, plan->pause);
   qp_json_add_list_or_null(b, "host-nodes", plan->host_nodes);
   qp_json_add_list_or_null(b, "memory-nodes", plan->mem_nodes);
   qp_json_add_string(b, "memory-policy",

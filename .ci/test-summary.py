@@ -3,6 +3,8 @@
 
 Usage: test-summary.py ALLOWED_SKIPS TESTLOG.json...
 
+Every failed test is named first, with the last lines of its output.
+
 Reads each meson testlog.json (missing ones are left out) and counts tests
 passed, failed and skipped, and the GTest subtests inside them (TAP lines
 "ok N PATH # SKIP REASON": meson calls such a test OK). Every skip, of a
@@ -61,6 +63,7 @@ def main():
     passed = failed = skipped = 0
     sub_ok = sub_failed = sub_skipped = 0
     skips = []  # (key, reason)
+    failures = []  # (name, result, stdout)
     for path in sys.argv[2:]:
         if not os.path.exists(path):
             continue
@@ -76,6 +79,7 @@ def main():
                     skips.append((name, skip_reason(r.get("stdout"))))
                 else:
                     failed += 1
+                    failures.append((name, res, r.get("stdout") or ""))
                 stdout = r.get("stdout") or ""
                 if not TAP_PLAN.search(stdout):
                     continue  # not TAP: no subtests
@@ -91,6 +95,12 @@ def main():
                         sub_ok += 1
                     elif t:
                         sub_failed += 1
+    # Each failed test by name with the last lines it printed: the log's
+    # tail is often all a reader gets.
+    for name, res, stdout in failures:
+        print(f"FAILED: {name} ({res})")
+        for out in [l for l in stdout.splitlines() if l.strip()][-8:]:
+            print(f"    {out}")
     bad = 0
     for key, reason in skips:
         if key in allowed:

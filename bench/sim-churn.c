@@ -49,6 +49,7 @@ sim_churn_arrivals(const SimChurnParams *p, guint64 total_mib)
     if (t >= p->hours)
       break;
     SimArrival x;
+    memset(&x, 0, sizeof(x)); /* padding too: tests compare lists bytewise */
     x.arrive_h = t;
     x.vm = sim_vm_draw(r);
     x.leave_h = t + exp_draw(r, p->mean_life_h);

@@ -273,3 +273,15 @@ sim_commit(SimState *s, const SimVm *vm, const guint *nodes, guint k,
     s->instances[i]++;
   }
 }
+
+void
+sim_release(SimState *s, const SimVm *vm, const guint *nodes, guint k,
+            const guint64 *amounts)
+{
+  for (guint j = 0; j < k; j++) {
+    guint i = nodes[j];
+    s->free_mib[i] = MIN(s->free_mib[i] + amounts[j], s->total_mib[i]);
+    s->vcpus[i] -= MIN(vm->vcpus, s->vcpus[i]);
+    s->instances[i] -= MIN(1, s->instances[i]);
+  }
+}

@@ -57,4 +57,8 @@ void sim_split(const SimState *s, const SimVm *vm, const guint *nodes, guint k,
 void sim_commit(SimState *s, const SimVm *vm, const guint *nodes, guint k,
                 const guint64 *amounts);
 
+/* Gives back what sim_commit() recorded for VM on NODES. */
+void sim_release(SimState *s, const SimVm *vm, const guint *nodes, guint k,
+                 const guint64 *amounts);
+
 G_END_DECLS

@@ -22,6 +22,8 @@
 #include <string.h>
 
 #include "bench/sim-baselines.h"
+#include "bench/sim-churn.h"
+#include "bench/sim-qp-placer.h"
 #include "topology/host/host.h"
 #include "topology/ledger/ledger.h"
 #include "topology/plan/claim.h"
@@ -33,6 +35,10 @@
 
 enum { STRAT_SPREAD, STRAT_PACK, STRAT_BASE0 };
 #define N_STRATS (STRAT_BASE0 + SIM_N_BASELINES)
+/* The placers that move running VMs, after the others in every table. */
+#define STRAT_REBALANCE N_STRATS
+#define STRAT_NUMAD (N_STRATS + 1)
+#define N_ALL (N_STRATS + 2)
 
 typedef struct {
   guint placed, local, spanned, refused;
@@ -46,6 +52,12 @@ static gboolean opt_markdown;
 static gboolean opt_per_seed;
 static char *opt_topologies;
 static gboolean opt_trace;
+static int opt_churn_seeds = 5;
+static double opt_churn_hours = 500;
+static double opt_churn_life = 10;
+static double opt_churn_load = 0.9;
+static double opt_churn_period = 1;
+static int opt_cooldown = 3600;
 
 static const GOptionEntry entries[] = {
     {"seeds", 0, 0, G_OPTION_ARG_INT, &opt_seeds, "Storms per host (10)", "N"},
@@ -59,6 +71,18 @@ static const GOptionEntry entries[] = {
      "Directory of the recorded hosts", "DIR"},
     {"trace", 0, 0, G_OPTION_ARG_NONE, &opt_trace,
      "Print every VM's placement (on stderr)", NULL},
+    {"churn-seeds", 0, 0, G_OPTION_ARG_INT, &opt_churn_seeds,
+     "Churn runs per host (5; 0: none)", "N"},
+    {"churn-hours", 0, 0, G_OPTION_ARG_DOUBLE, &opt_churn_hours,
+     "Simulated hours of a churn run (500)", "H"},
+    {"churn-life", 0, 0, G_OPTION_ARG_DOUBLE, &opt_churn_life,
+     "Mean VM lifetime in hours (10)", "H"},
+    {"churn-load", 0, 0, G_OPTION_ARG_DOUBLE, &opt_churn_load,
+     "Memory asked for by live VMs / host memory, on average (0.9)", "F"},
+    {"churn-period", 0, 0, G_OPTION_ARG_DOUBLE, &opt_churn_period,
+     "Hours between the movers' periodic passes (1)", "H"},
+    {"cooldown", 0, 0, G_OPTION_ARG_INT, &opt_cooldown,
+     "Seconds a moved VM stays before it may move again (3600)", "S"},
     {NULL},
 };
 
@@ -70,6 +94,10 @@ strat_name(guint s)
     return "qemu-pin spread";
   case STRAT_PACK:
     return "qemu-pin pack";
+  case STRAT_REBALANCE:
+    return "qemu-pin spread+rebalance";
+  case STRAT_NUMAD:
+    return "numad-like";
   default:
     return sim_baseline_name((SimBaseline)(s - STRAT_BASE0));
   }
@@ -277,6 +305,63 @@ run_baseline(const QpHost *host, const GArray *vms, SimBaseline b, Result *r)
   finish(r, s, vms->len);
 }
 
+/* A storm for the placers that move running VMs: launches one after the
+ * other (a minute apart, for the cooldown), numad's pass after each; the
+ * VMs are counted where they are at the end. */
+static gboolean
+run_mover_storm(const QpHost *host, const GArray *vms, guint which, Result *r,
+                GError **error)
+{
+  g_autoptr(SimState) empty = state_of_host(host);
+  g_autoptr(SimQpPlacer) qp = NULL;
+  g_autoptr(SimStatePlacer) sp = NULL;
+  SimPlacer pl;
+  if (which == STRAT_REBALANCE) {
+    qp = sim_qp_placer_new(host, QP_STRATEGY_SPREAD, TRUE, opt_cooldown,
+                           vms->len);
+    sim_qp_placer_bind(qp, &pl);
+  } else {
+    sp = sim_state_placer_new(sim_state_copy(empty), SIM_PROXMOX,
+                              SIM_MOVER_NUMAD, vms->len);
+    sim_state_placer_bind(sp, &pl);
+  }
+  g_autofree gboolean *placed = g_new0(gboolean, MAX(vms->len, 1));
+  memset(r, 0, sizeof(*r));
+  for (guint v = 0; v < vms->len; v++) {
+    const SimVm *vm = &g_array_index(vms, SimVm, v);
+    placed[v] = pl.place(pl.data, v, vm, (double)v / 60);
+    if (sp != NULL)
+      sim_state_placer_tick(sp);
+  }
+  if (qp != NULL && sim_qp_placer_error(qp) != NULL) {
+    g_propagate_error(error, g_error_copy(sim_qp_placer_error(qp)));
+    return FALSE;
+  }
+  for (guint v = 0; v < vms->len; v++) {
+    if (!placed[v])
+      continue;
+    const SimVm *vm = &g_array_index(vms, SimVm, v);
+    gboolean one_l3;
+    if (qp != NULL) {
+      one_l3 = sim_qp_placer_one_l3(qp, v);
+    } else {
+      guint k;
+      const guint *nodes = sim_state_placer_nodes(sp, v, &k);
+      one_l3 = nodes_in_one_l3(host, nodes, k);
+    }
+    account(r, empty, vm, pl.nodes(pl.data, v), one_l3);
+  }
+  r->refused = vms->len - r->placed;
+  if (qp != NULL) {
+    r->stranded_mib = sim_qp_placer_free_mib(qp);
+  } else {
+    const SimState *s = sim_state_placer_state(sp);
+    for (guint i = 0; i < s->n; i++)
+      r->stranded_mib += s->free_mib[i];
+  }
+  return TRUE;
+}
+
 /* SLIT for the synthetic host: 10 local, 16 same package, 32 across. */
 static void
 set_distances(QpHost *host)
@@ -359,26 +444,52 @@ add_finding(GPtrArray *findings, const char *label, int seed, guint s,
           rb->spanned, rb->refused, (double)rb->stranded_mib / 1024));
 }
 
-static gboolean
-run_host(const char *label, QpHost *host, GPtrArray *findings, GError **error)
+/* What the verdicts need of one host: storm sums, churn sums, and the
+ * runs where a baseline has more node-local VMs (VM-hours under churn)
+ * than spread + rebalance. */
+typedef struct {
+  char *label;
+  guint n_nodes;
+  guint64 total_mib;
+  Result storm[N_ALL];
+  SimChurnResult churn[N_ALL];
+  GPtrArray *behind; /* of char* */
+} HostSum;
+
+static void
+host_sum_free(gpointer p)
 {
-  g_autoptr(SimState) empty = state_of_host(host);
-  guint64 total = 0;
-  for (guint i = 0; i < empty->n; i++)
-    total += empty->total_mib[i];
-  Result sum[N_STRATS];
-  memset(sum, 0, sizeof(sum));
+  HostSum *h = p;
+  g_free(h->label);
+  g_ptr_array_unref(h->behind);
+  g_free(h);
+}
+
+static gboolean
+is_baseline(guint s)
+{
+  return (s >= STRAT_BASE0 && s < N_STRATS) || s == STRAT_NUMAD;
+}
+
+static gboolean
+run_storms(const char *label, QpHost *host, guint64 total, GPtrArray *findings,
+           HostSum *hs, GError **error)
+{
+  Result *sum = hs->storm;
   g_autoptr(GString) per_seed = g_string_new("");
 
   for (int seed = opt_first_seed; seed < opt_first_seed + opt_seeds; seed++) {
     g_autoptr(GArray) vms = make_storm((guint32)seed, total);
-    Result r[N_STRATS];
+    Result r[N_ALL];
     if (!run_planner(host, vms, QP_STRATEGY_SPREAD, &r[STRAT_SPREAD], error) ||
-        !run_planner(host, vms, QP_STRATEGY_PACK, &r[STRAT_PACK], error))
+        !run_planner(host, vms, QP_STRATEGY_PACK, &r[STRAT_PACK], error) ||
+        !run_mover_storm(host, vms, STRAT_REBALANCE, &r[STRAT_REBALANCE],
+                         error) ||
+        !run_mover_storm(host, vms, STRAT_NUMAD, &r[STRAT_NUMAD], error))
       return FALSE;
     for (guint b = 0; b < SIM_N_BASELINES; b++)
       run_baseline(host, vms, (SimBaseline)b, &r[STRAT_BASE0 + b]);
-    for (guint s = 0; s < N_STRATS; s++) {
+    for (guint s = 0; s < N_ALL; s++) {
       sum[s].placed += r[s].placed;
       sum[s].local += r[s].local;
       sum[s].spanned += r[s].spanned;
@@ -401,13 +512,158 @@ run_host(const char *label, QpHost *host, GPtrArray *findings, GError **error)
       for (guint b = STRAT_BASE0; b < N_STRATS; b++)
         if (dominates(&r[b], &r[s]))
           add_finding(findings, label, seed, s, &r[s], b, &r[b]);
+    for (guint b = 0; b < N_ALL; b++)
+      if (is_baseline(b) && r[b].local > r[STRAT_REBALANCE].local)
+        g_ptr_array_add(hs->behind,
+                        g_strdup_printf("%s, storm seed %d: %s %u node-local "
+                                        "VMs, qemu-pin spread+rebalance %u",
+                                        label, seed, strat_name(b), r[b].local,
+                                        r[STRAT_REBALANCE].local));
   }
   print_header(label, host, total);
-  for (guint s = 0; s < N_STRATS; s++)
+  for (guint s = 0; s < N_ALL; s++)
     print_row(strat_name(s), &sum[s]);
   if (opt_per_seed)
     printf("\n%s", per_seed->str);
   return TRUE;
+}
+
+/* One churn run of placer S. */
+static gboolean
+run_churn_one(QpHost *host, const GArray *arr, const SimChurnParams *p, guint s,
+              SimChurnResult *r, GError **error)
+{
+  g_autoptr(SimQpPlacer) qp = NULL;
+  g_autoptr(SimStatePlacer) sp = NULL;
+  SimPlacer pl;
+  if (s == STRAT_SPREAD || s == STRAT_PACK || s == STRAT_REBALANCE) {
+    qp = sim_qp_placer_new(
+        host, s == STRAT_PACK ? QP_STRATEGY_PACK : QP_STRATEGY_SPREAD,
+        s == STRAT_REBALANCE, opt_cooldown, arr->len);
+    sim_qp_placer_bind(qp, &pl);
+  } else {
+    sp = sim_state_placer_new(
+        state_of_host(host),
+        s == STRAT_NUMAD ? SIM_PROXMOX : (SimBaseline)(s - STRAT_BASE0),
+        s == STRAT_NUMAD ? SIM_MOVER_NUMAD : SIM_MOVER_NONE, arr->len);
+    sim_state_placer_bind(sp, &pl);
+  }
+  sim_churn_run(arr, p, &pl, r);
+  if (qp != NULL && sim_qp_placer_error(qp) != NULL) {
+    g_propagate_error(error, g_error_copy(sim_qp_placer_error(qp)));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+print_churn(const HostSum *hs)
+{
+  printf("\n### %s: churn\n\n%u nodes, %" G_GUINT64_FORMAT
+         " GiB; seeds %d-%d, sums over the runs.\n\n",
+         hs->label, hs->n_nodes, hs->total_mib / 1024, opt_first_seed,
+         opt_first_seed + opt_churn_seeds - 1);
+  printf("| placer | VMs arrived | VMs placed | refused | node-local VM-h | "
+         "spanning VM-h | node-local share | moves | GiB moved | MiB moved "
+         "per placed VM |\n"
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (guint s = 0; s < N_ALL; s++) {
+    const SimChurnResult *c = &hs->churn[s];
+    double all = c->local_h + c->spanning_h;
+    printf("| %s | %u | %u | %u | %.0f | %.0f | %.1f%% | %u | %.1f | %.0f |\n",
+           strat_name(s), c->arrivals, c->placed, c->refused, c->local_h,
+           c->spanning_h, all > 0 ? 100 * c->local_h / all : 0, c->moves,
+           (double)c->moved_mib / 1024,
+           c->placed ? (double)c->moved_mib / c->placed : 0);
+  }
+}
+
+static gboolean
+run_churn(const char *label, QpHost *host, guint64 total, HostSum *hs,
+          GError **error)
+{
+  for (int seed = opt_first_seed; seed < opt_first_seed + opt_churn_seeds;
+       seed++) {
+    SimChurnParams p = {(guint32)seed, opt_churn_hours, opt_churn_life,
+                        opt_churn_load, opt_churn_period};
+    g_autoptr(GArray) arr = sim_churn_arrivals(&p, total);
+    SimChurnResult r[N_ALL];
+    for (guint s = 0; s < N_ALL; s++)
+      if (!run_churn_one(host, arr, &p, s, &r[s], error))
+        return FALSE;
+    for (guint s = 0; s < N_ALL; s++) {
+      SimChurnResult *c = &hs->churn[s];
+      c->arrivals += r[s].arrivals;
+      c->placed += r[s].placed;
+      c->refused += r[s].refused;
+      c->local_h += r[s].local_h;
+      c->spanning_h += r[s].spanning_h;
+      c->moved_mib += r[s].moved_mib;
+      c->moves += r[s].moves;
+      if (is_baseline(s) && r[s].local_h > r[STRAT_REBALANCE].local_h)
+        g_ptr_array_add(hs->behind,
+                        g_strdup_printf("%s, churn seed %d: %s %.0f node-local "
+                                        "VM-hours, qemu-pin spread+rebalance "
+                                        "%.0f",
+                                        label, seed, strat_name(s),
+                                        r[s].local_h,
+                                        r[STRAT_REBALANCE].local_h));
+    }
+  }
+  return TRUE;
+}
+
+static gboolean
+run_host(const char *label, QpHost *host, GPtrArray *findings, GPtrArray *sums,
+         GError **error)
+{
+  g_autoptr(SimState) empty = state_of_host(host);
+  guint64 total = 0;
+  for (guint i = 0; i < empty->n; i++)
+    total += empty->total_mib[i];
+  HostSum *hs = g_new0(HostSum, 1);
+  hs->label = g_strdup(label);
+  hs->n_nodes = host->n_nodes;
+  hs->total_mib = total;
+  hs->behind = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(sums, hs);
+  return run_storms(label, host, total, findings, hs, error) &&
+         (opt_churn_seeds < 1 || run_churn(label, host, total, hs, error));
+}
+
+/* Per host: spread + rebalance against spread and the best baseline. */
+static void
+print_verdicts(GPtrArray *sums)
+{
+  printf("\n#### Spread + rebalance: the verdicts\n\n");
+  for (guint h = 0; h < sums->len; h++) {
+    const HostSum *hs = sums->pdata[h];
+    guint best_storm = 0, best_churn = 0;
+    for (guint b = 0; b < N_ALL; b++)
+      if (is_baseline(b)) {
+        best_storm = MAX(best_storm, hs->storm[b].placed);
+        best_churn = MAX(best_churn, hs->churn[b].placed);
+      }
+    const SimChurnResult *rb = &hs->churn[STRAT_REBALANCE];
+    const SimChurnResult *sp = &hs->churn[STRAT_SPREAD];
+    printf("- %s: storms %u VMs placed (best baseline %u), churn %u (best "
+           "baseline %u); churn node-local VM-hours %.0f vs spread %.0f "
+           "(%+.1f%%); %.0f MiB moved per placed VM\n",
+           hs->label, hs->storm[STRAT_REBALANCE].placed, best_storm, rb->placed,
+           best_churn, rb->local_h, sp->local_h,
+           sp->local_h > 0 ? 100 * (rb->local_h / sp->local_h - 1) : 0,
+           rb->placed ? (double)rb->moved_mib / rb->placed : 0);
+  }
+  printf("\n#### Runs where a baseline has more node-local VMs than "
+         "spread + rebalance\n\n");
+  guint listed = 0;
+  for (guint h = 0; h < sums->len; h++) {
+    const HostSum *hs = sums->pdata[h];
+    for (guint x = 0; x < hs->behind->len; x++, listed++)
+      printf("- %s\n", (const char *)hs->behind->pdata[x]);
+  }
+  if (listed == 0)
+    printf("none\n");
 }
 
 int
@@ -445,6 +701,7 @@ main(int argc, char **argv)
        "pack:4 numa:4(memory=64GiB) core:8 pu:2"},
   };
   g_autoptr(GPtrArray) findings = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) sums = g_ptr_array_new_with_free_func(host_sum_free);
   if (opt_markdown)
     printf(
         "Storms: vCPUs in {2,4,8,16} (weights 4:4:3:1), 1, 2 or 4 GiB per "
@@ -461,7 +718,8 @@ main(int argc, char **argv)
       if (host != NULL)
         set_distances(host);
     }
-    if (host == NULL || !run_host(hosts[h].label, host, findings, &error)) {
+    if (host == NULL ||
+        !run_host(hosts[h].label, host, findings, sums, &error)) {
       g_printerr("simulate: %s: %s\n", hosts[h].label, error->message);
       return 1;
     }
@@ -489,6 +747,19 @@ main(int argc, char **argv)
   printf("%s(storm, baseline) pairs where a baseline does better than qemu-pin "
          "spread: %u\n",
          opt_markdown ? "\n" : "\n# ", spread_losses);
+  if (opt_churn_seeds > 0) {
+    printf("\n### Churn\n\nVMs arrive as a Poisson process and live for an "
+           "exponential time (mean %.0f h), sizes as in the storms; the "
+           "arrival rate makes the memory the live VMs ask for %.0f%% of the "
+           "host's on average; %.0f simulated hours per run, starting empty. "
+           "Movers pass every %.0f h; a moved VM stays %d s. VM-hours count "
+           "where each VM is while it lives.\n",
+           opt_churn_life, 100 * opt_churn_load, opt_churn_hours,
+           opt_churn_period, opt_cooldown);
+    for (guint h = 0; h < sums->len; h++)
+      print_churn(sums->pdata[h]);
+  }
+  print_verdicts(sums);
   g_free(opt_topologies);
   return 0;
 }

@@ -1,0 +1,423 @@
+/* The rebalance planner (topology/plan/rebalance.h) on hand-built and
+ * recorded hosts: the VMs are placed by the real planner, their claims made
+ * as a launch makes them, and the moves checked against what each node
+ * holds afterwards. */
+#include "tests/plan/plan-hosts.h"
+
+#include <string.h>
+
+#include "topology/plan/rebalance.h"
+
+/* Places a VM of VCPUS and MIB with MODE inside host nodes NODES (NULL:
+ * anywhere) and adds its claim as ID. */
+static void
+place(const QpHost *h, QpClaims *claims, const char *id, QpMode mode,
+      guint vcpus, guint64 mib, const char *nodes)
+{
+  g_autoptr(QpRequest) r = request(vcpus, mib);
+  g_autoptr(Opts) o = opts_new(mode, NULL);
+  if (nodes != NULL)
+    o->o.hostnodes = list(nodes);
+  g_autoptr(QpPlan) p = plan_ok(h, claims, r, o);
+  g_ptr_array_add(claims->claims, qp_claim_from_plan(p, id, id));
+}
+
+/* Every claim of CLAIMS is movable, never moved before. */
+static QpRebalanceVm *
+all_movable(const QpClaims *claims)
+{
+  QpRebalanceVm *vms = g_new0(QpRebalanceVm, MAX(claims->claims->len, 1));
+  for (guint x = 0; x < claims->claims->len; x++)
+    vms[x].id = ((const QpClaim *)claims->claims->pdata[x])->id;
+  return vms;
+}
+
+static QpRebalanceVm *
+vm_of(QpRebalanceVm *vms, guint n, const char *id)
+{
+  for (guint x = 0; x < n; x++)
+    if (strcmp(vms[x].id, id) == 0)
+      return &vms[x];
+  g_assert_not_reached();
+}
+
+static const QpClaim *
+claim_of(const QpClaims *claims, const char *id)
+{
+  for (guint x = 0; x < claims->claims->len; x++)
+    if (strcmp(((const QpClaim *)claims->claims->pdata[x])->id, id) == 0)
+      return claims->claims->pdata[x];
+  g_assert_not_reached();
+}
+
+/* Nodes holding C's memory, as a list. */
+static char *
+mem_nodes(const QpClaim *c)
+{
+  g_auto(hwloc_bitmap_t) set = hwloc_bitmap_alloc();
+  for (guint x = 0; x < c->mem->len; x++)
+    if (g_array_index(c->mem, QpNodeAmount, x).mib > 0)
+      hwloc_bitmap_set(set,
+                       (unsigned)g_array_index(c->mem, QpNodeAmount, x).node);
+  return qp_list_format(set);
+}
+
+/* No node holds more claims than its memory, no CPU is dedicated twice. */
+static void
+assert_consistent(const QpHost *h, const QpClaims *claims)
+{
+  for (guint i = 0; i < h->n_nodes; i++) {
+    QpNodeMemory m;
+    qp_node_memory(h, claims, NULL, i, &m);
+    g_assert_cmpuint(m.claimed_mib, <=, m.plain_mib);
+  }
+  g_auto(hwloc_bitmap_t) seen = hwloc_bitmap_alloc();
+  for (guint x = 0; x < claims->claims->len; x++) {
+    const QpClaim *c = claims->claims->pdata[x];
+    g_assert_false(hwloc_bitmap_intersects(seen, c->dedicated));
+    hwloc_bitmap_or(seen, seen, c->dedicated);
+  }
+}
+
+static QpRebalance *
+rebalance(const QpHost *h, const QpClaims *claims, const QpRebalanceVm *vms,
+          const QpRequest *req, const Opts *o)
+{
+  QpRebalanceOptions ro = {.now = 100000,
+                           .cooldown_s = 600,
+                           .req = req,
+                           .opts = o != NULL ? &o->o : NULL};
+  g_autoptr(GError) error = NULL;
+  QpRebalance *r =
+      qp_rebalance_compute(h, claims, vms, claims->claims->len, &ro, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(r);
+  assert_consistent(h, r->after);
+  return r;
+}
+
+/* The issue's lab scenario, pure: four VMs of half a node, one per node,
+ * one of 30% beside the first; a VM of 65% fits on no node. */
+static QpClaims *
+fragmented(const QpHost *h)
+{
+  QpClaims *claims = qp_claims_new();
+  for (int n = 0; n < 4; n++) {
+    g_autofree char *id = g_strdup_printf("half%d", n);
+    g_autofree char *node = g_strdup_printf("%d", n);
+    place(h, claims, id, QP_MODE_BALANCED, 2, 8192, node);
+  }
+  place(h, claims, "small", QP_MODE_BALANCED, 2, 4915, "0");
+  return claims;
+}
+
+static void
+test_lab_scenario(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) claims = fragmented(h);
+  g_autoptr(QpRequest) big = request(2, 10650);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  /* Without moves balanced spans it over two half-empty nodes. */
+  g_autoptr(QpPlan) before = plan_ok(h, claims, big, o);
+  g_assert_cmpint(hwloc_bitmap_weight(before->host_nodes), ==, 2);
+
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, big, o);
+  /* One move of a half-node VM onto another half-empty node: the fewest MiB
+   * (the 30% VM alone does not make room). */
+  g_assert_cmpuint(r->moves->len, ==, 1);
+  const QpMove *m = r->moves->pdata[0];
+  g_assert_true(g_str_has_prefix(m->vm, "half"));
+  g_assert_cmpuint(m->mib, ==, 8192);
+  g_assert_cmpuint(r->mib, ==, 8192);
+  g_assert_cmpint(hwloc_bitmap_weight(m->from), ==, 1);
+  g_assert_cmpint(hwloc_bitmap_weight(m->to), ==, 1);
+  g_assert_false(hwloc_bitmap_isequal(m->from, m->to));
+  g_assert_cmpuint(r->req_nodes_after, ==, 1);
+  g_assert_nonnull(r->plan);
+  g_assert_cmpint(hwloc_bitmap_weight(r->plan->host_nodes), ==, 1);
+  /* The big VM goes where the moved one was. */
+  g_assert_true(hwloc_bitmap_isequal(r->plan->host_nodes, m->from));
+  /* Every VM is still on one node; the claims as given are unchanged. */
+  for (guint x = 0; x < r->after->claims->len; x++) {
+    g_autofree char *n = mem_nodes(r->after->claims->pdata[x]);
+    g_assert_null(strchr(n, ','));
+    g_assert_null(strchr(n, '-'));
+  }
+  g_autofree char *orig = mem_nodes(claim_of(claims, m->vm));
+  g_autofree char *from = qp_list_format(m->from);
+  g_assert_cmpstr(orig, ==, from);
+  /* Planning the big VM on the claims after the moves puts it on one node. */
+  g_autoptr(QpPlan) after = plan_ok(h, r->after, big, o);
+  g_assert_cmpint(hwloc_bitmap_weight(after->host_nodes), ==, 1);
+}
+
+/* A request that fits one node as it is needs no move. */
+static void
+test_fits_already(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) claims = fragmented(h);
+  g_autoptr(QpRequest) small = request(2, 4096);
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, small, NULL);
+  g_assert_cmpuint(r->moves->len, ==, 0);
+  g_assert_cmpuint(r->req_nodes_before, ==, 1);
+  g_assert_cmpuint(r->req_nodes_after, ==, 1);
+}
+
+/* What the caller placed, VFIO, a recent move and a VM the caller did not
+ * name stay where they are: with the half-node VMs kept, no move makes
+ * room, and none is made. */
+static void
+test_never_moved(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) claims = fragmented(h);
+  g_autoptr(QpRequest) big = request(2, 10650);
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  guint n = claims->claims->len;
+  vm_of(vms, n, "half0")->caller_set = TRUE;
+  vm_of(vms, n, "half1")->vfio = TRUE;
+  vm_of(vms, n, "half2")->moved_at = 100000 - 599; /* cooldown 600 s */
+  g_ptr_array_add(((QpClaim *)claim_of(claims, "half3"))->devices,
+                  g_strdup("vfio-pci 0000:3b:00.0: host node 3"));
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, big, NULL);
+  g_assert_cmpuint(r->moves->len, ==, 0);
+  /* Balanced spans it over two half-empty nodes, as without a rebalance. */
+  g_assert_cmpuint(r->req_nodes_before, ==, 2);
+  g_assert_cmpuint(r->req_nodes_after, ==, 2);
+  g_assert_nonnull(r->plan);
+  g_assert_true(has_text(r->kept, "half0: its placement is the caller's own"));
+  g_assert_true(has_text(r->kept, "half1: it has VFIO devices"));
+  g_assert_true(has_text(r->kept, "half2: it moved less than the cooldown"));
+  g_assert_true(has_text(r->kept, "half3: it has VFIO devices"));
+
+  /* Once the cooldown is over, half2 may move, and it is the one moved. */
+  vm_of(vms, n, "half2")->moved_at = 100000 - 600;
+  g_autoptr(QpRebalance) r2 = rebalance(h, claims, vms, big, NULL);
+  g_assert_cmpuint(r2->moves->len, ==, 1);
+  g_assert_cmpstr(((QpMove *)r2->moves->pdata[0])->vm, ==, "half2");
+
+  /* A claim with no QpRebalanceVm is never moved either. */
+  QpRebalanceOptions ro = {.now = 100000, .cooldown_s = 600, .req = big};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpRebalance) r4 =
+      qp_rebalance_compute(h, claims, NULL, 0, &ro, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(r4->moves->len, ==, 0);
+  g_assert_true(has_text(r4->kept, "half2: not among the VMs"));
+}
+
+/* A VM stays inside the host nodes it was started with: each half-node VM
+ * was started on its own node but half3 on nodes 2-3, so half3 is the one
+ * that moves, to node 2. */
+static void
+test_stays_inside_nodes(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) claims = fragmented(h);
+  g_autoptr(QpRequest) big = request(2, 10650);
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  guint n = claims->claims->len;
+  for (int v = 0; v < 4; v++) {
+    g_autofree char *id = g_strdup_printf("half%d", v);
+    g_autofree char *node = g_strdup_printf("%d", v);
+    vm_of(vms, n, id)->nodes = list(v < 3 ? node : "2-3");
+  }
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, big, NULL);
+  g_assert_cmpuint(r->moves->len, ==, 1);
+  const QpMove *m = r->moves->pdata[0];
+  g_assert_cmpstr(m->vm, ==, "half3");
+  assert_set(m->to, "2");
+  g_assert_cmpuint(r->req_nodes_after, ==, 1);
+  assert_set(r->plan->host_nodes, "3");
+  /* With half3 on node 3 alone as well, nothing may move. */
+  hwloc_bitmap_free(vm_of(vms, n, "half3")->nodes);
+  vm_of(vms, n, "half3")->nodes = list("3");
+  g_autoptr(QpRebalance) r2 = rebalance(h, claims, vms, big, NULL);
+  g_assert_cmpuint(r2->moves->len, ==, 0);
+  g_assert_cmpuint(r2->req_nodes_after, ==, 2);
+  for (guint v = 0; v < n; v++)
+    hwloc_bitmap_free(vms[v].nodes);
+}
+
+/* Goal (a): a VM that had to span comes back to one node once room is
+ * there, moving only what is not on that node yet. */
+static void
+test_spanning_comes_back(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  place(h, claims, "a", QP_MODE_BALANCED, 2, 12288, "0");
+  place(h, claims, "b", QP_MODE_BALANCED, 2, 12288, "1");
+  /* 8 GiB left on nodes 0 and 1 as 4 + 4: c spans them. */
+  place(h, claims, "c", QP_MODE_BALANCED, 2, 8192, "0-1");
+  g_autofree char *span = mem_nodes(claim_of(claims, "c"));
+  g_assert_cmpstr(span, ==, "0-1");
+  /* a leaves: c fits on node 0, where half of it is already. */
+  g_ptr_array_remove_index(claims->claims, 0);
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, NULL, NULL);
+  g_assert_cmpuint(r->spanning_before, ==, 1);
+  g_assert_cmpuint(r->spanning_after, ==, 0);
+  g_assert_cmpuint(r->moves->len, ==, 1);
+  const QpMove *m = r->moves->pdata[0];
+  g_assert_cmpstr(m->vm, ==, "c");
+  g_assert_true(m->consolidate);
+  assert_set(m->from, "0-1");
+  g_assert_cmpint(hwloc_bitmap_weight(m->to), ==, 1);
+  g_assert_cmpuint(m->mib, ==, 4096);
+  const QpClaim *c = claim_of(r->after, "c");
+  g_autofree char *to = mem_nodes(c);
+  g_autofree char *mto = qp_list_format(m->to);
+  g_assert_cmpstr(to, ==, mto);
+  /* Its vCPUs went with it: load and CPU set on that node alone. */
+  g_assert_cmpuint(c->load->len, ==, 1);
+  g_assert_cmpuint(g_array_index(c->load, QpNodeLoad, 0).vcpus, ==, 2);
+  g_assert_cmpuint(c->cpu_load->len, ==, 1);
+  int ni = qp_host_node_index(h, g_array_index(c->load, QpNodeLoad, 0).node);
+  g_assert_true(hwloc_bitmap_isincluded(
+      g_array_index(c->cpu_load, QpCpuLoad, 0).cpus, h->nodes[ni].cpus));
+  /* Nothing else to do the second time. */
+  g_autofree QpRebalanceVm *vms2 = all_movable(r->after);
+  g_autoptr(QpRebalance) again = rebalance(h, r->after, vms2, NULL, NULL);
+  g_assert_cmpuint(again->moves->len, ==, 0);
+}
+
+/* One-to-one keeps its mode: the move takes free cores at the destination,
+ * never a core another VM has. */
+static void
+test_one_to_one_takes_free_cores(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  place(h, claims, "pinned", QP_MODE_ONE_TO_ONE, 2, 8192, "0");
+  place(h, claims, "other", QP_MODE_ONE_TO_ONE, 2, 2048, "1");
+  for (int n = 1; n < 4; n++) {
+    g_autofree char *id = g_strdup_printf("fill%d", n);
+    g_autofree char *node = g_strdup_printf("%d", n);
+    place(h, claims, id, QP_MODE_BALANCED, 2, 8192, node);
+  }
+  g_autoptr(QpRequest) big = request(2, 12288);
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  guint n = claims->claims->len;
+  for (int f = 1; f < 4; f++) {
+    g_autofree char *id = g_strdup_printf("fill%d", f);
+    vm_of(vms, n, id)->caller_set = TRUE;
+  }
+  vm_of(vms, n, "other")->caller_set = TRUE;
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, big, NULL);
+  g_assert_cmpuint(r->moves->len, ==, 1);
+  const QpMove *m = r->moves->pdata[0];
+  g_assert_cmpstr(m->vm, ==, "pinned");
+  g_assert_cmpint(m->mode, ==, QP_MODE_ONE_TO_ONE);
+  assert_set(m->from, "0");
+  const QpClaim *c = claim_of(r->after, "pinned");
+  const QpClaim *before = claim_of(claims, "pinned");
+  g_assert_cmpint(hwloc_bitmap_weight(c->dedicated), ==,
+                  hwloc_bitmap_weight(before->dedicated));
+  int to = hwloc_bitmap_first(m->to);
+  g_assert_true(hwloc_bitmap_isincluded(
+      c->dedicated, h->nodes[qp_host_node_index(h, to)].cpus));
+  /* assert_consistent (in rebalance()) checked no core is taken twice. */
+  g_assert_cmpuint(r->req_nodes_after, ==, 1);
+}
+
+/* Mode numa keeps one host node per guest node: the piece in the way moves
+ * to a node of its own, the other stays. */
+static void
+test_numa_pieces(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  g_autoptr(QpRequest) vn = request(4, 8192);
+  request_vnuma(vn, 2, 2, 4096);
+  g_autoptr(Opts) no = opts_new(QP_MODE_NUMA, NULL);
+  no->o.hostnodes = list("0-1");
+  g_autoptr(QpPlan) p = plan_ok(h, claims, vn, no);
+  g_ptr_array_add(claims->claims, qp_claim_from_plan(p, "vnuma", "vnuma"));
+  for (int n = 1; n < 4; n++) {
+    g_autofree char *id = g_strdup_printf("fill%d", n);
+    g_autofree char *node = g_strdup_printf("%d", n);
+    place(h, claims, id, QP_MODE_BALANCED, 2, n == 1 ? 4096 : 8192, node);
+  }
+  place(h, claims, "fill0", QP_MODE_BALANCED, 2, 4096, "0");
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  guint n = claims->claims->len;
+  for (int f = 0; f < 4; f++) {
+    g_autofree char *id = g_strdup_printf("fill%d", f);
+    vm_of(vms, n, id)->caller_set = TRUE;
+  }
+  /* Nodes 0 and 1 hold 8 GiB each (4 of vnuma's, 4 of a filler): a VM of
+   * 12 GiB needs one of vnuma's pieces gone. */
+  g_autoptr(QpRequest) big = request(2, 12288);
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, big, NULL);
+  g_assert_cmpuint(r->moves->len, ==, 1);
+  const QpMove *m = r->moves->pdata[0];
+  g_assert_cmpstr(m->vm, ==, "vnuma");
+  g_assert_cmpuint(m->pairs->len, ==, 1);
+  g_assert_cmpuint(m->mib, ==, 4096);
+  assert_set(m->from, "0-1");
+  g_assert_cmpint(hwloc_bitmap_weight(m->to), ==, 2);
+  const QpNodePair *np = &g_array_index(m->pairs, QpNodePair, 0);
+  g_assert_true(np->from == 0 || np->from == 1);
+  g_assert_true(np->to >= 2);
+  g_assert_cmpuint(r->req_nodes_after, ==, 1);
+}
+
+/* On a recorded host (2 sockets x 4 nodes): every node left with 12 GiB,
+ * 4 of them a small VM's; a VM of 14 GiB would span two nodes. Moving one
+ * small VM (4 GiB) is the cheapest way to one node. */
+static void
+test_recorded_2s_8node(void)
+{
+  g_autoptr(QpHost) h = recorded("2s-8node.xml");
+  g_assert_cmpuint(h->n_nodes, ==, 8);
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  for (guint i = 0; i < h->n_nodes; i++) {
+    g_autofree char *id = g_strdup_printf("vm%u", i);
+    g_autofree char *small = g_strdup_printf("small%u", i);
+    g_autofree char *node = g_strdup_printf("%d", h->nodes[i].id);
+    QpNodeMemory m;
+    qp_node_memory(h, NULL, NULL, i, &m);
+    g_assert_cmpuint(m.uncommitted_mib, >, 16384);
+    place(h, claims, id, QP_MODE_BALANCED, 2, m.uncommitted_mib - 16384, node);
+    place(h, claims, small, QP_MODE_BALANCED, 1, 4096, node);
+  }
+  g_autoptr(QpRequest) big = request(4, 14336);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpPlan) before = plan_ok(h, claims, big, o);
+  g_assert_cmpint(hwloc_bitmap_weight(before->host_nodes), ==, 2);
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, big, o);
+  g_assert_cmpuint(r->req_nodes_before, ==, 2);
+  g_assert_cmpuint(r->req_nodes_after, ==, 1);
+  g_assert_cmpuint(r->moves->len, ==, 1);
+  g_assert_cmpuint(r->mib, ==, 4096);
+  const QpMove *m = r->moves->pdata[0];
+  g_assert_true(g_str_has_prefix(m->vm, "small"));
+  g_assert_true(hwloc_bitmap_isequal(r->plan->host_nodes, m->from));
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/rebalance/lab-scenario/one-move-makes-room",
+                  test_lab_scenario);
+  g_test_add_func("/rebalance/request/fits-already-no-move", test_fits_already);
+  g_test_add_func("/rebalance/never-moves/caller-vfio-cooldown-unknown",
+                  test_never_moved);
+  g_test_add_func("/rebalance/keeps/started-host-nodes",
+                  test_stays_inside_nodes);
+  g_test_add_func("/rebalance/consolidate/spanning-comes-back",
+                  test_spanning_comes_back);
+  g_test_add_func("/rebalance/one-to-one/takes-free-cores",
+                  test_one_to_one_takes_free_cores);
+  g_test_add_func("/rebalance/numa/one-node-per-guest-node", test_numa_pieces);
+  g_test_add_func("/rebalance/recorded/2s-8node/one-node-after-moves",
+                  test_recorded_2s_8node);
+  return g_test_run();
+}

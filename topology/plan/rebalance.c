@@ -1,0 +1,881 @@
+/* The rebalance planner (rebalance.h): a working copy of the live claims,
+ * moves applied to it one after the other, each checked against the room
+ * left then; the request's plan from qp_plan_compute() on the result. */
+#include "topology/plan/rebalance.h"
+
+#include <string.h>
+
+#include "topology/plan/capacity.h"
+#include "topology/plan/claim.h"
+
+#define REQ_ID "(request)"
+
+/* ---- Claims -------------------------------------------------------------- */
+
+QpClaim *
+qp_rebalance_claim_copy(const QpClaim *c)
+{
+  QpClaim *copy = qp_claim_new();
+  copy->id = g_strdup(c->id);
+  copy->name = g_strdup(c->name);
+  copy->uuid = g_strdup(c->uuid);
+  copy->qemu_pid = c->qemu_pid;
+  copy->qemu_start = c->qemu_start;
+  copy->launcher_pid = c->launcher_pid;
+  copy->launcher_start = c->launcher_start;
+  copy->keeper_pid = c->keeper_pid;
+  copy->mode = c->mode;
+  if (c->mem != NULL)
+    g_array_append_vals(copy->mem, c->mem->data, c->mem->len);
+  if (c->huge != NULL)
+    g_array_append_vals(copy->huge, c->huge->data, c->huge->len);
+  if (c->dedicated != NULL)
+    hwloc_bitmap_copy(copy->dedicated, c->dedicated);
+  if (c->load != NULL)
+    g_array_append_vals(copy->load, c->load->data, c->load->len);
+  qp_cpu_load_copy(copy->cpu_load, c->cpu_load);
+  copy->best_effort = c->best_effort;
+  copy->time = c->time;
+  for (guint i = 0; c->devices != NULL && i < c->devices->len; i++)
+    g_ptr_array_add(copy->devices, g_strdup(c->devices->pdata[i]));
+  return copy;
+}
+
+static QpClaims *
+claims_copy(const QpClaims *src)
+{
+  QpClaims *w = qp_claims_new();
+  for (guint i = 0; i < src->claims->len; i++)
+    g_ptr_array_add(w->claims, qp_rebalance_claim_copy(src->claims->pdata[i]));
+  hwloc_bitmap_copy(w->blocked_nodes, src->blocked_nodes);
+  return w;
+}
+
+gboolean
+qp_claim_has_vfio(const QpClaim *c)
+{
+  for (guint i = 0; c->devices != NULL && i < c->devices->len; i++)
+    if (g_str_has_prefix(c->devices->pdata[i], "vfio-pci"))
+      return TRUE;
+  return FALSE;
+}
+
+static guint64
+mem_on(const QpClaim *c, int node)
+{
+  guint64 m = 0;
+  for (guint x = 0; x < c->mem->len; x++)
+    if (g_array_index(c->mem, QpNodeAmount, x).node == node)
+      m += g_array_index(c->mem, QpNodeAmount, x).mib;
+  return m;
+}
+
+static guint64
+mem_total(const QpClaim *c)
+{
+  guint64 m = 0;
+  for (guint x = 0; x < c->mem->len; x++)
+    m += g_array_index(c->mem, QpNodeAmount, x).mib;
+  return m;
+}
+
+static guint
+load_on(const QpClaim *c, int node)
+{
+  guint n = 0;
+  for (guint x = 0; x < c->load->len; x++)
+    if (g_array_index(c->load, QpNodeLoad, x).node == node)
+      n += g_array_index(c->load, QpNodeLoad, x).vcpus;
+  return n;
+}
+
+static guint
+load_total(const QpClaim *c)
+{
+  guint n = 0;
+  for (guint x = 0; x < c->load->len; x++)
+    n += g_array_index(c->load, QpNodeLoad, x).vcpus;
+  return n;
+}
+
+/* Host nodes (ids) where C holds memory, shared vCPUs or dedicated CPUs. */
+static hwloc_bitmap_t
+nodes_of(const QpHost *host, const QpClaim *c)
+{
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (guint x = 0; x < c->mem->len; x++)
+    if (g_array_index(c->mem, QpNodeAmount, x).mib > 0)
+      hwloc_bitmap_set(set,
+                       (unsigned)g_array_index(c->mem, QpNodeAmount, x).node);
+  for (guint x = 0; x < c->load->len; x++)
+    if (g_array_index(c->load, QpNodeLoad, x).vcpus > 0)
+      hwloc_bitmap_set(set,
+                       (unsigned)g_array_index(c->load, QpNodeLoad, x).node);
+  for (guint i = 0; i < host->n_nodes; i++)
+    if (host->nodes[i].all_cpus != NULL &&
+        hwloc_bitmap_intersects(c->dedicated, host->nodes[i].all_cpus))
+      hwloc_bitmap_set(set, (unsigned)host->nodes[i].id);
+  return set;
+}
+
+/* Cores of HOST that hold a CPU of SET. */
+static guint
+cores_in(const QpHost *host, hwloc_const_bitmap_t set)
+{
+  guint n = 0;
+  for (guint k = 0; k < host->n_cores; k++)
+    if (hwloc_bitmap_intersects(host->cores[k].pus, set))
+      n++;
+  return n;
+}
+
+/* ---- The working state --------------------------------------------------- */
+
+typedef struct {
+  guint ci; /* index into w->claims */
+  const QpRebalanceVm *in;
+  gboolean movable;
+  gboolean moved;
+} Vm;
+
+typedef struct {
+  const QpHost *host;
+  const QpPlacementOptions *popts;
+  QpClaims *w;
+  GArray *vms;      /* of Vm */
+  GPtrArray *moves; /* of QpMove* */
+} Work;
+
+static void
+move_free(gpointer p)
+{
+  QpMove *m = p;
+  if (m == NULL)
+    return;
+  g_free(m->vm);
+  hwloc_bitmap_free(m->from);
+  hwloc_bitmap_free(m->to);
+  g_array_unref(m->pairs);
+  g_free(m);
+}
+
+static void
+work_clear(Work *k)
+{
+  g_clear_pointer(&k->w, qp_claims_free);
+  g_clear_pointer(&k->vms, g_array_unref);
+  g_clear_pointer(&k->moves, g_ptr_array_unref);
+}
+
+static void
+work_copy(Work *dst, const Work *src)
+{
+  dst->host = src->host;
+  dst->popts = src->popts;
+  dst->w = claims_copy(src->w);
+  dst->vms = g_array_copy(src->vms);
+  dst->moves = g_ptr_array_new_with_free_func(move_free);
+}
+
+static QpClaim *
+claim_of(const Work *k, const Vm *v)
+{
+  return k->w->claims->pdata[v->ci];
+}
+
+static guint64
+avail(const Work *k, guint i)
+{
+  return qp_node_uncommitted(k->host, k->w, k->popts, i, 0);
+}
+
+/* Dedicated CPUs of every claim but SKIP's (a new bitmap). */
+static hwloc_bitmap_t
+dedicated_others(const Work *k, const QpClaim *skip)
+{
+  hwloc_bitmap_t d = hwloc_bitmap_alloc();
+  for (guint x = 0; x < k->w->claims->len; x++) {
+    const QpClaim *c = k->w->claims->pdata[x];
+    if (c != skip)
+      hwloc_bitmap_or(d, d, c->dedicated);
+  }
+  return d;
+}
+
+/* Node index I lies where V was started: its host nodes and CPUs. */
+static gboolean
+allowed(const Work *k, const Vm *v, guint i)
+{
+  const QpNode *n = &k->host->nodes[i];
+  if (qp_claims_node_blocked(k->w, n->id) || n->cpus == NULL ||
+      hwloc_bitmap_iszero(n->cpus))
+    return FALSE;
+  if (v->in->nodes != NULL &&
+      !hwloc_bitmap_isset(v->in->nodes, (unsigned)n->id))
+    return FALSE;
+  return v->in->cpus == NULL || hwloc_bitmap_intersects(v->in->cpus, n->cpus);
+}
+
+/* CPUs of node index I that V's vCPUs may float on (a new bitmap). */
+static hwloc_bitmap_t
+usable_cpus(const Work *k, const Vm *v, guint i)
+{
+  g_auto(hwloc_bitmap_t) ded = dedicated_others(k, claim_of(k, v));
+  hwloc_bitmap_t set = hwloc_bitmap_dup(k->host->nodes[i].cpus);
+  hwloc_bitmap_andnot(set, set, ded);
+  if (v->in->cpus != NULL)
+    hwloc_bitmap_and(set, set, v->in->cpus);
+  return set;
+}
+
+/* Free cores of node index I for V (indexes into host->cores): every PU
+ * usable, none dedicated to another VM. */
+static GArray *
+free_cores(const Work *k, const Vm *v, guint i)
+{
+  g_auto(hwloc_bitmap_t) ded = dedicated_others(k, claim_of(k, v));
+  GArray *out = g_array_new(FALSE, FALSE, sizeof(guint));
+  const QpNode *n = &k->host->nodes[i];
+  for (guint c = 0; c < k->host->n_cores; c++) {
+    const QpCore *core = &k->host->cores[c];
+    if (core->node != n->id || hwloc_bitmap_intersects(core->pus, ded) ||
+        !hwloc_bitmap_isincluded(core->pus, n->cpus) ||
+        (v->in->cpus != NULL &&
+         !hwloc_bitmap_isincluded(core->pus, v->in->cpus)))
+      continue;
+    g_array_append_val(out, c);
+  }
+  return out;
+}
+
+/* ---- Moving one VM to one node ------------------------------------------- */
+
+/* V (balanced or one-to-one) fits whole on node index I: *COST is the MiB
+ * that change node. */
+static gboolean
+fits_single(const Work *k, const Vm *v, guint i, const guint64 *av,
+            guint64 *cost)
+{
+  const QpClaim *c = claim_of(k, v);
+  if (!allowed(k, v, i))
+    return FALSE;
+  int id = k->host->nodes[i].id;
+  guint64 total = mem_total(c), have = mem_on(c, id);
+  if (av[i] + have < total)
+    return FALSE;
+  guint ncores = cores_in(k->host, c->dedicated);
+  if (ncores > 0) {
+    g_autoptr(GArray) cores = free_cores(k, v, i);
+    if (cores->len < ncores)
+      return FALSE;
+  }
+  guint vcpus = load_total(c);
+  if (vcpus > 0) {
+    g_auto(hwloc_bitmap_t) cpus = usable_cpus(k, v, i);
+    if ((guint)hwloc_bitmap_weight(cpus) < vcpus)
+      return FALSE;
+  }
+  *cost = total - have;
+  return TRUE;
+}
+
+static QpMove *
+move_new(const Work *k, const QpClaim *c, gboolean consolidate)
+{
+  QpMove *m = g_new0(QpMove, 1);
+  m->vm = g_strdup(c->id);
+  m->mode = c->mode;
+  m->from = nodes_of(k->host, c);
+  m->pairs = g_array_new(FALSE, FALSE, sizeof(QpNodePair));
+  m->consolidate = consolidate;
+  return m;
+}
+
+/* One-to-one: as many cores of node index I as C had, as many PUs of each
+ * as it had per core. */
+static void
+take_cores(const Work *k, const Vm *v, QpClaim *c, guint i)
+{
+  guint ncores = cores_in(k->host, c->dedicated);
+  guint per = ((guint)hwloc_bitmap_weight(c->dedicated) + ncores - 1) / ncores;
+  g_autoptr(GArray) cores = free_cores(k, v, i);
+  hwloc_bitmap_zero(c->dedicated);
+  for (guint x = 0; x < ncores && x < cores->len; x++) {
+    const QpCore *core = &k->host->cores[g_array_index(cores, guint, x)];
+    guint taken = 0;
+    for (int pu = hwloc_bitmap_first(core->pus); pu >= 0 && taken < per;
+         pu = hwloc_bitmap_next(core->pus, pu), taken++)
+      hwloc_bitmap_set(c->dedicated, (unsigned)pu);
+  }
+}
+
+/* Moves V whole onto node index I; records the move. */
+static void
+apply_single(Work *k, Vm *v, guint i, guint64 cost, gboolean consolidate)
+{
+  QpClaim *c = claim_of(k, v);
+  QpMove *m = move_new(k, c, consolidate);
+  int id = k->host->nodes[i].id;
+  guint64 total = mem_total(c);
+  guint vcpus = load_total(c);
+  if (cores_in(k->host, c->dedicated) > 0)
+    take_cores(k, v, c, i);
+  g_auto(hwloc_bitmap_t) cpus = usable_cpus(k, v, i);
+  g_array_set_size(c->mem, 0);
+  if (total > 0)
+    g_array_append_val(c->mem, ((QpNodeAmount){id, total}));
+  g_array_set_size(c->load, 0);
+  g_array_set_size(c->cpu_load, 0);
+  if (vcpus > 0) {
+    g_array_append_val(c->load, ((QpNodeLoad){id, vcpus}));
+    QpCpuLoad l = {hwloc_bitmap_dup(cpus), vcpus};
+    g_array_append_val(c->cpu_load, l);
+  }
+  m->to = nodes_of(k->host, c);
+  m->mib = cost;
+  v->moved = TRUE;
+  g_ptr_array_add(k->moves, m);
+}
+
+/* The best node for V outside AVOID (node ids, NULL: none): the fewest MiB
+ * moved, then the least room left (keeping large holes whole), then the
+ * lowest id. -1 when none holds it. */
+static int
+best_single(const Work *k, const Vm *v, hwloc_const_bitmap_t avoid,
+            const guint64 *av, guint64 *cost)
+{
+  const QpClaim *c = claim_of(k, v);
+  int best = -1;
+  guint64 best_cost = 0, best_left = 0, total = mem_total(c);
+  for (guint i = 0; i < k->host->n_nodes; i++) {
+    guint64 cst;
+    int id = k->host->nodes[i].id;
+    if (avoid != NULL && hwloc_bitmap_isset(avoid, (unsigned)id))
+      continue;
+    if (!fits_single(k, v, i, av, &cst))
+      continue;
+    guint64 left = av[i] + mem_on(c, id) - total;
+    if (best < 0 || cst < best_cost || (cst == best_cost && left < best_left)) {
+      best = (int)i;
+      best_cost = cst;
+      best_left = left;
+    }
+  }
+  *cost = best_cost;
+  return best;
+}
+
+static guint64 *
+avail_all(const Work *k)
+{
+  guint64 *av = g_new0(guint64, MAX(k->host->n_nodes, 1));
+  for (guint i = 0; i < k->host->n_nodes; i++)
+    av[i] = avail(k, i);
+  return av;
+}
+
+static gboolean
+spans(const Work *k, const QpClaim *c)
+{
+  if (c->mode != QP_MODE_BALANCED && c->mode != QP_MODE_ONE_TO_ONE)
+    return FALSE;
+  g_auto(hwloc_bitmap_t) n = nodes_of(k->host, c);
+  return hwloc_bitmap_weight(n) > 1;
+}
+
+static guint
+count_spanning(const Work *k)
+{
+  guint n = 0;
+  for (guint x = 0; x < k->w->claims->len; x++)
+    if (strcmp(((QpClaim *)k->w->claims->pdata[x])->id, REQ_ID) != 0 &&
+        spans(k, k->w->claims->pdata[x]))
+      n++;
+  return n;
+}
+
+/* Goal (a): the cheapest move of a spanning VM onto one node, again and
+ * again, while one fits. */
+static void
+consolidate(Work *k)
+{
+  for (;;) {
+    g_autofree guint64 *av = avail_all(k);
+    int best_v = -1, best_i = -1;
+    guint64 best_cost = 0;
+    for (guint x = 0; x < k->vms->len; x++) {
+      Vm *v = &g_array_index(k->vms, Vm, x);
+      if (!v->movable || v->moved || !spans(k, claim_of(k, v)))
+        continue;
+      guint64 cost;
+      int i = best_single(k, v, NULL, av, &cost);
+      if (i >= 0 && (best_v < 0 || cost < best_cost)) {
+        best_v = (int)x;
+        best_i = i;
+        best_cost = cost;
+      }
+    }
+    if (best_v < 0)
+      return;
+    apply_single(k, &g_array_index(k->vms, Vm, best_v), (guint)best_i,
+                 best_cost, TRUE);
+  }
+}
+
+/* ---- Mode numa: the pieces on a set, each to a node of its own ----------- */
+
+/* Plans where each piece of numa VM V on SET goes: a node outside SET and
+ * outside V's nodes, best fit. Fills PAIRS; *COST the MiB moved. */
+static gboolean
+numa_targets(const Work *k, const Vm *v, hwloc_const_bitmap_t set,
+             const guint64 *av, GArray *pairs, guint64 *cost)
+{
+  const QpClaim *c = claim_of(k, v);
+  g_auto(hwloc_bitmap_t) used = nodes_of(k->host, c);
+  hwloc_bitmap_or(used, used, set);
+  *cost = 0;
+  g_array_set_size(pairs, 0);
+  g_auto(hwloc_bitmap_t) from = nodes_of(k->host, c);
+  hwloc_bitmap_and(from, from, set);
+  int f;
+  hwloc_bitmap_foreach_begin(f, from)
+  {
+    guint64 need = mem_on(c, f);
+    guint vcpus = load_on(c, f);
+    int best = -1;
+    for (guint i = 0; i < k->host->n_nodes; i++) {
+      int id = k->host->nodes[i].id;
+      if (hwloc_bitmap_isset(used, (unsigned)id) || !allowed(k, v, i) ||
+          av[i] < need)
+        continue;
+      g_auto(hwloc_bitmap_t) cpus = usable_cpus(k, v, i);
+      if ((guint)hwloc_bitmap_weight(cpus) < vcpus)
+        continue;
+      if (best < 0 || av[i] < av[best])
+        best = (int)i;
+    }
+    if (best < 0)
+      return FALSE;
+    hwloc_bitmap_set(used, (unsigned)k->host->nodes[best].id);
+    g_array_append_val(pairs, ((QpNodePair){f, k->host->nodes[best].id}));
+    *cost += need;
+  }
+  hwloc_bitmap_foreach_end();
+  return TRUE;
+}
+
+static void
+apply_numa(Work *k, Vm *v, const GArray *pairs, guint64 cost)
+{
+  QpClaim *c = claim_of(k, v);
+  QpMove *m = move_new(k, c, FALSE);
+  for (guint p = 0; p < pairs->len; p++) {
+    const QpNodePair *np = &g_array_index(pairs, QpNodePair, p);
+    int ti = qp_host_node_index(k->host, np->to);
+    int fi = qp_host_node_index(k->host, np->from);
+    for (guint x = 0; x < c->mem->len; x++)
+      if (g_array_index(c->mem, QpNodeAmount, x).node == np->from)
+        g_array_index(c->mem, QpNodeAmount, x).node = np->to;
+    for (guint x = 0; x < c->load->len; x++)
+      if (g_array_index(c->load, QpNodeLoad, x).node == np->from)
+        g_array_index(c->load, QpNodeLoad, x).node = np->to;
+    g_auto(hwloc_bitmap_t) cpus = usable_cpus(k, v, (guint)ti);
+    for (guint x = 0; x < c->cpu_load->len; x++) {
+      QpCpuLoad *l = &g_array_index(c->cpu_load, QpCpuLoad, x);
+      if (fi >= 0 && hwloc_bitmap_isincluded(l->cpus, k->host->nodes[fi].cpus))
+        hwloc_bitmap_copy(l->cpus, cpus);
+    }
+    g_array_append_val(m->pairs, *np);
+  }
+  m->to = nodes_of(k->host, c);
+  m->mib = cost;
+  v->moved = TRUE;
+  g_ptr_array_add(k->moves, m);
+}
+
+/* ---- Goal (b): room for the request -------------------------------------- */
+
+/* Nodes the request's plan takes on K's claims (0: it does not fit); the
+ * plan in *OUT when OUT is not NULL. */
+static gboolean
+req_nodes(const Work *k, const QpRequest *req, const QpPlacementOptions *opts,
+          guint *n, QpPlan **out, GError **error)
+{
+  g_autoptr(GError) local = NULL;
+  g_autoptr(QpPlan) plan = qp_plan_compute(k->host, k->w, req, opts, &local);
+  *n = 0;
+  if (plan == NULL) {
+    if (g_error_matches(local, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT))
+      return TRUE;
+    g_propagate_error(error, g_steal_pointer(&local));
+    return FALSE;
+  }
+  *n = plan->host_nodes != NULL ? (guint)hwloc_bitmap_weight(plan->host_nodes)
+                                : 1;
+  if (out != NULL)
+    *out = g_steal_pointer(&plan);
+  return TRUE;
+}
+
+/* Ordinary memory the request asks for at start. */
+static guint64
+req_mem(const QpRequest *req)
+{
+  guint64 m = req->n_gnodes == 0 && req->page_kib != 0 ? 0 : req->mem_mib;
+  for (guint g = 0; g < req->n_gnodes; g++)
+    if (req->gnodes[g].page_kib != 0)
+      m -= MIN(m, req->gnodes[g].mem_mib);
+  for (guint d = 0; d < req->n_devmem; d++)
+    if (req->devmem[d].page_kib == 0)
+      m += req->devmem[d].mib;
+  return m;
+}
+
+static guint64
+set_avail(const Work *k, hwloc_const_bitmap_t set, const guint64 *av)
+{
+  guint64 m = 0;
+  for (guint i = 0; i < k->host->n_nodes; i++)
+    if (hwloc_bitmap_isset(set, (unsigned)k->host->nodes[i].id))
+      m += av[i];
+  return m;
+}
+
+/* What evicting V from SET costs and frees; *NODE (single) or PAIRS
+ * (numa) say where it goes. FALSE: it has nothing there or cannot go. */
+static gboolean
+eviction(const Work *k, const Vm *v, hwloc_const_bitmap_t set,
+         const guint64 *av, int *node, GArray *pairs, guint64 *cost,
+         guint64 *freed)
+{
+  const QpClaim *c = claim_of(k, v);
+  g_auto(hwloc_bitmap_t) on = nodes_of(k->host, c);
+  if (!hwloc_bitmap_intersects(on, set))
+    return FALSE;
+  *freed = 0;
+  int f;
+  hwloc_bitmap_foreach_begin(f, set) *freed += mem_on(c, f);
+  hwloc_bitmap_foreach_end();
+  *node = -1;
+  if (c->mode == QP_MODE_NUMA)
+    return numa_targets(k, v, set, av, pairs, cost);
+  *node = best_single(k, v, set, av, cost);
+  return *node >= 0;
+}
+
+/* The next VM to evict from SET, short of DEFICIT MiB: the cheapest one
+ * that frees it alone, else the one that frees most (the cheapest on a
+ * tie); with no deficit (CPUs are short), the cheapest with vCPUs there.
+ * -1: none can go. */
+static int
+next_eviction(const Work *k, hwloc_const_bitmap_t set, const guint64 *av,
+              guint64 deficit, int *node, GArray *pairs, guint64 *cost)
+{
+  int cover = -1, most = -1, cover_node = -1, most_node = -1;
+  guint64 cover_cost = 0, most_cost = 0, most_freed = 0;
+  g_autoptr(GArray) p = g_array_new(FALSE, FALSE, sizeof(QpNodePair));
+  g_autoptr(GArray) cover_pairs = g_array_new(FALSE, FALSE, sizeof(QpNodePair));
+  g_autoptr(GArray) most_pairs = g_array_new(FALSE, FALSE, sizeof(QpNodePair));
+  for (guint x = 0; x < k->vms->len; x++) {
+    const Vm *v = &g_array_index(k->vms, Vm, x);
+    int n;
+    guint64 cst, freed;
+    if (!v->movable || v->moved ||
+        !eviction(k, v, set, av, &n, p, &cst, &freed))
+      continue;
+    if (freed >= deficit && (cover < 0 || cst < cover_cost)) {
+      cover = (int)x, cover_node = n, cover_cost = cst;
+      g_array_set_size(cover_pairs, 0);
+      g_array_append_vals(cover_pairs, p->data, p->len);
+    }
+    if (most < 0 || freed > most_freed ||
+        (freed == most_freed && cst < most_cost)) {
+      most = (int)x, most_node = n, most_cost = cst, most_freed = freed;
+      g_array_set_size(most_pairs, 0);
+      g_array_append_vals(most_pairs, p->data, p->len);
+    }
+  }
+  gboolean use_cover = cover >= 0;
+  *node = use_cover ? cover_node : most_node;
+  *cost = use_cover ? cover_cost : most_cost;
+  GArray *src = use_cover ? cover_pairs : most_pairs;
+  g_array_set_size(pairs, 0);
+  g_array_append_vals(pairs, src->data, src->len);
+  return use_cover ? cover : most;
+}
+
+/* Evicts VMs from SET until the request fits there. */
+static gboolean
+clear_set(Work *k, const QpRequest *req, const QpPlacementOptions *opts,
+          hwloc_const_bitmap_t set, guint want, GError **error)
+{
+  QpPlacementOptions o = *opts;
+  g_auto(hwloc_bitmap_t) nodes = hwloc_bitmap_dup(set);
+  if (opts->hostnodes != NULL)
+    hwloc_bitmap_and(nodes, nodes, opts->hostnodes);
+  o.hostnodes = nodes;
+  guint64 need = req_mem(req);
+  g_autoptr(GArray) pairs = g_array_new(FALSE, FALSE, sizeof(QpNodePair));
+  for (guint step = 0; step <= k->vms->len; step++) {
+    guint n;
+    if (!req_nodes(k, req, &o, &n, NULL, error))
+      return FALSE;
+    if (n > 0 && n <= want)
+      return TRUE;
+    g_autofree guint64 *av = avail_all(k);
+    guint64 have = set_avail(k, set, av);
+    int node;
+    guint64 cost;
+    int x = next_eviction(k, set, av, need > have ? need - have : 0, &node,
+                          pairs, &cost);
+    if (x < 0)
+      return TRUE; /* no fit: the caller sees the request still refused */
+    Vm *v = &g_array_index(k->vms, Vm, x);
+    if (node >= 0)
+      apply_single(k, v, (guint)node, cost, FALSE);
+    else
+      apply_numa(k, v, pairs, cost);
+  }
+  return TRUE;
+}
+
+/* Candidate sets of K nodes: each node with its K - 1 closest (lowest id
+ * on a tie), each set once; inside the request's host nodes. */
+static GPtrArray *
+candidate_sets(const QpHost *host, const QpPlacementOptions *opts, guint k)
+{
+  GPtrArray *sets =
+      g_ptr_array_new_with_free_func((GDestroyNotify)hwloc_bitmap_free);
+  guint nn = host->n_nodes;
+  g_autofree guint *order = g_new(guint, MAX(nn, 1));
+  for (guint s = 0; s < nn; s++) {
+    guint m = 0;
+    for (guint i = 0; i < nn; i++)
+      if (opts->hostnodes == NULL ||
+          hwloc_bitmap_isset(opts->hostnodes, (unsigned)host->nodes[i].id))
+        order[m++] = i;
+    /* By distance from s (s itself first), stable on ties. */
+    for (guint x = 1; x < m; x++)
+      for (guint y = x; y > 0 && host->distance[s * nn + order[y - 1]] >
+                                     host->distance[s * nn + order[y]];
+           y--) {
+        guint t = order[y];
+        order[y] = order[y - 1];
+        order[y - 1] = t;
+      }
+    if (m < k || order[0] != s)
+      continue;
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    for (guint j = 0; j < k; j++)
+      hwloc_bitmap_set(set, (unsigned)host->nodes[order[j]].id);
+    gboolean seen = FALSE;
+    for (guint x = 0; x < sets->len && !seen; x++)
+      seen = hwloc_bitmap_isequal(sets->pdata[x], set);
+    if (seen)
+      hwloc_bitmap_free(set);
+    else
+      g_ptr_array_add(sets, set);
+  }
+  return sets;
+}
+
+/* The fewest nodes any set could hold the request on, on an empty host. */
+static guint
+least_nodes(const QpHost *host, const QpRequest *req,
+            const QpPlacementOptions *opts)
+{
+  guint64 need = req_mem(req);
+  for (guint k = 1; k <= host->n_nodes; k++) {
+    g_autoptr(GPtrArray) sets = candidate_sets(host, opts, k);
+    for (guint x = 0; x < sets->len; x++) {
+      guint64 mem = 0;
+      guint cpus = 0;
+      for (guint i = 0; i < host->n_nodes; i++)
+        if (hwloc_bitmap_isset(sets->pdata[x], (unsigned)host->nodes[i].id)) {
+          QpNodeMemory m;
+          qp_node_memory(host, NULL, opts, i, &m);
+          mem += m.uncommitted_mib;
+          cpus += host->nodes[i].cpus != NULL
+                      ? (guint)hwloc_bitmap_weight(host->nodes[i].cpus)
+                      : 0;
+        }
+      if (mem >= need && cpus >= req->vcpus)
+        return k;
+    }
+  }
+  return host->n_nodes;
+}
+
+static guint64
+moves_mib(const GPtrArray *moves)
+{
+  guint64 m = 0;
+  for (guint x = 0; x < moves->len; x++)
+    m += ((const QpMove *)moves->pdata[x])->mib;
+  return m;
+}
+
+/* Goal (b): the fewest nodes for the request that some set can be cleared
+ * for, the set whose evictions move the fewest MiB. */
+static gboolean
+make_room(Work *k, const QpRequest *req, const QpPlacementOptions *opts,
+          guint before, GError **error)
+{
+  guint lo = least_nodes(k->host, req, opts);
+  guint hi = before > 0 ? before - 1 : k->host->n_nodes;
+  for (guint want = lo; want <= hi; want++) {
+    g_autoptr(GPtrArray) sets = candidate_sets(k->host, opts, want);
+    Work best = {0};
+    for (guint x = 0; x < sets->len; x++) {
+      Work t;
+      work_copy(&t, k);
+      guint n;
+      if (!clear_set(&t, req, opts, sets->pdata[x], want, error) ||
+          !req_nodes(&t, req, opts, &n, NULL, error)) {
+        work_clear(&t);
+        work_clear(&best);
+        return FALSE;
+      }
+      if (n > 0 && n <= want &&
+          (best.w == NULL || moves_mib(t.moves) < moves_mib(best.moves))) {
+        work_clear(&best);
+        best = t;
+      } else {
+        work_clear(&t);
+      }
+    }
+    if (best.w != NULL) {
+      qp_claims_free(k->w);
+      g_array_unref(k->vms);
+      k->w = g_steal_pointer(&best.w);
+      k->vms = g_steal_pointer(&best.vms);
+      for (guint x = 0; x < best.moves->len; x++)
+        g_ptr_array_add(k->moves, g_steal_pointer(&best.moves->pdata[x]));
+      work_clear(&best);
+      return TRUE;
+    }
+  }
+  return TRUE;
+}
+
+/* ---- The entry point ----------------------------------------------------- */
+
+static const QpRebalanceVm *
+vm_input(const QpRebalanceVm *vms, guint n, const char *id)
+{
+  for (guint x = 0; x < n; x++)
+    if (vms[x].id != NULL && id != NULL && strcmp(vms[x].id, id) == 0)
+      return &vms[x];
+  return NULL;
+}
+
+/* Why C may not move, or NULL. */
+static const char *
+why_kept(const QpClaim *c, const QpRebalanceVm *in, const QpRebalanceOptions *o)
+{
+  if (in == NULL)
+    return "not among the VMs the rebalance may move";
+  if (in->caller_set)
+    return "its placement is the caller's own";
+  if (in->vfio || qp_claim_has_vfio(c))
+    return "it has VFIO devices (pinned pages)";
+  if (c->huge->len > 0)
+    return "its memory is in hugepage pools";
+  if (c->mode != QP_MODE_BALANCED && c->mode != QP_MODE_NUMA &&
+      c->mode != QP_MODE_ONE_TO_ONE)
+    return "qemu-pin does not place it (mode none)";
+  if (in->moved_at > 0 && o->now - in->moved_at < o->cooldown_s)
+    return "it moved less than the cooldown ago";
+  return NULL;
+}
+
+static void
+work_init(Work *k, const QpHost *host, const QpClaims *claims,
+          const QpRebalanceVm *vms, guint n_vms, const QpRebalanceOptions *o,
+          const QpPlacementOptions *popts, GPtrArray *kept)
+{
+  k->host = host;
+  k->popts = popts;
+  k->w = claims_copy(claims);
+  k->vms = g_array_new(FALSE, TRUE, sizeof(Vm));
+  k->moves = g_ptr_array_new_with_free_func(move_free);
+  for (guint x = 0; x < k->w->claims->len; x++) {
+    const QpClaim *c = k->w->claims->pdata[x];
+    const QpRebalanceVm *in = vm_input(vms, n_vms, c->id);
+    const char *why = why_kept(c, in, o);
+    if (why != NULL) {
+      g_ptr_array_add(kept, g_strdup_printf("%s: %s", c->id, why));
+      continue;
+    }
+    Vm v = {x, in, TRUE, FALSE};
+    g_array_append_val(k->vms, v);
+  }
+}
+
+void
+qp_rebalance_free(QpRebalance *r)
+{
+  if (r == NULL)
+    return;
+  g_ptr_array_unref(r->moves);
+  qp_claims_free(r->after);
+  qp_plan_free(r->plan);
+  g_ptr_array_unref(r->kept);
+  g_free(r);
+}
+
+/* Goal (a) beside the request's room: its plan held as a claim. */
+static gboolean
+consolidate_beside(Work *k, const QpRebalanceOptions *o,
+                   const QpPlacementOptions *popts, GError **error)
+{
+  QpPlan *plan = NULL;
+  guint n = 0;
+  if (o->req != NULL && !req_nodes(k, o->req, popts, &n, &plan, error))
+    return FALSE;
+  if (plan != NULL) {
+    g_ptr_array_add(k->w->claims, qp_claim_from_plan(plan, REQ_ID, "request"));
+    qp_plan_free(plan);
+  }
+  consolidate(k);
+  if (plan != NULL)
+    g_ptr_array_remove_index(k->w->claims, k->w->claims->len - 1);
+  return TRUE;
+}
+
+QpRebalance *
+qp_rebalance_compute(const QpHost *host, const QpClaims *claims,
+                     const QpRebalanceVm *vms, guint n_vms,
+                     const QpRebalanceOptions *o, GError **error)
+{
+  QpPlacementOptions defaults;
+  qp_placement_options_init(&defaults);
+  const QpPlacementOptions *popts = o->opts != NULL ? o->opts : &defaults;
+  g_autoptr(QpRebalance) r = g_new0(QpRebalance, 1);
+  r->kept = g_ptr_array_new_with_free_func(g_free);
+  Work k = {0};
+  work_init(&k, host, claims, vms, n_vms, o, popts, r->kept);
+  r->spanning_before = count_spanning(&k);
+  gboolean ok = TRUE;
+  if (o->req != NULL) {
+    ok = req_nodes(&k, o->req, popts, &r->req_nodes_before, NULL, error) &&
+         (r->req_nodes_before == 1 ||
+          make_room(&k, o->req, popts, r->req_nodes_before, error));
+  }
+  if (ok && !o->no_consolidate)
+    ok = consolidate_beside(&k, o, popts, error);
+  if (ok && o->req != NULL)
+    ok = req_nodes(&k, o->req, popts, &r->req_nodes_after, &r->plan, error);
+  if (!ok) {
+    work_clear(&k);
+    qp_placement_options_clear(&defaults);
+    return NULL;
+  }
+  r->spanning_after = count_spanning(&k);
+  r->moves = g_steal_pointer(&k.moves);
+  r->mib = moves_mib(r->moves);
+  r->after = g_steal_pointer(&k.w);
+  work_clear(&k);
+  qp_placement_options_clear(&defaults);
+  return g_steal_pointer(&r);
+}

@@ -1,0 +1,118 @@
+/* The rebalance planner: which running VMs to move between host nodes, and
+ * where, so that (a) VMs that span nodes come back to one node where room
+ * allows and (b) with a request, that VM fits on the fewest nodes its mode
+ * allows. A pure function of (host, live claims, what each VM allows,
+ * request, options), like qp_plan_compute(): no I/O, no clock (the time is
+ * an input), so `qemu-pin rebalance`, `--make-room`, `status` and the
+ * simulator all plan the same moves.
+ *
+ * What it never moves: a VM whose placement the caller chose (its own
+ * pinning, host-nodes of its backends), a VM with VFIO devices (pinned
+ * pages), a VM moved less than the cooldown ago, a VM holding hugepages
+ * (pool pages are not migrated), a VM in mode none, and any claim the
+ * caller gave no QpRebalanceVm for. A moved VM stays inside the host nodes
+ * and CPUs it was started with, keeps its mode (balanced: one node's
+ * CPUs; one-to-one: free cores at the destination; numa: each guest node
+ * to its own host node, in guest node order) and moves at most once per
+ * rebalance.
+ *
+ * What it guarantees (a greedy, not an exhaustive search):
+ * - (a) every move brings one spanning VM onto one node, the VM and node
+ *   whose move costs the fewest MiB first; no move makes any VM span.
+ * - (b) the node count is the fewest k, from the least any k nodes of the
+ *   empty host could hold up to one below the count without moves, for
+ *   which a candidate set (each single node; for k > 1 each node with its
+ *   k - 1 closest) can be cleared; among those sets the one whose
+ *   evictions move the fewest MiB wins. On a set short of D MiB, one VM
+ *   that frees D alone is the cheapest such VM (optimal when one move is
+ *   enough); else VMs go largest first until one covers what is left, so
+ *   the MiB moved are less than D plus the largest movable VM on the set
+ *   (plus what a spanning VM has outside it). The request's room is held
+ *   while (a) runs, so (a) never takes it back.
+ * Every move is to room that is uncommitted when it is made, in order:
+ * made one after the other, no step over-commits a node. */
+#pragma once
+
+#include <glib.h>
+#include <hwloc.h>
+
+#include "topology/host/host.h"
+#include "topology/ledger/claims.h"
+#include "topology/plan/placement.h"
+#include "topology/plan/plan.h"
+#include "topology/plan/request.h"
+
+G_BEGIN_DECLS
+
+/* What one live VM allows, beside its claim. The ledger's record does not
+ * say all of it: the caller fills what it knows from the VM's command line
+ * and the record (the launch's options, the keeper). */
+typedef struct {
+  const char *id;       /* the claim's record id */
+  gboolean caller_set;  /* the caller placed it: its own pinning, host-nodes
+                           of its backends, libvirt's <numatune> */
+  gboolean vfio;        /* VFIO devices (a "vfio-pci" device in the claim's
+                           devices counts too) */
+  hwloc_bitmap_t nodes; /* host nodes it was started inside; NULL: any */
+  hwloc_bitmap_t cpus;  /* CPUs it was started inside (--affinity); NULL */
+  gint64 moved_at;      /* unix time of its last move; 0: never moved */
+} QpRebalanceVm;
+
+typedef struct {
+  gint64 now;        /* unix time, for the cooldown */
+  gint64 cooldown_s; /* a VM moved less than this ago stays */
+  /* The VM to make room for, and its options (also the host reserve for
+   * every move); NULL: goal (a) alone. */
+  const QpRequest *req;
+  const QpPlacementOptions *opts;
+  gboolean no_consolidate; /* skip goal (a): make room for REQ only */
+} QpRebalanceOptions;
+
+/* Guest node GNODE's RAM: from host node FROM to TO (mode numa). */
+typedef struct {
+  int from, to;
+} QpNodePair;
+
+typedef struct {
+  char *vm;             /* record id */
+  QpMode mode;          /* the VM's, kept */
+  hwloc_bitmap_t from;  /* host nodes of its memory and vCPUs before */
+  hwloc_bitmap_t to;    /* and after */
+  GArray *pairs;        /* numa: of QpNodePair, each node that changed, in
+                           the record's node order; empty otherwise */
+  guint64 mib;          /* memory that changes node */
+  gboolean consolidate; /* goal (a) (TRUE) or room for the request */
+} QpMove;
+
+typedef struct {
+  GPtrArray *moves; /* of QpMove*, in the order to make them */
+  guint64 mib;      /* sum over the moves */
+  QpClaims *after;  /* the live claims once the moves are made: the moved
+                       VMs' claims rewritten, the others copied */
+  guint spanning_before, spanning_after; /* VMs of balanced or one-to-one
+                                            on more than one node */
+  /* With a request: host nodes its plan takes without the moves (0: it
+   * does not fit) and after them, and the plan after them (NULL when it
+   * still does not fit; ERROR of qp_rebalance_compute is not set then). */
+  guint req_nodes_before, req_nodes_after;
+  QpPlan *plan;
+  GPtrArray *kept; /* of char*: each VM that may not move, and why */
+} QpRebalance;
+
+void qp_rebalance_free(QpRebalance *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpRebalance, qp_rebalance_free)
+
+/* TRUE when CLAIM names a VFIO device among its devices. */
+gboolean qp_claim_has_vfio(const QpClaim *claim);
+
+/* A copy of CLAIM (every field). */
+QpClaim *qp_rebalance_claim_copy(const QpClaim *claim);
+
+/* Plans the moves. VMS (N_VMS of them) say what each claim of CLAIMS
+ * allows; a claim without one is never moved. Fails only where
+ * qp_plan_compute() would fail for another reason than room. */
+QpRebalance *qp_rebalance_compute(const QpHost *host, const QpClaims *claims,
+                                  const QpRebalanceVm *vms, guint n_vms,
+                                  const QpRebalanceOptions *o, GError **error);
+
+G_END_DECLS

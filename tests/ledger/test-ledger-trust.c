@@ -30,9 +30,18 @@ static const BoundsCase bounds_cases[] = {
     {"qemu-system-x86_64 -smp 2,maxcpus=8", 128, 8},
     {"qemu-system-x86_64 -smp sockets=2,cores=4,threads=2", 128, 16},
     {"qemu-system-x86_64 -smp cpus=4", 128, 4},
-    /* Backends add to -m (qemu-pin's own included: a bound, generous). */
+    /* Backends add to -m unless they are its RAM or a memory device. */
     {"qemu-system-x86_64 -m 1G -object memory-backend-ram,id=m0,size=1G", 2048,
      1},
+    {"qemu-system-x86_64 -m 1G -object memory-backend-ram,id=m0,size=1G "
+     "-machine q35,memory-backend=m0",
+     1024, 1},
+    {"qemu-system-x86_64 -m 1G,maxmem=2G -object "
+     "memory-backend-ram,id=m0,size=512M -object "
+     "memory-backend-ram,id=d0,size=1G -numa node,memdev=m0 -numa "
+     "node,memdev=m1 -object memory-backend-ram,id=m1,size=512M -device "
+     "pc-dimm,memdev=d0",
+     2048, 1},
     {"qemu-system-x86_64 -m 1G -object "
      "{\"qom-type\":\"memory-backend-memfd\",\"id\":\"m0\",\"size\":"
      "536870912}",

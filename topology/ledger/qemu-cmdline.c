@@ -105,10 +105,10 @@ smp_option(const char *v)
   return (guint)most;
 }
 
-/* A memory backend's size in -object: key=value or JSON; 0 when the
- * object is no memory backend. */
+/* A memory backend's size in -object (key=value or JSON) and its id in
+ * *ID (a new string); 0 when the object is no memory backend. */
 static double
-backend_size(const char *v)
+backend_size(const char *v, char **id)
 {
   if (*v == '{') {
     g_autoptr(JsonParser) p = json_parser_new();
@@ -122,6 +122,7 @@ backend_size(const char *v)
     if (!g_str_has_prefix(type, "memory-backend-") || size == NULL ||
         !JSON_NODE_HOLDS_VALUE(size))
       return 0;
+    *id = g_strdup(json_object_get_string_member_with_default(o, "id", ""));
     double bytes = 0;
     if (json_node_get_value_type(size) == G_TYPE_STRING)
       return parse_size(json_node_get_string(size), 1.0, &bytes) ? bytes : 0;
@@ -135,7 +136,22 @@ backend_size(const char *v)
   if (type == NULL || !g_str_has_prefix(type, "memory-backend-") ||
       size == NULL || !parse_size(size, 1.0, &bytes))
     return 0;
+  *id = keyval(v, "id", NULL);
   return bytes;
+}
+
+/* The backend a -machine, -numa or -device option V uses as guest memory
+ * (memory-backend=, memdev=), which -m and maxmem already count: added to
+ * USED. */
+static void
+backend_used(const char *v, GHashTable *used)
+{
+  const char *keys[] = {"memory-backend", "memdev"};
+  for (guint i = 0; i < G_N_ELEMENTS(keys); i++) {
+    char *id = keyval(v, keys[i], NULL);
+    if (id != NULL)
+      g_hash_table_add(used, id);
+  }
 }
 
 void
@@ -152,6 +168,10 @@ qp_qemu_cmdline_bounds(const char *args, gsize len, QpQemuBounds *out)
   double ram = 0, backends = 0;
   gboolean has_m = FALSE;
   guint vcpus = 0;
+  g_autoptr(GHashTable) used =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GHashTable) sizes =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   for (guint i = 0; i + 1 < argv->len; i++) {
     const char *opt = argv->pdata[i], *v = argv->pdata[i + 1];
     if (g_str_has_prefix(opt, "--"))
@@ -163,9 +183,25 @@ qp_qemu_cmdline_bounds(const char *args, gsize len, QpQemuBounds *out)
     } else if (strcmp(opt, "-smp") == 0) {
       vcpus = MAX(vcpus, smp_option(v));
     } else if (strcmp(opt, "-object") == 0) {
-      backends += backend_size(v);
+      char *id = NULL;
+      double size = backend_size(v, &id);
+      if (id != NULL)
+        g_hash_table_replace(sizes, id, g_memdup2(&size, sizeof size));
+      else
+        backends += size;
+    } else if (strcmp(opt, "-machine") == 0 || strcmp(opt, "-M") == 0 ||
+               strcmp(opt, "-numa") == 0 || strcmp(opt, "-device") == 0) {
+      backend_used(v, used);
     }
   }
+  /* Backends that are guest RAM or memory devices are within -m/maxmem;
+   * the others (shared memory, vhost-user's) take memory of their own. */
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, sizes);
+  while (g_hash_table_iter_next(&it, &key, &value))
+    if (!g_hash_table_contains(used, key))
+      backends += *(double *)value;
   out->memory_mib = (has_m ? to_mib(ram) : DEFAULT_RAM_MIB) + to_mib(backends);
   out->vcpus = MAX(vcpus, 1);
 }

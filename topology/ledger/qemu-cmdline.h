@@ -2,9 +2,10 @@
  * bound what a shared ledger's member may claim for that QEMU
  * (docs/ledger.md, "Shared ledger"). A small reader, not the launcher's
  * parser (the ledger is below it): it reads only what bounds a claim, and
- * reads it generously (every -m, -smp and memory backend counted, the
- * largest value of each taken), since a bound too high costs nothing that
- * running that VM would not, and one too low would drop a real VM's claim. */
+ * reads it generously (the largest -m and -smp taken, every memory backend
+ * that is not guest RAM or a memory device added), since a bound too high
+ * costs nothing that running that VM would not, and one too low would drop
+ * a real VM's claim. */
 #pragma once
 
 #include <glib.h>
@@ -12,7 +13,8 @@
 G_BEGIN_DECLS
 
 typedef struct {
-  guint64 memory_mib; /* max(-m size, maxmem) + every memory backend's size */
+  guint64 memory_mib; /* max(-m size, maxmem) + the backends that are not
+                         guest memory (-machine memory-backend=, memdev=) */
   guint vcpus;        /* max(-smp cpus, maxcpus, its topology's product) */
 } QpQemuBounds;
 

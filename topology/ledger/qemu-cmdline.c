@@ -2,7 +2,6 @@
 #include "topology/ledger/qemu-cmdline.h"
 
 #include <json-glib/json-glib.h>
-#include <math.h>
 #include <string.h>
 
 #define MIB (1024.0 * 1024.0)
@@ -15,14 +14,16 @@ parse_size(const char *text, double unit, double *bytes)
 {
   char *end = NULL;
   double v = g_ascii_strtod(text, &end);
-  if (end == text || !isfinite(v) || v < 0)
+  if (end == text || !(v >= 0 && v < 1e30)) /* no NaN, no infinity */
     return FALSE;
   static const char suffixes[] = "BKMGTPE";
   if (*end != '\0') {
     const char *s = strchr(suffixes, g_ascii_toupper(*end));
     if (s == NULL || end[1] != '\0')
       return FALSE;
-    unit = ldexp(1.0, 10 * (int)(s - suffixes));
+    unit = 1.0;
+    for (const char *k = suffixes; k < s; k++)
+      unit *= 1024.0;
   }
   *bytes = v * unit;
   return TRUE;
@@ -31,8 +32,11 @@ parse_size(const char *text, double unit, double *bytes)
 static guint64
 to_mib(double bytes)
 {
-  double mib = ceil(bytes / MIB);
-  return mib >= (double)G_MAXUINT32 ? G_MAXUINT32 : (guint64)mib;
+  double mib = bytes / MIB;
+  if (mib >= (double)G_MAXUINT32)
+    return G_MAXUINT32;
+  guint64 whole = (guint64)mib;
+  return (double)whole < mib ? whole + 1 : whole; /* rounded up */
 }
 
 /* The value of KEY in the key=value list OPTS; IMPLIED names the key of a

@@ -260,7 +260,7 @@ claim_once(const QpHost *host, guint n, const QpPlacementOptions *opts,
   g_autoptr(QpLedger) l = qp_ledger_open(dir, error);
   if (l == NULL)
     return FALSE;
-  qp_ledger_prescan(l);
+  qp_ledger_prescan(l, host);
   if (!qp_ledger_lock(l, error))
     return FALSE;
   double t1 = now_ms();

@@ -20,6 +20,8 @@
 #include "tests/common/qp-test.h"
 
 #define TEST_USER "qp-ledger-test"
+/* The member .ci/setup makes (group kvm), preferred. */
+#define MEMBER_USER "qp-member"
 
 typedef struct {
   char *dir;     /* scratch directory, readable by the user */
@@ -38,7 +40,9 @@ typedef struct {
 static gboolean
 find_user(Fixture *f)
 {
-  struct passwd *pw = getpwnam("libvirt-qemu");
+  struct passwd *pw = getpwnam(MEMBER_USER);
+  if (pw == NULL)
+    pw = getpwnam("libvirt-qemu");
   if (pw == NULL)
     pw = getpwnam(TEST_USER);
   if (pw == NULL && g_file_test("/usr/sbin/useradd", G_FILE_TEST_EXISTS)) {
@@ -77,6 +81,8 @@ setup(Fixture *f)
   f->dir = qp_test_tmpdir();
   g_assert_cmpint(chmod(f->dir, 0755), ==, 0);
   f->marker = g_path_get_basename(f->dir);
+  /* Whatever happens to this test, no QEMU it started outlives it. */
+  qp_test_guard_start(f->marker);
   f->halt_fw = qp_test_firmware(f->dir, QP_TEST_FW_HALT);
   g_assert_cmpint(chmod(f->halt_fw, 0644), ==, 0);
   f->state = g_build_filename(f->dir, "state", NULL);
@@ -100,6 +106,7 @@ teardown(Fixture *f)
       kill(g_array_index(left, int, i), SIGKILL);
     qp_test_wait_no_process(f->marker, 10000);
   }
+  qp_test_guard_stop();
   qp_test_rmtree(f->dir);
   g_free(f->dir);
   g_free(f->state);
@@ -821,6 +828,225 @@ test_metrics_one_output(void)
   rmdir(dir);
 }
 
+/* ---- Records that lie ------------------------------------------------------
+ */
+
+/* Field 22 of /proc/PID/stat: its start time. */
+static guint64
+start_time(int pid)
+{
+  g_autofree char *path = g_strdup_printf("/proc/%d/stat", pid);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  const char *p = strrchr(text, ')');
+  g_assert_nonnull(p);
+  g_auto(GStrv) fields = g_strsplit(p + 2, " ", -1);
+  g_assert_cmpuint(g_strv_length(fields), >, 19);
+  return g_ascii_strtoull(fields[19], NULL, 10); /* field 3 is fields[0] */
+}
+
+/* The text of record TEMPLATE (a real record's path) made to say ID, NAME,
+ * QEMU PID and its start time, MIB on node 0 and DEDICATED CPUs ("" for
+ * none) in MODE, with no keeper. */
+static char *
+forged_record(const char *template, const char *id, const char *name, int pid,
+              gint64 mib, const char *dedicated, const char *mode)
+{
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(template, &text, NULL, NULL));
+  g_autoptr(JsonObject) o = parse_object(text);
+  json_object_set_string_member(o, "id", id);
+  json_object_set_string_member(o, "name", name);
+  json_object_set_int_member(o, "qemu-pid", pid);
+  json_object_set_int_member(o, "qemu-start", (gint64)start_time(pid));
+  json_object_set_int_member(o, "keeper-pid", 0);
+  json_object_set_string_member(o, "mode", mode);
+  JsonObject *mem = json_object_new();
+  json_object_set_int_member(mem, "0", mib);
+  json_object_set_object_member(o, "memory-mib", mem);
+  json_object_set_string_member(o, "dedicated-cpus", dedicated);
+  g_autoptr(JsonNode) root = json_node_new(JSON_NODE_OBJECT);
+  json_node_set_object(root, o);
+  return json_to_string(root, TRUE);
+}
+
+/* The member puts TEXT in the shared ledger as record ID, by rename (so
+ * that it may replace its own record). */
+static void
+member_writes(Fixture *f, const char *id, const char *text)
+{
+  g_autofree char *src = g_strdup_printf("%s/%s.src", f->udir, id);
+  g_assert_true(g_file_set_contents(src, text, -1, NULL));
+  g_assert_cmpint(chown(src, f->uid, f->gid), ==, 0);
+  g_autofree char *dst = record_path(f, id);
+  g_autofree char *sh =
+      g_strdup_printf("cp '%s' '%s/.forged' && mv -f '%s/.forged' '%s'", src,
+                      f->state, f->state, dst);
+  g_assert_cmpint(user_sh(f, sh), ==, 0);
+  g_assert_cmpuint(owner(dst), ==, f->uid);
+}
+
+/* The entry of STATUS's "ignored" for record ID, or NULL. */
+static JsonObject *
+ignored_entry(Fixture *f, JsonObject *status, const char *id)
+{
+  g_autofree char *path = record_path(f, id);
+  JsonArray *ign = json_object_get_array_member(status, "ignored");
+  for (guint i = 0; i < json_array_get_length(ign); i++) {
+    JsonObject *e = json_array_get_object_element(ign, i);
+    if (strcmp(json_object_get_string_member(e, "file"), path) == 0)
+      return e;
+  }
+  return NULL;
+}
+
+/* Record ID is ignored in STATUS, owned by the member, for a reason that
+ * holds WHY. */
+static void
+assert_ignored(Fixture *f, JsonObject *status, const char *id, const char *why)
+{
+  JsonObject *e = ignored_entry(f, status, id);
+  if (e == NULL) {
+    g_autofree char *text =
+        json_to_string(json_object_get_member(status, "ignored"), FALSE);
+    g_test_message("%s is not ignored: %s", id, text);
+  }
+  g_assert_nonnull(e);
+  g_assert_cmpint(json_object_get_int_member(e, "owner"), ==, f->uid);
+  const char *reason = json_object_get_string_member(e, "reason");
+  g_test_message("%s: %s", id, reason);
+  g_assert_null(strchr(reason, '\n'));
+  g_assert_nonnull(strstr(reason, why));
+}
+
+/* The VM record ID's memory on node 0 in STATUS, -1 when it is not there. */
+static gint64
+vm_mib(JsonObject *status, const char *id)
+{
+  JsonArray *vms = json_object_get_array_member(status, "vms");
+  for (guint i = 0; i < json_array_get_length(vms); i++) {
+    JsonObject *vm = json_array_get_object_element(vms, i);
+    if (strcmp(json_object_get_string_member(vm, "id"), id) == 0)
+      return json_object_get_int_member(
+          json_object_get_object_member(vm, "memory-mib"), "0");
+  }
+  return -1;
+}
+
+/* A member of the group forges records (one naming PID 1, one its own
+ * sleep, and its real VM's record rewritten to claim more than its -m):
+ * none of them is counted, each is listed as ignored with its reason,
+ * root's VM starts as if they were not there, and root's prune removes
+ * them. The member's real 256 MiB VM counts 256 MiB. */
+static void
+test_forged_records(void)
+{
+  Fixture fx = {0}, *f = &fx;
+  if (!setup(f))
+    return;
+  g_autoptr(JsonObject) empty = status_json(f, FALSE, FALSE);
+  gint64 room = node0_mem(empty, "uncommitted");
+  g_assert_cmpint(room, >=, 1024);
+
+  GPid upid = start_vm(f, TRUE, "user-vm", 256);
+  GPid u2pid = start_vm(f, TRUE, "user-small", 64);
+  g_autoptr(JsonObject) real = status_json(f, FALSE, FALSE);
+  g_autofree char *uid_ = g_strdup(vm_id(real, "user-vm"));
+  g_autofree char *u2id = g_strdup(vm_id(real, "user-small"));
+  g_assert_cmpint(vm_mib(real, uid_), ==, 256);
+  g_assert_cmpint(node0_mem(real, "claimed"), ==, 256 + 64);
+  g_autofree char *template = record_path(f, u2id);
+
+  /* Each lie claims the whole node: counted, it would refuse root. */
+  g_autofree char *init = forged_record(template, "forged-init", "innocent", 1,
+                                        room, "0-1", "one-to-one");
+  member_writes(f, "forged-init", init);
+  g_autofree char *sleeper_argv0 = g_strdup_printf("sleep-%s", f->marker);
+  g_autoptr(GPtrArray) sl = as(f, TRUE);
+  g_ptr_array_add(sl, g_strdup("/bin/bash"));
+  g_ptr_array_add(sl, g_strdup("-c"));
+  g_ptr_array_add(sl,
+                  g_strdup_printf("exec -a %s /bin/sleep 600", sleeper_argv0));
+  g_ptr_array_add(sl, NULL);
+  GPid sleeper = qp_test_spawn((char **)sl->pdata, NULL, f->udir);
+  for (int i = 0; i < 500; i++) {
+    g_autoptr(GArray) p = qp_test_pids_with(sleeper_argv0);
+    if (p->len == 1 && g_array_index(p, int, 0) == sleeper)
+      break;
+    g_usleep(10000);
+  }
+  g_autofree char *snooze = forged_record(template, "forged-sleep", "sleepy",
+                                          sleeper, room, "", "balanced");
+  member_writes(f, "forged-sleep", snooze);
+  g_autofree char *bigger =
+      forged_record(template, u2id, "user-small", u2pid, room, "", "balanced");
+  member_writes(f, u2id, bigger);
+
+  /* Root and the member see the same: the lies listed, not counted. */
+  for (int as_user = 0; as_user < 2; as_user++) {
+    g_autoptr(JsonObject) st = status_json(f, as_user, FALSE);
+    g_assert_cmpuint(
+        json_array_get_length(json_object_get_array_member(st, "ignored")), ==,
+        3);
+    assert_ignored(f, st, "forged-init", "qemu-pid 1 belongs to uid 0");
+    assert_ignored(f, st, "forged-sleep", "is not QEMU (it runs sleep)");
+    assert_ignored(f, st, u2id, "its QEMU's command line asks at most 64 MiB");
+    g_assert_cmpuint(
+        json_array_get_length(json_object_get_array_member(st, "vms")), ==, 1);
+    g_assert_cmpint(vm_mib(st, uid_), ==, 256);
+    g_assert_cmpint(node0_mem(st, "claimed"), ==, 256);
+    g_assert_cmpstr(json_object_get_string_member(
+                        json_array_get_object_element(
+                            json_object_get_array_member(st, "nodes"), 0),
+                        "dedicated-cpus"),
+                    ==, "");
+  }
+  /* The human view says so too. */
+  g_autofree char *sd = g_strdup_printf("--state-dir=%s", f->state);
+  char *hargv[] = {(char *)qp_test_binary(), "status", sd, NULL};
+  QpTestRun r;
+  qp_test_run(hargv, NULL, &r);
+  g_assert_cmpint(r.status, ==, 0);
+  g_test_message("%s", r.out);
+  g_assert_nonnull(strstr(r.out, "3 records not counted"));
+  g_autofree char *line =
+      g_strdup_printf("%s of uid %u: its qemu-pid 1 belongs to uid 0",
+                      record_path(f, "forged-init"), (unsigned)f->uid);
+  g_assert_nonnull(strstr(r.out, line));
+  qp_test_run_clear(&r);
+
+  /* Root's next launch: a one-to-one VM with the rest of the node, which
+   * any of the lies would have refused (memory and CPUs). */
+  gint64 rest = room - 256 - 128;
+  GPid rpid = start_vm_mode(f, FALSE, "root-vm", (guint64)rest, "one-to-one");
+  g_autoptr(JsonObject) after = status_json(f, FALSE, FALSE);
+  g_assert_nonnull(vm_id(after, "root-vm"));
+  g_assert_cmpint(node0_mem(after, "claimed"), ==, 256 + rest);
+
+  /* Root's prune removes the three; the real VMs' records stay. */
+  g_autoptr(JsonObject) pruned = status_json(f, FALSE, TRUE);
+  g_assert_cmpuint(
+      json_array_get_length(json_object_get_array_member(pruned, "ignored")),
+      ==, 0);
+  g_autofree char *p1 = record_path(f, "forged-init");
+  g_autofree char *p2 = record_path(f, "forged-sleep");
+  g_autofree char *p3 = record_path(f, u2id);
+  g_assert_false(g_file_test(p1, G_FILE_TEST_EXISTS));
+  g_assert_false(g_file_test(p2, G_FILE_TEST_EXISTS));
+  g_assert_false(g_file_test(p3, G_FILE_TEST_EXISTS));
+  g_assert_cmpint(vm_mib(pruned, uid_), ==, 256);
+  g_assert_nonnull(vm_id(pruned, "root-vm"));
+
+  kill(sleeper, SIGKILL);
+  qp_test_wait(sleeper, 10000);
+  GPid all[] = {upid, u2pid, rpid};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++) {
+    kill(all[i], SIGKILL);
+    qp_test_wait(all[i], 10000);
+  }
+  teardown(f);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -829,6 +1055,7 @@ main(int argc, char **argv)
   g_test_add_func("/shared-ledger/stale-records", test_stale_records);
   g_test_add_func("/shared-ledger/fallback-warning", test_fallback_warning);
   g_test_add_func("/shared-ledger/metrics", test_metrics);
+  g_test_add_func("/shared-ledger/forged-records", test_forged_records);
   g_test_add_func("/shared-ledger/metrics-is-one-output",
                   test_metrics_one_output);
   return g_test_run();

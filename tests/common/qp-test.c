@@ -785,3 +785,59 @@ qp_test_stop_released(GPid pid, const char *marker, const char *state)
   g_assert_true(qp_test_wait_no_process(marker, 20000));
   g_assert_cmpuint(qp_test_count_records(state), ==, 0);
 }
+
+static int guard_fd = -1;
+static GPid guard_pid = 0;
+
+/* The guard's child: waits for EOF on FD, then kills MARKER's processes. */
+static void G_GNUC_NORETURN
+guard_run(int fd, const char *marker)
+{
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  setsid();
+  for (int other = 3; other < 1024; other++)
+    if (other != fd)
+      close(other);
+  char c;
+  while (read(fd, &c, 1) < 0 && errno == EINTR)
+    ;
+  for (int round = 0; round < 500; round++) {
+    g_autoptr(GArray) left = qp_test_pids_with(marker);
+    if (left->len == 0)
+      break;
+    for (guint i = 0; i < left->len; i++)
+      kill(g_array_index(left, int, i), SIGKILL);
+    g_usleep(10000);
+  }
+  _exit(0);
+}
+
+void
+qp_test_guard_start(const char *marker)
+{
+  g_assert_cmpint(guard_fd, <, 0);
+  int p[2];
+  g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+  pid_t pid = fork();
+  g_assert_cmpint(pid, >=, 0);
+  if (pid == 0) {
+    close(p[1]);
+    guard_run(p[0], marker);
+  }
+  close(p[0]);
+  guard_fd = p[1];
+  guard_pid = pid;
+}
+
+void
+qp_test_guard_stop(void)
+{
+  if (guard_fd < 0)
+    return;
+  close(guard_fd);
+  guard_fd = -1;
+  waitpid(guard_pid, NULL, 0);
+  guard_pid = 0;
+}

@@ -78,6 +78,14 @@ GArray *qp_test_pids_with(const char *marker);
 /* Waits until no process has MARKER in its command line. */
 gboolean qp_test_wait_no_process(const char *marker, guint timeout_ms);
 
+/* Kills every process whose command line holds MARKER once this test
+ * process ends, however it ends: a failed assertion aborts it before its
+ * teardown could kill the QEMUs it started. A child of its own session
+ * waits for a pipe to close. One guard at a time; qp_test_guard_stop()
+ * ends it (killing what is left then). */
+void qp_test_guard_start(const char *marker);
+void qp_test_guard_stop(void);
+
 /* Number of lines (newlines) in TEXT. */
 guint qp_test_count_lines(const char *text);
 

@@ -77,7 +77,7 @@ section_full(Fixture *f, const QpClaim *claim, const char *remove)
   g_autoptr(GError) error = NULL;
   g_autoptr(QpLedger) l = qp_ledger_open(f->state, &error);
   g_assert_no_error(error);
-  qp_ledger_prescan(l);
+  qp_ledger_prescan(l, NULL);
   g_assert_true(qp_ledger_lock(l, &error));
   QpClaims *claims = qp_ledger_read(l, NULL, &error);
   g_assert_no_error(error);
@@ -309,7 +309,7 @@ test_killed_writer_loses_nothing(Fixture *f, gconstpointer data)
   g_assert_cmpint(child, >=, 0);
   if (child == 0) {
     QpLedger *l = qp_ledger_open(f->state, NULL);
-    qp_ledger_prescan(l);
+    qp_ledger_prescan(l, NULL);
     if (!qp_ledger_lock(l, NULL))
       _exit(1);
     QpClaims *c = qp_ledger_read(l, NULL, NULL);
@@ -369,7 +369,7 @@ test_corrupt_summary_ignored(Fixture *f, gconstpointer data)
     g_assert_cmpint(mib_of(claims, "r1"), ==, 101);
     g_autofree char *again = NULL;
     g_assert_true(g_file_get_contents(path, &again, NULL, NULL));
-    g_autofree char *head = g_strdup_printf("qemu-pin-ledger-summary 3 %s\n",
+    g_autofree char *head = g_strdup_printf("qemu-pin-ledger-summary 4 %s\n",
                                             qp_claim_line_fields());
     g_assert_true(g_str_has_prefix(again, head));
     g_assert_nonnull(strstr(again, " 0:101 "));

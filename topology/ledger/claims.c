@@ -57,6 +57,15 @@ qp_claim_free(QpClaim *c)
   g_free(c);
 }
 
+static void
+ignored_free(gpointer p)
+{
+  QpIgnoredRecord *r = p;
+  g_free(r->file);
+  g_free(r->reason);
+  g_free(r);
+}
+
 QpClaims *
 qp_claims_new(void)
 {
@@ -64,6 +73,7 @@ qp_claims_new(void)
   s->claims = g_ptr_array_new_with_free_func((GDestroyNotify)qp_claim_free);
   s->blocked_nodes = hwloc_bitmap_alloc();
   s->warnings = g_ptr_array_new_with_free_func(g_free);
+  s->ignored = g_ptr_array_new_with_free_func(ignored_free);
   return s;
 }
 
@@ -75,5 +85,6 @@ qp_claims_free(QpClaims *s)
   g_ptr_array_unref(s->claims);
   hwloc_bitmap_free(s->blocked_nodes);
   g_ptr_array_unref(s->warnings);
+  g_ptr_array_unref(s->ignored);
   g_free(s);
 }

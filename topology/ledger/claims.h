@@ -68,12 +68,21 @@ QpClaim *qp_claim_new(void);
 void qp_claim_free(QpClaim *claim);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpClaim, qp_claim_free)
 
+/* A live record of a shared ledger that does not count: its owner's claim
+ * is more than a VM of its own holds (topology/ledger/trust.h). */
+typedef struct {
+  char *file;   /* the record file's path */
+  guint owner;  /* the uid that owns it */
+  char *reason; /* one line */
+} QpIgnoredRecord;
+
 typedef struct {
   GPtrArray *claims;            /* of QpClaim, live records */
   hwloc_bitmap_t blocked_nodes; /* nodes held whole (corrupt records) */
   GPtrArray *warnings;          /* of char*, shown on every plan */
   guint n_stale;      /* records of VMs that are gone, left for their owner */
   guint n_unreadable; /* records that could not be read, holding nodes */
+  GPtrArray *ignored; /* of QpIgnoredRecord: live, but not counted */
 } QpClaims;
 
 QpClaims *qp_claims_new(void);

@@ -27,7 +27,7 @@ section_pruning(const char *dir, const QpHost *host, gboolean prune_all,
   g_autoptr(QpLedger) ledger = qp_ledger_open(dir, error);
   if (ledger == NULL)
     return NULL;
-  qp_ledger_prescan(ledger);
+  qp_ledger_prescan(ledger, host);
   if (!qp_ledger_lock(ledger, error))
     return NULL;
   qp_ledger_set_prune_all(ledger, prune_all);

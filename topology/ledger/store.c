@@ -13,6 +13,7 @@
 #include "topology/base/proc.h"
 #include "topology/base/state-dir.h"
 #include "topology/ledger/summary.h"
+#include "topology/ledger/trust.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +41,7 @@ struct QpLedger {
   QpSummary *prescan;  /* the summary as read before the lock, or NULL */
   guint64 prescan_gen; /* the summary's generation before it was read */
   QpSummary *summary;  /* the summary as read under the lock, or NULL */
+  const QpHost *host;  /* while reading: maps dedicated CPUs to cores */
 };
 
 /* ---- Small helpers ------------------------------------------------------- */
@@ -69,6 +71,22 @@ claim_is_live(const QpClaim *c)
 {
   return process_is(c->qemu_pid, c->qemu_start) ||
          process_is(c->launcher_pid, c->launcher_start);
+}
+
+/* Whether the live record C, whose file OWNER owns, counts (a
+ * QpSummaryJudge): in a shared ledger root's records count, another
+ * owner's only for a QEMU of its own, up to what its command line asks
+ * (trust.h). NULL (no verdict needed) in a private ledger and for root's. */
+static char *
+judge_record(const QpClaim *c, gint64 owner, gpointer data)
+{
+  QpLedger *ledger = data;
+  if (!ledger->shared || owner == 0)
+    return NULL;
+  if (owner < 0)
+    return g_strdup("its file's owner is not known");
+  char *why = qp_record_distrust(c, (guint)owner, ledger->host);
+  return why != NULL ? why : g_strdup("");
 }
 
 /* ---- Opening -------------------------------------------------------------
@@ -352,7 +370,7 @@ qp_ledger_write(QpLedger *ledger, const QpClaim *claim, GError **error)
                                 ledger->dir, tmp);
   }
   if (ledger->summary != NULL)
-    qp_summary_set(ledger->summary, claim->id, ino, claim);
+    qp_summary_set(ledger->summary, claim->id, ino, (gint64)geteuid(), claim);
   return fsync_dir(ledger, error);
 }
 
@@ -468,18 +486,20 @@ block_corrupt(QpLedger *ledger, const char *name, const QpHost *host,
   qp_ledger_block_unreadable(claims, path, text, host);
 }
 
-/* Reads the record NAME, whose file name says ID: the claim in OUT, or
- * none and the REASON it is unreadable, or neither when it is gone. FALSE
- * (with ERROR) when it cannot be read at all. */
+/* Reads the record NAME, whose file name says ID: the claim in OUT (its
+ * file's owner in *OWNER), or none and the REASON it is unreadable, or
+ * neither when it is gone. FALSE (with ERROR) when it cannot be read at
+ * all. */
 static gboolean
 load_record(QpLedger *ledger, const char *name, const char *id, QpClaim **out,
-            GError **reason, GError **error)
+            gint64 *owner, GError **reason, GError **error)
 {
   g_autofree char *text = NULL;
   gsize len = 0;
   int errsv = 0;
-  if (!qp_dir_file_read(ledger->dirfd, name, RECORD_MAX_BYTES, &text, &len,
-                        NULL, &errsv)) {
+  struct stat st;
+  if (!qp_dir_file_read(ledger->dirfd, name, RECORD_MAX_BYTES, &text, &len, &st,
+                        &errsv)) {
     if (errsv == ENOENT)
       return TRUE;
     if (errsv == EACCES && ledger->shared) {
@@ -505,6 +525,7 @@ load_record(QpLedger *ledger, const char *name, const char *id, QpClaim **out,
                   "its id \"%s\" differs from its file name", c->id);
     else
       *out = g_steal_pointer(&c);
+    *owner = (gint64)st.st_uid;
   }
   return TRUE;
 }
@@ -554,11 +575,11 @@ set_aside(QpLedger *ledger, const char *name, const char *id,
  * when it could not be read at all or not moved aside. */
 static gboolean
 load_or_quarantine(QpLedger *ledger, const char *name, const char *id,
-                   QpClaim **out, QpClaims *claims, GPtrArray *corrupt,
-                   gboolean *changed, GError **error)
+                   QpClaim **out, gint64 *owner, QpClaims *claims,
+                   GPtrArray *corrupt, gboolean *changed, GError **error)
 {
   g_autoptr(GError) reason = NULL;
-  if (!load_record(ledger, name, id, out, &reason, error))
+  if (!load_record(ledger, name, id, out, owner, &reason, error))
     return FALSE;
   if (reason == NULL)
     return TRUE; /* read, or gone meanwhile */
@@ -573,6 +594,30 @@ typedef struct {
   gboolean changed;    /* the directory changed */
 } ReadState;
 
+/* The live record NAME (its id *ID), whose file OWNER owns, does not
+ * count (WHY): it goes to the ignored records, and root's prune removes
+ * it; it stays in the summary, verdict and all, while it is there. */
+static gboolean
+ignore_record(QpLedger *ledger, const char *name, char **id, gint64 owner,
+              const char *why, ReadState *r, GError **error)
+{
+  if (ledger->prune_all) {
+    if (unlinkat(ledger->dirfd, name, 0) < 0 && errno != ENOENT)
+      return qp_state_errno_error(error, errno,
+                                  "cannot prune ignored ledger record %s/%s",
+                                  ledger->dir, name);
+    r->changed = TRUE;
+    return TRUE;
+  }
+  QpIgnoredRecord *ig = g_new0(QpIgnoredRecord, 1);
+  ig->file = g_build_filename(ledger->dir, name, NULL);
+  ig->owner = owner < 0 ? (guint)-1 : (guint)owner;
+  ig->reason = g_strdup(why);
+  g_ptr_array_add(r->claims->ignored, ig);
+  g_hash_table_add(r->present, g_steal_pointer(id));
+  return TRUE;
+}
+
 /* The record file E (its id the first PLEN characters of its name): its
  * claim from the summary when the summary has it from the same inode, else
  * from the file. A live claim goes to the claims; a stale one counts for
@@ -584,14 +629,15 @@ read_record(QpLedger *ledger, const DirEntry *e, gsize plen, ReadState *r,
 {
   QpSummary *summary = ledger->summary;
   g_autofree char *id = g_strndup(e->name, plen);
+  gint64 owner = qp_summary_owner(summary, id, e->ino);
   g_autoptr(QpClaim) c = qp_summary_claim(summary, id, e->ino);
   if (c == NULL) {
-    if (!load_or_quarantine(ledger, e->name, id, &c, r->claims, r->corrupt,
-                            &r->changed, error))
+    if (!load_or_quarantine(ledger, e->name, id, &c, &owner, r->claims,
+                            r->corrupt, &r->changed, error))
       return FALSE;
     if (c == NULL)
       return TRUE; /* gone or set aside: dropped from the summary */
-    qp_summary_set(summary, id, e->ino, c);
+    qp_summary_set(summary, id, e->ino, owner, c);
   }
   int live = qp_summary_liveness(summary, id, e->ino);
   if (live < 0)
@@ -612,18 +658,29 @@ read_record(QpLedger *ledger, const DirEntry *e, gsize plen, ReadState *r,
     r->changed = TRUE;
     return TRUE;
   }
+  const char *verdict = qp_summary_verdict(summary, id, e->ino);
+  g_autofree char *judged = NULL;
+  if (verdict == NULL) {
+    verdict = judged = judge_record(c, owner, ledger);
+    if (judged != NULL)
+      qp_summary_set_verdict(summary, id, e->ino, judged);
+  }
+  if (verdict != NULL && *verdict != '\0')
+    return ignore_record(ledger, e->name, &id, owner, verdict, r, error);
   g_hash_table_add(r->present, g_steal_pointer(&id));
   g_ptr_array_add(r->claims->claims, g_steal_pointer(&c));
   return TRUE;
 }
 
 void
-qp_ledger_prescan(QpLedger *ledger)
+qp_ledger_prescan(QpLedger *ledger, const QpHost *host)
 {
   g_clear_pointer(&ledger->prescan, qp_summary_free);
   ledger->prescan_gen = summary_generation(ledger);
   ledger->prescan = qp_summary_load(ledger->dirfd, ledger->shared);
-  qp_summary_check_all(ledger->prescan, claim_is_live);
+  ledger->host = host;
+  qp_summary_check_all(ledger->prescan, claim_is_live, judge_record, ledger);
+  ledger->host = NULL;
 }
 
 /* The summary under the lock: the one the pre-scan read while no critical
@@ -681,9 +738,13 @@ qp_ledger_read(QpLedger *ledger, const QpHost *host, GError **error)
   g_autoptr(GHashTable) present =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   ReadState r = {claims, corrupt, present, FALSE};
+  ledger->host = host;
   for (guint i = 0; i < entries->len; i++)
-    if (!read_entry(ledger, &g_array_index(entries, DirEntry, i), &r, error))
+    if (!read_entry(ledger, &g_array_index(entries, DirEntry, i), &r, error)) {
+      ledger->host = NULL;
       return NULL;
+    }
+  ledger->host = NULL;
   qp_summary_retain(ledger->summary, present);
 
   g_ptr_array_sort(corrupt, cmp_str);

@@ -37,13 +37,16 @@ void qp_ledger_set_prune_all(QpLedger *ledger, gboolean prune_all);
 
 /* Reads every record; must hold the lock. Stale records (process gone or
  * start time differs) are removed; unparsable ones are renamed *.corrupt and
- * reported in warnings with their nodes blocked. */
+ * reported in warnings with their nodes blocked; in a shared ledger a
+ * member's record that claims more than a QEMU of its own holds goes to
+ * the ignored records (removed by a prune of every record). */
 QpClaims *qp_ledger_read(QpLedger *ledger, const QpHost *host, GError **error);
 
 /* Optional, before qp_ledger_lock(): reads the ledger's summary and checks
- * whether the VMs it names are still there, so that the read under the lock
- * only checks what changed since (docs/ledger.md, "Summary"). */
-void qp_ledger_prescan(QpLedger *ledger);
+ * whether the VMs it names are still there (and in a shared ledger whether
+ * they count, HOST as for qp_ledger_read()), so that the read under the
+ * lock only checks what changed since (docs/ledger.md, "Summary"). */
+void qp_ledger_prescan(QpLedger *ledger, const QpHost *host);
 
 /* Writes CLAIM atomically (temp file, fsync, rename, fsync dir). Must hold the
  * lock. CLAIM->id names the record. */

@@ -1,12 +1,15 @@
 /* The ledger's summary (see summary.h). The file:
  *
- *   qemu-pin-ledger-summary 3 <the line's fields, comma-separated>
- *   <inode> <claim line>          one per record
+ *   qemu-pin-ledger-summary 4 <the line's fields, comma-separated>
+ *   <inode> <owner> <verdict> <claim line>          one per record
  *   end <records> <FNV-1a 64 of everything above, hex>
  *
  * A claim line is the record's line form (topology/ledger/record.h): one
  * token per field of the record, in the record's order. A summary whose
- * header names other fields (a qemu-pin with another record) is not read. */
+ * header names other fields (a qemu-pin with another record) is not read.
+ * The owner is the record file's uid ("-": not known); the verdict whether
+ * the record counts in a shared ledger (topology/ledger/trust.h): "-" not
+ * judged, "ok", or why not (URI-escaped, one token). */
 #include "topology/ledger/summary.h"
 
 #include <errno.h>
@@ -19,7 +22,7 @@
 #include "topology/base/state-dir.h"
 #include "topology/ledger/record.h"
 
-#define FORMAT "qemu-pin-ledger-summary 3"
+#define FORMAT "qemu-pin-ledger-summary 4"
 #define SUMMARY_MAX_BYTES (64 * 1024 * 1024)
 
 typedef struct {
@@ -27,6 +30,8 @@ typedef struct {
   char *line;     /* the claim line */
   QpClaim *claim; /* parsed, until taken */
   int live;       /* -1 unknown, 0 gone, 1 live */
+  gint64 owner;   /* uid of the record file, -1 unknown */
+  char *verdict;  /* NULL not judged, "" counts, else why it does not */
 } Entry;
 
 /* Records read from their files rather than the summary before a
@@ -46,6 +51,7 @@ entry_free(gpointer p)
 {
   Entry *e = p;
   g_free(e->line);
+  g_free(e->verdict);
   qp_claim_free(e->claim);
   g_free(e);
 }
@@ -107,6 +113,27 @@ read_summary_file(int dirfd, gboolean shared, gsize *len, guint64 *ino)
   return text;
 }
 
+/* A verdict in its token form (see the top of this file) and back. */
+static char *
+verdict_token(const char *verdict)
+{
+  if (verdict == NULL)
+    return g_strdup("-");
+  if (*verdict == '\0')
+    return g_strdup("ok");
+  return g_uri_escape_string(verdict, NULL, FALSE);
+}
+
+static char *
+verdict_parse(const char *token)
+{
+  if (strcmp(token, "-") == 0)
+    return NULL;
+  if (strcmp(token, "ok") == 0)
+    return g_strdup("");
+  return g_uri_unescape_string(token, NULL);
+}
+
 /* The summary's first line: its format and the fields of its lines. */
 static char *
 header(void)
@@ -143,18 +170,24 @@ parse_summary(char *text, gsize len, QpSummary *s)
     if (nl != NULL)
       *nl = '\0';
     char *sp = strchr(line, ' ');
+    char *sp2 = sp ? strchr(sp + 1, ' ') : NULL;
+    char *sp3 = sp2 ? strchr(sp2 + 1, ' ') : NULL;
     gsize id_len = 0;
-    const char *id = sp ? qp_claim_line_id(sp + 1, &id_len) : NULL;
-    guint64 ino;
+    const char *id = sp3 ? qp_claim_line_id(sp3 + 1, &id_len) : NULL;
+    guint64 ino, owner = 0;
     if (id == NULL || id_len == 0)
       return FALSE;
-    *sp = '\0';
-    if (!g_ascii_string_to_unsigned(line, 10, 0, G_MAXUINT64, &ino, NULL))
+    *sp = *sp2 = *sp3 = '\0';
+    if (!g_ascii_string_to_unsigned(line, 10, 0, G_MAXUINT64, &ino, NULL) ||
+        (strcmp(sp + 1, "-") != 0 &&
+         !g_ascii_string_to_unsigned(sp + 1, 10, 0, G_MAXUINT32, &owner, NULL)))
       return FALSE;
     Entry *e = g_new0(Entry, 1);
     e->ino = ino;
-    e->line = g_strdup(sp + 1);
+    e->line = g_strdup(sp3 + 1);
     e->live = -1;
+    e->owner = strcmp(sp + 1, "-") == 0 ? -1 : (gint64)owner;
+    e->verdict = verdict_parse(sp2 + 1);
     g_hash_table_replace(s->entries, g_strndup(id, id_len), e);
     line = nl ? nl + 1 : end;
   }
@@ -189,7 +222,13 @@ qp_summary_save(QpSummary *s, int dirfd, gboolean shared, GError **error)
   g_hash_table_iter_init(&it, s->entries);
   while (g_hash_table_iter_next(&it, &key, &value)) {
     const Entry *e = value;
-    g_string_append_printf(out, "%" G_GUINT64_FORMAT " %s\n", e->ino, e->line);
+    g_autofree char *verdict = verdict_token(e->verdict);
+    g_string_append_printf(out, "%" G_GUINT64_FORMAT " ", e->ino);
+    if (e->owner < 0)
+      g_string_append(out, "-");
+    else
+      g_string_append_printf(out, "%" G_GINT64_FORMAT, e->owner);
+    g_string_append_printf(out, " %s %s\n", verdict, e->line);
   }
   guint64 hash = fnv1a(out->str, out->len);
   g_string_append_printf(out, "end %u %016" G_GINT64_MODIFIER "x\n",
@@ -243,6 +282,32 @@ qp_summary_liveness(const QpSummary *s, const char *id, guint64 ino)
   return e != NULL ? e->live : -1;
 }
 
+gint64
+qp_summary_owner(const QpSummary *s, const char *id, guint64 ino)
+{
+  const Entry *e = lookup(s, id, ino);
+  return e != NULL ? e->owner : -1;
+}
+
+const char *
+qp_summary_verdict(const QpSummary *s, const char *id, guint64 ino)
+{
+  const Entry *e = lookup(s, id, ino);
+  return e != NULL ? e->verdict : NULL;
+}
+
+void
+qp_summary_set_verdict(QpSummary *s, const char *id, guint64 ino,
+                       const char *verdict)
+{
+  Entry *e = lookup(s, id, ino);
+  if (e == NULL || g_strcmp0(e->verdict, verdict) == 0)
+    return;
+  g_free(e->verdict);
+  e->verdict = g_strdup(verdict);
+  s->added++; /* a verdict kept saves judging it again */
+}
+
 void
 qp_summary_take_liveness(QpSummary *s, QpSummary *from)
 {
@@ -253,29 +318,42 @@ qp_summary_take_liveness(QpSummary *s, QpSummary *from)
     Entry *e = value;
     Entry *old = lookup(from, key, e->ino);
     /* The same inode with the same line: the same record. */
-    if (old == NULL || old->live < 0 || strcmp(old->line, e->line) != 0)
+    if (old == NULL || old->live < 0 || strcmp(old->line, e->line) != 0 ||
+        old->owner != e->owner)
       continue;
     e->live = old->live;
+    if (e->verdict == NULL && old->verdict != NULL) {
+      e->verdict = g_steal_pointer(&old->verdict);
+      s->added++;
+    }
     if (e->claim == NULL)
       e->claim = g_steal_pointer(&old->claim);
   }
 }
 
 void
-qp_summary_check_all(QpSummary *s, gboolean (*live)(const QpClaim *claim))
+qp_summary_check_all(QpSummary *s, gboolean (*live)(const QpClaim *claim),
+                     QpSummaryJudge judge, gpointer data)
 {
   GHashTableIter it;
   gpointer value;
   g_hash_table_iter_init(&it, s->entries);
   while (g_hash_table_iter_next(&it, NULL, &value)) {
     Entry *e = value;
-    if (parsed(e) != NULL)
-      e->live = live(e->claim) ? 1 : 0;
+    if (parsed(e) == NULL)
+      continue;
+    e->live = live(e->claim) ? 1 : 0;
+    if (e->live && e->verdict == NULL && judge != NULL) {
+      e->verdict = judge(e->claim, e->owner, data);
+      if (e->verdict != NULL)
+        s->added++;
+    }
   }
 }
 
 void
-qp_summary_set(QpSummary *s, const char *id, guint64 ino, const QpClaim *claim)
+qp_summary_set(QpSummary *s, const char *id, guint64 ino, gint64 owner,
+               const QpClaim *claim)
 {
   if (claim == NULL) {
     qp_summary_drop(s, id);
@@ -283,12 +361,14 @@ qp_summary_set(QpSummary *s, const char *id, guint64 ino, const QpClaim *claim)
   }
   g_autofree char *line = qp_claim_to_summary_line(claim);
   Entry *old = g_hash_table_lookup(s->entries, id);
-  if (old != NULL && old->ino == ino && strcmp(old->line, line) == 0)
+  if (old != NULL && old->ino == ino && old->owner == owner &&
+      strcmp(old->line, line) == 0)
     return;
   Entry *e = g_new0(Entry, 1);
   e->ino = ino;
   e->line = g_steal_pointer(&line);
   e->live = -1;
+  e->owner = owner;
   g_hash_table_replace(s->entries, g_strdup(id), e);
   s->added++;
 }

@@ -43,19 +43,40 @@ QpClaim *qp_summary_claim(QpSummary *summary, const char *id, guint64 ino);
  * 1 live, 0 gone, -1 not known. */
 int qp_summary_liveness(const QpSummary *summary, const char *id, guint64 ino);
 
+/* The uid that owns record ID's file at inode INO (-1: not known). */
+gint64 qp_summary_owner(const QpSummary *summary, const char *id, guint64 ino);
+
+/* Whether record ID at inode INO counts in a shared ledger, as judged
+ * before (topology/ledger/trust.h): NULL not judged, "" it counts, else
+ * why not. The verdict holds for the record's lifetime: the inode names
+ * its text, and liveness the process it was judged by. */
+const char *qp_summary_verdict(const QpSummary *summary, const char *id,
+                               guint64 ino);
+void qp_summary_set_verdict(QpSummary *summary, const char *id, guint64 ino,
+                            const char *verdict);
+
 /* Keeps the verdicts (and parsed claims) of FROM for the records SUMMARY
  * has from the same inodes with the same lines. */
 void qp_summary_take_liveness(QpSummary *summary, QpSummary *from);
 
+/* Judges a live record CLAIM whose file OWNER owns (-1: not known): a
+ * verdict as qp_summary_verdict() gives it (a new string), NULL when it
+ * needs none. */
+typedef char *(*QpSummaryJudge)(const QpClaim *claim, gint64 owner,
+                                gpointer data);
+
 /* Checks the liveness of every record SUMMARY has, with LIVE (no lock
  * needed: a process gone stays gone, and a live verdict only keeps a
- * claim one critical section longer). */
+ * claim one critical section longer), and judges with JUDGE (NULL: none)
+ * the live ones not judged yet. */
 void qp_summary_check_all(QpSummary *summary,
-                          gboolean (*live)(const QpClaim *claim));
+                          gboolean (*live)(const QpClaim *claim),
+                          QpSummaryJudge judge, gpointer data);
 
-/* Sets record ID to CLAIM read from inode INO, or drops it (CLAIM NULL). */
+/* Sets record ID to CLAIM read from inode INO owned by uid OWNER (-1: not
+ * known), or drops it (CLAIM NULL). */
 void qp_summary_set(QpSummary *summary, const char *id, guint64 ino,
-                    const QpClaim *claim);
+                    gint64 owner, const QpClaim *claim);
 void qp_summary_drop(QpSummary *summary, const char *id);
 
 /* Drops every record whose id KEEP (a set of ids) lacks. */

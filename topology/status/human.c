@@ -563,6 +563,17 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
                            n_vms == 1 ? "" : "s");
   for (guint i = 0; i < n_vms; i++)
     append_vm(s, claims->claims->pdata[i]);
+  guint n_ignored = claims ? claims->ignored->len : 0;
+  if (n_ignored > 0)
+    g_string_append_printf(s,
+                           "%u record%s not counted (a member claims only "
+                           "what a VM of its own holds):\n",
+                           n_ignored, n_ignored == 1 ? "" : "s");
+  for (guint i = 0; i < n_ignored; i++) {
+    const QpIgnoredRecord *r = claims->ignored->pdata[i];
+    g_string_append_printf(s, "  %s of uid %u: %s\n", r->file, r->owner,
+                           r->reason);
+  }
 
   for (guint i = 0; claims && i < claims->warnings->len; i++)
     g_string_append_printf(s, "warning: %s\n",

@@ -431,6 +431,17 @@ qp_status_to_json(const QpHost *host, const QpClaims *claims,
   for (guint i = 0; claims && i < claims->claims->len; i++)
     add_vm_json(b, claims->claims->pdata[i]);
   json_builder_end_array(b);
+  json_builder_set_member_name(b, "ignored");
+  json_builder_begin_array(b);
+  for (guint i = 0; claims && i < claims->ignored->len; i++) {
+    const QpIgnoredRecord *r = claims->ignored->pdata[i];
+    json_builder_begin_object(b);
+    qp_json_add_string(b, "file", r->file);
+    qp_json_add_int(b, "owner", (gint64)r->owner);
+    qp_json_add_string(b, "reason", r->reason);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
   json_builder_set_member_name(b, "warnings");
   json_builder_begin_array(b);
   for (guint i = 0; claims && i < claims->warnings->len; i++)

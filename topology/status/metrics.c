@@ -258,9 +258,12 @@ qp_status_to_metrics(const QpHost *host, const QpClaims *claims,
   vm_cpus(s, host, claims);
   family(s, "ledger_records",
          "Records in the ledger: of running VMs (live), of VMs that are gone "
-         "left for their owner or root to remove (stale), unreadable.");
+         "left for their owner or root to remove (stale), unreadable, of a "
+         "shared ledger's member that claim more than its VM holds "
+         "(ignored).");
   sample(s, "ledger_records", "state=\"live\"", claims->claims->len);
   sample(s, "ledger_records", "state=\"stale\"", claims->n_stale);
   sample(s, "ledger_records", "state=\"unreadable\"", claims->n_unreadable);
+  sample(s, "ledger_records", "state=\"ignored\"", claims->ignored->len);
   return g_string_free(s, FALSE);
 }

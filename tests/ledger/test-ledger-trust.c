@@ -1,0 +1,229 @@
+/* Whether a shared ledger's member's record counts (topology/ledger/
+ * trust.h): what a QEMU command line asks at most, read as /proc gives it,
+ * and the verdicts on records of real processes (this test's own children:
+ * sleep, and a shell copied under a QEMU name). The whole scenario with
+ * real QEMU and an unprivileged member is tests/claims/test-shared-ledger.c. */
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "topology/base/proc.h"
+#include "topology/ledger/qemu-cmdline.h"
+#include "topology/ledger/trust.h"
+
+typedef struct {
+  const char *args; /* space-separated: no argument holds a space */
+  guint64 mib;
+  guint vcpus;
+} BoundsCase;
+
+static const BoundsCase bounds_cases[] = {
+    {"qemu-system-x86_64", 128, 1},
+    {"qemu-system-x86_64 -m 256", 256, 1},
+    {"qemu-system-x86_64 -m 1G -smp 2", 1024, 2},
+    {"qemu-system-x86_64 -m 1.5G", 1536, 1},
+    {"qemu-system-x86_64 --m 300 --smp 3", 300, 3},
+    {"qemu-system-x86_64 -m size=512M,slots=4,maxmem=2G", 2048, 1},
+    {"qemu-system-x86_64 -m 512,maxmem=4294967296", 4096, 1},
+    {"qemu-system-x86_64 -smp 2,maxcpus=8", 128, 8},
+    {"qemu-system-x86_64 -smp sockets=2,cores=4,threads=2", 128, 16},
+    {"qemu-system-x86_64 -smp cpus=4", 128, 4},
+    /* Backends add to -m unless they are its RAM or a memory device. */
+    {"qemu-system-x86_64 -m 1G -object memory-backend-ram,id=m0,size=1G", 2048,
+     1},
+    {"qemu-system-x86_64 -m 1G -object memory-backend-ram,id=m0,size=1G "
+     "-machine q35,memory-backend=m0",
+     1024, 1},
+    {"qemu-system-x86_64 -m 1G,maxmem=2G -object "
+     "memory-backend-ram,id=m0,size=512M -object "
+     "memory-backend-ram,id=d0,size=1G -numa node,memdev=m0 -numa "
+     "node,memdev=m1 -object memory-backend-ram,id=m1,size=512M -device "
+     "pc-dimm,memdev=d0",
+     2048, 1},
+    {"qemu-system-x86_64 -m 1G -object "
+     "{\"qom-type\":\"memory-backend-memfd\",\"id\":\"m0\",\"size\":"
+     "536870912}",
+     1536, 1},
+    {"qemu-system-x86_64 -object iothread,id=io0 -m 64", 64, 1},
+    /* qemu-pin's own command line before it execs QEMU in place. */
+    {"qemu-pin --mode=balanced -- qemu-system-x86_64 -m 256 -smp 2", 256, 2},
+    /* What does not parse bounds nothing. */
+    {"qemu-system-x86_64 -m lots -smp many", 128, 1},
+    /* The last -m missing its value counts for nothing. */
+    {"qemu-system-x86_64 -m 64 -m", 64, 1},
+};
+
+static void
+test_bounds(void)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS(bounds_cases); i++) {
+    const BoundsCase *t = &bounds_cases[i];
+    g_autofree char *buf = g_strdup(t->args);
+    gsize len = strlen(buf) + 1; /* as /proc: each argument ends in NUL */
+    for (char *p = buf; *p; p++)
+      if (*p == ' ')
+        *p = '\0';
+    QpQemuBounds b;
+    qp_qemu_cmdline_bounds(buf, len, &b);
+    g_test_message("%s: %" G_GUINT64_FORMAT " MiB, %u vCPUs", t->args,
+                   b.memory_mib, b.vcpus);
+    g_assert_cmpuint(b.memory_mib, ==, t->mib);
+    g_assert_cmpuint(b.vcpus, ==, t->vcpus);
+  }
+}
+
+static void
+test_names(void)
+{
+  const char *qemu[] = {"qemu-system-x86_64", "qemu-system-aarch64",
+                        "qemu-kvm",           "kvm",
+                        "qemu-pin",           "qemu-system-x86_64 (deleted)"};
+  const char * not [] = {"sleep", "qemu-system-", "qemu-img",
+                         "bash",  "kvm-ok",       "qemu-pin-full"};
+  for (gsize i = 0; i < G_N_ELEMENTS(qemu); i++)
+    g_assert_true(qp_qemu_is_qemu_name(qemu[i]));
+  for (gsize i = 0; i < G_N_ELEMENTS(not ); i++)
+    g_assert_false(qp_qemu_is_qemu_name(not [i]));
+}
+
+/* A child running ARGV (ARGV[0] a path), started and alive. */
+static GPid
+spawn(char **argv)
+{
+  GPid pid = 0;
+  g_autoptr(GError) error = NULL;
+  g_assert_true(g_spawn_async(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL,
+                              NULL, &pid, &error));
+  g_assert_no_error(error);
+  /* Until it has exec'd: its executable is no longer this test's. */
+  g_autofree char *exe = g_strdup_printf("/proc/%d/exe", pid);
+  g_autofree char *self = g_file_read_link("/proc/self/exe", NULL);
+  for (int i = 0; i < 500; i++) {
+    g_autofree char *now = g_file_read_link(exe, NULL);
+    if (now != NULL && strcmp(now, self) != 0)
+      break;
+    g_usleep(2000);
+  }
+  return pid;
+}
+
+static void
+stop(GPid pid)
+{
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+}
+
+/* A claim of PID in MODE for MIB on node 0 with DEDICATED CPUs. */
+static QpClaim *
+claim_of(int pid, QpMode mode, guint64 mib, const char *dedicated)
+{
+  QpClaim *c = qp_claim_new();
+  c->id = g_strdup("r");
+  c->qemu_pid = pid;
+  c->qemu_start = qp_proc_start_time(pid);
+  c->mode = mode;
+  QpNodeAmount a = {0, mib};
+  g_array_append_val(c->mem, a);
+  if (dedicated != NULL)
+    hwloc_bitmap_list_sscanf(c->dedicated, dedicated);
+  return c;
+}
+
+/* A shell under a QEMU name whose command line asks -m 256 -smp 2. */
+static GPid
+fake_qemu(char **dir)
+{
+  *dir = g_dir_make_tmp("qp-trust-XXXXXX", NULL);
+  g_autofree char *exe = g_build_filename(*dir, "qemu-system-x86_64", NULL);
+  g_autofree char *sh = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents("/bin/sh", &sh, &len, NULL));
+  g_assert_true(g_file_set_contents(exe, sh, (gssize)len, NULL));
+  g_assert_cmpint(chmod(exe, 0755), ==, 0);
+  char *argv[] = {exe, "-c", "sleep 600; :", "sh", "-m", "256", "-smp",
+                  "2", NULL};
+  return spawn(argv);
+}
+
+static void
+cleanup_dir(char *dir)
+{
+  g_autofree char *exe = g_build_filename(dir, "qemu-system-x86_64", NULL);
+  unlink(exe);
+  rmdir(dir);
+  g_free(dir);
+}
+
+static void
+test_verdicts(void)
+{
+  guint me = (guint)geteuid();
+  /* PID 1 is no process of this owner (unless this runs as root). */
+  g_autoptr(QpClaim) init = claim_of(1, QP_MODE_BALANCED, 64, NULL);
+  g_autofree char *why = qp_record_distrust(init, me + 1, NULL);
+  g_test_message("pid 1: %s", why);
+  g_assert_nonnull(strstr(why, "qemu-pid 1 belongs to uid"));
+
+  /* The owner's own process, which is no QEMU. */
+  char *sleep_argv[] = {"/bin/sleep", "600", NULL};
+  GPid sleeper = spawn(sleep_argv);
+  g_autoptr(QpClaim) s = claim_of(sleeper, QP_MODE_BALANCED, 64, NULL);
+  g_clear_pointer(&why, g_free);
+  why = qp_record_distrust(s, me, NULL);
+  g_test_message("sleep: %s", why);
+  g_assert_nonnull(strstr(why, "is not QEMU (it runs sleep)"));
+  stop(sleeper);
+
+  char *dir = NULL;
+  GPid q = fake_qemu(&dir);
+  /* What its command line asks counts; more does not. */
+  g_autoptr(QpClaim) fits = claim_of(q, QP_MODE_BALANCED, 256, NULL);
+  QpNodeLoad l = {0, 2};
+  g_array_append_val(fits->load, l);
+  g_clear_pointer(&why, g_free);
+  why = qp_record_distrust(fits, me, NULL);
+  g_assert_cmpstr(why, ==, NULL);
+  g_autoptr(QpClaim) more = claim_of(q, QP_MODE_BALANCED, 5000, NULL);
+  why = qp_record_distrust(more, me, NULL);
+  g_test_message("5000 MiB: %s", why);
+  g_assert_cmpstr(why, ==,
+                  "it claims 5000 MiB, its QEMU's command line "
+                  "asks at most 256 MiB");
+  g_clear_pointer(&why, g_free);
+  g_autoptr(QpClaim) cores = claim_of(q, QP_MODE_ONE_TO_ONE, 256, "0-2");
+  why = qp_record_distrust(cores, me, NULL);
+  g_assert_nonnull(strstr(why, "3 dedicated cores and 0 shared vCPUs, its "
+                               "QEMU has at most 2 vCPUs"));
+  g_clear_pointer(&why, g_free);
+  /* Fields that disagree: a balanced record dedicates nothing. */
+  g_autoptr(QpClaim) bal = claim_of(q, QP_MODE_BALANCED, 256, "0");
+  why = qp_record_distrust(bal, me, NULL);
+  g_assert_cmpstr(why, ==,
+                  "mode balanced dedicates CPUs 0 (only one-to-one "
+                  "dedicates CPUs)");
+  g_clear_pointer(&why, g_free);
+  /* A keeper named must be there. */
+  fits->keeper_pid = q;
+  g_assert_null(qp_record_distrust(fits, me, NULL));
+  fits->keeper_pid = 1;
+  why = qp_record_distrust(fits, me, NULL);
+  if (me != 0)
+    g_assert_nonnull(strstr(why, "keeper-pid 1 belongs to uid 0"));
+  else
+    g_assert_null(why);
+  stop(q);
+  cleanup_dir(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/ledger/trust/command-line-bounds", test_bounds);
+  g_test_add_func("/ledger/trust/qemu-names", test_names);
+  g_test_add_func("/ledger/trust/verdicts", test_verdicts);
+  return g_test_run();
+}

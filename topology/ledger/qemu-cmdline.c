@@ -1,0 +1,223 @@
+/* What a QEMU command line asks at most (see qemu-cmdline.h). */
+#include "topology/ledger/qemu-cmdline.h"
+
+#include <json-glib/json-glib.h>
+#include <string.h>
+
+#define MIB (1024.0 * 1024.0)
+#define DEFAULT_RAM_MIB 128
+
+/* A QEMU size ("256", "1.5G", "512k"): bytes, UNIT bytes per unit when
+ * it has no suffix; FALSE when it is none. */
+static gboolean
+parse_size(const char *text, double unit, double *bytes)
+{
+  char *end = NULL;
+  double v = g_ascii_strtod(text, &end);
+  if (end == text || !(v >= 0 && v < 1e30)) /* no NaN, no infinity */
+    return FALSE;
+  static const char suffixes[] = "BKMGTPE";
+  if (*end != '\0') {
+    const char *s = strchr(suffixes, g_ascii_toupper(*end));
+    if (s == NULL || end[1] != '\0')
+      return FALSE;
+    unit = 1.0;
+    for (const char *k = suffixes; k < s; k++)
+      unit *= 1024.0;
+  }
+  *bytes = v * unit;
+  return TRUE;
+}
+
+static guint64
+to_mib(double bytes)
+{
+  double mib = bytes / MIB;
+  if (mib >= (double)G_MAXUINT32)
+    return G_MAXUINT32;
+  guint64 whole = (guint64)mib;
+  return (double)whole < mib ? whole + 1 : whole; /* rounded up */
+}
+
+/* The value of KEY in the key=value list OPTS; IMPLIED names the key of a
+ * leading bare value ("-m 256" is size=256). A new string or NULL. */
+static char *
+keyval(const char *opts, const char *key, const char *implied)
+{
+  g_auto(GStrv) parts = g_strsplit(opts, ",", -1);
+  char *found = NULL;
+  for (guint i = 0; parts[i] != NULL; i++) {
+    const char *eq = strchr(parts[i], '=');
+    const char *k = parts[i], *v = eq ? eq + 1 : NULL;
+    gsize klen = eq ? (gsize)(eq - parts[i]) : strlen(parts[i]);
+    if (eq == NULL && i == 0 && implied != NULL) {
+      k = implied;
+      klen = strlen(implied);
+      v = parts[i];
+    }
+    if (v != NULL && strlen(key) == klen && strncmp(k, key, klen) == 0) {
+      g_free(found);
+      found = g_strdup(v);
+    }
+  }
+  return found;
+}
+
+/* -m [size=]MEGS[,slots=N,maxmem=SIZE]: the larger of size and maxmem. */
+static gboolean
+memory_option(const char *v, double *bytes)
+{
+  g_autofree char *size = keyval(v, "size", "size");
+  g_autofree char *maxmem = keyval(v, "maxmem", NULL);
+  double s = 0, m = 0;
+  gboolean ok = size != NULL && parse_size(size, MIB, &s);
+  if (maxmem != NULL && parse_size(maxmem, 1.0, &m))
+    ok = TRUE;
+  *bytes = MAX(s, m);
+  return ok;
+}
+
+/* -smp [cpus=]N[,maxcpus=N][,sockets=..,cores=..,threads=..]: the most
+ * vCPUs it allows. */
+static guint
+smp_option(const char *v)
+{
+  static const char *const topology[] = {"drawers", "books",    "sockets",
+                                         "dies",    "clusters", "modules",
+                                         "cores",   "threads"};
+  guint64 most = 0, product = 1;
+  gboolean has_topology = FALSE;
+  for (guint i = 0; i < G_N_ELEMENTS(topology); i++) {
+    g_autofree char *t = keyval(v, topology[i], NULL);
+    guint64 n = 0;
+    if (t != NULL && g_ascii_string_to_unsigned(t, 10, 1, 65536, &n, NULL)) {
+      product *= n;
+      has_topology = TRUE;
+      if (product > 1u << 20)
+        product = 1u << 20;
+    }
+  }
+  if (has_topology)
+    most = product;
+  const char *counts[] = {"cpus", "maxcpus"};
+  for (guint i = 0; i < G_N_ELEMENTS(counts); i++) {
+    g_autofree char *c = keyval(v, counts[i], i == 0 ? "cpus" : NULL);
+    guint64 n = 0;
+    if (c != NULL && g_ascii_string_to_unsigned(c, 10, 0, 1u << 20, &n, NULL))
+      most = MAX(most, n);
+  }
+  return (guint)most;
+}
+
+/* A memory backend's size in -object (key=value or JSON) and its id in
+ * *ID (a new string); 0 when the object is no memory backend. */
+static double
+backend_size(const char *v, char **id)
+{
+  if (*v == '{') {
+    g_autoptr(JsonParser) p = json_parser_new();
+    if (!json_parser_load_from_data(p, v, -1, NULL) ||
+        !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(p)))
+      return 0;
+    JsonObject *o = json_node_get_object(json_parser_get_root(p));
+    const char *type =
+        json_object_get_string_member_with_default(o, "qom-type", "");
+    JsonNode *size = json_object_get_member(o, "size");
+    if (!g_str_has_prefix(type, "memory-backend-") || size == NULL ||
+        !JSON_NODE_HOLDS_VALUE(size))
+      return 0;
+    *id = g_strdup(json_object_get_string_member_with_default(o, "id", ""));
+    double bytes = 0;
+    if (json_node_get_value_type(size) == G_TYPE_STRING)
+      return parse_size(json_node_get_string(size), 1.0, &bytes) ? bytes : 0;
+    if (json_node_get_value_type(size) == G_TYPE_INT64)
+      return (double)MAX(json_node_get_int(size), 0);
+    return 0;
+  }
+  g_autofree char *type = keyval(v, "qom-type", "qom-type");
+  g_autofree char *size = keyval(v, "size", NULL);
+  double bytes = 0;
+  if (type == NULL || !g_str_has_prefix(type, "memory-backend-") ||
+      size == NULL || !parse_size(size, 1.0, &bytes))
+    return 0;
+  *id = keyval(v, "id", NULL);
+  return bytes;
+}
+
+/* The backend a -machine, -numa or -device option V uses as guest memory
+ * (memory-backend=, memdev=), which -m and maxmem already count: added to
+ * USED. */
+static void
+backend_used(const char *v, GHashTable *used)
+{
+  const char *keys[] = {"memory-backend", "memdev"};
+  for (guint i = 0; i < G_N_ELEMENTS(keys); i++) {
+    char *id = keyval(v, keys[i], NULL);
+    if (id != NULL)
+      g_hash_table_add(used, id);
+  }
+}
+
+void
+qp_qemu_cmdline_bounds(const char *args, gsize len, QpQemuBounds *out)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  for (gsize i = 0; i < len;) {
+    const char *a = args + i;
+    gsize n = strnlen(a, len - i);
+    if (i + n < len) /* a whole argument: the last may be cut */
+      g_ptr_array_add(argv, (gpointer)a);
+    i += n + 1;
+  }
+  double ram = 0, backends = 0;
+  gboolean has_m = FALSE;
+  guint vcpus = 0;
+  g_autoptr(GHashTable) used =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GHashTable) sizes =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  for (guint i = 0; i + 1 < argv->len; i++) {
+    const char *opt = argv->pdata[i], *v = argv->pdata[i + 1];
+    if (g_str_has_prefix(opt, "--"))
+      opt++; /* QEMU takes --m as -m */
+    double bytes = 0;
+    if (strcmp(opt, "-m") == 0 && memory_option(v, &bytes)) {
+      ram = MAX(ram, bytes);
+      has_m = TRUE;
+    } else if (strcmp(opt, "-smp") == 0) {
+      vcpus = MAX(vcpus, smp_option(v));
+    } else if (strcmp(opt, "-object") == 0) {
+      char *id = NULL;
+      double size = backend_size(v, &id);
+      if (id != NULL)
+        g_hash_table_replace(sizes, id, g_memdup2(&size, sizeof size));
+      else
+        backends += size;
+    } else if (strcmp(opt, "-machine") == 0 || strcmp(opt, "-M") == 0 ||
+               strcmp(opt, "-numa") == 0 || strcmp(opt, "-device") == 0) {
+      backend_used(v, used);
+    }
+  }
+  /* Backends that are guest RAM or memory devices are within -m/maxmem;
+   * the others (shared memory, vhost-user's) take memory of their own. */
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, sizes);
+  while (g_hash_table_iter_next(&it, &key, &value))
+    if (!g_hash_table_contains(used, key))
+      backends += *(double *)value;
+  out->memory_mib = (has_m ? to_mib(ram) : DEFAULT_RAM_MIB) + to_mib(backends);
+  out->vcpus = MAX(vcpus, 1);
+}
+
+gboolean
+qp_qemu_is_qemu_name(const char *name)
+{
+  g_autofree char *base = g_strdup(name);
+  if (g_str_has_suffix(base, " (deleted)"))
+    base[strlen(base) - strlen(" (deleted)")] = '\0';
+  return (g_str_has_prefix(base, "qemu-system-") &&
+          base[strlen("qemu-system-")] != '\0') ||
+         strcmp(base, "qemu-kvm") == 0 || strcmp(base, "kvm") == 0 ||
+         strcmp(base, "qemu-pin") == 0;
+}

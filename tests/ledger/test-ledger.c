@@ -1981,6 +1981,47 @@ test_status_shared_dedicated(void)
       g_error("metrics lack \"%s\":\n%s", want_m[i], metrics);
 }
 
+/* `plan` of a running VM's command line finds its record: by -uuid (any
+ * case) or record id, by -name only where no -uuid tells VMs apart. */
+static void
+test_take_vm(void)
+{
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  QpClaim *a = make_claim("rec-a", 100, 5, 0, 1024);
+  a->name = g_strdup("db1");
+  a->uuid = g_strdup("6f1c2a4e-3b5d-4e7f-9a1b-2c3d4e5f6a7b");
+  g_ptr_array_add(claims->claims, a);
+  QpClaim *b = make_claim("rec-b", 200, 5, 0, 1024);
+  b->name = g_strdup("web");
+  g_ptr_array_add(claims->claims, b);
+  const char *by = NULL;
+
+  g_assert_null(qp_claims_take_vm(claims, NULL, NULL, &by));
+  g_assert_null(qp_claims_take_vm(
+      claims, "00000000-0000-0000-0000-000000000000", "db1", &by));
+  g_assert_null(qp_claims_take_vm(claims, NULL, "other", &by));
+  g_assert_cmpuint(claims->claims->len, ==, 2);
+
+  g_autoptr(QpClaim) t1 = qp_claims_take_vm(
+      claims, "6F1C2A4E-3B5D-4E7F-9A1B-2C3D4E5F6A7B", "renamed", &by);
+  g_assert_true(t1 == a);
+  g_assert_cmpstr(by, ==, "uuid");
+  g_ptr_array_add(claims->claims, g_steal_pointer(&t1));
+  g_autoptr(QpClaim) t2 = qp_claims_take_vm(claims, "rec-b", NULL, &by);
+  g_assert_true(t2 == b);
+  g_assert_cmpstr(by, ==, "id");
+  g_ptr_array_add(claims->claims, g_steal_pointer(&t2));
+  /* A record without -uuid: its name, whatever -uuid the command line has. */
+  g_autoptr(QpClaim) t3 = qp_claims_take_vm(
+      claims, "00000000-0000-0000-0000-000000000000", "web", &by);
+  g_assert_true(t3 == b);
+  g_assert_cmpstr(by, ==, "name");
+  g_autoptr(QpClaim) t4 = qp_claims_take_vm(claims, NULL, "db1", &by);
+  g_assert_true(t4 == a);
+  g_assert_cmpstr(by, ==, "name");
+  g_assert_cmpuint(claims->claims->len, ==, 0);
+}
+
 /* The same views on a host from hwloc's synthetic description
  * (topology/host/build.c). */
 static void
@@ -2079,6 +2120,7 @@ main(int argc, char **argv)
   g_test_add_func("/ledger/status/json", test_status_json);
   g_test_add_func("/ledger/status/text", test_status_text);
   g_test_add_func("/ledger/status/overcommit-per-cpu", test_status_overcommit);
+  g_test_add_func("/ledger/claims/take-vm-by-uuid-id-or-name", test_take_vm);
   g_test_add_func("/ledger/status/shared-dedicated-cores-count",
                   test_status_shared_dedicated);
   FT("/ledger/status/synthetic-host", test_status_synthetic_host);

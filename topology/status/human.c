@@ -174,6 +174,16 @@ append_sets(GString *s, const QpPlan *plan)
 
   g_string_append_printf(s, "mode            %s%s\n", qp_mode_name(plan->mode),
                          plan->best_effort ? " (best effort)" : "");
+  if (plan->ignored != NULL) {
+    const QpClaim *c = plan->ignored;
+    g_autofree char *who = qp_status_vm_words(c);
+    g_string_append_printf(s,
+                           "ignored record  %s, qemu pid %d: the running VM "
+                           "of this -%s, planned as if it were not there\n",
+                           who, c->qemu_pid,
+                           g_strcmp0(plan->ignored_by, "name") == 0 ? "name"
+                                                                    : "uuid");
+  }
   g_string_append_printf(s, "host nodes      %s\n", nodes);
   g_string_append_printf(s, "process CPUs    %s\n", proc);
   g_string_append_printf(s, "emulator CPUs   %s\n", emu);
@@ -453,10 +463,10 @@ append_cpus(GString *s, const QpHost *host, const QpNode *n,
   }
   g_string_append_printf(
       s,
-      "]  D dedicated, S shared (%u vCPUs, %.2f per CPU%s), "
+      "]  D dedicated, S shared (%u vCPU%s, %.2f per CPU%s), "
       "%s. free, - not usable\n",
-      cap->shared_vcpus, qp_status_load_per_cpu(host, n, cap, load),
-      with != NULL ? with : "",
+      cap->shared_vcpus, cap->shared_vcpus == 1 ? "" : "s",
+      qp_status_load_per_cpu(host, n, cap, load), with != NULL ? with : "",
       hwloc_bitmap_iszero(over) ? ""
                                 : "O overcommitted (more vCPUs than CPUs), ");
   if (groups->len == 0)
@@ -527,15 +537,17 @@ append_vm(GString *s, const QpClaim *c)
   }
   for (guint i = 0; i < c->load->len; i++) {
     const QpNodeLoad *l = &g_array_index(c->load, QpNodeLoad, i);
-    g_string_append_printf(s, "; %u shared vCPUs on node %d", l->vcpus,
-                           l->node);
+    g_string_append_printf(s, "; %u shared vCPU%s on node %d", l->vcpus,
+                           l->vcpus == 1 ? "" : "s", l->node);
   }
   /* Where a best-effort VM's vCPUs share CPUs (others float on their
    * nodes, as the node lines show). */
   for (guint i = 0; c->best_effort && i < c->cpu_load->len; i++) {
     const QpCpuLoad *l = &g_array_index(c->cpu_load, QpCpuLoad, i);
     g_autofree char *list = qp_list_format(l->cpus);
-    g_string_append_printf(s, "; %u vCPUs float on cpus %s", l->vcpus, list);
+    g_string_append_printf(s, "; %u vCPU%s float%s on cpus %s", l->vcpus,
+                           l->vcpus == 1 ? "" : "s", l->vcpus == 1 ? "s" : "",
+                           list);
   }
   g_string_append_c(s, '\n');
   for (guint i = 0; i < c->devices->len; i++)

@@ -262,6 +262,26 @@ add_hotplug_json(JsonBuilder *b, const QpPlan *plan)
   json_builder_end_array(b);
 }
 
+/* "ignored-record": the running VM's own record the plan left out, or
+ * null. */
+static void
+add_ignored_json(JsonBuilder *b, const QpPlan *plan)
+{
+  json_builder_set_member_name(b, "ignored-record");
+  if (plan->ignored == NULL) {
+    json_builder_add_null_value(b);
+    return;
+  }
+  const QpClaim *c = plan->ignored;
+  json_builder_begin_object(b);
+  qp_json_add_string(b, "id", c->id);
+  qp_json_add_string(b, "name", c->name);
+  qp_json_add_string(b, "uuid", c->uuid);
+  qp_json_add_int(b, "qemu-pid", (gint64)MAX(c->qemu_pid, 0));
+  qp_json_add_string(b, "matched-by", plan->ignored_by);
+  json_builder_end_object(b);
+}
+
 JsonNode *
 qp_plan_to_json(const QpPlan *plan)
 {
@@ -271,6 +291,7 @@ qp_plan_to_json(const QpPlan *plan)
   json_builder_set_member_name(b, "best-effort");
   json_builder_add_boolean_value(b, plan->best_effort);
   qp_json_add_strings(b, "not-given", plan->not_given);
+  add_ignored_json(b, plan);
   add_vcpus_json(b, plan);
   qp_json_add_list_or_null(b, "process-cpus", plan->process_cpus);
   qp_json_add_list_or_null(b, "emulator-cpus", plan->emulator_cpus);

@@ -84,12 +84,16 @@ print_plan_none(const QpOptions *opts)
 /* `plan`, --dry-run: the plan (JSON, or a table with --human), nothing
  * launched. */
 static int
-cmd_plan(const QpOptions *opts, const QpQemuArgs *args, GError **error)
+cmd_plan(const QpOptions *opts, const QpQemuArgs *args, gboolean plan_only,
+         GError **error)
 {
   g_autoptr(QpHost) host = NULL;
-  g_autoptr(QpPlan) plan = qp_launch_plan(opts, args, &host, error);
+  g_autoptr(QpPlan) plan = qp_launch_plan(opts, args, plan_only, &host, error);
   if (plan == NULL)
     return -1;
+  /* The table lists the warnings itself: each is said once. */
+  for (guint i = 0; !opts->human && i < plan->warnings->len; i++)
+    qp_warning("%s", (const char *)plan->warnings->pdata[i]);
   if (opts->human) {
     g_autofree char *text = qp_plan_to_human(plan, host);
     g_print("%s", text);
@@ -159,7 +163,8 @@ cmd_status(QpOptions *opts, GError **error)
   if (opts->picture != NULL) {
     if (!qp_status_picture(opts->topology, claims, opts->picture, error))
       return -1;
-    g_print("qemu-pin: drew %u VMs on the host in %s\n", claims->claims->len,
+    guint n = claims->claims->len;
+    g_print("qemu-pin: drew %u VM%s on the host in %s\n", n, n == 1 ? "" : "s",
             opts->picture);
     return 0;
   }
@@ -229,7 +234,7 @@ run_qemu(QpOptions *opts, const char *binary, const char *argv0, int argc,
   if (args->passthrough && !plan_only)
     return exec_straight(binary, argv0, argc, argv, error);
   if (plan_only || opts->dry_run)
-    return cmd_plan(opts, args, error);
+    return cmd_plan(opts, args, plan_only, error);
   return qp_launch(opts, binary, argv0, args, error);
 }
 

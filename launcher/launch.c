@@ -117,8 +117,8 @@ plan_on(const QpOptions *opts, const QpQemuArgs *args, const QpHost *host,
 }
 
 QpPlan *
-qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args, QpHost **host_out,
-               GError **error)
+qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args, gboolean running,
+               QpHost **host_out, GError **error)
 {
   qp_timing("options");
   g_autofree char *dir = qp_launch_state_dir(opts);
@@ -130,10 +130,14 @@ qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args, QpHost **host_out,
   qp_timing("ledger");
   if (claims == NULL)
     return NULL;
+  const char *by = NULL;
+  g_autoptr(QpClaim) own =
+      running ? qp_claims_take_vm(claims, args->uuid, args->name, &by) : NULL;
   QpPlan *plan = plan_on(opts, args, host, claims, error);
   if (plan == NULL)
     return NULL;
-  print_warnings(plan->warnings);
+  plan->ignored = g_steal_pointer(&own);
+  plan->ignored_by = by;
   *host_out = g_steal_pointer(&host);
   return plan;
 }

@@ -39,8 +39,12 @@ char *qp_launch_state_dir(const QpOptions *opts);
 
 /* The plan for ARGS under OPTS against the ledger's live records, without
  * claiming anything (`qemu-pin plan`, --dry-run); the host planned on in
- * HOST_OUT. Warnings are said on the way. */
+ * HOST_OUT. With RUNNING (`plan`), a record of the VM that ARGS name
+ * (-uuid, -name) is left out, as if that VM were not running, and kept in
+ * the plan's `ignored`; a launch and --dry-run count every record. What
+ * reading ARGS found is said on the way; the plan's own warnings are the
+ * caller's to show. */
 QpPlan *qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args,
-                       QpHost **host_out, GError **error);
+                       gboolean running, QpHost **host_out, GError **error);
 
 G_END_DECLS

@@ -966,7 +966,7 @@ test_concurrent_one_to_one(Fixture *f, gconstpointer data)
   g_assert_cmpuint(s.violations->len, ==, 0);
   g_assert_cmpuint(s.max_dedicated, ==, 2);
 
-  const char *nocpu = "qemu-pin: VM does not fit: one-to-one needs 1 CPUs on "
+  const char *nocpu = "qemu-pin: VM does not fit: one-to-one needs 1 CPU on "
                       "free cores but "
                       "only 0 are free on host nodes 0 (2 CPUs dedicated to "
                       "other VMs)\n";
@@ -1502,7 +1502,7 @@ test_status_one_vm(Fixture *f, gconstpointer data)
   g_assert_cmpstr(bar, ==, want_bar);
   g_autofree char *cpus = line_starting(r.out, "  cpus ");
   g_assert_cmpstr(cpus, ==,
-                  "  cpus 0-1 [SS]  D dedicated, S shared (1 vCPUs, 0.50 per "
+                  "  cpus 0-1 [SS]  D dedicated, S shared (1 vCPU, 0.50 per "
                   "CPU), . free, - not usable");
   g_assert_nonnull(strstr(r.out, "\n1 VM holding claims:\n"));
   g_autofree char *vm_prefix = g_strdup_printf(
@@ -1512,7 +1512,7 @@ test_status_one_vm(Fixture *f, gconstpointer data)
   g_assert_nonnull(vm_line);
   g_assert_true(g_str_has_suffix(vm_line, " UTC"));
   g_assert_nonnull(
-      strstr(r.out, "\n    memory node 0 64 MiB; 1 shared vCPUs on node 0\n"));
+      strstr(r.out, "\n    memory node 0 64 MiB; 1 shared vCPU on node 0\n"));
   g_assert_null(strstr(r.out, "warning"));
   qp_test_run_clear(&r);
 
@@ -1605,6 +1605,277 @@ test_status_dedicated_cpu(Fixture *f, gconstpointer data)
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
 }
 
+/* A VM of the fixture named MARKER-SUFFIX with 2 vCPUs and its own -qmp
+ * socket QMP, started with OPT; waits until its guest runs. */
+static GPid
+start_2vcpu_vm(Fixture *f, const char *suffix, const char *opt, const char *qmp)
+{
+  g_autofree char *qmparg = g_strdup_printf("unix:%s,server=on,wait=off", qmp);
+  g_autofree char *name = g_strdup_printf("%s-%s", f->marker, suffix);
+  g_autofree char *dir = g_build_filename(f->dir, suffix, NULL);
+  g_assert_cmpint(mkdir(dir, 0700), ==, 0);
+  const char *opts[] = {opt, NULL};
+  const char *extra[] = {"-smp", "2", "-qmp", qmparg, NULL};
+  g_autoptr(GPtrArray) cmd = command(f, f->state, name, GUEST_MIB, opts, extra);
+  GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, dir);
+  if (!qp_test_wait_status(qmp, "running", 60000)) {
+    g_autofree char *err = file_text(dir, "stderr");
+    g_test_message("launch stderr: %s", err);
+    g_assert_not_reached();
+  }
+  return pid;
+}
+
+/* The id of the record whose name is NAME in STATUS (--json). */
+static const char *
+vm_id_named(JsonObject *status, const char *name)
+{
+  JsonArray *vms = json_object_get_array_member(status, "vms");
+  for (guint i = 0; i < json_array_get_length(vms); i++) {
+    JsonObject *vm = json_array_get_object_element(vms, i);
+    if (g_strcmp0(json_object_get_string_member(vm, "name"), name) == 0)
+      return json_object_get_string_member(vm, "id");
+  }
+  g_assert_not_reached();
+}
+
+/* The issue's host: a one-to-one VM on every CPU of this 2-CPU machine and
+ * an auto VM that finds no other CPU and shares them, best effort. Each CPU
+ * runs 2 vCPUs, and every view says so. */
+static void
+test_status_shared_dedicated_cores(Fixture *f, gconstpointer data)
+{
+  /* This machine's 2 CPUs, as the other one-to-one tests here assume. */
+  g_autofree char *qmp_solo = g_build_filename(f->dir, "solo.sock", NULL);
+  g_autofree char *qmp_guest = g_build_filename(f->dir, "guest.sock", NULL);
+  GPid solo = start_2vcpu_vm(f, "solo", "--mode=one-to-one", qmp_solo);
+  const char *want_solo[] = {"0", "1", NULL};
+  g_assert_true(qp_test_wait_vcpu_affinity(solo, want_solo, 10000));
+  GPid guest = start_2vcpu_vm(f, "guest", "--mode=auto", qmp_guest);
+  /* The auto VM's vCPUs float on both CPUs (/proc says it). */
+  const char *want_guest[] = {"0-1", "0-1", NULL};
+  g_assert_true(qp_test_wait_vcpu_affinity(guest, want_guest, 10000));
+  g_autofree char *solo_name = g_strdup_printf("%s-solo", f->marker);
+  g_autofree char *guest_name = g_strdup_printf("%s-guest", f->marker);
+
+  g_autoptr(JsonObject) st = status_json(f->state, NULL);
+  JsonObject *n = node0(st);
+  g_assert_cmpstr(json_object_get_string_member(n, "dedicated-cpus"), ==,
+                  "0-1");
+  g_assert_cmpstr(json_object_get_string_member(n, "overcommitted-cpus"), ==,
+                  "0-1");
+  g_assert_cmpfloat(json_object_get_double_member(n, "load-per-cpu"), ==, 2.0);
+  JsonArray *groups = json_object_get_array_member(n, "cpu-load");
+  g_assert_cmpuint(json_array_get_length(groups), ==, 1);
+  g_assert_cmpfloat(
+      json_object_get_double_member(json_array_get_object_element(groups, 0),
+                                    "vcpus-per-cpu"),
+      ==, 2.0);
+  JsonObject *l3 = json_array_get_object_element(
+      json_object_get_array_member(n, "cache-domains"), 0);
+  g_assert_cmpfloat(json_object_get_double_member(l3, "vcpus-per-cpu"), ==,
+                    2.0);
+  const char *guest_id = vm_id_named(st, guest_name);
+  JsonArray *vms = json_object_get_array_member(st, "vms");
+  for (guint i = 0; i < json_array_get_length(vms); i++) {
+    JsonObject *vm = json_array_get_object_element(vms, i);
+    JsonArray *with = json_object_get_array_member(vm, "dedicated-shared-with");
+    gboolean is_solo =
+        strcmp(json_object_get_string_member(vm, "name"), solo_name) == 0;
+    g_assert_cmpuint(json_array_get_length(with), ==, is_solo ? 1 : 0);
+    g_assert_true(json_object_get_boolean_member(vm, "best-effort") ==
+                  !is_solo);
+    if (!is_solo)
+      continue;
+    JsonObject *w = json_array_get_object_element(with, 0);
+    g_assert_cmpstr(json_object_get_string_member(w, "id"), ==, guest_id);
+    g_assert_cmpstr(json_object_get_string_member(w, "name"), ==, guest_name);
+    g_assert_cmpstr(json_object_get_string_member(w, "cpus"), ==, "0-1");
+  }
+
+  g_autofree char *sd = g_strdup_printf("--state-dir=%s", f->state);
+  char *argv[] = {(char *)qp_test_binary(), "status", sd, NULL};
+  QpTestRun r;
+  qp_test_run(argv, NULL, &r);
+  g_test_message("status:\n%s", r.out);
+  g_assert_cmpint(r.status, ==, 0);
+  g_autofree char *cpus = line_starting(r.out, "  cpus ");
+  g_assert_cmpstr(cpus, ==,
+                  "  cpus 0-1 [OO]  D dedicated, S shared (2 vCPUs, 2.00 per "
+                  "CPU with the dedicated vCPUs of 0-1), O overcommitted (more "
+                  "vCPUs than CPUs), . free, - not usable");
+  g_autofree char *per_cpu = line_starting(r.out, "  vCPUs per CPU: ");
+  g_assert_cmpstr(per_cpu, ==,
+                  "  vCPUs per CPU: 2.00 on 0-1; overcommitted 0-1");
+  g_autofree char *l3_line = line_starting(r.out, "  L3 0-1: ");
+  g_assert_cmpstr(l3_line, ==,
+                  "  L3 0-1: 2 of 2 cores dedicated, 2.00 shared vCPUs (2.00 "
+                  "per CPU)");
+  /* Under the one-to-one VM's entry, one line naming the other VM. */
+  g_autofree char *solo_at = g_strdup_printf("\n  %s  ", solo_name);
+  const char *entry = strstr(r.out, solo_at);
+  g_assert_nonnull(entry);
+  const char *next = strstr(entry + 1, "\n  ");
+  while (next != NULL && g_str_has_prefix(next, "\n    "))
+    next = strstr(next + 1, "\n  ");
+  g_autofree char *shared_line = g_strdup_printf(
+      "\n    dedicated cpus shared: 0-1 with %s (%s)\n", guest_name, guest_id);
+  const char *at = strstr(entry, shared_line);
+  g_assert_nonnull(at);
+  g_assert_true(next == NULL || at < next);
+  g_assert_null(strstr(at + strlen(shared_line), "dedicated cpus shared"));
+  qp_test_run_clear(&r);
+
+  char *margv[] = {(char *)qp_test_binary(), "status", "--metrics", sd, NULL};
+  qp_test_run(margv, NULL, &r);
+  g_assert_cmpint(r.status, ==, 0);
+  g_autofree char *m_shared = g_strdup_printf(
+      "qemu_pin_vm_dedicated_cpus_shared{name=\"%s\",uuid=\"\",claim=\"%s\","
+      "mode=\"one-to-one\",node=\"0\"} 2\n",
+      solo_name, vm_id_named(st, solo_name));
+  g_autofree char *m_best = g_strdup_printf(
+      "qemu_pin_vm_best_effort{name=\"%s\",uuid=\"\",claim=\"%s\",mode="
+      "\"balanced\"} 1\n",
+      guest_name, guest_id);
+  g_assert_nonnull(strstr(r.out, m_shared));
+  g_assert_nonnull(strstr(r.out, m_best));
+  qp_test_run_clear(&r);
+
+  kill(guest, SIGTERM);
+  kill(solo, SIGTERM);
+  g_assert_cmpint(qp_test_wait(guest, 30000), >=, 0);
+  g_assert_cmpint(qp_test_wait(solo, 30000), >=, 0);
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+}
+
+#define VM_UUID "6f1c2a4e-3b5d-4e7f-9a1b-2c3d4e5f6a7b"
+#define OTHER_UUID "0e9d8c7b-6a5f-4e3d-8c2b-1a0f9e8d7c6b"
+
+/* Runs qemu-pin [WORD] OPT [OPT2] -- QEMU ... -smp 2 -uuid UUID for the
+ * fixture's VM name (WORD "plan", or NULL for a launch); the result in R. */
+static void
+run_named(Fixture *f, const char *word, const char *opt, const char *opt2,
+          const char *uuid, QpTestRun *r)
+{
+  const char *opts[] = {opt, opt2, NULL};
+  const char *extra[] = {"-smp", "2", "-uuid", uuid, NULL};
+  g_autoptr(GPtrArray) cmd =
+      command(f, f->state, f->marker, GUEST_MIB, opts, extra);
+  if (word != NULL)
+    g_ptr_array_insert(cmd, 1, g_strdup(word));
+  qp_test_run((char **)cmd->pdata, NULL, r);
+}
+
+/* `plan` of a running VM's own command line (same -uuid) plans as if the
+ * VM were not there and says so; a launch or --dry-run with that -uuid, and
+ * a plan of another -uuid, still count it. */
+static void
+test_plan_ignores_own_record(Fixture *f, gconstpointer data)
+{
+  g_autofree char *qmparg =
+      g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  const char *opts[] = {"--mode=one-to-one", NULL};
+  const char *extra[] = {"-smp", "2", "-uuid", VM_UUID, "-qmp", qmparg, NULL};
+  g_autoptr(GPtrArray) cmd =
+      command(f, f->state, f->marker, GUEST_MIB, opts, extra);
+  GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
+  g_assert_true(qp_test_wait_status(f->qmp, "running", 60000));
+  const char *want[] = {"0", "1", NULL};
+  g_assert_true(qp_test_wait_vcpu_affinity(pid, want, 10000));
+  g_autofree char *id = only_record_id(f->state);
+
+  QpTestRun r;
+  run_named(f, "plan", "--mode=one-to-one", NULL, VM_UUID, &r);
+  g_test_message("plan: %s%s", r.out, r.err);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_cmpstr(r.err, ==, "");
+  g_autoptr(JsonObject) plan = parse_object(r.out);
+  qp_test_run_clear(&r);
+  JsonObject *ign = json_object_get_object_member(plan, "ignored-record");
+  g_assert_nonnull(ign);
+  g_assert_cmpstr(json_object_get_string_member(ign, "id"), ==, id);
+  g_assert_cmpstr(json_object_get_string_member(ign, "name"), ==, f->marker);
+  g_assert_cmpstr(json_object_get_string_member(ign, "uuid"), ==, VM_UUID);
+  g_assert_cmpint(json_object_get_int_member(ign, "qemu-pid"), ==, pid);
+  g_assert_cmpstr(json_object_get_string_member(ign, "matched-by"), ==, "uuid");
+  g_auto(GStrv) sets = qp_test_plan_vcpu_sets(plan);
+  g_assert_cmpuint(g_strv_length(sets), ==, 2);
+  g_assert_cmpstr(sets[0], !=, sets[1]);
+
+  run_named(f, "plan", "--human", NULL, VM_UUID, &r);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_cmpstr(r.err, ==, "");
+  g_autofree char *line = g_strdup_printf(
+      "\nignored record  %s (%s), qemu pid %d: the running VM of this -uuid, "
+      "planned as if it were not there\n",
+      f->marker, id, pid);
+  g_assert_nonnull(strstr(r.out, line));
+  g_assert_null(strstr(strstr(r.out, line) + strlen(line), "ignored record"));
+  qp_test_run_clear(&r);
+
+  /* Another VM's -uuid: the running VM holds every CPU. */
+  run_named(f, "plan", "--mode=one-to-one", NULL, OTHER_UUID, &r);
+  g_assert_cmpint(r.status, !=, 0);
+  g_assert_cmpstr(r.out, ==, "");
+  g_assert_cmpuint(qp_test_count_lines(r.err), ==, 1);
+  g_assert_nonnull(strstr(r.err, "(2 CPUs dedicated to other VMs)"));
+  qp_test_run_clear(&r);
+
+  /* The same -uuid in auto mode for the other VM: best effort, its one
+   * warning printed once, in the table. */
+  run_named(f, "plan", "--human", NULL, OTHER_UUID, &r);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_cmpstr(r.err, ==, "");
+  g_assert_nonnull(strstr(r.out, "mode            balanced (best effort)\n"));
+  g_assert_null(strstr(r.out, "ignored record"));
+  g_test_message("plan --human:\n%s", r.out);
+  const char *warn = strstr(r.out, "\nwarnings:\n  ! ");
+  g_assert_nonnull(warn);
+  g_auto(GStrv) lines = g_strsplit(warn, "\n", -1);
+  guint best_effort = 0;
+  for (guint i = 0; lines[i] != NULL; i++) {
+    if (!g_str_has_prefix(lines[i], "  ! "))
+      continue;
+    best_effort += strstr(lines[i], "best effort") != NULL;
+    for (guint j = i + 1; lines[j] != NULL; j++)
+      g_assert_cmpstr(lines[i], !=, lines[j]);
+  }
+  g_assert_cmpuint(best_effort, ==, 1);
+  qp_test_run_clear(&r);
+
+  /* A launch, and its --dry-run, count the running VM of the same -uuid. */
+  run_named(f, NULL, "--dry-run", "--mode=one-to-one", VM_UUID, &r);
+  g_assert_cmpint(r.status, !=, 0);
+  g_assert_nonnull(strstr(r.err, "does not fit"));
+  qp_test_run_clear(&r);
+  run_named(f, NULL, "--mode=one-to-one", NULL, VM_UUID, &r);
+  g_assert_cmpint(r.status, !=, 0);
+  g_assert_cmpuint(qp_test_count_lines(r.err), ==, 1);
+  g_assert_nonnull(strstr(r.err, "(2 CPUs dedicated to other VMs)"));
+  qp_test_run_clear(&r);
+  g_autoptr(GArray) qemus = pids_of_kind(f->marker, FALSE);
+  g_assert_cmpuint(qemus->len, ==, 1);
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
+
+  /* status --picture counts one VM in the singular. */
+  g_autofree char *svg = g_build_filename(f->dir, "host.svg", NULL);
+  g_autofree char *pic = g_strdup_printf("--picture=%s", svg);
+  g_autofree char *sd = g_strdup_printf("--state-dir=%s", f->state);
+  char *argv[] = {(char *)qp_test_binary(), "status", sd, pic, NULL};
+  qp_test_run(argv, NULL, &r);
+  g_assert_cmpint(r.status, ==, 0);
+  g_autofree char *drew =
+      g_strdup_printf("qemu-pin: drew 1 VM on the host in %s\n", svg);
+  g_assert_cmpstr(r.out, ==, drew);
+  qp_test_run_clear(&r);
+
+  kill(pid, SIGTERM);
+  g_assert_cmpint(qp_test_wait(pid, 30000), >=, 0);
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1640,5 +1911,9 @@ main(int argc, char **argv)
   ADD("/claims/status/one-balanced-vm", test_status_one_vm, NULL);
   ADD("/claims/status/one-to-one-vm-shows-its-dedicated-cpu",
       test_status_dedicated_cpu, NULL);
+  ADD("/claims/status/auto-vm-on-one-to-one-cores-shows-them-shared",
+      test_status_shared_dedicated_cores, NULL);
+  ADD("/claims/plan/own-running-record-left-out-launch-still-counts-it",
+      test_plan_ignores_own_record, NULL);
   return g_test_run();
 }

@@ -1863,7 +1863,7 @@ test_status_overcommit(void)
       "free, - not usable\n",
       "  cpus 4-7 [OOSS]  D dedicated, S shared (8 vCPUs, 2.00 per CPU), O "
       "overcommitted (more vCPUs than CPUs), . free, - not usable\n",
-      "  shared vCPUs per CPU: 3.50 on 4-5, 0.50 on 6-7; overcommitted 4-5\n",
+      "  vCPUs per CPU: 3.50 on 4-5, 0.50 on 6-7; overcommitted 4-5\n",
       "  crowded  id-c  qemu pid 300, keeper pid 0, mode numa (best effort), "
       "since ",
       "    memory node 1 1024 MiB; 6 shared vCPUs on node 1; 6 vCPUs float on "
@@ -1875,6 +1875,151 @@ test_status_overcommit(void)
   for (gsize i = 0; i < G_N_ELEMENTS(want); i++)
     if (strstr(text, want[i]) == NULL)
       g_error("status text lacks \"%s\":\n%s", want[i], text);
+}
+
+/* Every vCPU on a CPU counts: a one-to-one VM holds both CPUs of a 2-CPU
+ * host (this test machine's shape), a best-effort VM floats its 2 vCPUs
+ * over the same CPUs. Each CPU runs 2 vCPUs: overcommitted, in every view,
+ * and the one-to-one VM is told who shares its cores. */
+static void
+test_status_shared_dedicated(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) host = qp_host_load_synthetic(
+      "pack:1 numa:1(memory=16GiB) l3:1(size=8MB) core:2 pu:1", &error);
+  g_assert_no_error(error);
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  QpClaim *a = make_claim("id-a", 100, 5, 0, 1024);
+  a->name = g_strdup("solo");
+  a->mode = QP_MODE_ONE_TO_ONE;
+  hwloc_bitmap_set_range(a->dedicated, 0, 1);
+  g_ptr_array_add(claims->claims, a);
+  QpClaim *b = make_claim("id-b", 200, 5, 0, 1024);
+  b->name = g_strdup("guest");
+  b->mode = QP_MODE_BALANCED;
+  b->best_effort = TRUE;
+  QpNodeLoad lb = {0, 2};
+  g_array_append_val(b->load, lb);
+  QpCpuLoad cl = {hwloc_bitmap_alloc(), 2};
+  hwloc_bitmap_set_range(cl.cpus, 0, 1);
+  g_array_append_val(b->cpu_load, cl);
+  g_ptr_array_add(claims->claims, b);
+  /* A third VM's record from an older qemu-pin, without CPU sets, and
+   * nothing on the node: it shares nothing it does not run on. */
+  QpClaim *c = make_claim("id-c", 300, 5, 0, 512);
+  g_ptr_array_add(claims->claims, c);
+
+  g_autoptr(JsonNode) root = qp_status_to_json(host, claims, NULL);
+  JsonObject *o = json_node_get_object(root);
+  JsonObject *n0 = json_array_get_object_element(
+      json_object_get_array_member(o, "nodes"), 0);
+  g_assert_cmpstr(json_object_get_string_member(n0, "dedicated-cpus"), ==,
+                  "0-1");
+  g_assert_cmpint(json_object_get_int_member(n0, "shared-vcpus"), ==, 2);
+  g_assert_cmpfloat(json_object_get_double_member(n0, "load-per-cpu"), ==, 2.0);
+  g_assert_cmpstr(json_object_get_string_member(n0, "shared-dedicated-cpus"),
+                  ==, "0-1");
+  g_assert_cmpstr(json_object_get_string_member(n0, "overcommitted-cpus"), ==,
+                  "0-1");
+  JsonArray *groups = json_object_get_array_member(n0, "cpu-load");
+  g_assert_cmpuint(json_array_get_length(groups), ==, 1);
+  JsonObject *g0 = json_array_get_object_element(groups, 0);
+  g_assert_cmpstr(json_object_get_string_member(g0, "cpus"), ==, "0-1");
+  g_assert_cmpfloat(json_object_get_double_member(g0, "vcpus-per-cpu"), ==,
+                    2.0);
+  JsonObject *l3 = json_array_get_object_element(
+      json_object_get_array_member(n0, "cache-domains"), 0);
+  g_assert_cmpint(json_object_get_int_member(l3, "dedicated-cores"), ==, 2);
+  g_assert_cmpfloat(json_object_get_double_member(l3, "shared-vcpus"), ==, 2.0);
+  g_assert_cmpfloat(json_object_get_double_member(l3, "vcpus-per-cpu"), ==,
+                    2.0);
+  JsonArray *vms = json_object_get_array_member(o, "vms");
+  JsonArray *with = json_object_get_array_member(
+      json_array_get_object_element(vms, 0), "dedicated-shared-with");
+  g_assert_cmpuint(json_array_get_length(with), ==, 1);
+  JsonObject *w0 = json_array_get_object_element(with, 0);
+  g_assert_cmpstr(json_object_get_string_member(w0, "id"), ==, "id-b");
+  g_assert_cmpstr(json_object_get_string_member(w0, "name"), ==, "guest");
+  g_assert_cmpstr(json_object_get_string_member(w0, "cpus"), ==, "0-1");
+  for (guint i = 1; i < 3; i++)
+    g_assert_cmpuint(
+        json_array_get_length(json_object_get_array_member(
+            json_array_get_object_element(vms, i), "dedicated-shared-with")),
+        ==, 0);
+
+  g_autofree char *text = qp_status_to_text(host, claims, NULL);
+  if (g_test_verbose())
+    g_printerr("%s", text);
+  const char *want[] = {
+      "  cpus 0-1 [OO]  D dedicated, S shared (2 vCPUs, 2.00 per CPU with the "
+      "dedicated vCPUs of 0-1), O overcommitted (more vCPUs than CPUs), . "
+      "free, - not usable\n"
+      "  vCPUs per CPU: 2.00 on 0-1; overcommitted 0-1\n"
+      "  L3 0-1: 2 of 2 cores dedicated, 2.00 shared vCPUs (2.00 per CPU)\n",
+      "    memory node 0 1024 MiB; dedicated cpus 0-1\n"
+      "    dedicated cpus shared: 0-1 with guest (id-b)\n"
+      "  guest  id-b",
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(want); i++)
+    if (strstr(text, want[i]) == NULL)
+      g_error("status text lacks \"%s\":\n%s", want[i], text);
+  /* Only the one-to-one VM's entry says it. */
+  const char *first = strstr(text, "dedicated cpus shared");
+  g_assert_null(strstr(first + 1, "dedicated cpus shared"));
+
+  g_autofree char *metrics = qp_status_to_metrics(host, claims, NULL);
+  const char *want_m[] = {
+      "qemu_pin_vm_dedicated_cpus_shared{name=\"solo\",uuid=\"\",claim=\"id-"
+      "a\",mode=\"one-to-one\",node=\"0\"} 2\n",
+      "qemu_pin_vm_best_effort{name=\"guest\",uuid=\"\",claim=\"id-b\","
+      "mode=\"balanced\"} 1\n",
+      "qemu_pin_vm_best_effort{name=\"solo\",uuid=\"\",claim=\"id-a\","
+      "mode=\"one-to-one\"} 0\n",
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(want_m); i++)
+    if (strstr(metrics, want_m[i]) == NULL)
+      g_error("metrics lack \"%s\":\n%s", want_m[i], metrics);
+}
+
+/* `plan` of a running VM's command line finds its record: by -uuid (any
+ * case) or record id, by -name only where no -uuid tells VMs apart. */
+static void
+test_take_vm(void)
+{
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  QpClaim *a = make_claim("rec-a", 100, 5, 0, 1024);
+  a->name = g_strdup("db1");
+  a->uuid = g_strdup("6f1c2a4e-3b5d-4e7f-9a1b-2c3d4e5f6a7b");
+  g_ptr_array_add(claims->claims, a);
+  QpClaim *b = make_claim("rec-b", 200, 5, 0, 1024);
+  b->name = g_strdup("web");
+  g_ptr_array_add(claims->claims, b);
+  const char *by = NULL;
+
+  g_assert_null(qp_claims_take_vm(claims, NULL, NULL, &by));
+  g_assert_null(qp_claims_take_vm(
+      claims, "00000000-0000-0000-0000-000000000000", "db1", &by));
+  g_assert_null(qp_claims_take_vm(claims, NULL, "other", &by));
+  g_assert_cmpuint(claims->claims->len, ==, 2);
+
+  g_autoptr(QpClaim) t1 = qp_claims_take_vm(
+      claims, "6F1C2A4E-3B5D-4E7F-9A1B-2C3D4E5F6A7B", "renamed", &by);
+  g_assert_true(t1 == a);
+  g_assert_cmpstr(by, ==, "uuid");
+  g_ptr_array_add(claims->claims, g_steal_pointer(&t1));
+  g_autoptr(QpClaim) t2 = qp_claims_take_vm(claims, "rec-b", NULL, &by);
+  g_assert_true(t2 == b);
+  g_assert_cmpstr(by, ==, "id");
+  g_ptr_array_add(claims->claims, g_steal_pointer(&t2));
+  /* A record without -uuid: its name, whatever -uuid the command line has. */
+  g_autoptr(QpClaim) t3 = qp_claims_take_vm(
+      claims, "00000000-0000-0000-0000-000000000000", "web", &by);
+  g_assert_true(t3 == b);
+  g_assert_cmpstr(by, ==, "name");
+  g_autoptr(QpClaim) t4 = qp_claims_take_vm(claims, NULL, "db1", &by);
+  g_assert_true(t4 == a);
+  g_assert_cmpstr(by, ==, "name");
+  g_assert_cmpuint(claims->claims->len, ==, 0);
 }
 
 /* The same views on a host from hwloc's synthetic description
@@ -1975,6 +2120,9 @@ main(int argc, char **argv)
   g_test_add_func("/ledger/status/json", test_status_json);
   g_test_add_func("/ledger/status/text", test_status_text);
   g_test_add_func("/ledger/status/overcommit-per-cpu", test_status_overcommit);
+  g_test_add_func("/ledger/claims/take-vm-by-uuid-id-or-name", test_take_vm);
+  g_test_add_func("/ledger/status/shared-dedicated-cores-count",
+                  test_status_shared_dedicated);
   FT("/ledger/status/synthetic-host", test_status_synthetic_host);
   return g_test_run();
 }

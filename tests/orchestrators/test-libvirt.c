@@ -793,6 +793,56 @@ test_numatune_claimed_there(Fixture *f, gconstpointer data)
   destroy_and_check_released(f, pid);
 }
 
+/* The guide's "Check it" line (docs/orchestrators/libvirt.md), run as
+ * written on the domain's own XML (virsh dumpxml, as the guide makes
+ * db1.xml) while the domain runs: `qemu-pin plan` of the domain's command
+ * line leaves the domain's own record out, succeeds and prints the plan the
+ * domain runs with. */
+static void
+test_check_it_while_running(Fixture *f, gconstpointer data)
+{
+  if (!f->ready)
+    return;
+  g_auto(GStrv) want = planned_vcpu_sets(f);
+  g_free(VIRSH_OK("define", f->xml));
+  start_domain(f);
+  int pid = check_pinned_to_plan(f, want);
+  g_autoptr(JsonObject) rec = orch_record(f->state);
+  const char *id = json_object_get_string_member(rec, "id");
+  g_autofree char *dumped =
+      VIRSH_OK("dumpxml", "--inactive", "--security-info", f->marker);
+  g_autofree char *own_xml = orch_write(f->dir, "db1.xml", dumped);
+
+  /* The guide's pipeline; qemu-pin and QEMU where this build has them. */
+  g_autofree char *line = g_strdup_printf(
+      "%s -c %s domxml-to-native qemu-argv %s |\n"
+      "  sed 's|^.* /[^ ]*/qemu-system-x86_64 |%s plan --human -- %s |' | sh",
+      virsh_bin, VIRSH_URI, own_xml, qp_test_binary(), qp_test_qemu());
+  char *argv[] = {"/bin/sh", "-c", line, NULL};
+  g_auto(GStrv) env =
+      g_environ_setenv(g_get_environ(), "QEMU_PIN_CONFIG", f->config, TRUE);
+  QpTestRun r;
+  qp_test_run(argv, env, &r);
+  g_test_message("Check it: exit %d\n%s%s", r.status, r.out, r.err);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_null(strstr(r.err, "does not fit"));
+  g_assert_true(g_str_has_prefix(r.out, "mode            one-to-one\n"));
+  g_autofree char *ignored = g_strdup_printf(
+      "\nignored record  %s (%s), qemu pid %d: the running VM of this -uuid, "
+      "planned as if it were not there\n",
+      f->marker, id, pid);
+  g_assert_nonnull(strstr(r.out, ignored));
+  for (guint v = 0; v < 2; v++) {
+    g_autofree char *vs = g_strdup_printf("%u", v);
+    g_autofree char *row = g_strdup_printf("\n%-11s %s\n", vs, want[v]);
+    g_assert_nonnull(strstr(r.out, row));
+  }
+  qp_test_run_clear(&r);
+  /* Planning launched and claimed nothing: the domain's record alone. */
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
+  destroy_and_check_released(f, pid);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -804,6 +854,8 @@ main(int argc, char **argv)
       test_start_pinned);
   ADD("/orchestrators/libvirt/destroy/frees-claim-and-start-again-works",
       test_destroy_frees_and_restart);
+  ADD("/orchestrators/libvirt/check-it/plan-of-running-domain-succeeds",
+      test_check_it_while_running);
   ADD("/orchestrators/libvirt/libvirtd-restart/vm-undisturbed",
       test_survives_libvirtd_restart);
   g_test_add("/orchestrators/libvirt/memory/json-pc-ram-bound", Fixture,

@@ -88,3 +88,44 @@ qp_claims_free(QpClaims *s)
   g_ptr_array_unref(s->ignored);
   g_free(s);
 }
+
+/* The index of the live record CLAIMS holds for the VM named UUID (its
+ * -uuid, or a record id) or NAME, else -1; *BY says which matched. */
+static int
+find_vm(const QpClaims *claims, const char *uuid, const char *name,
+        const char **by)
+{
+  for (guint i = 0; uuid != NULL && i < claims->claims->len; i++) {
+    const QpClaim *c = claims->claims->pdata[i];
+    if (c->uuid != NULL && g_ascii_strcasecmp(c->uuid, uuid) == 0) {
+      *by = "uuid";
+      return (int)i;
+    }
+    if (g_strcmp0(c->id, uuid) == 0) {
+      *by = "id";
+      return (int)i;
+    }
+  }
+  /* By name only where no -uuid tells two VMs of one name apart. */
+  for (guint i = 0; name != NULL && i < claims->claims->len; i++) {
+    const QpClaim *c = claims->claims->pdata[i];
+    if (g_strcmp0(c->name, name) == 0 && (c->uuid == NULL || uuid == NULL)) {
+      *by = "name";
+      return (int)i;
+    }
+  }
+  return -1;
+}
+
+QpClaim *
+qp_claims_take_vm(QpClaims *claims, const char *uuid, const char *name,
+                  const char **by)
+{
+  const char *how = NULL;
+  int i = find_vm(claims, uuid, name, &how);
+  if (i < 0)
+    return NULL;
+  if (by != NULL)
+    *by = how;
+  return g_ptr_array_steal_index(claims->claims, (guint)i);
+}

@@ -89,4 +89,13 @@ QpClaims *qp_claims_new(void);
 void qp_claims_free(QpClaims *claims);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpClaims, qp_claims_free)
 
+/* Takes out of CLAIMS the live record of the VM that UUID (its -uuid, or a
+ * record id) or, when that finds none, NAME (-name) names (either may be
+ * NULL; a name matches only a record without a -uuid, or when UUID is
+ * NULL), and returns it (the caller frees it); NULL when none matches. *BY
+ * (may be NULL) says what matched: "uuid", "id" or "name". For `plan` of a
+ * running VM's own command line: a launch always counts every record. */
+QpClaim *qp_claims_take_vm(QpClaims *claims, const char *uuid, const char *name,
+                           const char **by);
+
 G_END_DECLS

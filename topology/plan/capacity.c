@@ -136,22 +136,27 @@ spread_node_load(const QpHost *host, double *load, const QpClaim *cl,
   }
 }
 
+void
+qp_claim_add_cpu_load(const QpHost *host, const QpClaim *cl,
+                      hwloc_const_bitmap_t dedicated, double *load)
+{
+  if (cl->cpu_load == NULL || cl->cpu_load->len == 0) {
+    spread_node_load(host, load, cl, dedicated);
+    return;
+  }
+  for (guint g = 0; g < cl->cpu_load->len; g++) {
+    const QpCpuLoad *l = &g_array_index(cl->cpu_load, QpCpuLoad, g);
+    spread_load(host, load, l->cpus, l->vcpus);
+  }
+}
+
 double *
 qp_claims_cpu_load(const QpHost *host, const QpClaims *claims)
 {
   double *load = g_new0(double, MAX(host->n_cpus, 1));
   g_auto(hwloc_bitmap_t) dedicated = qp_claims_dedicated(claims);
-  for (guint c = 0; c < n_claims(claims); c++) {
-    const QpClaim *cl = claim_at(claims, c);
-    if (cl->cpu_load == NULL || cl->cpu_load->len == 0) {
-      spread_node_load(host, load, cl, dedicated);
-      continue;
-    }
-    for (guint g = 0; g < cl->cpu_load->len; g++) {
-      const QpCpuLoad *l = &g_array_index(cl->cpu_load, QpCpuLoad, g);
-      spread_load(host, load, l->cpus, l->vcpus);
-    }
-  }
+  for (guint c = 0; c < n_claims(claims); c++)
+    qp_claim_add_cpu_load(host, claim_at(claims, c), dedicated, load);
   return load;
 }
 

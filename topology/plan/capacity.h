@@ -30,6 +30,12 @@ hwloc_bitmap_t qp_claims_dedicated(const QpClaims *claims);
  * per-node load over the node's CPUs that no VM has dedicated. */
 double *qp_claims_cpu_load(const QpHost *host, const QpClaims *claims);
 
+/* Adds the shared vCPUs of one record CL to LOAD (indexed like host->cpus),
+ * as qp_claims_cpu_load() counts them; DEDICATED: every VM's dedicated CPUs
+ * (qp_claims_dedicated()). */
+void qp_claim_add_cpu_load(const QpHost *host, const QpClaim *cl,
+                           hwloc_const_bitmap_t dedicated, double *load);
+
 /* TRUE when a corrupt record holds node ID whole. */
 gboolean qp_claims_node_blocked(const QpClaims *claims, int node);
 

@@ -218,13 +218,15 @@ set_cap_error(const Ctx *ctx, CapKind cap, guint need, guint have,
   switch (cap) {
   case CAP_CPUS:
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                "%sguest needs %u CPUs for %u vCPUs but only %u are usable%s",
-                prefix, need, need, have, scope);
+                "%sguest needs %u CPU%s for %u vCPU%s but only %u %s usable%s",
+                prefix, need, need == 1 ? "" : "s", need, need == 1 ? "" : "s",
+                have, have == 1 ? "is" : "are", scope);
     break;
   case CAP_CORES:
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                "%sone-to-one needs %u free cores but only %u are free%s",
-                prefix, need, have, scope);
+                "%sone-to-one needs %u free core%s but only %u %s free%s",
+                prefix, need, need == 1 ? "" : "s", have,
+                have == 1 ? "is" : "are", scope);
     break;
   case CAP_GROUPS:
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
@@ -234,9 +236,10 @@ set_cap_error(const Ctx *ctx, CapKind cap, guint need, guint have,
     break;
   case CAP_PUS:
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                "%sone-to-one needs %u CPUs on free cores but only %u are "
+                "%sone-to-one needs %u CPU%s on free cores but only %u %s "
                 "free%s",
-                prefix, need, have, scope);
+                prefix, need, need == 1 ? "" : "s", have,
+                have == 1 ? "is" : "are", scope);
     break;
   }
 }

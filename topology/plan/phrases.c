@@ -122,7 +122,8 @@ qp_plan_scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand)
   g_string_append(s, a->kind_note);
   int ded = hwloc_bitmap_weight(ctx->dedicated_others);
   if (ded > 0)
-    g_string_append_printf(s, " (%d CPUs dedicated to other VMs)", ded);
+    g_string_append_printf(s, " (%d CPU%s dedicated to other VMs)", ded,
+                           ded == 1 ? "" : "s");
   if (ctx->claims != NULL && ctx->claims->blocked_nodes != NULL &&
       !hwloc_bitmap_iszero(ctx->claims->blocked_nodes)) {
     g_autofree char *bl = qp_list_format(ctx->claims->blocked_nodes);

@@ -117,6 +117,12 @@ typedef struct {
    * than startup_cpus. Else every thread runs where the plan says from its
    * first instruction, and QEMU starts as the caller asked. */
   gboolean pause;
+  /* `qemu-pin plan` of a running VM's own command line: that VM's record,
+   * left out of the ledger the plan was made on (NULL: none), and what
+   * matched ("uuid", "id" or "name"). Set by the caller, not the planner;
+   * freed with the plan. */
+  QpClaim *ignored;
+  const char *ignored_by;
 } QpPlan;
 
 /* Device I of plan->devices in words, for the ledger and `status`:

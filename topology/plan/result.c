@@ -91,6 +91,7 @@ qp_plan_free(QpPlan *plan)
     g_array_unref(plan->cpu_load);
   if (plan->not_given != NULL)
     g_ptr_array_unref(plan->not_given);
+  qp_claim_free(plan->ignored);
   if (plan->reasons != NULL)
     g_ptr_array_unref(plan->reasons);
   if (plan->warnings != NULL)

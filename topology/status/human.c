@@ -174,6 +174,16 @@ append_sets(GString *s, const QpPlan *plan)
 
   g_string_append_printf(s, "mode            %s%s\n", qp_mode_name(plan->mode),
                          plan->best_effort ? " (best effort)" : "");
+  if (plan->ignored != NULL) {
+    const QpClaim *c = plan->ignored;
+    g_autofree char *who = qp_status_vm_words(c);
+    g_string_append_printf(s,
+                           "ignored record  %s, qemu pid %d: the running VM "
+                           "of this -%s, planned as if it were not there\n",
+                           who, c->qemu_pid,
+                           g_strcmp0(plan->ignored_by, "name") == 0 ? "name"
+                                                                    : "uuid");
+  }
   g_string_append_printf(s, "host nodes      %s\n", nodes);
   g_string_append_printf(s, "process CPUs    %s\n", proc);
   g_string_append_printf(s, "emulator CPUs   %s\n", emu);
@@ -427,13 +437,14 @@ append_cpus(GString *s, const QpHost *host, const QpNode *n,
   int cpu;
   hwloc_bitmap_foreach_begin(cpu, n->all_cpus)
   {
-    double l = qp_status_cpu_load_of(host, load, cpu);
+    double shared = qp_status_cpu_load_of(host, load, cpu);
+    double l = qp_status_cpu_vcpus(host, load, cap->dedicated, cpu);
     char ch = '.';
-    if (hwloc_bitmap_isset(cap->dedicated, (unsigned)cpu))
-      ch = 'D';
-    else if (l > 1.0)
+    if (l > 1.0)
       ch = 'O';
-    else if (l > 0.0)
+    else if (hwloc_bitmap_isset(cap->dedicated, (unsigned)cpu))
+      ch = 'D';
+    else if (shared > 0.0)
       ch = 'S';
     else if (n->cpus == NULL || !hwloc_bitmap_isset(n->cpus, (unsigned)cpu))
       ch = '-';
@@ -441,17 +452,26 @@ append_cpus(GString *s, const QpHost *host, const QpNode *n,
   }
   hwloc_bitmap_foreach_end();
   g_auto(hwloc_bitmap_t) over = hwloc_bitmap_alloc();
-  g_autoptr(GArray) groups = qp_status_load_groups(host, n, load, over);
-  g_string_append_printf(s,
-                         "]  D dedicated, S shared (%u vCPUs, %.2f per CPU), "
-                         "%s. free, - not usable\n",
-                         cap->shared_vcpus, qp_status_load_per_cpu(cap),
-                         hwloc_bitmap_iszero(over)
-                             ? ""
-                             : "O overcommitted (more vCPUs than CPUs), ");
+  g_autoptr(GArray) groups =
+      qp_status_load_groups(host, n, load, cap->dedicated, over);
+  g_auto(hwloc_bitmap_t) on_dedicated =
+      qp_status_shared_dedicated(host, load, cap->dedicated, n->all_cpus);
+  g_autofree char *with = NULL;
+  if (!hwloc_bitmap_iszero(on_dedicated)) {
+    g_autofree char *dl = qp_list_format(on_dedicated);
+    with = g_strdup_printf(" with the dedicated vCPUs of %s", dl);
+  }
+  g_string_append_printf(
+      s,
+      "]  D dedicated, S shared (%u vCPU%s, %.2f per CPU%s), "
+      "%s. free, - not usable\n",
+      cap->shared_vcpus, cap->shared_vcpus == 1 ? "" : "s",
+      qp_status_load_per_cpu(host, n, cap, load), with != NULL ? with : "",
+      hwloc_bitmap_iszero(over) ? ""
+                                : "O overcommitted (more vCPUs than CPUs), ");
   if (groups->len == 0)
     return;
-  g_string_append(s, "  shared vCPUs per CPU:");
+  g_string_append(s, "  vCPUs per CPU:");
   for (guint g = 0; g < groups->len; g++) {
     const QpLoadGroup *lg = &g_array_index(groups, QpLoadGroup, g);
     g_autofree char *cl = qp_list_format(lg->cpus);
@@ -460,6 +480,25 @@ append_cpus(GString *s, const QpHost *host, const QpNode *n,
   if (!hwloc_bitmap_iszero(over)) {
     g_autofree char *ol = qp_list_format(over);
     g_string_append_printf(s, "; overcommitted %s", ol);
+  }
+  g_string_append_c(s, '\n');
+}
+
+/* "    dedicated cpus shared: 0-1 with beta (id-b)" when other VMs' shared
+ * vCPUs float on the dedicated CPUs of claims->claims[INDEX]. */
+static void
+append_sharers(GString *s, const QpHost *host, const QpClaims *claims,
+               guint index)
+{
+  g_autoptr(GArray) sharers = qp_status_sharers(host, claims, index);
+  if (sharers->len == 0)
+    return;
+  g_string_append(s, "    dedicated cpus shared:");
+  for (guint i = 0; i < sharers->len; i++) {
+    const QpSharer *sh = &g_array_index(sharers, QpSharer, i);
+    g_autofree char *cpus = qp_list_format(sh->cpus);
+    g_autofree char *who = qp_status_vm_words(sh->with);
+    g_string_append_printf(s, "%s %s with %s", i ? "," : "", cpus, who);
   }
   g_string_append_c(s, '\n');
 }
@@ -498,15 +537,17 @@ append_vm(GString *s, const QpClaim *c)
   }
   for (guint i = 0; i < c->load->len; i++) {
     const QpNodeLoad *l = &g_array_index(c->load, QpNodeLoad, i);
-    g_string_append_printf(s, "; %u shared vCPUs on node %d", l->vcpus,
-                           l->node);
+    g_string_append_printf(s, "; %u shared vCPU%s on node %d", l->vcpus,
+                           l->vcpus == 1 ? "" : "s", l->node);
   }
   /* Where a best-effort VM's vCPUs share CPUs (others float on their
    * nodes, as the node lines show). */
   for (guint i = 0; c->best_effort && i < c->cpu_load->len; i++) {
     const QpCpuLoad *l = &g_array_index(c->cpu_load, QpCpuLoad, i);
     g_autofree char *list = qp_list_format(l->cpus);
-    g_string_append_printf(s, "; %u vCPUs float on cpus %s", l->vcpus, list);
+    g_string_append_printf(s, "; %u vCPU%s float%s on cpus %s", l->vcpus,
+                           l->vcpus == 1 ? "" : "s", l->vcpus == 1 ? "s" : "",
+                           list);
   }
   g_string_append_c(s, '\n');
   for (guint i = 0; i < c->devices->len; i++)
@@ -561,8 +602,10 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
   else
     g_string_append_printf(s, "%u VM%s holding claims:\n", n_vms,
                            n_vms == 1 ? "" : "s");
-  for (guint i = 0; i < n_vms; i++)
+  for (guint i = 0; i < n_vms; i++) {
     append_vm(s, claims->claims->pdata[i]);
+    append_sharers(s, host, claims, i);
+  }
   guint n_ignored = claims ? claims->ignored->len : 0;
   if (n_ignored > 0)
     g_string_append_printf(s,

@@ -262,6 +262,26 @@ add_hotplug_json(JsonBuilder *b, const QpPlan *plan)
   json_builder_end_array(b);
 }
 
+/* "ignored-record": the running VM's own record the plan left out, or
+ * null. */
+static void
+add_ignored_json(JsonBuilder *b, const QpPlan *plan)
+{
+  json_builder_set_member_name(b, "ignored-record");
+  if (plan->ignored == NULL) {
+    json_builder_add_null_value(b);
+    return;
+  }
+  const QpClaim *c = plan->ignored;
+  json_builder_begin_object(b);
+  qp_json_add_string(b, "id", c->id);
+  qp_json_add_string(b, "name", c->name);
+  qp_json_add_string(b, "uuid", c->uuid);
+  qp_json_add_int(b, "qemu-pid", (gint64)MAX(c->qemu_pid, 0));
+  qp_json_add_string(b, "matched-by", plan->ignored_by);
+  json_builder_end_object(b);
+}
+
 JsonNode *
 qp_plan_to_json(const QpPlan *plan)
 {
@@ -271,6 +291,7 @@ qp_plan_to_json(const QpPlan *plan)
   json_builder_set_member_name(b, "best-effort");
   json_builder_add_boolean_value(b, plan->best_effort);
   qp_json_add_strings(b, "not-given", plan->not_given);
+  add_ignored_json(b, plan);
   add_vcpus_json(b, plan);
   qp_json_add_list_or_null(b, "process-cpus", plan->process_cpus);
   qp_json_add_list_or_null(b, "emulator-cpus", plan->emulator_cpus);
@@ -372,9 +393,13 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
   qp_json_add_list(b, "dedicated-cpus", cap.dedicated);
   qp_json_add_int(b, "shared-vcpus", cap.shared_vcpus);
   json_builder_set_member_name(b, "load-per-cpu");
-  json_builder_add_double_value(b, qp_status_load_per_cpu(&cap));
+  json_builder_add_double_value(b, qp_status_load_per_cpu(host, n, &cap, load));
+  g_auto(hwloc_bitmap_t) on_dedicated =
+      qp_status_shared_dedicated(host, load, cap.dedicated, n->all_cpus);
+  qp_json_add_list(b, "shared-dedicated-cpus", on_dedicated);
   g_auto(hwloc_bitmap_t) over = hwloc_bitmap_alloc();
-  g_autoptr(GArray) groups = qp_status_load_groups(host, n, load, over);
+  g_autoptr(GArray) groups =
+      qp_status_load_groups(host, n, load, cap.dedicated, over);
   json_builder_set_member_name(b, "cpu-load");
   json_builder_begin_array(b);
   for (guint g = 0; g < groups->len; g++) {
@@ -393,9 +418,31 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
   qp_node_capacity_clear(&cap);
 }
 
+/* "dedicated-shared-with": the other VMs whose shared vCPUs float on the
+ * dedicated CPUs of claims->claims[INDEX], with those CPUs. */
 static void
-add_vm_json(JsonBuilder *b, const QpClaim *c)
+add_sharers_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
+                 guint index)
 {
+  g_autoptr(GArray) sharers = qp_status_sharers(host, claims, index);
+  json_builder_set_member_name(b, "dedicated-shared-with");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < sharers->len; i++) {
+    const QpSharer *sh = &g_array_index(sharers, QpSharer, i);
+    json_builder_begin_object(b);
+    qp_json_add_string(b, "id", sh->with->id);
+    qp_json_add_string(b, "name", sh->with->name);
+    qp_json_add_list(b, "cpus", sh->cpus);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+}
+
+static void
+add_vm_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
+            guint index)
+{
+  const QpClaim *c = claims->claims->pdata[index];
   json_builder_begin_object(b);
   qp_json_add_string(b, "id", c->id);
   qp_json_add_string(b, "name", c->name);
@@ -409,6 +456,7 @@ add_vm_json(JsonBuilder *b, const QpClaim *c)
   json_builder_set_member_name(b, "best-effort");
   json_builder_add_boolean_value(b, c->best_effort);
   qp_json_add_holdings(b, c->mem, c->huge, c->dedicated, c->load, c->cpu_load);
+  add_sharers_json(b, host, claims, index);
   qp_json_add_int(b, "since", c->time);
   qp_json_add_strings(b, "devices", c->devices);
   json_builder_end_object(b);
@@ -429,7 +477,7 @@ qp_status_to_json(const QpHost *host, const QpClaims *claims,
   json_builder_set_member_name(b, "vms");
   json_builder_begin_array(b);
   for (guint i = 0; claims && i < claims->claims->len; i++)
-    add_vm_json(b, claims->claims->pdata[i]);
+    add_vm_json(b, host, claims, i);
   json_builder_end_array(b);
   json_builder_set_member_name(b, "ignored");
   json_builder_begin_array(b);

@@ -5,6 +5,7 @@
 #include "topology/status/status.h"
 
 #include "topology/plan/capacity.h"
+#include "topology/status/usage.h"
 
 #define MIB ((guint64)1024 * 1024)
 
@@ -168,15 +169,30 @@ node_cpus(GString *s, const QpNodeCapacity *caps, guint n)
 /* ---- VMs ------------------------------------------------------------------
  */
 
+/* The labels of VM C (and of host node NODE unless it is -1). */
 static char *
 vm_labels(const QpClaim *c, int node)
 {
   g_autofree char *name = label_value(c->name);
   g_autofree char *uuid = label_value(c->uuid);
   g_autofree char *id = label_value(c->id);
-  return g_strdup_printf(
-      "name=\"%s\",uuid=\"%s\",claim=\"%s\",mode=\"%s\",node=\"%d\"", name,
-      uuid, id, qp_mode_name(c->mode), node);
+  g_autofree char *on =
+      node >= 0 ? g_strdup_printf(",node=\"%d\"", node) : g_strdup("");
+  return g_strdup_printf("name=\"%s\",uuid=\"%s\",claim=\"%s\",mode=\"%s\"%s",
+                         name, uuid, id, qp_mode_name(c->mode), on);
+}
+
+static void
+vm_best_effort(GString *s, const QpClaims *claims)
+{
+  family(s, "vm_best_effort",
+         "1 when mode auto placed the VM best effort (its vCPUs share CPUs "
+         "beyond what its mode promises), else 0.");
+  for (guint i = 0; i < claims->claims->len; i++) {
+    const QpClaim *c = claims->claims->pdata[i];
+    g_autofree char *l = vm_labels(c, -1);
+    sample(s, "vm_best_effort", l, (guint64)c->best_effort);
+  }
 }
 
 /* Dedicated CPUs of C on host node N. */
@@ -232,6 +248,26 @@ vm_cpus(GString *s, const QpHost *host, const QpClaims *claims)
         sample(s, "vm_dedicated_cpus", l, n);
     }
   }
+  family(s, "vm_dedicated_cpus_shared",
+         "Dedicated CPUs of a VM on a node that other VMs' shared vCPUs "
+         "float on too.");
+  for (guint i = 0; i < claims->claims->len; i++) {
+    const QpClaim *c = claims->claims->pdata[i];
+    g_autoptr(GArray) sharers = qp_status_sharers(host, claims, i);
+    g_auto(hwloc_bitmap_t) shared = hwloc_bitmap_alloc();
+    for (guint j = 0; j < sharers->len; j++)
+      hwloc_bitmap_or(shared, shared, g_array_index(sharers, QpSharer, j).cpus);
+    for (guint k = 0; k < host->n_nodes; k++) {
+      const QpNode *n = &host->nodes[k];
+      if (vm_dedicated_on(c, n) == 0)
+        continue;
+      g_auto(hwloc_bitmap_t) on = hwloc_bitmap_alloc();
+      hwloc_bitmap_and(on, shared, n->all_cpus); /* vm_dedicated_on() > 0 */
+      int w = hwloc_bitmap_weight(on);
+      g_autofree char *l = vm_labels(c, n->id);
+      sample(s, "vm_dedicated_cpus_shared", l, (guint64)MAX(w, 0));
+    }
+  }
   family(s, "vm_shared_vcpus",
          "vCPUs of a VM that share a host node's CPUs with other VMs.");
   for (guint i = 0; i < claims->claims->len; i++) {
@@ -256,6 +292,7 @@ qp_status_to_metrics(const QpHost *host, const QpClaims *claims,
   capacities_free(caps, host->n_nodes);
   vm_memory(s, claims);
   vm_cpus(s, host, claims);
+  vm_best_effort(s, claims);
   family(s, "ledger_records",
          "Records in the ledger: of running VMs (live), of VMs that are gone "
          "left for their owner or root to remove (stale), unreadable, of a "

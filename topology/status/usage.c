@@ -1,18 +1,59 @@
 /* What the status views count beyond the nodes' capacity (see usage.h). */
 #include "topology/status/usage.h"
 
-double
-qp_status_load_per_cpu(const QpNodeCapacity *cap)
+#include <string.h>
+
+static double
+hundredths(double v)
 {
-  return cap->shared_cpus > 0 ? (double)cap->shared_vcpus / cap->shared_cpus
-                              : 0.0;
+  return (double)(gint64)(v * 100 + 0.5) / 100;
 }
 
 double
 qp_status_cpu_load_of(const QpHost *host, const double *load, int id)
 {
   int i = qp_host_cpu_index(host, id);
-  return i >= 0 ? (double)(gint64)(load[i] * 100 + 0.5) / 100 : 0.0;
+  return i >= 0 && load != NULL ? hundredths(load[i]) : 0.0;
+}
+
+double
+qp_status_cpu_vcpus(const QpHost *host, const double *load,
+                    hwloc_const_bitmap_t dedicated, int id)
+{
+  double own = dedicated != NULL && hwloc_bitmap_isset(dedicated, (unsigned)id)
+                   ? 1.0
+                   : 0.0;
+  return qp_status_cpu_load_of(host, load, id) + own;
+}
+
+hwloc_bitmap_t
+qp_status_shared_dedicated(const QpHost *host, const double *load,
+                           hwloc_const_bitmap_t dedicated,
+                           hwloc_const_bitmap_t set)
+{
+  hwloc_bitmap_t out = hwloc_bitmap_alloc();
+  if (set == NULL || dedicated == NULL)
+    return out;
+  int cpu;
+  hwloc_bitmap_foreach_begin(cpu, set)
+  {
+    if (hwloc_bitmap_isset(dedicated, (unsigned)cpu) &&
+        qp_status_cpu_load_of(host, load, cpu) > 0.0)
+      hwloc_bitmap_set(out, (unsigned)cpu);
+  }
+  hwloc_bitmap_foreach_end();
+  return out;
+}
+
+double
+qp_status_load_per_cpu(const QpHost *host, const QpNode *n,
+                       const QpNodeCapacity *cap, const double *load)
+{
+  g_auto(hwloc_bitmap_t) shared =
+      qp_status_shared_dedicated(host, load, cap->dedicated, n->all_cpus);
+  int k = hwloc_bitmap_weight(shared);
+  guint cpus = cap->shared_cpus + (guint)MAX(k, 0);
+  return cpus > 0 ? (double)(cap->shared_vcpus + (guint)MAX(k, 0)) / cpus : 0.0;
 }
 
 static void
@@ -23,7 +64,7 @@ load_group_clear(gpointer p)
 
 GArray *
 qp_status_load_groups(const QpHost *host, const QpNode *n, const double *load,
-                      hwloc_bitmap_t over)
+                      hwloc_const_bitmap_t dedicated, hwloc_bitmap_t over)
 {
   GArray *groups = g_array_new(FALSE, TRUE, sizeof(QpLoadGroup));
   g_array_set_clear_func(groups, load_group_clear);
@@ -32,9 +73,9 @@ qp_status_load_groups(const QpHost *host, const QpNode *n, const double *load,
   int cpu;
   hwloc_bitmap_foreach_begin(cpu, n->all_cpus)
   {
-    double l = qp_status_cpu_load_of(host, load, cpu);
-    if (l <= 0.0)
+    if (qp_status_cpu_load_of(host, load, cpu) <= 0.0)
       continue;
+    double l = qp_status_cpu_vcpus(host, load, dedicated, cpu);
     if (l > 1.0)
       hwloc_bitmap_set(over, (unsigned)cpu);
     guint g = 0;
@@ -61,17 +102,60 @@ qp_cache_usage(const QpHost *host, hwloc_const_bitmap_t dedicated,
     if (hwloc_bitmap_isincluded(host->cores[c].pus, cd->cpus) &&
         hwloc_bitmap_intersects(host->cores[c].pus, dedicated))
       out->dedicated_cores++;
-  guint free_cpus = 0;
+  guint cpus = 0, shared_dedicated = 0;
   int id;
   hwloc_bitmap_foreach_begin(id, cd->cpus)
   {
     int ci = qp_host_cpu_index(host, id);
     if (ci >= 0 && load != NULL)
       out->shared_vcpus += load[ci];
-    free_cpus += !hwloc_bitmap_isset(dedicated, (unsigned)id);
+    if (!hwloc_bitmap_isset(dedicated, (unsigned)id))
+      cpus++;
+    else if (qp_status_cpu_load_of(host, load, id) > 0.0)
+      shared_dedicated++;
   }
   hwloc_bitmap_foreach_end();
   /* Shown to hundredths, as the per-CPU load is. */
-  out->shared_vcpus = (double)(gint64)(out->shared_vcpus * 100 + 0.5) / 100;
-  out->per_cpu = free_cpus > 0 ? out->shared_vcpus / free_cpus : 0.0;
+  out->shared_vcpus = hundredths(out->shared_vcpus);
+  cpus += shared_dedicated;
+  out->per_cpu = cpus > 0 ? (out->shared_vcpus + shared_dedicated) / cpus : 0.0;
+}
+
+static void
+sharer_clear(gpointer p)
+{
+  g_clear_pointer(&((QpSharer *)p)->cpus, hwloc_bitmap_free);
+}
+
+GArray *
+qp_status_sharers(const QpHost *host, const QpClaims *claims, guint index)
+{
+  GArray *out = g_array_new(FALSE, TRUE, sizeof(QpSharer));
+  g_array_set_clear_func(out, sharer_clear);
+  const QpClaim *mine = claims->claims->pdata[index];
+  if (host == NULL || hwloc_bitmap_iszero(mine->dedicated))
+    return out;
+  g_auto(hwloc_bitmap_t) dedicated = qp_claims_dedicated(claims);
+  g_autofree double *load = g_new0(double, MAX(host->n_cpus, 1));
+  for (guint i = 0; i < claims->claims->len; i++) {
+    const QpClaim *other = claims->claims->pdata[i];
+    if (i == index)
+      continue;
+    memset(load, 0, sizeof(double) * MAX(host->n_cpus, 1));
+    qp_claim_add_cpu_load(host, other, dedicated, load);
+    QpSharer s = {other, qp_status_shared_dedicated(host, load, mine->dedicated,
+                                                    mine->dedicated)};
+    if (hwloc_bitmap_iszero(s.cpus))
+      hwloc_bitmap_free(s.cpus);
+    else
+      g_array_append_val(out, s);
+  }
+  return out;
+}
+
+char *
+qp_status_vm_words(const QpClaim *c)
+{
+  return c->name != NULL ? g_strdup_printf("%s (%s)", c->name, c->id)
+                         : g_strdup(c->id);
 }

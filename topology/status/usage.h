@@ -1,41 +1,66 @@
-/* What the status views (human.c, json.c, picture.c) count beyond each
- * node's capacity (topology/plan/capacity.h): the shared vCPUs per CPU and
- * what the VMs hold in each cache domain. For the views only. */
+/* What the status views (human.c, json.c, metrics.c, picture.c) count
+ * beyond each node's capacity (topology/plan/capacity.h): the vCPUs per
+ * CPU, what the VMs hold in each cache domain, and whose vCPUs share a VM's
+ * dedicated cores. For the views only.
+ *
+ * Every vCPU that runs on a CPU counts there: the shared vCPUs that float
+ * on it (qp_claims_cpu_load()) and, on a CPU a VM has dedicated, that VM's
+ * own (one per dedicated CPU). So a dedicated CPU that shared vCPUs float
+ * on carries more than one vCPU: it is overcommitted. */
 #pragma once
 
 #include <glib.h>
 #include <hwloc.h>
 
-#include "topology/plan/capacity.h"
 #include "topology/host/host.h"
+#include "topology/plan/capacity.h"
 
 G_BEGIN_DECLS
-
-/* Shared vCPUs per CPU of the node CAP counts, over its CPUs that no VM
- * has dedicated. */
-double qp_status_load_per_cpu(const QpNodeCapacity *cap);
 
 /* Shared vCPUs on CPU ID (LOAD from qp_claims_cpu_load()), rounded to
  * hundredths as they are shown. */
 double qp_status_cpu_load_of(const QpHost *host, const double *load, int id);
 
-/* CPUs of a node that carry the same shared load. */
+/* Every vCPU on CPU ID: its shared vCPUs (LOAD) and one more when
+ * DEDICATED (every VM's dedicated CPUs) holds it; rounded to hundredths. */
+double qp_status_cpu_vcpus(const QpHost *host, const double *load,
+                           hwloc_const_bitmap_t dedicated, int id);
+
+/* The CPUs of SET that DEDICATED holds and shared vCPUs (LOAD) float on
+ * (a new bitmap). */
+hwloc_bitmap_t qp_status_shared_dedicated(const QpHost *host,
+                                          const double *load,
+                                          hwloc_const_bitmap_t dedicated,
+                                          hwloc_const_bitmap_t set);
+
+/* vCPUs per CPU of node N where shared vCPUs run: its usable CPUs no VM
+ * has dedicated and the dedicated ones they float on (their own vCPU
+ * counted); CAP from qp_node_capacity(), LOAD from qp_claims_cpu_load(). */
+double qp_status_load_per_cpu(const QpHost *host, const QpNode *n,
+                              const QpNodeCapacity *cap, const double *load);
+
+/* CPUs of a node that carry the same number of vCPUs. */
 typedef struct {
   hwloc_bitmap_t cpus;
-  double per_cpu;
+  double per_cpu; /* every vCPU on each (qp_status_cpu_vcpus()) */
 } QpLoadGroup;
 
 /* The CPUs of node N that carry shared vCPUs (LOAD from
- * qp_claims_cpu_load()), grouped by load in the order of their first CPU
- * (of QpLoadGroup); OVER gets those with more than one vCPU per CPU. */
+ * qp_claims_cpu_load()), grouped by their vCPUs (qp_status_cpu_vcpus(),
+ * DEDICATED: every VM's dedicated CPUs) in the order of their first CPU
+ * (of QpLoadGroup); OVER gets those with more than one vCPU. */
 GArray *qp_status_load_groups(const QpHost *host, const QpNode *n,
-                              const double *load, hwloc_bitmap_t over);
+                              const double *load,
+                              hwloc_const_bitmap_t dedicated,
+                              hwloc_bitmap_t over);
 
 /* What the VMs of the ledger hold in cache domain D. */
 typedef struct {
   guint dedicated_cores; /* cores with a CPU dedicated to a VM */
   double shared_vcpus;   /* shared vCPUs floating on its CPUs */
-  double per_cpu;        /* shared_vcpus per CPU not dedicated */
+  double per_cpu;        /* vCPUs per CPU where shared vCPUs run: its CPUs
+                            not dedicated, and the dedicated ones they
+                            float on with their own vCPU */
 } QpCacheUsage;
 
 /* Usage of domain D from DEDICATED (every VM's dedicated CPUs) and LOAD
@@ -43,5 +68,19 @@ typedef struct {
  * over their nodes). */
 void qp_cache_usage(const QpHost *host, hwloc_const_bitmap_t dedicated,
                     const double *load, guint d, QpCacheUsage *out);
+
+/* Another VM whose shared vCPUs float on a VM's dedicated CPUs. */
+typedef struct {
+  const QpClaim *with; /* the other VM (of the claims given) */
+  hwloc_bitmap_t cpus; /* the dedicated CPUs it shares */
+} QpSharer;
+
+/* The VMs of CLAIMS whose shared vCPUs float on the dedicated CPUs of
+ * claims->claims[INDEX], in ledger order (of QpSharer; empty when none). */
+GArray *qp_status_sharers(const QpHost *host, const QpClaims *claims,
+                          guint index);
+
+/* "beta (0b5e2c4e-...)" or the id alone: how a view names the VM C. */
+char *qp_status_vm_words(const QpClaim *c);
 
 G_END_DECLS

@@ -10,11 +10,10 @@ set -u
 QEMU=$(command -v qemu-system-x86_64) || { echo "1..0 # SKIP no qemu-system-x86_64"; exit 77; }
 T=$(mktemp -d)
 SD=$T/state
-PIDS=
 n=0
 failed=0
 cleanup() {
-  for p in $PIDS; do kill "$p" 2>/dev/null; done
+  for p in $(cat "$T"/*.pid 2>/dev/null); do kill "$p" 2>/dev/null; done
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -25,15 +24,14 @@ check() { # NAME WANT GOT
   if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: expected '$2', got '$3'"; fi
 }
 
-# launch NAME [QEMU-PIN OPTIONS] -- QEMU ARGS: a daemonized VM; its pid.
+# launch NAME [QEMU-PIN OPTIONS] -- QEMU ARGS: a daemonized VM; its pid
+# (called in $(...), a subshell: cleanup kills every VM by its pid file).
 launch() {
   name=$1
   shift
   "$QP_BINARY" --state-dir="$SD" "$@" -daemonize -pidfile "$T/$name.pid" \
     >"$T/$name.out" 2>&1 || { cat "$T/$name.out" >&2; return 1; }
-  p=$(cat "$T/$name.pid")
-  PIDS="$PIDS $p"
-  echo "$p"
+  cat "$T/$name.pid"
 }
 vm() { echo "-name $1,debug-threads=on -machine q35 -accel tcg -display none -nodefaults -S -smp 2"; }
 record() { cat "$SD"/*.json | jq -c --argjson p "$1" 'select(.["qemu-pid"] == $p)'; }

@@ -260,13 +260,22 @@ claim_nodes(const QpClaim *c)
   return nodes;
 }
 
-/* After phase one: threads, pages, binding, the check. */
+/* After phase one: pages, binding, the check (the threads follow). */
 static gboolean
 move_memory(Keeper *k, const QpHost *host, hwloc_const_bitmap_t to,
             guint rate_mib, Moved *m, GError **error)
 {
   const char *id = qp_held_claim_get(k->claim)->id;
   m->cgroup = qp_mem_own_cgroup(k->qemu_pid, id, &m->why);
+  /* A VM moved before is in its cgroup already, its memory allowed only
+   * on the old nodes: the pages may move only once the destination is
+   * allowed too. */
+  if (m->cgroup != NULL) {
+    g_auto(hwloc_bitmap_t) both = hwloc_bitmap_alloc();
+    hwloc_bitmap_or(both, m->from, to);
+    if (!qp_mem_rebind(m->cgroup, both, error))
+      return FALSE;
+  }
   g_auto(hwloc_bitmap_t) host_nodes = hwloc_bitmap_alloc();
   for (guint i = 0; i < host->n_nodes; i++)
     if (host->nodes[i].total_mib > 0)
@@ -356,9 +365,14 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
   }
   qp_keeper_log(k, 1, "move: claimed the destination beside the source");
   QpPlan *plan = r.plan;
-  if (!take_plan(k, host, plan, error) ||
-      !move_memory(k, host, to, rate_mib, &m, error))
+  /* Memory first: moving QEMU into a cpuset cgroup sets every thread's
+   * CPUs to the cgroup's, so the threads are pinned after it. */
+  if (!move_memory(k, host, to, rate_mib, &m, error)) {
+    qp_plan_free(plan);
     return NULL; /* the record claims both: the pages are on either */
+  }
+  if (!take_plan(k, host, plan, error))
+    return NULL;
   if (!qp_held_claim_adjust(k->claim, cut_to_destination, plan, error))
     return NULL;
   qp_keeper_log(k, 1, "move: %" G_GUINT64_FORMAT " MiB of pages moved",

@@ -83,8 +83,13 @@ got=$(on_node "$pid" "$to" 32)
 
 # A move onto a node without room: refused in one line, nothing changed.
 full=$(((to + 1) % 4))
+# The filler takes all but 100 MiB of what a claim may take on that node
+# (less than the 160 MiB the move needs), whatever the node's size.
+sf=$(status_json) || fail "qemu-pin status --json failed"
+room=$(jq --argjson n "$full" '.nodes[] | select(.id == $n) | .["memory-mib"] | (.available // .uncommitted)' "$sf")
+[ "${room:-0}" -gt 200 ] || fail "node $full has only ${room:-?} MiB to claim: too small a lab node"
 # shellcheck disable=SC2046
-set -- "$QP_QEMU" $(vm_args fill fw.bin) -smp 1 -m 320
+set -- "$QP_QEMU" $(vm_args fill fw.bin) -smp 1 -m $((room - 100))
 fpid=$(qp_launch fill --mode=balanced --hostnodes="$full" -- "$@") || fail "qemu-pin did not launch the filler: $fpid"
 if "$QP_BINARY" move mv --to-nodes="$full" >nofit.out 2>nofit.err; then
   fail "a move onto node $full, which has no room, succeeded: $(cat nofit.out)"
@@ -96,6 +101,17 @@ got=$(on_node "$pid" "$to" 160)
 [ "$got" -ge 950 ] || fail "after the refusal only $got permille of guest RAM is on node $to"
 for t in /proc/"$pid"/task/*; do
   assert_eq "after the refusal: thread ${t##*/} on node $to's CPUs" "$want" "$(cpus_allowed_of "${t##*/}")"
+done
+
+# A second move (the VM is in its cgroup now, its memory allowed only on
+# node $to): back to node $from, pages and threads with it.
+"$QP_BINARY" move mv --to-nodes="$from" >back.out 2>back.err || fail "the move back to node $from failed: $(cat back.err)"
+got=$(on_node "$pid" "$from" 160)
+[ "$got" -ge 950 ] || fail "after the move back only $got permille of guest RAM is on node $from"
+assert_eq "after the move back: claim names only node $from" "{\"$from\":160}" "$(claim_of "$pid")"
+back=$(node_cpus "$from")
+for t in /proc/"$pid"/task/*; do
+  assert_eq "after the move back: thread ${t##*/} on node $from's CPUs" "$back" "$(cpus_allowed_of "${t##*/}")"
 done
 lab_cleanup
 exit 0

@@ -12,6 +12,7 @@
 
 #include "launcher/launch.h"
 #include "launcher/log.h"
+#include "launcher/move.h"
 #include "launcher/options.h"
 #include "launcher/qemu/args.h"
 #include "launcher/qemu/daemonize.h"
@@ -267,6 +268,8 @@ run_command(QpOptions *opts, int argc, char **argv, GError **error)
     g_print("%s", qp_options_help());
     return 0;
   }
+  if (cmd != NULL && strcmp(cmd, "move") == 0)
+    return qp_cmd_move(opts, argc - 1, argv + 1, error);
   if (cmd != NULL && strcmp(cmd, "--version") == 0) {
     g_print("qemu-pin %s\n", QP_VERSION);
     return 0;

@@ -361,6 +361,7 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
   QpKeeperConfig cfg = {
       .qemu_end_ino = qemu_end.st_ino,
       .plan = plan,
+      .req = args->req,
       .host = l->caller_host,
       .state_dir = l->state_dir,
       .claim = claim,

@@ -67,7 +67,7 @@ static hwloc_bitmap_t
 claim_core(Keeper *k, int index, GError **error)
 {
   g_autoptr(GError) local = NULL;
-  hwloc_bitmap_t core = claim_free_core(k, k->cfg->plan->hotplug_cores, &local);
+  hwloc_bitmap_t core = claim_free_core(k, k->plan->hotplug_cores, &local);
   if (core != NULL)
     return core;
   if (!g_error_matches(local, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT)) {
@@ -112,7 +112,7 @@ qp_keeper_release_unplugged(Keeper *k, GArray *vcpus)
 hwloc_const_bitmap_t
 qp_keeper_vcpu_target(Keeper *k, int index)
 {
-  const QpPlan *plan = k->cfg->plan;
+  const QpPlan *plan = k->plan;
   hwloc_const_bitmap_t fallback =
       g_hash_table_lookup(k->fallback, GINT_TO_POINTER(index));
   if (fallback != NULL)
@@ -152,8 +152,8 @@ qp_keeper_vcpu_core(Keeper *k, guint index)
 {
   hwloc_const_bitmap_t core =
       g_hash_table_lookup(k->plugged, GINT_TO_POINTER(index));
-  if (core == NULL && index < k->cfg->host->n_vcpus)
-    core = k->cfg->host->vcpu_core[index];
+  if (core == NULL && index < k->host->n_vcpus)
+    core = k->host->vcpu_core[index];
   return core;
 }
 

@@ -77,7 +77,7 @@ qp_keeper_nudge(Keeper *k)
 static void
 tick(Keeper *k, gboolean polling, gboolean look_due)
 {
-  const QpPlan *plan = k->cfg->plan;
+  const QpPlan *plan = k->plan;
   gboolean vcpu_poll = polling && plan->n_vcpus > plan->n_boot_vcpus;
   if (vcpu_poll || (look_due && qp_caller_pins_moved(k->pins))) {
     g_autoptr(GError) error = NULL;
@@ -102,12 +102,14 @@ qp_keeper_hold(Keeper *k)
         break;
       on_event(k, ev);
     }
-    struct pollfd p[2] = {
+    struct pollfd p[3] = {
         {k->pidfd, POLLIN, 0},
-        {monitor_open ? qp_qmp_get_fd(k->qmp) : -1, POLLIN, 0}};
+        {monitor_open ? qp_qmp_get_fd(k->qmp) : -1, POLLIN, 0},
+        {monitor_open && k->exiting_since == 0 ? k->control_fd : -1, POLLIN,
+         0}};
     /* vCPUs and memory may be plugged: there is no QMP event for that, so
      * look. */
-    const QpPlan *plan = k->cfg->plan;
+    const QpPlan *plan = k->plan;
     gboolean looking = monitor_open && k->exiting_since == 0;
     gboolean polling =
         looking && (plan->n_vcpus > plan->n_boot_vcpus || k->mem != NULL);
@@ -116,7 +118,7 @@ qp_keeper_hold(Keeper *k)
                           ? 0
                           : k->exiting_since +
                                 (gint64)NUDGE_AFTER_MS * 1000 * (k->nudges + 1);
-    int r = poll(p, 2, wait_ms(k, polling, looking, nudge_at));
+    int r = poll(p, 3, wait_ms(k, polling, looking, nudge_at));
     if (r < 0 && errno == EINTR)
       continue;
     if (k->pidfd < 0 && qp_keeper_qemu_gone(k, 0))
@@ -132,6 +134,10 @@ qp_keeper_hold(Keeper *k)
       continue;
     if (p[0].revents)
       return; /* QEMU exited */
+    if (p[2].revents) {
+      qp_keeper_control_serve(k);
+      continue;
+    }
     if (p[1].revents) {
       g_autoptr(GError) error = NULL;
       g_autoptr(JsonObject) ev = qp_qmp_next_event(k->qmp, 0, &error);

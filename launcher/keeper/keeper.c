@@ -16,6 +16,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "launcher/keeper/migrate.h"
 #include "launcher/log.h"
 
 #define HOLD_QMP_TIMEOUT_MS 3000
@@ -300,6 +301,9 @@ void
 qp_keeper_main(const QpKeeperConfig *cfg)
 {
   Keeper keeper = {.cfg = cfg,
+                   .plan = cfg->plan,
+                   .host = cfg->host,
+                   .control_fd = -1,
                    .qemu_pid = cfg->qemu_pid,
                    .pidfd = -1,
                    .t0 = g_get_monotonic_time()};
@@ -317,6 +321,7 @@ qp_keeper_main(const QpKeeperConfig *cfg)
   if (cfg->paused)
     resume(k);
   report(k, "ok\n");
+  qp_keeper_control_open(k);
 
   /* From now on a query that times out is only tried again later; and the
    * one in flight when QEMU hangs on its way out (see NUDGE_AFTER_MS) keeps
@@ -324,6 +329,7 @@ qp_keeper_main(const QpKeeperConfig *cfg)
   qp_qmp_set_timeout(k->qmp, MIN(cfg->qmp_timeout_ms, HOLD_QMP_TIMEOUT_MS));
   qp_keeper_hold(k);
   qp_keeper_log(k, 1, "QEMU exited; releasing the claim");
+  qp_mem_cgroup_remove(qp_held_claim_get(k->claim)->id);
   release_claim(k);
   _exit(0);
 }

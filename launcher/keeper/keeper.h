@@ -5,6 +5,8 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "launcher/keeper/caller-pinning.h"
 #include "topology/ledger/ledger.h"
@@ -15,6 +17,7 @@ G_BEGIN_DECLS
 /* What the keeper needs, set up by the launcher before the fork. */
 typedef struct {
   const QpPlan *plan;
+  const QpRequest *req;     /* what PLAN was made from: a move re-plans it */
   const QpCallerHost *host; /* usable CPUs, cores and nodes of the host */
   const char *state_dir;    /* ledger directory (reopened by the keeper) */
   const QpClaim *claim;     /* the record this VM holds: the keeper adopts it */
@@ -43,6 +46,10 @@ typedef struct {
   const char *topology;
   const QpPlacementOptions *placement;
 } QpKeeperConfig;
+
+/* The address of the control socket of the keeper KEEPER_PID (an abstract
+ * unix socket: `qemu-pin move` asks there), its length returned. */
+socklen_t qp_keeper_control_address(int keeper_pid, struct sockaddr_un *sa);
 
 /* The keeper's life: apply the plan, resume, hold the claim until QEMU
  * exits, then release it. Never returns. */

@@ -74,7 +74,7 @@ static gboolean
 pin_vcpus(Look *l, GArray *vcpus, GError **error)
 {
   Keeper *k = l->k;
-  const QpPlan *plan = k->cfg->plan;
+  const QpPlan *plan = k->plan;
   for (guint i = 0; i < vcpus->len; i++) {
     QpVcpu *v = &g_array_index(vcpus, QpVcpu, i);
     if (v->cpu_index < 0 || (guint)v->cpu_index >= plan->n_vcpus) {
@@ -118,9 +118,9 @@ pin_iothreads(Look *l, GArray *iothreads, GError **error)
   for (guint i = 0; iothreads != NULL && i < iothreads->len; i++) {
     QpIothread *t = &g_array_index(iothreads, QpIothread, i);
     /* Near the devices it serves, else with the VM. */
-    const QpPlanIothread *near = qp_plan_iothread(k->cfg->plan, t->id);
+    const QpPlanIothread *near = qp_plan_iothread(k->plan, t->id);
     hwloc_const_bitmap_t want =
-        near != NULL ? near->cpus : k->cfg->plan->iothread_cpus;
+        near != NULL ? near->cpus : k->plan->iothread_cpus;
     g_autofree char *what = g_strdup_printf("iothread %s", t->id);
     g_auto(hwloc_bitmap_t) had = qp_get_affinity(t->thread_id, NULL);
     g_hash_table_add(l->done, GINT_TO_POINTER(t->thread_id));
@@ -171,8 +171,8 @@ static gboolean
 apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
            GError **error)
 {
-  const QpPlan *plan = k->cfg->plan;
-  Look l = {.k = k, .usable = k->cfg->host->usable};
+  const QpPlan *plan = k->plan;
+  Look l = {.k = k, .usable = k->host->usable};
   if (plan->emulator_cpus != NULL && !hwloc_bitmap_iszero(plan->emulator_cpus))
     l.emulator = plan->emulator_cpus;
   qp_caller_pins_begin(k->pins);
@@ -221,8 +221,8 @@ static void
 follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
               char *changes)
 {
-  const QpPlan *plan = k->cfg->plan;
-  const QpCallerHost *host = k->cfg->host;
+  const QpPlan *plan = k->plan;
+  const QpCallerHost *host = k->host;
   const QpClaim *own = qp_held_claim_get(k->claim);
   guint n = host->n_vcpus;
   g_autofree hwloc_const_bitmap_t *effective =
@@ -291,7 +291,7 @@ follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
 void
 qp_keeper_say_caller_memory(Keeper *k)
 {
-  const QpPlan *plan = k->cfg->plan;
+  const QpPlan *plan = k->plan;
   g_autoptr(GString) s = g_string_new(NULL);
   for (guint m = 0; m < plan->n_mem; m++) {
     const QpPlanMem *pm = &plan->mem[m];

@@ -17,6 +17,13 @@ G_BEGIN_DECLS
 
 typedef struct {
   const QpKeeperConfig *cfg;
+  /* The plan in force and what the keeper knows of the host for it: the
+   * launcher's (cfg), or after a move the keeper's own (own_*). */
+  const QpPlan *plan;
+  const QpCallerHost *host;
+  QpPlan *own_plan;
+  QpCallerHost *own_host;
+  int control_fd;     /* the control socket (move.c), or -1 */
   QpHeldClaim *claim; /* the VM's claim, ours from the start */
   QpQmp *qmp;
   int qemu_pid;
@@ -113,6 +120,16 @@ gboolean qp_keeper_query_and_apply(Keeper *k, guint *changed, GError **error);
 /* Says which guest memory stays where the caller bound it (host-nodes of
  * its backend), claimed there. */
 void qp_keeper_say_caller_memory(Keeper *k);
+
+/* ---- Moves (move.c) ------------------------------------------------------ */
+
+/* Listens on the control socket (keeper.h, qp_keeper_control_address()):
+ * CONTROL_FD, -1 when it cannot. */
+void qp_keeper_control_open(Keeper *k);
+
+/* Serves one request on the control socket: a move, answered and done
+ * before the keeper goes on. */
+void qp_keeper_control_serve(Keeper *k);
 
 /* ---- While the VM runs (hold.c) ----------------------------------------- */
 

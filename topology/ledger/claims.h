@@ -60,6 +60,9 @@ typedef struct {
                                spreads over the node's CPUs */
   gboolean best_effort;     /* placed best-effort by mode auto */
   gint64 time;              /* unix time of the claim */
+  gint64 moved_at;          /* unix time of the last `qemu-pin move` that
+                               ended, 0: never moved; a record whose value
+                               changed was rewritten by a move */
   GPtrArray *devices;       /* of char*: each device with a host side, its host
                                node and iothread, in words (not a holding) */
 } QpClaim;

@@ -429,13 +429,21 @@ number_set(const QpField *f, gpointer v, guint64 n)
 static void
 number_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
 {
+  if ((f->flags & QP_FIELD_OMIT) && number_of(f, v) == 0)
+    return;
   qp_json_add_int(b, f->key, (gint64)number_of(f, v));
 }
 
+/* QP_FIELD_OPTIONAL: absent reads as 0 (records written before the field
+ * was). */
 static gboolean
 number_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
 {
   guint64 x = 0;
+  if (n == NULL && (f->flags & QP_FIELD_OPTIONAL)) {
+    number_set(f, v, 0);
+    return TRUE;
+  }
   if (!get_uint(n, f->key, f->max, &x, error))
     return FALSE;
   number_set(f, v, x);

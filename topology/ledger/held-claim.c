@@ -132,6 +132,7 @@ claim_copy(const QpClaim *c)
   qp_cpu_load_copy(copy->cpu_load, c->cpu_load);
   copy->best_effort = c->best_effort;
   copy->time = c->time;
+  copy->moved_at = c->moved_at;
   for (guint i = 0; i < c->devices->len; i++)
     g_ptr_array_add(copy->devices, g_strdup(c->devices->pdata[i]));
   return copy;

@@ -41,6 +41,8 @@ static const QpField fields[] = {
     FIELD("cpu-load", qp_field_cpu_load, cpu_load, 0,
           QP_FIELD_HOLDING | QP_FIELD_OPTIONAL),
     FIELD("time", qp_field_number, time, G_MAXINT64, 0),
+    FIELD("moved-at", qp_field_number, moved_at, G_MAXINT64,
+          QP_FIELD_OMIT | QP_FIELD_OPTIONAL),
     FIELD("devices", qp_field_strings, devices, 0, QP_FIELD_OMIT),
 };
 

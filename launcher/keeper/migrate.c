@@ -1,0 +1,303 @@
+/* Moving QEMU's memory between host nodes (migrate.h). */
+#include "launcher/keeper/migrate.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <numaif.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "launcher/launch.h"
+#include "qp-error.h"
+#include "topology/base/cpulist.h"
+
+#define CGROUP_ROOT "/sys/fs/cgroup"
+#define CGROUP_OURS CGROUP_ROOT "/qemu-pin"
+/* Pages per move_pages(2) call: 16 MiB of 4 KiB pages. */
+#define CHUNK_PAGES 4096
+
+/* ---- Where the memory is ------------------------------------------------ */
+
+typedef struct {
+  guint64 total_kib, on_kib;
+} Sum;
+
+/* One line of numa_maps: its policy, page size and pages per node. */
+static void
+add_line(const char *line, hwloc_const_bitmap_t nodes, Sum *bound, Sum *anon)
+{
+  g_auto(GStrv) t = g_strsplit(line, " ", -1);
+  if (t[0] == NULL || t[1] == NULL)
+    return;
+  gboolean has_policy = strcmp(t[1], "default") != 0;
+  gboolean is_anon = FALSE;
+  guint64 page_kib = 4;
+  for (guint i = 2; t[i] != NULL; i++) {
+    if (g_str_has_prefix(t[i], "kernelpagesize_kB="))
+      page_kib = g_ascii_strtoull(t[i] + 18, NULL, 10);
+    if (g_str_has_prefix(t[i], "anon="))
+      is_anon = TRUE;
+  }
+  for (guint i = 2; t[i] != NULL; i++) {
+    if (t[i][0] != 'N' || !g_ascii_isdigit(t[i][1]))
+      continue;
+    char *eq = strchr(t[i], '=');
+    if (eq == NULL)
+      continue;
+    int node = atoi(t[i] + 1);
+    guint64 kib = g_ascii_strtoull(eq + 1, NULL, 10) * page_kib;
+    Sum *s = has_policy ? bound : is_anon ? anon : NULL;
+    if (s == NULL)
+      continue;
+    s->total_kib += kib;
+    if (hwloc_bitmap_isset(nodes, (unsigned)node))
+      s->on_kib += kib;
+  }
+}
+
+gboolean
+qp_mem_where(int pid, hwloc_const_bitmap_t nodes, QpMemWhere *out,
+             GError **error)
+{
+  g_autofree char *path = g_strdup_printf("/proc/%d/numa_maps", pid);
+  g_autofree char *text = NULL;
+  g_autoptr(GError) local = NULL;
+  if (!g_file_get_contents(path, &text, NULL, &local)) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot read %s: %s", path, local->message);
+    return FALSE;
+  }
+  Sum bound = {0, 0}, anon = {0, 0};
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    add_line(lines[i], nodes, &bound, &anon);
+  const Sum *s = bound.total_kib > 0 ? &bound : &anon;
+  out->total_kib = s->total_kib;
+  out->on_kib = s->on_kib;
+  return TRUE;
+}
+
+/* ---- The pages ---------------------------------------------------------- */
+
+typedef struct {
+  int pid;
+  int map[QP_LIST_MAX_INDEX + 1]; /* node -> destination, -1: stays */
+  guint rate_mib;
+  gint64 started_us;
+  guint64 moved_pages;
+  guint64 page_size;
+  void **pages;
+  int *nodes, *status;
+} Mover;
+
+/* Waits until the pages moved so far are within the rate. */
+static void
+keep_rate(const Mover *m)
+{
+  if (m->rate_mib == 0)
+    return;
+  double mib = (double)(m->moved_pages * m->page_size) / (1024.0 * 1024.0);
+  gint64 due_us = m->started_us + (gint64)(mib * 1e6 / m->rate_mib);
+  gint64 now = g_get_monotonic_time();
+  if (due_us > now)
+    g_usleep((gulong)(due_us - now));
+}
+
+/* One chunk of N pages from ADDR: where each is, then the move of those
+ * off the destination. */
+static gboolean
+move_chunk(Mover *m, guintptr addr, guint n, GError **error)
+{
+  for (guint i = 0; i < n; i++)
+    m->pages[i] = (void *)(addr + (guintptr)i * m->page_size);
+  if (move_pages(m->pid, n, m->pages, NULL, m->status, 0) < 0)
+    return TRUE; /* the mapping went away meanwhile */
+  guint k = 0;
+  for (guint i = 0; i < n; i++) {
+    int at = m->status[i];
+    if (at < 0 || at > QP_LIST_MAX_INDEX || m->map[at] < 0)
+      continue;
+    m->pages[k] = m->pages[i];
+    m->nodes[k] = m->map[at];
+    k++;
+  }
+  if (k == 0)
+    return TRUE;
+  if (move_pages(m->pid, k, m->pages, m->nodes, m->status, MPOL_MF_MOVE) < 0 &&
+      errno != ENOENT) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "move_pages of QEMU (pid %d): %s", m->pid, g_strerror(errno));
+    return FALSE;
+  }
+  for (guint i = 0; i < k; i++)
+    if (m->status[i] >= 0)
+      m->moved_pages++;
+  keep_rate(m);
+  return TRUE;
+}
+
+/* The node map: a page on host node N (position P among HOST_NODES) goes
+ * to TO's node at position P modulo |TO|; one on TO stays. */
+static void
+make_map(Mover *m, hwloc_const_bitmap_t host_nodes, hwloc_const_bitmap_t to)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(m->map); i++)
+    m->map[i] = -1;
+  int weight = hwloc_bitmap_weight(to);
+  int pos = 0, node;
+  hwloc_bitmap_foreach_begin(node, host_nodes)
+  {
+    if (node <= QP_LIST_MAX_INDEX && !hwloc_bitmap_isset(to, (unsigned)node)) {
+      int d = -1;
+      for (int j = 0; j <= pos % weight; j++)
+        d = hwloc_bitmap_next(to, d);
+      m->map[node] = d;
+    }
+    pos++;
+  }
+  hwloc_bitmap_foreach_end();
+}
+
+gboolean
+qp_mem_move_pages(int pid, hwloc_const_bitmap_t host_nodes,
+                  hwloc_const_bitmap_t to, guint rate_mib, guint64 *moved_mib,
+                  GError **error)
+{
+  g_autofree char *path = g_strdup_printf("/proc/%d/maps", pid);
+  g_autofree char *text = NULL;
+  g_autoptr(GError) local = NULL;
+  if (!g_file_get_contents(path, &text, NULL, &local)) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot read %s: %s", path, local->message);
+    return FALSE;
+  }
+  g_autofree Mover *m = g_new0(Mover, 1);
+  m->pid = pid;
+  m->rate_mib = rate_mib;
+  m->started_us = g_get_monotonic_time();
+  m->page_size = (guint64)sysconf(_SC_PAGESIZE);
+  make_map(m, host_nodes, to);
+  g_autofree void **pages = g_new(void *, CHUNK_PAGES);
+  g_autofree int *nodes = g_new(int, CHUNK_PAGES);
+  g_autofree int *status = g_new(int, CHUNK_PAGES);
+  m->pages = pages;
+  m->nodes = nodes;
+  m->status = status;
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++) {
+    guint64 start = 0, end = 0;
+    if (sscanf(lines[i], "%" G_GINT64_MODIFIER "x-%" G_GINT64_MODIFIER "x",
+               &start, &end) != 2 ||
+        strstr(lines[i], "[vsyscall]") != NULL)
+      continue;
+    for (guint64 a = start; a < end; a += CHUNK_PAGES * m->page_size) {
+      guint n = (guint)MIN((guint64)CHUNK_PAGES, (end - a) / m->page_size);
+      if (n > 0 && !move_chunk(m, (guintptr)a, n, error))
+        return FALSE;
+    }
+  }
+  *moved_mib = m->moved_pages * m->page_size / (1024 * 1024);
+  return TRUE;
+}
+
+/* ---- The binding: a cgroup of qemu-pin's own ---------------------------- */
+
+static gboolean
+write_file(const char *path, const char *value, GError **error)
+{
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || write(fd, value, strlen(value)) < 0) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot write '%s' to %s: %s", value, path, g_strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    return FALSE;
+  }
+  close(fd);
+  return TRUE;
+}
+
+/* QEMU's cgroup v2 path ("/" for the root), or NULL. */
+static char *
+cgroup_of(int pid)
+{
+  g_autofree char *path = g_strdup_printf("/proc/%d/cgroup", pid);
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return NULL;
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    if (g_str_has_prefix(lines[i], "0::"))
+      return g_strdup(lines[i] + 3);
+  return NULL;
+}
+
+static gboolean
+has_cpuset(const char *dir)
+{
+  g_autofree char *path = g_build_filename(dir, "cgroup.controllers", NULL);
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return FALSE;
+  g_auto(GStrv) words = g_strsplit_set(text, " \n", -1);
+  return g_strv_contains((const char *const *)words, "cpuset");
+}
+
+char *
+qp_mem_own_cgroup(int pid, const char *id, char **why)
+{
+  g_autofree char *in = cgroup_of(pid);
+  g_autofree char *ours = g_strdup_printf("/qemu-pin/%s", id);
+  g_autofree char *dir = g_strdup_printf(CGROUP_OURS "/%s", id);
+  if (in != NULL && strcmp(in, ours) == 0)
+    return g_steal_pointer(&dir);
+  if (geteuid() != 0) {
+    *why = g_strdup("qemu-pin runs as a user: only root may make a cgroup "
+                    "for QEMU");
+    return NULL;
+  }
+  if (in == NULL || !has_cpuset(CGROUP_ROOT)) {
+    *why = g_strdup("no cgroup v2 with the cpuset controller at " CGROUP_ROOT);
+    return NULL;
+  }
+  if (strcmp(in, "/") != 0) {
+    *why = g_strdup_printf("QEMU's cgroup %s is its orchestrator's "
+                           "(libvirt, systemd, Proxmox)",
+                           in);
+    return NULL;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autofree char *pid_text = g_strdup_printf("%d", pid);
+  g_autofree char *procs = g_build_filename(dir, "cgroup.procs", NULL);
+  if (!write_file(CGROUP_ROOT "/cgroup.subtree_control", "+cpuset", &error) ||
+      (mkdir(CGROUP_OURS, 0755) < 0 && errno != EEXIST) ||
+      !write_file(CGROUP_OURS "/cgroup.subtree_control", "+cpuset", &error) ||
+      (mkdir(dir, 0755) < 0 && errno != EEXIST) ||
+      !write_file(procs, pid_text, &error)) {
+    *why = error != NULL
+               ? g_strdup(error->message)
+               : g_strdup_printf("cannot make %s: %s", dir, g_strerror(errno));
+    rmdir(dir);
+    return NULL;
+  }
+  return g_steal_pointer(&dir);
+}
+
+gboolean
+qp_mem_rebind(const char *cgroup, hwloc_const_bitmap_t nodes, GError **error)
+{
+  g_autofree char *mems = g_build_filename(cgroup, "cpuset.mems", NULL);
+  g_autofree char *list = qp_list_format(nodes);
+  return write_file(mems, list, error);
+}
+
+void
+qp_mem_cgroup_remove(const char *id)
+{
+  g_autofree char *dir = g_strdup_printf(CGROUP_OURS "/%s", id);
+  rmdir(dir);
+}

@@ -1,0 +1,52 @@
+/* Moving a running QEMU's memory between host nodes from outside QEMU
+ * (docs/design.md, "Moving a running VM"): its pages, rate-limited, with
+ * move_pages(2); its binding (the task and VMA mempolicies, which
+ * migrate_pages(2) and move_pages(2) leave as they are) by a cgroup v2
+ * cpuset that qemu-pin owns, whose cpuset.mems the kernel rebinds every
+ * policy of the process to; and the check afterwards from numa_maps. */
+#pragma once
+
+#include <glib.h>
+#include <hwloc.h>
+
+G_BEGIN_DECLS
+
+/* Where guest memory is: pages (of every page size, in KiB) per node of
+ * QEMU's mappings with a memory policy (the guest RAM qemu-pin bound), or
+ * of every anonymous mapping when none has one. */
+typedef struct {
+  guint64 total_kib;
+  guint64 on_kib; /* on the nodes asked about */
+} QpMemWhere;
+
+/* Reads /proc/PID/numa_maps: how much guest memory is on NODES. */
+gboolean qp_mem_where(int pid, hwloc_const_bitmap_t nodes, QpMemWhere *out,
+                      GError **error);
+
+/* Moves every page of PID that is off TO (a page on node N goes to TO's
+ * node at N's position among the host's nodes HOST_NODES, modulo TO's
+ * weight: what the kernel's cpuset rebinding does too) with move_pages(2),
+ * in chunks, at most RATE_MIB MiB per second (0: no limit). MOVED_MIB:
+ * what moved. */
+gboolean qp_mem_move_pages(int pid, hwloc_const_bitmap_t host_nodes,
+                           hwloc_const_bitmap_t to, guint rate_mib,
+                           guint64 *moved_mib, GError **error);
+
+/* The cgroup of PID qemu-pin may own to rebind its memory: a cgroup v2
+ * cpuset it made (/sys/fs/cgroup/qemu-pin/ID), into which a QEMU in the
+ * root cgroup (no orchestrator placed it) is moved. NULL with WHY (the
+ * reason in words, for the command's output) when it may not: not root, no
+ * cgroup v2 or cpuset controller, or QEMU in a cgroup someone else made
+ * (libvirt's machine.slice, a systemd scope, Proxmox's qemu.slice). */
+char *qp_mem_own_cgroup(int pid, const char *id, char **why);
+
+/* Rebinds PID's memory policies to NODES through the cgroup CGROUP
+ * (qp_mem_own_cgroup()): writes cpuset.mems, which also migrates what is
+ * still elsewhere. */
+gboolean qp_mem_rebind(const char *cgroup, hwloc_const_bitmap_t nodes,
+                       GError **error);
+
+/* Removes the cgroup qemu-pin made for the VM ID, if empty. */
+void qp_mem_cgroup_remove(const char *id);
+
+G_END_DECLS

@@ -1,0 +1,464 @@
+/* `qemu-pin move` inside the keeper: the keeper holds the VM's claim, its
+ * plan, the request it was made from and the monitor, so the move is its
+ * work. The command asks over the keeper's control socket (an abstract
+ * unix socket named after the keeper's pid, for root or the keeper's own
+ * user) and prints the one-object answer.
+ *
+ * A move, two-phase with the ledger: re-plan through the planner with the
+ * destination as the only host nodes allowed, the VM's own record left
+ * out; the record then claims source AND destination (a move killed on the
+ * way leaves a claim that covers wherever the pages are); threads go to
+ * the new plan; pages move, rate-limited; the binding follows where a
+ * cgroup of qemu-pin's own can rebind it; numa_maps says where the memory
+ * is; only then is the record cut to the destination, with "moved-at". */
+#include "launcher/keeper/state.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "launcher/affinity.h"
+#include "launcher/keeper/migrate.h"
+#include "launcher/log.h"
+#include "topology/plan/claim.h"
+
+/* Guest memory that must be on the destination for the move to count. */
+#define ON_DESTINATION_PERMILLE 950
+
+socklen_t
+qp_keeper_control_address(int keeper_pid, struct sockaddr_un *sa)
+{
+  memset(sa, 0, sizeof(*sa));
+  sa->sun_family = AF_UNIX;
+  int n = g_snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1,
+                     "qemu-pin-keeper/%d", keeper_pid);
+  return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (gsize)n);
+}
+
+void
+qp_keeper_control_open(Keeper *k)
+{
+  struct sockaddr_un sa;
+  socklen_t len = qp_keeper_control_address(getpid(), &sa);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd >= 0 &&
+      (bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, 4) < 0)) {
+    qp_keeper_log(k, 1, "no control socket (move unavailable): %s",
+                  g_strerror(errno));
+    close(fd);
+    fd = -1;
+  }
+  k->control_fd = fd;
+}
+
+/* ---- What may not move -------------------------------------------------- */
+
+static gboolean G_GNUC_PRINTF(2, 3) refuse(GError **error, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *why = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+              "move refused: %s", why);
+  return FALSE;
+}
+
+static gboolean
+may_move(Keeper *k, hwloc_const_bitmap_t to, GError **error)
+{
+  const QpPlan *plan = k->plan;
+  const QpRequest *req = k->cfg->req;
+  const QpPlacementOptions *p = k->cfg->placement;
+  for (guint v = 0; v < plan->n_vcpus; v++)
+    if (qp_caller_pins_vcpu(k->pins, v) != NULL) {
+      return refuse(error,
+                    "the caller pinned vCPU %u itself; qemu-pin never moves "
+                    "what the caller placed",
+                    v);
+    }
+  for (guint m = 0; m < plan->n_mem; m++)
+    if (plan->mem[m].caller_set)
+      return refuse(error,
+                    "the caller chose the host nodes of memory backend %s; "
+                    "qemu-pin never moves what the caller placed",
+                    plan->mem[m].memdev ? plan->mem[m].memdev : "(machine)");
+  if (req == NULL || (req->vfio != NULL && req->vfio[0] != NULL))
+    return refuse(error,
+                  "the VM has a VFIO device (%s): its pages are pinned for "
+                  "DMA and cannot move",
+                  req && req->vfio ? req->vfio[0] : "?");
+  if (k->cfg->mem_hotplug || g_hash_table_size(k->plugged) > 0)
+    return refuse(error, "%s",
+                  "the VM's memory or vCPUs can be plugged (-m maxmem, "
+                  "virtio-mem, plugged vCPUs): such a VM is not moved yet");
+  if (qp_held_claim_get(k->claim)->huge->len > 0)
+    return refuse(error, "%s",
+                  "the VM's memory is in hugepages: such a VM is not moved "
+                  "yet");
+  if (plan->n_vnodes > 0 && req->n_gnodes == 0)
+    return refuse(error, "%s",
+                  "qemu-pin gave the guest its NUMA topology at launch: it "
+                  "mirrors the nodes the VM started on");
+  if (p->hostnodes != NULL && !hwloc_bitmap_isincluded(to, p->hostnodes)) {
+    g_autofree char *allowed = qp_list_format(p->hostnodes);
+    return refuse(error,
+                  "the VM was started with --hostnodes=%s: the destination "
+                  "must be inside it",
+                  allowed);
+  }
+  return TRUE;
+}
+
+/* ---- The ledger's two phases -------------------------------------------- */
+
+typedef struct {
+  const QpHost *host;
+  const QpRequest *req;
+  QpPlacementOptions opts;
+  QpPlan *plan; /* out */
+} Replan;
+
+/* AMOUNTS (of QpNodeAmount or QpNodeLoad: an int node first, then a
+ * value) gains OTHER's nodes, the larger value where both have one. */
+static void
+widen_amounts(GArray *amounts, const GArray *other, gboolean loads)
+{
+  for (guint i = 0; other != NULL && i < other->len; i++) {
+    const QpNodeAmount *o =
+        loads ? NULL : &g_array_index(other, QpNodeAmount, i);
+    const QpNodeLoad *ol = loads ? &g_array_index(other, QpNodeLoad, i) : NULL;
+    int node = loads ? ol->node : o->node;
+    guint j;
+    for (j = 0; j < amounts->len; j++) {
+      if (loads && g_array_index(amounts, QpNodeLoad, j).node == node) {
+        QpNodeLoad *a = &g_array_index(amounts, QpNodeLoad, j);
+        a->vcpus = MAX(a->vcpus, ol->vcpus);
+        break;
+      }
+      if (!loads && g_array_index(amounts, QpNodeAmount, j).node == node) {
+        QpNodeAmount *a = &g_array_index(amounts, QpNodeAmount, j);
+        a->mib = MAX(a->mib, o->mib);
+        break;
+      }
+    }
+    if (j == amounts->len)
+      g_array_append_vals(amounts, loads ? (gconstpointer)ol : (gconstpointer)o,
+                          1);
+  }
+}
+
+/* Phase one: the plan on the destination, claimed beside the source. */
+static gboolean
+replan_and_widen(QpClaim *claim, const QpClaims *claims, gpointer data,
+                 GError **error)
+{
+  Replan *r = data;
+  QpClaims others = {g_ptr_array_new(), claims->blocked_nodes,
+                     g_ptr_array_new(), 0, 0};
+  for (guint i = 0; i < claims->claims->len; i++) {
+    QpClaim *c = claims->claims->pdata[i];
+    if (g_strcmp0(c->id, claim->id) != 0)
+      g_ptr_array_add(others.claims, c);
+  }
+  r->plan = qp_plan_compute(r->host, &others, r->req, &r->opts, error);
+  g_ptr_array_unref(others.claims);
+  g_ptr_array_unref(others.warnings);
+  if (r->plan == NULL) {
+    g_prefix_error(error, "move refused: ");
+    return FALSE;
+  }
+  widen_amounts(claim->mem, r->plan->claim_mem, FALSE);
+  widen_amounts(claim->load, r->plan->load, TRUE);
+  hwloc_bitmap_or(claim->dedicated, claim->dedicated, r->plan->dedicated);
+  return TRUE;
+}
+
+/* Phase two: the record holds the destination only. */
+static gboolean
+cut_to_destination(QpClaim *claim, const QpClaims *claims, gpointer data,
+                   GError **error)
+{
+  (void)claims;
+  (void)error;
+  const QpPlan *plan = data;
+  g_autoptr(QpClaim) fresh = qp_claim_from_plan(plan, claim->id, claim->name);
+  g_array_set_size(claim->mem, 0);
+  g_array_append_vals(claim->mem, fresh->mem->data, fresh->mem->len);
+  g_array_set_size(claim->load, 0);
+  g_array_append_vals(claim->load, fresh->load->data, fresh->load->len);
+  qp_cpu_load_copy(claim->cpu_load, fresh->cpu_load);
+  hwloc_bitmap_copy(claim->dedicated, fresh->dedicated);
+  claim->best_effort = fresh->best_effort;
+  claim->moved_at = g_get_real_time() / G_USEC_PER_SEC;
+  return TRUE;
+}
+
+/* ---- Threads ------------------------------------------------------------ */
+
+/* The new plan becomes the keeper's: every thread of QEMU is set to its
+ * startup CPUs (which a thread seen for the first time inherits), the
+ * look forgets what it saw, and the next look pins each thread as the
+ * plan says. */
+static gboolean
+take_plan(Keeper *k, const QpHost *host, QpPlan *plan, GError **error)
+{
+  g_clear_pointer(&k->own_plan, qp_plan_free);
+  g_clear_pointer(&k->own_host, qp_caller_host_free);
+  k->own_plan = plan;
+  k->plan = plan;
+  k->own_host = qp_caller_host_new(host, plan, k->cfg->placement->affinity);
+  k->host = k->own_host;
+  qp_caller_pins_free(k->pins);
+  k->pins = qp_caller_pins_new(plan->n_vcpus);
+  hwloc_const_bitmap_t start =
+      plan->startup_cpus != NULL && !hwloc_bitmap_iszero(plan->startup_cpus)
+          ? plan->startup_cpus
+          : plan->process_cpus;
+  g_autofree char *task = g_strdup_printf("/proc/%d/task", k->qemu_pid);
+  g_autoptr(GDir) dir = g_dir_open(task, 0, NULL);
+  const char *name;
+  while (dir != NULL && (name = g_dir_read_name(dir)) != NULL)
+    qp_set_affinity(atoi(name), start, NULL);
+  return qp_keeper_query_and_apply(k, NULL, error);
+}
+
+/* ---- The move ----------------------------------------------------------- */
+
+typedef struct {
+  hwloc_bitmap_t from;
+  guint64 moved_mib;
+  QpMemWhere where;
+  char *cgroup; /* the cgroup that rebound the memory, or NULL */
+  char *why;    /* why the binding did not move, or NULL */
+} Moved;
+
+static void
+moved_clear(Moved *m)
+{
+  g_clear_pointer(&m->from, hwloc_bitmap_free);
+  g_clear_pointer(&m->cgroup, g_free);
+  g_clear_pointer(&m->why, g_free);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Moved, moved_clear)
+
+static hwloc_bitmap_t
+claim_nodes(const QpClaim *c)
+{
+  hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+  for (guint i = 0; i < c->mem->len; i++)
+    hwloc_bitmap_set(nodes,
+                     (unsigned)g_array_index(c->mem, QpNodeAmount, i).node);
+  for (guint i = 0; i < c->load->len; i++)
+    hwloc_bitmap_set(nodes,
+                     (unsigned)g_array_index(c->load, QpNodeLoad, i).node);
+  return nodes;
+}
+
+/* After phase one: pages, binding, the check (the threads follow). */
+static gboolean
+move_memory(Keeper *k, const QpHost *host, hwloc_const_bitmap_t to,
+            guint rate_mib, Moved *m, GError **error)
+{
+  const char *id = qp_held_claim_get(k->claim)->id;
+  m->cgroup = qp_mem_own_cgroup(k->qemu_pid, id, &m->why);
+  /* A VM moved before is in its cgroup already, its memory allowed only
+   * on the old nodes: the pages may move only once the destination is
+   * allowed too. */
+  if (m->cgroup != NULL) {
+    g_auto(hwloc_bitmap_t) both = hwloc_bitmap_alloc();
+    hwloc_bitmap_or(both, m->from, to);
+    if (!qp_mem_rebind(m->cgroup, both, error))
+      return FALSE;
+  }
+  g_auto(hwloc_bitmap_t) host_nodes = hwloc_bitmap_alloc();
+  for (guint i = 0; i < host->n_nodes; i++)
+    if (host->nodes[i].total_mib > 0)
+      hwloc_bitmap_set(host_nodes, (unsigned)host->nodes[i].id);
+  if (!qp_mem_move_pages(k->qemu_pid, host_nodes, to, rate_mib, &m->moved_mib,
+                         error))
+    return FALSE;
+  if (m->cgroup != NULL && !qp_mem_rebind(m->cgroup, to, error))
+    return FALSE;
+  if (!qp_mem_where(k->qemu_pid, to, &m->where, error))
+    return FALSE;
+  if (m->where.on_kib * 1000 < m->where.total_kib * ON_DESTINATION_PERMILLE) {
+    g_autofree char *list = qp_list_format(to);
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "move of QEMU (pid %d) unfinished: %" G_GUINT64_FORMAT
+                " of %" G_GUINT64_FORMAT
+                " MiB of guest memory on nodes %s; the record claims source "
+                "and destination until a move ends",
+                k->qemu_pid, m->where.on_kib / 1024, m->where.total_kib / 1024,
+                list);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static JsonNode *
+answer(const QpClaim *c, hwloc_const_bitmap_t to, const Moved *m)
+{
+  g_autofree char *from = qp_list_format(m->from);
+  g_autofree char *dest = qp_list_format(to);
+  guint64 mib = 0;
+  for (guint i = 0; i < c->mem->len; i++)
+    mib += g_array_index(c->mem, QpNodeAmount, i).mib;
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "vm");
+  json_builder_add_string_value(b, c->id);
+  json_builder_set_member_name(b, "name");
+  json_builder_add_string_value(b, c->name);
+  json_builder_set_member_name(b, "from");
+  json_builder_add_string_value(b, from);
+  json_builder_set_member_name(b, "to");
+  json_builder_add_string_value(b, dest);
+  json_builder_set_member_name(b, "mib");
+  json_builder_add_int_value(b, (gint64)mib);
+  json_builder_set_member_name(b, "moved-mib");
+  json_builder_add_int_value(b, (gint64)m->moved_mib);
+  json_builder_set_member_name(b, "on-destination-permille");
+  json_builder_add_int_value(
+      b, m->where.total_kib
+             ? (gint64)(m->where.on_kib * 1000 / m->where.total_kib)
+             : 1000);
+  json_builder_set_member_name(b, "binding-moved");
+  json_builder_add_boolean_value(b, m->cgroup != NULL);
+  json_builder_set_member_name(b, "binding");
+  if (m->cgroup != NULL)
+    json_builder_add_string_value(b, m->cgroup);
+  else
+    json_builder_add_string_value(b, m->why);
+  json_builder_set_member_name(b, "moved-at");
+  json_builder_add_int_value(b, c->moved_at);
+  json_builder_end_object(b);
+  return json_builder_get_root(b);
+}
+
+/* Moves the VM to the host nodes TO; the answer to print, or NULL with
+ * the one-line error (nothing changed when it was refused). */
+static JsonNode *
+move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
+{
+  /* What the caller did to the threads since the last look counts. */
+  if (!qp_keeper_query_and_apply(k, NULL, error) || !may_move(k, to, error))
+    return NULL;
+  g_autoptr(QpHost) host = qp_host_load_full(k->cfg->topology, FALSE, error);
+  if (host == NULL)
+    return NULL;
+  Replan r = {host, k->cfg->req, *k->cfg->placement, NULL};
+  r.opts.hostnodes = (hwloc_bitmap_t)to;
+  r.opts.mode = k->plan->mode;
+  r.opts.vnuma = FALSE;
+  g_auto(Moved)
+      m = {claim_nodes(qp_held_claim_get(k->claim)), 0, {0, 0}, NULL, NULL};
+  if (!qp_held_claim_adjust(k->claim, replan_and_widen, &r, error)) {
+    /* Refused, or the record could not be written: nothing changed. */
+    g_clear_pointer(&r.plan, qp_plan_free);
+    return NULL;
+  }
+  qp_keeper_log(k, 1, "move: claimed the destination beside the source");
+  QpPlan *plan = r.plan;
+  /* Memory first: moving QEMU into a cpuset cgroup sets every thread's
+   * CPUs to the cgroup's, so the threads are pinned after it. */
+  if (!move_memory(k, host, to, rate_mib, &m, error)) {
+    qp_plan_free(plan);
+    return NULL; /* the record claims both: the pages are on either */
+  }
+  if (!take_plan(k, host, plan, error))
+    return NULL;
+  if (!qp_held_claim_adjust(k->claim, cut_to_destination, plan, error))
+    return NULL;
+  qp_keeper_log(k, 1, "move: %" G_GUINT64_FORMAT " MiB of pages moved",
+                m.moved_mib);
+  return answer(qp_held_claim_get(k->claim), to, &m);
+}
+
+/* ---- The control socket ------------------------------------------------- */
+
+static gboolean
+peer_may_ask(int fd)
+{
+  struct ucred cred;
+  socklen_t len = sizeof(cred);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+    return FALSE;
+  return cred.uid == 0 || cred.uid == geteuid();
+}
+
+static char *
+read_request(int fd)
+{
+  GString *s = g_string_new(NULL);
+  char buf[512];
+  ssize_t n;
+  while (s->len < 4096 && (n = read(fd, buf, sizeof(buf))) > 0) {
+    g_string_append_len(s, buf, n);
+    if (memchr(buf, '\n', (size_t)n) != NULL)
+      break;
+  }
+  return g_string_free(s, FALSE);
+}
+
+/* The request {"to-nodes": "1", "rate-mib": 512}, its answer. */
+static JsonNode *
+serve(Keeper *k, const char *text, GError **error)
+{
+  g_autoptr(JsonParser) parser = json_parser_new();
+  JsonObject *o = NULL;
+  if (json_parser_load_from_data(parser, text, -1, NULL) &&
+      json_parser_get_root(parser) != NULL &&
+      JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser)))
+    o = json_node_get_object(json_parser_get_root(parser));
+  const char *nodes =
+      o ? json_object_get_string_member_with_default(o, "to-nodes", NULL)
+        : NULL;
+  g_auto(hwloc_bitmap_t) to = NULL;
+  if (nodes == NULL ||
+      !qp_list_parse(nodes, "--to-nodes", QP_LIST_MAX_INDEX, &to, error)) {
+    if (error != NULL && *error == NULL)
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                  "the keeper got no move request it can read");
+    return NULL;
+  }
+  guint rate = (guint)json_object_get_int_member_with_default(o, "rate-mib", 0);
+  return move_vm(k, to, rate, error);
+}
+
+void
+qp_keeper_control_serve(Keeper *k)
+{
+  int fd = accept4(k->control_fd, NULL, NULL, SOCK_CLOEXEC);
+  if (fd < 0)
+    return;
+  struct timeval tv = {5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonNode) reply = NULL;
+  if (!peer_may_ask(fd))
+    g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "move refused: only root or the VM's own user may move it");
+  else {
+    g_autofree char *text = read_request(fd);
+    reply = serve(k, text, &error);
+  }
+  if (reply == NULL) {
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "error");
+    json_builder_add_string_value(b, error ? error->message : "failed");
+    json_builder_end_object(b);
+    reply = json_builder_get_root(b);
+    qp_keeper_log(k, 1, "%s", error ? error->message : "move failed");
+  }
+  g_autofree char *out = json_to_string(reply, FALSE);
+  g_autofree char *line = g_strconcat(out, "\n", NULL);
+  (void)!write(fd, line, strlen(line));
+  close(fd);
+}

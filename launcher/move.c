@@ -1,0 +1,239 @@
+/* `qemu-pin move` (move.h): the command's edge. The move itself is the
+ * keeper's (launcher/keeper/move.c): it holds the VM's claim and plan. */
+#include "launcher/move.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "launcher/keeper/keeper.h"
+#include "launcher/launch.h"
+#include "topology/host/host.h"
+#include "topology/ledger/ledger.h"
+
+/* Pages moved per second unless --rate says: a running guest keeps
+ * running (a node's memory bandwidth is tens of GiB/s). */
+#define DEFAULT_RATE_MIB 512
+
+typedef struct {
+  const char *vm;
+  const char *to_nodes;
+  guint rate_mib;
+} MoveArgs;
+
+static gboolean
+usage(GError **error, const char *fmt, const char *arg)
+{
+  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+              "move: %s%s%s%s: usage: qemu-pin move VM --to-nodes=NODELIST "
+              "[--rate=MIB] [--state-dir=DIR] [--json]",
+              fmt, *arg ? " '" : "", arg, *arg ? "'" : "");
+  return FALSE;
+}
+
+/* --name=VALUE or --name VALUE at *I. */
+static const char *
+value_of(int argc, char **argv, int *i, const char *name)
+{
+  const char *a = argv[*i];
+  gsize n = strlen(name);
+  if (strncmp(a, name, n) != 0)
+    return NULL;
+  if (a[n] == '=')
+    return a + n + 1;
+  if (a[n] == '\0' && *i + 1 < argc)
+    return argv[++*i];
+  return NULL;
+}
+
+static gboolean
+parse_args(QpOptions *opts, int argc, char **argv, MoveArgs *m, GError **error)
+{
+  m->rate_mib = DEFAULT_RATE_MIB;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v;
+    if ((v = value_of(argc, argv, &i, "--to-nodes")) != NULL)
+      m->to_nodes = v;
+    else if ((v = value_of(argc, argv, &i, "--state-dir")) != NULL) {
+      g_free(opts->state_dir);
+      opts->state_dir = g_strdup(v);
+      g_hash_table_add(opts->given, (gpointer) "state-dir");
+    } else if ((v = value_of(argc, argv, &i, "--rate")) != NULL) {
+      char *end = NULL;
+      guint64 r = g_ascii_strtoull(v, &end, 10);
+      if (!g_ascii_isdigit(*v) || *end != '\0' || r > G_MAXUINT32) {
+        g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                    "move: --rate '%s' is not valid: expected MiB per "
+                    "second (0: no limit)",
+                    v);
+        return FALSE;
+      }
+      m->rate_mib = (guint)r;
+    } else if (strcmp(a, "--json") == 0)
+      opts->json = TRUE;
+    else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0)
+      opts->verbose++;
+    else if (a[0] == '-')
+      return usage(error, "unknown option", a);
+    else if (m->vm != NULL)
+      return usage(error, "one VM only, got", a);
+    else
+      m->vm = a;
+  }
+  if (m->vm == NULL)
+    return usage(error, "no VM given", "");
+  if (m->to_nodes == NULL)
+    return usage(error, "no --to-nodes given for", m->vm);
+  return TRUE;
+}
+
+/* NODES must be nodes of HOST. */
+static gboolean
+check_nodes(const QpHost *host, const char *text, GError **error)
+{
+  g_auto(hwloc_bitmap_t) nodes = NULL;
+  g_autoptr(GError) local = NULL;
+  if (!qp_list_parse(text, "move: --to-nodes", QP_LIST_MAX_INDEX, &nodes,
+                     &local)) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE, "%s",
+                local->message);
+    return FALSE;
+  }
+  g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
+  for (guint i = 0; i < host->n_nodes; i++)
+    hwloc_bitmap_set(all, (unsigned)host->nodes[i].id);
+  if (hwloc_bitmap_isincluded(nodes, all))
+    return TRUE;
+  g_autofree char *have = qp_list_format(all);
+  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+              "move: --to-nodes=%s names nodes this host does not have: "
+              "expected nodes of %s",
+              text, have);
+  return FALSE;
+}
+
+/* The record of VM: its id, -name, -uuid or QEMU pid. */
+static const QpClaim *
+find_vm(const QpClaims *claims, const char *vm)
+{
+  char *end = NULL;
+  long pid = strtol(vm, &end, 10);
+  gboolean is_pid = *vm != '\0' && *end == '\0' && pid > 0;
+  for (guint i = 0; i < claims->claims->len; i++) {
+    const QpClaim *c = claims->claims->pdata[i];
+    if (g_strcmp0(c->id, vm) == 0 || g_strcmp0(c->name, vm) == 0 ||
+        (c->uuid != NULL && g_ascii_strcasecmp(c->uuid, vm) == 0) ||
+        (is_pid && c->qemu_pid == pid))
+      return c;
+  }
+  return NULL;
+}
+
+/* Asks keeper KEEPER_PID; its answer (one JSON object), or NULL. */
+static JsonNode *
+ask_keeper(int keeper_pid, const char *request, GError **error)
+{
+  struct sockaddr_un sa;
+  socklen_t len = qp_keeper_control_address(keeper_pid, &sa);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&sa, len) < 0) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "move: the VM's keeper (pid %d) does not answer: %s",
+                keeper_pid, g_strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    return NULL;
+  }
+  (void)!write(fd, request, strlen(request));
+  shutdown(fd, SHUT_WR);
+  GString *s = g_string_new(NULL);
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0)
+      g_string_append_len(s, buf, n);
+  close(fd);
+  g_autofree char *text = g_string_free(s, FALSE);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  if (!json_parser_load_from_data(parser, text, -1, NULL) ||
+      json_parser_get_root(parser) == NULL ||
+      !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "move: the VM's keeper (pid %d) ended without an answer",
+                keeper_pid);
+    return NULL;
+  }
+  return json_node_copy(json_parser_get_root(parser));
+}
+
+static void
+print_answer(const QpOptions *opts, JsonObject *o)
+{
+  if (opts->json) {
+    JsonNode *n = json_node_init_object(json_node_alloc(), o);
+    g_autofree char *text = json_to_string(n, TRUE);
+    json_node_unref(n);
+    g_print("%s\n", text);
+    return;
+  }
+  const char *name =
+      json_object_get_string_member_with_default(o, "name", NULL);
+  g_print("qemu-pin: moved VM %s (%s) from nodes %s to %s: %" G_GINT64_FORMAT
+          " MiB of pages moved, %.1f%% of its guest memory there; ",
+          name ? name : "-",
+          json_object_get_string_member_with_default(o, "vm", "?"),
+          json_object_get_string_member_with_default(o, "from", "?"),
+          json_object_get_string_member_with_default(o, "to", "?"),
+          json_object_get_int_member_with_default(o, "moved-mib", 0),
+          (double)json_object_get_int_member_with_default(
+              o, "on-destination-permille", 0) /
+              10.0);
+  const char *binding =
+      json_object_get_string_member_with_default(o, "binding", "");
+  if (json_object_get_boolean_member_with_default(o, "binding-moved", FALSE))
+    g_print("its binding moved too (cgroup %s)\n", binding);
+  else
+    g_print("only the pages moved, not the binding (memory QEMU allocates "
+            "from now on may land on the old nodes): %s\n",
+            binding);
+}
+
+int
+qp_cmd_move(QpOptions *opts, int argc, char **argv, GError **error)
+{
+  MoveArgs m = {NULL, NULL, 0};
+  if (!parse_args(opts, argc, argv, &m, error) ||
+      !qp_options_parse_env(opts, error))
+    return -1;
+  g_autoptr(QpHost) host = qp_host_load_full(opts->topology, FALSE, error);
+  if (host == NULL || !check_nodes(host, m.to_nodes, error))
+    return -1;
+  g_autofree char *dir = qp_launch_state_dir(opts);
+  g_autoptr(QpClaims) claims = qp_ledger_read_claims(dir, host, error);
+  if (claims == NULL)
+    return -1;
+  const QpClaim *c = find_vm(claims, m.vm);
+  if (c == NULL) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                "move: no VM '%s' in the ledger at %s: expected a record id, "
+                "-name, -uuid or QEMU pid of a running VM (qemu-pin status)",
+                m.vm, dir);
+    return -1;
+  }
+  g_autofree char *request = g_strdup_printf(
+      "{\"to-nodes\": \"%s\", \"rate-mib\": %u}\n", m.to_nodes, m.rate_mib);
+  g_autoptr(JsonNode) reply = ask_keeper(c->keeper_pid, request, error);
+  if (reply == NULL)
+    return -1;
+  JsonObject *o = json_node_get_object(reply);
+  const char *err =
+      json_object_get_string_member_with_default(o, "error", NULL);
+  if (err != NULL) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED, "%s", err);
+    return -1;
+  }
+  print_answer(opts, o);
+  return 0;
+}

@@ -1,0 +1,117 @@
+# In-lab test (shape 4n, 512 MiB per node): `qemu-pin move` of a running VM.
+# A balanced 1-vCPU guest with 160 MiB preallocated (30% of a node) is moved
+# to another node: afterwards at least 95% of its guest RAM is there
+# (numa_maps), every thread of QEMU runs on that node's CPUs
+# (Cpus_allowed_list), its claim names only that node, and a memory
+# backend added over QMP after the move has its pages there too (the
+# binding moved, not only the pages). A move onto a node without room
+# (another VM claims most of it) exits non-zero with one line and leaves
+# the VM, its pages and its claim where they were.
+. "$QP_LAB_SRC/lib.sh"
+
+expect_nodes 4
+qp_require --mode=balanced
+write_fw_halt fw.bin
+qmp=$QP_LAB_SCRATCH/mv.qmp
+ram='{"qom-type":"memory-backend-ram","id":"pc.ram","size":167772160,"prealloc":true}'
+# shellcheck disable=SC2046
+set -- "$QP_QEMU" $(vm_args mv fw.bin) -smp 1 -object "$ram" \
+  -machine memory-backend=pc.ram -qmp "unix:$qmp,server=on,wait=off"
+pid=$(qp_launch mv --mode=balanced -- "$@") || fail "qemu-pin did not launch the VM: $pid"
+
+# on_node PID NODE SIZE_MIB: permille of the pages of PID's mappings of
+# SIZE_MIB that are on NODE.
+on_node() {
+  awk -v node="N$2=" -v want="$3" '
+    function hex(s,   i, v) {
+      v = 0
+      for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+      return v
+    }
+    FILENAME ~ /\/maps$/ { split($1, r, "-"); size[r[1]] = (hex(r[2]) - hex(r[1])) / 1048576; next }
+    ($1 in size) && size[$1] == want {
+      for (i = 3; i <= NF; i++) if ($i ~ /^N[0-9]+=/) {
+        split($i, kv, "="); all += kv[2]; if (kv[1] "=" == node) on += kv[2]
+      }
+    }
+    END { printf "%d\n", all ? on * 1000 / all : -1 }
+  ' "/proc/$1/maps" "/proc/$1/numa_maps"
+}
+
+claim_of() {
+  _sf=$(status_json) || fail "qemu-pin status --json failed"
+  jq -c --argjson p "$1" '.vms[] | select(.["qemu-pid"] == $p) | .["memory-mib"]' "$_sf"
+}
+
+from=$(jq -r 'keys[0]' <<EOF
+$(claim_of "$pid")
+EOF
+)
+to=$(((from + 1) % 4))
+assert_eq "before: guest RAM on node $from (permille)" 1000 "$(on_node "$pid" "$from" 160)"
+
+"$QP_BINARY" move mv --to-nodes="$to" >move.out 2>move.err || fail "move failed: $(cat move.err)"
+[ -s move.err ] && fail "a successful move printed on stderr: $(cat move.err)"
+log "$(cat move.out)"
+grep -q "binding moved too" move.out || fail "the binding did not move: $(cat move.out)"
+
+got=$(on_node "$pid" "$to" 160)
+[ "$got" -ge 950 ] || fail "after the move only $got permille of guest RAM is on node $to"
+want=$(node_cpus "$to")
+for t in /proc/"$pid"/task/*; do
+  assert_eq "thread ${t##*/} on node $to's CPUs" "$want" "$(cpus_allowed_of "${t##*/}")"
+done
+assert_eq "claim names only node $to" "{\"$to\":160}" "$(claim_of "$pid")"
+
+# A backend added after the move: its pages land on the new node.
+/usr/bin/python3 - "$qmp" <<'PY' || fail "object-add over QMP failed"
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
+f.readline()
+def cmd(c, **a):
+    f.write(json.dumps({"execute": c, "arguments": a}) + "\n"); f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "return" in r or "error" in r:
+            return r
+cmd("qmp_capabilities")
+r = cmd("object-add", **{"qom-type": "memory-backend-ram", "id": "extra", "size": 33554432, "prealloc": True})
+sys.exit(0 if "return" in r else 1)
+PY
+got=$(on_node "$pid" "$to" 32)
+[ "$got" -ge 950 ] || fail "a backend added after the move has only $got permille on node $to"
+
+# A move onto a node without room: refused in one line, nothing changed.
+full=$(((to + 1) % 4))
+# The filler takes all but 100 MiB of what a claim may take on that node
+# (less than the 160 MiB the move needs), whatever the node's size.
+sf=$(status_json) || fail "qemu-pin status --json failed"
+room=$(jq --argjson n "$full" '.nodes[] | select(.id == $n) | .["memory-mib"] | (.available // .uncommitted)' "$sf")
+[ "${room:-0}" -gt 200 ] || fail "node $full has only ${room:-?} MiB to claim: too small a lab node"
+# shellcheck disable=SC2046
+set -- "$QP_QEMU" $(vm_args fill fw.bin) -smp 1 -m $((room - 100))
+fpid=$(qp_launch fill --mode=balanced --hostnodes="$full" -- "$@") || fail "qemu-pin did not launch the filler: $fpid"
+if "$QP_BINARY" move mv --to-nodes="$full" >nofit.out 2>nofit.err; then
+  fail "a move onto node $full, which has no room, succeeded: $(cat nofit.out)"
+fi
+assert_eq "the refusal is one line" 1 "$(wc -l <nofit.err)"
+log "refused: $(cat nofit.err)"
+assert_eq "after the refusal: the claim stays on node $to" "{\"$to\":160}" "$(claim_of "$pid")"
+got=$(on_node "$pid" "$to" 160)
+[ "$got" -ge 950 ] || fail "after the refusal only $got permille of guest RAM is on node $to"
+for t in /proc/"$pid"/task/*; do
+  assert_eq "after the refusal: thread ${t##*/} on node $to's CPUs" "$want" "$(cpus_allowed_of "${t##*/}")"
+done
+
+# A second move (the VM is in its cgroup now, its memory allowed only on
+# node $to): back to node $from, pages and threads with it.
+"$QP_BINARY" move mv --to-nodes="$from" >back.out 2>back.err || fail "the move back to node $from failed: $(cat back.err)"
+got=$(on_node "$pid" "$from" 160)
+[ "$got" -ge 950 ] || fail "after the move back only $got permille of guest RAM is on node $from"
+assert_eq "after the move back: claim names only node $from" "{\"$from\":160}" "$(claim_of "$pid")"
+back=$(node_cpus "$from")
+for t in /proc/"$pid"/task/*; do
+  assert_eq "after the move back: thread ${t##*/} on node $from's CPUs" "$back" "$(cpus_allowed_of "${t##*/}")"
+done
+lab_cleanup
+exit 0

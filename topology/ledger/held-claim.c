@@ -134,6 +134,7 @@ claim_copy(const QpClaim *c)
   copy->time = c->time;
   for (guint i = 0; i < c->devices->len; i++)
     g_ptr_array_add(copy->devices, g_strdup(c->devices->pdata[i]));
+  g_array_append_vals(copy->resident, c->resident->data, c->resident->len);
   return copy;
 }
 

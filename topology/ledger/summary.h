@@ -49,9 +49,9 @@ void qp_summary_take_liveness(QpSummary *summary, QpSummary *from);
 
 /* Checks the liveness of every record SUMMARY has, with LIVE (no lock
  * needed: a process gone stays gone, and a live verdict only keeps a
- * claim one critical section longer). */
-void qp_summary_check_all(QpSummary *summary,
-                          gboolean (*live)(const QpClaim *claim));
+ * claim one critical section longer); LIVE may note on the claim what it
+ * read (QEMU's resident set). */
+void qp_summary_check_all(QpSummary *summary, gboolean (*live)(QpClaim *claim));
 
 /* Sets record ID to CLAIM read from inode INO, or drops it (CLAIM NULL). */
 void qp_summary_set(QpSummary *summary, const char *id, guint64 ino,

@@ -157,6 +157,64 @@ qp_claims_cpu_load(const QpHost *host, const QpClaims *claims)
 
 /* ---- Memory of a node --------------------------------------------------- */
 
+static guint64
+claim_node_mem(const QpClaim *c, int node)
+{
+  guint64 sum = 0;
+  for (guint j = 0; c->mem != NULL && j < c->mem->len; j++) {
+    const QpNodeAmount *a = &g_array_index(c->mem, QpNodeAmount, j);
+    if (a->node == node)
+      sum += a->mib;
+  }
+  return sum;
+}
+
+/* What C's record says is resident on NODE, at most its claim there. */
+static guint64
+claim_node_resident(const QpClaim *c, int node)
+{
+  guint64 sum = 0;
+  for (guint j = 0; c->resident != NULL && j < c->resident->len; j++) {
+    const QpNodeAmount *a = &g_array_index(c->resident, QpNodeAmount, j);
+    if (a->node == node)
+      sum += a->mib;
+  }
+  return sum > 0 ? MIN(sum, claim_node_mem(c, node)) : 0;
+}
+
+guint64
+qp_claim_resident_mib(const QpClaim *c, int node)
+{
+  if (c->resident == NULL || c->resident->len == 0 || c->qemu_rss_mib == 0)
+    return 0;
+  guint64 here = claim_node_resident(c, node);
+  if (here == 0)
+    return 0;
+  /* A record is trusted only as far as its own QEMU: over all nodes, no
+   * more than that process has resident (each node's share cut alike). */
+  guint64 all = 0;
+  for (guint j = 0; j < c->resident->len; j++) {
+    int other = g_array_index(c->resident, QpNodeAmount, j).node;
+    gboolean seen = FALSE;
+    for (guint k = 0; k < j; k++)
+      seen |= g_array_index(c->resident, QpNodeAmount, k).node == other;
+    if (!seen)
+      all += claim_node_resident(c, other);
+  }
+  if (all <= c->qemu_rss_mib)
+    return here;
+  return (guint64)((unsigned __int128)here * c->qemu_rss_mib / all);
+}
+
+static guint64
+claims_node_resident(const QpClaims *claims, int node)
+{
+  guint64 sum = 0;
+  for (guint i = 0; i < n_claims(claims); i++)
+    sum += qp_claim_resident_mib(claim_at(claims, i), node);
+  return sum;
+}
+
 void
 qp_node_memory(const QpHost *host, const QpClaims *claims,
                const QpPlacementOptions *opts, guint index, QpNodeMemory *out)
@@ -173,7 +231,24 @@ qp_node_memory(const QpHost *host, const QpClaims *claims,
   out->reserve_mib = qp_node_reserve_mib(opts, n->id);
   out->claimed_mib = qp_claims_node_mem_mib(claims, n->id);
   guint64 used = out->reserve_mib + out->claimed_mib;
-  out->uncommitted_mib = out->plain_mib > used ? out->plain_mib - used : 0;
+  out->room_mib = out->plain_mib > used ? out->plain_mib - used : 0;
+  out->uncommitted_mib = out->room_mib;
+  if (!n->measured)
+    return;
+  /* Seed 003: a claim is outstanding until its pages are allocated; a new
+   * claim must fit in what the kernel can give less every outstanding
+   * claim. */
+  out->measured = TRUE;
+  out->can_give_mib = n->can_give_mib;
+  out->resident_mib =
+      MIN(claims_node_resident(claims, n->id), out->claimed_mib);
+  out->outstanding_mib = out->claimed_mib - out->resident_mib;
+  out->outside_mib =
+      n->used_mib > out->resident_mib ? n->used_mib - out->resident_mib : 0;
+  guint64 now = n->can_give_mib > out->outstanding_mib
+                    ? n->can_give_mib - out->outstanding_mib
+                    : 0;
+  out->uncommitted_mib = MIN(out->room_mib, now);
 }
 
 void
@@ -234,6 +309,10 @@ qp_node_capacity(const QpHost *host, const QpClaims *claims,
   out->claimed_mib = mem.claimed_mib;
   out->blocked = qp_claims_node_blocked(claims, n->id);
   out->uncommitted_mib = out->blocked ? 0 : mem.uncommitted_mib;
+  out->measured = mem.measured;
+  out->can_give_mib = mem.can_give_mib;
+  out->outstanding_mib = mem.outstanding_mib;
+  out->outside_mib = mem.outside_mib;
 
   g_auto(hwloc_bitmap_t) all = qp_claims_dedicated(claims);
   out->dedicated = hwloc_bitmap_alloc();

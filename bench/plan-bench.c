@@ -171,7 +171,7 @@ make_claim(const QpHost *host, guint i, int pid, guint64 start)
   c->time = 1700000000;
   /* Half of it resident, as its keeper measured it; the in-memory claims'
    * QEMU resident set (a real ledger's reader takes it from /proc). */
-  QpNodeAmount r = {node, m.mib / 2};
+  QpNodeAmount r = {node, MAX(m.mib / 2, 1)};
   g_array_append_val(c->resident, r);
   c->qemu_rss_mib = 1024;
   return c;

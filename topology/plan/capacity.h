@@ -62,6 +62,11 @@ void qp_node_memory(const QpHost *host, const QpClaims *claims,
                     const QpPlacementOptions *opts, guint index,
                     QpNodeMemory *out);
 
+/* The same for every node, OUT[i] for host->nodes[i], in one pass over the
+ * claims (the planner's start). */
+void qp_nodes_memory(const QpHost *host, const QpClaims *claims,
+                     const QpPlacementOptions *opts, QpNodeMemory *out);
+
 /* Hugepages of one size on one host node. */
 typedef struct {
   guint64 total;       /* pages in the pool (0: no pool) */

@@ -264,10 +264,11 @@ init_node_state(Ctx *ctx)
   ctx->can_give_mib = g_new0(guint64, MAX(ctx->nn, 1));
   ctx->outstanding_mib = g_new0(guint64, MAX(ctx->nn, 1));
   ctx->load = g_new0(guint, MAX(ctx->nn, 1));
+  g_autofree QpNodeMemory *mems = g_new0(QpNodeMemory, MAX(ctx->nn, 1));
+  qp_nodes_memory(ctx->host, ctx->claims, ctx->opts, mems);
   for (guint i = 0; i < ctx->nn; i++) {
     ctx->load[i] = qp_claims_node_vcpus(ctx->claims, ctx->host->nodes[i].id);
-    QpNodeMemory mem;
-    qp_node_memory(ctx->host, ctx->claims, ctx->opts, i, &mem);
+    const QpNodeMemory mem = mems[i];
     gsize k = AT(ctx, 0, i);
     ctx->total_units[k] = mem.plain_mib;
     ctx->reserve_units[k] = mem.reserve_mib;

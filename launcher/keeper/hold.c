@@ -52,6 +52,11 @@ wait_ms(const Keeper *k, gboolean polling, gboolean looking, gint64 nudge_at)
     gint64 in = (k->next_look_at - g_get_monotonic_time() + 999) / 1000;
     timeout = (int)CLAMP(in, 0, timeout < 0 ? LOOK_EVERY_MS : timeout);
   }
+  if (looking) {
+    gint64 in = (k->next_resident_at - g_get_monotonic_time() + 999) / 1000;
+    in = MAX(in, 0);
+    timeout = timeout < 0 ? (int)MIN(in, G_MAXINT) : (int)MIN(in, timeout);
+  }
   if (nudge_at != 0)
     timeout = (int)MAX(0, (nudge_at - g_get_monotonic_time()) / 1000);
   if (k->pidfd < 0 && (timeout < 0 || timeout > 200))
@@ -95,6 +100,9 @@ void
 qp_keeper_hold(Keeper *k)
 {
   gboolean monitor_open = TRUE;
+  /* The guest's memory as it starts: preallocated backends are resident
+   * by now, and their claim is no longer outstanding. */
+  qp_keeper_measure_resident(k);
   for (;;) {
     while (monitor_open && qp_qmp_has_event(k->qmp)) {
       g_autoptr(JsonObject) ev = qp_qmp_next_event(k->qmp, 0, NULL);
@@ -127,6 +135,8 @@ qp_keeper_hold(Keeper *k)
       qp_keeper_nudge(k);
       continue;
     }
+    if (looking && g_get_monotonic_time() >= k->next_resident_at)
+      qp_keeper_measure_resident(k);
     gboolean look_due = looking && g_get_monotonic_time() >= k->next_look_at;
     if (r == 0 && (polling || look_due))
       tick(k, polling, look_due);

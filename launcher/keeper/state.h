@@ -41,9 +41,10 @@ typedef struct {
   /* vCPU index -> the VM's own cores, for a vCPU whose planned core another
    * VM took while the caller had it elsewhere */
   GHashTable *fallback;
-  QpCallerPins *pins;  /* the threads' affinities, the caller's decisions */
-  gboolean unwritten;  /* the claim changed since the record was written */
-  gint64 next_look_at; /* when to look for threads moved by the caller */
+  QpCallerPins *pins;      /* the threads' affinities, the caller's decisions */
+  gboolean unwritten;      /* the claim changed since the record was written */
+  gint64 next_look_at;     /* when to look for threads moved by the caller */
+  gint64 next_resident_at; /* when to measure QEMU's resident memory */
   /* QEMU said it is exiting (SHUTDOWN on a host signal or quit): when it
    * is still there a while later, the signal is sent again. */
   gint64 exiting_since;
@@ -54,6 +55,11 @@ typedef struct {
  * event said so (`virsh vcpupin` on a running VM): one sched_getaffinity
  * per vCPU, iothread and the main thread, no QMP unless one moved. */
 #define LOOK_EVERY_MS 5000
+
+/* How often the keeper measures its QEMU's resident memory per node, and by
+ * how much on a node it must have moved to be written into the record. */
+#define RESIDENT_EVERY_MS 10000
+#define RESIDENT_STEP_MIB 32
 
 /* ---- The keeper's log (log.c) ------------------------------------------- */
 
@@ -130,6 +136,12 @@ void qp_keeper_control_open(Keeper *k);
 /* Serves one request on the control socket: a move, answered and done
  * before the keeper goes on. */
 void qp_keeper_control_serve(Keeper *k);
+
+/* ---- Resident memory (resident.c) --------------------------------------- */
+
+/* Measures QEMU's ordinary memory per node (numa_maps) and writes it into
+ * the record when it moved; the next measure is due RESIDENT_EVERY_MS on. */
+void qp_keeper_measure_resident(Keeper *k);
 
 /* ---- While the VM runs (hold.c) ----------------------------------------- */
 

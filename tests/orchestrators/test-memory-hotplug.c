@@ -235,10 +235,14 @@ roomy_node(Fixture *f, gint64 *uncommitted)
       json_node_get_object(json_parser_get_root(p)), "nodes");
   for (guint i = 0; i < json_array_get_length(nodes); i++) {
     JsonObject *n = json_array_get_object_element(nodes, i);
-    gint64 u = json_object_get_int_member(
-        json_object_get_object_member(n, "memory-mib"), "uncommitted");
+    JsonObject *m = json_object_get_object_member(n, "memory-mib");
+    gint64 u = json_object_get_int_member(m, "uncommitted");
     if (u >= 400 && *json_object_get_string_member(n, "cpus") != '\0') {
-      *uncommitted = u;
+      /* The node's room by total less claims: a reserve set from it is
+       * what binds, whatever the kernel can give beyond. */
+      *uncommitted = json_object_get_int_member(m, "total") -
+                     json_object_get_int_member(m, "hugepage-pools") -
+                     json_object_get_int_member(m, "claimed");
       return (int)json_object_get_int_member(n, "id");
     }
   }

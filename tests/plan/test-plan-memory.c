@@ -489,6 +489,155 @@ test_best_effort_per_page_size(void)
                                       "node"));
 }
 
+/* ---- Memory the node really has (seed 003) ------------------------------ */
+
+/* Makes node index I of H a live host's node: the kernel can give GIVE MiB
+ * there now, USED MiB are in use. */
+static void
+measure(QpHost *h, guint i, guint64 give, guint64 used)
+{
+  h->nodes[i].measured = TRUE;
+  h->nodes[i].can_give_mib = give;
+  h->nodes[i].used_mib = used;
+}
+
+/* A running VM's claim of CLAIM MiB on NODE, of which its record says
+ * RESIDENT MiB are there, its QEMU's resident set RSS MiB. */
+static QpClaim *
+running(int node, guint64 claim, guint64 resident, guint64 rss)
+{
+  QpClaim *c = qp_claim_new();
+  c->id = g_strdup("running");
+  QpNodeAmount m = {node, claim};
+  g_array_append_val(c->mem, m);
+  if (resident > 0) {
+    QpNodeAmount r = {node, resident};
+    g_array_append_val(c->resident, r);
+  }
+  c->qemu_rss_mib = rss;
+  return c;
+}
+
+/* Memory used outside any claim leaves a node no room the old rule (total
+ * less claims) would have given; balanced refuses in one line that names
+ * the node, what is used outside claims and what was asked. */
+static void
+test_room_is_what_the_kernel_can_give(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
+  const int n0 = h->nodes[0].id;
+  QpNodeMemory before;
+  qp_node_memory(h, NULL, NULL, 0, &before);
+  g_assert_cmpuint(before.uncommitted_mib, >, 8000);
+  measure(h, 0, 3000, 2600);
+  measure(h, 1, 3000, 2600);
+  QpNodeMemory mem;
+  qp_node_memory(h, NULL, NULL, 0, &mem);
+  g_assert_cmpuint(mem.room_mib, ==, before.uncommitted_mib);
+  g_assert_cmpuint(mem.uncommitted_mib, ==, 3000);
+  g_assert_cmpuint(mem.outside_mib, ==, 2600);
+  g_assert_cmpuint(mem.outstanding_mib, ==, 0);
+
+  g_autoptr(QpRequest) fits = request(1, 3000, 0);
+  g_autoptr(QpPlan) p = qp_test_plan_ok(h, NULL, fits, QP_MODE_BALANCED);
+  g_assert_cmpuint(qp_test_mem_on(p, n0) + qp_test_mem_on(p, h->nodes[1].id),
+                   ==, 3000);
+
+  /* Beyond one node: balanced spreads over both, as for any VM one node
+   * cannot hold; beyond both: refused. */
+  g_autoptr(QpRequest) two = request(1, 5000, 0);
+  g_autoptr(QpPlan) p2 = qp_test_plan_ok(h, NULL, two, QP_MODE_BALANCED);
+  g_assert_cmpuint(qp_test_mem_on(p2, n0), >, 0);
+  g_assert_cmpuint(qp_test_mem_on(p2, h->nodes[1].id), >, 0);
+  g_autoptr(QpRequest) big = request(1, 6001, 0);
+  g_autoptr(GError) e = qp_test_plan_nofit(h, big, QP_MODE_BALANCED);
+  g_test_message("%s", e->message);
+  g_assert_nonnull(strstr(e->message, "6001 MiB"));
+  g_autofree char *node = g_strdup_printf("node %d has", n0);
+  g_assert_nonnull(strstr(e->message, node));
+  g_assert_nonnull(strstr(e->message, "2600 MiB used outside any claim"));
+  g_assert_nonnull(strstr(e->message, "the kernel can give 3000 MiB"));
+}
+
+/* A running VM that preallocated its claim holds it once: its claim, not
+ * its claim and its pages again. */
+static void
+test_prealloc_counted_once(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
+  const int n0 = h->nodes[0].id;
+  /* 512 MiB claimed and resident: the kernel's 3000 MiB free are what is
+   * left; the pages are in "used" but no longer outside claims. */
+  measure(h, 0, 3000, 2600);
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  g_ptr_array_add(claims->claims, running(n0, 512, 512, 600));
+  QpNodeMemory mem;
+  qp_node_memory(h, claims, NULL, 0, &mem);
+  g_assert_cmpuint(mem.claimed_mib, ==, 512);
+  g_assert_cmpuint(mem.outstanding_mib, ==, 0);
+  g_assert_cmpuint(mem.outside_mib, ==, 2600 - 512);
+  g_assert_cmpuint(mem.uncommitted_mib, ==, 3000);
+}
+
+/* A VM that touched only part of its memory still holds its whole claim:
+ * the rest is outstanding, off what the kernel can give. */
+static void
+test_partly_touched_holds_whole_claim(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
+  const int n0 = h->nodes[0].id;
+  measure(h, 0, 3000, 600);
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  g_ptr_array_add(claims->claims, running(n0, 1024, 256, 300));
+  QpNodeMemory mem;
+  qp_node_memory(h, claims, NULL, 0, &mem);
+  g_assert_cmpuint(mem.claimed_mib, ==, 1024);
+  g_assert_cmpuint(mem.outstanding_mib, ==, 768);
+  g_assert_cmpuint(mem.outside_mib, ==, 600 - 256);
+  g_assert_cmpuint(mem.uncommitted_mib, ==, 3000 - 768);
+  QpPlacementOptions opts;
+  qp_placement_options_init(&opts);
+  opts.mode = QP_MODE_BALANCED;
+  opts.hostnodes = hwloc_bitmap_alloc();
+  hwloc_bitmap_set(opts.hostnodes, (unsigned)n0);
+  g_assert_true(fits_on(h, claims, &opts, n0, 3000 - 768, 0));
+  g_assert_false(fits_on(h, claims, &opts, n0, 3000 - 768 + 1, 0));
+  qp_placement_options_clear(&opts);
+}
+
+/* A record is trusted only as far as its own VM: what it says is resident
+ * counts up to its claim on that node, and in all up to its QEMU's resident
+ * set; a record whose QEMU's resident set is not known counts nothing. */
+static void
+test_resident_trusted_as_far_as_its_vm(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
+  const int n0 = h->nodes[0].id, n1 = h->nodes[1].id;
+  g_autoptr(QpClaim) over = running(n0, 1024, 50000, 60000);
+  g_assert_cmpuint(qp_claim_resident_mib(over, n0), ==, 1024);
+  g_assert_cmpuint(qp_claim_resident_mib(over, n1), ==, 0);
+  g_autoptr(QpClaim) small = running(n0, 1024, 1024, 100);
+  g_assert_cmpuint(qp_claim_resident_mib(small, n0), ==, 100);
+  g_autoptr(QpClaim) unknown = running(n0, 1024, 1024, 0);
+  g_assert_cmpuint(qp_claim_resident_mib(unknown, n0), ==, 0);
+  /* Over two nodes, cut alike: 1000 + 1000 resident, 1000 RSS. */
+  g_autoptr(QpClaim) both = running(n0, 1000, 1000, 1000);
+  QpNodeAmount m = {n1, 1000};
+  g_array_append_val(both->mem, m);
+  g_array_append_val(both->resident, m);
+  g_assert_cmpuint(qp_claim_resident_mib(both, n0), ==, 500);
+  g_assert_cmpuint(qp_claim_resident_mib(both, n1), ==, 500);
+  /* A host that is not measured (recorded, synthetic): the old rule,
+   * whatever the records say. */
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  g_ptr_array_add(claims->claims, running(n0, 1024, 1024, 2000));
+  QpNodeMemory mem;
+  qp_node_memory(h, claims, NULL, 0, &mem);
+  g_assert_false(mem.measured);
+  g_assert_cmpuint(mem.uncommitted_mib, ==, mem.room_mib);
+  g_assert_cmpuint(mem.outside_mib, ==, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -508,5 +657,13 @@ main(int argc, char **argv)
                   test_ledger_and_status);
   g_test_add_func("/plan/memory/best-effort-per-page-size",
                   test_best_effort_per_page_size);
+  g_test_add_func("/plan/memory/room/what-the-kernel-can-give",
+                  test_room_is_what_the_kernel_can_give);
+  g_test_add_func("/plan/memory/room/prealloc-counted-once",
+                  test_prealloc_counted_once);
+  g_test_add_func("/plan/memory/room/partly-touched-holds-whole-claim",
+                  test_partly_touched_holds_whole_claim);
+  g_test_add_func("/plan/memory/room/resident-trusted-as-far-as-its-vm",
+                  test_resident_trusted_as_far_as_its_vm);
   return g_test_run();
 }

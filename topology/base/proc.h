@@ -10,6 +10,10 @@ G_BEGIN_DECLS
  * it is gone or a zombie. */
 guint64 qp_proc_start_time(int pid);
 
+/* The same, and in *RSS_KIB (may be NULL) the process's resident set
+ * (field 24), from the same read. */
+guint64 qp_proc_start_and_rss(int pid, guint64 *rss_kib);
+
 /* Whether a process PID exists (EPERM counts: it is another user's). */
 gboolean qp_proc_exists(int pid);
 

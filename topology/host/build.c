@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "topology/host/cache-domains.h"
+#include "topology/host/node-memory.h"
 
 G_DEFINE_AUTO_CLEANUP_FREE_FUNC(hwloc_topology_t, hwloc_topology_destroy, NULL)
 
@@ -509,6 +510,8 @@ build_host(hwloc_topology_t topo, Source source, const char *name,
   g_autoptr(QpHost) host = g_new0(QpHost, 1);
   host->source = g_strdup(name);
   fill_nodes(host, topo, source);
+  if (source == SOURCE_LIVE)
+    qp_host_read_node_memory(host);
   g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
   if (!fill_cpus(host, topo, name, all, error) ||
       !fill_allowed(host, topo, all, source, error))

@@ -31,6 +31,16 @@ typedef struct {
   hwloc_bitmap_t cpus;     /* CPUs of the node this process may use */
   hwloc_bitmap_t all_cpus; /* every CPU of the node */
   GArray *hugepages;       /* of QpHugePool, ascending page size */
+  /* Live hosts only (node-memory.h): what the kernel said as the host was
+   * loaded. Recorded and synthetic hosts have measured FALSE: nothing used,
+   * total less claims is all the room there is. */
+  gboolean measured;
+  guint64 can_give_mib; /* what the kernel can give on the node now without
+                           swapping or killing (free + reclaimable - its
+                           watermarks, ZFS's ARC above c_min included) */
+  guint64 used_mib;     /* ordinary memory in use: total - free - hugepage
+                           pools */
+  guint64 arc_mib;      /* the ARC's share of can_give_mib */
 } QpNode;
 
 typedef struct {

@@ -37,6 +37,7 @@ qp_claim_new(void)
   c->cpu_load = qp_cpu_load_array_new();
   c->dedicated = hwloc_bitmap_alloc();
   c->devices = g_ptr_array_new_with_free_func(g_free);
+  c->resident = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
   return c;
 }
 
@@ -54,6 +55,7 @@ qp_claim_free(QpClaim *c)
   g_array_unref(c->cpu_load);
   hwloc_bitmap_free(c->dedicated);
   g_ptr_array_unref(c->devices);
+  g_array_unref(c->resident);
   g_free(c);
 }
 

@@ -65,6 +65,13 @@ typedef struct {
                                changed was rewritten by a move */
   GPtrArray *devices;       /* of char*: each device with a host side, its host
                                node and iothread, in words (not a holding) */
+  GArray *resident;         /* of QpNodeAmount: MiB of ordinary memory its
+                               QEMU has on each node, as its keeper last
+                               measured (not a holding: what of the claim is
+                               no longer outstanding) */
+  /* Not in the record: QEMU's resident set (/proc/PID/stat) as the reader
+   * found it live, the most its resident can be; 0 when not known. */
+  guint64 qemu_rss_mib;
 } QpClaim;
 
 QpClaim *qp_claim_new(void);

@@ -555,6 +555,8 @@ node_map_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
 static gboolean
 node_map_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
 {
+  if (n == NULL && (f->flags & QP_FIELD_OPTIONAL))
+    return TRUE;
   if (n == NULL || !JSON_NODE_HOLDS_OBJECT(n))
     return bad_field(error, f->key, "is %s; expected an object of node numbers",
                      n ? qp_field_json_type(n) : "missing");

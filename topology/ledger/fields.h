@@ -29,7 +29,7 @@ typedef struct {
 enum {
   QP_FIELD_INT = 1 << 0,      /* a number held in an int (else 64 bits) */
   QP_FIELD_OMIT = 1 << 1,     /* not written when NULL or empty */
-  QP_FIELD_OPTIONAL = 1 << 4, /* items: may be absent when read */
+  QP_FIELD_OPTIONAL = 1 << 4, /* items, node maps: may be absent when read */
   QP_FIELD_PER_VCPUS =
       1 << 2, /* a node map of QpNodeLoad (else QpNodeAmount) */
   QP_FIELD_HOLDING =

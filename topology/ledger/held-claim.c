@@ -135,6 +135,7 @@ claim_copy(const QpClaim *c)
   copy->moved_at = c->moved_at;
   for (guint i = 0; i < c->devices->len; i++)
     g_ptr_array_add(copy->devices, g_strdup(c->devices->pdata[i]));
+  g_array_append_vals(copy->resident, c->resident->data, c->resident->len);
   return copy;
 }
 

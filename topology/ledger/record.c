@@ -18,9 +18,9 @@
   }
 
 /* In the order written and read, so that the first bad field is named.
- * Every field that names nodes comes before "time", for the salvage of a
- * damaged record (docs/ledger.md). The line's id is its second token
- * (qp_claim_line_id()). */
+ * Every field that holds nodes comes before "time", for the salvage of a
+ * damaged record (docs/ledger.md); "resident-mib" holds none. The line's id is
+ * its second token (qp_claim_line_id()). */
 static const QpField fields[] = {
     {"version", &qp_field_version, 0, G_MAXINT, 0},
     FIELD("id", qp_field_id, id, 0, 0),
@@ -44,6 +44,8 @@ static const QpField fields[] = {
     FIELD("moved-at", qp_field_number, moved_at, G_MAXINT64,
           QP_FIELD_OMIT | QP_FIELD_OPTIONAL),
     FIELD("devices", qp_field_strings, devices, 0, QP_FIELD_OMIT),
+    FIELD("resident-mib", qp_field_node_map, resident, G_MAXINT64,
+          QP_FIELD_OPTIONAL),
 };
 
 #define ID_TOKEN 1 /* fields[1] is the id */

@@ -58,19 +58,22 @@ fsync_dir(QpLedger *ledger, GError **error)
 /* ---- Liveness ----------------------------------------------------------- */
 
 static gboolean
-process_is(int pid, guint64 start)
+process_is(int pid, guint64 start, guint64 *rss_kib)
 {
-  return pid > 0 && start != 0 && qp_proc_start_time(pid) == start;
+  return pid > 0 && start != 0 && qp_proc_start_and_rss(pid, rss_kib) == start;
 }
 
 /* A record is live while its QEMU, or the qemu-pin that waits for a
  * -daemonize QEMU, is the process it names (PID and start time): a gone
- * process or a zombie holds nothing. */
+ * process or a zombie holds nothing. The same read of QEMU's stat gives
+ * its resident set, the most the record's resident-mib is trusted for. */
 static gboolean
-claim_is_live(const QpClaim *c)
+claim_is_live(QpClaim *c)
 {
-  return process_is(c->qemu_pid, c->qemu_start) ||
-         process_is(c->launcher_pid, c->launcher_start);
+  guint64 rss_kib = 0;
+  gboolean qemu = process_is(c->qemu_pid, c->qemu_start, &rss_kib);
+  c->qemu_rss_mib = qemu ? rss_kib / 1024 : 0;
+  return qemu || process_is(c->launcher_pid, c->launcher_start, NULL);
 }
 
 /* Whether the live record C, whose file OWNER owns, counts (a
@@ -640,8 +643,8 @@ read_record(QpLedger *ledger, const DirEntry *e, gsize plen, ReadState *r,
     qp_summary_set(summary, id, e->ino, owner, c);
   }
   int live = qp_summary_liveness(summary, id, e->ino);
-  if (live < 0)
-    live = claim_is_live(c);
+  if (live < 0 || (live && c->resident->len > 0 && c->qemu_rss_mib == 0))
+    live = claim_is_live(c); /* not known, or not the RSS with it */
   if (!live) {
     if (!may_change(ledger, e->name)) {
       r->claims->n_stale++;

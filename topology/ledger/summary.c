@@ -332,7 +332,7 @@ qp_summary_take_liveness(QpSummary *s, QpSummary *from)
 }
 
 void
-qp_summary_check_all(QpSummary *s, gboolean (*live)(const QpClaim *claim),
+qp_summary_check_all(QpSummary *s, gboolean (*live)(QpClaim *claim),
                      QpSummaryJudge judge, gpointer data)
 {
   GHashTableIter it;

@@ -67,10 +67,10 @@ typedef char *(*QpSummaryJudge)(const QpClaim *claim, gint64 owner,
 
 /* Checks the liveness of every record SUMMARY has, with LIVE (no lock
  * needed: a process gone stays gone, and a live verdict only keeps a
- * claim one critical section longer), and judges with JUDGE (NULL: none)
- * the live ones not judged yet. */
-void qp_summary_check_all(QpSummary *summary,
-                          gboolean (*live)(const QpClaim *claim),
+ * claim one critical section longer); LIVE may note on the claim what it
+ * read (QEMU's resident set). JUDGE (NULL: none) judges the live ones not
+ * judged yet. */
+void qp_summary_check_all(QpSummary *summary, gboolean (*live)(QpClaim *claim),
                           QpSummaryJudge judge, gpointer data);
 
 /* Sets record ID to CLAIM read from inode INO owned by uid OWNER (-1: not

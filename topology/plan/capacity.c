@@ -162,9 +162,75 @@ qp_claims_cpu_load(const QpHost *host, const QpClaims *claims)
 
 /* ---- Memory of a node --------------------------------------------------- */
 
-void
-qp_node_memory(const QpHost *host, const QpClaims *claims,
-               const QpPlacementOptions *opts, guint index, QpNodeMemory *out)
+/* What C's record says is resident on NODE (every entry of it). */
+static guint64
+record_resident(const QpClaim *c, int node)
+{
+  guint64 sum = 0;
+  for (guint j = 0; j < c->resident->len; j++) {
+    const QpNodeAmount *a = &g_array_index(c->resident, QpNodeAmount, j);
+    if (a->node == node)
+      sum += a->mib;
+  }
+  return sum;
+}
+
+static guint64
+claim_node_mem(const QpClaim *c, int node)
+{
+  guint64 sum = 0;
+  for (guint j = 0; c->mem != NULL && j < c->mem->len; j++) {
+    const QpNodeAmount *a = &g_array_index(c->mem, QpNodeAmount, j);
+    if (a->node == node)
+      sum += a->mib;
+  }
+  return sum;
+}
+
+/* Whether resident entry J of C is the first of its node. */
+static gboolean
+first_of_node(const QpClaim *c, guint j)
+{
+  int node = g_array_index(c->resident, QpNodeAmount, j).node;
+  for (guint k = 0; k < j; k++)
+    if (g_array_index(c->resident, QpNodeAmount, k).node == node)
+      return FALSE;
+  return TRUE;
+}
+
+guint64
+qp_claim_resident_mib(const QpClaim *c, int node)
+{
+  if (c->resident == NULL || c->resident->len == 0 || c->qemu_rss_mib == 0)
+    return 0;
+  guint64 said = record_resident(c, node);
+  if (said == 0)
+    return 0;
+  guint64 here = MIN(said, claim_node_mem(c, node));
+  /* A record is trusted only as far as its own QEMU: over all nodes, no
+   * more than that process has resident (each node's share cut alike). */
+  guint64 all = 0;
+  for (guint j = 0; j < c->resident->len; j++)
+    all += g_array_index(c->resident, QpNodeAmount, j).mib;
+  if (all <= c->qemu_rss_mib)
+    return here; /* the common case: one look at the record */
+  all = 0;
+  for (guint j = 0; j < c->resident->len; j++)
+    if (first_of_node(c, j)) {
+      int other = g_array_index(c->resident, QpNodeAmount, j).node;
+      all += MIN(record_resident(c, other), claim_node_mem(c, other));
+    }
+  if (all <= c->qemu_rss_mib)
+    return here;
+  return (guint64)((unsigned __int128)here * c->qemu_rss_mib / all);
+}
+
+/* Fills OUT for host->nodes[INDEX] from what the claims hold there: CLAIMED
+ * MiB, RESIDENT of them (trusted). */
+static void
+fill_node_memory(const QpHost *host, const QpPlacementOptions *opts,
+                 guint index, guint64 claimed, guint64 resident,
+                 QpNodeMemory *out)
 {
   const QpNode *n = &host->nodes[index];
   memset(out, 0, sizeof(*out));
@@ -176,9 +242,66 @@ qp_node_memory(const QpHost *host, const QpClaims *claims,
   out->plain_mib =
       n->total_mib > out->hugepage_mib ? n->total_mib - out->hugepage_mib : 0;
   out->reserve_mib = qp_node_reserve_mib(opts, n->id);
-  out->claimed_mib = qp_claims_node_mem_mib(claims, n->id);
+  out->claimed_mib = claimed;
   guint64 used = out->reserve_mib + out->claimed_mib;
-  out->uncommitted_mib = out->plain_mib > used ? out->plain_mib - used : 0;
+  out->room_mib = out->plain_mib > used ? out->plain_mib - used : 0;
+  out->uncommitted_mib = out->room_mib;
+  if (!n->measured)
+    return;
+  /* Seed 003: a claim is outstanding until its pages are allocated; a new
+   * claim must fit in what the kernel can give less every outstanding
+   * claim. */
+  out->measured = TRUE;
+  out->can_give_mib = n->can_give_mib;
+  out->resident_mib = MIN(resident, out->claimed_mib);
+  out->outstanding_mib = out->claimed_mib - out->resident_mib;
+  out->outside_mib =
+      n->used_mib > out->resident_mib ? n->used_mib - out->resident_mib : 0;
+  guint64 now = n->can_give_mib > out->outstanding_mib
+                    ? n->can_give_mib - out->outstanding_mib
+                    : 0;
+  out->uncommitted_mib = MIN(out->room_mib, now);
+}
+
+void
+qp_node_memory(const QpHost *host, const QpClaims *claims,
+               const QpPlacementOptions *opts, guint index, QpNodeMemory *out)
+{
+  const int id = host->nodes[index].id;
+  guint64 resident = 0;
+  for (guint i = 0; host->nodes[index].measured && i < n_claims(claims); i++)
+    resident += qp_claim_resident_mib(claim_at(claims, i), id);
+  fill_node_memory(host, opts, index, qp_claims_node_mem_mib(claims, id),
+                   resident, out);
+}
+
+void
+qp_nodes_memory(const QpHost *host, const QpClaims *claims,
+                const QpPlacementOptions *opts, QpNodeMemory *out)
+{
+  const guint nn = host->n_nodes;
+  g_autofree guint64 *claimed = g_new0(guint64, MAX(nn, 1));
+  g_autofree guint64 *resident = g_new0(guint64, MAX(nn, 1));
+  gboolean measured = FALSE;
+  for (guint i = 0; i < nn; i++)
+    measured |= host->nodes[i].measured;
+  for (guint c = 0; c < n_claims(claims); c++) {
+    const QpClaim *cl = claim_at(claims, c);
+    for (guint j = 0; cl->mem != NULL && j < cl->mem->len; j++) {
+      const QpNodeAmount *a = &g_array_index(cl->mem, QpNodeAmount, j);
+      int i = qp_host_node_index(host, a->node);
+      if (i >= 0)
+        claimed[i] += a->mib;
+    }
+    for (guint j = 0; measured && j < cl->resident->len; j++) {
+      int node = g_array_index(cl->resident, QpNodeAmount, j).node;
+      int i = qp_host_node_index(host, node);
+      if (i >= 0 && first_of_node(cl, j))
+        resident[i] += qp_claim_resident_mib(cl, node);
+    }
+  }
+  for (guint i = 0; i < nn; i++)
+    fill_node_memory(host, opts, i, claimed[i], resident[i], &out[i]);
 }
 
 void
@@ -239,6 +362,10 @@ qp_node_capacity(const QpHost *host, const QpClaims *claims,
   out->claimed_mib = mem.claimed_mib;
   out->blocked = qp_claims_node_blocked(claims, n->id);
   out->uncommitted_mib = out->blocked ? 0 : mem.uncommitted_mib;
+  out->measured = mem.measured;
+  out->can_give_mib = mem.can_give_mib;
+  out->outstanding_mib = mem.outstanding_mib;
+  out->outside_mib = mem.outside_mib;
 
   g_auto(hwloc_bitmap_t) all = qp_claims_dedicated(claims);
   out->dedicated = hwloc_bitmap_alloc();

@@ -39,20 +39,39 @@ void qp_claim_add_cpu_load(const QpHost *host, const QpClaim *cl,
 /* TRUE when a corrupt record holds node ID whole. */
 gboolean qp_claims_node_blocked(const QpClaims *claims, int node);
 
+/* What claim C has resident on NODE as far as it is trusted: its
+ * resident-mib there, at most its claim there, and over all its nodes at
+ * most its QEMU's resident set (qemu_rss_mib). */
+guint64 qp_claim_resident_mib(const QpClaim *c, int node);
+
 /* Ordinary memory of one host node, in MiB. */
 typedef struct {
-  guint64 total_mib;       /* memory of the node */
-  guint64 hugepage_mib;    /* in hugepage pools: not for plain allocations */
-  guint64 plain_mib;       /* total - hugepage pools, >= 0 */
-  guint64 reserve_mib;     /* host reserve */
-  guint64 claimed_mib;     /* claimed by VMs */
-  guint64 uncommitted_mib; /* plain - reserve - claimed, >= 0 */
+  guint64 total_mib;    /* memory of the node */
+  guint64 hugepage_mib; /* in hugepage pools: not for plain allocations */
+  guint64 plain_mib;    /* total - hugepage pools, >= 0 */
+  guint64 reserve_mib;  /* host reserve */
+  guint64 claimed_mib;  /* claimed by VMs */
+  guint64 room_mib;     /* plain - reserve - claimed, >= 0 */
+  /* A live host's node (QpNode.measured), else all 0: */
+  gboolean measured;
+  guint64 can_give_mib;    /* what the kernel can give now */
+  guint64 resident_mib;    /* of the claims, resident (trusted) */
+  guint64 outstanding_mib; /* claimed - resident: not yet allocated */
+  guint64 outside_mib;     /* used - resident: held by no claim, >= 0 */
+  /* What a new claim can take: room, and on a measured node at most
+   * can_give - outstanding (seed 003), >= 0. */
+  guint64 uncommitted_mib;
 } QpNodeMemory;
 
 /* Fills OUT for host->nodes[INDEX] (a blocked node counts as it is). */
 void qp_node_memory(const QpHost *host, const QpClaims *claims,
                     const QpPlacementOptions *opts, guint index,
                     QpNodeMemory *out);
+
+/* The same for every node, OUT[i] for host->nodes[i], in one pass over the
+ * claims (the planner's start). */
+void qp_nodes_memory(const QpHost *host, const QpClaims *claims,
+                     const QpPlacementOptions *opts, QpNodeMemory *out);
 
 /* Hugepages of one size on one host node. */
 typedef struct {
@@ -80,7 +99,11 @@ typedef struct {
   guint64 hugepage_mib; /* memory in hugepage pools (not for plain RAM) */
   guint64 reserve_mib;
   guint64 claimed_mib;
-  guint64 uncommitted_mib;  /* QpNodeMemory's; 0 if blocked */
+  guint64 uncommitted_mib; /* QpNodeMemory's; 0 if blocked */
+  gboolean measured;       /* QpNodeMemory's, and its figures: */
+  guint64 can_give_mib;
+  guint64 outstanding_mib;
+  guint64 outside_mib;
   gboolean blocked;         /* held whole by a corrupt record */
   hwloc_bitmap_t dedicated; /* dedicated CPUs of the node */
   guint shared_vcpus;       /* sum of shared load on the node */

@@ -97,6 +97,9 @@ qp_plan_ctx_clear(Ctx *ctx)
   g_free(ctx->total_units);
   g_free(ctx->claimed_units);
   g_free(ctx->reserve_units);
+  g_free(ctx->outside_mib);
+  g_free(ctx->can_give_mib);
+  g_free(ctx->outstanding_mib);
   g_free(ctx->load);
   hwloc_bitmap_free(ctx->dedicated_others);
   hwloc_bitmap_free(ctx->usable);
@@ -257,16 +260,23 @@ init_node_state(Ctx *ctx)
   ctx->total_units = g_new0(guint64, cells);
   ctx->claimed_units = g_new0(guint64, cells);
   ctx->reserve_units = g_new0(guint64, cells);
+  ctx->outside_mib = g_new0(guint64, MAX(ctx->nn, 1));
+  ctx->can_give_mib = g_new0(guint64, MAX(ctx->nn, 1));
+  ctx->outstanding_mib = g_new0(guint64, MAX(ctx->nn, 1));
   ctx->load = g_new0(guint, MAX(ctx->nn, 1));
+  g_autofree QpNodeMemory *mems = g_new0(QpNodeMemory, MAX(ctx->nn, 1));
+  qp_nodes_memory(ctx->host, ctx->claims, ctx->opts, mems);
   for (guint i = 0; i < ctx->nn; i++) {
     ctx->load[i] = qp_claims_node_vcpus(ctx->claims, ctx->host->nodes[i].id);
-    QpNodeMemory mem;
-    qp_node_memory(ctx->host, ctx->claims, ctx->opts, i, &mem);
+    const QpNodeMemory mem = mems[i];
     gsize k = AT(ctx, 0, i);
     ctx->total_units[k] = mem.plain_mib;
     ctx->reserve_units[k] = mem.reserve_mib;
     ctx->claimed_units[k] = mem.claimed_mib;
     ctx->avail[k] = mem.uncommitted_mib;
+    ctx->outside_mib[i] = mem.outside_mib;
+    ctx->can_give_mib[i] = mem.can_give_mib;
+    ctx->outstanding_mib[i] = mem.outstanding_mib;
     for (guint c = 1; c < ctx->ncls; c++) {
       QpNodePages pages;
       qp_node_pages(ctx->host, ctx->claims, i, ctx->cls_page[c], &pages);

@@ -41,6 +41,12 @@ typedef struct {
   guint64 *total_units; /* for messages: memory (or pool) of the node */
   guint64 *claimed_units;
   guint64 *reserve_units;
+  /* Per node index, ordinary memory (MiB) of a live host: used outside any
+   * claim, what the kernel can give now, outstanding claims (0 when not
+   * measured). */
+  guint64 *outside_mib;
+  guint64 *can_give_mib;
+  guint64 *outstanding_mib;
   guint *load; /* shared vCPUs of other VMs */
   hwloc_bitmap_t dedicated_others;
   hwloc_bitmap_t usable; /* before the kind restriction */

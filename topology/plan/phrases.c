@@ -49,7 +49,28 @@ qp_plan_avail_phrase(const Ctx *ctx, const guint64 *avail, guint i)
   return g_string_free(s, FALSE);
 }
 
-/* "(16124 MiB total, 12028 MiB claimed, 512 MiB reserved)" */
+/* "; 2600 MiB used outside any claim there, the kernel can give 3100 MiB,
+ * 512 MiB claimed not yet resident" for a live host's node whose kernel
+ * gives less than total less claims, else "". */
+static char *
+node_now_detail(const Ctx *ctx, guint c, guint i)
+{
+  if (c != 0 || !ctx->host->nodes[i].measured)
+    return g_strdup("");
+  g_autofree char *outstanding =
+      ctx->outstanding_mib[i] > 0
+          ? g_strdup_printf(", %" G_GUINT64_FORMAT
+                            " MiB claimed but not yet resident",
+                            ctx->outstanding_mib[i])
+          : g_strdup("");
+  return g_strdup_printf(
+      ", %" G_GUINT64_FORMAT " MiB used outside any claim, the kernel can give "
+      "%" G_GUINT64_FORMAT " MiB now%s",
+      ctx->outside_mib[i], ctx->can_give_mib[i], outstanding);
+}
+
+/* "(16124 MiB total, 12028 MiB claimed, 512 MiB reserved)", and what a live
+ * host's node has used (node_now_detail()). */
 char *
 qp_plan_node_mem_detail(const Ctx *ctx, guint c, guint i)
 {
@@ -60,10 +81,11 @@ qp_plan_node_mem_detail(const Ctx *ctx, guint c, guint i)
           ? g_strdup_printf(", %" G_GUINT64_FORMAT " MiB reserved",
                             qp_plan_units_to_mib(ctx, c, ctx->reserve_units[k]))
           : g_strdup("");
+  g_autofree char *now = node_now_detail(ctx, c, i);
   return g_strdup_printf(
-      "(%" G_GUINT64_FORMAT " MiB %s, %" G_GUINT64_FORMAT " MiB claimed%s)",
+      "(%" G_GUINT64_FORMAT " MiB %s, %" G_GUINT64_FORMAT " MiB claimed%s%s)",
       qp_plan_units_to_mib(ctx, c, ctx->total_units[k]), what,
-      qp_plan_units_to_mib(ctx, c, ctx->claimed_units[k]), reserve);
+      qp_plan_units_to_mib(ctx, c, ctx->claimed_units[k]), reserve, now);
 }
 
 const char *

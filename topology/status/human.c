@@ -578,6 +578,14 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
         n->id, cap.total_mib, pools, cap.reserve_mib, cap.claimed_mib,
         cap.uncommitted_mib,
         cap.blocked ? " (blocked by an unreadable record)" : "");
+    if (cap.measured)
+      g_string_append_printf(
+          s,
+          "  now: the kernel can give %" G_GUINT64_FORMAT
+          " MiB, %" G_GUINT64_FORMAT " used outside claims, %" G_GUINT64_FORMAT
+          " claimed not yet resident, %" G_GUINT64_FORMAT " available\n",
+          cap.can_give_mib, cap.outside_mib, cap.outstanding_mib,
+          cap.uncommitted_mib);
     append_bar(s, &cap);
     g_autoptr(GArray) sizes = qp_node_page_sizes(n, claims);
     for (guint j = 0; j < sizes->len; j++) {

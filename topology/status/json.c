@@ -367,6 +367,13 @@ add_node_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
   qp_json_add_int(b, "reserve", cap.reserve_mib);
   qp_json_add_int(b, "claimed", cap.claimed_mib);
   qp_json_add_int(b, "uncommitted", cap.uncommitted_mib);
+  /* Seed 003's view (docs/ledger.md, "Memory the node really has"). */
+  qp_json_add_int(b, "outside-claims", cap.outside_mib);
+  qp_json_add_int(b, "outstanding",
+                  cap.measured ? cap.outstanding_mib : cap.claimed_mib);
+  if (cap.measured)
+    qp_json_add_int(b, "kernel-can-give", cap.can_give_mib);
+  qp_json_add_int(b, "available", cap.uncommitted_mib);
   json_builder_end_object(b);
   json_builder_set_member_name(b, "blocked");
   json_builder_add_boolean_value(b, cap.blocked);

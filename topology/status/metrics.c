@@ -48,6 +48,9 @@ typedef enum {
   MEM_CLAIMED,
   MEM_FREE,
   MEM_HUGEPAGE_POOLS,
+  MEM_OUTSIDE,
+  MEM_OUTSTANDING,
+  MEM_AVAILABLE,
 } MemField;
 
 static const struct {
@@ -62,6 +65,15 @@ static const struct {
      "and hugepage pools (0 when an unreadable record holds the node)."},
     {"node_memory_hugepage_pools_bytes",
      "Memory of the node in hugepage pools (not for ordinary memory)."},
+    {"node_memory_outside_claims_bytes",
+     "Ordinary memory of the node in use by anything that holds no claim "
+     "(0 on a host whose memory is not measured)."},
+    {"node_memory_outstanding_bytes",
+     "Ordinary memory of the node claimed but not yet resident in its VM."},
+    {"node_memory_available_bytes",
+     "Ordinary memory a new claim can take on the node now: the kernel's "
+     "free and reclaimable memory less outstanding claims, at most the "
+     "free memory above."},
 };
 
 static guint64
@@ -78,6 +90,12 @@ mem_field(const QpNodeCapacity *cap, MemField f)
     return cap->uncommitted_mib;
   case MEM_HUGEPAGE_POOLS:
     return cap->hugepage_mib;
+  case MEM_OUTSIDE:
+    return cap->outside_mib;
+  case MEM_OUTSTANDING:
+    return cap->measured ? cap->outstanding_mib : cap->claimed_mib;
+  case MEM_AVAILABLE:
+    return cap->uncommitted_mib;
   }
   return 0;
 }

@@ -1,0 +1,127 @@
+/* How much of the VM's claim is no longer outstanding: the keeper measures
+ * its own QEMU's ordinary memory per host node from /proc/PID/numa_maps
+ * (as the VM starts, after any preallocation, then every
+ * RESIDENT_EVERY_MS) and writes it into the record's resident-mib when it
+ * moved by RESIDENT_STEP_MIB on some node. Readers trust it only up to the
+ * claim and QEMU's resident set (topology/plan/capacity.c), so a figure
+ * gone stale only makes the outstanding claim larger. One keeper reads one
+ * QEMU: no launch pays for a scan of every VM. */
+#include "launcher/keeper/state.h"
+
+#include <string.h>
+
+#include "launcher/log.h"
+
+/* Adds to PER_NODE_KIB (of QpNodeAmount, in KiB) the pages of one numa_maps
+ * LINE that are in memory on each node; hugetlb mappings ("huge") are the
+ * pools' and count nowhere here. */
+static void
+add_line(const char *line, GArray *per_node_kib)
+{
+  g_auto(GStrv) t = g_strsplit(line, " ", -1);
+  guint64 page_kib = 4;
+  for (guint i = 0; t[i] != NULL; i++) {
+    if (strcmp(t[i], "huge") == 0)
+      return;
+    if (g_str_has_prefix(t[i], "kernelpagesize_kB="))
+      page_kib = g_ascii_strtoull(t[i] + 18, NULL, 10);
+  }
+  for (guint i = 0; t[i] != NULL; i++) {
+    char *end = NULL;
+    if (t[i][0] != 'N' || !g_ascii_isdigit(t[i][1]))
+      continue;
+    guint64 node = g_ascii_strtoull(t[i] + 1, &end, 10);
+    if (*end != '=' || node > G_MAXINT)
+      continue;
+    guint64 pages = g_ascii_strtoull(end + 1, NULL, 10);
+    guint j = 0;
+    while (j < per_node_kib->len &&
+           g_array_index(per_node_kib, QpNodeAmount, j).node != (int)node)
+      j++;
+    if (j == per_node_kib->len) {
+      QpNodeAmount a = {.node = (int)node, .mib = 0};
+      g_array_append_val(per_node_kib, a);
+    }
+    g_array_index(per_node_kib, QpNodeAmount, j).mib += pages * page_kib;
+  }
+}
+
+/* QEMU's ordinary memory per node now (of QpNodeAmount, in MiB), or NULL
+ * when numa_maps cannot be read (QEMU gone, no NUMA in the kernel). */
+static GArray *
+measure(int pid)
+{
+  g_autofree char *path = g_strdup_printf("/proc/%d/numa_maps", pid);
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return NULL;
+  GArray *a = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    add_line(lines[i], a);
+  for (guint j = 0; j < a->len; j++)
+    g_array_index(a, QpNodeAmount, j).mib /= 1024;
+  return a;
+}
+
+static guint64
+on_node(const GArray *a, int node)
+{
+  for (guint j = 0; j < a->len; j++)
+    if (g_array_index(a, QpNodeAmount, j).node == node)
+      return g_array_index(a, QpNodeAmount, j).mib;
+  return 0;
+}
+
+/* Whether NOW differs from what the record says (WAS) by a step on a node. */
+static gboolean
+moved(const GArray *was, const GArray *now)
+{
+  for (int pass = 0; pass < 2; pass++) {
+    const GArray *a = pass == 0 ? was : now;
+    for (guint j = 0; j < a->len; j++) {
+      int node = g_array_index(a, QpNodeAmount, j).node;
+      guint64 x = on_node(was, node), y = on_node(now, node);
+      if ((x > y ? x - y : y - x) >= RESIDENT_STEP_MIB)
+        return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+static gboolean
+set_resident(QpClaim *claim, const QpClaims *claims, gpointer data,
+             GError **error)
+{
+  const GArray *now = data;
+  g_array_set_size(claim->resident, 0);
+  for (guint j = 0; j < now->len; j++)
+    if (g_array_index(now, QpNodeAmount, j).mib > 0)
+      g_array_append_val(claim->resident, g_array_index(now, QpNodeAmount, j));
+  return TRUE;
+}
+
+void
+qp_keeper_measure_resident(Keeper *k)
+{
+  k->next_resident_at =
+      g_get_monotonic_time() + (gint64)RESIDENT_EVERY_MS * 1000;
+  g_autoptr(GArray) now = measure(k->qemu_pid);
+  const QpClaim *claim = qp_held_claim_get(k->claim);
+  if (now == NULL || claim->mem->len == 0 || !moved(claim->resident, now))
+    return;
+  g_autoptr(GError) error = NULL;
+  if (!qp_held_claim_adjust(k->claim, set_resident, now, &error)) {
+    qp_error("keeper: cannot write the VM's resident memory: %s",
+             error->message);
+    return;
+  }
+  GString *s = g_string_new(NULL);
+  for (guint j = 0; j < claim->resident->len; j++) {
+    const QpNodeAmount *a = &g_array_index(claim->resident, QpNodeAmount, j);
+    g_string_append_printf(s, "%s%" G_GUINT64_FORMAT " MiB on node %d",
+                           j ? ", " : "", a->mib, a->node);
+  }
+  qp_keeper_log(k, 1, "resident: %s", s->len ? s->str : "none");
+  g_string_free(s, TRUE);
+}

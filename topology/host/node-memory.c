@@ -1,0 +1,310 @@
+/* What the kernel can give on each node now (see node-memory.h). */
+#include "topology/host/node-memory.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#define QP_NODE_DIR "/sys/devices/system/node"
+#define QP_ZONEINFO "/proc/zoneinfo"
+#define QP_ARCSTATS "/proc/spl/kstat/zfs/arcstats"
+
+/* ---- Parsing ------------------------------------------------------------ */
+
+/* "Node 0 MemFree:   4449924 kB": KEY (without the colon) and its value. */
+static gboolean
+meminfo_line(const char *line, char *key, gsize key_size, guint64 *value)
+{
+  g_auto(GStrv) t = g_strsplit_set(line, " \t", -1);
+  guint k = 0;
+  const char *words[4] = {NULL};
+  for (guint i = 0; t[i] != NULL && k < 4; i++)
+    if (*t[i] != '\0')
+      words[k++] = t[i];
+  if (k < 4 || strcmp(words[0], "Node") != 0)
+    return FALSE;
+  gsize len = strlen(words[2]);
+  if (len < 2 || words[2][len - 1] != ':' || len > key_size)
+    return FALSE;
+  g_strlcpy(key, words[2], len);
+  char *end = NULL;
+  *value = g_ascii_strtoull(words[3], &end, 10);
+  return end != words[3] && *end == '\0';
+}
+
+gboolean
+qp_node_meminfo_parse(const char *text, QpNodeKernelMemory *out)
+{
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  guint64 total = 0, free = 0, active_file = 0, inactive_file = 0;
+  guint64 kreclaimable = 0, sreclaimable = 0, file_pages = 0, anon = 0;
+  guint64 slab = 0, stack = 0, tables = 0, sec_tables = 0;
+  gboolean has_total = FALSE, has_free = FALSE, has_kreclaimable = FALSE;
+  for (guint i = 0; lines[i] != NULL; i++) {
+    char key[64];
+    guint64 v = 0;
+    if (!meminfo_line(lines[i], key, sizeof key, &v))
+      continue;
+    struct {
+      const char *key;
+      guint64 *to;
+      gboolean *seen;
+    } known[] = {
+        {"MemTotal", &total, &has_total},
+        {"MemFree", &free, &has_free},
+        {"Active(file)", &active_file, NULL},
+        {"Inactive(file)", &inactive_file, NULL},
+        {"KReclaimable", &kreclaimable, &has_kreclaimable},
+        {"SReclaimable", &sreclaimable, NULL},
+        {"FilePages", &file_pages, NULL},
+        {"AnonPages", &anon, NULL},
+        {"Slab", &slab, NULL},
+        {"KernelStack", &stack, NULL},
+        {"PageTables", &tables, NULL},
+        {"SecPageTables", &sec_tables, NULL},
+    };
+    for (guint k = 0; k < G_N_ELEMENTS(known); k++)
+      if (strcmp(key, known[k].key) == 0) {
+        *known[k].to = v;
+        if (known[k].seen != NULL)
+          *known[k].seen = TRUE;
+      }
+  }
+  if (!has_total || !has_free)
+    return FALSE;
+  out->read = TRUE;
+  out->total_kib = total;
+  out->free_kib = MIN(free, total);
+  out->file_kib = active_file + inactive_file;
+  out->reclaimable_kib = has_kreclaimable ? kreclaimable : sreclaimable;
+  /* Hugepage pools are used memory no counter names: the caller's. */
+  guint64 explained = out->free_kib + file_pages + anon + slab + stack +
+                      tables + sec_tables + out->pools_kib;
+  out->unaccounted_kib = total > explained ? total - explained : 0;
+  return TRUE;
+}
+
+/* "Node 3, zone   Normal": 3. */
+static gboolean
+zone_header(const char *line, int *node)
+{
+  if (!g_str_has_prefix(line, "Node "))
+    return FALSE;
+  char *end = NULL;
+  guint64 v = g_ascii_strtoull(line + 5, &end, 10);
+  if (end == line + 5 || *end != ',' || v > G_MAXINT)
+    return FALSE;
+  *node = (int)v;
+  return TRUE;
+}
+
+/* "protection: (0, 3018, 4938, 4938, 4938)": the largest. */
+static guint64
+max_protection(const char *rest)
+{
+  guint64 best = 0;
+  for (const char *p = rest; *p != '\0'; p++)
+    if (g_ascii_isdigit(*p) && (p == rest || !g_ascii_isdigit(p[-1]))) {
+      guint64 v = g_ascii_strtoull(p, NULL, 10);
+      best = MAX(best, v);
+    }
+  return best;
+}
+
+typedef struct {
+  guint64 low, high, managed, protection;
+  gboolean any;
+} Zone;
+
+static void
+zone_done(Zone *z, QpNodeKernelMemory *m, guint64 page_kib)
+{
+  if (m != NULL && z->any) {
+    m->low_kib += z->low * page_kib;
+    /* calculate_totalreserve_pages(): high watermark plus the largest
+     * lowmem reserve, at most the zone's managed pages. */
+    m->reserve_kib += MIN(z->high + z->protection, z->managed) * page_kib;
+  }
+  memset(z, 0, sizeof(*z));
+}
+
+static QpNodeKernelMemory *
+node_of(QpNodeKernelMemory *out, guint n, int node)
+{
+  for (guint i = 0; i < n; i++)
+    if (out[i].node == node)
+      return &out[i];
+  return NULL;
+}
+
+void
+qp_zoneinfo_parse(const char *text, guint64 page_kib, QpNodeKernelMemory *out,
+                  guint n)
+{
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  QpNodeKernelMemory *cur = NULL;
+  Zone z = {0};
+  for (guint i = 0; lines[i] != NULL; i++) {
+    int node = -1;
+    if (zone_header(lines[i], &node)) {
+      zone_done(&z, cur, page_kib);
+      cur = node_of(out, n, node);
+      continue;
+    }
+    const char *p = lines[i];
+    while (*p == ' ' || *p == '\t')
+      p++;
+    /* "min 51", "low 63", "high 75", "managed 3840"; the pagesets'
+     * "high:" has a colon and is no watermark. */
+    char word[32];
+    gsize len = strcspn(p, " \t");
+    if (len == 0 || len >= sizeof word)
+      continue;
+    memcpy(word, p, len);
+    word[len] = '\0';
+    const char *rest = p + len;
+    if (strcmp(word, "protection:") == 0) {
+      z.protection = max_protection(rest);
+      z.any = TRUE;
+      continue;
+    }
+    guint64 *to = strcmp(word, "low") == 0       ? &z.low
+                  : strcmp(word, "high") == 0    ? &z.high
+                  : strcmp(word, "managed") == 0 ? &z.managed
+                                                 : NULL;
+    if (to == NULL)
+      continue;
+    while (*rest == ' ' || *rest == '\t')
+      rest++;
+    *to = g_ascii_strtoull(rest, NULL, 10);
+    z.any = TRUE;
+  }
+  zone_done(&z, cur, page_kib);
+}
+
+guint64
+qp_arcstats_reclaimable_kib(const char *text)
+{
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  guint64 size = 0, c_min = 0;
+  gboolean has_size = FALSE, has_min = FALSE;
+  for (guint i = 0; lines[i] != NULL; i++) {
+    /* "size                            4    8589934592" */
+    g_auto(GStrv) t = g_strsplit_set(lines[i], " \t", -1);
+    const char *words[3] = {NULL};
+    guint k = 0;
+    for (guint j = 0; t[j] != NULL && k < 3; j++)
+      if (*t[j] != '\0')
+        words[k++] = t[j];
+    if (k < 3)
+      continue;
+    char *end = NULL;
+    guint64 v = g_ascii_strtoull(words[2], &end, 10);
+    if (end == words[2] || *end != '\0')
+      continue;
+    if (strcmp(words[0], "size") == 0) {
+      size = v;
+      has_size = TRUE;
+    } else if (strcmp(words[0], "c_min") == 0) {
+      c_min = v;
+      has_min = TRUE;
+    }
+  }
+  if (!has_size || !has_min || size <= c_min)
+    return 0;
+  return (size - c_min) / 1024;
+}
+
+void
+qp_arc_share(guint64 arc_kib, QpNodeKernelMemory *out, guint n)
+{
+  guint64 sum = 0;
+  for (guint i = 0; i < n; i++)
+    sum += out[i].unaccounted_kib;
+  for (guint i = 0; i < n; i++) {
+    if (sum == 0)
+      break;
+    /* In proportion, in 128-bit arithmetic: both may be terabytes. */
+    guint64 share =
+        (guint64)((unsigned __int128)arc_kib * out[i].unaccounted_kib / sum);
+    out[i].arc_kib = MIN(share, out[i].unaccounted_kib);
+  }
+}
+
+guint64
+qp_node_kernel_can_give_kib(const QpNodeKernelMemory *m)
+{
+  if (!m->read)
+    return 0;
+  gint64 avail = (gint64)m->free_kib - (gint64)m->reserve_kib;
+  /* The kernel keeps part of the page cache and of reclaimable slab to
+   * work with: half of each, at most the low watermark. */
+  guint64 cache = m->file_kib - MIN(m->file_kib / 2, m->low_kib);
+  guint64 slab = m->reclaimable_kib - MIN(m->reclaimable_kib / 2, m->low_kib);
+  avail += (gint64)(cache + slab + m->arc_kib);
+  if (avail < 0)
+    return 0;
+  return MIN((guint64)avail, m->total_kib);
+}
+
+/* ---- Reading ------------------------------------------------------------ */
+
+static char *
+read_text(const char *root, const char *path)
+{
+  g_autofree char *full = g_strconcat(root, path, NULL);
+  char *text = NULL;
+  if (!g_file_get_contents(full, &text, NULL, NULL))
+    return NULL;
+  return text;
+}
+
+void
+qp_node_kernel_memory_read(const char *root, QpNodeKernelMemory *out, guint n)
+{
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *path =
+        g_strdup_printf(QP_NODE_DIR "/node%d/meminfo", out[i].node);
+    g_autofree char *text = read_text(root, path);
+    if (text == NULL || !qp_node_meminfo_parse(text, &out[i]))
+      out[i].read = FALSE;
+  }
+  long page = sysconf(_SC_PAGESIZE);
+  g_autofree char *zones = read_text(root, QP_ZONEINFO);
+  if (zones != NULL)
+    qp_zoneinfo_parse(zones, page > 0 ? (guint64)page / 1024 : 4, out, n);
+  g_autofree char *arc = read_text(root, QP_ARCSTATS);
+  if (arc != NULL)
+    qp_arc_share(qp_arcstats_reclaimable_kib(arc), out, n);
+}
+
+void
+qp_host_read_node_memory(QpHost *host)
+{
+  const char *root = g_getenv("HWLOC_FSROOT");
+  if (root == NULL || strcmp(root, "/") == 0)
+    root = "";
+  g_autofree QpNodeKernelMemory *m =
+      g_new0(QpNodeKernelMemory, MAX(host->n_nodes, 1));
+  for (guint i = 0; i < host->n_nodes; i++) {
+    const QpNode *n = &host->nodes[i];
+    m[i].node = n->id;
+    for (guint j = 0; n->hugepages != NULL && j < n->hugepages->len; j++) {
+      const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, j);
+      m[i].pools_kib += p->total * p->page_kib;
+    }
+  }
+  qp_node_kernel_memory_read(root, m, host->n_nodes);
+  for (guint i = 0; i < host->n_nodes; i++) {
+    QpNode *n = &host->nodes[i];
+    if (!m[i].read)
+      continue;
+    guint64 pools = m[i].pools_kib / 1024;
+    n->measured = TRUE;
+    n->total_mib = m[i].total_kib / 1024;
+    n->free_mib = m[i].free_kib / 1024;
+    guint64 used = n->total_mib - n->free_mib;
+    n->used_mib = used > pools ? used - pools : 0;
+    n->can_give_mib = qp_node_kernel_can_give_kib(&m[i]) / 1024;
+    n->arc_mib = m[i].arc_kib / 1024;
+  }
+}

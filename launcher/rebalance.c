@@ -306,6 +306,7 @@ qp_cmd_rebalance(QpOptions *opts, int argc, char **argv, GError **error)
     g_autoptr(GError) why = NULL;
     g_autoptr(QpPlan) none =
         qp_plan_compute(host, r->after, args->req, &opts->placement, &why);
+    (void)none; /* NULL: the VM does not fit, as r->plan said */
     qp_warning("rebalance: the VM does not fit even after the moves: %s",
                why != NULL ? why->message : "no plan");
   }

@@ -633,14 +633,25 @@ check_node_metrics(JsonObject *m, JsonObject *n)
       g_strdup_printf("%" G_GINT64_FORMAT, json_object_get_int_member(n, "id"));
   JsonObject *mem = json_object_get_object_member(n, "memory-mib");
   static const char *const pairs[][2] = {
-      {"total", "node_memory_total_bytes"},
       {"reserve", "node_memory_reserved_bytes"},
       {"claimed", "node_memory_claimed_bytes"},
-      {"uncommitted", "node_memory_free_bytes"},
       {"hugepage-pools", "node_memory_hugepage_pools_bytes"}};
   for (guint i = 0; i < G_N_ELEMENTS(pairs); i++)
     g_assert_cmpfloat(metric(m, pairs[i][1], "node", id, NULL), ==,
                       json_object_get_int_member(mem, pairs[i][0]) * MIB);
+  /* The node's size and what a claim may take are read live from the
+   * kernel by each of the two commands, a moment apart: the same within
+   * what the host's memory moves meanwhile. */
+  static const char *const live[][2] = {
+      {"total", "node_memory_total_bytes"},
+      {"uncommitted", "node_memory_free_bytes"}};
+  for (guint i = 0; i < G_N_ELEMENTS(live); i++) {
+    double got = metric(m, live[i][1], "node", id, NULL);
+    double want = json_object_get_int_member(mem, live[i][0]) * MIB;
+    g_test_message("node %s %s: metrics %.0f, json %.0f bytes", id, live[i][0],
+                   got, want);
+    g_assert_cmpfloat(got > want ? got - want : want - got, <=, 64 * MIB);
+  }
   JsonArray *huge = json_object_get_array_member(n, "hugepages");
   for (guint i = 0; i < json_array_get_length(huge); i++) {
     JsonObject *h = json_array_get_object_element(huge, i);

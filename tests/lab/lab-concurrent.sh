@@ -1,9 +1,10 @@
 # In-lab test (shape 4n, nodes of about 460-500 MiB). Concurrent launches
 # through the ledger:
-# 1. 4 VMs of 192 MiB at once, --strategy=spread: one per node;
-#    the keepers remove their records when the VMs exit;
+# 1. 4 VMs of a bit under half a node at once (sized from what a claim may
+#    take on the nodes), --strategy=spread: one per node; the keepers remove
+#    their records when the VMs exit;
 # 2. the same with --strategy=pack: two nodes, two VMs each;
-# 3. 8 VMs of 256 MiB at once (two never fit on one node): at least 4 start,
+# 3. 8 VMs of a bit under a node at once (two never fit on one node): at least 4 start,
 #    every node holds a claim, each VM is placed as its claim says; the others
 #    fail with one line naming the shortfall and leave no QEMU; no sample of
 #    `qemu-pin status --json` taken meanwhile shows a node claimed beyond its
@@ -57,25 +58,38 @@ stop_all() { # WHAT: kill the VMs, wait until the keepers removed every record
   assert_eq "$1: VMs in qemu-pin status after exit" 0 "$(jq '.vms | length' "$(status_json)")"
 }
 
+# Sizes from what a claim may take on each node now (a lab node holds the
+# lab's own memory as well as the VMs'): the least and the most over the
+# nodes. Half the least, less a margin: two fit on any node, three on none.
+room_of() { jq '[.nodes[] | .["memory-mib"] | (.available // .uncommitted)] | '"$1" "$(status_json)"; }
+min_room=$(room_of min)
+max_room=$(room_of max)
+log "a claim may take $min_room to $max_room MiB on a node"
+small=$((min_room / 2 - 16))
+[ "$((3 * small))" -gt "$max_room" ] || fail "lab nodes too uneven for the test: $min_room to $max_room MiB"
+
 # 1. spread
-launch_many spread 4 192 --strategy=spread
+launch_many spread 4 "$small" --strategy=spread
 assert_eq "spread: VMs started" 4 "$(wc -l <spread.ok)"
 claims_per_node >spread.nodes
 assert_eq "spread: VMs per node" "0 1,1 1,2 1,3 1" "$(paste -sd, spread.nodes)"
 stop_all spread
 
 # 2. pack
-launch_many pack 4 192 --strategy=pack
+launch_many pack 4 "$small" --strategy=pack
 assert_eq "pack: VMs started" 4 "$(wc -l <pack.ok)"
 claims_per_node >pack.nodes
 assert_eq "pack: nodes used" 2 "$(wc -l <pack.nodes)"
 assert_eq "pack: VMs on each used node" "2 2" "$(awk '{ print $2 }' pack.nodes | paste -sd' ')"
 stop_all pack
 
-# 3. 8 launches of 256 MiB. Each node holds one whole; balanced may then
-# spread a VM over several nodes' remainders, so at least 4 start and at most
-# what the nodes' uncommitted memory adds up to.
-room=$(jq '[.nodes[] | .["memory-mib"].uncommitted] | add' "$(status_json)")
+# 3. 8 launches of a size that fits once on every node and never twice:
+# each node holds one whole; balanced may then spread a VM over several
+# nodes' remainders, so at least 4 start and at most what the nodes' room
+# adds up to.
+big=$((min_room - 16))
+[ "$((2 * big))" -gt "$max_room" ] || fail "lab nodes too uneven for the test: $min_room to $max_room MiB"
+room=$(room_of add)
 jq -r '.nodes[] | "lab: node \(.id): \(.["memory-mib"])"' "$(status_json)"
 rm -f stop-sampling
 ( i=0
@@ -84,13 +98,13 @@ rm -f stop-sampling
     i=$((i + 1))
   done ) &
 sampler=$!
-launch_many over 8 256 --strategy=spread
+launch_many over 8 "$big" --strategy=spread
 touch stop-sampling
 wait "$sampler"
 started=$(wc -l <over.ok)
-[ "$started" -ge 4 ] && [ "$((started * 256))" -le "$room" ] \
-  || fail "8 launches of 256 MiB: $started started; expected at least 4 and at most $room MiB worth"
-log "ok: 8 launches of 256 MiB: $started started, $room MiB was uncommitted"
+[ "$started" -ge 4 ] && [ "$((started * big))" -le "$room" ] \
+  || fail "8 launches of $big MiB: $started started; expected at least 4 and at most $room MiB worth"
+log "ok: 8 launches of $big MiB: $started started, $room MiB could be claimed"
 for v in $(cat over.failed); do
   assert_eq "$v: lines printed for the refusal" 1 "$(wc -l <"$v.out")"
   grep -q "uncommitted" "$v.out" || fail "$v refused for another reason than room: $(cat "$v.out")"
@@ -106,7 +120,7 @@ over=$(jq -r '.nodes[] | select(.["memory-mib"].claimed + .["memory-mib"].reserv
 [ -z "$over" ] || fail "over-committed while launching: $(echo "$over" | head -n 1)"
 log "ok: $nsamples status samples during the launches, no node claimed beyond its memory"
 
-# Each running VM is where its claim says: its 256 MiB bound to the nodes it
+# Each running VM is where its claim says: its memory bound to the nodes it
 # claims, its vCPU on those nodes' CPUs.
 # (One jq and one awk in all: processes are slow to start in the lab.)
 jq -r '(.nodes[] | "node \(.id) \(.cpus)"),
@@ -114,7 +128,7 @@ jq -r '(.nodes[] | "node \(.id) \(.cpus)"),
 for pid in $(awk '$1 == "vm" { print $2 }' vms.txt); do
   vm_flat "$pid" | sed "s/^/$pid /"
 done >actual.txt
-awk '
+awk -v big="$big" '
   function canon(l,   n, a, i, j, r, seen, out, k, start) {
     n = split(l, a, ",")
     for (i = 1; i <= n; i++) {
@@ -133,7 +147,7 @@ awk '
   FILENAME ~ /vms.txt$/ && $1 == "vm" {
     n = split($3, x, ","); c = ""
     for (i = 1; i <= n; i++) c = c "," ncpus[x[i]]
-    wantcpus[$2] = canon(c); wantmap[$2] = "256 bind:" canon($3); next
+    wantcpus[$2] = canon(c); wantmap[$2] = big " bind:" canon($3); next
   }
   $2 == "vcpu" { got[$1] = canon($4); next }
   $2 == "map" && ($3 " " $4) == wantmap[$1] { bound[$1] = 1; next }

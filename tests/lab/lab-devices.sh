@@ -84,13 +84,17 @@ assert_eq "balanced: vCPU 0 on node 2's CPUs" "$(node_cpus 2)" "$(vcpu_cpus "$pi
 lab_cleanup
 
 # ---- numa, the disk's node full ----------------------------------------------
-# What the planner sees uncommitted on node 2 (the balanced VM's claim may
-# still be held while its QEMU is a zombie of the lab's init).
-free2=$(jq '.nodes[] | select(.id == 2) | .["memory-mib"].uncommitted' "$(status_json)")
+# What a claim may take on node 2 once the VMs above are gone: their
+# keepers release the claims when QEMU has exited, a moment after the kill.
+no_vms() { [ "$(jq '.vms | length' "$(status_json)")" = 0 ]; }
+wait_for 60 no_vms || fail "the stopped VMs' claims remain 60 s after their QEMUs were killed"
+sf=$(status_json) || fail "qemu-pin status --json failed"
+log "node 2: $(jq -c '.nodes[] | select(.id == 2) | .["memory-mib"]' "$sf"); VMs: $(jq -c '[.vms[] | .name]' "$sf")"
+free2=$(jq '.nodes[] | select(.id == 2) | .["memory-mib"] | (.available // .uncommitted)' "$sf")
 fill=$((free2 - 96))
 # The lab gives node 2 512 MiB: with the VMs above stopped, a filler of at
 # least 128 MiB fits.
-[ "$fill" -ge 128 ] || fail "node 2 of 512 MiB has only $free2 MiB uncommitted once the VMs above stopped"
+[ "$fill" -ge 128 ] || fail "node 2 of 512 MiB has only $free2 MiB available once the VMs above stopped"
 # shellcheck disable=SC2046
 fill_pid=$(qp_launch fill --mode=numa --hostnodes=2 -- "$QP_QEMU" $(vm_args fill fw.bin) -smp 1 -m "$fill") ||
   fail "qemu-pin did not launch the filler VM: $fill_pid"

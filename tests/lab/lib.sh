@@ -218,7 +218,9 @@ qp_launch() {
     kill "$_pid"
     return 1
   fi
-  QP_LAB_PIDS="$QP_LAB_PIDS $_pid"
+  # Called as $(qp_launch ...), a subshell: the pid goes to a file that
+  # lab_cleanup reads (a variable set here would be lost).
+  echo "$_pid" >>"$QP_LAB_SCRATCH/launched.pids"
   echo "$_pid"
 }
 
@@ -231,8 +233,12 @@ qemu_pids() {
 }
 
 lab_cleanup() {
-  for _p in $QP_LAB_PIDS; do kill "$_p" 2>/dev/null; done
+  # qp_launch runs in $(...), a subshell: its VMs are in the pid file.
+  for _p in $QP_LAB_PIDS $(cat "$QP_LAB_SCRATCH/launched.pids" 2>/dev/null); do
+    kill "$_p" 2>/dev/null
+  done
   QP_LAB_PIDS=
+  rm -f "$QP_LAB_SCRATCH/launched.pids"
 }
 
 # ---- The plan, read with jq ---------------------------------------------------

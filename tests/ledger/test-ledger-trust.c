@@ -88,14 +88,27 @@ test_names(void)
     g_assert_false(qp_qemu_is_qemu_name(not [i]));
 }
 
-/* A child running ARGV (ARGV[0] a path), started and alive. */
+static void
+own_group(gpointer data)
+{
+  (void)data;
+  setpgid(0, 0);
+}
+
+/* A child running ARGV (ARGV[0] a path), started and alive, in a process
+ * group of its own and with its output away from the test's (a shell's own
+ * child, left by a kill of the shell, would hold the test's output open and
+ * keep the test runner waiting). */
 static GPid
 spawn(char **argv)
 {
   GPid pid = 0;
   g_autoptr(GError) error = NULL;
-  g_assert_true(g_spawn_async(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL,
-                              NULL, &pid, &error));
+  g_assert_true(g_spawn_async(NULL, argv, NULL,
+                              G_SPAWN_DO_NOT_REAP_CHILD |
+                                  G_SPAWN_STDOUT_TO_DEV_NULL |
+                                  G_SPAWN_STDERR_TO_DEV_NULL,
+                              own_group, NULL, &pid, &error));
   g_assert_no_error(error);
   /* Until it has exec'd: its executable is no longer this test's. */
   g_autofree char *exe = g_strdup_printf("/proc/%d/exe", pid);
@@ -109,10 +122,11 @@ spawn(char **argv)
   return pid;
 }
 
+/* PID and whatever it started. */
 static void
 stop(GPid pid)
 {
-  kill(pid, SIGKILL);
+  kill(-pid, SIGKILL);
   waitpid(pid, NULL, 0);
 }
 

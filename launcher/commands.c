@@ -14,6 +14,7 @@
 #include "launcher/log.h"
 #include "launcher/move.h"
 #include "launcher/options.h"
+#include "launcher/rebalance.h"
 #include "launcher/qemu/args.h"
 #include "launcher/qemu/daemonize.h"
 #include "launcher/qemu/vm-ids.h"
@@ -255,7 +256,8 @@ run_drop_in(QpOptions *opts, int argc, char **argv, GError **error)
   return run_qemu(opts, real, argv[0], argc - 1, argv + 1, FALSE, error);
 }
 
-/* qemu-pin [topology|status|plan] [OPTIONS] [--] [QEMU_BINARY ARGS...] */
+/* qemu-pin [topology|status|plan|move|rebalance] [OPTIONS] [--] [QEMU_BINARY
+ * ARGS...] */
 static int
 run_command(QpOptions *opts, int argc, char **argv, GError **error)
 {
@@ -270,6 +272,8 @@ run_command(QpOptions *opts, int argc, char **argv, GError **error)
   }
   if (cmd != NULL && strcmp(cmd, "move") == 0)
     return qp_cmd_move(opts, argc - 1, argv + 1, error);
+  if (cmd != NULL && strcmp(cmd, "rebalance") == 0)
+    return qp_cmd_rebalance(opts, argc - 1, argv + 1, error);
   if (cmd != NULL && strcmp(cmd, "--version") == 0) {
     g_print("qemu-pin %s\n", QP_VERSION);
     return 0;

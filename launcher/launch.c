@@ -98,15 +98,21 @@ load_host(const QpOptions *opts, const QpQemuArgs *args, const char *dir,
   return host;
 }
 
+void
+qp_launch_say_read(const QpQemuArgs *args)
+{
+  print_warnings(args->warnings);
+  for (guint i = 0; i < args->notes->len; i++)
+    qp_info("%s", (const char *)args->notes->pdata[i]);
+}
+
 /* Plans ARGS on HOST against CLAIMS, the ledger's live records, saying
  * first what reading the command line found. */
 static QpPlan *
 plan_on(const QpOptions *opts, const QpQemuArgs *args, const QpHost *host,
         const QpClaims *claims, GError **error)
 {
-  print_warnings(args->warnings);
-  for (guint i = 0; i < args->notes->len; i++)
-    qp_info("%s", (const char *)args->notes->pdata[i]);
+  qp_launch_say_read(args);
   QpPlan *plan =
       qp_plan_compute(host, claims, args->req, &opts->placement, error);
   if (plan == NULL) {
@@ -116,9 +122,10 @@ plan_on(const QpOptions *opts, const QpQemuArgs *args, const QpHost *host,
   return plan;
 }
 
-QpPlan *
-qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args, gboolean running,
-               QpHost **host_out, GError **error)
+QpClaims *
+qp_launch_read_ledger(const QpOptions *opts, const QpQemuArgs *args,
+                      gboolean running, QpHost **host_out, QpClaim **own_out,
+                      const char **by_out, GError **error)
 {
   qp_timing("options");
   g_autofree char *dir = qp_launch_state_dir(opts);
@@ -130,9 +137,23 @@ qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args, gboolean running,
   qp_timing("ledger");
   if (claims == NULL)
     return NULL;
+  *own_out = running ? qp_claims_take_vm(claims, args->uuid, args->name, by_out)
+                     : NULL;
+  *host_out = g_steal_pointer(&host);
+  return g_steal_pointer(&claims);
+}
+
+QpPlan *
+qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args, gboolean running,
+               QpHost **host_out, GError **error)
+{
+  g_autoptr(QpHost) host = NULL;
+  g_autoptr(QpClaim) own = NULL;
   const char *by = NULL;
-  g_autoptr(QpClaim) own =
-      running ? qp_claims_take_vm(claims, args->uuid, args->name, &by) : NULL;
+  g_autoptr(QpClaims) claims =
+      qp_launch_read_ledger(opts, args, running, &host, &own, &by, error);
+  if (claims == NULL)
+    return NULL;
   QpPlan *plan = plan_on(opts, args, host, claims, error);
   if (plan == NULL)
     return NULL;

@@ -8,6 +8,7 @@
 
 #include "launcher/options.h"
 #include "launcher/qemu/args.h"
+#include "topology/ledger/claims.h"
 #include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
@@ -46,5 +47,17 @@ char *qp_launch_state_dir(const QpOptions *opts);
  * caller's to show. */
 QpPlan *qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args,
                        gboolean running, QpHost **host_out, GError **error);
+
+/* What qp_launch_plan() plans on, without the plan: the host (HOST_OUT)
+ * and the ledger's live records (returned), with RUNNING the record of the
+ * VM that ARGS name taken out into OWN_OUT (NULL when there is none; BY_OUT
+ * says what matched, as qp_claims_take_vm()). */
+QpClaims *qp_launch_read_ledger(const QpOptions *opts, const QpQemuArgs *args,
+                                gboolean running, QpHost **host_out,
+                                QpClaim **own_out, const char **by_out,
+                                GError **error);
+
+/* Says what reading ARGS found (its warnings and notes), as a plan does. */
+void qp_launch_say_read(const QpQemuArgs *args);
 
 G_END_DECLS

@@ -13,10 +13,6 @@
 #include "topology/host/host.h"
 #include "topology/ledger/ledger.h"
 
-/* Pages moved per second unless --rate says: a running guest keeps
- * running (a node's memory bandwidth is tens of GiB/s). */
-#define DEFAULT_RATE_MIB 512
-
 typedef struct {
   const char *vm;
   const char *to_nodes;
@@ -51,7 +47,7 @@ value_of(int argc, char **argv, int *i, const char *name)
 static gboolean
 parse_args(QpOptions *opts, int argc, char **argv, MoveArgs *m, GError **error)
 {
-  m->rate_mib = DEFAULT_RATE_MIB;
+  m->rate_mib = QP_MOVE_DEFAULT_RATE_MIB;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     if ((v = value_of(argc, argv, &i, "--to-nodes")) != NULL)
@@ -168,8 +164,8 @@ ask_keeper(int keeper_pid, const char *request, GError **error)
   return json_node_copy(json_parser_get_root(parser));
 }
 
-static void
-print_answer(const QpOptions *opts, JsonObject *o)
+void
+qp_move_print_answer(const QpOptions *opts, JsonObject *o)
 {
   if (opts->json) {
     JsonNode *n = json_node_init_object(json_node_alloc(), o);
@@ -200,6 +196,25 @@ print_answer(const QpOptions *opts, JsonObject *o)
             binding);
 }
 
+JsonNode *
+qp_move_ask(const QpClaim *vm, const char *to_nodes, guint rate_mib,
+            GError **error)
+{
+  g_autofree char *request = g_strdup_printf(
+      "{\"to-nodes\": \"%s\", \"rate-mib\": %u}\n", to_nodes, rate_mib);
+  g_autoptr(JsonNode) reply = ask_keeper(vm->keeper_pid, request, error);
+  if (reply == NULL)
+    return NULL;
+  JsonObject *o = json_node_get_object(reply);
+  const char *err =
+      json_object_get_string_member_with_default(o, "error", NULL);
+  if (err != NULL) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED, "%s", err);
+    return NULL;
+  }
+  return g_steal_pointer(&reply);
+}
+
 int
 qp_cmd_move(QpOptions *opts, int argc, char **argv, GError **error)
 {
@@ -222,18 +237,9 @@ qp_cmd_move(QpOptions *opts, int argc, char **argv, GError **error)
                 m.vm, dir);
     return -1;
   }
-  g_autofree char *request = g_strdup_printf(
-      "{\"to-nodes\": \"%s\", \"rate-mib\": %u}\n", m.to_nodes, m.rate_mib);
-  g_autoptr(JsonNode) reply = ask_keeper(c->keeper_pid, request, error);
+  g_autoptr(JsonNode) reply = qp_move_ask(c, m.to_nodes, m.rate_mib, error);
   if (reply == NULL)
     return -1;
-  JsonObject *o = json_node_get_object(reply);
-  const char *err =
-      json_object_get_string_member_with_default(o, "error", NULL);
-  if (err != NULL) {
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED, "%s", err);
-    return -1;
-  }
-  print_answer(opts, o);
+  qp_move_print_answer(opts, json_node_get_object(reply));
   return 0;
 }

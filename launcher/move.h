@@ -5,10 +5,28 @@
 #pragma once
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 #include "launcher/options.h"
+#include "topology/ledger/claims.h"
 
 G_BEGIN_DECLS
+
+/* Pages moved per second unless --rate says: a running guest keeps
+ * running (a node's memory bandwidth is tens of GiB/s). */
+#define QP_MOVE_DEFAULT_RATE_MIB 512
+
+/* Asks VM's keeper to move it to TO_NODES (a node list of the host) at
+ * RATE_MIB MiB/s of pages (0: no limit), and waits for the move to end:
+ * the keeper's answer (one JSON object: vm, name, from, to, moved-mib,
+ * on-destination-permille, binding, binding-moved, moved-at, mib), or NULL
+ * with the one-line refusal or failure. `move` and `rebalance` both move
+ * this way. */
+JsonNode *qp_move_ask(const QpClaim *vm, const char *to_nodes, guint rate_mib,
+                      GError **error);
+
+/* Prints the keeper's answer O: as JSON with OPTS->json, else one line. */
+void qp_move_print_answer(const QpOptions *opts, JsonObject *o);
 
 /* The command; ARGV[0] is "move". Returns the exit status, or -1 with
  * ERROR. */

@@ -62,8 +62,9 @@ qp_cli_word(int argc, char **argv, int *i, QpCliWord *w)
 static int
 read_cli(int argc, char **argv, Settings *s)
 {
-  static const char *const commands[] = {"plan", "topology", "status", "move"};
-  for (size_t c = 0; argc > 1 && c < 4; c++)
+  static const char *const commands[] = {"plan", "topology", "status", "move",
+                                         "rebalance"};
+  for (size_t c = 0; argc > 1 && c < sizeof(commands) / sizeof(*commands); c++)
     if (strcmp(argv[1], commands[c]) == 0)
       return 0;
   int i = 1;

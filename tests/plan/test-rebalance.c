@@ -153,6 +153,43 @@ test_lab_scenario(void)
   g_assert_cmpint(hwloc_bitmap_weight(after->host_nodes), ==, 1);
 }
 
+/* The same on a measured host (what the kernel can give, each VM's pages
+ * resident): a VM's pages count once, and the node it leaves gets them
+ * back, so the one move still makes room. */
+static void
+test_lab_scenario_measured(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) claims = fragmented(h);
+  for (guint x = 0; x < claims->claims->len; x++) {
+    QpClaim *c = claims->claims->pdata[x];
+    g_array_append_vals(c->resident, c->mem->data, c->mem->len);
+    for (guint y = 0; y < c->mem->len; y++)
+      c->qemu_rss_mib += g_array_index(c->mem, QpNodeAmount, y).mib;
+  }
+  for (guint i = 0; i < h->n_nodes; i++) {
+    QpNode *n = &h->nodes[i];
+    guint64 used = 0;
+    for (guint x = 0; x < claims->claims->len; x++)
+      used += qp_claim_resident_mib(claims->claims->pdata[x], n->id);
+    n->measured = TRUE;
+    n->used_mib = used;
+    n->can_give_mib = n->total_mib - used;
+  }
+  g_autoptr(QpRequest) big = request(2, 10650);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpPlan) before = plan_ok(h, claims, big, o);
+  g_assert_cmpint(hwloc_bitmap_weight(before->host_nodes), ==, 2);
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, big, o);
+  g_assert_cmpuint(r->moves->len, ==, 1);
+  g_assert_cmpuint(r->req_nodes_after, ==, 1);
+  g_assert_nonnull(r->plan);
+  g_assert_cmpint(hwloc_bitmap_weight(r->plan->host_nodes), ==, 1);
+  g_assert_true(hwloc_bitmap_isequal(
+      r->plan->host_nodes, ((const QpMove *)r->moves->pdata[0])->from));
+}
+
 /* A request that fits one node as it is needs no move. */
 static void
 test_fits_already(void)
@@ -405,6 +442,8 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/rebalance/lab-scenario/measured-host-one-move",
+                  test_lab_scenario_measured);
   g_test_add_func("/rebalance/lab-scenario/one-move-makes-room",
                   test_lab_scenario);
   g_test_add_func("/rebalance/request/fits-already-no-move", test_fits_already);

@@ -36,6 +36,10 @@ qp_rebalance_claim_copy(const QpClaim *c)
   qp_cpu_load_copy(copy->cpu_load, c->cpu_load);
   copy->best_effort = c->best_effort;
   copy->time = c->time;
+  copy->moved_at = c->moved_at;
+  if (c->resident != NULL)
+    g_array_append_vals(copy->resident, c->resident->data, c->resident->len);
+  copy->qemu_rss_mib = c->qemu_rss_mib;
   for (guint i = 0; c->devices != NULL && i < c->devices->len; i++)
     g_ptr_array_add(copy->devices, g_strdup(c->devices->pdata[i]));
   return copy;
@@ -139,7 +143,11 @@ typedef struct {
 } Vm;
 
 typedef struct {
-  const QpHost *host;
+  const QpHost *host; /* own_host */
+  /* The host as the moves so far leave it: a shallow copy whose nodes are
+   * its own, each node's can_give_mib and used_mib given back the pages a
+   * VM moved away from it (the kernel frees them as they leave). */
+  QpHost *own_host;
   const QpPlacementOptions *popts;
   QpClaims *w;
   GArray *vms;      /* of Vm */
@@ -160,8 +168,53 @@ move_free(gpointer p)
 }
 
 static void
+host_own(Work *k, const QpHost *from)
+{
+  QpHost *h = g_new(QpHost, 1);
+  *h = *from;
+  h->nodes = g_new(QpNode, MAX(from->n_nodes, 1));
+  memcpy(h->nodes, from->nodes, sizeof(QpNode) * from->n_nodes);
+  k->own_host = h;
+  k->host = h;
+}
+
+static void
+host_free(QpHost *h)
+{
+  if (h == NULL)
+    return;
+  g_free(h->nodes);
+  g_free(h);
+}
+
+/* The pages of C that leave its nodes as it moves (every node but KEEP,
+ * a node id or -1; with ONLY, only those nodes): given back to what the
+ * kernel can give there, and no longer C's resident memory. Called before
+ * C's claim changes, so the trusted figures are the record's. */
+static void
+release_pages(Work *k, QpClaim *c, int keep, hwloc_const_bitmap_t only)
+{
+  for (guint x = c->resident->len; x-- > 0;) {
+    int node = g_array_index(c->resident, QpNodeAmount, x).node;
+    if (node == keep ||
+        (only != NULL && !hwloc_bitmap_isset(only, (unsigned)node)))
+      continue;
+    guint64 r = qp_claim_resident_mib(c, node);
+    int i = qp_host_node_index(k->host, node);
+    if (i >= 0 && k->own_host->nodes[i].measured) {
+      QpNode *n = &k->own_host->nodes[i];
+      n->can_give_mib += r;
+      n->used_mib = n->used_mib > r ? n->used_mib - r : 0;
+    }
+    g_array_remove_index(c->resident, x);
+  }
+}
+
+static void
 work_clear(Work *k)
 {
+  g_clear_pointer(&k->own_host, host_free);
+  k->host = NULL;
   g_clear_pointer(&k->w, qp_claims_free);
   g_clear_pointer(&k->vms, g_array_unref);
   g_clear_pointer(&k->moves, g_ptr_array_unref);
@@ -170,7 +223,7 @@ work_clear(Work *k)
 static void
 work_copy(Work *dst, const Work *src)
 {
-  dst->host = src->host;
+  host_own(dst, src->host);
   dst->popts = src->popts;
   dst->w = claims_copy(src->w);
   dst->vms = g_array_copy(src->vms);
@@ -318,6 +371,7 @@ apply_single(Work *k, Vm *v, guint i, guint64 cost, gboolean consolidate)
   int id = k->host->nodes[i].id;
   guint64 total = mem_total(c);
   guint vcpus = load_total(c);
+  release_pages(k, c, id, NULL);
   if (cores_in(k->host, c->dedicated) > 0)
     take_cores(k, v, c, i);
   g_auto(hwloc_bitmap_t) cpus = usable_cpus(k, v, i);
@@ -469,6 +523,11 @@ apply_numa(Work *k, Vm *v, const GArray *pairs, guint64 cost)
 {
   QpClaim *c = claim_of(k, v);
   QpMove *m = move_new(k, c, FALSE);
+  g_auto(hwloc_bitmap_t) leaving = hwloc_bitmap_alloc();
+  for (guint p = 0; p < pairs->len; p++)
+    hwloc_bitmap_set(leaving,
+                     (unsigned)g_array_index(pairs, QpNodePair, p).from);
+  release_pages(k, c, -1, leaving);
   for (guint p = 0; p < pairs->len; p++) {
     const QpNodePair *np = &g_array_index(pairs, QpNodePair, p);
     int ti = qp_host_node_index(k->host, np->to);
@@ -679,7 +738,8 @@ candidate_sets(const QpHost *host, const QpPlacementOptions *opts, guint k)
   return sets;
 }
 
-/* The fewest nodes any set could hold the request on, on an empty host. */
+/* The fewest nodes any set could hold the request on, on an empty host
+ * (no claim, no VM's pages). */
 static guint
 least_nodes(const QpHost *host, const QpRequest *req,
             const QpPlacementOptions *opts)
@@ -694,7 +754,10 @@ least_nodes(const QpHost *host, const QpRequest *req,
         if (hwloc_bitmap_isset(sets->pdata[x], (unsigned)host->nodes[i].id)) {
           QpNodeMemory m;
           qp_node_memory(host, NULL, opts, i, &m);
-          mem += m.uncommitted_mib;
+          /* The node's room without any claim: on a measured host what
+           * the kernel can give now is less by every VM's pages, which
+           * the moves may take away. */
+          mem += m.room_mib;
           cpus += host->nodes[i].cpus != NULL
                       ? (guint)hwloc_bitmap_weight(host->nodes[i].cpus)
                       : 0;
@@ -749,6 +812,9 @@ make_room(Work *k, const QpRequest *req, const QpPlacementOptions *opts,
       g_array_unref(k->vms);
       k->w = g_steal_pointer(&best.w);
       k->vms = g_steal_pointer(&best.vms);
+      host_free(k->own_host);
+      k->own_host = g_steal_pointer(&best.own_host);
+      k->host = k->own_host;
       for (guint x = 0; x < best.moves->len; x++)
         g_ptr_array_add(k->moves, g_steal_pointer(&best.moves->pdata[x]));
       work_clear(&best);
@@ -794,7 +860,7 @@ work_init(Work *k, const QpHost *host, const QpClaims *claims,
           const QpRebalanceVm *vms, guint n_vms, const QpRebalanceOptions *o,
           const QpPlacementOptions *popts, GPtrArray *kept)
 {
-  k->host = host;
+  host_own(k, host);
   k->popts = popts;
   k->w = claims_copy(claims);
   k->vms = g_array_new(FALSE, TRUE, sizeof(Vm));

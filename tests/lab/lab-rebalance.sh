@@ -1,0 +1,157 @@
+# In-lab test (shape 4n, ~500 MiB per node): `qemu-pin rebalance`. Four
+# balanced 1-vCPU VMs of half a node each (40% of what a node can claim:
+# the rest must still hold one of them beside it with two QEMUs' own
+# memory, which the ledger counts as used outside claims), spread one
+# per node, and one more of 30% beside one of them, all preallocated. A VM
+# of about 65% of a node (more than any node has uncommitted once the five
+# run, less than a node has once its VM of half a node leaves) then fits on
+# no node: its plan spans two. `rebalance
+# --dry-run --json -- ...` lists the moves and changes nothing; `rebalance
+# -- ...` makes them; then `plan --json` puts that VM on one node, and
+# every VM is claimed on one node, its threads run on that node's CPUs
+# (Cpus_allowed_list) and its guest RAM is there (numa_maps).
+. "$QP_LAB_SRC/lib.sh"
+
+expect_nodes 4
+qp_require --mode=balanced
+write_fw_halt fw.bin
+
+sf=$(status_json) || fail "qemu-pin status --json failed"
+room=$(jq '[.nodes[]["memory-mib"] | (.available // .uncommitted)] | min' "$sf")
+[ "${room:-0}" -gt 300 ] || fail "a node has only ${room:-?} MiB to claim: too small a lab node"
+half=$((room * 40 / 100))
+third=$((room * 30 / 100))
+log "nodes hold $room MiB to claim: VMs of $half and $third MiB"
+
+# on_node PID NODE SIZE_MIB: permille of the pages of PID's mappings of
+# SIZE_MIB that are on NODE (as lab-move.sh).
+on_node() {
+  awk -v node="N$2=" -v want="$3" '
+    function hex(s,   i, v) {
+      v = 0
+      for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+      return v
+    }
+    FILENAME ~ /\/maps$/ { split($1, r, "-"); size[r[1]] = (hex(r[2]) - hex(r[1])) / 1048576; next }
+    ($1 in size) && size[$1] == want {
+      for (i = 3; i <= NF; i++) if ($i ~ /^N[0-9]+=/) {
+        split($i, kv, "="); all += kv[2]; if (kv[1] "=" == node) on += kv[2]
+      }
+    }
+    END { printf "%d\n", all ? on * 1000 / all : -1 }
+  ' "/proc/$1/maps" "/proc/$1/numa_maps"
+}
+
+# launch NAME MIB: a balanced VM with MIB preallocated; its pid.
+launch() {
+  ram="{\"qom-type\":\"memory-backend-ram\",\"id\":\"pc.ram\",\"size\":$(($2 * 1048576)),\"prealloc\":true}"
+  # shellcheck disable=SC2046
+  qp_launch "$1" --mode=balanced -- "$QP_QEMU" $(vm_args "$1" fw.bin) -smp 1 \
+    -object "$ram" -machine memory-backend=pc.ram
+}
+
+claims() { # the live claims: "PID NODES" per VM
+  _sf=$(status_json) || fail "qemu-pin status --json failed"
+  jq -r '.vms[] | "\(.["qemu-pid"]) \(.["memory-mib"] | keys | join(","))"' "$_sf" | sort
+}
+
+# settle: waits until every VM's keeper has measured its pages (no node
+# has more than 32 MiB claimed but not resident), so that the room the
+# planner sees is what the nodes really have.
+settled() {
+  _sf=$(status_json) || return 1
+  jq -e '[.nodes[]["memory-mib"].outstanding] | max < 32' "$_sf" >/dev/null
+}
+rooms() {
+  _sf=$(status_json) || fail "qemu-pin status --json failed"
+  jq -c '[.nodes[]["memory-mib"] | {u: (.available // .uncommitted), o: .["outside-claims"]}]' "$_sf"
+}
+
+pids=""
+sizes=""
+for v in a b c d; do
+  p=$(launch "$v" "$half") || fail "qemu-pin did not launch VM $v: $p"
+  pids="$pids $p"
+  sizes="$sizes $p:$half"
+done
+c1=$(claims)
+log "after the four: $(echo "$c1" | tr '\n' ';')"
+assert_eq "the four VMs are one per node" "0,1,2,3" "$(echo "$c1" | awk '{print $2}' | sort -n | paste -sd, -)"
+p=$(launch e "$third") || fail "qemu-pin did not launch VM e: $p"
+pids="$pids $p"
+sizes="$sizes $p:$third"
+wait_for 60 settled || log "the keepers' measures did not settle: $(rooms)"
+log "nodes now (uncommitted, outside claims): $(rooms)"
+# The big VM: more than any node has uncommitted now (about 65% of a node),
+# less than a node will have once the VM of half a node on it moves away.
+sf=$(status_json) || fail "qemu-pin status --json failed"
+most=$(jq '[.nodes[]["memory-mib"] | (.available // .uncommitted)] | max' "$sf")
+big=$((most + half / 2))
+log "the big VM: $big MiB (the most a node has uncommitted: $most MiB)"
+
+# shellcheck disable=SC2046
+set -- "$QP_QEMU" $(vm_args big fw.bin) -smp 1 -m "$big"
+"$QP_BINARY" plan --mode=balanced -- "$@" >plan0.json 2>plan0.err
+rc=$?
+if [ $rc -eq 0 ]; then
+  nodes0=$(jq -r '.["host-nodes"]' plan0.json)
+  case $nodes0 in
+    *,* | *-*) log "before: the $big MiB VM's plan spans nodes $nodes0" ;;
+    *) fail "before any move the $big MiB VM already fits on node $nodes0" ;;
+  esac
+else
+  log "before: the $big MiB VM is refused: $(cat plan0.err)"
+fi
+
+before=$(claims)
+"$QP_BINARY" rebalance --dry-run --json --mode=balanced -- "$@" >dry.json 2>dry.err ||
+  fail "rebalance --dry-run failed: $(cat dry.err)"
+[ -s dry.err ] && fail "rebalance --dry-run printed on stderr: $(cat dry.err)"
+log "dry run: $(jq -c '.moves' dry.json), kept: $(jq -c '.kept' dry.json)"
+nmoves=$(jq '.moves | length' dry.json)
+[ "$nmoves" -ge 1 ] || fail "rebalance --dry-run lists no move"
+jq -e '.moves | all(has("vm") and has("from") and has("to") and (.mib > 0))' dry.json >/dev/null ||
+  fail "a move lacks vm, from, to or mib: $(jq -c '.moves' dry.json)"
+dry_nodes=$(jq -r '.plan["host-nodes"]' dry.json)
+case $dry_nodes in
+  *,* | *-* | null | "") fail "after the dry run's moves the plan is on '$dry_nodes', not one node" ;;
+esac
+assert_eq "the dry run changed no claim" "$before" "$(claims)"
+
+"$QP_BINARY" rebalance --mode=balanced -- "$@" >made.out 2>made.err ||
+  fail "rebalance failed: $(cat made.err)"
+wait_for 60 settled || log "the keepers' measures did not settle: $(rooms)"
+[ -s made.err ] && fail "rebalance printed on stderr: $(cat made.err)"
+log "$(cat made.out)"
+assert_eq "one line per move and the plan line" $((nmoves + 1)) "$(wc -l <made.out)"
+grep -q "^qemu-pin: plan: mode balanced on host node [0-9] (1 node; " made.out ||
+  fail "no plan line for one node: $(cat made.out)"
+
+"$QP_BINARY" plan --mode=balanced -- "$@" >plan1.json 2>plan1.err || fail "plan after the moves failed: $(cat plan1.err)"
+nodes1=$(jq -r '.["host-nodes"]' plan1.json)
+case $nodes1 in
+  *,* | *-*) fail "after rebalance the $big MiB VM still spans nodes $nodes1" ;;
+esac
+log "after: the $big MiB VM's plan is on node $nodes1"
+
+# Every VM: claimed on one node, its threads there, its guest RAM there.
+after=$(claims)
+assert_eq "five VMs in the ledger" 5 "$(echo "$after" | wc -l)"
+for ps in $sizes; do
+  pid=${ps%%:*}
+  mib=${ps#*:}
+  node=$(echo "$after" | awk -v p="$pid" '$1 == p { print $2 }')
+  case $node in
+    [0-9]) ;;
+    *) fail "VM $pid is claimed on '$node', not one node" ;;
+  esac
+  want=$(node_cpus "$node")
+  for t in /proc/"$pid"/task/*; do
+    assert_eq "VM $pid thread ${t##*/} on node $node's CPUs" "$want" "$(cpus_allowed_of "${t##*/}")"
+  done
+  got=$(on_node "$pid" "$node" "$mib")
+  [ "$got" -ge 950 ] || fail "VM $pid has only $got permille of its guest RAM on node $node"
+  log "ok: VM $pid on node $node, $got permille of its RAM there"
+done
+lab_cleanup
+exit 0

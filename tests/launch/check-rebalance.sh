@@ -1,0 +1,98 @@
+#!/bin/sh
+# `qemu-pin rebalance` on this one-node host, with real QEMU (paused guests,
+# -S, that stay up): with nothing spanning there is nothing to move, the
+# JSON has its shape ({"moves": [], "plan": ...}), the plan member is what
+# `plan --json` prints for the same command line (and null without one), a
+# rebalance without --dry-run moves nothing and leaves every record as it
+# was, and bad input is refused in one line. Moves between nodes:
+# tests/lab/lab-rebalance.sh.
+set -u
+. "$QP_SOURCE_ROOT/tests/common/hermetic.sh"
+QEMU=$(command -v qemu-system-x86_64) || { echo "1..0 # SKIP no qemu-system-x86_64"; exit 77; }
+T=$(mktemp -d)
+SD=$T/state
+n=0
+failed=0
+cleanup() {
+  for p in $(cat "$T"/*.pid 2>/dev/null); do kill "$p" 2>/dev/null; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); failed=1; echo "not ok $n - $1"; }
+check() { # NAME WANT GOT
+  if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: expected '$2', got '$3'"; fi
+}
+
+launch() {
+  name=$1
+  shift
+  "$QP_BINARY" --state-dir="$SD" "$@" -daemonize -pidfile "$T/$name.pid" \
+    >"$T/$name.out" 2>&1 || { cat "$T/$name.out" >&2; return 1; }
+  cat "$T/$name.pid"
+}
+vm() { echo "-name $1,debug-threads=on -machine q35 -accel tcg -display none -nodefaults -S -smp 2"; }
+# The records less what their keepers measure on their own (resident-mib).
+records() { cat "$SD"/*.json | jq -S -c 'del(.["resident-mib"])' | sort; }
+rebalance() { "$QP_BINARY" rebalance --state-dir="$SD" "$@" >"$T/out" 2>"$T/err"; }
+
+# shellcheck disable=SC2046
+a=$(launch a --mode=balanced -- "$QEMU" $(vm a) -m 64) || { echo "Bail out! cannot launch VM a"; exit 1; }
+# shellcheck disable=SC2046
+b=$(launch b --mode=balanced -- "$QEMU" $(vm b) -m 96) || { echo "Bail out! cannot launch VM b"; exit 1; }
+before=$(records)
+check "two records" 2 "$(echo "$before" | wc -l)"
+
+rebalance --dry-run --json
+check "dry-run: exit status" 0 $?
+check "dry-run: nothing on stderr" "" "$(cat "$T/err")"
+check "dry-run: its members" '["kept","moves","plan"]' "$(jq -c 'keys' "$T/out")"
+check "dry-run: no moves on one node" '[]' "$(jq -c '.moves' "$T/out")"
+check "dry-run: no plan without a command line" null "$(jq -c '.plan' "$T/out")"
+
+# With a command line: the plan after the (no) moves is plan's own.
+# shellcheck disable=SC2046
+rebalance --dry-run --json --mode=balanced -- "$QEMU" $(vm c) -m 128
+check "with a command line: exit status" 0 $?
+check "with a command line: nothing on stderr" "" "$(cat "$T/err")"
+check "with a command line: no moves" '[]' "$(jq -c '.moves' "$T/out")"
+# shellcheck disable=SC2046
+"$QP_BINARY" plan --state-dir="$SD" --mode=balanced -- "$QEMU" $(vm c) -m 128 >"$T/plan" 2>"$T/plan.err"
+# The reasons quote the host's uncommitted memory, which drifts.
+check "the plan member is plan --json's" "$(jq -S -c 'del(.reasons)' "$T/plan")" "$(jq -S -c '.plan | del(.reasons)' "$T/out")"
+check "the plan claims its 128 MiB on node 0" '{"0":128}' "$(jq -c '.plan.claims["memory-mib"]' "$T/out")"
+
+# Human output: no move, and the plan summary line.
+# shellcheck disable=SC2046
+rebalance --dry-run --mode=balanced -- "$QEMU" $(vm c) -m 128
+check "human: exit status" 0 $?
+check "human: two lines" 2 "$(wc -l <"$T/out")"
+grep -q "^qemu-pin: rebalance: no VM to move$" "$T/out" && ok "human: no move said" || not_ok "human: '$(cat "$T/out")'"
+grep -q "^qemu-pin: plan: mode balanced on host node 0 (1 node; " "$T/out" && ok "human: plan line" || not_ok "human: '$(cat "$T/out")'"
+
+# Without --dry-run: nothing to move, nothing launched, nothing changed.
+# shellcheck disable=SC2046
+rebalance --mode=balanced -- "$QEMU" $(vm c) -m 128
+check "rebalance: exit status" 0 $?
+check "rebalance: nothing on stderr" "" "$(cat "$T/err")"
+check "rebalance: the records are unchanged, none added" "$before" "$(records)"
+pgrep -f -- "-name c,debug-threads" >/dev/null && not_ok "rebalance launched VM c" || ok "rebalance launched nothing"
+
+# Bad input: one line naming it, usage status, nothing changed.
+bad() { # NAME WANT_RC PATTERN ARGS...
+  name=$1 want=$2 pattern=$3
+  shift 3
+  rebalance "$@"
+  check "$name: exit status" "$want" $?
+  check "$name: one line on stderr" 1 "$(wc -l <"$T/err")"
+  check "$name: nothing on stdout" 0 "$(wc -c <"$T/out")"
+  grep -q -- "$pattern" "$T/err" && ok "$name: named" || not_ok "$name: '$(cat "$T/err")'"
+  check "$name: the records are unchanged" "$before" "$(records)"
+}
+bad "bad cooldown" 2 "cooldown 'soon' is not valid: expected seconds" --dry-run --cooldown=soon
+bad "unknown option" 2 "unknown option '--bogus'" --bogus
+bad "bad QEMU size" 1 "-m 'lots'" --dry-run -- "$QEMU" -machine q35 -accel tcg -m lots
+bad "mode none" 2 "mode none: there is no VM to make room for" --mode=none -- "$QEMU" -m 64
+echo "1..$n"
+exit $failed

@@ -83,7 +83,9 @@ check "caller-pinned: vCPU 0 stays where the caller put it" 0 "$(grep Cpus_allow
 # No room: VM b was started with a host reserve that leaves 576 MiB beside
 # it; VM c then claims 1536 MiB (not resident: -S, no prealloc). Moving b
 # needs its 64 MiB again on node 0 with c's claim counted: refused.
-room=$("$QP_BINARY" status --json --state-dir="$SD" | jq '.nodes[0]["memory-mib"].uncommitted')
+# The reserve works on the node's total less its claims (what the kernel
+# can give now only makes the room smaller), so it is sized from that rule.
+room=$("$QP_BINARY" status --json --state-dir="$SD" | jq '.nodes[0]["memory-mib"] | .total - .["hugepage-pools"] - .claimed')
 reserve=$((room - 64 - 576))
 # shellcheck disable=SC2046
 b=$(launch b --mode=balanced --reserve-mib="$reserve" -- "$QEMU" $(vm b) -m 64) || not_ok "launch b"

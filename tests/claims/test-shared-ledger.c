@@ -1024,9 +1024,10 @@ test_forged_records(void)
   g_assert_cmpint(r.status, ==, 0);
   g_test_message("%s", r.out);
   g_assert_nonnull(strstr(r.out, "3 records not counted"));
+  g_autofree char *init_path = record_path(f, "forged-init");
   g_autofree char *line =
       g_strdup_printf("%s of uid %u: its qemu-pid 1 belongs to uid 0",
-                      record_path(f, "forged-init"), (unsigned)f->uid);
+                      init_path, (unsigned)f->uid);
   g_assert_nonnull(strstr(r.out, line));
   qp_test_run_clear(&r);
 

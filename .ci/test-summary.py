@@ -3,7 +3,8 @@
 
 Usage: test-summary.py ALLOWED_SKIPS TESTLOG.json...
 
-Every failed test is named first, with the last lines of its output.
+Every failed test is named first, with the last lines of its output
+(standard output, then standard error: a sanitizer's report is there).
 
 Reads each meson testlog.json (missing ones are left out) and counts tests
 passed, failed and skipped, and the GTest subtests inside them (TAP lines
@@ -79,7 +80,8 @@ def main():
                     skips.append((name, skip_reason(r.get("stdout"))))
                 else:
                     failed += 1
-                    failures.append((name, res, r.get("stdout") or ""))
+                    failures.append((name, res, (r.get("stdout") or "") +
+                                     (r.get("stderr") or "")))
                 stdout = r.get("stdout") or ""
                 if not TAP_PLAN.search(stdout):
                     continue  # not TAP: no subtests

@@ -75,6 +75,8 @@ typedef struct {
 } QpClaim;
 
 QpClaim *qp_claim_new(void);
+/* A deep copy of CLAIM, what the reader noted (qemu_rss_mib) included. */
+QpClaim *qp_claim_copy(const QpClaim *claim);
 void qp_claim_free(QpClaim *claim);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpClaim, qp_claim_free)
 

@@ -112,37 +112,10 @@ qp_held_claim_take(const char *dir, const QpHost *host, QpClaimMakeFunc make,
   return held_new(dir, t.claim);
 }
 
-static QpClaim *
-claim_copy(const QpClaim *c)
-{
-  QpClaim *copy = qp_claim_new();
-  copy->id = g_strdup(c->id);
-  copy->name = g_strdup(c->name);
-  copy->uuid = g_strdup(c->uuid);
-  copy->qemu_pid = c->qemu_pid;
-  copy->qemu_start = c->qemu_start;
-  copy->launcher_pid = c->launcher_pid;
-  copy->launcher_start = c->launcher_start;
-  copy->keeper_pid = c->keeper_pid;
-  copy->mode = c->mode;
-  g_array_append_vals(copy->mem, c->mem->data, c->mem->len);
-  g_array_append_vals(copy->huge, c->huge->data, c->huge->len);
-  hwloc_bitmap_copy(copy->dedicated, c->dedicated);
-  g_array_append_vals(copy->load, c->load->data, c->load->len);
-  qp_cpu_load_copy(copy->cpu_load, c->cpu_load);
-  copy->best_effort = c->best_effort;
-  copy->time = c->time;
-  copy->moved_at = c->moved_at;
-  for (guint i = 0; i < c->devices->len; i++)
-    g_ptr_array_add(copy->devices, g_strdup(c->devices->pdata[i]));
-  g_array_append_vals(copy->resident, c->resident->data, c->resident->len);
-  return copy;
-}
-
 QpHeldClaim *
 qp_held_claim_adopt(const char *dir, const QpClaim *claim)
 {
-  QpHeldClaim *held = held_new(dir, claim_copy(claim));
+  QpHeldClaim *held = held_new(dir, qp_claim_copy(claim));
   held->claim->keeper_pid = getpid();
   return held;
 }

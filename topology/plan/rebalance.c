@@ -12,45 +12,12 @@
 
 /* ---- Claims -------------------------------------------------------------- */
 
-QpClaim *
-qp_rebalance_claim_copy(const QpClaim *c)
-{
-  QpClaim *copy = qp_claim_new();
-  copy->id = g_strdup(c->id);
-  copy->name = g_strdup(c->name);
-  copy->uuid = g_strdup(c->uuid);
-  copy->qemu_pid = c->qemu_pid;
-  copy->qemu_start = c->qemu_start;
-  copy->launcher_pid = c->launcher_pid;
-  copy->launcher_start = c->launcher_start;
-  copy->keeper_pid = c->keeper_pid;
-  copy->mode = c->mode;
-  if (c->mem != NULL)
-    g_array_append_vals(copy->mem, c->mem->data, c->mem->len);
-  if (c->huge != NULL)
-    g_array_append_vals(copy->huge, c->huge->data, c->huge->len);
-  if (c->dedicated != NULL)
-    hwloc_bitmap_copy(copy->dedicated, c->dedicated);
-  if (c->load != NULL)
-    g_array_append_vals(copy->load, c->load->data, c->load->len);
-  qp_cpu_load_copy(copy->cpu_load, c->cpu_load);
-  copy->best_effort = c->best_effort;
-  copy->time = c->time;
-  copy->moved_at = c->moved_at;
-  if (c->resident != NULL)
-    g_array_append_vals(copy->resident, c->resident->data, c->resident->len);
-  copy->qemu_rss_mib = c->qemu_rss_mib;
-  for (guint i = 0; c->devices != NULL && i < c->devices->len; i++)
-    g_ptr_array_add(copy->devices, g_strdup(c->devices->pdata[i]));
-  return copy;
-}
-
 static QpClaims *
 claims_copy(const QpClaims *src)
 {
   QpClaims *w = qp_claims_new();
   for (guint i = 0; i < src->claims->len; i++)
-    g_ptr_array_add(w->claims, qp_rebalance_claim_copy(src->claims->pdata[i]));
+    g_ptr_array_add(w->claims, qp_claim_copy(src->claims->pdata[i]));
   hwloc_bitmap_copy(w->blocked_nodes, src->blocked_nodes);
   return w;
 }

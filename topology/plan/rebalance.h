@@ -105,9 +105,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpRebalance, qp_rebalance_free)
 /* TRUE when CLAIM names a VFIO device among its devices. */
 gboolean qp_claim_has_vfio(const QpClaim *claim);
 
-/* A copy of CLAIM (every field). */
-QpClaim *qp_rebalance_claim_copy(const QpClaim *claim);
-
 /* Plans the moves. VMS (N_VMS of them) say what each claim of CLAIMS
  * allows; a claim without one is never moved. Fails only where
  * qp_plan_compute() would fail for another reason than room. */

@@ -59,18 +59,28 @@ add_line(const char *line, hwloc_const_bitmap_t nodes, Sum *bound, Sum *anon)
   }
 }
 
-gboolean
-qp_mem_where(int pid, hwloc_const_bitmap_t nodes, QpMemWhere *out,
-             GError **error)
+/* /proc/PID/NAME whole, or NULL with ERROR set. */
+static char *
+proc_file(int pid, const char *name, GError **error)
 {
-  g_autofree char *path = g_strdup_printf("/proc/%d/numa_maps", pid);
-  g_autofree char *text = NULL;
+  g_autofree char *path = g_strdup_printf("/proc/%d/%s", pid, name);
+  char *text = NULL;
   g_autoptr(GError) local = NULL;
   if (!g_file_get_contents(path, &text, NULL, &local)) {
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
                 "cannot read %s: %s", path, local->message);
-    return FALSE;
+    return NULL;
   }
+  return text;
+}
+
+gboolean
+qp_mem_where(int pid, hwloc_const_bitmap_t nodes, QpMemWhere *out,
+             GError **error)
+{
+  g_autofree char *text = proc_file(pid, "numa_maps", error);
+  if (text == NULL)
+    return FALSE;
   Sum bound = {0, 0}, anon = {0, 0};
   g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
@@ -167,14 +177,9 @@ qp_mem_move_pages(int pid, hwloc_const_bitmap_t host_nodes,
                   hwloc_const_bitmap_t to, guint rate_mib, guint64 *moved_mib,
                   GError **error)
 {
-  g_autofree char *path = g_strdup_printf("/proc/%d/maps", pid);
-  g_autofree char *text = NULL;
-  g_autoptr(GError) local = NULL;
-  if (!g_file_get_contents(path, &text, NULL, &local)) {
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
-                "cannot read %s: %s", path, local->message);
+  g_autofree char *text = proc_file(pid, "maps", error);
+  if (text == NULL)
     return FALSE;
-  }
   g_autofree Mover *m = g_new0(Mover, 1);
   m->pid = pid;
   m->rate_mib = rate_mib;

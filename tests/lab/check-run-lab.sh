@@ -3,9 +3,10 @@
 # progress (no QP-LAB-SCRIPT line) within --boot-timeout is stopped and
 # booted once more, saying so; a boot stuck twice is a boot failure (exit
 # 2); a script that started is never stopped for taking longer than that,
-# and its FAIL verdict is never retried. A stuck boot is a stand-in QEMU
-# first on PATH that sleeps instead of booting, for as many calls as
-# STALL_BOOTS says, then runs the real QEMU.
+# and its FAIL verdict is never retried; a stuck boot's report names where
+# its vCPUs were. A stuck boot is the real QEMU started paused (-S) by a
+# stand-in first on PATH, for as many calls as STALL_BOOTS says: its vCPUs
+# wait at the reset vector; later calls run the real QEMU as asked.
 #
 # Usage: check-run-lab.sh (QP_BUILD_ROOT, QP_SOURCE_ROOT from meson)
 set -u
@@ -21,7 +22,7 @@ cat >"$work/bin/qemu-system-x86_64" <<EOF
 #!/bin/sh
 n=\$(cat "$work/calls" 2>/dev/null || echo 0)
 echo \$((n + 1)) >"$work/calls"
-[ "\$n" -ge "\${STALL_BOOTS:-0}" ] || exec sleep 1000
+[ "\$n" -ge "\${STALL_BOOTS:-0}" ] || exec "$real" "\$@" -S
 exec "$real" "\$@"
 EOF
 chmod 755 "$work/bin/qemu-system-x86_64"
@@ -47,6 +48,12 @@ echo "# a boot stuck once: stopped after 30 s, booted again, PASS"
 lab "$work/pass.sh" 1 30 0 2
 said "^run-lab: cpuless: boot made no progress in 30 s (no QP-LAB-SCRIPT line on the console; stuck in the kernel, before /init), retrying once" ||
   fail "the retry is not said"
+said "^run-lab: cpuless: stuck boot: host load [0-9.]* [0-9.]* [0-9.]*; QEMU's threads used [0-9.]* s of CPU: vCPUs [0-9.]*, [0-9.]*" ||
+  fail "the stuck boot's load and CPU time are not said"
+# Paused at reset, every vCPU is at the reset vector, RIP fff0 (CS base
+# ffff0000), which no kernel symbol names.
+said "^run-lab: cpuless: stuck boot: vCPUs at 0: fff0; 1: fff0" ||
+  fail "where the stuck boot's vCPUs were is not said"
 said "^run-lab: cpuless: PASS in .* attempt 2;" || fail "the PASS is not the second attempt's"
 echo "ok: stuck once, retried once, PASS"
 

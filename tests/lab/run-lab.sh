@@ -185,6 +185,7 @@ for attempt in 1 2; do
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
     $extra_shares $devices \
     -nodefaults -display none -serial "file:$console" -no-reboot \
+    -monitor "unix:$run/hmp.sock,server=on,wait=off" -name lab,debug-threads=on \
     >"$run/qemu.log" 2>&1 </dev/null &
   qpid=$!
   trap 'kill $qpid 2>/dev/null || true' EXIT INT TERM
@@ -197,6 +198,10 @@ for attempt in 1 2; do
         booted=$now
       elif [ "$now" -ge "$boot_timeout" ]; then
         stuck=1
+        # What it was doing, for the log: the host's load, the CPU time
+        # of its threads, where its vCPUs were (tests/lab/stuck-report.py).
+        python3 "$here/stuck-report.py" "$run/hmp.sock" "$qpid" "$lab/System.map" 2>&1 |
+          sed "s/^/run-lab: $shape: stuck boot: /" >"$run/stuck-report" || true
         kill "$qpid" 2>/dev/null || true
         break
       fi
@@ -222,6 +227,7 @@ for attempt in 1 2; do
     where="in the kernel, before /init"
     grep -aq '^QP-LAB-INIT:' "$console" 2>/dev/null && where="in /init, before the script"
     echo "run-lab: $shape: boot made no progress in ${boot_timeout} s (no QP-LAB-SCRIPT line on the console; stuck $where), retrying once"
+    cat "$run/stuck-report" 2>/dev/null || true
     if [ -s "$console" ]; then
       echo "run-lab: $shape: the stuck boot's last console lines:"
       tail -n 5 "$console" | tr -d '\r'

@@ -72,6 +72,7 @@ actual=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { sub(/^\./, "", $6); print $1, $6
 expected=$( (cat <<'EOF'
 -rwxr-xr-x /usr/bin/qemu-pin
 -rw-r--r-- /usr/lib/x86_64-linux-gnu/qemu-pin/qemu-pin-full.so
+-rw-r--r-- /usr/lib/x86_64-linux-gnu/qemu-pin/qemu-pin-launch.so
 -rwxr-xr-x /usr/sbin/qemu-pin-takeover
 lrwxrwxrwx /usr/libexec/qemu-pin/qemu-system-x86_64
 -rw-r--r-- /usr/lib/tmpfiles.d/qemu-pin.conf

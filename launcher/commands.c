@@ -10,6 +10,7 @@
 
 #include "launcher/front/front.h"
 
+#include "launcher/edge.h"
 #include "launcher/launch.h"
 #include "launcher/log.h"
 #include "launcher/move.h"
@@ -21,26 +22,6 @@
 #include "topology/host/host.h"
 #include "topology/ledger/ledger.h"
 #include "topology/status/status.h"
-
-char *
-qp_find_real_qemu(const char *argv0, GError **error)
-{
-  int no_self = 0;
-  char *found = qp_front_find_qemu(argv0, g_getenv("PATH"), &no_self);
-  if (found != NULL)
-    return found;
-  if (no_self) {
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
-                "cannot stat /proc/self/exe: %s", g_strerror(errno));
-    return NULL;
-  }
-  g_autofree char *base = g_path_get_basename(argv0);
-  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
-              "no real QEMU binary named '%s' on PATH other than qemu-pin "
-              "itself: set QEMU_PIN_QEMU or the config key 'qemu'",
-              base);
-  return NULL;
-}
 
 /* ---- Output -------------------------------------------------------------- */
 
@@ -89,6 +70,10 @@ static int
 cmd_plan(const QpOptions *opts, const QpQemuArgs *args, gboolean plan_only,
          GError **error)
 {
+  if (args == NULL) {
+    print_plan_none(opts);
+    return 0;
+  }
   g_autoptr(QpHost) host = NULL;
   g_autoptr(QpPlan) plan = qp_launch_plan(opts, args, plan_only, &host, error);
   if (plan == NULL)
@@ -185,76 +170,9 @@ cmd_status(QpOptions *opts, GError **error)
   return 0;
 }
 
-/* QEMU exactly as the caller asked (help, probes, mode none): returns only
- * if the exec failed. */
-static int
-exec_straight(const char *binary, const char *argv0, int argc, char **argv,
-              GError **error)
-{
-  g_autofree char **full = g_new0(char *, (gsize)argc + 2);
-  full[0] = (char *)argv0;
-  for (int i = 0; i < argc; i++)
-    full[i + 1] = argv[i];
-  qp_exec(binary, full, error);
-  return -1;
-}
+static int run_command(QpOptions *opts, int argc, char **argv, GError **error);
 
-/* Resolves settings, parses the QEMU command and launches or plans. The
- * mode comes first: in mode none QEMU runs as the caller asked, whatever
- * qemu-pin would have made of its command line. */
-static int
-run_qemu(QpOptions *opts, const char *binary, const char *argv0, int argc,
-         char **argv, gboolean plan_only, GError **error)
-{
-  g_autofree char *dropped = NULL;
-  g_auto(GStrv) safe = qp_argv_daemonize_safe((guint)argc, argv, &dropped);
-  if (safe != NULL)
-    argv = safe;
-  g_autoptr(QpVmIds) vm = qp_vm_ids_from_argv((guint)argc, argv);
-  if (!qp_options_parse_env(opts, error) ||
-      !qp_options_load_config(opts, vm, error))
-    return -1;
-  qp_log_init(opts->verbose);
-  qp_log_set_vm(vm->name);
-  if (dropped != NULL)
-    qp_info("-daemonize: prealloc-context taken off memory backend%s %s "
-            "(QEMU starts a thread-context's thread before its fork, and "
-            "the daemon would wait for it forever)",
-            strchr(dropped, ',') ? "s" : "", dropped);
-  g_autoptr(GError) local = NULL;
-  g_autoptr(QpQemuArgs) args = qp_launch_read(opts, (guint)argc, argv, &local);
-  if (args == NULL && local == NULL) {
-    if (!plan_only && !opts->dry_run)
-      return exec_straight(binary, argv0, argc, argv, error);
-    print_plan_none(opts);
-    return 0;
-  }
-  if (args == NULL) {
-    g_propagate_error(error, g_steal_pointer(&local));
-    return -1;
-  }
-  if (args->passthrough && !plan_only)
-    return exec_straight(binary, argv0, argc, argv, error);
-  if (plan_only || opts->dry_run)
-    return cmd_plan(opts, args, plan_only, error);
-  return qp_launch(opts, binary, argv0, args, error);
-}
-
-/* Installed or linked under a QEMU binary's name: every argument is
- * QEMU's; qemu-pin's settings come from the environment and config. */
-static int
-run_drop_in(QpOptions *opts, int argc, char **argv, GError **error)
-{
-  /* The config may name the binary: read it before looking on PATH. */
-  if (!qp_options_parse_env(opts, error) ||
-      !qp_options_load_config(opts, NULL, error))
-    return -1;
-  g_autofree char *real =
-      opts->qemu ? g_strdup(opts->qemu) : qp_find_real_qemu(argv[0], error);
-  if (real == NULL)
-    return -1;
-  return run_qemu(opts, real, argv[0], argc - 1, argv + 1, FALSE, error);
-}
+static const QpEdge full_edge = {cmd_plan, run_command};
 
 /* qemu-pin [topology|status|plan|move|rebalance] [OPTIONS] [--] [QEMU_BINARY
  * ARGS...] */
@@ -262,81 +180,36 @@ static int
 run_command(QpOptions *opts, int argc, char **argv, GError **error)
 {
   const char *cmd = argc > 1 ? argv[1] : NULL;
-  int shift = 0;
-  if (cmd != NULL && (strcmp(cmd, "topology") == 0 ||
-                      strcmp(cmd, "status") == 0 || strcmp(cmd, "plan") == 0))
-    shift = 1;
-  if (cmd != NULL && (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0)) {
+  if (cmd == NULL || !qp_front_is_command(cmd))
+    return qp_edge_qemu_command(&full_edge, opts, argc, argv, 0, error);
+  if (strcmp(cmd, "plan") == 0)
+    return qp_edge_qemu_command(&full_edge, opts, argc, argv, 1, error);
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
     g_print("%s", qp_options_help());
     return 0;
   }
-  if (cmd != NULL && strcmp(cmd, "move") == 0)
+  if (strcmp(cmd, "move") == 0)
     return qp_cmd_move(opts, argc - 1, argv + 1, error);
-  if (cmd != NULL && strcmp(cmd, "rebalance") == 0)
+  if (strcmp(cmd, "rebalance") == 0)
     return qp_cmd_rebalance(opts, argc - 1, argv + 1, error);
-  if (cmd != NULL && strcmp(cmd, "--version") == 0) {
+  if (strcmp(cmd, "--version") == 0) {
     g_print("qemu-pin %s\n", QP_VERSION);
     return 0;
   }
-
+  /* topology, status */
   int qemu_index;
-  gboolean takes_qemu = shift == 0 || strcmp(cmd, "plan") == 0;
-  if (!qp_options_parse_cli(opts, argc - shift, argv + shift, takes_qemu,
-                            &qemu_index, error))
+  if (!qp_options_parse_cli(opts, argc - 1, argv + 1, FALSE, &qemu_index,
+                            error) ||
+      !qp_options_parse_env(opts, error))
     return -1;
-  qemu_index += shift;
-
-  if (shift == 1 && strcmp(cmd, "topology") == 0)
-    return qp_options_parse_env(opts, error) ? cmd_topology(opts, error) : -1;
-  if (shift == 1 && strcmp(cmd, "status") == 0)
-    return qp_options_parse_env(opts, error) &&
-                   qp_options_load_config(opts, NULL, error)
-               ? cmd_status(opts, error)
-               : -1;
-  if (qemu_index >= argc) {
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
-                "no QEMU binary given: usage: qemu-pin [OPTIONS] "
-                "[--] QEMU_BINARY [QEMU_ARGS...] (see --help)");
-    return -1;
-  }
-  return run_qemu(opts, argv[qemu_index], argv[qemu_index],
-                  argc - qemu_index - 1, argv + qemu_index + 1, shift == 1,
-                  error);
+  if (strcmp(cmd, "topology") == 0)
+    return cmd_topology(opts, error);
+  return qp_options_load_config(opts, NULL, error) ? cmd_status(opts, error)
+                                                   : -1;
 }
 
-/* The front's decision first (launcher/front/front.h): help, probes and
- * mode none run QEMU straight, as they do before this program is loaded. */
-static int
-run_straight(int argc, char **argv, GError **error)
-{
-  QpFrontExec e;
-  if (!qp_front_decide(argc, argv, environ, &e))
-    return 0;
-  qp_exec(e.binary, e.argv, error);
-  qp_front_exec_clear(&e);
-  return -1;
-}
-
-/* The edge: the only place that says an error and chooses the exit status
- * (qp_error_exit_status()). */
 int
 qp_main(int argc, char **argv, const struct timespec *t0)
 {
-  qp_timing_start(t0);
-  qp_timing("loaded");
-  g_autoptr(GError) error = NULL;
-  QpOptions opts;
-  qp_options_init(&opts);
-  qp_log_init(0);
-  g_autofree char *self = g_path_get_basename(argv[0]);
-  int rc = run_straight(argc, argv, &error);
-  if (rc == 0 && error == NULL)
-    rc = qp_is_qemu_name(self) ? run_drop_in(&opts, argc, argv, &error)
-                               : run_command(&opts, argc, argv, &error);
-  if (rc < 0) {
-    qp_error("%s", error->message);
-    rc = qp_error_exit_status(error);
-  }
-  qp_options_clear(&opts);
-  return rc;
+  return qp_edge_main(argc, argv, t0, &full_edge);
 }

@@ -10,8 +10,4 @@ G_BEGIN_DECLS
 /* The full program; T0 the front's start (CLOCK_MONOTONIC), or NULL. */
 int qp_main(int argc, char **argv, const struct timespec *t0);
 
-/* The real QEMU binary for a drop-in invoked as ARGV0 (see
- * qp_front_find_qemu()), or NULL with the error. */
-char *qp_find_real_qemu(const char *argv0, GError **error);
-
 G_END_DECLS

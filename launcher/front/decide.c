@@ -216,3 +216,16 @@ qp_front_exec_clear(QpFrontExec *e)
   free(e->argv);
   *e = (QpFrontExec){0};
 }
+
+int
+qp_front_is_command(const char *arg)
+{
+  static const char *const commands[] = {"topology", "status",    "plan",
+                                         "move",     "rebalance", "--help",
+                                         "-h",       "--version"};
+  for (size_t i = 0; arg != NULL && i < sizeof(commands) / sizeof(*commands);
+       i++)
+    if (strcmp(arg, commands[i]) == 0)
+      return 1;
+  return 0;
+}

@@ -59,6 +59,11 @@ const char *qp_front_getenv(char **envp, const char *name);
  * kvm, qemu-kvm. */
 int qp_is_qemu_name(const char *name);
 
+/* TRUE if ARG, the first argument, names one of qemu-pin's own commands
+ * (topology, status, plan, move, rebalance, --help, -h, --version): the
+ * full module's work; anything else is a launch. */
+int qp_front_is_command(const char *arg);
+
 /* PATH's last component as GLib's g_path_get_basename() gives it: a string
  * of malloc(). */
 char *qp_front_basename(const char *path);

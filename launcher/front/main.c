@@ -1,8 +1,10 @@
 /* qemu-pin: the front. Linked with the C library alone, it runs QEMU
  * straight for help, probes and mode none (front.h), and otherwise loads
- * the full program, qemu-pin-full.so (launcher/module.c), next to this
- * executable in a build tree, else where it is installed (QP_MODULE_DIR:
- * relative to this executable's directory, or absolute). */
+ * a module next to this executable in a build tree, else where it is
+ * installed (QP_MODULE_DIR: relative to this executable's directory, or
+ * absolute): for a launch qemu-pin-launch.so (launcher/launch-module.c),
+ * which loads no json-glib, GObject or GIO; for qemu-pin's own commands
+ * the full program, qemu-pin-full.so (launcher/module.c). */
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
@@ -13,13 +15,14 @@
 
 #include "launcher/front/front.h"
 
-#define MODULE "qemu-pin-full.so"
+#define FULL_MODULE "qemu-pin-full.so"
+#define LAUNCH_MODULE "qemu-pin-launch.so"
 
 typedef int (*ModuleMain)(int argc, char **argv, const struct timespec *t0);
 
-/* The module's path: a string of malloc(), or NULL. */
+/* Module NAME's path: a string of malloc(), or NULL. */
 static char *
-module_path(void)
+module_path(const char *name)
 {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -31,22 +34,22 @@ module_path(void)
     return NULL;
   *slash = '\0';
   char *p = NULL;
-  if (asprintf(&p, "%s/" MODULE, exe) < 0)
+  if (asprintf(&p, "%s/%s", exe, name) < 0)
     return NULL;
   if (access(p, R_OK) == 0)
     return p;
   free(p);
   int absolute = QP_MODULE_DIR[0] == '/';
-  if (asprintf(&p, "%s%s" QP_MODULE_DIR "/" MODULE, absolute ? "" : exe,
-               absolute ? "" : "/") < 0)
+  if (asprintf(&p, "%s%s" QP_MODULE_DIR "/%s", absolute ? "" : exe,
+               absolute ? "" : "/", name) < 0)
     return NULL;
   return p;
 }
 
 static int
-run_full(int argc, char **argv, const struct timespec *t0)
+run_module(const char *name, int argc, char **argv, const struct timespec *t0)
 {
-  char *path = module_path();
+  char *path = module_path(name);
   void *module = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
   ModuleMain main_of = NULL;
   if (module != NULL)
@@ -54,7 +57,7 @@ run_full(int argc, char **argv, const struct timespec *t0)
   if (main_of == NULL) {
     const char *why = dlerror();
     fprintf(stderr, "qemu-pin: cannot load the rest of qemu-pin (%s): %s\n",
-            path ? path : MODULE, why ? why : "no such file");
+            path ? path : name, why ? why : "no such file");
     free(path);
     return 1;
   }
@@ -86,5 +89,10 @@ main(int argc, char **argv)
     /* The full program says why, and exits as it does. */
     qp_front_exec_clear(&e);
   }
-  return run_full(argc, argv, &t0);
+  /* A drop-in, or qemu-pin with no command of its own, launches. */
+  char *self = qp_front_basename(argv[0]);
+  int command = self != NULL && !qp_is_qemu_name(self) && argc > 1 &&
+                qp_front_is_command(argv[1]);
+  free(self);
+  return run_module(command ? FULL_MODULE : LAUNCH_MODULE, argc, argv, &t0);
 }

@@ -45,6 +45,9 @@ typedef struct {
   const char *const *start_backends;
   const char *topology;
   const QpPlacementOptions *placement;
+  /* The full module (launcher/hand-over.h), which the keeper loads to run:
+   * the launch module has no keeper of its own. */
+  const char *full_module;
 } QpKeeperConfig;
 
 /* The address of the control socket of the keeper KEEPER_PID (an abstract
@@ -52,7 +55,8 @@ typedef struct {
 socklen_t qp_keeper_control_address(int keeper_pid, struct sockaddr_un *sa);
 
 /* The keeper's life: apply the plan, resume, hold the claim until QEMU
- * exits, then release it. Never returns. */
+ * exits, then release it. Never returns. In the full module only: a
+ * spawned keeper enters it through cfg->full_module. */
 G_GNUC_NORETURN void qp_keeper_main(const QpKeeperConfig *cfg);
 
 /* A keeper started (spawn.c), not a child of this process, in a session

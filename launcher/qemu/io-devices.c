@@ -39,27 +39,17 @@ put(GHashTable *t, const char *key, const char *value)
 
 /* A JSON blockdev (or its inline "file"), named NAME ("" when inline). */
 static void
-read_json_node(Names *n, JsonObject *o, const char *name)
+read_json_node(Names *n, const QpJv *o, const char *name)
 {
-  const char *own =
-      json_object_get_string_member_with_default(o, "node-name", NULL);
-  const char *key = own != NULL ? own : name;
-  if (json_object_has_member(o, "filename")) {
-    JsonNode *f = json_object_get_member(o, "filename");
-    if (JSON_NODE_HOLDS_VALUE(f) &&
-        json_node_get_value_type(f) == G_TYPE_STRING)
-      put(n->node_file, key, json_node_get_string(f));
-  }
-  JsonNode *file = json_object_get_member(o, "file");
-  if (file == NULL)
-    return;
-  if (JSON_NODE_HOLDS_OBJECT(file)) {
+  const char *key = qp_jv_get_string_or(o, "node-name", name);
+  put(n->node_file, key, qp_jv_get_string(qp_jv_get(o, "filename")));
+  const QpJv *file = qp_jv_get(o, "file");
+  if (qp_jv_is(file, QP_JV_OBJECT)) {
     g_autofree char *inner = g_strdup_printf("%s/file", key);
     put(n->node_child, key, inner);
-    read_json_node(n, json_node_get_object(file), inner);
-  } else if (JSON_NODE_HOLDS_VALUE(file) &&
-             json_node_get_value_type(file) == G_TYPE_STRING) {
-    put(n->node_child, key, json_node_get_string(file));
+    read_json_node(n, file, inner);
+  } else {
+    put(n->node_child, key, qp_jv_get_string(file));
   }
 }
 

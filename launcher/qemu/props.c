@@ -21,15 +21,14 @@ qp_props_read(QpProps *p, const char *option, const char *text,
     return TRUE;
   }
   g_autoptr(GError) local = NULL;
-  p->parser = json_parser_new();
-  if (!json_parser_load_from_data(p->parser, text, -1, &local))
+  g_autoptr(QpJv) root = qp_jv_parse(text, -1, &local);
+  if (root == NULL)
     return qp_args_invalid(error, "%s '%s' is not valid JSON: %s", option, text,
                            local->message);
-  JsonNode *root = json_parser_get_root(p->parser);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+  if (!qp_jv_is(root, QP_JV_OBJECT))
     return qp_args_invalid(error, "%s '%s': expected a JSON object", option,
                            text);
-  p->json = json_node_get_object(root);
+  p->json = g_steal_pointer(&root);
   return TRUE;
 }
 
@@ -40,19 +39,16 @@ qp_props_clear(QpProps *p)
     g_array_unref(p->kv);
   if (p->edited != NULL)
     g_string_free(p->edited, TRUE);
-  g_clear_object(&p->parser);
+  g_clear_pointer(&p->json, qp_jv_free);
   memset(p, 0, sizeof(*p));
 }
 
 /* The JSON member KEY when it is a value of TYPE, else NULL. */
-static JsonNode *
-json_value(const QpProps *p, const char *key, GType type)
+static const QpJv *
+json_value(const QpProps *p, const char *key, QpJvType type)
 {
-  JsonNode *n = json_object_get_member(p->json, key);
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
-      json_node_get_value_type(n) != type)
-    return NULL;
-  return n;
+  const QpJv *n = qp_jv_get(p->json, key);
+  return qp_jv_is(n, type) ? n : NULL;
 }
 
 static gboolean
@@ -60,12 +56,12 @@ json_type_ok(const QpProps *p, const char *key, QpPropType type)
 {
   switch (type) {
   case QP_PROP_BOOL:
-    return json_value(p, key, G_TYPE_BOOLEAN) != NULL;
+    return json_value(p, key, QP_JV_BOOL) != NULL;
   case QP_PROP_SIZE:
-    return json_value(p, key, G_TYPE_INT64) != NULL &&
-           json_object_get_int_member(p->json, key) >= 0;
+    return json_value(p, key, QP_JV_INT) != NULL &&
+           qp_jv_get_int(qp_jv_get(p->json, key)) >= 0;
   case QP_PROP_STRING:
-    return json_value(p, key, G_TYPE_STRING) != NULL;
+    return json_value(p, key, QP_JV_STRING) != NULL;
   }
   return FALSE;
 }
@@ -88,10 +84,10 @@ qp_props_check(const QpProps *p, const QpPropSchema *schema, GError **error)
 {
   if (p->json == NULL)
     return TRUE;
-  g_autoptr(GList) members = json_object_get_members(p->json);
-  for (GList *l = members; l != NULL; l = l->next)
+  for (guint i = 0; i < qp_jv_len(p->json); i++)
     for (const QpPropSchema *s = schema; s->key != NULL; s++)
-      if (strcmp(s->key, l->data) == 0 && !json_type_ok(p, s->key, s->type))
+      if (strcmp(s->key, qp_jv_key(p->json, i)) == 0 &&
+          !json_type_ok(p, s->key, s->type))
         return json_type_error(p, s->key, s->type, error);
   return TRUE;
 }
@@ -99,7 +95,7 @@ qp_props_check(const QpProps *p, const QpPropSchema *schema, GError **error)
 gboolean
 qp_props_has(const QpProps *p, const char *key)
 {
-  return p->json != NULL ? json_object_has_member(p->json, key)
+  return p->json != NULL ? qp_jv_get(p->json, key) != NULL
                          : qp_kv_get(p->kv, key) != NULL;
 }
 
@@ -108,8 +104,7 @@ qp_props_string(const QpProps *p, const char *key)
 {
   if (p->json == NULL)
     return qp_kv_get(p->kv, key);
-  JsonNode *n = json_value(p, key, G_TYPE_STRING);
-  return n != NULL ? json_node_get_string(n) : NULL;
+  return qp_jv_get_string(json_value(p, key, QP_JV_STRING));
 }
 
 gboolean
@@ -117,7 +112,7 @@ qp_props_get_string(const QpProps *p, const char *key, const char **out,
                     GError **error)
 {
   *out = qp_props_string(p, key);
-  if (*out == NULL && p->json != NULL && json_object_has_member(p->json, key))
+  if (*out == NULL && p->json != NULL && qp_jv_get(p->json, key) != NULL)
     return json_type_error(p, key, QP_PROP_STRING, error);
   return TRUE;
 }
@@ -130,7 +125,7 @@ qp_props_bool(const QpProps *p, const char *key, gboolean *out, GError **error)
   if (p->json != NULL) {
     if (!json_type_ok(p, key, QP_PROP_BOOL))
       return json_type_error(p, key, QP_PROP_BOOL, error);
-    *out = json_object_get_boolean_member(p->json, key);
+    *out = qp_jv_get_bool(qp_jv_get(p->json, key));
     return TRUE;
   }
   const char *v = qp_kv_get(p->kv, key);
@@ -150,7 +145,7 @@ qp_props_size(const QpProps *p, const char *key, guint64 *out, gboolean *given,
   if (p->json != NULL) {
     if (!json_type_ok(p, key, QP_PROP_SIZE))
       return json_type_error(p, key, QP_PROP_SIZE, error);
-    *out = (guint64)json_object_get_int_member(p->json, key);
+    *out = (guint64)qp_jv_get_int(qp_jv_get(p->json, key));
     return TRUE;
   }
   g_autofree char *what =
@@ -164,26 +159,24 @@ qp_props_index_set(const QpProps *p, const char *key, guint64 max,
 {
   if (p->json == NULL)
     return qp_kv_index_set(p->kv, key, max, p->option, p->text, out, error);
-  JsonNode *node = json_object_get_member(p->json, key);
-  if (node == NULL)
+  const QpJv *arr = qp_jv_get(p->json, key);
+  if (arr == NULL)
     return TRUE;
-  if (!JSON_NODE_HOLDS_ARRAY(node))
+  if (!qp_jv_is(arr, QP_JV_ARRAY))
     return qp_args_invalid(error,
                            "%s '%s': '%s' must be an array of node "
                            "numbers",
                            p->option, p->text, key);
-  JsonArray *arr = json_node_get_array(node);
   g_auto(hwloc_bitmap_t) set = hwloc_bitmap_alloc();
-  for (guint i = 0; i < json_array_get_length(arr); i++) {
-    JsonNode *e = json_array_get_element(arr, i);
-    if (!JSON_NODE_HOLDS_VALUE(e) ||
-        json_node_get_value_type(e) != G_TYPE_INT64 ||
-        json_node_get_int(e) < 0 || (guint64)json_node_get_int(e) > max)
+  for (guint i = 0; i < qp_jv_len(arr); i++) {
+    const QpJv *e = qp_jv_item(arr, i);
+    if (!qp_jv_is(e, QP_JV_INT) || qp_jv_get_int(e) < 0 ||
+        (guint64)qp_jv_get_int(e) > max)
       return qp_args_invalid(
           error,
           "%s '%s': '%s' must hold integers from 0 to %" G_GUINT64_FORMAT,
           p->option, p->text, key, max);
-    hwloc_bitmap_set(set, (unsigned)json_node_get_int(e));
+    hwloc_bitmap_set(set, (unsigned)qp_jv_get_int(e));
   }
   *out = g_steal_pointer(&set);
   return TRUE;
@@ -195,7 +188,7 @@ qp_props_bool_or(const QpProps *p, const char *key, gboolean fallback)
   gboolean v = fallback;
   if (p->json != NULL)
     return json_type_ok(p, key, QP_PROP_BOOL)
-               ? json_object_get_boolean_member(p->json, key)
+               ? qp_jv_get_bool(qp_jv_get(p->json, key))
                : fallback;
   return qp_parse_bool(qp_kv_get(p->kv, key), &v) ? v : fallback;
 }
@@ -206,7 +199,7 @@ qp_props_uint_or_zero(const QpProps *p, const char *key)
   guint64 v = 0;
   if (p->json != NULL)
     return json_type_ok(p, key, QP_PROP_SIZE)
-               ? (guint64)json_object_get_int_member(p->json, key)
+               ? (guint64)qp_jv_get_int(qp_jv_get(p->json, key))
                : 0;
   return qp_parse_uint(qp_kv_get(p->kv, key), G_MAXUINT64, &v) ? v : 0;
 }
@@ -225,7 +218,7 @@ void
 qp_props_set_string(QpProps *p, const char *key, const char *value)
 {
   if (p->json != NULL)
-    json_object_set_string_member(p->json, key, value);
+    qp_jv_set(p->json, key, qp_jv_string(value));
   else
     qp_kv_append(p->edited, key, value);
 }
@@ -237,18 +230,18 @@ qp_props_set_index_set(QpProps *p, const char *key, hwloc_const_bitmap_t set)
     qp_kv_append_set(p->edited, key, set);
     return;
   }
-  JsonArray *arr = json_array_new();
+  QpJv *arr = qp_jv_array();
   int n;
-  hwloc_bitmap_foreach_begin(n, set) json_array_add_int_element(arr, n);
+  hwloc_bitmap_foreach_begin(n, set) qp_jv_add(arr, qp_jv_int(n));
   hwloc_bitmap_foreach_end();
-  json_object_set_array_member(p->json, key, arr);
+  qp_jv_set(p->json, key, arr);
 }
 
 void
 qp_props_remove(QpProps *p, const char *key)
 {
   if (p->json != NULL) {
-    json_object_remove_member(p->json, key);
+    qp_jv_remove(p->json, key);
     return;
   }
   g_autofree char *without = qp_kv_without(p->edited->str, key, p->implied);
@@ -260,7 +253,5 @@ qp_props_to_text(const QpProps *p)
 {
   if (p->json == NULL)
     return g_strdup(p->edited->str);
-  g_autoptr(JsonGenerator) gen = json_generator_new();
-  json_generator_set_root(gen, json_parser_get_root(p->parser));
-  return json_generator_to_data(gen, NULL);
+  return qp_jv_write(p->json, FALSE);
 }

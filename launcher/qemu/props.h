@@ -8,7 +8,8 @@
 
 #include <glib.h>
 #include <hwloc.h>
-#include <json-glib/json-glib.h>
+
+#include "topology/base/jvalue.h"
 
 G_BEGIN_DECLS
 
@@ -16,10 +17,9 @@ typedef struct {
   const char *option; /* "-object", "-device": names the value in errors */
   const char *text;   /* the value as written */
   const char *implied;
-  GArray *kv;         /* key=value: its items (of QpKvPair); else NULL */
-  GString *edited;    /* key=value: the text with the edits */
-  JsonParser *parser; /* JSON: holds the object; else NULL */
-  JsonObject *json;   /* JSON: the object; else NULL */
+  GArray *kv;      /* key=value: its items (of QpKvPair); else NULL */
+  GString *edited; /* key=value: the text with the edits */
+  QpJv *json;      /* JSON: the object; else NULL */
 } QpProps;
 
 typedef enum {

@@ -30,6 +30,7 @@ echo "# meson install --destdir $dest"
 # Every file and symlink, with its mode, as installed.
 expected="-rwxr-xr-x $bindir/qemu-pin
 -rwxr-xr-x $(abs "$QP_MODULE_DIR")/qemu-pin-full.so
+-rwxr-xr-x $(abs "$QP_MODULE_DIR")/qemu-pin-launch.so
 -rwxr-xr-x $sbindir/qemu-pin-takeover
 lrwxrwxrwx $libexecdir/qemu-pin/qemu-system-x86_64
 -rw-r--r-- $mandir/man1/qemu-pin.1

@@ -54,3 +54,45 @@ qp_json_add_node_member(JsonBuilder *b, int node, gint64 v)
   g_snprintf(key, sizeof key, "%d", node);
   qp_json_add_int(b, key, v);
 }
+
+void
+qp_json_add_jv(JsonBuilder *b, const QpJv *v)
+{
+  switch (qp_jv_type(v)) {
+  case QP_JV_NULL:
+    json_builder_add_null_value(b);
+    return;
+  case QP_JV_BOOL:
+    json_builder_add_boolean_value(b, qp_jv_get_bool(v));
+    return;
+  case QP_JV_INT:
+    json_builder_add_int_value(b, qp_jv_get_int(v));
+    return;
+  case QP_JV_DOUBLE:
+    json_builder_add_double_value(b, qp_jv_get_double(v));
+    return;
+  case QP_JV_STRING:
+    json_builder_add_string_value(b, qp_jv_get_string(v));
+    return;
+  case QP_JV_ARRAY:
+    json_builder_begin_array(b);
+    for (guint i = 0; i < qp_jv_len(v); i++)
+      qp_json_add_jv(b, qp_jv_item(v, i));
+    json_builder_end_array(b);
+    return;
+  case QP_JV_OBJECT:
+    json_builder_begin_object(b);
+    qp_json_add_jv_members(b, v);
+    json_builder_end_object(b);
+    return;
+  }
+}
+
+void
+qp_json_add_jv_members(JsonBuilder *b, const QpJv *object)
+{
+  for (guint i = 0; i < qp_jv_len(object); i++) {
+    json_builder_set_member_name(b, qp_jv_key(object, i));
+    qp_json_add_jv(b, qp_jv_value(object, i));
+  }
+}

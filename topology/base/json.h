@@ -6,6 +6,8 @@
 #include <json-glib/json-glib.h>
 #include <hwloc.h>
 
+#include "topology/base/jvalue.h"
+
 G_BEGIN_DECLS
 
 /* "KEY": V */
@@ -23,5 +25,8 @@ void qp_json_add_strings(JsonBuilder *b, const char *key,
                          const GPtrArray *lines);
 /* "NODE": V, the node id as the member's name (objects keyed by node). */
 void qp_json_add_node_member(JsonBuilder *b, int node, gint64 v);
+/* V (jvalue.h) as a value, and the members of OBJECT each as a member. */
+void qp_json_add_jv(JsonBuilder *b, const QpJv *v);
+void qp_json_add_jv_members(JsonBuilder *b, const QpJv *object);
 
 G_END_DECLS

@@ -6,7 +6,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "topology/base/json.h"
+#include "topology/base/cpulist.h"
 #include "topology/ledger/record.h"
 
 #define RECORD_VERSION 1
@@ -133,52 +133,39 @@ static const struct {
 /* ---- JSON values ----------------------------------------------------------
  */
 
-const char *
-qp_field_json_type(JsonNode *n)
+/* "KEY": "0-3,8" (qp_list_format(): "" for an empty or NULL set) */
+static void
+set_list(QpJv *o, const char *key, hwloc_const_bitmap_t set)
 {
-  if (JSON_NODE_HOLDS_NULL(n))
-    return "null";
-  if (JSON_NODE_HOLDS_OBJECT(n))
-    return "an object";
-  if (JSON_NODE_HOLDS_ARRAY(n))
-    return "an array";
-  GType t = json_node_get_value_type(n);
-  if (t == G_TYPE_STRING)
-    return "a string";
-  if (t == G_TYPE_BOOLEAN)
-    return "a boolean";
-  if (t == G_TYPE_DOUBLE)
-    return "a fractional or too large number";
-  return "an integer";
+  g_autofree char *text = qp_list_format(set);
+  qp_jv_set(o, key, qp_jv_string(text));
 }
 
 /* The string in N, the member FIELD (NULL: missing); WHAT says what was
  * expected. */
 static const char *
-get_string(JsonNode *n, const char *field, const char *what, GError **error)
+get_string(const QpJv *n, const char *field, const char *what, GError **error)
 {
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) ||
-      json_node_get_value_type(n) != G_TYPE_STRING) {
-    bad_field(error, field, "is %s; expected %s",
-              n ? qp_field_json_type(n) : "missing", what);
+  if (!qp_jv_is(n, QP_JV_STRING)) {
+    bad_field(error, field, "is %s; expected %s", qp_jv_type_name(n), what);
     return NULL;
   }
-  return json_node_get_string(n);
+  return qp_jv_get_string(n);
 }
 
 /* A non-negative integer <= MAX in node N, FIELD names it in errors. */
 static gboolean
-get_uint(JsonNode *n, const char *field, guint64 max, guint64 *out,
+get_uint(const QpJv *n, const char *field, guint64 max, guint64 *out,
          GError **error)
 {
   if (n == NULL)
     return bad_field(error, field,
                      "is missing; expected a non-negative "
                      "integer");
-  if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_INT64)
+  if (!qp_jv_is(n, QP_JV_INT))
     return bad_field(error, field, "is %s; expected a non-negative integer",
-                     qp_field_json_type(n));
-  gint64 v = json_node_get_int(n);
+                     qp_jv_type_name(n));
+  gint64 v = qp_jv_get_int(n);
   if (v < 0)
     return bad_field(error, field,
                      "is %" G_GINT64_FORMAT "; expected a non-negative "
@@ -192,30 +179,29 @@ get_uint(JsonNode *n, const char *field, guint64 max, guint64 *out,
 
 /* The elements of the array N of FIELD (NULL: missing), or NULL with an
  * error naming WHAT was expected. */
-static JsonArray *
-get_array(JsonNode *n, const char *field, const char *what, GError **error)
+static const QpJv *
+get_array(const QpJv *n, const char *field, const char *what, GError **error)
 {
-  if (n == NULL || !JSON_NODE_HOLDS_ARRAY(n)) {
-    bad_field(error, field, "is %s; expected %s",
-              n ? qp_field_json_type(n) : "missing", what);
+  if (!qp_jv_is(n, QP_JV_ARRAY)) {
+    bad_field(error, field, "is %s; expected %s", qp_jv_type_name(n), what);
     return NULL;
   }
-  return json_node_get_array(n);
+  return n;
 }
 
 /* Element I of array A of FIELD as an object (its name "FIELD[I]" in
  * *NAME), or NULL with an error. */
-static JsonObject *
-get_element(JsonArray *a, guint i, const char *field, char **name,
+static const QpJv *
+get_element(const QpJv *a, guint i, const char *field, char **name,
             GError **error)
 {
-  JsonNode *e = json_array_get_element(a, i);
+  const QpJv *e = qp_jv_item(a, i);
   *name = g_strdup_printf("%s[%u]", field, i);
-  if (!JSON_NODE_HOLDS_OBJECT(e)) {
-    bad_field(error, *name, "is %s; expected an object", qp_field_json_type(e));
+  if (!qp_jv_is(e, QP_JV_OBJECT)) {
+    bad_field(error, *name, "is %s; expected an object", qp_jv_type_name(e));
     return NULL;
   }
-  return json_node_get_object(e);
+  return e;
 }
 
 /* ---- Line tokens ----------------------------------------------------------
@@ -264,13 +250,13 @@ items_of(const char *token, const char *sep)
 
 /* version: no storage, always RECORD_VERSION. */
 static void
-version_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
+version_put_json(QpJv *o, const QpField *f, gconstpointer v)
 {
-  qp_json_add_int(b, f->key, RECORD_VERSION);
+  qp_jv_set(o, f->key, qp_jv_int(RECORD_VERSION));
 }
 
 static gboolean
-version_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
+version_get_json(const QpJv *n, const QpField *f, gpointer v, GError **error)
 {
   guint64 version = 0;
   return get_uint(n, f->key, f->max, &version, error) &&
@@ -331,14 +317,13 @@ word_of(const QpField *f)
 }
 
 static void
-word_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
+word_put_json(QpJv *o, const QpField *f, gconstpointer v)
 {
-  json_builder_set_member_name(b, f->key);
-  json_builder_add_string_value(b, word_of(f)->word(v));
+  qp_jv_set(o, f->key, qp_jv_string(word_of(f)->word(v)));
 }
 
 static gboolean
-word_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
+word_get_json(const QpJv *n, const QpField *f, gpointer v, GError **error)
 {
   const Word *w = word_of(f);
   const char *text = get_string(n, f->key, w->what, error);
@@ -365,22 +350,22 @@ const QpFieldCodec qp_field_mode = {word_put_json, word_get_json, word_put_line,
 /* A text: char *, NULL for none (null in JSON, "-" in a line, else "=" and
  * the text escaped). */
 static void
-text_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
+text_put_json(QpJv *o, const QpField *f, gconstpointer v)
 {
   const char *text = *(char *const *)v;
   if (text != NULL || !(f->flags & QP_FIELD_OMIT))
-    qp_json_add_string(b, f->key, text);
+    qp_jv_set(o, f->key, qp_jv_string(text));
 }
 
 static gboolean
-text_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
+text_get_json(const QpJv *n, const QpField *f, gpointer v, GError **error)
 {
-  if (n == NULL || JSON_NODE_HOLDS_NULL(n))
+  if (n == NULL || qp_jv_is(n, QP_JV_NULL))
     return TRUE;
-  if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_STRING)
+  if (!qp_jv_is(n, QP_JV_STRING))
     return bad_field(error, f->key, "is %s; expected a string or null",
-                     qp_field_json_type(n));
-  *(char **)v = g_strdup(json_node_get_string(n));
+                     qp_jv_type_name(n));
+  *(char **)v = g_strdup(qp_jv_get_string(n));
   return TRUE;
 }
 
@@ -427,17 +412,17 @@ number_set(const QpField *f, gpointer v, guint64 n)
 }
 
 static void
-number_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
+number_put_json(QpJv *o, const QpField *f, gconstpointer v)
 {
   if ((f->flags & QP_FIELD_OMIT) && number_of(f, v) == 0)
     return;
-  qp_json_add_int(b, f->key, (gint64)number_of(f, v));
+  qp_jv_set(o, f->key, qp_jv_int((gint64)number_of(f, v)));
 }
 
 /* QP_FIELD_OPTIONAL: absent reads as 0 (records written before the field
  * was). */
 static gboolean
-number_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
+number_get_json(const QpJv *n, const QpField *f, gpointer v, GError **error)
 {
   guint64 x = 0;
   if (n == NULL && (f->flags & QP_FIELD_OPTIONAL)) {
@@ -471,22 +456,20 @@ const QpFieldCodec qp_field_number = {number_put_json, number_get_json,
 
 /* A flag: gboolean, FALSE when absent; 0 or 1 in a line. */
 static void
-flag_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
+flag_put_json(QpJv *o, const QpField *f, gconstpointer v)
 {
-  json_builder_set_member_name(b, f->key);
-  json_builder_add_boolean_value(b, *(const gboolean *)v);
+  qp_jv_set(o, f->key, qp_jv_bool(*(const gboolean *)v));
 }
 
 static gboolean
-flag_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
+flag_get_json(const QpJv *n, const QpField *f, gpointer v, GError **error)
 {
   if (n == NULL)
     return TRUE;
-  if (!JSON_NODE_HOLDS_VALUE(n) ||
-      json_node_get_value_type(n) != G_TYPE_BOOLEAN)
+  if (!qp_jv_is(n, QP_JV_BOOL))
     return bad_field(error, f->key, "is %s; expected true or false",
-                     qp_field_json_type(n));
-  *(gboolean *)v = json_node_get_boolean(n);
+                     qp_jv_type_name(n));
+  *(gboolean *)v = qp_jv_get_bool(n);
   return TRUE;
 }
 
@@ -538,37 +521,36 @@ node_value_add(const QpField *f, GArray *a, int node, guint64 v)
 }
 
 static void
-node_map_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
+node_map_put_json(QpJv *o, const QpField *f, gconstpointer v)
 {
   const GArray *a = *(GArray *const *)v;
-  json_builder_set_member_name(b, f->key);
-  json_builder_begin_object(b);
+  QpJv *m = qp_jv_object();
   for (guint i = 0; a != NULL && i < a->len; i++) {
     int node;
     guint64 x = 0;
     node_value_at(f, a, i, &node, &x);
-    qp_json_add_node_member(b, node, (gint64)x);
+    char key[16];
+    g_snprintf(key, sizeof key, "%d", node);
+    qp_jv_set(m, key, qp_jv_int((gint64)x));
   }
-  json_builder_end_object(b);
+  qp_jv_set(o, f->key, m);
 }
 
 static gboolean
-node_map_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
+node_map_get_json(const QpJv *n, const QpField *f, gpointer v, GError **error)
 {
   if (n == NULL && (f->flags & QP_FIELD_OPTIONAL))
     return TRUE;
-  if (n == NULL || !JSON_NODE_HOLDS_OBJECT(n))
+  if (!qp_jv_is(n, QP_JV_OBJECT))
     return bad_field(error, f->key, "is %s; expected an object of node numbers",
-                     n ? qp_field_json_type(n) : "missing");
-  JsonObject *m = json_node_get_object(n);
-  g_autoptr(GList) members = json_object_get_members(m);
-  for (GList *l = members; l; l = l->next) {
-    const char *key = l->data;
+                     qp_jv_type_name(n));
+  for (guint i = 0; i < qp_jv_len(n); i++) {
+    const char *key = qp_jv_key(n, i);
     int node = 0;
     guint64 x = 0;
     g_autofree char *sub = g_strdup_printf("%s\" node \"%s", f->key, key);
     if (!check_node_key(key, f->key, &node, error) ||
-        !get_uint(json_object_get_member(m, key), sub, f->max, &x, error))
+        !get_uint(qp_jv_value(n, i), sub, f->max, &x, error))
       return FALSE;
     node_value_add(f, *(GArray **)v, node, x);
   }
@@ -616,9 +598,9 @@ const QpFieldCodec qp_field_node_map = {node_map_put_json, node_map_get_json,
 
 /* CPUs: hwloc_bitmap_t; a list, "" in JSON and "-" in a line for none. */
 static void
-cpus_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
+cpus_put_json(QpJv *o, const QpField *f, gconstpointer v)
 {
-  qp_json_add_list(b, f->key, *(const hwloc_const_bitmap_t *)v);
+  set_list(o, f->key, *(const hwloc_const_bitmap_t *)v);
 }
 
 static gboolean
@@ -632,7 +614,7 @@ cpus_set(const char *text, const QpField *f, gpointer v, GError **error)
 }
 
 static gboolean
-cpus_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
+cpus_get_json(const QpJv *n, const QpField *f, gpointer v, GError **error)
 {
   const char *cpus = get_string(n, f->key, "a CPU list string", error);
   if (cpus == NULL)
@@ -669,29 +651,29 @@ const QpFieldCodec qp_field_cpus = {cpus_put_json, cpus_get_json, cpus_put_line,
 typedef struct {
   const QpFieldCodec *codec;
   const char *sep;
-  void (*put_json)(JsonBuilder *b, gconstpointer item);
-  gboolean (*get_json)(JsonObject *o, const char *name, GArray *a,
+  void (*put_json)(QpJv *o, gconstpointer item);
+  gboolean (*get_json)(const QpJv *o, const char *name, GArray *a,
                        GError **error);
   void (*put_line)(GString *s, gconstpointer item);
   gboolean (*get_line)(char *text, const char *name, GArray *a, GError **error);
 } Items;
 
 static void
-huge_item_put_json(JsonBuilder *b, gconstpointer item)
+huge_item_put_json(QpJv *o, gconstpointer item)
 {
   const QpHugeClaim *h = item;
-  qp_json_add_int(b, huge_parts[0].key, h->node);
-  qp_json_add_int(b, huge_parts[1].key, (gint64)h->page_kib);
-  qp_json_add_int(b, huge_parts[2].key, (gint64)h->pages);
+  qp_jv_set(o, huge_parts[0].key, qp_jv_int(h->node));
+  qp_jv_set(o, huge_parts[1].key, qp_jv_int((gint64)h->page_kib));
+  qp_jv_set(o, huge_parts[2].key, qp_jv_int((gint64)h->pages));
 }
 
 /* The parts of hugepage claim NAME, each at most its bound, from GET (a
  * JSON object's member or a line's token), appended to A. */
 static gboolean
 huge_item_add(const char *name, GArray *a,
-              gboolean (*get)(gpointer src, guint k, const char *sub,
+              gboolean (*get)(gconstpointer src, guint k, const char *sub,
                               guint64 max, guint64 *out, GError **error),
-              gpointer src, GError **error)
+              gconstpointer src, GError **error)
 {
   guint64 parts[G_N_ELEMENTS(huge_parts)];
   for (guint k = 0; k < G_N_ELEMENTS(huge_parts); k++) {
@@ -712,22 +694,21 @@ huge_item_add(const char *name, GArray *a,
 }
 
 static gboolean
-huge_part_of_json(gpointer src, guint k, const char *sub, guint64 max,
+huge_part_of_json(gconstpointer src, guint k, const char *sub, guint64 max,
                   guint64 *out, GError **error)
 {
-  return get_uint(json_object_get_member(src, huge_parts[k].key), sub, max, out,
-                  error);
+  return get_uint(qp_jv_get(src, huge_parts[k].key), sub, max, out, error);
 }
 
 static gboolean
-huge_part_of_line(gpointer src, guint k, const char *sub, guint64 max,
+huge_part_of_line(gconstpointer src, guint k, const char *sub, guint64 max,
                   guint64 *out, GError **error)
 {
-  return get_number(((char **)src)[k], sub, max, out, error);
+  return get_number(((char *const *)src)[k], sub, max, out, error);
 }
 
 static gboolean
-huge_item_get_json(JsonObject *o, const char *name, GArray *a, GError **error)
+huge_item_get_json(const QpJv *o, const char *name, GArray *a, GError **error)
 {
   return huge_item_add(name, a, huge_part_of_json, o, error);
 }
@@ -751,27 +732,26 @@ huge_item_get_line(char *text, const char *name, GArray *a, GError **error)
 }
 
 static void
-cpu_load_item_put_json(JsonBuilder *b, gconstpointer item)
+cpu_load_item_put_json(QpJv *o, gconstpointer item)
 {
   const QpCpuLoad *l = item;
-  qp_json_add_list(b, "cpus", l->cpus);
-  qp_json_add_int(b, "vcpus", l->vcpus);
+  set_list(o, "cpus", l->cpus);
+  qp_jv_set(o, "vcpus", qp_jv_int(l->vcpus));
 }
 
 static gboolean
-cpu_load_item_get_json(JsonObject *o, const char *name, GArray *a,
+cpu_load_item_get_json(const QpJv *o, const char *name, GArray *a,
                        GError **error)
 {
   g_autofree char *f_cpus = g_strdup_printf("%s.cpus", name);
   g_autofree char *f_vcpus = g_strdup_printf("%s.vcpus", name);
-  const char *cpus = get_string(json_object_get_member(o, "cpus"), f_cpus,
-                                "a CPU list string", error);
+  const char *cpus =
+      get_string(qp_jv_get(o, "cpus"), f_cpus, "a CPU list string", error);
   QpCpuLoad l = {NULL, 0};
   guint64 vcpus = 0;
   if (cpus == NULL || !check_cpu_list(cpus, f_cpus, &l.cpus, error))
     return FALSE;
-  if (!get_uint(json_object_get_member(o, "vcpus"), f_vcpus, G_MAXUINT, &vcpus,
-                error)) {
+  if (!get_uint(qp_jv_get(o, "vcpus"), f_vcpus, G_MAXUINT, &vcpus, error)) {
     hwloc_bitmap_free(l.cpus);
     return FALSE;
   }
@@ -826,29 +806,29 @@ items_of_field(const QpField *f)
 }
 
 static void
-items_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
+items_put_json(QpJv *o, const QpField *f, gconstpointer v)
 {
   const Items *k = items_of_field(f);
   const GArray *a = *(GArray *const *)v;
-  json_builder_set_member_name(b, f->key);
-  json_builder_begin_array(b);
+  QpJv *list = qp_jv_array();
   for (guint i = 0; a != NULL && i < a->len; i++) {
-    json_builder_begin_object(b);
-    k->put_json(b, a->data + (gsize)i * g_array_get_element_size((GArray *)a));
-    json_builder_end_object(b);
+    QpJv *item = qp_jv_object();
+    k->put_json(item,
+                a->data + (gsize)i * g_array_get_element_size((GArray *)a));
+    qp_jv_add(list, item);
   }
-  json_builder_end_array(b);
+  qp_jv_set(o, f->key, list);
 }
 
 static gboolean
-items_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
+items_get_json(const QpJv *n, const QpField *f, gpointer v, GError **error)
 {
   if (n == NULL && (f->flags & QP_FIELD_OPTIONAL))
     return TRUE;
-  JsonArray *a = get_array(n, f->key, "an array", error);
-  for (guint i = 0; a != NULL && i < json_array_get_length(a); i++) {
+  const QpJv *a = get_array(n, f->key, "an array", error);
+  for (guint i = 0; a != NULL && i < qp_jv_len(a); i++) {
     g_autofree char *name = NULL;
-    JsonObject *o = get_element(a, i, f->key, &name, error);
+    const QpJv *o = get_element(a, i, f->key, &name, error);
     if (o == NULL ||
         !items_of_field(f)->get_json(o, name, *(GArray **)v, error))
       return FALSE;
@@ -892,22 +872,25 @@ const QpFieldCodec qp_field_cpu_load = {items_put_json, items_get_json,
 /* Strings: GPtrArray of char *, may be absent; an array in JSON, "=" and
  * each escaped, comma-separated, in a line ("-" for none). */
 static void
-strings_put_json(JsonBuilder *b, const QpField *f, gconstpointer v)
+strings_put_json(QpJv *o, const QpField *f, gconstpointer v)
 {
   const GPtrArray *a = *(GPtrArray *const *)v;
-  if (a->len > 0 || !(f->flags & QP_FIELD_OMIT))
-    qp_json_add_strings(b, f->key, a);
+  if (a->len == 0 && (f->flags & QP_FIELD_OMIT))
+    return;
+  QpJv *list = qp_jv_array();
+  for (guint i = 0; i < a->len; i++)
+    qp_jv_add(list, qp_jv_string(a->pdata[i]));
+  qp_jv_set(o, f->key, list);
 }
 
 static gboolean
-strings_get_json(JsonNode *n, const QpField *f, gpointer v, GError **error)
+strings_get_json(const QpJv *n, const QpField *f, gpointer v, GError **error)
 {
   if (n == NULL)
     return TRUE;
-  JsonArray *a = get_array(n, f->key, "an array of strings", error);
-  for (guint i = 0; a != NULL && i < json_array_get_length(a); i++) {
-    const char *s =
-        get_string(json_array_get_element(a, i), f->key, "a string", error);
+  const QpJv *a = get_array(n, f->key, "an array of strings", error);
+  for (guint i = 0; a != NULL && i < qp_jv_len(a); i++) {
+    const char *s = get_string(qp_jv_item(a, i), f->key, "a string", error);
     if (s == NULL)
       return FALSE;
     g_ptr_array_add(*(GPtrArray **)v, g_strdup(s));

@@ -6,8 +6,8 @@
 #pragma once
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 
+#include "topology/base/jvalue.h"
 #include "topology/ledger/claims.h"
 
 G_BEGIN_DECLS
@@ -18,8 +18,8 @@ typedef struct QpField QpField;
  * built or as one token of a line (no space), and read back from the
  * member N (NULL: absent) or a token. */
 typedef struct {
-  void (*put_json)(JsonBuilder *b, const QpField *f, gconstpointer v);
-  gboolean (*get_json)(JsonNode *n, const QpField *f, gpointer v,
+  void (*put_json)(QpJv *object, const QpField *f, gconstpointer v);
+  gboolean (*get_json)(const QpJv *n, const QpField *f, gpointer v,
                        GError **error);
   void (*put_line)(GString *s, const QpField *f, gconstpointer v);
   gboolean (*get_line)(const char *token, const QpField *f, gpointer v,
@@ -54,8 +54,5 @@ struct QpField {
 extern const QpFieldCodec qp_field_version, qp_field_id, qp_field_text,
     qp_field_number, qp_field_mode, qp_field_flag, qp_field_node_map,
     qp_field_huge, qp_field_cpus, qp_field_cpu_load, qp_field_strings;
-
-/* "an object", "a string", ... for an error about N. */
-const char *qp_field_json_type(JsonNode *n);
 
 G_END_DECLS

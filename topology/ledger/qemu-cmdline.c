@@ -1,8 +1,9 @@
 /* What a QEMU command line asks at most (see qemu-cmdline.h). */
 #include "topology/ledger/qemu-cmdline.h"
 
-#include <json-glib/json-glib.h>
 #include <string.h>
+
+#include "topology/base/jvalue.h"
 
 #define MIB (1024.0 * 1024.0)
 #define DEFAULT_RAM_MIB 128
@@ -115,23 +116,21 @@ static double
 backend_size(const char *v, char **id)
 {
   if (*v == '{') {
-    g_autoptr(JsonParser) p = json_parser_new();
-    if (!json_parser_load_from_data(p, v, -1, NULL) ||
-        !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(p)))
+    g_autoptr(QpJv) o = qp_jv_parse(v, -1, NULL);
+    if (!qp_jv_is(o, QP_JV_OBJECT))
       return 0;
-    JsonObject *o = json_node_get_object(json_parser_get_root(p));
-    const char *type =
-        json_object_get_string_member_with_default(o, "qom-type", "");
-    JsonNode *size = json_object_get_member(o, "size");
+    const char *type = qp_jv_get_string_or(o, "qom-type", "");
+    const QpJv *size = qp_jv_get(o, "size");
+    QpJvType t = qp_jv_type(size);
     if (!g_str_has_prefix(type, "memory-backend-") || size == NULL ||
-        !JSON_NODE_HOLDS_VALUE(size))
+        t == QP_JV_NULL || t == QP_JV_ARRAY || t == QP_JV_OBJECT)
       return 0;
-    *id = g_strdup(json_object_get_string_member_with_default(o, "id", ""));
+    *id = g_strdup(qp_jv_get_string_or(o, "id", ""));
     double bytes = 0;
-    if (json_node_get_value_type(size) == G_TYPE_STRING)
-      return parse_size(json_node_get_string(size), 1.0, &bytes) ? bytes : 0;
-    if (json_node_get_value_type(size) == G_TYPE_INT64)
-      return (double)MAX(json_node_get_int(size), 0);
+    if (t == QP_JV_STRING)
+      return parse_size(qp_jv_get_string(size), 1.0, &bytes) ? bytes : 0;
+    if (t == QP_JV_INT)
+      return (double)MAX(qp_jv_get_int(size), 0);
     return 0;
   }
   g_autofree char *type = keyval(v, "qom-type", "qom-type");

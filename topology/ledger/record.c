@@ -63,9 +63,9 @@ place_of(QpClaim *c, const QpField *f)
 }
 
 void
-qp_json_add_holdings(JsonBuilder *b, const GArray *mem, const GArray *huge,
-                     hwloc_const_bitmap_t dedicated, const GArray *load,
-                     const GArray *cpu_load)
+qp_claim_holdings_to_jv(QpJv *object, const GArray *mem, const GArray *huge,
+                        hwloc_const_bitmap_t dedicated, const GArray *load,
+                        const GArray *cpu_load)
 {
   /* Only the holdings are read from it. */
   const QpClaim c = {.mem = (GArray *)mem,
@@ -75,50 +75,41 @@ qp_json_add_holdings(JsonBuilder *b, const GArray *mem, const GArray *huge,
                      .cpu_load = (GArray *)cpu_load};
   for (guint i = 0; i < G_N_ELEMENTS(fields); i++)
     if (fields[i].flags & QP_FIELD_HOLDING)
-      fields[i].codec->put_json(b, &fields[i], value_of(&c, &fields[i]));
+      fields[i].codec->put_json(object, &fields[i], value_of(&c, &fields[i]));
 }
 
 char *
 qp_claim_to_json(const QpClaim *c)
 {
-  g_autoptr(JsonBuilder) b = json_builder_new();
-  json_builder_begin_object(b);
+  g_autoptr(QpJv) o = qp_jv_object();
   for (guint i = 0; i < G_N_ELEMENTS(fields); i++)
-    fields[i].codec->put_json(b, &fields[i], value_of(c, &fields[i]));
-  json_builder_end_object(b);
-
-  g_autoptr(JsonGenerator) gen = json_generator_new();
-  g_autoptr(JsonNode) root = json_builder_get_root(b);
-  json_generator_set_root(gen, root);
-  json_generator_set_pretty(gen, TRUE);
-  json_generator_set_indent(gen, 2);
-  g_autofree char *text = json_generator_to_data(gen, NULL);
-  return g_strconcat(text, "\n", NULL);
+    fields[i].codec->put_json(o, &fields[i], value_of(c, &fields[i]));
+  GString *s = g_string_new(NULL);
+  qp_jv_write_to(s, o, TRUE);
+  g_string_append_c(s, '\n');
+  return g_string_free(s, FALSE);
 }
 
 QpClaim *
 qp_claim_from_json(const char *text, gsize len, GError **error)
 {
-  g_autoptr(JsonParser) parser = json_parser_new();
   g_autoptr(GError) local = NULL;
-  if (!json_parser_load_from_data(parser, text, (gssize)len, &local)) {
+  g_autoptr(QpJv) o = qp_jv_parse(text, (gssize)len, &local);
+  if (o == NULL) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
                 "ledger record is not valid JSON: %s", local->message);
     return NULL;
   }
-  JsonNode *root = json_parser_get_root(parser);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+  if (!qp_jv_is(o, QP_JV_OBJECT)) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
                 "ledger record is %s; expected a JSON object",
-                root ? qp_field_json_type(root) : "empty");
+                qp_jv_type_name(o));
     return NULL;
   }
-  JsonObject *o = json_node_get_object(root);
   g_autoptr(QpClaim) c = qp_claim_new();
   for (guint i = 0; i < G_N_ELEMENTS(fields); i++) {
     const QpField *f = &fields[i];
-    if (!f->codec->get_json(json_object_get_member(o, f->key), f,
-                            place_of(c, f), error))
+    if (!f->codec->get_json(qp_jv_get(o, f->key), f, place_of(c, f), error))
       return NULL;
   }
   return g_steal_pointer(&c);

@@ -8,6 +8,7 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
+#include "topology/base/jvalue.h"
 #include "topology/ledger/claims.h"
 
 G_BEGIN_DECLS
@@ -36,7 +37,12 @@ const char *qp_claim_line_fields(void);
 
 /* What a VM holds, as its record, its plan and status write it:
  * "memory-mib" (QpNodeAmount), "hugepages" (QpHugeClaim), "dedicated-cpus",
- * "load" (QpNodeLoad) and "cpu-load" (QpCpuLoad); a NULL array is empty. */
+ * "load" (QpNodeLoad) and "cpu-load" (QpCpuLoad); a NULL array is empty.
+ * Set in OBJECT, or added to B, a json-glib builder, for the views
+ * (record-json.c: the launch path links no json-glib). */
+void qp_claim_holdings_to_jv(QpJv *object, const GArray *mem,
+                             const GArray *huge, hwloc_const_bitmap_t dedicated,
+                             const GArray *load, const GArray *cpu_load);
 void qp_json_add_holdings(JsonBuilder *b, const GArray *mem, const GArray *huge,
                           hwloc_const_bitmap_t dedicated, const GArray *load,
                           const GArray *cpu_load);

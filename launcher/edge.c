@@ -1,0 +1,163 @@
+/* The command line edge both modules share (edge.h). */
+#include "launcher/edge.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "launcher/front/front.h"
+#include "launcher/hand-over.h"
+#include "launcher/launch.h"
+#include "launcher/log.h"
+#include "launcher/qemu/daemonize.h"
+#include "launcher/qemu/vm-ids.h"
+
+char *
+qp_find_real_qemu(const char *argv0, GError **error)
+{
+  int no_self = 0;
+  char *found = qp_front_find_qemu(argv0, g_getenv("PATH"), &no_self);
+  if (found != NULL)
+    return found;
+  if (no_self) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot stat /proc/self/exe: %s", g_strerror(errno));
+    return NULL;
+  }
+  g_autofree char *base = g_path_get_basename(argv0);
+  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+              "no real QEMU binary named '%s' on PATH other than qemu-pin "
+              "itself: set QEMU_PIN_QEMU or the config key 'qemu'",
+              base);
+  return NULL;
+}
+
+/* QEMU exactly as the caller asked (help, probes, mode none): returns only
+ * if the exec failed. */
+static int
+exec_straight(const char *binary, const char *argv0, int argc, char **argv,
+              GError **error)
+{
+  g_autofree char **full = g_new0(char *, (gsize)argc + 2);
+  full[0] = (char *)argv0;
+  for (int i = 0; i < argc; i++)
+    full[i + 1] = argv[i];
+  qp_exec(binary, full, error);
+  return -1;
+}
+
+/* Resolves settings, parses the QEMU command and launches or plans. The
+ * mode comes first: in mode none QEMU runs as the caller asked, whatever
+ * qemu-pin would have made of its command line. */
+static int
+run_qemu(const QpEdge *edge, QpOptions *opts, const char *binary,
+         const char *argv0, int argc, char **argv, gboolean plan_only,
+         GError **error)
+{
+  g_autofree char *dropped = NULL;
+  g_auto(GStrv) safe = qp_argv_daemonize_safe((guint)argc, argv, &dropped);
+  if (safe != NULL)
+    argv = safe;
+  g_autoptr(QpVmIds) vm = qp_vm_ids_from_argv((guint)argc, argv);
+  if (!qp_options_parse_env(opts, error) ||
+      !qp_options_load_config(opts, vm, error))
+    return -1;
+  qp_log_init(opts->verbose);
+  qp_log_set_vm(vm->name);
+  if (dropped != NULL)
+    qp_info("-daemonize: prealloc-context taken off memory backend%s %s "
+            "(QEMU starts a thread-context's thread before its fork, and "
+            "the daemon would wait for it forever)",
+            strchr(dropped, ',') ? "s" : "", dropped);
+  g_autoptr(GError) local = NULL;
+  g_autoptr(QpQemuArgs) args = qp_launch_read(opts, (guint)argc, argv, &local);
+  if (args == NULL && local == NULL) {
+    if (!plan_only && !opts->dry_run)
+      return exec_straight(binary, argv0, argc, argv, error);
+    return edge->plan(opts, NULL, plan_only, error);
+  }
+  if (args == NULL) {
+    g_propagate_error(error, g_steal_pointer(&local));
+    return -1;
+  }
+  if (args->passthrough && !plan_only)
+    return exec_straight(binary, argv0, argc, argv, error);
+  if (plan_only || opts->dry_run)
+    return edge->plan(opts, args, plan_only, error);
+  return qp_launch(opts, binary, argv0, args, error);
+}
+
+/* Installed or linked under a QEMU binary's name: every argument is
+ * QEMU's; qemu-pin's settings come from the environment and config. */
+static int
+run_drop_in(const QpEdge *edge, QpOptions *opts, int argc, char **argv,
+            GError **error)
+{
+  /* The config may name the binary: read it before looking on PATH. */
+  if (!qp_options_parse_env(opts, error) ||
+      !qp_options_load_config(opts, NULL, error))
+    return -1;
+  g_autofree char *real =
+      opts->qemu ? g_strdup(opts->qemu) : qp_find_real_qemu(argv[0], error);
+  if (real == NULL)
+    return -1;
+  return run_qemu(edge, opts, real, argv[0], argc - 1, argv + 1, FALSE, error);
+}
+
+int
+qp_edge_qemu_command(const QpEdge *edge, QpOptions *opts, int argc, char **argv,
+                     int shift, GError **error)
+{
+  int qemu_index;
+  if (!qp_options_parse_cli(opts, argc - shift, argv + shift, TRUE, &qemu_index,
+                            error))
+    return -1;
+  qemu_index += shift;
+  if (qemu_index >= argc) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                "no QEMU binary given: usage: qemu-pin [OPTIONS] "
+                "[--] QEMU_BINARY [QEMU_ARGS...] (see --help)");
+    return -1;
+  }
+  return run_qemu(edge, opts, argv[qemu_index], argv[qemu_index],
+                  argc - qemu_index - 1, argv + qemu_index + 1, shift == 1,
+                  error);
+}
+
+/* The front's decision first (launcher/front/front.h): help, probes and
+ * mode none run QEMU straight, as they do before this program is loaded. */
+static int
+run_straight(int argc, char **argv, GError **error)
+{
+  QpFrontExec e;
+  if (!qp_front_decide(argc, argv, environ, &e))
+    return 0;
+  qp_exec(e.binary, e.argv, error);
+  qp_front_exec_clear(&e);
+  return -1;
+}
+
+/* The edge: the only place that says an error and chooses the exit status
+ * (qp_error_exit_status()). */
+int
+qp_edge_main(int argc, char **argv, const struct timespec *t0,
+             const QpEdge *edge)
+{
+  qp_timing_start(t0);
+  qp_timing("loaded");
+  qp_hand_over_init(argc, argv, t0);
+  g_autoptr(GError) error = NULL;
+  QpOptions opts;
+  qp_options_init(&opts);
+  qp_log_init(0);
+  g_autofree char *self = g_path_get_basename(argv[0]);
+  int rc = run_straight(argc, argv, &error);
+  if (rc == 0 && error == NULL)
+    rc = qp_is_qemu_name(self) ? run_drop_in(edge, &opts, argc, argv, &error)
+                               : edge->command(&opts, argc, argv, &error);
+  if (rc < 0) {
+    qp_error("%s", error->message);
+    rc = qp_error_exit_status(error);
+  }
+  qp_options_clear(&opts);
+  return rc;
+}

@@ -122,11 +122,17 @@ done
 # pages, no node is over-committed, and a later move works.
 "$QP_BINARY" move mv --to-nodes="$to" --rate=16 >killed.out 2>killed.err &
 mover=$!
-two_nodes() { [ "$(claim_of "$pid" | jq 'keys | length')" = 2 ]; }
-wait_for 30 two_nodes || fail "the slow move never claimed source and destination: $(claim_of "$pid")"
+# Pages on the way: some on the destination, most not yet.
+moving() {
+  [ "$(claim_of "$pid" | jq 'keys | length')" = 2 ] &&
+    _mv=$(on_node "$pid" "$to" 160) && [ "$_mv" -gt 0 ] && [ "$_mv" -lt 700 ]
+}
+wait_for 30 moving || fail "the slow move was never seen with pages on the way: $(claim_of "$pid"), $(on_node "$pid" "$to" 160) permille on node $to"
 kill -9 "$mover"
 wait "$mover" 2>/dev/null
-log "killed the move while the claim was $(claim_of "$pid"), $(on_node "$pid" "$to" 160) permille on node $to"
+mid=$(on_node "$pid" "$to" 160)
+log "killed the move while the claim was $(claim_of "$pid"), $mid permille on node $to"
+[ "$mid" -lt 950 ] || fail "the move had ended ($mid permille on node $to) before it was killed"
 one_node() { [ "$(claim_of "$pid" | jq 'keys | length')" = 1 ]; }
 wait_for 60 one_node || fail "after the killed move the claim stays $(claim_of "$pid")"
 where=$(claim_of "$pid" | jq -r 'keys[0]')

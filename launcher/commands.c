@@ -159,13 +159,22 @@ cmd_status(QpOptions *opts, GError **error)
     g_autofree char *text =
         qp_status_to_metrics(host, claims, &opts->placement);
     g_print("%s", text);
-  } else if (opts->json) {
+    return 0;
+  }
+  /* What `rebalance` would move now, planned as it plans. */
+  g_autoptr(QpRebalance) r = qp_rebalance_live(
+      opts, host, claims, NULL, QP_REBALANCE_COOLDOWN_S, FALSE, error);
+  if (r == NULL)
+    return -1;
+  if (opts->json) {
     g_autoptr(JsonNode) node =
         qp_status_to_json(host, claims, &opts->placement);
+    qp_status_json_add_moves(node, r->moves);
     print_json(node);
   } else {
     g_autofree char *text = qp_status_to_text(host, claims, &opts->placement);
-    g_print("%s", text);
+    g_autofree char *moves = qp_status_moves_to_text(r->moves, claims);
+    g_print("%s%s", text, moves);
   }
   return 0;
 }

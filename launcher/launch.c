@@ -9,6 +9,7 @@
 #include "launcher/hand-over.h"
 #include "launcher/keeper/keeper.h"
 #include "launcher/log.h"
+#include "launcher/rebalance.h"
 #include "launcher/qemu/device-buses.h"
 #include "launcher/qemu/rewrite.h"
 #include "topology/host/snapshot.h"
@@ -476,6 +477,12 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
   qp_timing("options");
   l.host = load_host(opts, args, dir, error);
   qp_timing("host");
+  if (l.host != NULL && opts->make_room &&
+      qp_make_room(opts, args, l.host, dir)) {
+    qp_timing("made room");
+    g_clear_pointer(&l.host, qp_host_free);
+    l.host = load_host(opts, args, dir, error);
+  }
   g_autoptr(QpHeldClaim) held = NULL;
   if (l.host != NULL)
     held = qp_held_claim_take(dir, l.host, make_claim, &l, error);

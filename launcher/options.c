@@ -63,6 +63,13 @@ static const Setting settings[] = {
      "longest wait for a QMP reply (default 30000)"},
     {"start-timeout", "QEMU_PIN_START_TIMEOUT", IN_CLI | IN_ENV | IN_CONFIG,
      "MS", "longest wait for QEMU's QMP greeting (default 120000)"},
+    {"make-room", "QEMU_PIN_MAKE_ROOM", IN_CLI | IN_ENV | IN_CONFIG, NULL,
+     "launch: move running VMs first when that keeps this one on fewer "
+     "nodes"},
+    {"rebalance-min-mib", "QEMU_PIN_REBALANCE_MIN_MIB",
+     IN_CLI | IN_ENV | IN_CONFIG, "MIB",
+     "rebalance: move only when that brings this much of spanning VMs onto "
+     "one node"},
     {"dry-run", "QEMU_PIN_DRY_RUN", IN_CLI | IN_ENV, NULL,
      "print the plan as JSON, launch nothing"},
     {"verbose", "QEMU_PIN_VERBOSE", IN_CLI | IN_ENV, NULL,
@@ -203,9 +210,14 @@ set_own(QpOptions *opts, const char *name, const char *value,
       opts->qmp_timeout_ms = (guint)u;
     else
       opts->start_timeout_ms = (guint)u;
-  } else if (strcmp(name, "dry-run") == 0) {
-    if (!parse_bool(value, &opts->dry_run))
+  } else if (strcmp(name, "dry-run") == 0 || strcmp(name, "make-room") == 0) {
+    if (!parse_bool(value, name[0] == 'd' ? &opts->dry_run : &opts->make_room))
       return bad_value(error, origin, value, "1, 0, yes, no, true or false");
+  } else if (strcmp(name, "rebalance-min-mib") == 0) {
+    if (!parse_uint(value, G_MAXUINT64 / 2, &u))
+      return bad_value(error, origin, value,
+                       "a size in MiB such as 1024 (0: any gain)");
+    opts->rebalance_min_mib = u;
   } else if (strcmp(name, "verbose") == 0) {
     if (!parse_uint(value, 9, &u))
       return bad_value(error, origin, value, "a level from 0 to 9");
@@ -303,6 +315,9 @@ cli_flag(const char *option_name, const char *value, gpointer data,
   } else if (strcmp(option_name, "--dry-run") == 0) {
     opts->dry_run = TRUE;
     g_hash_table_add(opts->given, (gpointer) "dry-run");
+  } else if (strcmp(option_name, "--make-room") == 0) {
+    opts->make_room = TRUE;
+    g_hash_table_add(opts->given, (gpointer) "make-room");
   } else if (strcmp(option_name, "--human") == 0) {
     opts->human = TRUE;
   } else if (strcmp(option_name, "--json") == 0) {

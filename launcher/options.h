@@ -20,11 +20,13 @@ typedef struct {
   char *qemu;      /* real QEMU binary (drop-in) */
   char *topology;  /* recorded hwloc XML instead of the live host */
   gboolean dry_run;
-  gboolean human;   /* plan: readable table instead of JSON */
-  gboolean json;    /* topology/status: JSON */
-  gboolean prune;   /* status --prune */
-  gboolean metrics; /* status --metrics: Prometheus text */
-  char *picture;    /* status --picture=FILE */
+  gboolean make_room;        /* launch: rebalance first (qp_make_room()) */
+  guint64 rebalance_min_mib; /* rebalance: the least gain worth moving */
+  gboolean human;            /* plan: readable table instead of JSON */
+  gboolean json;             /* topology/status: JSON */
+  gboolean prune;            /* status --prune */
+  gboolean metrics;          /* status --metrics: Prometheus text */
+  char *picture;             /* status --picture=FILE */
   int verbose;
   guint qmp_timeout_ms;   /* every QMP reply */
   guint start_timeout_ms; /* QEMU's greeting */

@@ -16,12 +16,9 @@
 #include "launcher/qemu/vm-ids.h"
 #include "topology/host/host.h"
 #include "topology/ledger/ledger.h"
+#include "topology/plan/rebalance-gate.h"
 #include "topology/plan/rebalance.h"
 #include "topology/status/status.h"
-
-/* A VM moved less than this ago stays where it is: numad waits minutes
- * between moves of one process; moving again at once only costs. */
-#define DEFAULT_COOLDOWN_S 600
 
 /* Takes --cooldown=SECONDS (or --cooldown SECONDS) out of ARGV, before a
  * "--" (QEMU's options never start with two dashes); the rest in *OUT
@@ -30,7 +27,7 @@ static int
 take_cooldown(int argc, char **argv, char ***out, gint64 *cooldown,
               GError **error)
 {
-  *cooldown = DEFAULT_COOLDOWN_S;
+  *cooldown = QP_REBALANCE_COOLDOWN_S;
   char **rest = g_new0(char *, (gsize)argc + 1);
   int n = 0;
   gboolean past = FALSE;
@@ -146,29 +143,16 @@ claim_by_id(const QpClaims *claims, const char *id)
   return NULL;
 }
 
+/* HELD: the moves fell short of rebalance-min-mib and none is made. */
 static JsonNode *
-to_json(const QpRebalance *r, gboolean with_request)
+to_json(const QpRebalance *r, gboolean with_request, gboolean held)
 {
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
   json_builder_set_member_name(b, "moves");
-  json_builder_begin_array(b);
-  for (guint i = 0; i < r->moves->len; i++) {
-    const QpMove *m = r->moves->pdata[i];
-    g_autofree char *from = qp_list_format(m->from);
-    g_autofree char *to = qp_list_format(m->to);
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "vm");
-    json_builder_add_string_value(b, m->vm);
-    json_builder_set_member_name(b, "from");
-    json_builder_add_string_value(b, from);
-    json_builder_set_member_name(b, "to");
-    json_builder_add_string_value(b, to);
-    json_builder_set_member_name(b, "mib");
-    json_builder_add_int_value(b, (gint64)m->mib);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
+  json_builder_add_value(b, qp_moves_to_json(held ? NULL : r->moves));
+  json_builder_set_member_name(b, "held-mib");
+  json_builder_add_int_value(b, held ? (gint64)qp_rebalance_gain(r) : 0);
   json_builder_set_member_name(b, "plan");
   if (with_request && r->plan != NULL)
     json_builder_add_value(b, qp_plan_to_json(r->plan));
@@ -215,9 +199,9 @@ print_plan_line(const QpRebalance *r)
 
 static void
 print_human(const QpRebalance *r, const QpClaims *claims, gboolean dry_run,
-            gboolean with_request)
+            gboolean with_request, guint64 held_below)
 {
-  if (dry_run)
+  if (dry_run && held_below == 0)
     for (guint i = 0; i < r->moves->len; i++) {
       const QpMove *m = r->moves->pdata[i];
       g_autofree char *from = qp_list_format(m->from);
@@ -226,17 +210,25 @@ print_human(const QpRebalance *r, const QpClaims *claims, gboolean dry_run,
               "%s: %" G_GUINT64_FORMAT " MiB\n",
               name_of(claims, m->vm), m->vm, from, to, m->mib);
     }
-  if (r->moves->len == 0)
+  if (held_below > 0)
+    g_print("qemu-pin: rebalance: no VM to move: the moves would bring "
+            "%" G_GUINT64_FORMAT
+            " MiB of spanning VMs onto one node, less than "
+            "rebalance-min-mib %" G_GUINT64_FORMAT "\n",
+            qp_rebalance_gain(r), held_below);
+  else if (r->moves->len == 0)
     g_print("qemu-pin: rebalance: no VM to move\n");
   if (with_request)
     print_plan_line(r);
 }
 
 /* Makes R's moves in order, each by the VM's keeper; stops at the first
- * that fails, saying which and what was made before it. */
+ * that fails, saying which and what was made before it. Each move made is
+ * printed (PRINT: the keeper's answer, as `move` prints it; else one line
+ * with -v) and counted in *MADE. */
 static gboolean
 make_moves(const QpOptions *opts, const QpRebalance *r, const QpClaims *claims,
-           GError **error)
+           gboolean print, guint *made, GError **error)
 {
   QpOptions quiet = *opts;
   quiet.json = FALSE;
@@ -257,10 +249,62 @@ make_moves(const QpOptions *opts, const QpRebalance *r, const QpClaims *claims,
                   local != NULL ? local->message : "its record is gone");
       return FALSE;
     }
-    if (!opts->json)
+    (*made)++;
+    g_autofree char *from = qp_list_format(m->from);
+    if (print)
       qp_move_print_answer(&quiet, json_node_get_object(reply));
+    else
+      qp_info("moved VM %s (%s) from nodes %s to %s: %" G_GUINT64_FORMAT " MiB",
+              name_of(claims, m->vm), m->vm, from, to, m->mib);
   }
   return TRUE;
+}
+
+QpRebalance *
+qp_rebalance_live(const QpOptions *opts, const QpHost *host,
+                  const QpClaims *claims, const QpRequest *req,
+                  gint64 cooldown_s, gboolean room_only, GError **error)
+{
+  g_autoptr(GArray) vms = vms_of(claims);
+  QpRebalanceOptions o = {
+      .now = g_get_real_time() / G_USEC_PER_SEC,
+      .cooldown_s = cooldown_s,
+      .req = req,
+      .opts = &opts->placement,
+      .no_consolidate = room_only,
+  };
+  return qp_rebalance_compute(host, claims, (const QpRebalanceVm *)vms->data,
+                              vms->len, &o, error);
+}
+
+gboolean
+qp_make_room(const QpOptions *opts, const QpQemuArgs *args, const QpHost *host,
+             const char *state_dir)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpClaims) claims = qp_ledger_read_claims(state_dir, host, &error);
+  g_autoptr(QpRebalance) r =
+      claims != NULL ? qp_rebalance_live(opts, host, claims, args->req,
+                                         QP_REBALANCE_COOLDOWN_S, TRUE, &error)
+                     : NULL;
+  /* Not planned: the launch's own plan says why, in its words. */
+  if (r == NULL)
+    return FALSE;
+  gboolean helps =
+      r->plan != NULL && r->moves->len > 0 &&
+      (r->req_nodes_before == 0 || r->req_nodes_after < r->req_nodes_before);
+  if (!helps)
+    return FALSE;
+  qp_info("make-room: %u move%s (%" G_GUINT64_FORMAT
+          " MiB) put this VM on %u node%s instead of %u",
+          r->moves->len, r->moves->len == 1 ? "" : "s", r->mib,
+          r->req_nodes_after, r->req_nodes_after == 1 ? "" : "s",
+          r->req_nodes_before);
+  guint made = 0;
+  if (!make_moves(opts, r, claims, FALSE, &made, &error))
+    qp_warning("make-room: %s; launching with the plan the host allows now",
+               error->message);
+  return made > 0;
 }
 
 int
@@ -290,15 +334,9 @@ qp_cmd_rebalance(QpOptions *opts, int argc, char **argv, GError **error)
   if (claims == NULL)
     return -1;
 
-  g_autoptr(GArray) vms = vms_of(claims);
-  QpRebalanceOptions o = {
-      .now = g_get_real_time() / G_USEC_PER_SEC,
-      .cooldown_s = cooldown,
-      .req = args != NULL ? args->req : NULL,
-      .opts = &opts->placement,
-  };
-  g_autoptr(QpRebalance) r = qp_rebalance_compute(
-      host, claims, (const QpRebalanceVm *)vms->data, vms->len, &o, error);
+  g_autoptr(QpRebalance) r =
+      qp_rebalance_live(opts, host, claims, args != NULL ? args->req : NULL,
+                        cooldown, FALSE, error);
   if (r == NULL)
     return -1;
   if (args != NULL && r->plan == NULL) {
@@ -312,13 +350,22 @@ qp_cmd_rebalance(QpOptions *opts, int argc, char **argv, GError **error)
   }
   for (guint i = 0; r->plan != NULL && i < r->plan->warnings->len; i++)
     qp_warning("%s", (const char *)r->plan->warnings->pdata[i]);
-  if (!opts->dry_run && !make_moves(opts, r, claims, error))
+  /* The hysteresis (rebalance-min-mib) holds back moves that gain too
+   * little; with a command line the moves make room and it does not apply. */
+  guint64 held_below = args == NULL && r->moves->len > 0 &&
+                               opts->rebalance_min_mib > 0 &&
+                               !qp_rebalance_worth(r, opts->rebalance_min_mib)
+                           ? opts->rebalance_min_mib
+                           : 0;
+  guint made = 0;
+  if (!opts->dry_run && held_below == 0 &&
+      !make_moves(opts, r, claims, !opts->json, &made, error))
     return -1;
   if (opts->json) {
-    g_autoptr(JsonNode) node = to_json(r, args != NULL);
+    g_autoptr(JsonNode) node = to_json(r, args != NULL, held_below > 0);
     g_autofree char *text = json_to_string(node, TRUE);
     g_print("%s\n", text);
   } else
-    print_human(r, claims, opts->dry_run, args != NULL);
+    print_human(r, claims, opts->dry_run, args != NULL, held_below);
   return 0;
 }

@@ -39,6 +39,8 @@ lrwxrwxrwx $libexecdir/qemu-pin/qemu-system-x86_64
 -rw-r--r-- $prefix/lib/tmpfiles.d/qemu-pin.conf
 -rw-r--r-- $prefix/lib/systemd/system/qemu-pin-metrics.service
 -rw-r--r-- $prefix/lib/systemd/system/qemu-pin-metrics.timer
+-rw-r--r-- $prefix/lib/systemd/system/qemu-pin-rebalance.service
+-rw-r--r-- $prefix/lib/systemd/system/qemu-pin-rebalance.timer
 -rw-r--r-- $datadir/doc/qemu-pin/examples/qemu-pin.conf
 -rw-r--r-- $apparmordir/abstractions/qemu-pin"
 actual=$(cd "$dest" && find . ! -type d -printf '%M /%P\n' | sort)
@@ -82,6 +84,32 @@ if command -v systemd-analyze >/dev/null; then
   systemd-analyze verify --man=no "$unit" "${unit%.service}.timer" >"$work/verify.log" 2>&1 ||
     { cat "$work/verify.log"; fail "systemd-analyze verify rejects the metrics units"; }
   log "ok: systemd-analyze verify accepts the metrics units"
+fi
+
+# The rebalance service's command, run as the unit has it on an empty
+# ledger: nothing to move; its timer is wanted by timers.target, and
+# installing enabled neither.
+unit=$dest$prefix/lib/systemd/system/qemu-pin-rebalance.service
+cmd=$(sed -n 's/^ExecStart=//p' "$unit")
+case $cmd in
+"$bindir/qemu-pin rebalance "*"--cooldown="*"--rebalance-min-mib="*) ;;
+*) fail "the rebalance service does not run the installed qemu-pin rebalance with its brakes: $cmd" ;;
+esac
+out=$(QEMU_PIN_STATE_DIR=$work/rebalance-state "$dest$bindir/qemu-pin" ${cmd#"$bindir/qemu-pin "} 2>&1) ||
+  fail "the rebalance service's command failed: $cmd: $out"
+assert_eq "the rebalance service's command on an empty ledger" "qemu-pin: rebalance: no VM to move" "$out"
+grep -qx 'WantedBy=timers.target' "${unit%.service}.timer" ||
+  fail "the rebalance timer is not wanted by timers.target"
+[ -z "$(cd "$dest" && find . -path '*timers.target.wants*')" ] || fail "installing enabled a timer"
+if command -v systemd-analyze >/dev/null; then
+  # verify checks that ExecStart's binary exists: the staged one.
+  mkdir -p "$work/units"
+  sed "s|$bindir/qemu-pin|$dest$bindir/qemu-pin|" "$unit" >"$work/units/qemu-pin-rebalance.service"
+  cp "${unit%.service}.timer" "$work/units/"
+  systemd-analyze verify --man=no "$work/units/qemu-pin-rebalance.service" \
+    "$work/units/qemu-pin-rebalance.timer" >"$work/verify.log" 2>&1 ||
+    { cat "$work/verify.log"; fail "systemd-analyze verify rejects the rebalance units"; }
+  log "ok: systemd-analyze verify accepts the rebalance units"
 fi
 
 # The AppArmor abstraction names the installed binary.

@@ -6,7 +6,9 @@
 # backend added over QMP after the move has its pages there too (the
 # binding moved, not only the pages). A move onto a node without room
 # (another VM claims most of it) exits non-zero with one line and leaves
-# the VM, its pages and its claim where they were.
+# the VM, its pages and its claim where they were. A move whose `qemu-pin
+# move` is killed mid-way leaves one claim where the pages are, and the next
+# move works.
 . "$QP_LAB_SRC/lib.sh"
 
 expect_nodes 4
@@ -113,5 +115,39 @@ back=$(node_cpus "$from")
 for t in /proc/"$pid"/task/*; do
   assert_eq "after the move back: thread ${t##*/} on node $from's CPUs" "$back" "$(cpus_allowed_of "${t##*/}")"
 done
+
+# `qemu-pin move` killed mid-way (SIGKILL while pages move at 16 MiB/s,
+# 10 s for 160 MiB): the keeper, which does the work, finishes or gives it
+# up on its own; the record then claims one node, the one holding the
+# pages, no node is over-committed, and a later move works.
+"$QP_BINARY" move mv --to-nodes="$to" --rate=16 >killed.out 2>killed.err &
+mover=$!
+# Pages on the way: some on the destination, most not yet.
+moving() {
+  [ "$(claim_of "$pid" | jq 'keys | length')" = 2 ] &&
+    _mv=$(on_node "$pid" "$to" 160) && [ "$_mv" -gt 0 ] && [ "$_mv" -lt 700 ]
+}
+wait_for 30 moving || fail "the slow move was never seen with pages on the way: $(claim_of "$pid"), $(on_node "$pid" "$to" 160) permille on node $to"
+kill -9 "$mover"
+wait "$mover" 2>/dev/null
+mid=$(on_node "$pid" "$to" 160)
+log "killed the move while the claim was $(claim_of "$pid"), $mid permille on node $to"
+[ "$mid" -lt 950 ] || fail "the move had ended ($mid permille on node $to) before it was killed"
+one_node() { [ "$(claim_of "$pid" | jq 'keys | length')" = 1 ]; }
+wait_for 60 one_node || fail "after the killed move the claim stays $(claim_of "$pid")"
+where=$(claim_of "$pid" | jq -r 'keys[0]')
+assert_eq "after the killed move: the claim is the VM's 160 MiB" 160 "$(claim_of "$pid" | jq 'add')"
+got=$(on_node "$pid" "$where" 160)
+[ "$got" -ge 950 ] || fail "after the killed move the claim names node $where, which has $got permille of the guest RAM"
+sf=$(status_json) || fail "qemu-pin status --json failed after the killed move"
+jq -e '.nodes | all(.["memory-mib"] | .claimed <= .total - .reserve)' "$sf" >/dev/null ||
+  fail "a node is over-committed after the killed move: $(jq -c '[.nodes[]["memory-mib"]]' "$sf")"
+log "ok: after the killed move the VM is claimed on node $where with $got permille there"
+other=$from
+[ "$where" = "$from" ] && other=$to
+"$QP_BINARY" move mv --to-nodes="$other" >again.out 2>again.err || fail "a move after the killed one failed: $(cat again.err)"
+assert_eq "the move after the killed one: claim names only node $other" "{\"$other\":160}" "$(claim_of "$pid")"
+got=$(on_node "$pid" "$other" 160)
+[ "$got" -ge 950 ] || fail "after the move that followed the killed one only $got permille is on node $other"
 lab_cleanup
 exit 0

@@ -47,7 +47,7 @@ check "two records" 2 "$(echo "$before" | wc -l)"
 rebalance --dry-run --json
 check "dry-run: exit status" 0 $?
 check "dry-run: nothing on stderr" "" "$(cat "$T/err")"
-check "dry-run: its members" '["kept","moves","plan"]' "$(jq -c 'keys' "$T/out")"
+check "dry-run: its members" '["held-mib","kept","moves","plan"]' "$(jq -c 'keys' "$T/out")"
 check "dry-run: no moves on one node" '[]' "$(jq -c '.moves' "$T/out")"
 check "dry-run: no plan without a command line" null "$(jq -c '.plan' "$T/out")"
 
@@ -94,5 +94,36 @@ bad "bad cooldown" 2 "cooldown 'soon' is not valid: expected seconds" --dry-run 
 bad "unknown option" 2 "unknown option '--bogus'" --bogus
 bad "bad QEMU size" 1 "-m 'lots'" --dry-run -- "$QEMU" -machine q35 -accel tcg -m lots
 bad "mode none" 2 "mode none: there is no VM to make room for" --mode=none -- "$QEMU" -m 64
+
+# status: what a rebalance would move now; nothing on one node.
+"$QP_BINARY" status --state-dir="$SD" --json >"$T/status" 2>"$T/err"
+check "status --json: exit status" 0 $?
+check "status --json: rebalance member, no moves" '{"moves":[]}' "$(jq -c '.rebalance' "$T/status")"
+"$QP_BINARY" status --state-dir="$SD" >"$T/status" 2>"$T/err"
+check "status: exit status" 0 $?
+check "status: no rebalance section when nothing would move" 0 "$(grep -c "rebalance would move" "$T/status")"
+
+# The hysteresis: nothing spans, so nothing to hold back.
+rebalance --dry-run --json --rebalance-min-mib=4096
+check "min-mib: exit status" 0 $?
+check "min-mib: no moves, none held" '[]0' "$(jq -j -c '.moves, .["held-mib"]' "$T/out")"
+bad "bad min-mib" 2 "rebalance-min-mib: 'half' is not valid: expected a size in MiB" --dry-run --rebalance-min-mib=half
+
+# --make-room at launch: nothing to move here, the VM launches as without
+# it, silently; a bad config value is refused before anything starts.
+# shellcheck disable=SC2046
+d=$(launch d --make-room --mode=balanced -- "$QEMU" $(vm d) -m 64)
+check "make-room launch: exit status" 0 $?
+check "make-room launch: nothing said" "" "$(cat "$T/d.out")"
+check "make-room launch: its claim on node 0" '{"0":64}' "$("$QP_BINARY" status --state-dir="$SD" --json | jq -c '.vms[] | select(.name == "d") | .["memory-mib"]')"
+check "make-room launch: the others' records unchanged" "$before" "$(records | grep -v '"name":"d"')"
+printf '[defaults]\nmake-room = maybe\n' >"$T/bad.conf"
+# shellcheck disable=SC2046
+"$QP_BINARY" --state-dir="$SD" --config="$T/bad.conf" -- "$QEMU" $(vm e) -m 64 -daemonize >"$T/out" 2>"$T/err"
+check "bad make-room in config: exit status" 2 $?
+check "bad make-room in config: one line" 1 "$(wc -l <"$T/err")"
+grep -q "make-room: 'maybe' is not valid: expected 1, 0, yes, no, true or false" "$T/err" && ok "bad make-room in config: named" || not_ok "bad make-room: '$(cat "$T/err")'"
+pgrep -f -- "-name e,debug-threads" >/dev/null && not_ok "bad make-room: VM e runs" || ok "bad make-room: nothing started"
+check "bad make-room: no claim left" 3 "$(ls "$SD"/*.json | wc -l)"
 echo "1..$n"
 exit $failed

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "topology/plan/rebalance-gate.h"
 #include "topology/plan/rebalance.h"
 
 /* Places a VM of VCPUS and MIB with MODE inside host nodes NODES (NULL:
@@ -438,6 +439,44 @@ test_recorded_2s_8node(void)
   g_assert_true(hwloc_bitmap_isequal(r->plan->host_nodes, m->from));
 }
 
+/* The periodic rebalance's hysteresis (rebalance-gate.h): the moves are
+ * made only when they bring at least --rebalance-min-mib onto a spanning
+ * VM's node; moves that only make room for a request never pass it. */
+static void
+test_min_mib(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  place(h, claims, "a", QP_MODE_BALANCED, 2, 12288, "0");
+  place(h, claims, "b", QP_MODE_BALANCED, 2, 12288, "1");
+  place(h, claims, "c", QP_MODE_BALANCED, 2, 8192, "0-1");
+  g_ptr_array_remove_index(claims->claims, 0);
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, NULL, NULL);
+  g_assert_cmpuint(r->moves->len, ==, 1);
+  /* c's half off its new node: 4 GiB come onto it. */
+  g_assert_cmpuint(qp_rebalance_gain(r), ==, 4096);
+  g_assert_true(qp_rebalance_worth(r, 0));
+  g_assert_true(qp_rebalance_worth(r, 4096));
+  g_assert_false(qp_rebalance_worth(r, 4097));
+
+  /* Nothing spans: nothing is worth it, whatever the threshold. */
+  g_autofree QpRebalanceVm *vms2 = all_movable(r->after);
+  g_autoptr(QpRebalance) again = rebalance(h, r->after, vms2, NULL, NULL);
+  g_assert_cmpuint(qp_rebalance_gain(again), ==, 0);
+  g_assert_false(qp_rebalance_worth(again, 0));
+
+  /* The lab scenario's one move makes room for a request: no gain. */
+  g_autoptr(QpClaims) frag = fragmented(h);
+  g_autoptr(QpRequest) big = request(2, 10650);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autofree QpRebalanceVm *vms3 = all_movable(frag);
+  g_autoptr(QpRebalance) room = rebalance(h, frag, vms3, big, o);
+  g_assert_cmpuint(room->moves->len, ==, 1);
+  g_assert_cmpuint(qp_rebalance_gain(room), ==, 0);
+  g_assert_false(qp_rebalance_worth(room, 0));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -458,5 +497,7 @@ main(int argc, char **argv)
   g_test_add_func("/rebalance/numa/one-node-per-guest-node", test_numa_pieces);
   g_test_add_func("/rebalance/recorded/2s-8node/one-node-after-moves",
                   test_recorded_2s_8node);
+  g_test_add_func("/rebalance/min-mib/gain-of-consolidating-moves",
+                  test_min_mib);
   return g_test_run();
 }

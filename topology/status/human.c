@@ -631,3 +631,28 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
                            (const char *)claims->warnings->pdata[i]);
   return g_string_free(s, FALSE);
 }
+
+char *
+qp_status_moves_to_text(const GPtrArray *moves, const QpClaims *claims)
+{
+  GString *s = g_string_new(NULL);
+  guint n = moves != NULL ? moves->len : 0;
+  if (n > 0)
+    g_string_append_printf(s, "qemu-pin rebalance would move %u VM%s now:\n", n,
+                           n == 1 ? "" : "s");
+  for (guint i = 0; i < n; i++) {
+    const QpMove *m = moves->pdata[i];
+    const char *name = NULL;
+    for (guint j = 0; claims != NULL && j < claims->claims->len; j++) {
+      const QpClaim *c = claims->claims->pdata[j];
+      if (g_strcmp0(c->id, m->vm) == 0)
+        name = c->name;
+    }
+    g_autofree char *from = qp_list_format(m->from);
+    g_autofree char *to = qp_list_format(m->to);
+    g_string_append_printf(
+        s, "  VM %s (%s) from nodes %s to %s, %" G_GUINT64_FORMAT " MiB\n",
+        name != NULL ? name : "-", m->vm, from, to, m->mib);
+  }
+  return g_string_free(s, FALSE);
+}

@@ -505,3 +505,29 @@ qp_status_to_json(const QpHost *host, const QpClaims *claims,
   json_builder_end_object(b);
   return json_builder_get_root(b);
 }
+
+JsonNode *
+qp_moves_to_json(const GPtrArray *moves)
+{
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_array(b);
+  for (guint i = 0; moves != NULL && i < moves->len; i++) {
+    const QpMove *m = moves->pdata[i];
+    json_builder_begin_object(b);
+    qp_json_add_string(b, "vm", m->vm);
+    qp_json_add_list(b, "from", m->from);
+    qp_json_add_list(b, "to", m->to);
+    qp_json_add_int(b, "mib", (gint64)m->mib);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  return json_builder_get_root(b);
+}
+
+void
+qp_status_json_add_moves(JsonNode *status, const GPtrArray *moves)
+{
+  JsonObject *r = json_object_new();
+  json_object_set_member(r, "moves", qp_moves_to_json(moves));
+  json_object_set_object_member(json_node_get_object(status), "rebalance", r);
+}

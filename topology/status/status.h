@@ -12,6 +12,7 @@
 #include "topology/ledger/claims.h"
 #include "topology/plan/placement.h"
 #include "topology/plan/plan.h"
+#include "topology/plan/rebalance.h"
 
 G_BEGIN_DECLS
 
@@ -30,6 +31,18 @@ JsonNode *qp_status_to_json(const QpHost *host, const QpClaims *claims,
                             const QpPlacementOptions *opts);
 char *qp_status_to_text(const QpHost *host, const QpClaims *claims,
                         const QpPlacementOptions *opts);
+
+/* The moves a rebalance would make (MOVES, of QpMove*; NULL: none), as
+ * `rebalance --json` and `status --json` give them: an array of {vm, from,
+ * to, mib}. */
+JsonNode *qp_moves_to_json(const GPtrArray *moves);
+
+/* `status`: adds {"moves": [...]} as STATUS's member "rebalance". */
+void qp_status_json_add_moves(JsonNode *status, const GPtrArray *moves);
+
+/* `status`: a section listing MOVES (VM names from CLAIMS), or "" when
+ * there are none. */
+char *qp_status_moves_to_text(const GPtrArray *moves, const QpClaims *claims);
 
 /* `status --metrics`: per host node memory, hugepages and CPUs, per VM
  * claim, and the ledger's record counts in Prometheus's text exposition

@@ -1,0 +1,23 @@
+/* The periodic rebalance's hysteresis (rebalance-gate.h). */
+#include "topology/plan/rebalance-gate.h"
+
+guint64
+qp_rebalance_gain(const QpRebalance *r)
+{
+  guint64 mib = 0;
+  for (guint i = 0; i < r->moves->len; i++) {
+    const QpMove *m = r->moves->pdata[i];
+    if (m->consolidate)
+      mib += m->mib;
+  }
+  return mib;
+}
+
+gboolean
+qp_rebalance_worth(const QpRebalance *r, guint64 min_mib)
+{
+  gboolean consolidates = FALSE;
+  for (guint i = 0; i < r->moves->len && !consolidates; i++)
+    consolidates = ((const QpMove *)r->moves->pdata[i])->consolidate;
+  return consolidates && qp_rebalance_gain(r) >= min_mib;
+}

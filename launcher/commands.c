@@ -181,7 +181,7 @@ cmd_status(QpOptions *opts, GError **error)
 
 static int run_command(QpOptions *opts, int argc, char **argv, GError **error);
 
-static const QpEdge full_edge = {cmd_plan, run_command};
+static const QpEdge full_edge = {cmd_plan, run_command, qp_make_room};
 
 /* qemu-pin [topology|status|plan|move|rebalance] [OPTIONS] [--] [QEMU_BINARY
  * ARGS...] */

@@ -83,7 +83,9 @@ run_qemu(const QpEdge *edge, QpOptions *opts, const char *binary,
     return exec_straight(binary, argv0, argc, argv, error);
   if (plan_only || opts->dry_run)
     return edge->plan(opts, args, plan_only, error);
-  return qp_launch(opts, binary, argv0, args, error);
+  if (opts->make_room && edge->make_room == NULL)
+    return qp_hand_over(error);
+  return qp_launch(opts, binary, argv0, args, edge->make_room, error);
 }
 
 /* Installed or linked under a QEMU binary's name: every argument is

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "launcher/options.h"
+#include "launcher/launch.h"
 #include "launcher/qemu/args.h"
 
 G_BEGIN_DECLS
@@ -21,6 +22,10 @@ typedef struct {
   /* qemu-pin's command line ARGV (not a drop-in's): its command
    * (qp_front_is_command()) or a launch (qp_edge_qemu_command()). */
   int (*command)(QpOptions *opts, int argc, char **argv, GError **error);
+  /* --make-room before a launch's claim (qp_launch()); NULL: a launch that
+   * asks for it is handed over to the full module (it moves other VMs
+   * through their keepers, which takes json-glib). */
+  QpMakeRoom make_room;
 } QpEdge;
 
 /* A module's main: T0 the front's start (CLOCK_MONOTONIC), or NULL. */

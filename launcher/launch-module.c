@@ -18,7 +18,7 @@ hand_over_plan(const QpOptions *opts, const QpQemuArgs *args,
 static int launch_command(QpOptions *opts, int argc, char **argv,
                           GError **error);
 
-static const QpEdge launch_edge = {hand_over_plan, launch_command};
+static const QpEdge launch_edge = {hand_over_plan, launch_command, NULL};
 
 static int
 launch_command(QpOptions *opts, int argc, char **argv, GError **error)

@@ -9,7 +9,6 @@
 #include "launcher/hand-over.h"
 #include "launcher/keeper/keeper.h"
 #include "launcher/log.h"
-#include "launcher/rebalance.h"
 #include "launcher/qemu/device-buses.h"
 #include "launcher/qemu/rewrite.h"
 #include "topology/host/snapshot.h"
@@ -464,7 +463,7 @@ exec_in_place(Launch *l, const char *binary, QpHeldClaim *held, GError **error)
 
 int
 qp_launch(QpOptions *opts, const char *binary, const char *argv0,
-          QpQemuArgs *args, GError **error)
+          QpQemuArgs *args, QpMakeRoom make_room, GError **error)
 {
   g_autofree char *dir = qp_launch_state_dir(opts);
   Launch l = {opts,
@@ -477,8 +476,8 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
   qp_timing("options");
   l.host = load_host(opts, args, dir, error);
   qp_timing("host");
-  if (l.host != NULL && opts->make_room &&
-      qp_make_room(opts, args, l.host, dir)) {
+  if (l.host != NULL && opts->make_room && make_room != NULL &&
+      make_room(opts, args, l.host, dir)) {
     qp_timing("made room");
     g_clear_pointer(&l.host, qp_host_free);
     l.host = load_host(opts, args, dir, error);

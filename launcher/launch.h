@@ -8,6 +8,7 @@
 
 #include "launcher/options.h"
 #include "launcher/qemu/args.h"
+#include "topology/host/host.h"
 #include "topology/ledger/claims.h"
 #include "topology/plan/plan.h"
 
@@ -30,8 +31,13 @@ QpQemuArgs *qp_launch_read(const QpOptions *opts, guint argc, char **argv,
  * -daemonize, returns QEMU's exit status when QEMU refused to start, else
  * 0 once the daemon runs with the plan in force. -1 with ERROR when the
  * launch failed (nothing is left claimed, no QEMU left running). */
+typedef gboolean (*QpMakeRoom)(const QpOptions *opts, const QpQemuArgs *args,
+                               const QpHost *host, const char *dir);
+/* MAKE_ROOM (--make-room, the full module's qp_make_room(); NULL in the
+ * launch module, which hands such a launch over) runs before the claim
+ * when OPTS ask for it. */
 int qp_launch(QpOptions *opts, const char *binary, const char *argv0,
-              QpQemuArgs *args, GError **error);
+              QpQemuArgs *args, QpMakeRoom make_room, GError **error);
 
 /* The ledger's state directory under OPTS: --state-dir, else the host-wide
  * one, or this user's when the host-wide one is not usable (then said in one

@@ -336,6 +336,13 @@ room for anyone). In the storms their VMs are counted where they are at the
 end (launches a minute apart, numad's pass after each). Then churn
 (\`bench/sim-churn.c\`, tested by \`bench/test-sim-churn.c\`): the same
 arrivals for every placer, VM-hours counted where each VM is while it lives.
+*VM-h one node could hold* counts the hours of the VMs whose memory and vCPUs
+one node of the empty host holds: no placer's node-local VM-hours pass it
+with the same VMs placed (a 16 GiB VM on the EPYC 7351P's 15.5 GiB nodes, an
+8-vCPU one on the 4-CPU nodes of 2s-8node.xml, spans whoever places it), so
+the verdicts give the gain over spread it would make. A storm where a
+baseline has more node-local VMs says the GiB each placed: incus refuses the
+VMs its chosen nodes cannot hold and fits more small ones.
 
 $(cat "$tmp/sim.md")
 

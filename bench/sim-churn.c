@@ -77,18 +77,30 @@ event_cmp(gconstpointer a, gconstpointer b)
   return x->v < y->v ? -1 : x->v > y->v;
 }
 
+/* One node of the empty host E holds VM (memory and vCPUs). */
+static gboolean
+fits_one(const SimState *e, const SimVm *vm)
+{
+  for (guint i = 0; e != NULL && i < e->n; i++)
+    if (e->total_mib[i] >= vm->mem_mib && e->cpus[i] >= vm->vcpus)
+      return TRUE;
+  return FALSE;
+}
+
 static void
-add_time(const SimPlacer *pl, const gboolean *live, guint n, double dt,
-         SimChurnResult *r)
+add_time(const SimPlacer *pl, const GArray *arrivals, const SimState *empty,
+         const gboolean *live, double dt, SimChurnResult *r)
 {
   if (dt <= 0)
     return;
-  for (guint v = 0; v < n; v++)
+  for (guint v = 0; v < arrivals->len; v++)
     if (live[v]) {
       if (pl->nodes(pl->data, v) > 1)
         r->spanning_h += dt;
       else
         r->local_h += dt;
+      if (fits_one(empty, &g_array_index(arrivals, SimArrival, v).vm))
+        r->fit_h += dt;
     }
 }
 
@@ -114,7 +126,7 @@ sim_churn_run(const GArray *arrivals, const SimChurnParams *p,
   r->arrivals = n;
   for (guint e = 0; e < ev->len; e++) {
     const Event *x = &g_array_index(ev, Event, e);
-    add_time(pl, live, n, x->t - now, r);
+    add_time(pl, arrivals, p->empty, live, x->t - now, r);
     now = x->t;
     if (x->kind == 2) {
       pl->tick(pl->data, now);
@@ -130,7 +142,7 @@ sim_churn_run(const GArray *arrivals, const SimChurnParams *p,
       live[x->v] = FALSE;
     }
   }
-  add_time(pl, live, n, p->hours - now, r);
+  add_time(pl, arrivals, p->empty, live, p->hours - now, r);
   r->moved_mib = pl->moved_mib(pl->data);
   r->moves = pl->moves(pl->data);
 }

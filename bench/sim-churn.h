@@ -23,6 +23,10 @@ typedef struct {
   double mean_life_h; /* mean lifetime */
   double load;        /* asked-for memory / host memory, on average */
   double period_h;    /* a placer's periodic pass, every PERIOD_H */
+  /* The empty host, to count the hours of VMs one of its nodes holds
+   * (memory and vCPUs): what node-local VM-hours can reach at most with
+   * the same VMs placed. NULL: not counted. */
+  const SimState *empty;
 } SimChurnParams;
 
 typedef struct {
@@ -58,6 +62,7 @@ typedef struct {
 typedef struct {
   guint arrivals, placed, refused;
   double local_h, spanning_h; /* VM-hours */
+  double fit_h; /* VM-hours of VMs one empty node holds (params' EMPTY) */
   guint64 moved_mib;
   guint moves;
 } SimChurnResult;

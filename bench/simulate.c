@@ -514,11 +514,15 @@ run_storms(const char *label, QpHost *host, guint64 total, GPtrArray *findings,
           add_finding(findings, label, seed, s, &r[s], b, &r[b]);
     for (guint b = 0; b < N_ALL; b++)
       if (is_baseline(b) && r[b].local > r[STRAT_REBALANCE].local)
-        g_ptr_array_add(hs->behind,
-                        g_strdup_printf("%s, storm seed %d: %s %u node-local "
-                                        "VMs, qemu-pin spread+rebalance %u",
-                                        label, seed, strat_name(b), r[b].local,
-                                        r[STRAT_REBALANCE].local));
+        g_ptr_array_add(
+            hs->behind,
+            g_strdup_printf("%s, storm seed %d: %s %u node-local VMs, %.0f "
+                            "GiB placed; qemu-pin spread+rebalance %u, %.0f "
+                            "GiB",
+                            label, seed, strat_name(b), r[b].local,
+                            (double)r[b].placed_mib / 1024,
+                            r[STRAT_REBALANCE].local,
+                            (double)r[STRAT_REBALANCE].placed_mib / 1024));
   }
   print_header(label, host, total);
   for (guint s = 0; s < N_ALL; s++)
@@ -565,16 +569,17 @@ print_churn(const HostSum *hs)
          opt_first_seed + opt_churn_seeds - 1);
   printf("| placer | VMs arrived | VMs placed | refused | node-local VM-h | "
          "spanning VM-h | node-local share | moves | GiB moved | MiB moved "
-         "per placed VM |\n"
-         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+         "per placed VM | VM-h one node could hold |\n"
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (guint s = 0; s < N_ALL; s++) {
     const SimChurnResult *c = &hs->churn[s];
     double all = c->local_h + c->spanning_h;
-    printf("| %s | %u | %u | %u | %.0f | %.0f | %.1f%% | %u | %.1f | %.0f |\n",
+    printf("| %s | %u | %u | %u | %.0f | %.0f | %.1f%% | %u | %.1f | %.0f | "
+           "%.0f |\n",
            strat_name(s), c->arrivals, c->placed, c->refused, c->local_h,
            c->spanning_h, all > 0 ? 100 * c->local_h / all : 0, c->moves,
            (double)c->moved_mib / 1024,
-           c->placed ? (double)c->moved_mib / c->placed : 0);
+           c->placed ? (double)c->moved_mib / c->placed : 0, c->fit_h);
   }
 }
 
@@ -582,10 +587,11 @@ static gboolean
 run_churn(const char *label, QpHost *host, guint64 total, HostSum *hs,
           GError **error)
 {
+  g_autoptr(SimState) empty = state_of_host(host);
   for (int seed = opt_first_seed; seed < opt_first_seed + opt_churn_seeds;
        seed++) {
-    SimChurnParams p = {(guint32)seed, opt_churn_hours, opt_churn_life,
-                        opt_churn_load, opt_churn_period};
+    SimChurnParams p = {(guint32)seed,  opt_churn_hours,  opt_churn_life,
+                        opt_churn_load, opt_churn_period, empty};
     g_autoptr(GArray) arr = sim_churn_arrivals(&p, total);
     SimChurnResult r[N_ALL];
     for (guint s = 0; s < N_ALL; s++)
@@ -598,6 +604,7 @@ run_churn(const char *label, QpHost *host, guint64 total, HostSum *hs,
       c->refused += r[s].refused;
       c->local_h += r[s].local_h;
       c->spanning_h += r[s].spanning_h;
+      c->fit_h += r[s].fit_h;
       c->moved_mib += r[s].moved_mib;
       c->moves += r[s].moves;
       if (is_baseline(s) && r[s].local_h > r[STRAT_REBALANCE].local_h)
@@ -648,10 +655,12 @@ print_verdicts(GPtrArray *sums)
     const SimChurnResult *sp = &hs->churn[STRAT_SPREAD];
     printf("- %s: storms %u VMs placed (best baseline %u), churn %u (best "
            "baseline %u); churn node-local VM-hours %.0f vs spread %.0f "
-           "(%+.1f%%); %.0f MiB moved per placed VM\n",
+           "(%+.1f%%; every VM one node holds node-local all its life would "
+           "be %+.1f%%); %.0f MiB moved per placed VM\n",
            hs->label, hs->storm[STRAT_REBALANCE].placed, best_storm, rb->placed,
            best_churn, rb->local_h, sp->local_h,
            sp->local_h > 0 ? 100 * (rb->local_h / sp->local_h - 1) : 0,
+           sp->local_h > 0 ? 100 * (rb->fit_h / sp->local_h - 1) : 0,
            rb->placed ? (double)rb->moved_mib / rb->placed : 0);
   }
   printf("\n#### Runs where a baseline has more node-local VMs than "

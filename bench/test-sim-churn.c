@@ -106,6 +106,32 @@ test_no_mover_keeps_spanning(void)
   g_assert_cmpfloat_with_epsilon(r.local_h, 6.5, 1e-9);
 }
 
+/* The hours of VMs one node of the given empty host holds: with nodes of
+ * 8 GiB every VM of the run (A 0-5, B 1-5, C 2-4: 11 h); with nodes of
+ * 5 GiB only C (4 GiB, 2 h); without a host none. */
+static void
+test_fit_hours(void)
+{
+  g_autoptr(SimState) big = two_nodes();
+  g_autoptr(SimState) small = two_nodes();
+  small->total_mib[0] = small->total_mib[1] = 5120;
+  const SimState *empties[] = {big, small, NULL};
+  const double want[] = {11.0, 2.0, 0.0};
+  for (guint x = 0; x < G_N_ELEMENTS(empties); x++) {
+    g_autoptr(GArray) arr = hand_arrivals(10);
+    g_autoptr(SimStatePlacer) p =
+        sim_state_placer_new(two_nodes(), SIM_FIRST_FIT, SIM_MOVER_NONE, 4);
+    SimPlacer pl;
+    sim_state_placer_bind(p, &pl);
+    SimChurnParams params = hand;
+    params.empty = empties[x];
+    SimChurnResult r;
+    sim_churn_run(arr, &params, &pl, &r);
+    g_assert_cmpfloat_with_epsilon(r.fit_h, want[x], 1e-9);
+    g_assert_cmpfloat_with_epsilon(r.local_h, 9.0, 1e-9);
+  }
+}
+
 /* Arrivals: the same seed gives the same list; in time order, inside the
  * run, each VM of the storms' sizes; the count near rate * hours. */
 static void
@@ -152,6 +178,7 @@ main(int argc, char **argv)
   g_test_add_func("/sim/churn/vm-hours-by-hand", test_vm_hours_by_hand);
   g_test_add_func("/sim/churn/numad-moves-after-a-departure",
                   test_numad_moves_after_a_departure);
+  g_test_add_func("/sim/churn/fit-hours", test_fit_hours);
   g_test_add_func("/sim/churn/no-mover-keeps-spanning",
                   test_no_mover_keeps_spanning);
   g_test_add_func("/sim/churn/arrivals", test_arrivals);

@@ -245,7 +245,7 @@ make_moves(const QpOptions *opts, const QpRebalance *r, const QpClaims *claims,
     g_autofree char *to = qp_list_format(m->to);
     const QpClaim *c = claim_by_id(claims, m->vm);
     g_autoptr(GError) local = NULL;
-    g_autoptr(JsonNode) reply =
+    g_autoptr(QpJv) reply =
         c != NULL ? qp_move_ask(c, to, QP_MOVE_DEFAULT_RATE_MIB, &local) : NULL;
     if (reply == NULL) {
       g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
@@ -258,7 +258,7 @@ make_moves(const QpOptions *opts, const QpRebalance *r, const QpClaims *claims,
       return FALSE;
     }
     if (!opts->json)
-      qp_move_print_answer(&quiet, json_node_get_object(reply));
+      qp_move_print_answer(&quiet, reply);
   }
   return TRUE;
 }

@@ -18,12 +18,14 @@ qp_hand_over_init(int argc, char **argv, const struct timespec *t0)
   saved_t0 = t0;
 }
 
-char *
-qp_full_module_path(void)
+/* The full module's path: next to the module this code is in (a new
+ * string), or NULL when that cannot be told. */
+static char *
+full_module_path(void)
 {
   Dl_info info;
-  if (dladdr((void *)qp_full_module_path, &info) == 0 ||
-      info.dli_fname == NULL || strchr(info.dli_fname, '/') == NULL)
+  if (dladdr((void *)full_module_path, &info) == 0 || info.dli_fname == NULL ||
+      strchr(info.dli_fname, '/') == NULL)
     return NULL;
   g_autofree char *dir = g_path_get_dirname(info.dli_fname);
   return g_build_filename(dir, QP_FULL_MODULE, NULL);
@@ -34,7 +36,7 @@ typedef int (*ModuleMain)(int argc, char **argv, const struct timespec *t0);
 int
 qp_hand_over(GError **error)
 {
-  g_autofree char *path = qp_full_module_path();
+  g_autofree char *path = full_module_path();
   void *module = path != NULL ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
   ModuleMain main_of = NULL;
   if (module != NULL)

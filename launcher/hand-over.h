@@ -1,8 +1,8 @@
 /* The two modules of qemu-pin (docs/design.md, "The front"): the launch
- * module (qemu-pin-launch.so: glib, hwloc, libnuma) runs a launch; the
- * full module (qemu-pin-full.so: json-glib, GObject, GIO besides) runs
- * every command, and the keeper once QEMU runs. This is the way from the
- * first to the second. */
+ * module (qemu-pin-launch.so: glib, hwloc, libnuma) runs a launch and its
+ * keeper; the full module (qemu-pin-full.so: json-glib, GObject, GIO
+ * besides) runs every command. This is the way from the first to the
+ * second. */
 #pragma once
 
 #include <glib.h>
@@ -14,10 +14,6 @@ G_BEGIN_DECLS
 
 /* The command line the module was entered with, for a hand-over. */
 void qp_hand_over_init(int argc, char **argv, const struct timespec *t0);
-
-/* The full module's path: next to the module this code is in (a new
- * string), or NULL when that cannot be told. */
-char *qp_full_module_path(void);
 
 /* The whole run handed to the full module: its qp_module_main() with the
  * command line qp_hand_over_init() saw; its exit status, or -1 with the

@@ -293,7 +293,6 @@ typedef struct {
   char **start_backends; /* the memory backends QEMU starts with */
   int monitor[2];        /* the keeper's end, QEMU's end */
   int status_pipe[2];    /* -daemonize: the keeper's word on the plan */
-  char *full_module;     /* where the keeper's work is (hand-over.h) */
 } Launch;
 
 static void
@@ -301,7 +300,6 @@ launch_clear(Launch *l)
 {
   /* A keeper still waiting for our exec leaves first. */
   g_clear_pointer(&l->keeper, qp_keeper_spawn_free);
-  g_clear_pointer(&l->full_module, g_free);
   g_clear_pointer(&l->host, qp_host_free);
   g_clear_pointer(&l->plan, qp_plan_free);
   g_clear_pointer(&l->caller_host, qp_caller_host_free);
@@ -401,7 +399,6 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
       .start_backends = (const char *const *)l->start_backends,
       .topology = l->opts->topology,
       .placement = &l->opts->placement,
-      .full_module = l->full_module,
   };
   qp_timing("keeper config");
   /* What CFG points to lives until the exec: the keeper shares it. */
@@ -466,13 +463,8 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
           QpQemuArgs *args, QpMakeRoom make_room, GError **error)
 {
   g_autofree char *dir = qp_launch_state_dir(opts);
-  Launch l = {opts,
-              args,
-              argv0,
-              dir,
-              .monitor = {-1, -1},
-              .status_pipe = {-1, -1},
-              .full_module = qp_full_module_path()};
+  Launch l = {
+      opts, args, argv0, dir, .monitor = {-1, -1}, .status_pipe = {-1, -1}};
   qp_timing("options");
   l.host = load_host(opts, args, dir, error);
   qp_timing("host");

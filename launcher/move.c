@@ -128,7 +128,7 @@ find_vm(const QpClaims *claims, const char *vm)
 }
 
 /* Asks keeper KEEPER_PID; its answer (one JSON object), or NULL. */
-static JsonNode *
+static QpJv *
 ask_keeper(int keeper_pid, const char *request, GError **error)
 {
   struct sockaddr_un sa;
@@ -152,43 +152,34 @@ ask_keeper(int keeper_pid, const char *request, GError **error)
       g_string_append_len(s, buf, n);
   close(fd);
   g_autofree char *text = g_string_free(s, FALSE);
-  g_autoptr(JsonParser) parser = json_parser_new();
-  if (!json_parser_load_from_data(parser, text, -1, NULL) ||
-      json_parser_get_root(parser) == NULL ||
-      !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
+  g_autoptr(QpJv) answer = qp_jv_parse(text, -1, NULL);
+  if (!qp_jv_is(answer, QP_JV_OBJECT)) {
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
                 "move: the VM's keeper (pid %d) ended without an answer",
                 keeper_pid);
     return NULL;
   }
-  return json_node_copy(json_parser_get_root(parser));
+  return g_steal_pointer(&answer);
 }
 
 void
-qp_move_print_answer(const QpOptions *opts, JsonObject *o)
+qp_move_print_answer(const QpOptions *opts, const QpJv *o)
 {
   if (opts->json) {
-    JsonNode *n = json_node_init_object(json_node_alloc(), o);
-    g_autofree char *text = json_to_string(n, TRUE);
-    json_node_unref(n);
+    g_autofree char *text = qp_jv_write(o, TRUE);
     g_print("%s\n", text);
     return;
   }
-  const char *name =
-      json_object_get_string_member_with_default(o, "name", NULL);
+  const char *name = qp_jv_get_string_or(o, "name", NULL);
   g_print("qemu-pin: moved VM %s (%s) from nodes %s to %s: %" G_GINT64_FORMAT
           " MiB of pages moved, %.1f%% of its guest memory there; ",
-          name ? name : "-",
-          json_object_get_string_member_with_default(o, "vm", "?"),
-          json_object_get_string_member_with_default(o, "from", "?"),
-          json_object_get_string_member_with_default(o, "to", "?"),
-          json_object_get_int_member_with_default(o, "moved-mib", 0),
-          (double)json_object_get_int_member_with_default(
-              o, "on-destination-permille", 0) /
-              10.0);
-  const char *binding =
-      json_object_get_string_member_with_default(o, "binding", "");
-  if (json_object_get_boolean_member_with_default(o, "binding-moved", FALSE))
+          name ? name : "-", qp_jv_get_string_or(o, "vm", "?"),
+          qp_jv_get_string_or(o, "from", "?"),
+          qp_jv_get_string_or(o, "to", "?"),
+          qp_jv_get_int_or(o, "moved-mib", 0),
+          (double)qp_jv_get_int_or(o, "on-destination-permille", 0) / 10.0);
+  const char *binding = qp_jv_get_string_or(o, "binding", "");
+  if (qp_jv_get_bool_or(o, "binding-moved", FALSE))
     g_print("its binding moved too (cgroup %s)\n", binding);
   else
     g_print("only the pages moved, not the binding (memory QEMU allocates "
@@ -196,18 +187,16 @@ qp_move_print_answer(const QpOptions *opts, JsonObject *o)
             binding);
 }
 
-JsonNode *
+QpJv *
 qp_move_ask(const QpClaim *vm, const char *to_nodes, guint rate_mib,
             GError **error)
 {
   g_autofree char *request = g_strdup_printf(
       "{\"to-nodes\": \"%s\", \"rate-mib\": %u}\n", to_nodes, rate_mib);
-  g_autoptr(JsonNode) reply = ask_keeper(vm->keeper_pid, request, error);
+  g_autoptr(QpJv) reply = ask_keeper(vm->keeper_pid, request, error);
   if (reply == NULL)
     return NULL;
-  JsonObject *o = json_node_get_object(reply);
-  const char *err =
-      json_object_get_string_member_with_default(o, "error", NULL);
+  const char *err = qp_jv_get_string_or(reply, "error", NULL);
   if (err != NULL) {
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED, "%s", err);
     return NULL;
@@ -237,9 +226,9 @@ qp_cmd_move(QpOptions *opts, int argc, char **argv, GError **error)
                 m.vm, dir);
     return -1;
   }
-  g_autoptr(JsonNode) reply = qp_move_ask(c, m.to_nodes, m.rate_mib, error);
+  g_autoptr(QpJv) reply = qp_move_ask(c, m.to_nodes, m.rate_mib, error);
   if (reply == NULL)
     return -1;
-  qp_move_print_answer(opts, json_node_get_object(reply));
+  qp_move_print_answer(opts, reply);
   return 0;
 }

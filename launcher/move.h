@@ -5,9 +5,9 @@
 #pragma once
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 
 #include "launcher/options.h"
+#include "topology/base/jvalue.h"
 #include "topology/ledger/claims.h"
 
 G_BEGIN_DECLS
@@ -22,11 +22,11 @@ G_BEGIN_DECLS
  * on-destination-permille, binding, binding-moved, moved-at, mib), or NULL
  * with the one-line refusal or failure. `move` and `rebalance` both move
  * this way. */
-JsonNode *qp_move_ask(const QpClaim *vm, const char *to_nodes, guint rate_mib,
-                      GError **error);
+QpJv *qp_move_ask(const QpClaim *vm, const char *to_nodes, guint rate_mib,
+                  GError **error);
 
 /* Prints the keeper's answer O: as JSON with OPTS->json, else one line. */
-void qp_move_print_answer(const QpOptions *opts, JsonObject *o);
+void qp_move_print_answer(const QpOptions *opts, const QpJv *o);
 
 /* The command; ARGV[0] is "move". Returns the exit status, or -1 with
  * ERROR. */

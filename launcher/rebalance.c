@@ -237,7 +237,7 @@ make_moves(const QpOptions *opts, const QpRebalance *r, const QpClaims *claims,
     g_autofree char *to = qp_list_format(m->to);
     const QpClaim *c = claim_by_id(claims, m->vm);
     g_autoptr(GError) local = NULL;
-    g_autoptr(JsonNode) reply =
+    g_autoptr(QpJv) reply =
         c != NULL ? qp_move_ask(c, to, QP_MOVE_DEFAULT_RATE_MIB, &local) : NULL;
     if (reply == NULL) {
       g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
@@ -252,7 +252,7 @@ make_moves(const QpOptions *opts, const QpRebalance *r, const QpClaims *claims,
     (*made)++;
     g_autofree char *from = qp_list_format(m->from);
     if (print)
-      qp_move_print_answer(&quiet, json_node_get_object(reply));
+      qp_move_print_answer(&quiet, reply);
     else
       qp_info("moved VM %s (%s) from nodes %s to %s: %" G_GUINT64_FORMAT " MiB",
               name_of(claims, m->vm), m->vm, from, to, m->mib);

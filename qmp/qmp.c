@@ -20,9 +20,9 @@ G_DEFINE_QUARK(qp-qmp-error-quark, qp_qmp_error)
 
 /* A hostile or broken peer must not make us buffer without bound. */
 #define QP_QMP_MAX_LINE (16 * 1024 * 1024)
-/* json-glib's parser is recursive: bound the nesting before handing it a
- * line (QEMU's own parser stops at 1024 too). */
-#define QP_QMP_MAX_DEPTH 1024
+/* The reader's own bound on nesting (jvalue.h), checked first so that the
+ * error says so; QEMU's replies and events nest a few levels. */
+#define QP_QMP_MAX_DEPTH QP_JV_MAX_DEPTH
 #define QP_QMP_EXCERPT 48
 
 struct QpQmp {
@@ -31,12 +31,12 @@ struct QpQmp {
   GString *in;   /* bytes read and not yet consumed */
   gsize scanned; /* bytes of IN known to hold no '\n' */
   gboolean eof;  /* the peer closed its end */
-  GQueue events; /* of JsonObject * */
+  GQueue events; /* of QpJv *, each a whole message */
   gint64 next_id;
   GHashTable *abandoned; /* ids of commands that timed out */
   GQueue ahead;          /* of Ahead *: sent, reply not yet asked for */
   gint64 waited_us;      /* blocked waiting for the peer, in all */
-  GHashTable *early;     /* id -> JsonObject: replies to commands sent ahead
+  GHashTable *early;     /* id -> QpJv: replies to commands sent ahead
                             that came before the one awaited */
   gboolean exiting;      /* QEMU said SHUTDOWN on its way out */
 };
@@ -66,7 +66,7 @@ qp_qmp_new(int fd, guint timeout_ms)
   g_queue_init(&qmp->events);
   g_queue_init(&qmp->ahead);
   qmp->early = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
-                                     (GDestroyNotify)json_object_unref);
+                                     (GDestroyNotify)qp_jv_free);
   qmp->next_id = 1;
   qmp->abandoned =
       g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
@@ -81,7 +81,7 @@ qp_qmp_free(QpQmp *qmp)
   if (qmp->fd >= 0)
     close(qmp->fd);
   g_string_free(qmp->in, TRUE);
-  g_queue_clear_full(&qmp->events, (GDestroyNotify)json_object_unref);
+  g_queue_clear_full(&qmp->events, (GDestroyNotify)qp_jv_free);
   g_hash_table_destroy(qmp->abandoned);
   g_queue_clear_full(&qmp->ahead, ahead_free);
   g_hash_table_destroy(qmp->early);
@@ -175,13 +175,9 @@ json_depth(const char *data, gsize len, guint limit)
   return max;
 }
 
-JsonObject *
+QpJv *
 qp_qmp_parse_line(const char *line, gsize len, GError **error)
 {
-  g_autoptr(JsonParser) parser = NULL;
-  g_autoptr(GError) local = NULL;
-  JsonNode *root;
-
   if (!g_utf8_validate(line, len, NULL)) {
     g_autofree char *ex = excerpt(line, len);
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
@@ -196,24 +192,21 @@ qp_qmp_parse_line(const char *line, gsize len, GError **error)
     return NULL;
   }
 
-  parser = json_parser_new_immutable();
-  if (!json_parser_load_from_data(parser, line, (gssize)len, &local) ||
-      (root = json_parser_get_root(parser)) == NULL ||
-      !JSON_NODE_HOLDS_OBJECT(root)) {
+  g_autoptr(QpJv) root = qp_jv_parse(line, (gssize)len, NULL);
+  if (!qp_jv_is(root, QP_JV_OBJECT)) {
     g_autofree char *ex = excerpt(line, len);
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                 "expected a JSON object, got '%s'", ex);
     return NULL;
   }
-  return json_object_ref(json_node_get_object(root));
+  return g_steal_pointer(&root);
 }
 
-/* The message as a short one-line excerpt, for errors. */
+/* A value as a short one-line excerpt, for errors. */
 static char *
-object_excerpt(JsonObject *obj)
+value_excerpt(const QpJv *v)
 {
-  g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(), obj);
-  g_autofree char *text = json_to_string(node, FALSE);
+  g_autofree char *text = qp_jv_write(v, FALSE);
 
   return excerpt(text, strlen(text));
 }
@@ -352,7 +345,7 @@ fill(QpQmp *qmp, gint64 deadline, GError **error)
 /* The next message from the peer, waiting until DEADLINE. Blank lines are
  * skipped. On timeout, QP_QMP_ERROR_TIMEOUT with a placeholder message that
  * callers replace. */
-static JsonObject *
+static QpJv *
 read_message(QpQmp *qmp, gint64 deadline, GError **error)
 {
   for (;;) {
@@ -362,7 +355,7 @@ read_message(QpQmp *qmp, gint64 deadline, GError **error)
     if (nl != NULL) {
       gsize len = (gsize)(nl - qmp->in->str);
       gsize consumed = len + 1;
-      JsonObject *obj = NULL;
+      QpJv *obj = NULL;
       const char *line = qmp->in->str;
 
       while (len > 0 && g_ascii_isspace(line[len - 1]))
@@ -399,49 +392,38 @@ read_message(QpQmp *qmp, gint64 deadline, GError **error)
 
 /* ---- commands and events ---------------------------------------------- */
 
-/* Member NAME of OBJ if it is a string, else NULL. (json-glib's getters
- * complain loudly about wrong types; a peer's message may have any.) */
+/* Member NAME of OBJ if it is a string, else NULL. */
 static const char *
-string_or_null(JsonObject *obj, const char *name)
+string_or_null(const QpJv *obj, const char *name)
 {
-  JsonNode *node = json_object_get_member(obj, name);
-
-  if (node == NULL || !JSON_NODE_HOLDS_VALUE(node) ||
-      json_node_get_value_type(node) != G_TYPE_STRING)
-    return NULL;
-  return json_node_get_string(node);
+  return qp_jv_get_string(qp_jv_get(obj, name));
 }
 
-/* TRUE if OBJ is an event (queued, reference taken). */
+/* TRUE if *OBJ is an event: queued, and *OBJ taken (NULL). */
 static gboolean
-queue_if_event(QpQmp *qmp, JsonObject *obj, GError **error, gboolean *is_event)
+queue_if_event(QpQmp *qmp, QpJv **obj, GError **error, gboolean *is_event)
 {
-  JsonNode *ev = json_object_get_member(obj, "event");
-
   *is_event = FALSE;
-  if (ev == NULL)
+  if (qp_jv_get(*obj, "event") == NULL)
     return TRUE;
-  if (string_or_null(obj, "event") == NULL) {
-    g_autofree char *ex = object_excerpt(obj);
+  if (string_or_null(*obj, "event") == NULL) {
+    g_autofree char *ex = value_excerpt(*obj);
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                 "expected an event name string, got '%s'", ex);
     return FALSE;
   }
-  g_queue_push_tail(&qmp->events, json_object_ref(obj));
   *is_event = TRUE;
-  qmp->exiting |= qp_qmp_event_is_exit(obj);
+  qmp->exiting |= qp_qmp_event_is_exit(*obj);
+  g_queue_push_tail(&qmp->events, g_steal_pointer(obj));
   return TRUE;
 }
 
 gboolean
-qp_qmp_event_is_exit(JsonObject *ev)
+qp_qmp_event_is_exit(const QpJv *ev)
 {
   if (g_strcmp0(string_or_null(ev, "event"), "SHUTDOWN") != 0)
     return FALSE;
-  JsonNode *node = json_object_get_member(ev, "data");
-  if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
-    return FALSE;
-  const char *reason = string_or_null(json_node_get_object(node), "reason");
+  const char *reason = string_or_null(qp_jv_get(ev, "data"), "reason");
   return g_strcmp0(reason, "host-signal") == 0 ||
          g_strcmp0(reason, "host-qmp-quit") == 0;
 }
@@ -454,27 +436,25 @@ qp_qmp_exiting(const QpQmp *qmp)
 
 /* The integer id of a reply, or FALSE if it has none (or not an integer). */
 static gboolean
-reply_id(JsonObject *obj, gint64 *id)
+reply_id(const QpJv *obj, gint64 *id)
 {
-  JsonNode *node = json_object_get_member(obj, "id");
+  QpJv *node = qp_jv_get(obj, "id");
 
-  if (node == NULL || !JSON_NODE_HOLDS_VALUE(node) ||
-      json_node_get_value_type(node) != G_TYPE_INT64)
+  if (!qp_jv_is(node, QP_JV_INT))
     return FALSE;
-  *id = json_node_get_int(node);
+  *id = qp_jv_get_int(node);
   return TRUE;
 }
 
 static gboolean
-is_reply(JsonObject *obj)
+is_reply(const QpJv *obj)
 {
-  return json_object_has_member(obj, "return") ||
-         json_object_has_member(obj, "error");
+  return qp_jv_get(obj, "return") != NULL || qp_jv_get(obj, "error") != NULL;
 }
 
 /* A late reply to a command we gave up on: drop it. */
 static gboolean
-is_abandoned_reply(QpQmp *qmp, JsonObject *obj)
+is_abandoned_reply(QpQmp *qmp, const QpJv *obj)
 {
   gint64 id;
 
@@ -482,24 +462,22 @@ is_abandoned_reply(QpQmp *qmp, JsonObject *obj)
          g_hash_table_remove(qmp->abandoned, &id);
 }
 
-static JsonNode *
-error_reply(const char *command, JsonObject *obj, GError **error)
+static QpJv *
+error_reply(const char *command, const QpJv *obj, GError **error)
 {
-  JsonNode *err = json_object_get_member(obj, "error");
-  JsonObject *eobj;
+  QpJv *eobj = qp_jv_get(obj, "error");
   const char *klass, *desc;
 
-  if (!JSON_NODE_HOLDS_OBJECT(err)) {
-    g_autofree char *ex = object_excerpt(obj);
+  if (!qp_jv_is(eobj, QP_JV_OBJECT)) {
+    g_autofree char *ex = value_excerpt(obj);
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                 "%s: expected an error object, got '%s'", command, ex);
     return NULL;
   }
-  eobj = json_node_get_object(err);
   klass = string_or_null(eobj, "class");
   desc = string_or_null(eobj, "desc");
   if (klass == NULL || desc == NULL) {
-    g_autofree char *ex = object_excerpt(obj);
+    g_autofree char *ex = value_excerpt(obj);
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                 "%s: expected an error with 'class' and 'desc', got '%s'",
                 command, ex);
@@ -515,18 +493,20 @@ error_reply(const char *command, JsonObject *obj, GError **error)
   return NULL;
 }
 
-/* One request, as a line. */
+/* One request, as a line: {"execute":...,"arguments":...,"id":...}. The
+ * arguments are the caller's: written, not taken. */
 static char *
-request_line(const char *command, JsonObject *arguments, gint64 id)
+request_line(const char *command, const QpJv *arguments, gint64 id)
 {
-  g_autoptr(JsonObject) req = json_object_new();
-  json_object_set_string_member(req, "execute", command);
-  if (arguments != NULL)
-    json_object_set_object_member(req, "arguments", json_object_ref(arguments));
-  json_object_set_int_member(req, "id", id);
-  g_autoptr(JsonNode) root = json_node_init_object(json_node_alloc(), req);
-  g_autofree char *text = json_to_string(root, FALSE);
-  return g_strconcat(text, "\n", NULL);
+  GString *line = g_string_new("{\"execute\":");
+  g_autoptr(QpJv) name = qp_jv_string(command);
+  qp_jv_write_to(line, name, FALSE);
+  if (arguments != NULL) {
+    g_string_append(line, ",\"arguments\":");
+    qp_jv_write_to(line, arguments, FALSE);
+  }
+  g_string_append_printf(line, ",\"id\":%" G_GINT64_FORMAT "}\n", id);
+  return g_string_free(line, FALSE);
 }
 
 /* COMMAND was sent ahead and is the next one asked for: its ID. Any other
@@ -566,7 +546,7 @@ is_ahead_id(QpQmp *qmp, gint64 id)
  * reference, or NULL with LOCAL (I/O, timeout) or ERROR (protocol) set.
  * Events meanwhile are queued; replies to commands sent ahead are kept for
  * their turn. */
-static JsonObject *
+static QpJv *
 await_reply(QpQmp *qmp, const char *command, gint64 id, gint64 deadline,
             GError **local, GError **error)
 {
@@ -576,11 +556,11 @@ await_reply(QpQmp *qmp, const char *command, gint64 id, gint64 deadline,
     return early;
   }
   for (;;) {
-    g_autoptr(JsonObject) obj = read_message(qmp, deadline, local);
+    g_autoptr(QpJv) obj = read_message(qmp, deadline, local);
     gboolean is_event;
     gint64 got;
 
-    if (obj == NULL || !queue_if_event(qmp, obj, local, &is_event))
+    if (obj == NULL || !queue_if_event(qmp, &obj, local, &is_event))
       return NULL;
     /* A command in flight when QEMU exits is not answered: QEMU hangs on
      * its way out instead (launcher/keeper/state.h, NUDGE_AFTER_MS). quit
@@ -592,13 +572,13 @@ await_reply(QpQmp *qmp, const char *command, gint64 id, gint64 deadline,
     if (is_event || is_abandoned_reply(qmp, obj))
       continue;
     if (!is_reply(obj)) {
-      g_autofree char *ex = object_excerpt(obj);
+      g_autofree char *ex = value_excerpt(obj);
       g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                   "%s: expected a reply or an event, got '%s'", command, ex);
       return NULL;
     }
     if (!reply_id(obj, &got)) {
-      g_autofree char *ex = object_excerpt(obj);
+      g_autofree char *ex = value_excerpt(obj);
       g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                   "%s: expected a reply with id %" G_GINT64_FORMAT
                   ", got one without an integer id: '%s'",
@@ -624,7 +604,7 @@ await_reply(QpQmp *qmp, const char *command, gint64 id, gint64 deadline,
 
 /* COMMAND (id ID) failed with LOCAL, an I/O error or a timeout: says so in
  * ERROR; a late reply to a timed-out command will be dropped. */
-static JsonNode *
+static QpJv *
 execute_failed(QpQmp *qmp, const char *command, gint64 id, GError *local,
                GError **error)
 {
@@ -643,8 +623,8 @@ execute_failed(QpQmp *qmp, const char *command, gint64 id, GError *local,
   return NULL;
 }
 
-JsonNode *
-qp_qmp_execute(QpQmp *qmp, const char *command, JsonObject *arguments,
+QpJv *
+qp_qmp_execute(QpQmp *qmp, const char *command, const QpJv *arguments,
                GError **error)
 {
   gint64 id = 0;
@@ -662,7 +642,7 @@ qp_qmp_execute(QpQmp *qmp, const char *command, JsonObject *arguments,
       return execute_failed(qmp, command, id, local, error);
   }
   GError *protocol = NULL;
-  g_autoptr(JsonObject) obj =
+  g_autoptr(QpJv) obj =
       await_reply(qmp, command, id, deadline, &local, &protocol);
   if (obj == NULL && protocol != NULL) {
     g_clear_error(&local);
@@ -671,9 +651,9 @@ qp_qmp_execute(QpQmp *qmp, const char *command, JsonObject *arguments,
   }
   if (obj == NULL)
     return execute_failed(qmp, command, id, local, error);
-  if (json_object_has_member(obj, "error"))
+  if (qp_jv_get(obj, "error") != NULL)
     return error_reply(command, obj, error);
-  return json_node_copy(json_object_get_member(obj, "return"));
+  return qp_jv_take(obj, "return");
 }
 
 gboolean
@@ -703,9 +683,8 @@ qp_qmp_handshake_ahead(QpQmp *qmp, const char *const *ahead, GError **error)
 {
   gint64 deadline = deadline_after((int)MIN(qmp->timeout_ms, G_MAXINT));
   g_autoptr(GError) local = NULL;
-  g_autoptr(JsonObject) greeting = read_message(qmp, deadline, &local);
-  g_autoptr(JsonNode) ret = NULL;
-  JsonNode *qmp_member;
+  g_autoptr(QpJv) greeting = read_message(qmp, deadline, &local);
+  g_autoptr(QpJv) ret = NULL;
 
   if (greeting == NULL) {
     if (g_error_matches(local, QP_QMP_ERROR, QP_QMP_ERROR_TIMEOUT))
@@ -717,9 +696,8 @@ qp_qmp_handshake_ahead(QpQmp *qmp, const char *const *ahead, GError **error)
                                  "QMP greeting: ");
     return FALSE;
   }
-  qmp_member = json_object_get_member(greeting, "QMP");
-  if (qmp_member == NULL || !JSON_NODE_HOLDS_OBJECT(qmp_member)) {
-    g_autofree char *ex = object_excerpt(greeting);
+  if (!qp_jv_is(qp_jv_get(greeting, "QMP"), QP_JV_OBJECT)) {
+    g_autofree char *ex = value_excerpt(greeting);
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                 "QMP greeting: expected an object with member 'QMP', got '%s'",
                 ex);
@@ -743,10 +721,8 @@ qp_qmp_handshake_ahead(QpQmp *qmp, const char *const *ahead, GError **error)
   ret = qp_qmp_execute(qmp, "qmp_capabilities", NULL, error);
   if (ret == NULL)
     return FALSE;
-  if (!JSON_NODE_HOLDS_OBJECT(ret) ||
-      json_object_get_size(json_node_get_object(ret)) != 0) {
-    g_autofree char *text = json_to_string(ret, FALSE);
-    g_autofree char *ex = excerpt(text, strlen(text));
+  if (!qp_jv_is(ret, QP_JV_OBJECT) || qp_jv_len(ret) != 0) {
+    g_autofree char *ex = value_excerpt(ret);
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                 "qmp_capabilities: expected return {}, got '%s'", ex);
     return FALSE;
@@ -754,14 +730,14 @@ qp_qmp_handshake_ahead(QpQmp *qmp, const char *const *ahead, GError **error)
   return TRUE;
 }
 
-JsonObject *
+QpJv *
 qp_qmp_next_event(QpQmp *qmp, int timeout_ms, GError **error)
 {
   gint64 deadline = deadline_after(timeout_ms);
 
   for (;;) {
     g_autoptr(GError) local = NULL;
-    g_autoptr(JsonObject) obj = NULL;
+    g_autoptr(QpJv) obj = NULL;
     gboolean is_event;
 
     if (!g_queue_is_empty(&qmp->events))
@@ -775,13 +751,13 @@ qp_qmp_next_event(QpQmp *qmp, int timeout_ms, GError **error)
                                  "QMP events: ");
       return NULL;
     }
-    if (!queue_if_event(qmp, obj, &local, &is_event)) {
+    if (!queue_if_event(qmp, &obj, &local, &is_event)) {
       g_propagate_prefixed_error(error, g_steal_pointer(&local),
                                  "QMP events: ");
       return NULL;
     }
     if (!is_event && !is_abandoned_reply(qmp, obj)) {
-      g_autofree char *ex = object_excerpt(obj);
+      g_autofree char *ex = value_excerpt(obj);
       g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                   "QMP events: expected an event, got '%s'", ex);
       return NULL;
@@ -794,10 +770,10 @@ qp_qmp_next_event(QpQmp *qmp, int timeout_ms, GError **error)
 /* Reads integer member NAME of OBJ into OUT. Absent: FALSE with no error if
  * !REQUIRED (OUT untouched). Values must lie in [MIN_VALUE, G_MAXINT]. */
 static gboolean
-int_member(JsonObject *obj, const char *name, gboolean required,
+int_member(const QpJv *obj, const char *name, gboolean required,
            gint64 min_value, int *out, const char *where, GError **error)
 {
-  JsonNode *node = json_object_get_member(obj, name);
+  QpJv *node = qp_jv_get(obj, name);
   gint64 v;
 
   if (node == NULL) {
@@ -806,15 +782,13 @@ int_member(JsonObject *obj, const char *name, gboolean required,
                   "%s: expected member '%s', found none", where, name);
     return !required;
   }
-  if (!JSON_NODE_HOLDS_VALUE(node) ||
-      json_node_get_value_type(node) != G_TYPE_INT64) {
-    g_autofree char *text = json_to_string(node, FALSE);
-    g_autofree char *ex = excerpt(text, strlen(text));
+  if (!qp_jv_is(node, QP_JV_INT)) {
+    g_autofree char *ex = value_excerpt(node);
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                 "%s: expected an integer for '%s', got '%s'", where, name, ex);
     return FALSE;
   }
-  v = json_node_get_int(node);
+  v = qp_jv_get_int(node);
   if (v < min_value || v > G_MAXINT) {
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                 "%s: expected '%s' in %" G_GINT64_FORMAT
@@ -827,10 +801,10 @@ int_member(JsonObject *obj, const char *name, gboolean required,
 }
 
 static gboolean
-string_member(JsonObject *obj, const char *name, gboolean required, char **out,
+string_member(const QpJv *obj, const char *name, gboolean required, char **out,
               const char *where, GError **error)
 {
-  JsonNode *node = json_object_get_member(obj, name);
+  QpJv *node = qp_jv_get(obj, name);
 
   if (node == NULL) {
     if (required)
@@ -838,45 +812,41 @@ string_member(JsonObject *obj, const char *name, gboolean required, char **out,
                   "%s: expected member '%s', found none", where, name);
     return !required;
   }
-  if (!JSON_NODE_HOLDS_VALUE(node) ||
-      json_node_get_value_type(node) != G_TYPE_STRING) {
-    g_autofree char *text = json_to_string(node, FALSE);
-    g_autofree char *ex = excerpt(text, strlen(text));
+  if (!qp_jv_is(node, QP_JV_STRING)) {
+    g_autofree char *ex = value_excerpt(node);
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                 "%s: expected a string for '%s', got '%s'", where, name, ex);
     return FALSE;
   }
-  *out = g_strdup(json_node_get_string(node));
+  *out = g_strdup(qp_jv_get_string(node));
   return TRUE;
 }
 
-/* The returned array of COMMAND's reply, or NULL with an error. */
-static JsonArray *
-expect_array(const char *command, JsonNode *ret, GError **error)
+/* COMMAND's reply RET if it is an array, else NULL with an error. */
+static const QpJv *
+expect_array(const char *command, const QpJv *ret, GError **error)
 {
-  if (!JSON_NODE_HOLDS_ARRAY(ret)) {
-    g_autofree char *text = json_to_string(ret, FALSE);
-    g_autofree char *ex = excerpt(text, strlen(text));
+  if (!qp_jv_is(ret, QP_JV_ARRAY)) {
+    g_autofree char *ex = value_excerpt(ret);
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                 "%s: expected an array, got '%s'", command, ex);
     return NULL;
   }
-  return json_node_get_array(ret);
+  return ret;
 }
 
-static JsonObject *
-expect_element(const char *command, JsonArray *arr, guint i, GError **error)
+static const QpJv *
+expect_element(const char *command, const QpJv *arr, guint i, GError **error)
 {
-  JsonNode *el = json_array_get_element(arr, i);
+  QpJv *el = qp_jv_item(arr, i);
 
-  if (!JSON_NODE_HOLDS_OBJECT(el)) {
-    g_autofree char *text = json_to_string(el, FALSE);
-    g_autofree char *ex = excerpt(text, strlen(text));
+  if (!qp_jv_is(el, QP_JV_OBJECT)) {
+    g_autofree char *ex = value_excerpt(el);
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                 "%s: element %u: expected an object, got '%s'", command, i, ex);
     return NULL;
   }
-  return json_node_get_object(el);
+  return el;
 }
 
 static void
@@ -896,18 +866,18 @@ iothread_clear(gpointer p)
 }
 
 GArray *
-qp_qmp_parse_cpus(JsonNode *ret, GError **error)
+qp_qmp_parse_cpus(const QpJv *ret, GError **error)
 {
   const char *cmd = "query-cpus-fast";
   g_autoptr(GArray) cpus = g_array_new(FALSE, TRUE, sizeof(QpVcpu));
-  JsonArray *arr;
+  const QpJv *arr;
 
   g_array_set_clear_func(cpus, vcpu_clear);
   if ((arr = expect_array(cmd, ret, error)) == NULL)
     return NULL;
 
-  for (guint i = 0; i < json_array_get_length(arr); i++) {
-    JsonObject *el = expect_element(cmd, arr, i, error);
+  for (guint i = 0; i < qp_jv_len(arr); i++) {
+    const QpJv *el = expect_element(cmd, arr, i, error);
     g_autofree char *where = g_strdup_printf("%s: element %u", cmd, i);
     QpVcpu v = {.node_id = -1,
                 .socket_id = -1,
@@ -915,7 +885,7 @@ qp_qmp_parse_cpus(JsonNode *ret, GError **error)
                 .cluster_id = -1,
                 .core_id = -1,
                 .smt_id = -1};
-    JsonNode *props;
+    const QpJv *props;
 
     if (el == NULL)
       return NULL;
@@ -929,18 +899,17 @@ qp_qmp_parse_cpus(JsonNode *ret, GError **error)
                        where, error))
       return NULL;
 
-    props = json_object_get_member(el, "props");
+    props = qp_jv_get(el, "props");
     if (props != NULL) {
       QpVcpu *pv = &g_array_index(cpus, QpVcpu, cpus->len - 1);
       g_autofree char *pwhere = g_strdup_printf("%s: props", where);
-      JsonObject *p;
+      const QpJv *p = props;
 
-      if (!JSON_NODE_HOLDS_OBJECT(props)) {
+      if (!qp_jv_is(props, QP_JV_OBJECT)) {
         g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                     "%s: expected an object for 'props'", where);
         return NULL;
       }
-      p = json_node_get_object(props);
       /* Unknown members (newer QEMU) are ignored. */
       if (!int_member(p, "node-id", FALSE, 0, &pv->node_id, pwhere, error) ||
           !int_member(p, "socket-id", FALSE, 0, &pv->socket_id, pwhere,
@@ -957,18 +926,18 @@ qp_qmp_parse_cpus(JsonNode *ret, GError **error)
 }
 
 GArray *
-qp_qmp_parse_iothreads(JsonNode *ret, GError **error)
+qp_qmp_parse_iothreads(const QpJv *ret, GError **error)
 {
   const char *cmd = "query-iothreads";
   g_autoptr(GArray) threads = g_array_new(FALSE, TRUE, sizeof(QpIothread));
-  JsonArray *arr;
+  const QpJv *arr;
 
   g_array_set_clear_func(threads, iothread_clear);
   if ((arr = expect_array(cmd, ret, error)) == NULL)
     return NULL;
 
-  for (guint i = 0; i < json_array_get_length(arr); i++) {
-    JsonObject *el = expect_element(cmd, arr, i, error);
+  for (guint i = 0; i < qp_jv_len(arr); i++) {
+    const QpJv *el = expect_element(cmd, arr, i, error);
     g_autofree char *where = g_strdup_printf("%s: element %u", cmd, i);
     QpIothread t = {0};
 
@@ -986,7 +955,7 @@ qp_qmp_parse_iothreads(JsonNode *ret, GError **error)
 GArray *
 qp_qmp_query_cpus(QpQmp *qmp, GError **error)
 {
-  g_autoptr(JsonNode) ret = qp_qmp_execute(qmp, "query-cpus-fast", NULL, error);
+  g_autoptr(QpJv) ret = qp_qmp_execute(qmp, "query-cpus-fast", NULL, error);
 
   if (ret == NULL)
     return NULL;
@@ -996,7 +965,7 @@ qp_qmp_query_cpus(QpQmp *qmp, GError **error)
 GArray *
 qp_qmp_query_iothreads(QpQmp *qmp, GError **error)
 {
-  g_autoptr(JsonNode) ret = qp_qmp_execute(qmp, "query-iothreads", NULL, error);
+  g_autoptr(QpJv) ret = qp_qmp_execute(qmp, "query-iothreads", NULL, error);
 
   if (ret == NULL)
     return NULL;

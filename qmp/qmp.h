@@ -4,9 +4,9 @@
 #pragma once
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 
 #include "qp-error.h"
+#include "topology/base/jvalue.h"
 
 G_BEGIN_DECLS
 
@@ -36,22 +36,22 @@ gboolean qp_qmp_handshake(QpQmp *qmp, GError **error);
 gboolean qp_qmp_handshake_ahead(QpQmp *qmp, const char *const *ahead,
                                 GError **error);
 
-/* Runs COMMAND with ARGUMENTS (may be NULL; not consumed) and returns its
- * "return" member (a new reference). */
-JsonNode *qp_qmp_execute(QpQmp *qmp, const char *command, JsonObject *arguments,
-                         GError **error);
+/* Runs COMMAND with ARGUMENTS (an object, or NULL; not consumed) and
+ * returns its "return" member (the caller's). */
+QpJv *qp_qmp_execute(QpQmp *qmp, const char *command, const QpJv *arguments,
+                     GError **error);
 
-/* The next event (a new reference to the whole message), waiting up to
+/* The next event (the whole message, the caller's), waiting up to
  * TIMEOUT_MS (-1: forever). NULL without error on timeout; NULL with error on
  * I/O or protocol failure (peer closed: QP_QMP_ERROR_IO). */
-JsonObject *qp_qmp_next_event(QpQmp *qmp, int timeout_ms, GError **error);
+QpJv *qp_qmp_next_event(QpQmp *qmp, int timeout_ms, GError **error);
 
 /* TRUE if an event is already queued (poll() on the fd would not show it). */
 gboolean qp_qmp_has_event(const QpQmp *qmp);
 
 /* Whether EV is a SHUTDOWN after which QEMU exits whatever -no-shutdown
  * says (a host signal, quit). */
-gboolean qp_qmp_event_is_exit(JsonObject *ev);
+gboolean qp_qmp_event_is_exit(const QpJv *ev);
 
 /* Whether such a SHUTDOWN came: from then on a command awaiting its reply
  * fails at once (QP_QMP_ERROR_IO), since QEMU will not answer it. */
@@ -79,10 +79,10 @@ GArray *qp_qmp_query_iothreads(QpQmp *qmp, GError **error);
 
 /* Parses one line from the peer (without its line end): a JSON object, or
  * NULL with QP_QMP_ERROR_PROTOCOL naming a short excerpt of the line. */
-JsonObject *qp_qmp_parse_line(const char *line, gsize len, GError **error);
+QpJv *qp_qmp_parse_line(const char *line, gsize len, GError **error);
 /* The "return" member of query-cpus-fast / query-iothreads as the arrays
  * above (QP_QMP_ERROR_PROTOCOL if it does not have the documented shape). */
-GArray *qp_qmp_parse_cpus(JsonNode *ret, GError **error);
-GArray *qp_qmp_parse_iothreads(JsonNode *ret, GError **error);
+GArray *qp_qmp_parse_cpus(const QpJv *ret, GError **error);
+GArray *qp_qmp_parse_iothreads(const QpJv *ret, GError **error);
 
 G_END_DECLS

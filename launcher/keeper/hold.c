@@ -12,10 +12,9 @@
 #include "launcher/log.h"
 
 static void
-on_event(Keeper *k, JsonObject *ev)
+on_event(Keeper *k, const QpJv *ev)
 {
-  const char *name =
-      json_object_get_string_member_with_default(ev, "event", "");
+  const char *name = qp_jv_get_string_or(ev, "event", "");
   if (qp_qmp_event_is_exit(ev) && k->exiting_since == 0) {
     /* No more queries: one in flight is what can hang QEMU's exit. */
     k->exiting_since = g_get_monotonic_time();
@@ -105,7 +104,7 @@ qp_keeper_hold(Keeper *k)
   qp_keeper_measure_resident(k);
   for (;;) {
     while (monitor_open && qp_qmp_has_event(k->qmp)) {
-      g_autoptr(JsonObject) ev = qp_qmp_next_event(k->qmp, 0, NULL);
+      g_autoptr(QpJv) ev = qp_qmp_next_event(k->qmp, 0, NULL);
       if (ev == NULL)
         break;
       on_event(k, ev);
@@ -150,7 +149,7 @@ qp_keeper_hold(Keeper *k)
     }
     if (p[1].revents) {
       g_autoptr(GError) error = NULL;
-      g_autoptr(JsonObject) ev = qp_qmp_next_event(k->qmp, 0, &error);
+      g_autoptr(QpJv) ev = qp_qmp_next_event(k->qmp, 0, &error);
       if (ev != NULL)
         on_event(k, ev);
       else if (error != NULL)

@@ -271,7 +271,7 @@ static void
 resume(Keeper *k)
 {
   GError *error = NULL;
-  g_autoptr(JsonNode) r = qp_qmp_execute(k->qmp, "cont", NULL, &error);
+  g_autoptr(QpJv) r = qp_qmp_execute(k->qmp, "cont", NULL, &error);
   if (r == NULL)
     fail(k, error);
   qp_keeper_log(k, 1, "cont");
@@ -283,12 +283,10 @@ resume(Keeper *k)
    * guest that stopped at once may already be gone, which is no news. */
   gboolean resumed = FALSE;
   while (qp_qmp_has_event(k->qmp)) {
-    g_autoptr(JsonObject) ev = qp_qmp_next_event(k->qmp, 0, NULL);
+    g_autoptr(QpJv) ev = qp_qmp_next_event(k->qmp, 0, NULL);
     if (ev == NULL)
       break;
-    resumed |=
-        g_strcmp0(json_object_get_string_member_with_default(ev, "event", ""),
-                  "RESUME") == 0;
+    resumed |= strcmp(qp_jv_get_string_or(ev, "event", ""), "RESUME") == 0;
   }
   if (resumed) {
     g_autoptr(GError) again = NULL;

@@ -45,9 +45,6 @@ typedef struct {
   const char *const *start_backends;
   const char *topology;
   const QpPlacementOptions *placement;
-  /* The full module (launcher/hand-over.h), which the keeper loads to run:
-   * the launch module has no keeper of its own. */
-  const char *full_module;
 } QpKeeperConfig;
 
 /* The address of the control socket of the keeper KEEPER_PID (an abstract
@@ -55,8 +52,9 @@ typedef struct {
 socklen_t qp_keeper_control_address(int keeper_pid, struct sockaddr_un *sa);
 
 /* The keeper's life: apply the plan, resume, hold the claim until QEMU
- * exits, then release it. Never returns. In the full module only: a
- * spawned keeper enters it through cfg->full_module. */
+ * exits, then release it. Never returns. It needs no json-glib (QMP is
+ * read and written with jvalue.h): a spawned keeper runs it in the module
+ * that launched it, the launch module's too. */
 G_GNUC_NORETURN void qp_keeper_main(const QpKeeperConfig *cfg);
 
 /* A keeper started (spawn.c), not a child of this process, in a session

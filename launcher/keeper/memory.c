@@ -48,9 +48,9 @@ typedef struct {
   guint64 size;
   gboolean prealloc;
   gboolean reserve;
-  JsonArray *host_nodes;
+  const QpJv *host_nodes; /* an array, or NULL */
   const char *policy;
-  JsonObject *device; /* "data" of its query-memory-devices entry, or NULL */
+  const QpJv *device; /* "data" of its query-memory-devices entry, or NULL */
   const char *type;   /* that entry's "type" */
 } Seen;
 
@@ -111,18 +111,18 @@ amount(guint64 units, guint64 page_kib)
 
 /* ---- what QEMU has ------------------------------------------------------ */
 
-static JsonArray *
-query(QpQmp *qmp, const char *command, JsonNode **keep, GError **error)
+static const QpJv *
+query(QpQmp *qmp, const char *command, QpJv **keep, GError **error)
 {
   *keep = qp_qmp_execute(qmp, command, NULL, error);
   if (*keep == NULL)
     return NULL;
-  if (!JSON_NODE_HOLDS_ARRAY(*keep)) {
+  if (!qp_jv_is(*keep, QP_JV_ARRAY)) {
     g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                 "%s: expected an array", command);
     return NULL;
   }
-  return json_node_get_array(*keep);
+  return *keep;
 }
 
 /* "/objects/mem1" -> "mem1" */
@@ -136,51 +136,40 @@ backend_of_path(const char *path)
 
 /* The backends and their devices: an array of Seen. */
 static GArray *
-look(QpQmp *qmp, JsonNode **keep_memdev, JsonNode **keep_devices,
-     GError **error)
+look(QpQmp *qmp, QpJv **keep_memdev, QpJv **keep_devices, GError **error)
 {
-  JsonArray *memdevs = query(qmp, "query-memdev", keep_memdev, error);
+  const QpJv *memdevs = query(qmp, "query-memdev", keep_memdev, error);
   if (memdevs == NULL)
     return NULL;
-  JsonArray *devices = query(qmp, "query-memory-devices", keep_devices, error);
+  const QpJv *devices = query(qmp, "query-memory-devices", keep_devices, error);
   if (devices == NULL)
     return NULL;
   GArray *seen = g_array_new(FALSE, TRUE, sizeof(Seen));
-  for (guint i = 0; i < json_array_get_length(memdevs); i++) {
-    JsonNode *n = json_array_get_element(memdevs, i);
-    if (!JSON_NODE_HOLDS_OBJECT(n))
-      continue;
-    JsonObject *o = json_node_get_object(n);
+  for (guint i = 0; i < qp_jv_len(memdevs); i++) {
+    const QpJv *o = qp_jv_item(memdevs, i);
     Seen s = {0};
-    s.id = json_object_get_string_member_with_default(o, "id", NULL);
+    s.id = qp_jv_get_string_or(o, "id", NULL);
     if (s.id == NULL)
       continue;
-    s.size = (guint64)json_object_get_int_member_with_default(o, "size", 0);
-    s.prealloc =
-        json_object_get_boolean_member_with_default(o, "prealloc", FALSE);
-    s.reserve = json_object_get_boolean_member_with_default(o, "reserve", TRUE);
-    s.policy = json_object_get_string_member_with_default(o, "policy", NULL);
-    if (json_object_has_member(o, "host-nodes") &&
-        JSON_NODE_HOLDS_ARRAY(json_object_get_member(o, "host-nodes")))
-      s.host_nodes = json_object_get_array_member(o, "host-nodes");
+    s.size = (guint64)qp_jv_get_int_or(o, "size", 0);
+    s.prealloc = qp_jv_get_bool_or(o, "prealloc", FALSE);
+    s.reserve = qp_jv_get_bool_or(o, "reserve", TRUE);
+    s.policy = qp_jv_get_string_or(o, "policy", NULL);
+    if (qp_jv_is(qp_jv_get(o, "host-nodes"), QP_JV_ARRAY))
+      s.host_nodes = qp_jv_get(o, "host-nodes");
     g_array_append_val(seen, s);
   }
-  for (guint i = 0; i < json_array_get_length(devices); i++) {
-    JsonNode *n = json_array_get_element(devices, i);
-    if (!JSON_NODE_HOLDS_OBJECT(n))
+  for (guint i = 0; i < qp_jv_len(devices); i++) {
+    const QpJv *o = qp_jv_item(devices, i);
+    const QpJv *d = qp_jv_get(o, "data");
+    if (!qp_jv_is(d, QP_JV_OBJECT))
       continue;
-    JsonObject *o = json_node_get_object(n);
-    JsonNode *data = json_object_get_member(o, "data");
-    if (data == NULL || !JSON_NODE_HOLDS_OBJECT(data))
-      continue;
-    JsonObject *d = json_node_get_object(data);
-    const char *id = backend_of_path(
-        json_object_get_string_member_with_default(d, "memdev", NULL));
+    const char *id = backend_of_path(qp_jv_get_string_or(d, "memdev", NULL));
     for (guint k = 0; id != NULL && k < seen->len; k++) {
       Seen *s = &g_array_index(seen, Seen, k);
       if (strcmp(s->id, id) == 0 && s->device == NULL) {
         s->device = d;
-        s->type = json_object_get_string_member_with_default(o, "type", "");
+        s->type = qp_jv_get_string_or(o, "type", "");
       }
     }
   }
@@ -222,18 +211,14 @@ guest_node_nodes(const QpPlan *plan, int gnode)
 static hwloc_bitmap_t
 target_nodes(const QpMemWatch *w, const Seen *s)
 {
-  if (s->host_nodes != NULL && json_array_get_length(s->host_nodes) > 0 &&
-      g_strcmp0(s->policy, "default") != 0) {
+  if (qp_jv_len(s->host_nodes) > 0 && g_strcmp0(s->policy, "default") != 0) {
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
-    for (guint i = 0; i < json_array_get_length(s->host_nodes); i++)
+    for (guint i = 0; i < qp_jv_len(s->host_nodes); i++)
       hwloc_bitmap_set(set,
-                       (unsigned)json_array_get_int_element(s->host_nodes, i));
+                       (unsigned)qp_jv_get_int(qp_jv_item(s->host_nodes, i)));
     return set;
   }
-  int node =
-      s->device != NULL
-          ? (int)json_object_get_int_member_with_default(s->device, "node", 0)
-          : 0;
+  int node = (int)qp_jv_get_int_or(s->device, "node", 0);
   return guest_node_nodes(w->cfg->plan, node);
 }
 
@@ -257,13 +242,13 @@ backend_new(const char *id)
   return b;
 }
 
-static JsonNode *
+static QpJv *
 qom_get(QpQmp *qmp, const char *id, const char *property)
 {
-  g_autoptr(JsonObject) args = json_object_new();
+  g_autoptr(QpJv) args = qp_jv_object();
   g_autofree char *path = g_strdup_printf("/objects/%s", id);
-  json_object_set_string_member(args, "path", path);
-  json_object_set_string_member(args, "property", property);
+  qp_jv_set(args, "path", qp_jv_string(path));
+  qp_jv_set(args, "property", qp_jv_string(property));
   return qp_qmp_execute(qmp, "qom-get", args, NULL);
 }
 
@@ -272,29 +257,25 @@ qom_get(QpQmp *qmp, const char *id, const char *property)
 static void
 classify(Backend *b, QpQmp *qmp, const Seen *s)
 {
-  g_autoptr(JsonNode) type = qom_get(qmp, b->id, "type");
-  if (type == NULL || !JSON_NODE_HOLDS_VALUE(type) ||
-      json_node_get_value_type(type) != G_TYPE_STRING) {
+  g_autoptr(QpJv) type = qom_get(qmp, b->id, "type");
+  if (!qp_jv_is(type, QP_JV_STRING)) {
     qp_warning("keeper: memory backend %s: its type is unknown: it is not "
                "claimed",
                b->id);
     return;
   }
   QpBackend qb = {.id = b->id,
-                  .qom_type = (char *)json_node_get_string(type),
+                  .qom_type = (char *)qp_jv_get_string(type),
                   .size_bytes = s->size};
-  g_autoptr(JsonNode) hugetlb = NULL, hugetlbsize = NULL, mem_path = NULL;
+  g_autoptr(QpJv) hugetlb = NULL, hugetlbsize = NULL, mem_path = NULL;
   if (strcmp(qb.qom_type, "memory-backend-memfd") == 0) {
     hugetlb = qom_get(qmp, b->id, "hugetlb");
     hugetlbsize = qom_get(qmp, b->id, "hugetlbsize");
-    qb.hugetlb = hugetlb != NULL && JSON_NODE_HOLDS_VALUE(hugetlb) &&
-                 json_node_get_boolean(hugetlb);
-    if (hugetlbsize != NULL && JSON_NODE_HOLDS_VALUE(hugetlbsize))
-      qb.hugetlbsize_kib = (guint64)json_node_get_int(hugetlbsize) / 1024;
+    qb.hugetlb = qp_jv_get_bool(hugetlb);
+    qb.hugetlbsize_kib = (guint64)qp_jv_get_int(hugetlbsize) / 1024;
   } else if (strcmp(qb.qom_type, "memory-backend-file") == 0) {
     mem_path = qom_get(qmp, b->id, "mem-path");
-    if (mem_path != NULL && JSON_NODE_HOLDS_VALUE(mem_path))
-      qb.mem_path = (char *)json_node_get_string(mem_path);
+    qb.mem_path = (char *)qp_jv_get_string(mem_path);
   }
   qp_backend_classify(&qb);
   b->tracked = qp_backend_is_ram(&qb);
@@ -316,7 +297,7 @@ QpMemWatch *
 qp_mem_watch_new(const QpKeeperConfig *cfg, QpHeldClaim *claim, QpQmp *qmp)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(JsonNode) keep_memdev = NULL, keep_devices = NULL;
+  g_autoptr(QpJv) keep_memdev = NULL, keep_devices = NULL;
   g_autoptr(GArray) seen = look(qmp, &keep_memdev, &keep_devices, &error);
   if (seen == NULL) {
     qp_warning("keeper: memory plugged later is not claimed: %s",
@@ -386,8 +367,7 @@ who(const Backend *b, const Seen *s)
 {
   if (s == NULL || s->device == NULL)
     return g_strdup_printf("memory backend %s", b->id);
-  const char *dev =
-      json_object_get_string_member_with_default(s->device, "id", NULL);
+  const char *dev = qp_jv_get_string_or(s->device, "id", NULL);
   return g_strdup_printf("%s%s%s (memory backend %s)", s->type,
                          dev != NULL ? " " : "", dev != NULL ? dev : "", b->id);
 }
@@ -469,8 +449,8 @@ wanted(const Backend *b, const Seen *s)
   }
   guint64 bytes = s->size;
   if (g_strcmp0(s->type, "virtio-mem") == 0)
-    bytes = MIN(bytes, (guint64)json_object_get_int_member_with_default(
-                           s->device, "requested-size", 0));
+    bytes =
+        MIN(bytes, (guint64)qp_jv_get_int_or(s->device, "requested-size", 0));
   return units_of(bytes, b->page_kib);
 }
 
@@ -478,7 +458,7 @@ void
 qp_mem_watch_update(QpMemWatch *w, QpQmp *qmp)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(JsonNode) keep_memdev = NULL, keep_devices = NULL;
+  g_autoptr(QpJv) keep_memdev = NULL, keep_devices = NULL;
   g_autoptr(GArray) seen = look(qmp, &keep_memdev, &keep_devices, &error);
   if (seen == NULL) {
     /* QEMU going away while we look is no news. */

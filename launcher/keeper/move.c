@@ -301,7 +301,7 @@ move_memory(Keeper *k, const QpHost *host, hwloc_const_bitmap_t to,
   return TRUE;
 }
 
-static JsonNode *
+static QpJv *
 answer(const QpClaim *c, hwloc_const_bitmap_t to, const Moved *m)
 {
   g_autofree char *from = qp_list_format(m->from);
@@ -309,41 +309,26 @@ answer(const QpClaim *c, hwloc_const_bitmap_t to, const Moved *m)
   guint64 mib = 0;
   for (guint i = 0; i < c->mem->len; i++)
     mib += g_array_index(c->mem, QpNodeAmount, i).mib;
-  g_autoptr(JsonBuilder) b = json_builder_new();
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "vm");
-  json_builder_add_string_value(b, c->id);
-  json_builder_set_member_name(b, "name");
-  json_builder_add_string_value(b, c->name);
-  json_builder_set_member_name(b, "from");
-  json_builder_add_string_value(b, from);
-  json_builder_set_member_name(b, "to");
-  json_builder_add_string_value(b, dest);
-  json_builder_set_member_name(b, "mib");
-  json_builder_add_int_value(b, (gint64)mib);
-  json_builder_set_member_name(b, "moved-mib");
-  json_builder_add_int_value(b, (gint64)m->moved_mib);
-  json_builder_set_member_name(b, "on-destination-permille");
-  json_builder_add_int_value(
-      b, m->where.total_kib
-             ? (gint64)(m->where.on_kib * 1000 / m->where.total_kib)
-             : 1000);
-  json_builder_set_member_name(b, "binding-moved");
-  json_builder_add_boolean_value(b, m->cgroup != NULL);
-  json_builder_set_member_name(b, "binding");
-  if (m->cgroup != NULL)
-    json_builder_add_string_value(b, m->cgroup);
-  else
-    json_builder_add_string_value(b, m->why);
-  json_builder_set_member_name(b, "moved-at");
-  json_builder_add_int_value(b, c->moved_at);
-  json_builder_end_object(b);
-  return json_builder_get_root(b);
+  QpJv *o = qp_jv_object();
+  qp_jv_set(o, "vm", qp_jv_string(c->id));
+  qp_jv_set(o, "name", qp_jv_string(c->name));
+  qp_jv_set(o, "from", qp_jv_string(from));
+  qp_jv_set(o, "to", qp_jv_string(dest));
+  qp_jv_set(o, "mib", qp_jv_int((gint64)mib));
+  qp_jv_set(o, "moved-mib", qp_jv_int((gint64)m->moved_mib));
+  qp_jv_set(o, "on-destination-permille",
+            qp_jv_int(m->where.total_kib ? (gint64)(m->where.on_kib * 1000 /
+                                                    m->where.total_kib)
+                                         : 1000));
+  qp_jv_set(o, "binding-moved", qp_jv_bool(m->cgroup != NULL));
+  qp_jv_set(o, "binding", qp_jv_string(m->cgroup != NULL ? m->cgroup : m->why));
+  qp_jv_set(o, "moved-at", qp_jv_int(c->moved_at));
+  return o;
 }
 
 /* Moves the VM to the host nodes TO; the answer to print, or NULL with
  * the one-line error (nothing changed when it was refused). */
-static JsonNode *
+static QpJv *
 move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
 {
   /* What the caller did to the threads since the last look counts. */
@@ -407,18 +392,11 @@ read_request(int fd)
 }
 
 /* The request {"to-nodes": "1", "rate-mib": 512}, its answer. */
-static JsonNode *
+static QpJv *
 serve(Keeper *k, const char *text, GError **error)
 {
-  g_autoptr(JsonParser) parser = json_parser_new();
-  JsonObject *o = NULL;
-  if (json_parser_load_from_data(parser, text, -1, NULL) &&
-      json_parser_get_root(parser) != NULL &&
-      JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser)))
-    o = json_node_get_object(json_parser_get_root(parser));
-  const char *nodes =
-      o ? json_object_get_string_member_with_default(o, "to-nodes", NULL)
-        : NULL;
+  g_autoptr(QpJv) o = qp_jv_parse(text, -1, NULL);
+  const char *nodes = qp_jv_get_string_or(o, "to-nodes", NULL);
   g_auto(hwloc_bitmap_t) to = NULL;
   if (nodes == NULL ||
       !qp_list_parse(nodes, "--to-nodes", QP_LIST_MAX_INDEX, &to, error)) {
@@ -427,7 +405,7 @@ serve(Keeper *k, const char *text, GError **error)
                   "the keeper got no move request it can read");
     return NULL;
   }
-  guint rate = (guint)json_object_get_int_member_with_default(o, "rate-mib", 0);
+  guint rate = (guint)qp_jv_get_int_or(o, "rate-mib", 0);
   return move_vm(k, to, rate, error);
 }
 
@@ -440,7 +418,7 @@ qp_keeper_control_serve(Keeper *k)
   struct timeval tv = {5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   g_autoptr(GError) error = NULL;
-  g_autoptr(JsonNode) reply = NULL;
+  g_autoptr(QpJv) reply = NULL;
   if (!peer_may_ask(fd))
     g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
                 "move refused: only root or the VM's own user may move it");
@@ -449,15 +427,11 @@ qp_keeper_control_serve(Keeper *k)
     reply = serve(k, text, &error);
   }
   if (reply == NULL) {
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "error");
-    json_builder_add_string_value(b, error ? error->message : "failed");
-    json_builder_end_object(b);
-    reply = json_builder_get_root(b);
+    reply = qp_jv_object();
+    qp_jv_set(reply, "error", qp_jv_string(error ? error->message : "failed"));
     qp_keeper_log(k, 1, "%s", error ? error->message : "move failed");
   }
-  g_autofree char *out = json_to_string(reply, FALSE);
+  g_autofree char *out = qp_jv_write(reply, FALSE);
   g_autofree char *line = g_strconcat(out, "\n", NULL);
   (void)!write(fd, line, strlen(line));
   close(fd);

@@ -24,7 +24,6 @@
  * forks twice as before. */
 #include "launcher/keeper/keeper.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -36,7 +35,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "launcher/hand-over.h"
 #include "launcher/log.h"
 #include "qp-error.h"
 
@@ -79,50 +77,6 @@ struct _QpKeeperSpawn {
   int keeper_pid;
 };
 
-/* The keeper could not load the full module, where its work is: as for a
- * keeper that fails (keeper.c, fail()), QEMU must not run, or stay paused,
- * without the plan. Kill it, release the claim, say why. */
-G_GNUC_NORETURN static void
-keeper_not_loaded(const QpKeeperConfig *cfg, const char *why)
-{
-  if (cfg->qemu_pid > 0)
-    kill(cfg->qemu_pid, SIGKILL);
-  g_autoptr(GError) error = NULL;
-  QpHeldClaim *held = qp_held_claim_adopt(cfg->state_dir, cfg->claim);
-  if (!qp_held_claim_release(held, &error))
-    qp_error("keeper: cannot release the claim: %s", error->message);
-  g_autofree char *line = g_strdup_printf(
-      "QEMU was stopped: the keeper cannot load %s: %s",
-      cfg->full_module != NULL ? cfg->full_module : QP_FULL_MODULE, why);
-  if (cfg->status_fd >= 0) {
-    g_autofree char *l = g_strdup_printf("%s\n", line);
-    (void)!write(cfg->status_fd, l, strlen(l));
-  } else {
-    qp_error("%s", line);
-  }
-  _exit(1);
-}
-
-typedef void (*KeeperMain)(const QpKeeperConfig *cfg);
-
-/* The keeper's work, in the full module. */
-G_GNUC_NORETURN static void
-keeper_enter(const QpKeeperConfig *cfg)
-{
-  void *module = cfg->full_module != NULL
-                     ? dlopen(cfg->full_module, RTLD_NOW | RTLD_LOCAL)
-                     : NULL;
-  KeeperMain main_of = NULL;
-  if (module != NULL)
-    *(void **)&main_of = dlsym(module, "qp_keeper_module_main");
-  if (main_of == NULL) {
-    const char *why = dlerror();
-    keeper_not_loaded(cfg, why != NULL ? why : "no such file");
-  }
-  main_of(cfg);
-  _exit(1);
-}
-
 /* The keeper, once the memory is its own. */
 G_GNUC_NORETURN static void
 keeper_run(KeeperStart *ks)
@@ -141,7 +95,7 @@ keeper_run(KeeperStart *ks)
     *s->tid_field = (pid_t)syscall(SYS_gettid);
   close(ks->go);
   pthread_sigmask(SIG_SETMASK, &s->mask, NULL);
-  keeper_enter(&s->cfg);
+  qp_keeper_main(&s->cfg);
 }
 
 /* The keeper's first steps, in memory the launcher still uses: system
@@ -270,7 +224,7 @@ spawn_forked(QpKeeperSpawn *s, int qemu_end, GError **error)
       close(pfd[1]);
       close(qemu_end);
       prctl(PR_SET_NAME, "qemu-pin-keeper", 0, 0, 0);
-      keeper_enter(&s->cfg);
+      qp_keeper_main(&s->cfg);
     }
     int k = (int)keeper;
     (void)!write(pfd[1], &k, sizeof(k));

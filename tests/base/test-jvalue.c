@@ -70,6 +70,15 @@ test_values(void)
   g_assert_null(qp_jv_get(v, "nope"));
   g_assert_cmpstr(qp_jv_type_name(qp_jv_get(v, "nope")), ==, "missing");
   g_assert_cmpstr(qp_jv_get_string_or(v, "i", "dflt"), ==, "dflt");
+  /* The typed getters with a fallback: the value only when of the type. */
+  g_assert_cmpint(qp_jv_get_int_or(v, "i", 7), ==, -42);
+  g_assert_cmpint(qp_jv_get_int_or(v, "d", 7), ==, 7);
+  g_assert_cmpint(qp_jv_get_int_or(v, "nope", 7), ==, 7);
+  g_assert_cmpint(qp_jv_get_int_or(arr, "i", 7), ==, 7);
+  g_assert_true(qp_jv_get_bool_or(v, "b", FALSE));
+  g_assert_false(qp_jv_get_bool_or(v, "c", TRUE));
+  g_assert_true(qp_jv_get_bool_or(v, "i", TRUE));
+  g_assert_false(qp_jv_get_bool_or(v, "nope", FALSE));
   /* Top-level scalars are values too (RFC 8259). */
   g_autoptr(QpJv) n = parse_ok("3");
   g_assert_cmpint(qp_jv_get_int(n), ==, 3);
@@ -243,6 +252,12 @@ test_write(void)
   g_assert_false(qp_jv_remove(o, "name"));
   g_assert_cmpstr(qp_jv_key(o, 1), ==, "none");
   g_assert_cmpuint(qp_jv_len(o), ==, 5);
+  /* Taking a member hands it over whole and leaves the rest in order. */
+  g_autoptr(QpJv) list = qp_jv_take(o, "list");
+  g_assert_cmpuint(qp_jv_len(list), ==, 3);
+  g_assert_null(qp_jv_take(o, "list"));
+  g_assert_cmpuint(qp_jv_len(o), ==, 4);
+  g_assert_cmpstr(qp_jv_key(o, 2), ==, "empty");
 }
 
 int

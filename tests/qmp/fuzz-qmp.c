@@ -46,11 +46,11 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
       g_array_unref(a);
     g_clear_error(&e);
     for (int i = 0; i < 16; i++) {
-      JsonObject *o = qp_qmp_next_event(q, 0, &e);
+      QpJv *o = qp_qmp_next_event(q, 0, &e);
 
       if (o == NULL)
         break;
-      json_object_unref(o);
+      qp_jv_free(o);
     }
   }
   g_clear_error(&e);

@@ -245,9 +245,17 @@ assert_one_line(const GError *error)
 }
 
 static const char *
-event_name(JsonObject *ev)
+event_name(const QpJv *ev)
 {
-  return json_object_get_string_member(ev, "event");
+  return qp_jv_get_string_or(ev, "event", NULL);
+}
+
+/* Member NAME of the object V, a string. */
+static const char *
+member_string(const QpJv *v, const char *name)
+{
+  g_assert_true(qp_jv_is(v, QP_JV_OBJECT));
+  return qp_jv_get_string_or(v, name, NULL);
 }
 
 /* ---- real QEMU -------------------------------------------------------- */
@@ -335,7 +343,7 @@ test_qemu_ahead(void)
   g_assert_no_error(error);
   g_assert_cmpuint(threads->len, ==, 1);
   g_assert_cmpstr(g_array_index(threads, QpIothread, 0).id, ==, "io0");
-  g_autoptr(JsonNode) r = qp_qmp_execute(c.qmp, "cont", NULL, &error);
+  g_autoptr(QpJv) r = qp_qmp_execute(c.qmp, "cont", NULL, &error);
   g_assert_no_error(error);
   g_assert_nonnull(r);
   child_kill(&c);
@@ -408,28 +416,26 @@ static void
 test_qemu_cont_resume(void)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(JsonNode) ret = NULL;
-  g_autoptr(JsonNode) status = NULL;
-  g_autoptr(JsonObject) ev = NULL;
+  g_autoptr(QpJv) ret = NULL;
+  g_autoptr(QpJv) status = NULL;
+  g_autoptr(QpJv) ev = NULL;
   Child c = spawn_qemu(NULL);
 
   g_assert_true(qp_qmp_handshake(c.qmp, &error));
   status = qp_qmp_execute(c.qmp, "query-status", NULL, &error);
   g_assert_no_error(error);
-  g_assert_cmpstr(
-      json_object_get_string_member(json_node_get_object(status), "status"), ==,
-      "prelaunch");
+  g_assert_cmpstr(member_string(status, "status"), ==, "prelaunch");
   g_assert_false(qp_qmp_has_event(c.qmp));
   ret = qp_qmp_execute(c.qmp, "cont", NULL, &error);
   g_assert_no_error(error);
-  g_assert_true(JSON_NODE_HOLDS_OBJECT(ret));
+  g_assert_true(qp_jv_is(ret, QP_JV_OBJECT));
   /* QEMU sends RESUME before cont's reply: it was queued meanwhile. */
   g_assert_true(qp_qmp_has_event(c.qmp));
   ev = qp_qmp_next_event(c.qmp, 5000, &error);
   g_assert_no_error(error);
   g_assert_nonnull(ev);
   g_assert_cmpstr(event_name(ev), ==, "RESUME");
-  g_assert_true(json_object_has_member(ev, "timestamp"));
+  g_assert_nonnull(qp_jv_get(ev, "timestamp"));
   child_kill(&c);
 }
 
@@ -437,9 +443,9 @@ static void
 test_qemu_quit_closes(void)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(JsonNode) ret = NULL;
-  g_autoptr(JsonObject) ev = NULL;
-  JsonObject *none;
+  g_autoptr(QpJv) ret = NULL;
+  g_autoptr(QpJv) ev = NULL;
+  QpJv *none;
   Child c = spawn_qemu(NULL);
 
   g_assert_true(qp_qmp_handshake(c.qmp, &error));
@@ -460,8 +466,8 @@ static void
 test_qemu_command_error(void)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(JsonObject) args = json_object_new();
-  JsonNode *ret;
+  g_autoptr(QpJv) args = qp_jv_object();
+  QpJv *ret;
   Child c = spawn_qemu(NULL);
 
   g_assert_true(qp_qmp_handshake(c.qmp, &error));
@@ -474,8 +480,8 @@ test_qemu_command_error(void)
   g_clear_error(&error);
 
   /* Arguments reach QEMU: a wrong one is QEMU's error, not ours. */
-  json_object_set_string_member(args, "path", "/machine");
-  json_object_set_string_member(args, "property", "no-such-property");
+  qp_jv_set(args, "path", qp_jv_string("/machine"));
+  qp_jv_set(args, "property", qp_jv_string("no-such-property"));
   ret = qp_qmp_execute(c.qmp, "qom-get", args, &error);
   g_assert_null(ret);
   g_assert_error(error, QP_QMP_ERROR, QP_QMP_ERROR_COMMAND);
@@ -487,7 +493,7 @@ test_qemu_command_error(void)
   /* And the connection is still in step afterwards. */
   ret = qp_qmp_execute(c.qmp, "query-status", NULL, &error);
   g_assert_no_error(error);
-  json_node_unref(ret);
+  qp_jv_free(ret);
   child_kill(&c);
 }
 
@@ -705,7 +711,7 @@ test_fake_events_queued_in_order(void)
   g_assert_cmpuint(cpus->len, ==, 1);
   g_assert_true(qp_qmp_has_event(qmp));
   for (guint i = 0; evs[i] != NULL; i++) {
-    g_autoptr(JsonObject) ev = qp_qmp_next_event(qmp, 0, &error);
+    g_autoptr(QpJv) ev = qp_qmp_next_event(qmp, 0, &error);
     g_assert_no_error(error);
     g_assert_nonnull(ev);
     g_assert_cmpstr(event_name(ev), ==, evs[i]);
@@ -728,7 +734,7 @@ test_fake_event_on_demand(void)
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 5000, &fake);
-  g_autoptr(JsonObject) ev = NULL;
+  g_autoptr(QpJv) ev = NULL;
 
   g_assert_true(qp_qmp_handshake(qmp, &error));
   fake_qmp_emit_event(fake, "RESUME");
@@ -745,21 +751,17 @@ test_fake_cont_and_quit(void)
   g_autoptr(GError) error = NULL;
   g_autoptr(FakeQmp) fake = NULL;
   g_autoptr(QpQmp) qmp = fake_client(&s, 5000, &fake);
-  g_autoptr(JsonNode) st1 = NULL, st2 = NULL, ret = NULL, q = NULL;
-  g_autoptr(JsonObject) ev1 = NULL, ev2 = NULL;
+  g_autoptr(QpJv) st1 = NULL, st2 = NULL, ret = NULL, q = NULL;
+  g_autoptr(QpJv) ev1 = NULL, ev2 = NULL;
 
   g_assert_true(qp_qmp_handshake(qmp, &error));
   st1 = qp_qmp_execute(qmp, "query-status", NULL, &error);
   g_assert_no_error(error);
-  g_assert_cmpstr(
-      json_object_get_string_member(json_node_get_object(st1), "status"), ==,
-      "prelaunch");
+  g_assert_cmpstr(member_string(st1, "status"), ==, "prelaunch");
   ret = qp_qmp_execute(qmp, "cont", NULL, &error);
   g_assert_no_error(error);
   st2 = qp_qmp_execute(qmp, "query-status", NULL, &error);
-  g_assert_cmpstr(
-      json_object_get_string_member(json_node_get_object(st2), "status"), ==,
-      "running");
+  g_assert_cmpstr(member_string(st2, "status"), ==, "running");
   q = qp_qmp_execute(qmp, "quit", NULL, &error);
   g_assert_no_error(error);
   ev1 = qp_qmp_next_event(qmp, 5000, &error);
@@ -798,8 +800,8 @@ test_fake_qemu_normal(void)
   g_autoptr(GError) error = NULL;
   g_autoptr(GArray) cpus = NULL;
   g_autoptr(GArray) threads = NULL;
-  g_autoptr(JsonNode) st = NULL, ret = NULL, q = NULL;
-  g_autoptr(JsonObject) ev = NULL;
+  g_autoptr(QpJv) st = NULL, ret = NULL, q = NULL;
+  g_autoptr(QpJv) ev = NULL;
   Child c = spawn_fake_qemu("normal", NULL, extra, 10000);
 
   g_assert_true(qp_qmp_handshake(c.qmp, &error));
@@ -817,9 +819,7 @@ test_fake_qemu_normal(void)
   g_assert_cmpuint(threads->len, ==, 1);
   g_assert_cmpstr(g_array_index(threads, QpIothread, 0).id, ==, "io7");
   st = qp_qmp_execute(c.qmp, "query-status", NULL, &error);
-  g_assert_cmpstr(
-      json_object_get_string_member(json_node_get_object(st), "status"), ==,
-      "prelaunch");
+  g_assert_cmpstr(member_string(st, "status"), ==, "prelaunch");
   ret = qp_qmp_execute(c.qmp, "cont", NULL, &error);
   g_assert_no_error(error);
   ev = qp_qmp_next_event(c.qmp, 5000, &error);
@@ -923,7 +923,7 @@ static void
 test_fake_qemu_command_error(void)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(JsonNode) ret = NULL;
+  g_autoptr(QpJv) ret = NULL;
   g_autofree char *dir = g_dir_make_tmp("fake-qemu-XXXXXX", NULL);
   g_autofree char *log = g_build_filename(dir, "log", NULL);
   g_autofree char *text = NULL;
@@ -970,7 +970,7 @@ test_fake_qemu_daemonize(void)
   const char *const extra[] = {"-daemonize", "-pidfile", pidfile, NULL};
   g_autoptr(GError) error = NULL;
   g_autoptr(GArray) cpus = NULL;
-  g_autoptr(JsonNode) q = NULL;
+  g_autoptr(QpJv) q = NULL;
   g_autofree char *text = NULL;
   Child c = spawn_fake_qemu("normal", NULL, extra, 10000);
   int daemon_pid, tid;
@@ -1028,21 +1028,20 @@ test_raw_requests_carry_ids(void)
       "{\"return\": {\"a\": 1}, \"id\": 2}\n", "  {\"event\": \"X\"}  \r\n",
       "{\"id\": 3, \"return\": [1]}\r\n", NULL);
   g_autoptr(GError) error = NULL;
-  g_autoptr(JsonObject) args = json_object_new();
-  g_autoptr(JsonNode) r2 = NULL, r3 = NULL;
+  g_autoptr(QpJv) args = qp_jv_object();
+  g_autoptr(QpJv) r2 = NULL, r3 = NULL;
   g_auto(GStrv) lines = NULL;
   int peer;
   g_autoptr(QpQmp) qmp = raw_client(text, 2000, &peer);
 
   g_assert_true(qp_qmp_handshake(qmp, &error));
-  json_object_set_string_member(args, "path", "/machine");
+  qp_jv_set(args, "path", qp_jv_string("/machine"));
   r2 = qp_qmp_execute(qmp, "first", args, &error);
   g_assert_no_error(error);
-  g_assert_cmpint(json_object_get_int_member(json_node_get_object(r2), "a"), ==,
-                  1);
+  g_assert_cmpint(qp_jv_get_int_or(r2, "a", -1), ==, 1);
   r3 = qp_qmp_execute(qmp, "second", NULL, &error);
   g_assert_no_error(error);
-  g_assert_true(JSON_NODE_HOLDS_ARRAY(r3));
+  g_assert_true(qp_jv_is(r3, QP_JV_ARRAY));
   g_assert_true(qp_qmp_has_event(qmp));
 
   lines = sent_lines(peer);
@@ -1137,7 +1136,7 @@ test_raw_late_reply_dropped(void)
   /* A reply to a command that timed out comes late, then the right one. */
   g_autoptr(GError) error = NULL;
   g_autoptr(GArray) cpus = NULL;
-  g_autoptr(JsonObject) ev = NULL;
+  g_autoptr(QpJv) ev = NULL;
   int peer;
   g_autofree char *text =
       g_strconcat(greeting, "{\"return\": {}, \"id\": 1}\r\n", NULL);
@@ -1210,8 +1209,8 @@ test_parse_deep_nesting(void)
   gsize n = 200000;
   g_autofree char *deep = g_malloc(n + 1);
   g_autoptr(GError) error = NULL;
-  g_autoptr(JsonObject) ok = NULL;
-  JsonObject *obj;
+  g_autoptr(QpJv) ok = NULL;
+  QpJv *obj;
 
   memset(deep, '[', n);
   deep[n] = '\0';
@@ -1219,7 +1218,7 @@ test_parse_deep_nesting(void)
   g_assert_null(obj);
   g_assert_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL);
   g_assert_true(g_str_has_prefix(error->message,
-                                 "expected a JSON object nested at most 1024 "
+                                 "expected a JSON object nested at most 64 "
                                  "deep, got '[[[["));
   g_clear_error(&error);
 
@@ -1242,7 +1241,7 @@ test_parse_cpus_props(void)
       "  \"die-id\": 3, \"cluster-id\": 4, \"core-id\": 5, \"thread-id\": 6,"
       "  \"book-id\": 9, \"drawer-id\": 8}},"
       " {\"cpu-index\": 0, \"thread-id\": 101}]";
-  g_autoptr(JsonNode) node = json_from_string(text, NULL);
+  g_autoptr(QpJv) node = qp_jv_parse(text, -1, NULL);
   g_autoptr(GError) error = NULL;
   g_autoptr(GArray) cpus = qp_qmp_parse_cpus(node, &error);
   QpVcpu *a, *b;
@@ -1273,10 +1272,10 @@ test_parse_cpus_props(void)
 static void
 test_parse_iothreads(void)
 {
-  g_autoptr(JsonNode) good = json_from_string(
-      "[{\"id\": \"a\", \"thread-id\": 5, \"poll-max-ns\": 0}]", NULL);
-  g_autoptr(JsonNode) bad =
-      json_from_string("[{\"id\": 3, \"thread-id\": 5}]", NULL);
+  g_autoptr(QpJv) good = qp_jv_parse(
+      "[{\"id\": \"a\", \"thread-id\": 5, \"poll-max-ns\": 0}]", -1, NULL);
+  g_autoptr(QpJv) bad =
+      qp_jv_parse("[{\"id\": 3, \"thread-id\": 5}]", -1, NULL);
   g_autoptr(GError) error = NULL;
   g_autoptr(GArray) t = qp_qmp_parse_iothreads(good, &error);
   GArray *none;

@@ -245,6 +245,20 @@ qp_jv_get_string_or(const QpJv *object, const char *key, const char *fallback)
   return s != NULL ? s : fallback;
 }
 
+gint64
+qp_jv_get_int_or(const QpJv *object, const char *key, gint64 fallback)
+{
+  QpJv *v = qp_jv_get(object, key);
+  return qp_jv_is(v, QP_JV_INT) ? v->u.i : fallback;
+}
+
+gboolean
+qp_jv_get_bool_or(const QpJv *object, const char *key, gboolean fallback)
+{
+  QpJv *v = qp_jv_get(object, key);
+  return qp_jv_is(v, QP_JV_BOOL) ? v->u.b : fallback;
+}
+
 void
 qp_jv_add(QpJv *array, QpJv *value)
 {
@@ -281,6 +295,18 @@ qp_jv_remove(QpJv *object, const char *key)
     return FALSE;
   g_array_remove_index(object->u.members, (guint)i);
   return TRUE;
+}
+
+QpJv *
+qp_jv_take(QpJv *object, const char *key)
+{
+  gssize i = find(object, key);
+  if (i < 0)
+    return NULL;
+  Member *m = member_at(object, (guint)i);
+  QpJv *value = g_steal_pointer(&m->value);
+  g_array_remove_index(object->u.members, (guint)i);
+  return value;
 }
 
 /* ---- Reader -------------------------------------------------------------- */

@@ -69,15 +69,23 @@ QpJv *qp_jv_value(const QpJv *object, guint i);
 
 /* OBJECT's member KEY, or NULL (also for OBJECT not an object). */
 QpJv *qp_jv_get(const QpJv *object, const char *key);
-/* Its string, or FALLBACK when it is missing or not a string. */
+/* Its string, or FALLBACK when it is missing or not a string; its
+ * integer, or FALLBACK when it is missing or not an integer; its boolean,
+ * or FALLBACK when it is missing or not a boolean. */
 const char *qp_jv_get_string_or(const QpJv *object, const char *key,
                                 const char *fallback);
+gint64 qp_jv_get_int_or(const QpJv *object, const char *key, gint64 fallback);
+gboolean qp_jv_get_bool_or(const QpJv *object, const char *key,
+                           gboolean fallback);
 
 /* Edits, which take VALUE: added to ARRAY; KEY of OBJECT set (in its place
  * when there, else last); KEY taken out (FALSE when it was not there). */
 void qp_jv_add(QpJv *array, QpJv *value);
 void qp_jv_set(QpJv *object, const char *key, QpJv *value);
 gboolean qp_jv_remove(QpJv *object, const char *key);
+/* KEY taken out of OBJECT and handed to the caller (NULL when it was not
+ * there): a reply's "return" without a copy. */
+QpJv *qp_jv_take(QpJv *object, const char *key);
 
 /* V as text: PRETTY as json-glib's generator writes it with an indent of
  * 2 ("key" : value, a line each), else on one line without spaces. */

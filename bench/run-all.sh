@@ -236,11 +236,10 @@ exec* below):
 
 - Mode none runs QEMU from the front, which loads the C library alone:
   $st_front ms more than /bin/true.
-- Every other launch loads the full program (\`qemu-pin-full.so\` and
-  $(ldd "$builddir/qemu-pin-full.so" | grep -c '=>') shared libraries: glib, gobject, gio and what json-glib pulls
-  in; hwloc, libnuma): loaded at $st_empty_loaded ms after the front's \`main()\`.
-  Their loading, relocation and constructors are most of what qemu-pin
-  costs before QEMU starts.
+- Every other launch loads the launch module (\`qemu-pin-launch.so\` and
+  $(ldd "$builddir/qemu-pin-launch.so" | grep -c '=>') shared libraries: glib, hwloc, libnuma and theirs; no json-glib,
+  GObject or GIO, which only qemu-pin's commands load with \`qemu-pin-full.so\`
+  and its $(ldd "$builddir/qemu-pin-full.so" | grep -c '=>')): loaded at $st_empty_loaded ms after the front's \`main()\`.
 - The host: loaded at $st_empty_host ms, from its snapshot (hwloc's
   XML of this host) plus the live reads (free memory, hugepages, affinity).
 - The critical section, $st_empty_cs ms with an empty ledger: the plan, the
@@ -251,7 +250,8 @@ exec* below):
 - After the exec: balanced and auto start QEMU unpaused (*paused* column),
   so nothing is added but the keeper's greeting and first look, which run
   beside QEMU's own start; one-to-one pauses QEMU until every vCPU is pinned
-  (the pause floor's cost) and adds the keeper's work in between.
+  (the pause floor's cost) and adds the keeper's work in between (the
+  keeper runs in the launch module: nothing is loaded before its \`cont\`).
 
 ## Earlier targets (issue 15)
 
@@ -291,7 +291,8 @@ $rebalance_verdict
   under it the directory listed, the records changed since read, the plan
   and the record written (\`docs/ledger.md\`, "Summary").
 - \`qemu-pin plan\` (no launch) is the time qemu-pin spends before QEMU
-  starts: its own start (the front, then the full program and its $(ldd "$builddir/qemu-pin-full.so" | grep -c '=>') shared libraries, see *Time before exec*), the
+  starts: its own start (the front, the launch module, which hands \`plan\` over
+  to the full program and its $(ldd "$builddir/qemu-pin-full.so" | grep -c '=>') shared libraries, see *Time before exec*), the
   host from its snapshot in the state directory (hwloc's XML of this host;
   hwloc's live discovery when the snapshot is stale, or when the guest has a
   \`vfio-pci\` device or storage or network found on a host PCI device: a
@@ -366,7 +367,7 @@ $(cat "$tmp/launch.md")
 prints its steps' times since the front's \`main()\`, launching the guest that
 exits at once (-smp 1, balanced), interleaved between an empty ledger and one
 of 1,000 live records (made by \`bench/plan-bench --fill\`). *Full program
-loaded* is the front's \`dlopen()\` of \`qemu-pin-full.so\` done; *critical
+loaded* is the front's \`dlopen()\` of \`qemu-pin-launch.so\` done; *critical
 section* is the ledger's pre-scan, lock, read, plan, the keeper started, the
 record written and the unlock.
 

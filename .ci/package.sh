@@ -78,6 +78,8 @@ lrwxrwxrwx /usr/libexec/qemu-pin/qemu-system-x86_64
 -rw-r--r-- /usr/lib/tmpfiles.d/qemu-pin.conf
 -rw-r--r-- /usr/lib/systemd/system/qemu-pin-metrics.service
 -rw-r--r-- /usr/lib/systemd/system/qemu-pin-metrics.timer
+-rw-r--r-- /usr/lib/systemd/system/qemu-pin-rebalance.service
+-rw-r--r-- /usr/lib/systemd/system/qemu-pin-rebalance.timer
 -rw-r--r-- /etc/apparmor.d/abstractions/qemu-pin
 -rw-r--r-- /usr/share/doc/qemu-pin/examples/qemu-pin.conf
 -rw-r--r-- /usr/share/doc/qemu-pin/changelog.gz

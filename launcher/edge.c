@@ -45,6 +45,22 @@ exec_straight(const char *binary, const char *argv0, int argc, char **argv,
   return -1;
 }
 
+gboolean
+qp_edge_settings(QpOptions *opts, int argc, char ***argv, char ***safe,
+                 char **dropped, GError **error)
+{
+  *safe = qp_argv_daemonize_safe((guint)argc, *argv, dropped);
+  if (*safe != NULL)
+    *argv = *safe;
+  g_autoptr(QpVmIds) vm = qp_vm_ids_from_argv((guint)argc, *argv);
+  if (!qp_options_parse_env(opts, error) ||
+      !qp_options_load_config(opts, vm, error))
+    return FALSE;
+  qp_log_init(opts->verbose);
+  qp_log_set_vm(vm->name);
+  return TRUE;
+}
+
 /* Resolves settings, parses the QEMU command and launches or plans. The
  * mode comes first: in mode none QEMU runs as the caller asked, whatever
  * qemu-pin would have made of its command line. */
@@ -54,15 +70,9 @@ run_qemu(const QpEdge *edge, QpOptions *opts, const char *binary,
          GError **error)
 {
   g_autofree char *dropped = NULL;
-  g_auto(GStrv) safe = qp_argv_daemonize_safe((guint)argc, argv, &dropped);
-  if (safe != NULL)
-    argv = safe;
-  g_autoptr(QpVmIds) vm = qp_vm_ids_from_argv((guint)argc, argv);
-  if (!qp_options_parse_env(opts, error) ||
-      !qp_options_load_config(opts, vm, error))
+  g_auto(GStrv) safe = NULL;
+  if (!qp_edge_settings(opts, argc, &argv, &safe, &dropped, error))
     return -1;
-  qp_log_init(opts->verbose);
-  qp_log_set_vm(vm->name);
   if (dropped != NULL)
     qp_info("-daemonize: prealloc-context taken off memory backend%s %s "
             "(QEMU starts a thread-context's thread before its fork, and "

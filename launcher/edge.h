@@ -37,6 +37,15 @@ int qp_edge_main(int argc, char **argv, const struct timespec *t0,
 int qp_edge_qemu_command(const QpEdge *edge, QpOptions *opts, int argc,
                          char **argv, int shift, GError **error);
 
+/* The settings for QEMU's command line *ARGV (ARGC words, the binary
+ * excluded), as a launch and `plan` take them: -daemonize's
+ * prealloc-contexts taken off it (*ARGV then points into *SAFE, the
+ * caller's to free; *DROPPED their backends' ids, or NULL), then the
+ * environment and the config for that VM read into OPTS, and logging set
+ * up for it. */
+gboolean qp_edge_settings(QpOptions *opts, int argc, char ***argv, char ***safe,
+                          char **dropped, GError **error);
+
 /* The real QEMU binary for a drop-in invoked as ARGV0 (see
  * qp_front_find_qemu()), or NULL with the error. */
 char *qp_find_real_qemu(const char *argv0, GError **error);

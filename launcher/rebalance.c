@@ -8,12 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "launcher/edge.h"
 #include "launcher/launch.h"
 #include "launcher/log.h"
 #include "launcher/move.h"
 #include "launcher/qemu/args.h"
-#include "launcher/qemu/daemonize.h"
-#include "launcher/qemu/vm-ids.h"
 #include "topology/host/host.h"
 #include "topology/ledger/ledger.h"
 #include "topology/plan/rebalance-gate.h"
@@ -75,15 +74,9 @@ read_request(QpOptions *opts, int argc, char **argv, QpQemuArgs **args_out,
              QpHost **host_out, GError **error)
 {
   g_autofree char *dropped = NULL;
-  g_auto(GStrv) safe = qp_argv_daemonize_safe((guint)argc, argv, &dropped);
-  if (safe != NULL)
-    argv = safe;
-  g_autoptr(QpVmIds) vm = qp_vm_ids_from_argv((guint)argc, argv);
-  if (!qp_options_parse_env(opts, error) ||
-      !qp_options_load_config(opts, vm, error))
+  g_auto(GStrv) safe = NULL;
+  if (!qp_edge_settings(opts, argc, &argv, &safe, &dropped, error))
     return NULL;
-  qp_log_init(opts->verbose);
-  qp_log_set_vm(vm->name);
   g_autoptr(GError) local = NULL;
   g_autoptr(QpQemuArgs) args = qp_launch_read(opts, (guint)argc, argv, &local);
   if (local != NULL) {

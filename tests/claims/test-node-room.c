@@ -18,6 +18,7 @@ typedef struct {
   char *dir;
   char *state;
   char *halt_fw;
+  char *exit3_fw;
   char *marker;
   int holder; /* the process holding memory, 0 when none */
 } Fixture;
@@ -28,6 +29,7 @@ setup(Fixture *f, gconstpointer data)
   f->dir = qp_test_tmpdir();
   f->state = g_build_filename(f->dir, "state", NULL);
   f->halt_fw = qp_test_firmware(f->dir, QP_TEST_FW_HALT);
+  f->exit3_fw = qp_test_firmware(f->dir, QP_TEST_FW_EXIT3);
   f->marker = g_path_get_basename(f->dir);
 }
 
@@ -46,6 +48,7 @@ teardown(Fixture *f, gconstpointer data)
   g_free(f->dir);
   g_free(f->state);
   g_free(f->halt_fw);
+  g_free(f->exit3_fw);
   g_free(f->marker);
 }
 
@@ -212,9 +215,22 @@ assert_refused(Fixture *f, const char *opt, gint64 mib,
                const char *const *words)
 {
   g_autoptr(GPtrArray) cmd = vm_command(f, opt, mib, NULL, NULL);
+  /* A guest that exits at once with status 3: a launch that is not refused
+   * fails here at once instead of leaving the test waiting for a halted
+   * guest. */
+  for (guint i = 0; i + 1 < cmd->len; i++)
+    if (g_strcmp0(cmd->pdata[i], f->halt_fw) == 0) {
+      g_free(cmd->pdata[i]);
+      cmd->pdata[i] = g_strdup(f->exit3_fw);
+    }
+  g_ptr_array_insert(cmd, (gint)cmd->len - 1,
+                     g_strdup("-device"));
+  g_ptr_array_insert(cmd, (gint)cmd->len - 1,
+                     g_strdup("isa-debug-exit,iobase=0xf4,iosize=4"));
   QpTestRun r;
   qp_test_run((char **)cmd->pdata, NULL, &r);
   g_test_message("refused: %s", r.err);
+  g_assert_cmpint(r.status, !=, 3); /* the guest ran: not refused */
   g_assert_cmpint(r.status, !=, 0);
   g_assert_cmpuint(qp_test_count_lines(r.err), ==, 1);
   for (guint i = 0; words[i] != NULL; i++)
@@ -265,7 +281,11 @@ test_held_memory_is_outside_claims(Fixture *f, gconstpointer data)
                   json_object_get_int_member(m, "kernel-can-give"));
   g_assert_cmpint(json_object_get_int_member(m, "outstanding"), ==, 0);
 
-  const gint64 refused = free + held / 3;
+  /* More than the kernel could give by any count (its free memory, page
+   * cache and reclaimable kernel memory: after a package install the cache
+   * alone can be more than a third of the held share), yet less than the
+   * total less claims, since the held memory is in neither. */
+  const gint64 refused = bound + held / 3;
   /* The old rule (total less claims) had room for it. */
   g_assert_cmpint(refused, <, total);
   g_autofree char *asked = g_strdup_printf("%" G_GINT64_FORMAT " MiB", refused);

@@ -63,14 +63,20 @@ char *
 qp_test_firmware(const char *dir, QpTestFirmware kind)
 {
   static const guint8 exit_code[] = {0xB0, 0x00, 0xE6, 0xF4, 0xF4};
+  static const guint8 exit3_code[] = {0xB0, 0x01, 0xE6, 0xF4, 0xF4};
   static const guint8 halt_code[] = {0xFA, 0xF4, 0xEB, 0xFD};
   guint8 *image = g_malloc0(65536);
-  if (kind == QP_TEST_FW_EXIT)
+  const char *name = "halt.fw";
+  if (kind == QP_TEST_FW_EXIT) {
     memcpy(image + 0xFFF0, exit_code, sizeof(exit_code));
-  else
+    name = "exit.fw";
+  } else if (kind == QP_TEST_FW_EXIT3) {
+    memcpy(image + 0xFFF0, exit3_code, sizeof(exit3_code));
+    name = "exit3.fw";
+  } else {
     memcpy(image + 0xFFF0, halt_code, sizeof(halt_code));
-  char *path = g_build_filename(
-      dir, kind == QP_TEST_FW_EXIT ? "exit.fw" : "halt.fw", NULL);
+  }
+  char *path = g_build_filename(dir, name, NULL);
   GError *error = NULL;
   g_file_set_contents(path, (const char *)image, 65536, &error);
   g_assert_no_error(error);

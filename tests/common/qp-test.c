@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hwloc.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -101,15 +102,62 @@ decode_status(int wstatus)
   return -1;
 }
 
+/* Reads what FD has now into OUT; FALSE at its end. */
+static gboolean
+drain(int fd, GString *out)
+{
+  char buf[4096];
+  ssize_t n = read(fd, buf, sizeof(buf));
+  if (n > 0) {
+    g_string_append_len(out, buf, n);
+    return TRUE;
+  }
+  return n < 0 && (errno == EINTR || errno == EAGAIN);
+}
+
+/* How long a command run to completion may take: a launch that should have
+ * been refused and runs a guest instead must fail the test, not hang it to
+ * meson's timeout without a word. */
+#define RUN_DEADLINE_S 240
+
 void
 qp_test_run(char **argv, char **envp, QpTestRun *r)
 {
   GError *error = NULL;
-  int wstatus = 0;
   memset(r, 0, sizeof(*r));
-  g_spawn_sync(NULL, argv, envp, G_SPAWN_DEFAULT, NULL, NULL, &r->out, &r->err,
-               &wstatus, &error);
+  GPid pid = 0;
+  int out_fd = -1, err_fd = -1;
+  g_spawn_async_with_pipes(NULL, argv, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL,
+                           NULL, &pid, NULL, &out_fd, &err_fd, &error);
   g_assert_no_error(error);
+  GString *out = g_string_new(NULL), *err = g_string_new(NULL);
+  gint64 deadline = g_get_monotonic_time() + RUN_DEADLINE_S * G_USEC_PER_SEC;
+  while (out_fd >= 0 || err_fd >= 0) {
+    struct pollfd p[2] = {{.fd = out_fd, .events = POLLIN},
+                          {.fd = err_fd, .events = POLLIN}};
+    gint64 left = (deadline - g_get_monotonic_time()) / 1000;
+    if (left <= 0) {
+      kill(pid, SIGKILL);
+      g_test_message("%s did not end within %d s; stderr so far: %s", argv[0],
+                     RUN_DEADLINE_S, err->str);
+      g_assert_not_reached();
+    }
+    if (poll(p, 2, (int)MIN(left, 1000)) < 0 && errno != EINTR)
+      g_assert_not_reached();
+    if (out_fd >= 0 && p[0].revents != 0 && !drain(out_fd, out)) {
+      close(out_fd);
+      out_fd = -1;
+    }
+    if (err_fd >= 0 && p[1].revents != 0 && !drain(err_fd, err)) {
+      close(err_fd);
+      err_fd = -1;
+    }
+  }
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+    ;
+  r->out = g_string_free(out, FALSE);
+  r->err = g_string_free(err, FALSE);
   r->status = decode_status(wstatus);
 }
 

@@ -10,39 +10,72 @@
 
 /* ---- Parsing ------------------------------------------------------------ */
 
-/* "Node 0 MemFree:   4449924 kB": KEY (without the colon) and its value. */
-static gboolean
-meminfo_line(const char *line, char *key, gsize key_size, guint64 *value)
+static const char *
+skip_blanks(const char *p, const char *end)
 {
-  g_auto(GStrv) t = g_strsplit_set(line, " \t", -1);
+  while (p < end && (*p == ' ' || *p == '\t'))
+    p++;
+  return p;
+}
+
+static const char *
+word_end(const char *p, const char *end)
+{
+  while (p < end && *p != ' ' && *p != '\t')
+    p++;
+  return p;
+}
+
+/* "Node 0 MemFree:   4449924 kB", the line from LINE to END: KEY (without
+ * the colon) and its value. Read in place: a launch reads every node's
+ * file, and splitting each line into words cost more than the rest of the
+ * host's load. */
+static gboolean
+meminfo_line(const char *line, const char *end, char *key, gsize key_size,
+             guint64 *value)
+{
+  const char *w[4][2];
+  const char *p = line;
   guint k = 0;
-  const char *words[4] = {NULL};
-  for (guint i = 0; t[i] != NULL && k < 4; i++)
-    if (*t[i] != '\0')
-      words[k++] = t[i];
-  if (k < 4 || strcmp(words[0], "Node") != 0)
+  for (; k < 4; k++) {
+    p = skip_blanks(p, end);
+    if (p == end)
+      return FALSE;
+    w[k][0] = p;
+    p = word_end(p, end);
+    w[k][1] = p;
+  }
+  gsize len = (gsize)(w[2][1] - w[2][0]);
+  if (w[0][1] - w[0][0] != 4 || memcmp(w[0][0], "Node", 4) != 0 || len < 2 ||
+      w[2][1][-1] != ':' || len > key_size)
     return FALSE;
-  gsize len = strlen(words[2]);
-  if (len < 2 || words[2][len - 1] != ':' || len > key_size)
-    return FALSE;
-  g_strlcpy(key, words[2], len);
-  char *end = NULL;
-  *value = g_ascii_strtoull(words[3], &end, 10);
-  return end != words[3] && *end == '\0';
+  memcpy(key, w[2][0], len - 1);
+  key[len - 1] = '\0';
+  guint64 v = 0;
+  for (const char *d = w[3][0]; d < w[3][1]; d++) {
+    if (!g_ascii_isdigit(*d) || v > (G_MAXUINT64 - 9) / 10)
+      return FALSE;
+    v = v * 10 + (guint64)(*d - '0');
+  }
+  *value = v;
+  return TRUE;
 }
 
 gboolean
 qp_node_meminfo_parse(const char *text, QpNodeKernelMemory *out)
 {
-  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
   guint64 total = 0, free = 0, active_file = 0, inactive_file = 0;
   guint64 kreclaimable = 0, sreclaimable = 0, file_pages = 0, anon = 0;
   guint64 slab = 0, stack = 0, tables = 0, sec_tables = 0;
   gboolean has_total = FALSE, has_free = FALSE, has_kreclaimable = FALSE;
-  for (guint i = 0; lines[i] != NULL; i++) {
+  for (const char *line = text; *line != '\0';) {
+    const char *end = strchrnul(line, '\n');
+    const char *next = *end == '\n' ? end + 1 : end;
     char key[64];
     guint64 v = 0;
-    if (!meminfo_line(lines[i], key, sizeof key, &v))
+    gboolean ok = meminfo_line(line, end, key, sizeof key, &v);
+    line = next;
+    if (!ok)
       continue;
     struct {
       const char *key;
@@ -140,33 +173,38 @@ void
 qp_zoneinfo_parse(const char *text, guint64 page_kib, QpNodeKernelMemory *out,
                   guint n)
 {
-  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
   QpNodeKernelMemory *cur = NULL;
   Zone z = {0};
-  for (guint i = 0; lines[i] != NULL; i++) {
-    int node = -1;
-    if (zone_header(lines[i], &node)) {
-      zone_done(&z, cur, page_kib);
-      cur = node_of(out, n, node);
-      continue;
-    }
-    const char *p = lines[i];
-    while (*p == ' ' || *p == '\t')
-      p++;
-    /* "min 51", "low 63", "high 75", "managed 3840"; the pagesets'
-     * "high:" has a colon and is no watermark. */
+  /* Each line in place, as meminfo's: the file has a few hundred. */
+  g_autofree char *line = NULL;
+  for (const char *at = text; *at != '\0';) {
+    const char *end = strchrnul(at, '\n');
+    const char *p = skip_blanks(at, end);
+    const char *start = at;
+    at = *end == '\n' ? end + 1 : end;
+    /* "min 51", "low 63", "high 75", "managed 3840", "protection: (...)",
+     * "Node 0, zone Normal"; the pagesets' "high:" has a colon and is no
+     * watermark. */
     char word[32];
-    gsize len = strcspn(p, " \t");
+    gsize len = (gsize)(word_end(p, end) - p);
     if (len == 0 || len >= sizeof word)
       continue;
     memcpy(word, p, len);
     word[len] = '\0';
-    const char *rest = p + len;
-    if (strcmp(word, "protection:") == 0) {
-      z.protection = max_protection(rest);
-      z.any = TRUE;
+    if (strcmp(word, "Node") == 0 || strcmp(word, "protection:") == 0) {
+      g_free(line);
+      line = g_strndup(start, (gsize)(end - start));
+      int node = -1;
+      if (zone_header(line, &node)) {
+        zone_done(&z, cur, page_kib);
+        cur = node_of(out, n, node);
+      } else if (word[0] == 'p') {
+        z.protection = max_protection(line + (p - start) + len);
+        z.any = TRUE;
+      }
       continue;
     }
+    const char *rest = p + len;
     guint64 *to = strcmp(word, "low") == 0       ? &z.low
                   : strcmp(word, "high") == 0    ? &z.high
                   : strcmp(word, "managed") == 0 ? &z.managed

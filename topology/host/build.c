@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <hwloc/plugins.h>
-#include <numa.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,11 +157,9 @@ fill_node(QpNode *n, hwloc_obj_t obj, Source source)
   n->all_cpus = hwloc_bitmap_alloc();
   n->hugepages = g_array_new(FALSE, TRUE, sizeof(QpHugePool));
 
-  if (source == SOURCE_LIVE && numa_available() >= 0) {
-    long long free_bytes = 0;
-    if (numa_node_size64(n->id, &free_bytes) >= 0 && free_bytes >= 0)
-      n->free_mib = MIN((guint64)free_bytes / (1024 * 1024), n->total_mib);
-  }
+  /* Live, the node's own meminfo gives total and free a moment later
+   * (qp_host_read_node_memory(), the same file libnuma's
+   * numa_node_size64() would read once more here). */
 
   /* The smallest page type is the base page; the others are hugepages. */
   guint64 base = G_MAXUINT64;

@@ -72,7 +72,7 @@ row() {
 
 echo "| process | RSS KiB | PSS KiB | Private_Clean KiB | Private_Dirty KiB | private (USS) KiB | RssAnon KiB |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
-# A keeper alone maps pages of libhwloc, json-glib and libnuma that no
+# A keeper alone maps pages of libhwloc and glib that no
 # other process maps: they count as its private (clean) memory. A second
 # keeper shares them, as the keepers of 100 VMs do: its figures are the cost
 # of each further VM.

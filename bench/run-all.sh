@@ -237,7 +237,7 @@ exec* below):
 - Mode none runs QEMU from the front, which loads the C library alone:
   $st_front ms more than /bin/true.
 - Every other launch loads the launch module (\`qemu-pin-launch.so\` and
-  $(ldd "$builddir/qemu-pin-launch.so" | grep -c '=>') shared libraries: glib, hwloc, libnuma and theirs; no json-glib,
+  $(ldd "$builddir/qemu-pin-launch.so" | grep -c '=>') shared libraries: glib, hwloc and theirs; no libnuma, json-glib,
   GObject or GIO, which only qemu-pin's commands load with \`qemu-pin-full.so\`
   and its $(ldd "$builddir/qemu-pin-full.so" | grep -c '=>')): loaded at $st_empty_loaded ms after the front's \`main()\`.
 - The host: loaded at $st_empty_host ms, from its snapshot (hwloc's

@@ -2,9 +2,9 @@
 #include "launcher/affinity.h"
 
 #include <errno.h>
-#include <numaif.h>
 #include <sched.h>
 
+#include "launcher/numa-sys.h"
 #include "qp-error.h"
 
 #define QP_MAX_CPUS (QP_LIST_MAX_INDEX + 1)
@@ -87,7 +87,7 @@ qp_set_mempolicy(QpPolicy policy, hwloc_const_bitmap_t nodes, GError **error)
     }
     hwloc_bitmap_foreach_end();
   }
-  if (set_mempolicy(mode, mask, QP_MAX_CPUS + 1) < 0) {
+  if (qp_sys_set_mempolicy(mode, mask, QP_MAX_CPUS + 1) < 0) {
     g_autofree char *list = qp_list_format(nodes);
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
                 "cannot set memory policy %s on nodes %s: %s",

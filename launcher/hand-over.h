@@ -1,5 +1,5 @@
 /* The two modules of qemu-pin (docs/design.md, "The front"): the launch
- * module (qemu-pin-launch.so: glib, hwloc, libnuma) runs a launch and its
+ * module (qemu-pin-launch.so: glib, hwloc) runs a launch and its
  * keeper; the full module (qemu-pin-full.so: json-glib, GObject, GIO
  * besides) runs every command. This is the way from the first to the
  * second. */

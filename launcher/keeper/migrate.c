@@ -3,7 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <numaif.h>
+#include "launcher/numa-sys.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,7 +124,7 @@ move_chunk(Mover *m, guintptr addr, guint n, GError **error)
 {
   for (guint i = 0; i < n; i++)
     m->pages[i] = (void *)(addr + (guintptr)i * m->page_size);
-  if (move_pages(m->pid, n, m->pages, NULL, m->status, 0) < 0)
+  if (qp_sys_move_pages(m->pid, n, m->pages, NULL, m->status, 0) < 0)
     return TRUE; /* the mapping went away meanwhile */
   guint k = 0;
   for (guint i = 0; i < n; i++) {
@@ -137,7 +137,8 @@ move_chunk(Mover *m, guintptr addr, guint n, GError **error)
   }
   if (k == 0)
     return TRUE;
-  if (move_pages(m->pid, k, m->pages, m->nodes, m->status, MPOL_MF_MOVE) < 0 &&
+  if (qp_sys_move_pages(m->pid, k, m->pages, m->nodes, m->status,
+                        MPOL_MF_MOVE) < 0 &&
       errno != ENOENT) {
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
                 "move_pages of QEMU (pid %d): %s", m->pid, g_strerror(errno));

@@ -1,6 +1,6 @@
 #!/bin/sh
 # qemu-pin's two modules (docs/design.md, "The front"): the launch module
-# links no json-glib, GObject or GIO and exports its entry alone, as does
+# links no json-glib, GObject, GIO or libnuma and exports its entry alone, as does
 # the full module. A launch needs the launch module alone, its keeper
 # included: without the full module a paused plan is resumed and the claim
 # released; qemu-pin's commands say in one line that it is missing (TAP).
@@ -13,11 +13,11 @@ ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); bad=1; echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
 
 needed=$(readelf -d "$build/qemu-pin-launch.so" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p')
-leak=$(echo "$needed" | grep -E 'libjson-glib|libgio|libgobject' || true)
+leak=$(echo "$needed" | grep -E 'libjson-glib|libgio|libgobject|libnuma' || true)
 if [ -z "$leak" ] && echo "$needed" | grep -q libglib-2.0; then
-  ok "launch module needs glib but no json-glib, gio, gobject"
+  ok "launch module needs glib but no json-glib, gio, gobject, libnuma"
 else
-  not_ok "launch module needs $(echo $needed)" "expected glib and none of json-glib, gio, gobject"
+  not_ok "launch module needs $(echo $needed)" "expected glib and none of json-glib, gio, gobject, libnuma (launcher/numa-sys.h)"
 fi
 full_needed=$(readelf -d "$build/qemu-pin-full.so" | grep -c 'NEEDED.*libjson-glib')
 [ "$full_needed" = 1 ] && ok "full module needs json-glib" ||

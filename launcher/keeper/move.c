@@ -68,8 +68,9 @@ static gboolean G_GNUC_PRINTF(2, 3) refuse(GError **error, const char *fmt, ...)
   return FALSE;
 }
 
-/* The caller placed the VM: refused with its own code, which the answer
- * carries ("code": "caller-placed") for `rebalance` to plan without it. */
+/* Whether the VM may move to TO. A VM the caller placed is refused with a
+ * code of its own (QP_LAUNCH_ERROR_CALLER_PLACED), which the answer carries
+ * ("code": "caller-placed") for `rebalance` to plan without it. */
 static gboolean
 may_move(Keeper *k, hwloc_const_bitmap_t to, GError **error)
 {

@@ -59,6 +59,9 @@ typedef enum {
   QP_LAUNCH_ERROR_NO_BINARY,   /* the QEMU binary to run does not exist */
   QP_LAUNCH_ERROR_EXEC,        /* the QEMU binary cannot be run */
   QP_LAUNCH_ERROR_QEMU_EXITED, /* QEMU exited before its monitor answered */
+  /* a move refused: the caller placed the VM itself (its keeper's answer
+   * says "code": "caller-placed") */
+  QP_LAUNCH_ERROR_CALLER_PLACED,
 } QpLaunchError;
 
 /* The exit status for ERROR: 2 for bad usage, 127 and 126 when QEMU's

@@ -163,7 +163,7 @@ cmd_status(QpOptions *opts, GError **error)
   }
   /* What `rebalance` would move now, planned as it plans. */
   g_autoptr(QpRebalance) r = qp_rebalance_live(
-      opts, host, claims, NULL, QP_REBALANCE_COOLDOWN_S, FALSE, error);
+      opts, host, claims, NULL, QP_REBALANCE_COOLDOWN_S, FALSE, NULL, error);
   if (r == NULL)
     return -1;
   if (opts->json) {

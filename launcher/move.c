@@ -198,7 +198,12 @@ qp_move_ask(const QpClaim *vm, const char *to_nodes, guint rate_mib,
     return NULL;
   const char *err = qp_jv_get_string_or(reply, "error", NULL);
   if (err != NULL) {
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED, "%s", err);
+    const char *code = qp_jv_get_string_or(reply, "code", "");
+    g_set_error(error, QP_LAUNCH_ERROR,
+                strcmp(code, QP_MOVE_REFUSED_CALLER_PLACED) == 0
+                    ? QP_LAUNCH_ERROR_CALLER_PLACED
+                    : QP_LAUNCH_ERROR_FAILED,
+                "%s", err);
     return NULL;
   }
   return g_steal_pointer(&reply);

@@ -20,7 +20,9 @@ G_BEGIN_DECLS
  * RATE_MIB MiB/s of pages (0: no limit), and waits for the move to end:
  * the keeper's answer (one JSON object: vm, name, from, to, moved-mib,
  * on-destination-permille, binding, binding-moved, moved-at, mib), or NULL
- * with the one-line refusal or failure. `move` and `rebalance` both move
+ * with the one-line refusal or failure: QP_LAUNCH_ERROR_CALLER_PLACED when
+ * the keeper refused because the caller placed the VM itself (its answer's
+ * code), else QP_LAUNCH_ERROR_FAILED. `move` and `rebalance` both move
  * this way. */
 QpJv *qp_move_ask(const QpClaim *vm, const char *to_nodes, guint rate_mib,
                   GError **error);

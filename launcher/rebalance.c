@@ -100,14 +100,16 @@ read_request(QpOptions *opts, int argc, char **argv, QpQemuArgs **args_out,
   return claims;
 }
 
-/* What each record allows, from what the record says. It does not say
- * whether the caller pinned the VM's threads or chose its backends' host
- * nodes, nor the --hostnodes and --affinity it was started with: those the
- * VM's keeper checks when it is asked to move, and refuses. A record of
+/* What each record allows, from what the record says: a VM whose keeper
+ * found the caller placed it (its record's "caller-placed") or that
+ * REFUSED names (ids, may be NULL: keepers that refused a move of it for
+ * that reason) is the caller's, kept where it is as fixed load. The record
+ * does not say the --hostnodes and --affinity it was started with: those
+ * the VM's keeper checks when it is asked to move, and refuses. A record of
  * mode none, or one that mode auto placed best effort, gets none: never
  * moved. */
 static GArray *
-vms_of(const QpClaims *claims)
+vms_of(const QpClaims *claims, const GPtrArray *refused)
 {
   GArray *vms = g_array_new(FALSE, TRUE, sizeof(QpRebalanceVm));
   for (guint i = 0; i < claims->claims->len; i++) {
@@ -118,6 +120,9 @@ vms_of(const QpClaims *claims)
       continue;
     QpRebalanceVm v = {0};
     v.id = c->id;
+    v.caller_set = c->caller_placed;
+    for (guint j = 0; refused != NULL && j < refused->len; j++)
+      v.caller_set |= g_strcmp0(refused->pdata[j], c->id) == 0;
     v.vfio = qp_claim_has_vfio(c);
     v.moved_at = c->moved_at;
     g_array_append_val(vms, v);
@@ -136,14 +141,16 @@ claim_by_id(const QpClaims *claims, const char *id)
   return NULL;
 }
 
-/* HELD: the moves fell short of rebalance-min-mib and none is made. */
+/* MOVES (of QpMove*): those listed, made unless --dry-run, none when the
+ * moves fell short of rebalance-min-mib (HELD); R the last plan. */
 static JsonNode *
-to_json(const QpRebalance *r, gboolean with_request, gboolean held)
+to_json(const QpRebalance *r, const GPtrArray *moves, gboolean with_request,
+        gboolean held)
 {
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
   json_builder_set_member_name(b, "moves");
-  json_builder_add_value(b, qp_moves_to_json(held ? NULL : r->moves));
+  json_builder_add_value(b, qp_moves_to_json(held ? NULL : moves));
   json_builder_set_member_name(b, "held-mib");
   json_builder_add_int_value(b, held ? (gint64)qp_rebalance_gain(r) : 0);
   json_builder_set_member_name(b, "plan");
@@ -190,13 +197,16 @@ print_plan_line(const QpRebalance *r)
           before);
 }
 
+/* MOVES (of QpMove*): listed with DRY_RUN, else the moves made; R the last
+ * plan. */
 static void
-print_human(const QpRebalance *r, const QpClaims *claims, gboolean dry_run,
-            gboolean with_request, guint64 held_below)
+print_human(const QpRebalance *r, const GPtrArray *moves,
+            const QpClaims *claims, gboolean dry_run, gboolean with_request,
+            guint64 held_below)
 {
   if (dry_run && held_below == 0)
-    for (guint i = 0; i < r->moves->len; i++) {
-      const QpMove *m = r->moves->pdata[i];
+    for (guint i = 0; i < moves->len; i++) {
+      const QpMove *m = moves->pdata[i];
       g_autofree char *from = qp_list_format(m->from);
       g_autofree char *to = qp_list_format(m->to);
       g_print("qemu-pin: rebalance would move VM %s (%s) from nodes %s to "
@@ -209,56 +219,200 @@ print_human(const QpRebalance *r, const QpClaims *claims, gboolean dry_run,
             " MiB of spanning VMs onto one node, less than "
             "rebalance-min-mib %" G_GUINT64_FORMAT "\n",
             qp_rebalance_gain(r), held_below);
-  else if (r->moves->len == 0)
+  else if (moves->len == 0)
     g_print("qemu-pin: rebalance: no VM to move\n");
   if (with_request)
     print_plan_line(r);
 }
 
-/* Makes R's moves in order, each by the VM's keeper; stops at the first
- * that fails, saying which and what was made before it. Each move made is
- * printed (PRINT: the keeper's answer, as `move` prints it; else one line
- * with -v) and counted in *MADE. */
-static gboolean
-make_moves(const QpOptions *opts, const QpRebalance *r, const QpClaims *claims,
-           gboolean print, guint *made, GError **error)
+/* The host and the ledger's live records as they are now, read as the
+ * first plan read them: with ARGS, as `plan` reads them for its VM
+ * (RUNNING: that VM's own record left out), else the whole ledger. */
+static QpClaims *
+read_now(const QpOptions *opts, const QpQemuArgs *args, gboolean running,
+         QpHost **host_out, GError **error)
 {
-  QpOptions quiet = *opts;
+  if (args != NULL) {
+    g_autoptr(QpClaim) own = NULL;
+    const char *by = NULL;
+    return qp_launch_read_ledger(opts, args, running, host_out, &own, &by,
+                                 error);
+  }
+  g_autoptr(QpHost) host = qp_host_load_full(opts->topology, FALSE, error);
+  if (host == NULL)
+    return NULL;
+  g_autofree char *dir = qp_launch_state_dir(opts);
+  QpClaims *claims = qp_ledger_read_claims(dir, host, error);
+  if (claims != NULL)
+    *host_out = g_steal_pointer(&host);
+  return claims;
+}
+
+/* A rebalance being made: its plans (one more each time a keeper refuses a
+ * move because the caller placed its VM since the ledger was read) and the
+ * moves made. */
+typedef struct {
+  const QpOptions *opts;
+  const QpQemuArgs *args; /* the VM to make room for, or NULL */
+  gboolean running;       /* its own record is left out (rebalance) */
+  gint64 cooldown_s;
+  gboolean room_only; /* --make-room: room for ARGS only */
+  gboolean print;     /* each move as `move` prints it, else one line -v */
+  const QpHost *host; /* the last plan's: OWN_HOST, or the launch's */
+  QpHost *own_host;
+  QpClaims *claims;   /* the ledger as the last plan read it */
+  GPtrArray *plans;   /* of QpRebalance*, the last the one being made */
+  GPtrArray *made;    /* of QpMove* (the plans'), in the order made */
+  GPtrArray *refused; /* of char*: VMs whose keeper refused: the caller's */
+} Making;
+
+static void
+making_clear(Making *b)
+{
+  g_clear_pointer(&b->own_host, qp_host_free);
+  g_clear_pointer(&b->claims, qp_claims_free);
+  g_clear_pointer(&b->plans, g_ptr_array_unref);
+  g_clear_pointer(&b->made, g_ptr_array_unref);
+  g_clear_pointer(&b->refused, g_ptr_array_unref);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Making, making_clear)
+
+static QpRebalance *
+last_plan(const Making *b)
+{
+  return b->plans->pdata[b->plans->len - 1];
+}
+
+/* Plans on B's host and ledger; the plan becomes the last. */
+static gboolean
+plan_moves(Making *b, GError **error)
+{
+  QpRebalance *r = qp_rebalance_live(
+      b->opts, b->host, b->claims, b->args != NULL ? b->args->req : NULL,
+      b->cooldown_s, b->room_only, b->refused, error);
+  if (r == NULL)
+    return FALSE;
+  g_ptr_array_add(b->plans, r);
+  return TRUE;
+}
+
+/* B's first plan, on HOST and CLAIMS (taken: OWN_HOST is HOST or NULL). */
+static gboolean
+making_init(Making *b, const QpHost *host, QpHost *own_host, QpClaims *claims,
+            GError **error)
+{
+  b->host = host;
+  b->own_host = own_host;
+  b->claims = claims;
+  b->plans = g_ptr_array_new_with_free_func((GDestroyNotify)qp_rebalance_free);
+  b->made = g_ptr_array_new();
+  b->refused = g_ptr_array_new_with_free_func(g_free);
+  return plan_moves(b, error);
+}
+
+/* Makes the last plan's moves in order, each by the VM's keeper; stops at
+ * the first that fails, saying which and what was made before it. A
+ * keeper that refuses because the caller placed its VM stops it too, with
+ * that VM's id in *REFUSED and no ERROR. Each move made is printed
+ * (B->print: the keeper's answer, as `move` prints it; else one line with
+ * -v) and added to B->made. */
+static gboolean
+make_moves(Making *b, char **refused, GError **error)
+{
+  const QpRebalance *r = last_plan(b);
+  QpOptions quiet = *b->opts;
   quiet.json = FALSE;
   for (guint i = 0; i < r->moves->len; i++) {
-    const QpMove *m = r->moves->pdata[i];
+    QpMove *m = r->moves->pdata[i];
     g_autofree char *to = qp_list_format(m->to);
-    const QpClaim *c = claim_by_id(claims, m->vm);
+    const QpClaim *c = claim_by_id(b->claims, m->vm);
     g_autoptr(GError) local = NULL;
     g_autoptr(QpJv) reply =
         c != NULL ? qp_move_ask(c, to, QP_MOVE_DEFAULT_RATE_MIB, &local) : NULL;
+    if (reply == NULL && g_error_matches(local, QP_LAUNCH_ERROR,
+                                         QP_LAUNCH_ERROR_CALLER_PLACED)) {
+      qp_info("rebalance: VM %s (%s) not moved: %s", name_of(b->claims, m->vm),
+              m->vm, local->message);
+      *refused = g_strdup(m->vm);
+      return FALSE;
+    }
     if (reply == NULL) {
+      gboolean none = b->made->len == 0;
       g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
                   "rebalance: move %u of %u (VM %s to nodes %s) failed, "
                   "%s%s: %s",
                   i + 1, r->moves->len, m->vm, to,
-                  i == 0 ? "no move made" : "the moves before it stay made",
-                  i == 0 ? "" : " (qemu-pin status shows them)",
+                  none ? "no move made" : "the moves before it stay made",
+                  none ? "" : " (qemu-pin status shows them)",
                   local != NULL ? local->message : "its record is gone");
       return FALSE;
     }
-    (*made)++;
+    g_ptr_array_add(b->made, m);
     g_autofree char *from = qp_list_format(m->from);
-    if (print)
+    if (b->print)
       qp_move_print_answer(&quiet, reply);
     else
       qp_info("moved VM %s (%s) from nodes %s to %s: %" G_GUINT64_FORMAT " MiB",
-              name_of(claims, m->vm), m->vm, from, to, m->mib);
+              name_of(b->claims, m->vm), m->vm, from, to, m->mib);
   }
   return TRUE;
+}
+
+/* The moves of --make-room's plan R help: the VM then fits on fewer
+ * nodes, or only then. */
+static gboolean
+room_helps(const QpRebalance *r)
+{
+  return r->plan != NULL && r->moves->len > 0 &&
+         (r->req_nodes_before == 0 || r->req_nodes_after < r->req_nodes_before);
+}
+
+/* Makes B's moves. A keeper that refuses one because the caller placed its
+ * VM (pinned after the ledger was read) does not end the rebalance: it is
+ * planned again without that VM, from the host and the ledger as they are
+ * then (the moves made are in it), at most once per VM the first plan
+ * saw; for --make-room only while the moves still help. Any other failure
+ * ends it, with the moves before it made. */
+static gboolean
+make_all(Making *b, GError **error)
+{
+  guint most = b->claims->claims->len;
+  for (guint replans = 0;; replans++) {
+    g_autofree char *vm = NULL;
+    if (make_moves(b, &vm, error))
+      return TRUE;
+    if (vm == NULL)
+      return FALSE;
+    if (replans == most) {
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                  "rebalance: planned %u times, and a keeper refused a move "
+                  "each time (the caller placed its VM); %u move%s made",
+                  replans + 1, b->made->len, b->made->len == 1 ? "" : "s");
+      return FALSE;
+    }
+    g_ptr_array_add(b->refused, g_steal_pointer(&vm));
+    g_clear_pointer(&b->own_host, qp_host_free);
+    g_clear_pointer(&b->claims, qp_claims_free);
+    b->claims = read_now(b->opts, b->args, b->running, &b->own_host, error);
+    b->host = b->own_host;
+    if (b->claims == NULL || !plan_moves(b, error))
+      return FALSE;
+    qp_info("rebalance: planned again without the VMs their callers placed: "
+            "%u move%s",
+            last_plan(b)->moves->len, last_plan(b)->moves->len == 1 ? "" : "s");
+    if (b->room_only && !room_helps(last_plan(b)))
+      return TRUE;
+  }
 }
 
 QpRebalance *
 qp_rebalance_live(const QpOptions *opts, const QpHost *host,
                   const QpClaims *claims, const QpRequest *req,
-                  gint64 cooldown_s, gboolean room_only, GError **error)
+                  gint64 cooldown_s, gboolean room_only,
+                  const GPtrArray *refused, GError **error)
 {
-  g_autoptr(GArray) vms = vms_of(claims);
+  g_autoptr(GArray) vms = vms_of(claims, refused);
   QpRebalanceOptions o = {
       .now = g_get_real_time() / G_USEC_PER_SEC,
       .cooldown_s = cooldown_s,
@@ -275,29 +429,25 @@ qp_make_room(const QpOptions *opts, const QpQemuArgs *args, const QpHost *host,
              const char *state_dir)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(QpClaims) claims = qp_ledger_read_claims(state_dir, host, &error);
-  g_autoptr(QpRebalance) r =
-      claims != NULL ? qp_rebalance_live(opts, host, claims, args->req,
-                                         QP_REBALANCE_COOLDOWN_S, TRUE, &error)
-                     : NULL;
-  /* Not planned: the launch's own plan says why, in its words. */
-  if (r == NULL)
+  QpClaims *claims = qp_ledger_read_claims(state_dir, host, &error);
+  if (claims == NULL)
     return FALSE;
-  gboolean helps =
-      r->plan != NULL && r->moves->len > 0 &&
-      (r->req_nodes_before == 0 || r->req_nodes_after < r->req_nodes_before);
-  if (!helps)
+  g_auto(Making) b = {opts, args, FALSE, QP_REBALANCE_COOLDOWN_S, TRUE, FALSE};
+  /* Not planned: the launch's own plan says why, in its words. */
+  if (!making_init(&b, host, NULL, claims, &error))
+    return FALSE;
+  const QpRebalance *r = last_plan(&b);
+  if (!room_helps(r))
     return FALSE;
   qp_info("make-room: %u move%s (%" G_GUINT64_FORMAT
           " MiB) put this VM on %u node%s instead of %u",
           r->moves->len, r->moves->len == 1 ? "" : "s", r->mib,
           r->req_nodes_after, r->req_nodes_after == 1 ? "" : "s",
           r->req_nodes_before);
-  guint made = 0;
-  if (!make_moves(opts, r, claims, FALSE, &made, &error))
+  if (!make_all(&b, &error))
     qp_warning("make-room: %s; launching with the plan the host allows now",
                error->message);
-  return made > 0;
+  return b.made->len > 0;
 }
 
 int
@@ -310,33 +460,28 @@ qp_cmd_rebalance(QpOptions *opts, int argc, char **argv, GError **error)
   if (n < 0 || !qp_options_parse_cli(opts, n, words, TRUE, &qemu_index, error))
     return -1;
   g_autoptr(QpQemuArgs) args = NULL;
-  g_autoptr(QpHost) host = NULL;
-  g_autoptr(QpClaims) claims = NULL;
+  QpHost *host = NULL;
+  QpClaims *claims = NULL;
   if (qemu_index < n)
     claims = read_request(opts, n - qemu_index - 1, words + qemu_index + 1,
                           &args, &host, error);
   else if (qp_options_parse_env(opts, error) &&
            qp_options_load_config(opts, NULL, error)) {
     qp_log_init(opts->verbose);
-    host = qp_host_load_full(opts->topology, FALSE, error);
-    if (host != NULL) {
-      g_autofree char *dir = qp_launch_state_dir(opts);
-      claims = qp_ledger_read_claims(dir, host, error);
-    }
+    claims = read_now(opts, NULL, FALSE, &host, error);
   }
   if (claims == NULL)
     return -1;
 
-  g_autoptr(QpRebalance) r =
-      qp_rebalance_live(opts, host, claims, args != NULL ? args->req : NULL,
-                        cooldown, FALSE, error);
-  if (r == NULL)
+  g_auto(Making) b = {opts, args, TRUE, cooldown, FALSE, !opts->json};
+  if (!making_init(&b, host, host, claims, error))
     return -1;
+  QpRebalance *r = last_plan(&b);
   if (args != NULL && r->plan == NULL) {
     /* Said once, in the words `plan` would use. */
     g_autoptr(GError) why = NULL;
     g_autoptr(QpPlan) none =
-        qp_plan_compute(host, r->after, args->req, &opts->placement, &why);
+        qp_plan_compute(b.host, r->after, args->req, &opts->placement, &why);
     (void)none; /* NULL: the VM does not fit, as r->plan said */
     qp_warning("rebalance: the VM does not fit even after the moves: %s",
                why != NULL ? why->message : "no plan");
@@ -350,15 +495,18 @@ qp_cmd_rebalance(QpOptions *opts, int argc, char **argv, GError **error)
                                !qp_rebalance_worth(r, opts->rebalance_min_mib)
                            ? opts->rebalance_min_mib
                            : 0;
-  guint made = 0;
-  if (!opts->dry_run && held_below == 0 &&
-      !make_moves(opts, r, claims, !opts->json, &made, error))
+  if (!opts->dry_run && held_below == 0 && !make_all(&b, error))
     return -1;
+  const QpRebalance *first = r;
+  r = last_plan(&b);
+  /* "Without the moves" is without any of them, as the first plan saw. */
+  r->req_nodes_before = first->req_nodes_before;
+  const GPtrArray *moves = opts->dry_run ? first->moves : b.made;
   if (opts->json) {
-    g_autoptr(JsonNode) node = to_json(r, args != NULL, held_below > 0);
+    g_autoptr(JsonNode) node = to_json(r, moves, args != NULL, held_below > 0);
     g_autofree char *text = json_to_string(node, TRUE);
     g_print("%s\n", text);
   } else
-    print_human(r, claims, opts->dry_run, args != NULL, held_below);
+    print_human(r, moves, b.claims, opts->dry_run, args != NULL, held_below);
   return 0;
 }

@@ -22,21 +22,26 @@ G_BEGIN_DECLS
 #define QP_REBALANCE_COOLDOWN_S 600
 
 /* The moves a rebalance would make now on HOST for CLAIMS, the ledger's
- * live records (which VMs may move: what their records say; their keepers
- * refuse the rest), to make room for REQ (NULL: bring spanning VMs back to
- * one node too, unless ROOM_ONLY: what --make-room moves), with OPTS's
- * placement options. `rebalance`, `status` and --make-room plan with it. */
+ * live records (which VMs may move: what their records say, "caller-placed"
+ * never; their keepers refuse the rest), to make room for REQ (NULL: bring
+ * spanning VMs back to one node too, unless ROOM_ONLY: what --make-room
+ * moves), with OPTS's placement options. REFUSED (of char*, may be NULL):
+ * ids of VMs whose keepers refused a move because the caller placed them,
+ * kept where they are. `rebalance`, `status` and --make-room plan with
+ * it. */
 QpRebalance *qp_rebalance_live(const QpOptions *opts, const QpHost *host,
                                const QpClaims *claims, const QpRequest *req,
                                gint64 cooldown_s, gboolean room_only,
-                               GError **error);
+                               const GPtrArray *refused, GError **error);
 
 /* --make-room, before a launch takes its claim: when the VM of ARGS would
  * span more nodes than after some moves, or fit only after them, makes
  * those moves by the VMs' keepers (the ledger of STATE_DIR on HOST). Says
- * nothing unless -v; a move that fails is one warning, and the launch goes
- * on with the plan the host allows. TRUE when a move was made (the host's
- * free memory then changed: read it again). */
+ * nothing unless -v; a keeper that refuses because the caller placed its VM
+ * makes it plan again without that VM (as `rebalance`); any other move that
+ * fails is one warning, and the launch goes on with the plan the host
+ * allows. TRUE when a move was made (the host's free memory then changed:
+ * read it again). */
 gboolean qp_make_room(const QpOptions *opts, const QpQemuArgs *args,
                       const QpHost *host, const char *state_dir);
 

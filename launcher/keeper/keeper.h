@@ -51,6 +51,12 @@ typedef struct {
  * unix socket: `qemu-pin move` asks there), its length returned. */
 socklen_t qp_keeper_control_address(int keeper_pid, struct sockaddr_un *sa);
 
+/* The "code" of the control socket's answer {"error": ..., "code": ...}
+ * when the keeper refuses a move because the caller placed the VM itself
+ * (pinned a vCPU, chose a backend's host nodes): a stable word, for
+ * `rebalance` to plan again without that VM. Other refusals have no code. */
+#define QP_MOVE_REFUSED_CALLER_PLACED "caller-placed"
+
 /* The keeper's life: apply the plan, resume, hold the claim until QEMU
  * exits, then release it. Never returns. It needs no json-glib (QMP is
  * read and written with jvalue.h): a spawned keeper runs it in the module

@@ -68,25 +68,23 @@ static gboolean G_GNUC_PRINTF(2, 3) refuse(GError **error, const char *fmt, ...)
   return FALSE;
 }
 
+/* Whether the VM may move to TO. A VM the caller placed is refused with a
+ * code of its own (QP_LAUNCH_ERROR_CALLER_PLACED), which the answer carries
+ * ("code": "caller-placed") for `rebalance` to plan without it. */
 static gboolean
 may_move(Keeper *k, hwloc_const_bitmap_t to, GError **error)
 {
   const QpPlan *plan = k->plan;
   const QpRequest *req = k->cfg->req;
   const QpPlacementOptions *p = k->cfg->placement;
-  for (guint v = 0; v < plan->n_vcpus; v++)
-    if (qp_caller_pins_vcpu(k->pins, v) != NULL) {
-      return refuse(error,
-                    "the caller pinned vCPU %u itself; qemu-pin never moves "
-                    "what the caller placed",
-                    v);
-    }
-  for (guint m = 0; m < plan->n_mem; m++)
-    if (plan->mem[m].caller_set)
-      return refuse(error,
-                    "the caller chose the host nodes of memory backend %s; "
-                    "qemu-pin never moves what the caller placed",
-                    plan->mem[m].memdev ? plan->mem[m].memdev : "(machine)");
+  g_autofree char *placed = qp_keeper_caller_placed(k);
+  if (placed != NULL) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_CALLER_PLACED,
+                "move refused: %s; qemu-pin never moves what the caller "
+                "placed",
+                placed);
+    return FALSE;
+  }
   if (req == NULL || (req->vfio != NULL && req->vfio[0] != NULL))
     return refuse(error,
                   "the VM has a VFIO device (%s): its pages are pinned for "
@@ -429,6 +427,8 @@ qp_keeper_control_serve(Keeper *k)
   if (reply == NULL) {
     reply = qp_jv_object();
     qp_jv_set(reply, "error", qp_jv_string(error ? error->message : "failed"));
+    if (g_error_matches(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_CALLER_PLACED))
+      qp_jv_set(reply, "code", qp_jv_string(QP_MOVE_REFUSED_CALLER_PLACED));
     qp_keeper_log(k, 1, "%s", error ? error->message : "move failed");
   }
   g_autofree char *out = qp_jv_write(reply, FALSE);

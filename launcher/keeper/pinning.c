@@ -193,19 +193,36 @@ apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
   return ok;
 }
 
+char *
+qp_keeper_caller_placed(const Keeper *k)
+{
+  const QpPlan *plan = k->plan;
+  for (guint v = 0; v < plan->n_vcpus; v++)
+    if (qp_caller_pins_vcpu(k->pins, v) != NULL)
+      return g_strdup_printf("the caller pinned vCPU %u itself", v);
+  for (guint m = 0; m < plan->n_mem; m++)
+    if (plan->mem[m].caller_set)
+      return g_strdup_printf(
+          "the caller chose the host nodes of memory backend %s",
+          plan->mem[m].memdev ? plan->mem[m].memdev : "(machine)");
+  return NULL;
+}
+
 typedef struct {
   hwloc_bitmap_t dedicated;
   GArray *load;     /* of QpNodeLoad */
   GArray *cpu_load; /* of QpCpuLoad */
+  gboolean caller_placed;
 } ClaimUse;
 
 /* Ledger edit: the claim's CPUs as the VM uses them (its memory is
- * memory.c's to change). */
+ * memory.c's to change), and whether the caller placed the VM. */
 static gboolean
 set_claim_use(QpClaim *claim, const QpClaims *claims, gpointer data,
               GError **error)
 {
   const ClaimUse *u = data;
+  claim->caller_placed = u->caller_placed;
   hwloc_bitmap_copy(claim->dedicated, u->dedicated);
   g_array_set_size(claim->load, 0);
   g_array_append_vals(claim->load, u->load->data, u->load->len);
@@ -215,8 +232,8 @@ set_claim_use(QpClaim *claim, const QpClaims *claims, gpointer data,
 
 /* After a look at the threads: the record follows what the VM uses (the
  * cores of vCPUs the caller moved elsewhere are given back, shared vCPUs
- * counted where the caller put them), and one line says what the caller
- * decided and what the claim became. */
+ * counted where the caller put them) and whether the caller placed it, and
+ * one line says what the caller decided and what the claim became. */
 static void
 follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
               char *changes)
@@ -254,9 +271,10 @@ follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
       effective[v] = NULL;
     cores[v] = qp_keeper_vcpu_core(k, v);
   }
+  g_autofree char *placed = qp_keeper_caller_placed(k);
   ClaimUse use = {hwloc_bitmap_alloc(),
                   g_array_new(FALSE, FALSE, sizeof(QpNodeLoad)),
-                  qp_cpu_load_array_new()};
+                  qp_cpu_load_array_new(), placed != NULL};
   qp_caller_claim(host, effective, cores, own->dedicated, use.dedicated,
                   use.load, use.cpu_load);
   if (!any_caller) {
@@ -267,7 +285,7 @@ follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
   }
   /* The record to write, and the news since the look began (a core
    * claimed again on the way is written already). */
-  gboolean same = !k->unwritten &&
+  gboolean same = !k->unwritten && use.caller_placed == own->caller_placed &&
                   hwloc_bitmap_isequal(use.dedicated, own->dedicated) &&
                   qp_caller_load_equal(use.load, own->load) &&
                   qp_caller_cpu_load_equal(use.cpu_load, own->cpu_load);

@@ -123,6 +123,12 @@ gboolean qp_keeper_look_and_apply(Keeper *k, GArray *vcpus, GArray *iothreads,
 /* The same, asking QMP for the threads first. */
 gboolean qp_keeper_query_and_apply(Keeper *k, guint *changed, GError **error);
 
+/* Why the VM's placement is the caller's own, in words ("the caller pinned
+ * vCPU 0 itself", "the caller chose the host nodes of memory backend m0"),
+ * or NULL, as the last look found it: the record says so
+ * ("caller-placed"), and a move is refused for it (move.c). */
+char *qp_keeper_caller_placed(const Keeper *k);
+
 /* Says which guest memory stays where the caller bound it (host-nodes of
  * its backend), claimed there. */
 void qp_keeper_say_caller_memory(Keeper *k);

@@ -9,7 +9,11 @@
 # --dry-run --json -- ...` lists the moves and changes nothing; `rebalance
 # -- ...` makes them; then `plan --json` puts that VM on one node, and
 # every VM is claimed on one node, its threads run on that node's CPUs
-# (Cpus_allowed_list) and its guest RAM is there (numa_maps). With
+# (Cpus_allowed_list) and its guest RAM is there (numa_maps). Before that
+# rebalance the test pins vCPU 0 of the VM the dry run moves first with
+# taskset: that VM is never moved (its keeper refuses, or its record says
+# "caller-placed" already), the rebalance plans again without it, makes
+# other moves and exits 0. With
 # QP_LAB_MAKE_ROOM=1 (lab-make-room.sh) the big VM is launched with
 # --make-room instead of `rebalance -- ...`: it lands on one node, and the
 # VM it moved has its claim, threads and pages on its new node.
@@ -140,14 +144,46 @@ if [ "${QP_LAB_MAKE_ROOM:-0}" = 1 ]; then
   [ "$before" != "$(claims | grep -v "^$bpid ")" ] || fail "--make-room moved no VM, yet the big VM is on one node"
   vms=6
 else
-  "$QP_BINARY" rebalance --mode=balanced -- "$@" >made.out 2>made.err ||
+  # The caller pins vCPU 0 of the VM the dry run moves first to one CPU of
+  # its node (taskset, as `virsh vcpupin` on a running VM), right before
+  # the rebalance: its keeper marks its record "caller-placed" at its next
+  # look (every 5 s), so the rebalance most likely still plans to move it,
+  # and its keeper refuses. The rebalance then plans again without it and
+  # makes the other moves: that VM stays where it is, pinned as the caller
+  # left it, and the big VM still fits on one node.
+  pinned_id=$(jq -r '.moves[0].vm' dry.json)
+  sf=$(status_json) || fail "qemu-pin status --json failed"
+  pinned=$(jq -r --arg id "$pinned_id" '.vms[] | select(.id == $id) | .["qemu-pid"]' "$sf")
+  pinned_node=$(echo "$before" | awk -v p="$pinned" '$1 == p { print $2 }')
+  pinned_cpu=$(node_cpus "$pinned_node" | sed 's/[-,].*//')
+  pinned_tid=$(vcpu_threads "$pinned" | awk '$1 == 0 { print $2 }')
+  [ -n "$pinned_tid" ] || fail "VM $pinned has no vCPU 0 thread"
+  taskset -pc "$pinned_cpu" "$pinned_tid" >/dev/null || fail "taskset of VM $pinned's vCPU 0 failed"
+  log "the caller pinned vCPU 0 of VM $pinned (node $pinned_node) to CPU $pinned_cpu"
+  # -v: its lines say whether the keeper refused (and the rebalance planned
+  # again) or the record kept the VM out from the start; no warning.
+  "$QP_BINARY" rebalance -v --mode=balanced -- "$@" >made.out 2>made.err ||
     fail "rebalance failed: $(cat made.err)"
   wait_for 60 settled || log "the keepers' measures did not settle: $(rooms)"
-  [ -s made.err ] && fail "rebalance printed on stderr: $(cat made.err)"
+  grep -v "^qemu-pin: " made.err | grep -q . && fail "rebalance printed on stderr: $(cat made.err)"
+  grep -q "^qemu-pin: warning: " made.err && fail "rebalance warned: $(cat made.err)"
+  log "rebalance -v said: $(tr '\n' ';' <made.err)"
+  if grep -q "^qemu-pin: rebalance: VM [^ ]* ($pinned_id) not moved: move refused: the caller pinned vCPU 0 itself" made.err; then
+    log "its keeper refused the move and the rebalance planned again without it"
+  else
+    log "its record said caller-placed before the rebalance read it"
+  fi
   log "$(cat made.out)"
-  assert_eq "one line per move and the plan line" $((nmoves + 1)) "$(wc -l <made.out)"
+  nmade=$(grep -c "^qemu-pin: moved VM " made.out)
+  [ "$nmade" -ge 1 ] || fail "rebalance made no move: $(cat made.out)"
+  assert_eq "one line per move made and the plan line" $((nmade + 1)) "$(wc -l <made.out)"
+  grep -q "^qemu-pin: moved VM [^ ]* ($pinned_id)" made.out && fail "rebalance moved VM $pinned, which the caller pinned"
   grep -q "^qemu-pin: plan: mode balanced on host node [0-9] (1 node; " made.out ||
     fail "no plan line for one node: $(cat made.out)"
+  assert_eq "the pinned VM's record is caller-placed" true \
+    "$(jq -r --arg id "$pinned_id" '.vms[] | select(.id == $id) | .["caller-placed"]' "$(status_json)")"
+  assert_eq "the pinned VM is still claimed on node $pinned_node" "$pinned_node" \
+    "$(claims | awk -v p="$pinned" '$1 == p { print $2 }')"
 
   "$QP_BINARY" plan --mode=balanced -- "$@" >plan1.json 2>plan1.err || fail "plan after the moves failed: $(cat plan1.err)"
   nodes1=$(jq -r '.["host-nodes"]' plan1.json)
@@ -172,6 +208,10 @@ for ps in $sizes; do
   esac
   want=$(node_cpus "$node")
   for t in /proc/"$pid"/task/*; do
+    if [ "${t##*/}" = "${pinned_tid:-}" ]; then
+      assert_eq "VM $pid vCPU 0 where the caller pinned it" "$pinned_cpu" "$(cpus_allowed_of "${t##*/}")"
+      continue
+    fi
     assert_eq "VM $pid thread ${t##*/} on node $node's CPUs" "$want" "$(cpus_allowed_of "${t##*/}")"
   done
   got=$(on_node "$pid" "$node" "$mib")

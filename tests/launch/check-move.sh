@@ -2,7 +2,9 @@
 # `qemu-pin move` on this host, with real QEMU (paused guests, -S, that stay
 # up): what it refuses, each in one line with nothing changed (an unknown
 # VM, nodes the host does not have, a VM whose vCPU the caller pinned, a
-# destination without room), and a move that succeeds (to the node the VM
+# destination without room), the record's "caller-placed" its keeper writes
+# while the caller pins a vCPU and the refusal's code, and a move that
+# succeeds (to the node the VM
 # is on: the only one here), which prints on stdout only and stamps the
 # record's "moved-at". Moves between nodes: tests/lab/lab-move.sh.
 set -u
@@ -72,13 +74,42 @@ moved=$(record "$a" | jq '.["moved-at"] // 0')
 [ "$moved" -gt 0 ] && ok "move: moved-at stamped" || not_ok "move: moved-at is $moved"
 before=$(placed "$a")
 
-# The caller pins vCPU 0 itself (as virsh vcpupin does): never moved.
+# The caller pins vCPU 0 itself (as virsh vcpupin does): never moved. Its
+# keeper sees it at its next look (every 5 s) and marks its record
+# "caller-placed", which rebalance reads; the mark goes when the caller's
+# pinning does.
+flag() { record "$1" | jq -c '.["caller-placed"] // false'; }
+# wait_flag PID WANT: up to 12 s for the record's flag to be WANT.
+wait_flag() {
+  i=0
+  while [ "$(flag "$1")" != "$2" ] && [ $i -lt 24 ]; do sleep 0.5; i=$((i + 1)); done
+  flag "$1"
+}
+check "not pinned: the record is not caller-placed" false "$(flag "$a")"
 tid=$(grep -l "^CPU 0/" /proc/"$a"/task/*/comm | head -n 1 | cut -d/ -f5)
+planned=$(grep Cpus_allowed_list /proc/"$tid"/status | awk '{print $2}')
 taskset -pc 0 "$tid" >/dev/null || not_ok "taskset"
+check "caller-pinned: the keeper marks its record caller-placed" true "$(wait_flag "$a" true)"
 move a --to-nodes=0
 refused "caller-pinned" 1 $? "$a" "$before"
 grep -q "the caller pinned vCPU 0 itself" "$T/move.err" && ok "caller-pinned: named" || not_ok "caller-pinned: $(cat "$T/move.err")"
 check "caller-pinned: vCPU 0 stays where the caller put it" 0 "$(grep Cpus_allowed_list /proc/"$tid"/status | awk '{print $2}')"
+# The keeper's answer carries the refusal's stable code, not only words.
+answer=$(printf '{"to-nodes": "0", "rate-mib": 0}\n' |
+  python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect("\0qemu-pin-keeper/" + sys.argv[1])
+s.sendall(sys.stdin.buffer.read()); s.shutdown(socket.SHUT_WR)
+print(s.makefile().read().strip())' "$(record "$a" | jq '.["keeper-pid"]')")
+check "caller-pinned: the keeper's answer has code caller-placed" '"caller-placed"' "$(echo "$answer" | jq -c '.code')"
+# rebalance reads the mark: it lists the VM as kept, the caller's.
+"$QP_BINARY" rebalance --dry-run --json --state-dir="$SD" >"$T/rb.json" 2>"$T/rb.err"
+check "caller-pinned: rebalance keeps it as the caller's" \
+  "$(record "$a" | jq -r '.id'): its placement is the caller's own" \
+  "$(jq -r --arg id "$(record "$a" | jq -r '.id')" '.kept[] | select(startswith($id))' "$T/rb.json")"
+# The caller gives vCPU 0 back to the plan's CPUs: the mark goes.
+taskset -pc "$planned" "$tid" >/dev/null || not_ok "taskset back"
+check "unpinned: the record is no longer caller-placed" false "$(wait_flag "$a" false)"
 
 # No room: VM b was started with a host reserve that leaves 576 MiB beside
 # it; VM c then claims 1536 MiB (not resident: -S, no prealloc). Moving b

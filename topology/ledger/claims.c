@@ -62,6 +62,7 @@ qp_claim_copy(const QpClaim *c)
   copy->best_effort = c->best_effort;
   copy->time = c->time;
   copy->moved_at = c->moved_at;
+  copy->caller_placed = c->caller_placed;
   for (guint i = 0; i < c->devices->len; i++)
     g_ptr_array_add(copy->devices, g_strdup(c->devices->pdata[i]));
   g_array_append_vals(copy->resident, c->resident->data, c->resident->len);

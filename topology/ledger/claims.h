@@ -63,6 +63,9 @@ typedef struct {
   gint64 moved_at;          /* unix time of the last `qemu-pin move` that
                                ended, 0: never moved; a record whose value
                                changed was rewritten by a move */
+  gboolean caller_placed;   /* its keeper found the caller placed it: vCPUs
+                               pinned, backends' host nodes chosen; never
+                               moved (it can only pin its own VM) */
   GPtrArray *devices;       /* of char*: each device with a host side, its host
                                node and iothread, in words (not a holding) */
   GArray *resident;         /* of QpNodeAmount: MiB of ordinary memory its

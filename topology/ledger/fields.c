@@ -454,10 +454,13 @@ number_get_line(const char *t, const QpField *f, gpointer v, GError **error)
 const QpFieldCodec qp_field_number = {number_put_json, number_get_json,
                                       number_put_line, number_get_line};
 
-/* A flag: gboolean, FALSE when absent; 0 or 1 in a line. */
+/* A flag: gboolean, FALSE when absent (QP_FIELD_OMIT: not written when
+ * FALSE); 0 or 1 in a line. */
 static void
 flag_put_json(QpJv *o, const QpField *f, gconstpointer v)
 {
+  if ((f->flags & QP_FIELD_OMIT) && !*(const gboolean *)v)
+    return;
   qp_jv_set(o, f->key, qp_jv_bool(*(const gboolean *)v));
 }
 

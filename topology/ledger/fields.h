@@ -47,7 +47,8 @@ struct QpField {
 /* The kinds. version: no storage, always 1. id: char *, a valid record
  * id. text: char *, NULL for none. number: int (QP_FIELD_INT) or 64 bits, at
  * most max (QP_FIELD_OPTIONAL: 0 when absent; QP_FIELD_OMIT: 0 not
- * written). mode: QpMode by name. flag: gboolean, FALSE when absent. node_map:
+ * written). mode: QpMode by name. flag: gboolean, FALSE when absent
+ * (QP_FIELD_OMIT: FALSE not written). node_map:
  * GArray of QpNodeAmount, or of QpNodeLoad (QP_FIELD_PER_VCPUS). huge: GArray
  * of QpHugeClaim. cpus: hwloc_bitmap_t. cpu_load: GArray of QpCpuLoad, may be
  * absent. strings: GPtrArray of char *, may be absent. */

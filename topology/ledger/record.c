@@ -43,6 +43,7 @@ static const QpField fields[] = {
     FIELD("time", qp_field_number, time, G_MAXINT64, 0),
     FIELD("moved-at", qp_field_number, moved_at, G_MAXINT64,
           QP_FIELD_OMIT | QP_FIELD_OPTIONAL),
+    FIELD("caller-placed", qp_field_flag, caller_placed, 0, QP_FIELD_OMIT),
     FIELD("devices", qp_field_strings, devices, 0, QP_FIELD_OMIT),
     FIELD("resident-mib", qp_field_node_map, resident, G_MAXINT64,
           QP_FIELD_OPTIONAL),

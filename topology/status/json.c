@@ -462,6 +462,8 @@ add_vm_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
   qp_json_add_string(b, "mode", qp_mode_name(c->mode));
   json_builder_set_member_name(b, "best-effort");
   json_builder_add_boolean_value(b, c->best_effort);
+  json_builder_set_member_name(b, "caller-placed");
+  json_builder_add_boolean_value(b, c->caller_placed);
   qp_json_add_holdings(b, c->mem, c->huge, c->dedicated, c->load, c->cpu_load);
   add_sharers_json(b, host, claims, index);
   qp_json_add_int(b, "since", c->time);

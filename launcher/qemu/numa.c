@@ -23,7 +23,9 @@ typedef struct {
   NumaNode nodes[QP_MAX_NODES];
   guint n;       /* nodes declared so far */
   int *cpu_node; /* per vCPU index, -1 if none */
-  guint dist[QP_MAX_NODES][QP_MAX_NODES];
+  /* -numa dist's table, made by the first: 64 KiB that a launch without
+   * one (nearly all) would only zero. */
+  guint (*dist)[QP_MAX_NODES];
   gboolean has_dist;
 } Numa;
 
@@ -33,6 +35,7 @@ numa_clear(Numa *numa)
   for (guint i = 0; i < QP_MAX_NODES; i++)
     g_free(numa->nodes[i].memdev);
   g_free(numa->cpu_node);
+  g_free(numa->dist);
 }
 
 static gboolean
@@ -263,6 +266,8 @@ numa_dist(Numa *numa, const char *text, GArray *kv, GError **error)
                            "-numa '%s': the distance of a node to itself must "
                            "be 10",
                            text);
+  if (numa->dist == NULL)
+    numa->dist = g_malloc0(sizeof(guint[QP_MAX_NODES][QP_MAX_NODES]));
   numa->dist[src][dst] = (guint)val;
   numa->has_dist = TRUE;
   return TRUE;
@@ -437,11 +442,10 @@ numa_finish(QpQemuArgs *a, Numa *numa, GError **error)
 gboolean
 qp_numa_read(QpQemuArgs *a, GArray *opts, GError **error)
 {
-  Numa numa;
-  memset(&numa, 0, sizeof(numa));
-  numa.cpu_node = g_new(int, a->req->maxcpus);
+  g_autofree Numa *numa = g_new0(Numa, 1);
+  numa->cpu_node = g_new(int, a->req->maxcpus);
   for (guint c = 0; c < a->req->maxcpus; c++)
-    numa.cpu_node[c] = -1;
+    numa->cpu_node[c] = -1;
   gboolean ok = TRUE;
   for (guint i = 0; ok && i < opts->len; i++) {
     const QpOpt *o = &g_array_index(opts, QpOpt, i);
@@ -452,11 +456,11 @@ qp_numa_read(QpQemuArgs *a, GArray *opts, GError **error)
     if (type == NULL)
       type = "node";
     if (strcmp(type, "node") == 0)
-      ok = numa_node(a, &numa, o, kv, error);
+      ok = numa_node(a, numa, o, kv, error);
     else if (strcmp(type, "cpu") == 0)
-      ok = numa_cpu(a, &numa, o, kv, error);
+      ok = numa_cpu(a, numa, o, kv, error);
     else if (strcmp(type, "dist") == 0)
-      ok = numa_dist(&numa, o->value, kv, error);
+      ok = numa_dist(numa, o->value, kv, error);
     else if (strcmp(type, "hmat-lb") != 0 && strcmp(type, "hmat-cache") != 0)
       ok = qp_args_invalid(
           error,
@@ -465,7 +469,7 @@ qp_numa_read(QpQemuArgs *a, GArray *opts, GError **error)
           o->value, type);
   }
   if (ok)
-    ok = numa_finish(a, &numa, error);
-  numa_clear(&numa);
+    ok = numa_finish(a, numa, error);
+  numa_clear(numa);
   return ok;
 }

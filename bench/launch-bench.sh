@@ -114,9 +114,9 @@ for smp in $smps; do
   for ((r = 0; r < runs; r++)); do
     for v in $variants; do
       [ -n "${ok[$v]:-}" ] || continue
-      t0=$(now_us)
+      now_us t0
       run "$v" "$smp" >/dev/null 2>&1
-      t1=$(now_us)
+      now_us t1
       echo $(((t1 - t0))) >> "$BENCH_TMP/t.$v"
       # A keeper releases its claim after QEMU exits: untimed, it would
       # still run while the next variant starts, and charge that variant.

@@ -42,10 +42,11 @@ make_exit_firmware() { make_firmware "$1" '\260\000\346\364\364'; }
 # Halt forever: cli; hlt; jmp back.
 make_halt_firmware() { make_firmware "$1" '\372\364\353\375'; }
 
-# now_us: monotonic-enough wall clock in microseconds, without a fork.
+# now_us VAR: sets VAR to the wall clock in microseconds, without a fork
+# ($(now_us) would fork a subshell, whose exit came after the reading and
+# was timed with the run).
 now_us() {
-  local t=${EPOCHREALTIME/./}
-  echo "$t"
+  printf -v "$1" '%s' "${EPOCHREALTIME/./}"
 }
 
 # median: the median of the numbers on stdin (one a line).

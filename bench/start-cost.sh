@@ -68,9 +68,9 @@ one "$empty" >/dev/null; one "$full" >/dev/null   # warm caches, build the summa
 for ((r = 0; r < runs; r++)); do
   one "$empty" >> "$BENCH_TMP/empty"
   one "$full" >> "$BENCH_TMP/full"
-  t0=$(now_us); /bin/true; t1=$(now_us); "$qp" --version >/dev/null; t2=$(now_us)
+  now_us t0; /bin/true; now_us t1; "$qp" --version >/dev/null; now_us t2
   echo $(((t2 - t1) - (t1 - t0))) >> "$BENCH_TMP/loader"
-  t0=$(now_us); /bin/true; t1=$(now_us); "$qp" --mode=none -- /bin/true; t2=$(now_us)
+  now_us t0; /bin/true; now_us t1; "$qp" --mode=none -- /bin/true; now_us t2
   echo $(((t2 - t1) - (t1 - t0))) >> "$BENCH_TMP/front"
 done
 col() { awk -v c="$2" 'NF == 4 { print $c }' "$BENCH_TMP/$1" | median; }

@@ -17,8 +17,8 @@ qp_sys_set_mempolicy(int mode, const unsigned long *nodemask,
 }
 
 static inline long
-qp_sys_move_pages(int pid, unsigned long count, void **pages,
-                  const int *nodes, int *status, int flags)
+qp_sys_move_pages(int pid, unsigned long count, void **pages, const int *nodes,
+                  int *status, int flags)
 {
   return syscall(SYS_move_pages, pid, count, pages, nodes, status, flags);
 }

@@ -223,8 +223,7 @@ assert_refused(Fixture *f, const char *opt, gint64 mib,
       g_free(cmd->pdata[i]);
       cmd->pdata[i] = g_strdup(f->exit3_fw);
     }
-  g_ptr_array_insert(cmd, (gint)cmd->len - 1,
-                     g_strdup("-device"));
+  g_ptr_array_insert(cmd, (gint)cmd->len - 1, g_strdup("-device"));
   g_ptr_array_insert(cmd, (gint)cmd->len - 1,
                      g_strdup("isa-debug-exit,iobase=0xf4,iosize=4"));
   QpTestRun r;

@@ -7,8 +7,8 @@
 G_BEGIN_DECLS
 
 typedef enum {
-  QP_TEST_FW_EXIT, /* outb 0 to port 0xf4: QEMU exits with status 1 */
-  QP_TEST_FW_HALT, /* cli; hlt; jmp: the guest sleeps until killed */
+  QP_TEST_FW_EXIT,  /* outb 0 to port 0xf4: QEMU exits with status 1 */
+  QP_TEST_FW_HALT,  /* cli; hlt; jmp: the guest sleeps until killed */
   QP_TEST_FW_EXIT3, /* outb 1 to port 0xf4: QEMU exits with status 3, which
                      * no refusal shares: a launch a test expects refused
                      * that runs after all ends at once, and is told apart */

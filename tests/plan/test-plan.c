@@ -323,6 +323,18 @@ test_claims_memory(void)
   assert_set(p4->process_cpus, "12-15,28-31");
 }
 
+/* Claims on epyc()'s four 16384 MiB nodes, one claim "a" that leaves
+ * LEFT[n] MiB uncommitted on node n. */
+static QpClaims *
+epyc_left(const guint64 *left)
+{
+  QpClaims *c = qp_claims_new();
+  QpClaim *a = claim_add(c, "a");
+  for (int n = 0; n < 4; n++)
+    claim_mem(a, n, 16384 - left[n]);
+  return c;
+}
+
 /* A guest that must span nodes: spread puts its vCPUs and all the memory
  * the roomier node holds there and the rest on the other node, pack fills
  * the tightest node first; either way what is left stays together, where a
@@ -332,12 +344,7 @@ static void
 test_spanning_memory_split(void)
 {
   g_autoptr(TestHost) h = epyc(NULL);
-  g_autoptr(QpClaims) c = qp_claims_new();
-  QpClaim *a = claim_add(c, "a");
-  claim_mem(a, 0, 8384);  /* 8000 MiB left */
-  claim_mem(a, 1, 6384);  /* 10000 left */
-  claim_mem(a, 2, 16384); /* full */
-  claim_mem(a, 3, 16384); /* full */
+  g_autoptr(QpClaims) c = epyc_left((guint64[]){8000, 10000, 0, 0});
   g_autoptr(QpRequest) r = request(2, 12000);
 
   g_autoptr(Opts) spread = opts_new(QP_MODE_BALANCED, NULL);
@@ -390,12 +397,7 @@ static void
 test_spanning_fragment_on_tightest(void)
 {
   g_autoptr(TestHost) h = epyc(NULL);
-  g_autoptr(QpClaims) c = qp_claims_new();
-  QpClaim *a = claim_add(c, "a");
-  claim_mem(a, 0, 6384);  /* 10000 MiB left */
-  claim_mem(a, 1, 9384);  /* 7000 left */
-  claim_mem(a, 2, 12884); /* 3500 left */
-  claim_mem(a, 3, 7384);  /* 9000 left */
+  g_autoptr(QpClaims) c = epyc_left((guint64[]){10000, 7000, 3500, 9000});
   g_autoptr(QpRequest) r = request(2, 13000);
   g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
   g_autoptr(QpPlan) p = plan_ok(h, c, r, o);

@@ -69,7 +69,9 @@ test_seed_none(void)
 /* ---- Distances ---------------------------------------------------------- */
 
 /* Nodes 0 and 4 hold the most memory, but a guest that needs two nodes gets
- * two on one socket (distance 12), not 0 and 4 (distance 32). */
+ * two on one socket (distance 12), not 0 and 4 (distance 32). Its 4 vCPUs
+ * fit node 0's CPUs: they float there, and node 0 holds all it can of the
+ * memory, node 1 the rest. */
 static void
 test_distance_same_socket(void)
 {
@@ -79,15 +81,24 @@ test_distance_same_socket(void)
   g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
   g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
   assert_set(p->mem[0].host_nodes, "0-1");
-  assert_set(p->process_cpus, "0-7");
-  g_assert_cmpuint(claimed_on(p, 0) + claimed_on(p, 1), ==, 20000);
-  g_assert_cmpuint(claimed_on(p, 1), ==, 8192); /* all node 1 has */
+  assert_set(p->process_cpus, "0-3");
+  g_assert_cmpuint(claimed_on(p, 0), ==, 16384); /* all node 0 has */
+  g_assert_cmpuint(claimed_on(p, 1), ==, 20000 - 16384);
+  g_assert_cmpuint(load_on(p, 0), ==, 4);
+  g_assert_cmpuint(load_on(p, 1), ==, 0);
   g_assert_true(has_text(p->reasons, "max distance 12"));
 
-  /* The same by CPUs: 6 vCPUs need two 4-core nodes. */
+  /* The same by CPUs: 6 vCPUs need two 4-core nodes. They float over
+   * both; the memory, which node 1 holds alone, is bound there (the
+   * tightest node that holds it), so that the kernel puts every page where
+   * the claim says and node 0 stays whole. */
   g_autoptr(QpRequest) r2 = request(6, 2048);
   g_autoptr(QpPlan) p2 = plan_ok(h, NULL, r2, o);
-  assert_set(p2->mem[0].host_nodes, "0-1");
+  assert_set(p2->host_nodes, "0-1");
+  assert_set(p2->process_cpus, "0-7");
+  assert_set(p2->mem[0].host_nodes, "1");
+  g_assert_cmpuint(claimed_on(p2, 1), ==, 2048);
+  g_assert_cmpuint(claimed_on(p2, 0), ==, 0);
 }
 
 /* ---- CPU kinds ---------------------------------------------------------- */
@@ -312,27 +323,39 @@ test_claims_memory(void)
   assert_set(p4->process_cpus, "12-15,28-31");
 }
 
-/* A guest that must span nodes: spread shares its memory evenly, pack
- * fills the tightest node first so that what is left stays together, where
- * a later guest fits on one node (bench/simulate: the difference between
- * pack and first fit). */
+/* Claims on epyc()'s four 16384 MiB nodes, one claim "a" that leaves
+ * LEFT[n] MiB uncommitted on node n. */
+static QpClaims *
+epyc_left(const guint64 *left)
+{
+  QpClaims *c = qp_claims_new();
+  QpClaim *a = claim_add(c, "a");
+  for (int n = 0; n < 4; n++)
+    claim_mem(a, n, 16384 - left[n]);
+  return c;
+}
+
+/* A guest that must span nodes: spread puts its vCPUs and all the memory
+ * the roomier node holds there and the rest on the other node, pack fills
+ * the tightest node first; either way what is left stays together, where a
+ * later guest fits on one node (bench/simulate: even shares left a
+ * fragment on both nodes, and the next guest spanning). */
 static void
 test_spanning_memory_split(void)
 {
   g_autoptr(TestHost) h = epyc(NULL);
-  g_autoptr(QpClaims) c = qp_claims_new();
-  QpClaim *a = claim_add(c, "a");
-  claim_mem(a, 0, 8384);  /* 8000 MiB left */
-  claim_mem(a, 1, 6384);  /* 10000 left */
-  claim_mem(a, 2, 16384); /* full */
-  claim_mem(a, 3, 16384); /* full */
+  g_autoptr(QpClaims) c = epyc_left((guint64[]){8000, 10000, 0, 0});
   g_autoptr(QpRequest) r = request(2, 12000);
 
   g_autoptr(Opts) spread = opts_new(QP_MODE_BALANCED, NULL);
   g_autoptr(QpPlan) ps = plan_ok(h, c, r, spread);
   assert_set(ps->mem[0].host_nodes, "0-1");
-  g_assert_cmpuint(claimed_on(ps, 0), ==, 6000);
-  g_assert_cmpuint(claimed_on(ps, 1), ==, 6000);
+  assert_set(ps->process_cpus, "4-7,20-23"); /* node 1's CPUs */
+  g_assert_cmpuint(claimed_on(ps, 1), ==, 10000);
+  g_assert_cmpuint(claimed_on(ps, 0), ==, 2000);
+  g_assert_cmpuint(load_on(ps, 1), ==, 2);
+  g_assert_cmpuint(load_on(ps, 0), ==, 0);
+  g_assert_true(has_text(ps->reasons, "vCPUs float over host node 1"));
 
   g_autoptr(Opts) pack = opts_new(QP_MODE_BALANCED, NULL);
   pack->o.strategy = QP_STRATEGY_PACK;
@@ -341,8 +364,8 @@ test_spanning_memory_split(void)
   g_assert_cmpuint(claimed_on(pp, 0), ==, 8000);
   g_assert_cmpuint(claimed_on(pp, 1), ==, 4000);
 
-  /* The next 6000 MiB guest: on one node after pack, spanning after
-   * spread (4000 and 2000 MiB left). */
+  /* The next 6000 MiB guest: on one node after either (node 1 after pack,
+   * node 0 after spread). */
   QpClaim *after_pack = qp_claim_from_plan(pp, "b", "b");
   g_ptr_array_add(c->claims, after_pack);
   g_autoptr(QpRequest) r2 = request(2, 6000);
@@ -351,7 +374,45 @@ test_spanning_memory_split(void)
   g_ptr_array_remove(c->claims, after_pack);
   g_ptr_array_add(c->claims, qp_claim_from_plan(ps, "b", "b"));
   g_autoptr(QpPlan) next2 = plan_ok(h, c, r2, spread);
-  assert_set(next2->mem[0].host_nodes, "0-1");
+  assert_set(next2->mem[0].host_nodes, "0");
+
+  /* Interleave spreads the pages evenly whatever runs where: even shares,
+   * the vCPUs over the set. */
+  g_autoptr(Opts) il = opts_new(QP_MODE_BALANCED, NULL);
+  il->o.policy = QP_POLICY_INTERLEAVE;
+  g_ptr_array_set_size(c->claims, 1);
+  g_autoptr(QpPlan) pi = plan_ok(h, c, r, il);
+  g_assert_cmpuint(claimed_on(pi, 0), ==, 6000);
+  g_assert_cmpuint(claimed_on(pi, 1), ==, 6000);
+  assert_set(pi->process_cpus, "0-7,16-23");
+}
+
+/* Spread, a guest that fills one node and a fragment of another: of the
+ * pairs that hold it, the one that leaves the least over, so the fragment
+ * lands on the node that holds it most tightly and the roomy nodes stay
+ * whole for the next guest. Even shares over the two roomiest nodes (0 and
+ * 3, as before) left 3500 and 2500 MiB there, and a 9000 MiB guest then
+ * spanned. */
+static void
+test_spanning_fragment_on_tightest(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) c = epyc_left((guint64[]){10000, 7000, 3500, 9000});
+  g_autoptr(QpRequest) r = request(2, 13000);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, c, r, o);
+  assert_set(p->host_nodes, "0,2");
+  assert_set(p->mem[0].host_nodes, "0,2");
+  assert_set(p->process_cpus, "0-3,16-19");
+  g_assert_cmpuint(claimed_on(p, 0), ==, 10000);
+  g_assert_cmpuint(claimed_on(p, 2), ==, 3000);
+  g_assert_true(has_text(p->reasons, "3000 MiB on node 2"));
+
+  /* Nodes 1 and 3 untouched: a 9000 MiB guest fits node 3 alone. */
+  g_ptr_array_add(c->claims, qp_claim_from_plan(p, "b", "b"));
+  g_autoptr(QpRequest) r2 = request(2, 9000);
+  g_autoptr(QpPlan) p2 = plan_ok(h, c, r2, o);
+  assert_set(p2->host_nodes, "3");
 }
 
 /* A node reserve and the per-node override shrink uncommitted memory. */
@@ -789,7 +850,10 @@ test_recorded_2s8n(void)
   g_autoptr(QpRequest) r = request(6, 4096);
   g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
   g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
-  assert_set(p->mem[0].host_nodes, "0-1");
+  /* 6 vCPUs need two 4-CPU nodes; node 0 holds the memory alone (the
+   * first of equal nodes) and it is bound there. */
+  assert_set(p->host_nodes, "0-1");
+  assert_set(p->mem[0].host_nodes, "0");
   g_assert_true(has_text(p->reasons, "max distance 12"));
 
   /* With nodes 1-3 busy, the second node is still on socket 0 when one
@@ -798,7 +862,8 @@ test_recorded_2s8n(void)
   QpClaim *x = claim_add(c, "x");
   hwloc_bitmap_set_range(x->dedicated, 4, 11); /* nodes 1 and 2 */
   g_autoptr(QpPlan) p2 = plan_ok(h, c, r, o);
-  assert_set(p2->mem[0].host_nodes, "0,3");
+  assert_set(p2->host_nodes, "0,3");
+  assert_set(p2->process_cpus, "0-3,12-15");
 }
 
 static void
@@ -886,7 +951,9 @@ main(int argc, char **argv)
   g_test_add_func("/plan/claims/dedicated-never-reused",
                   test_claims_dedicated_never_reused);
   g_test_add_func("/plan/claims/memory-spread-pack", test_claims_memory);
-  g_test_add_func("/plan/claims/spanning-memory-even-or-tightest-first",
+  g_test_add_func("/plan/claims/spanning-fragment-on-tightest-node",
+                  test_spanning_fragment_on_tightest);
+  g_test_add_func("/plan/claims/spanning-memory-with-vcpus-or-tightest-first",
                   test_spanning_memory_split);
   g_test_add_func("/plan/claims/reserve", test_reserve);
   g_test_add_func("/plan/claims/blocked-nodes", test_claims_blocked_nodes);

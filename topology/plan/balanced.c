@@ -47,17 +47,78 @@ reason_set(QpPlan *plan, const Ctx *ctx, const Attempt *a, const GuestSet *g,
                        sc.devices);
 }
 
-/* The vCPUs float over the usable CPUs of the set's nodes, or of one cache
- * domain when they fit one; their load is split evenly over the nodes with
- * CPUs. */
-static void
-float_over_set(QpPlan *plan, const Ctx *ctx, const Attempt *a,
-               const GuestSet *g, Acc *acc, gboolean *vm_nodes)
+/* TRUE when spread may place a guest that spans the set G by where its
+ * vCPUs run: not with pack (which fills the tightest node first), nor with
+ * a policy other than bind (interleave spreads the pages evenly whatever
+ * runs where, and preferred may leave the set). */
+static gboolean
+places_by_vcpus(const Ctx *ctx, const GuestSet *g)
 {
-  plan->process_cpus = hwloc_bitmap_alloc();
-  guint ncpu_nodes = 0;
+  return g->k > 1 && ctx->opts->strategy != QP_STRATEGY_PACK &&
+         (ctx->opts->policy == QP_POLICY_DEFAULT ||
+          ctx->opts->policy == QP_POLICY_BIND);
+}
+
+/* A guest that spans nodes for its memory alone: the roomiest node of the
+ * set whose usable CPUs hold the vCPUs, where they float and most of the
+ * memory goes (qp_plan_take_piece_home: with the memory bound to the set,
+ * the kernel puts pages on the vCPUs' node first, then on the others, as
+ * the claim does); -1 when no node holds the vCPUs. */
+static int
+home_node(const Ctx *ctx, const Attempt *a, const GuestSet *g, guint cpu_need)
+{
+  if (!places_by_vcpus(ctx, g))
+    return -1;
+  int home = -1;
   for (guint j = 0; j < g->k; j++) {
     guint i = g->nodes[j];
+    if (a->n_cpus[i] < MAX(cpu_need, 1))
+      continue;
+    if (home < 0 || qp_plan_rank_mib(ctx, g->avail, i) >
+                        qp_plan_rank_mib(ctx, g->avail, (guint)home))
+      home = (int)i;
+  }
+  return home;
+}
+
+/* A guest that spans nodes for its vCPUs (HOME is -1): the node of the set
+ * with usable CPUs that holds all its free memory most tightly, where that
+ * memory is bound alone (the kernel then puts every page there, as the
+ * claim says, and the set's other nodes keep their memory); -1 when none
+ * holds it, and for a guest with vNUMA, whose guest nodes stay bound over
+ * the set (on one host node they would tell the guest of a topology it
+ * does not have). */
+static int
+memory_node(const Ctx *ctx, const Attempt *a, const GuestSet *g, int home)
+{
+  if (home >= 0 || ctx->req->n_gnodes > 0 || !places_by_vcpus(ctx, g))
+    return -1;
+  int best = -1;
+  for (guint j = 0; j < g->k; j++) {
+    guint i = g->nodes[j];
+    if (a->n_cpus[i] == 0 || !qp_plan_fits(ctx, g->avail, i, g->need))
+      continue;
+    if (best < 0 || qp_plan_rank_mib(ctx, g->avail, i) <
+                        qp_plan_rank_mib(ctx, g->avail, (guint)best))
+      best = (int)i;
+  }
+  return best;
+}
+
+/* The vCPUs float over the usable CPUs of the set's nodes (of node HOME
+ * alone when it is not -1), or of one cache domain when they fit one on a
+ * single node; their load is split evenly over the nodes they float on. */
+static void
+float_over_set(QpPlan *plan, const Ctx *ctx, const Attempt *a,
+               const GuestSet *g, int home, Acc *acc, gboolean *vm_nodes)
+{
+  guint one = home >= 0 ? (guint)home : 0;
+  const guint *nodes = home >= 0 ? &one : g->nodes;
+  guint k = home >= 0 ? 1 : g->k;
+  plan->process_cpus = hwloc_bitmap_alloc();
+  guint ncpu_nodes = 0;
+  for (guint j = 0; j < k; j++) {
+    guint i = nodes[j];
     hwloc_bitmap_or(plan->process_cpus, plan->process_cpus, a->node_cpus[i]);
     vm_nodes[i] = TRUE;
     if (a->n_cpus[i] > 0)
@@ -65,19 +126,46 @@ float_over_set(QpPlan *plan, const Ctx *ctx, const Attempt *a,
   }
   /* On one node, a VM that fits a cache domain floats inside one. */
   g_auto(hwloc_bitmap_t) domain =
-      g->k == 1 ? qp_plan_cache_float_cpus(plan, ctx, a, g->nodes[0],
-                                           plan->n_vcpus, "balanced")
-                : NULL;
+      k == 1 ? qp_plan_cache_float_cpus(plan, ctx, a, nodes[0], plan->n_vcpus,
+                                        "balanced")
+             : NULL;
   for (guint v = 0; v < plan->n_vcpus; v++)
     plan->vcpu_cpus[v] =
         hwloc_bitmap_dup(domain != NULL ? domain : plan->process_cpus);
   guint seen = 0;
-  for (guint j = 0; j < g->k && ncpu_nodes > 0; j++)
-    if (a->n_cpus[g->nodes[j]] > 0) {
-      acc->load[g->nodes[j]] =
+  for (guint j = 0; j < k && ncpu_nodes > 0; j++)
+    if (a->n_cpus[nodes[j]] > 0) {
+      acc->load[nodes[j]] =
           ctx->n / ncpu_nodes + (seen < ctx->n % ncpu_nodes ? 1 : 0);
       seen++;
     }
+}
+
+/* Why the memory of a guest whose vCPUs run on HOME is split as it is. */
+static void
+reason_home(QpPlan *plan, const Ctx *ctx, const GuestSet *g, guint home,
+            const Acc *acc)
+{
+  g_autoptr(GString) rest = g_string_new(NULL);
+  for (guint j = 0; j < g->k; j++) {
+    guint i = g->nodes[j];
+    guint64 mib = 0;
+    for (guint c = 0; c < ctx->ncls; c++)
+      mib += qp_plan_units_to_mib(ctx, c, acc->claim[AT(ctx, c, i)]);
+    if (i != home && mib > 0)
+      g_string_append_printf(rest, "%s%" G_GUINT64_FORMAT " MiB on node %d",
+                             rest->len > 0 ? ", " : "", mib,
+                             ctx->host->nodes[i].id);
+  }
+  guint64 home_mib = 0;
+  for (guint c = 0; c < ctx->ncls; c++)
+    home_mib += qp_plan_units_to_mib(ctx, c, acc->claim[AT(ctx, c, home)]);
+  qp_plan_add_reason(plan,
+                     "balanced: the vCPUs float over host node %d, whose CPUs "
+                     "hold them: %" G_GUINT64_FORMAT
+                     " MiB of the memory there, the rest where it fits most "
+                     "tightly (%s), so that what stays free stays together",
+                     ctx->host->nodes[home].id, home_mib, rest->str);
 }
 
 gboolean
@@ -91,6 +179,13 @@ qp_plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
     return FALSE;
   reason_set(plan, ctx, a, &g, cpu_need);
   qp_plan_reason_caller_pieces(plan, ctx, "balanced");
+  int home = home_node(ctx, a, &g, cpu_need);
+  int mem = memory_node(ctx, a, &g, home);
+  g_auto(hwloc_bitmap_t) mem_id = NULL;
+  if (mem >= 0) {
+    mem_id = hwloc_bitmap_alloc();
+    hwloc_bitmap_set(mem_id, (unsigned)ctx->host->nodes[mem].id);
+  }
   /* Memory on the set, the caller's bindings kept. */
   for (guint x = 0; x < ctx->pieces->len; x++) {
     const Piece *p = qp_plan_piece_at(ctx, x);
@@ -98,12 +193,30 @@ qp_plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
       qp_plan_add_mem(plan, ctx, &acc, x, p->fixed);
       continue;
     }
-    qp_plan_take_piece(ctx, &acc, g.avail, x, g.nodes, g.k,
-                       ctx->opts->strategy == QP_STRATEGY_PACK);
+    if (mem >= 0) {
+      guint i = (guint)mem;
+      qp_plan_take_piece(ctx, &acc, g.avail, x, &i, 1, FALSE);
+      qp_plan_add_mem(plan, ctx, &acc, x, mem_id);
+      continue;
+    }
+    if (home >= 0)
+      qp_plan_take_piece_home(ctx, &acc, g.avail, x, g.nodes, g.k, (guint)home);
+    else
+      qp_plan_take_piece(ctx, &acc, g.avail, x, g.nodes, g.k,
+                         ctx->opts->strategy == QP_STRATEGY_PACK);
     qp_plan_add_mem(plan, ctx, &acc, x, g.ids);
   }
+  if (home >= 0)
+    reason_home(plan, ctx, &g, (guint)home, &acc);
+  if (mem >= 0)
+    qp_plan_add_reason(plan,
+                       "balanced: the vCPUs need the set's CPUs; the memory "
+                       "is bound to host node %d alone, the one of the set "
+                       "that holds it most tightly, so that the kernel puts "
+                       "it where it is claimed",
+                       ctx->host->nodes[mem].id);
   g_autofree gboolean *vm_nodes = g_new0(gboolean, MAX(ctx->nn, 1));
-  float_over_set(plan, ctx, a, &g, &acc, vm_nodes);
+  float_over_set(plan, ctx, a, &g, home, &acc, vm_nodes);
   qp_plan_finish_plan(plan, ctx, a, &acc, vm_nodes);
   return TRUE;
 }

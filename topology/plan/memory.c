@@ -99,6 +99,35 @@ split_units_tight(guint64 need, const guint *set, guint k, guint64 *avail,
   fill_in_order(need, order, k, avail, claim);
 }
 
+/* Spread, a guest whose vCPUs run on node HOME of SET: HOME takes all it
+ * can, then the node of SET that holds what is left most tightly takes it;
+ * while no node holds it alone, the roomiest takes all it has (set order
+ * on ties). So most of the guest is where its vCPUs are, as the kernel's
+ * local-first bind puts it, and the rest on its best fit: what stays free
+ * stays together, where even shares would leave a fragment on every node
+ * of the set. The caller has checked that SET holds NEED. */
+static void
+split_units_home(guint64 need, const guint *set, guint k, guint home,
+                 guint64 *avail, guint64 *claim)
+{
+  guint64 left = fill_in_order(need, &home, 1, avail, claim);
+  while (left > 0) {
+    int fit = -1, most = -1;
+    for (guint j = 0; j < k; j++) {
+      guint64 have = avail[set[j]];
+      if (set[j] == home || have == 0)
+        continue;
+      if (have >= left && (fit < 0 || have < avail[set[fit]]))
+        fit = (int)j;
+      if (most < 0 || have > avail[set[most]])
+        most = (int)j;
+    }
+    if (most < 0)
+      break;
+    left = fill_in_order(left, &set[fit >= 0 ? fit : most], 1, avail, claim);
+  }
+}
+
 /* A copy of the uncommitted units per class and node, for one try. */
 guint64 *
 qp_plan_avail_copy(const Ctx *ctx)
@@ -125,6 +154,17 @@ qp_plan_acc_clear(Acc *acc)
   g_free(acc->load);
 }
 
+/* Adds GOT (units per node index) of piece X to ACC. */
+static void
+acc_add_piece(const Ctx *ctx, Acc *acc, guint x, const guint64 *got)
+{
+  const Piece *p = qp_plan_piece_at(ctx, x);
+  for (guint i = 0; i < ctx->nn; i++) {
+    acc->piece[(gsize)x * ctx->nn + i] += got[i];
+    acc->claim[AT(ctx, p->cls, i)] += got[i];
+  }
+}
+
 /* Claims piece X over the nodes SET (indexes) from AVAIL: even shares,
  * or with TIGHT the tightest node first (see split_units_tight). */
 void
@@ -137,10 +177,17 @@ qp_plan_take_piece(const Ctx *ctx, Acc *acc, guint64 *avail, guint x,
     split_units_tight(p->units, set, k, avail + AT(ctx, p->cls, 0), got);
   else
     qp_plan_split_units(p->units, set, k, avail + AT(ctx, p->cls, 0), got);
-  for (guint i = 0; i < ctx->nn; i++) {
-    acc->piece[(gsize)x * ctx->nn + i] += got[i];
-    acc->claim[AT(ctx, p->cls, i)] += got[i];
-  }
+  acc_add_piece(ctx, acc, x, got);
+}
+
+void
+qp_plan_take_piece_home(const Ctx *ctx, Acc *acc, guint64 *avail, guint x,
+                        const guint *set, guint k, guint home)
+{
+  const Piece *p = qp_plan_piece_at(ctx, x);
+  g_autofree guint64 *got = g_new0(guint64, MAX(ctx->nn, 1));
+  split_units_home(p->units, set, k, home, avail + AT(ctx, p->cls, 0), got);
+  acc_add_piece(ctx, acc, x, got);
 }
 
 /* Node indexes of host-nodes NODES of WHO, checked against the host. */

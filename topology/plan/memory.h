@@ -32,6 +32,11 @@ guint qp_plan_short_class(const Ctx *ctx, const guint64 *avail, guint i,
  * or with TIGHT the tightest node first. */
 void qp_plan_take_piece(const Ctx *ctx, Acc *acc, guint64 *avail, guint x,
                         const guint *set, guint k, gboolean tight);
+/* Claims piece X over SET for spread, the vCPUs on node HOME of it: HOME
+ * takes all it can, the node that holds the rest most tightly the rest
+ * (while none does, the roomiest all it has). */
+void qp_plan_take_piece_home(const Ctx *ctx, Acc *acc, guint64 *avail, guint x,
+                             const guint *set, guint k, guint home);
 /* Node indexes of host-nodes NODES of WHO, checked against the host. */
 gboolean qp_plan_node_indexes(const Ctx *ctx, hwloc_const_bitmap_t nodes,
                               const char *who, GArray **out, GError **error);

@@ -185,8 +185,12 @@ compare_sets(const SetSearch *s, const NodeSet *a, const NodeSet *b)
    * firmware and kernel reservations (seed 000's nodes: 15891-16124 MB). */
   x.mem /= 1024;
   y.mem /= 1024;
-  if (s->ctx->opts->strategy == QP_STRATEGY_PACK) {
-    /* Tightest fit: least memory left over, then fewest CPUs left over. */
+  /* Tightest fit: least memory left over, then fewest CPUs left over. So
+   * does spread for a guest that spans nodes: its memory fills one node and
+   * leaves a fragment on another (balanced.c), and the set that leaves the
+   * least puts that fragment where it fits most tightly, the roomy nodes
+   * whole for the next guest. */
+  if (s->ctx->opts->strategy == QP_STRATEGY_PACK || a->k > 1) {
     if (x.mem != y.mem)
       return x.mem < y.mem ? -1 : 1;
     if (x.cap != y.cap)

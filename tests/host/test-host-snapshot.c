@@ -1,14 +1,20 @@
-/* The host snapshot (topology/host/snapshot.h) on this live host: a valid
- * snapshot is what the load uses, with free memory read live; a snapshot
- * made under another key (boot, online CPUs) or damaged is ignored, the
- * live host loaded and the snapshot written anew. */
+/* The host snapshot (topology/host/snapshot.h) on this live host and the
+ * recorded ones: every recorded host reads back from its snapshot text as
+ * hwloc's XML made it; this host through its snapshot is the host a live
+ * load makes, with free memory read live; a snapshot made under another
+ * key (boot, online CPUs) or format, or damaged, is ignored, the live host
+ * loaded and the snapshot written anew. */
+#include "topology/base/dir-file.h"
 #include "topology/base/state-dir.h"
+#include "topology/host/snapshot-text.h"
 #include "topology/host/snapshot.h"
 
 #include <numa.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "host-equal.h"
 
 #define RECORDED QP_TEST_TOPOLOGIES "/epyc-7351p.xml"
 
@@ -35,22 +41,46 @@ teardown(Fixture *f, gconstpointer data)
   g_free(f->path);
 }
 
-/* A snapshot under KEY holding XML. */
 static void
-write_snapshot(Fixture *f, const char *key, const char *xml)
+write_file(Fixture *f, const char *text, gsize len)
 {
-  g_autofree char *text = g_strdup_printf(
-      "qemu-pin-host-snapshot 2\n%sxml %zu\n%s", key, strlen(xml), xml);
-  g_assert_true(g_file_set_contents(f->path, text, -1, NULL));
+  g_assert_true(g_file_set_contents(f->path, text, (gssize)len, NULL));
   chmod(f->path, 0600);
 }
 
+/* TEXT with its end line made anew: the hash of what it now holds. */
 static char *
-recorded_xml(void)
+rehash(const char *text)
 {
-  char *xml = NULL;
-  g_assert_true(g_file_get_contents(RECORDED, &xml, NULL, NULL));
-  return xml;
+  const char *end = strstr(text, "\nend ");
+  g_assert_nonnull(end);
+  gsize n = (gsize)(end + 1 - text);
+  return g_strdup_printf("%.*send %016" G_GINT64_MODIFIER "x\n", (int)n, text,
+                         qp_dir_file_hash(text, n));
+}
+
+/* The recorded 4-node host, standing in for this one (source "stand-in",
+ * so that a snapshot shows which host it holds). */
+static QpHost *
+stand_in(void)
+{
+  g_autoptr(GError) error = NULL;
+  QpHost *host = qp_host_load_full(RECORDED, FALSE, &error);
+  g_assert_no_error(error);
+  g_free(host->source);
+  host->source = g_strdup("stand-in");
+  return host;
+}
+
+/* A snapshot of HOST under this host's key. */
+static char *
+snapshot_of(const QpHost *host)
+{
+  g_autofree char *key = qp_host_snapshot_key();
+  g_assert_nonnull(key);
+  char *text = qp_host_snapshot_format(host, key);
+  g_assert_nonnull(text);
+  return text;
 }
 
 static QpHost *
@@ -63,41 +93,123 @@ load(Fixture *f)
   return host;
 }
 
-/* The live host's node count, loaded with hwloc. */
-static guint
-live_nodes(void)
+static QpHost *
+live_host(void)
 {
-  g_autoptr(QpHost) live = qp_host_load_full(NULL, FALSE, NULL);
-  g_assert_nonnull(live);
-  return live->n_nodes;
+  g_autoptr(GError) error = NULL;
+  QpHost *live = qp_host_load_full(NULL, FALSE, &error);
+  g_assert_no_error(error);
+  return live;
 }
 
+/* HOST is this host, as a live load makes it. */
+static void
+assert_is_live(const QpHost *host)
+{
+  g_autoptr(QpHost) live = live_host();
+  qp_assert_host_equal(host, live, TRUE);
+}
+
+/* The snapshot file is this host's, under this key, in this format. */
 static void
 assert_snapshot_is_live(Fixture *f)
 {
   g_autofree char *text = NULL;
-  g_assert_true(g_file_get_contents(f->path, &text, NULL, NULL));
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(f->path, &text, &len, NULL));
   g_autofree char *key = qp_host_snapshot_key();
-  g_autofree char *head = g_strconcat("qemu-pin-host-snapshot 2\n", key, NULL);
-  g_assert_true(g_str_has_prefix(text, head));
-  g_assert_null(strstr(text, "AMD EPYC 7351P"));
+  g_autoptr(QpHost) read = qp_host_snapshot_parse(text, len, key);
+  g_assert_nonnull(read);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) live = qp_host_load_live_static(&error);
+  g_assert_no_error(error);
+  qp_assert_host_equal(read, live, FALSE);
 }
 
-/* A snapshot with this host's key is used: a recorded 4-node host stands
- * in for this one, so the load shows which was read. */
+/* Every recorded host, from its XML, written as a snapshot and read back:
+ * the same host, field by field, and the same text written again. */
+static void
+test_recorded_round_trip(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GDir) dir = g_dir_open(QP_TEST_TOPOLOGIES, 0, &error);
+  g_assert_no_error(error);
+  guint n = 0;
+  for (const char *name; (name = g_dir_read_name(dir)) != NULL;) {
+    if (!g_str_has_suffix(name, ".xml"))
+      continue;
+    g_autofree char *path = g_build_filename(QP_TEST_TOPOLOGIES, name, NULL);
+    g_test_message("%s", name);
+    g_autoptr(QpHost) xml = qp_host_load_full(path, FALSE, &error);
+    g_assert_no_error(error);
+    g_autofree char *text = qp_host_snapshot_format(xml, "boot test\n");
+    g_assert_nonnull(text);
+    g_autoptr(QpHost) read =
+        qp_host_snapshot_parse(text, strlen(text), "boot test\n");
+    g_assert_nonnull(read);
+    qp_assert_host_equal(xml, read, FALSE);
+    g_autofree char *again = qp_host_snapshot_format(read, "boot test\n");
+    g_assert_cmpstr(again, ==, text);
+    n++;
+  }
+  g_assert_cmpuint(n, >=, 15);
+}
+
+/* A snapshot cut anywhere, or under another key, is not read. */
+static void
+test_every_cut_refused(void)
+{
+  g_autoptr(QpHost) host = stand_in();
+  g_autofree char *text = qp_host_snapshot_format(host, "boot test\n");
+  gsize len = strlen(text);
+  for (gsize cut = 0; cut < len; cut++) {
+    g_autofree char *part = g_strndup(text, cut);
+    g_assert_null(qp_host_snapshot_parse(part, cut, "boot test\n"));
+  }
+  g_assert_null(qp_host_snapshot_parse(text, len, "boot other\n"));
+  g_autoptr(QpHost) whole = qp_host_snapshot_parse(text, len, "boot test\n");
+  g_assert_nonnull(whole);
+}
+
+/* A recorded host with PCI devices is not written: its snapshot would read
+ * back without them. */
+static void
+test_devices_not_written(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) io =
+      qp_host_load_full(QP_TEST_TOPOLOGIES "/x3950m2-io.xml", TRUE, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(io->pci->len, >, 0);
+  g_assert_null(qp_host_snapshot_format(io, "boot test\n"));
+}
+
+/* This host through its snapshot, written by the first load and read by
+ * the second, is the host a live load makes. */
+static void
+test_live_equals_hwloc(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpHost) first = load(f);
+  assert_snapshot_is_live(f);
+  g_autoptr(QpHost) second = load(f);
+  assert_is_live(first);
+  assert_is_live(second);
+}
+
+/* A snapshot with this host's key is used: the recorded 4-node host
+ * standing in for this one, with this host's live part on it. */
 static void
 test_valid_used(Fixture *f, gconstpointer data)
 {
-  if (live_nodes() == 4) {
-    g_test_skip("this host has 4 nodes, as the stand-in does");
-    return;
-  }
-  g_autofree char *key = qp_host_snapshot_key();
-  g_autofree char *xml = recorded_xml();
-  write_snapshot(f, key, xml);
-  g_autoptr(QpHost) host = load(f);
-  g_assert_cmpuint(host->n_nodes, ==, 4);
-  g_assert_cmpuint(host->n_cpus, ==, 32);
+  g_autoptr(QpHost) host = stand_in();
+  g_autofree char *text = snapshot_of(host);
+  write_file(f, text, strlen(text));
+  g_autoptr(QpHost) read = load(f);
+  g_assert_cmpstr(read->source, ==, "stand-in");
+  g_assert_cmpuint(read->n_nodes, ==, 4);
+  g_assert_cmpuint(read->n_cpus, ==, 32);
+  g_assert_cmpuint(read->n_domains, ==, host->n_domains);
+  g_assert_true(hwloc_bitmap_isincluded(read->allowed, host->allowed));
 }
 
 /* A node's memory is read live, total and free, not from the snapshot
@@ -110,23 +222,12 @@ test_free_memory_live(Fixture *f, gconstpointer data)
     g_test_skip("libnuma reports no NUMA support here");
     return;
   }
-  qp_host_free(load(f)); /* writes the snapshot */
-  assert_snapshot_is_live(f);
-  g_autofree char *text = NULL;
-  g_assert_true(g_file_get_contents(f->path, &text, NULL, NULL));
-  /* The first node's local_memory becomes 2^50 bytes. */
-  char *lm = strstr(text, "local_memory=\"");
-  g_assert_nonnull(lm);
-  lm += strlen("local_memory=\"");
-  gsize digits = strspn(lm, "0123456789");
-  char *xml_start = strstr(text, "\nxml ");
-  g_assert_nonnull(xml_start);
-  char *body = strchr(xml_start + 1, '\n') + 1;
-  g_autofree char *before = g_strndup(body, (gsize)(lm - body));
-  g_autofree char *xml =
-      g_strconcat(before, "1125899906842624", lm + digits, NULL);
-  g_autofree char *key = qp_host_snapshot_key();
-  write_snapshot(f, key, xml);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) snap = qp_host_load_live_static(&error);
+  g_assert_no_error(error);
+  snap->nodes[0].total_mib = G_GUINT64_CONSTANT(1) << 30; /* 1 EiB */
+  g_autofree char *text = snapshot_of(snap);
+  write_file(f, text, strlen(text));
 
   g_autoptr(QpHost) host = load(f);
   g_assert_cmpuint(host->nodes[0].total_mib, <, 1073741824);
@@ -146,9 +247,8 @@ test_free_memory_live(Fixture *f, gconstpointer data)
 static void
 test_stale_ignored(Fixture *f, gconstpointer data)
 {
-  const char *lines[] = {"boot ", "cpus ", "nodes ", "allowed "};
-  guint n = live_nodes();
-  g_autofree char *xml = recorded_xml();
+  const char *lines[] = {"boot ", "cpus ", "nodes ", "allowed ", "mems "};
+  g_autoptr(QpHost) other = stand_in();
   for (guint i = 0; i < G_N_ELEMENTS(lines); i++) {
     g_autofree char *key = qp_host_snapshot_key();
     char *at = strstr(key, lines[i]);
@@ -156,39 +256,88 @@ test_stale_ignored(Fixture *f, gconstpointer data)
     g_autofree char *stale = g_strdup_printf("%.*s%sX%s", (int)(at - key), key,
                                              lines[i], at + strlen(lines[i]));
     g_test_message("stale key line: %s", lines[i]);
-    write_snapshot(f, stale, xml);
+    g_autofree char *text = qp_host_snapshot_format(other, stale);
+    write_file(f, text, strlen(text));
     g_autoptr(QpHost) host = load(f);
-    g_assert_cmpuint(host->n_nodes, ==, n);
+    assert_is_live(host);
     assert_snapshot_is_live(f);
   }
 }
 
-/* A damaged snapshot is ignored and replaced. */
+/* A snapshot of an older qemu-pin (format 2: hwloc's XML under the same
+ * key), or of a format to come, is ignored and replaced. */
+static void
+test_foreign_format_ignored(Fixture *f, gconstpointer data)
+{
+  g_autofree char *key = qp_host_snapshot_key();
+  g_autofree char *xml = NULL;
+  g_assert_true(g_file_get_contents(RECORDED, &xml, NULL, NULL));
+  g_autoptr(QpHost) other = stand_in();
+  g_autofree char *text = snapshot_of(other);
+  g_autofree char *v2 = g_strdup_printf(
+      "qemu-pin-host-snapshot 2\n%sxml %zu\n%s", key, strlen(xml), xml);
+  g_autofree char *v4 = rehash(text);
+  v4[strlen("qemu-pin-host-snapshot ")] = '4';
+  g_autofree char *v4h = rehash(v4);
+  const char *cases[] = {v2, v4h};
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_test_message("format: %.24s", cases[i]);
+    write_file(f, cases[i], strlen(cases[i]));
+    g_autoptr(QpHost) host = load(f);
+    assert_is_live(host);
+    assert_snapshot_is_live(f);
+  }
+}
+
+/* TEXT with the first occurrence of FROM replaced by TO (and, when HASH,
+ * its end line made anew, so that only the reader's checks can refuse it). */
+static char *
+edit(const char *text, const char *from, const char *to, gboolean hash)
+{
+  const char *at = strstr(text, from);
+  g_assert_nonnull(at);
+  g_autofree char *out = g_strdup_printf("%.*s%s%s", (int)(at - text), text, to,
+                                         at + strlen(from));
+  return hash ? rehash(out) : g_steal_pointer(&out);
+}
+
+/* A damaged snapshot is ignored and replaced: cut short, a byte changed,
+ * bytes after its end, not a snapshot at all, and snapshots whose hash
+ * holds but whose host does not (an index past its array, a CPU missing
+ * from its core, a count that does not match its lines). */
 static void
 test_corrupt_ignored(Fixture *f, gconstpointer data)
 {
-  guint n = live_nodes();
-  g_autofree char *key = qp_host_snapshot_key();
-  g_autofree char *xml = recorded_xml();
-  g_autofree char *cut = g_strndup(xml, strlen(xml) / 2);
-  const char *cases[] = {"cut", "garbage", "length", "empty"};
+  g_autoptr(QpHost) other = stand_in();
+  g_autofree char *text = snapshot_of(other);
+  gsize len = strlen(text);
+  struct {
+    const char *what;
+    char *text;
+  } cases[] = {
+      {"cut", g_strndup(text, len / 2)},
+      {"cut at a line",
+       g_strndup(text, (gsize)(strstr(text, "\ncpu ") - text))},
+      {"byte changed", edit(text, "cpu 3 3 ", "cpu 3 2 ", FALSE)},
+      {"after the end", g_strconcat(text, "cpu 99 0 0 0 0\n", NULL)},
+      {"garbage", g_strdup("\x01\x02 not a snapshot")},
+      {"empty", g_strdup("")},
+      {"core past the cores", edit(text, "cpu 3 3 ", "cpu 3 99 ", TRUE)},
+      {"kind past the kinds",
+       edit(text, "cpu 3 3 0 0 0\n", "cpu 3 3 0 0 1\n", TRUE)},
+      {"cpu not in its core", edit(text, "cpu 3 3 ", "cpu 3 2 ", TRUE)},
+      {"cpu not in its node", edit(text, "cpu 3 3 0 ", "cpu 3 3 1 ", TRUE)},
+      {"node not a node", edit(text, "cpu 3 3 0 ", "cpu 3 3 7 ", TRUE)},
+      {"a cpu fewer", edit(text, "\ncpu 3 3 0 0 0\n", "\n", TRUE)},
+      {"leading zero", edit(text, "cpu 3 ", "cpu 03 ", TRUE)},
+  };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_test_message("damage: %s", cases[i]);
-    if (i == 0) {
-      /* Its XML cut in half, the length saying so: hwloc refuses it. */
-      write_snapshot(f, key, cut);
-    } else if (i == 1) {
-      write_snapshot(f, key, "<topology>\x01\x02 not xml");
-    } else if (i == 2) {
-      g_autofree char *text = g_strdup_printf(
-          "qemu-pin-host-snapshot 2\n%sxml %zu\n%s", key, strlen(xml) + 5, xml);
-      g_assert_true(g_file_set_contents(f->path, text, -1, NULL));
-    } else {
-      g_assert_true(g_file_set_contents(f->path, "", 0, NULL));
-    }
+    g_test_message("damage: %s", cases[i].what);
+    write_file(f, cases[i].text, strlen(cases[i].text));
     g_autoptr(QpHost) host = load(f);
-    g_assert_cmpuint(host->n_nodes, ==, n);
+    assert_is_live(host);
     assert_snapshot_is_live(f);
+    g_free(cases[i].text);
   }
 }
 
@@ -217,10 +366,17 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/host-snapshot/recorded-round-trip",
+                  test_recorded_round_trip);
+  g_test_add_func("/host-snapshot/every-cut-refused", test_every_cut_refused);
+  g_test_add_func("/host-snapshot/devices-not-written",
+                  test_devices_not_written);
 #define FT(path, fn) g_test_add(path, Fixture, NULL, setup, fn, teardown)
+  FT("/host-snapshot/live-equals-hwloc", test_live_equals_hwloc);
   FT("/host-snapshot/valid-used", test_valid_used);
   FT("/host-snapshot/free-memory-live", test_free_memory_live);
   FT("/host-snapshot/stale-ignored", test_stale_ignored);
+  FT("/host-snapshot/foreign-format-ignored", test_foreign_format_ignored);
   FT("/host-snapshot/corrupt-ignored", test_corrupt_ignored);
   FT("/host-snapshot/shared-dir-per-user", test_shared_dir_per_user);
   return g_test_run();

@@ -122,3 +122,14 @@ qp_dir_file_replace(int dirfd, const char *name, const char *tmp,
     *ino = (guint64)st.st_ino;
   return TRUE;
 }
+
+guint64
+qp_dir_file_hash(const char *p, gsize n)
+{
+  guint64 h = 14695981039346656037ull;
+  for (gsize i = 0; i < n; i++) {
+    h ^= (guchar)p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}

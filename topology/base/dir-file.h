@@ -28,4 +28,9 @@ gboolean qp_dir_file_replace(int dirfd, const char *name, const char *tmp,
                              gboolean sync, guint64 *ino, int *errsv,
                              const char **step);
 
+/* FNV-1a 64 of the N bytes at P: what a file written whole ends with (the
+ * ledger's summary, the host snapshot), so that a reader tells a damaged
+ * one from a whole one. */
+guint64 qp_dir_file_hash(const char *p, gsize n);
+
 G_END_DECLS

@@ -147,7 +147,7 @@ compare_node(gconstpointer a, gconstpointer b)
 }
 
 static void
-fill_node(QpNode *n, hwloc_obj_t obj, Source source)
+fill_node(QpNode *n, hwloc_obj_t obj)
 {
   const struct hwloc_numanode_attr_s *attr = &obj->attr->numanode;
   n->id = (int)obj->os_index;
@@ -175,19 +175,27 @@ fill_node(QpNode *n, hwloc_obj_t obj, Source source)
         .total = attr->page_types[i].count,
         .free = attr->page_types[i].count,
     };
-    if (source == SOURCE_LIVE) {
-      g_autofree char *dir = g_strdup_printf(
-          QP_SYS_NODE "/node%d/hugepages/hugepages-%" G_GUINT64_FORMAT "kB",
-          n->id, pool.page_kib);
-      g_autofree char *nr = g_build_filename(dir, "nr_hugepages", NULL);
-      g_autofree char *fr = g_build_filename(dir, "free_hugepages", NULL);
-      read_sys_u64(nr, &pool.total);
-      if (!read_sys_u64(fr, &pool.free))
-        pool.free = pool.total;
-    }
     g_array_append_val(n->hugepages, pool);
   }
   g_array_sort(n->hugepages, compare_pool);
+}
+
+/* The pools of node N as they are now: their sizes from sysfs, where hwloc
+ * read them as the topology was made. */
+static void
+read_live_pools(QpNode *n)
+{
+  for (guint i = 0; i < n->hugepages->len; i++) {
+    QpHugePool *pool = &g_array_index(n->hugepages, QpHugePool, i);
+    g_autofree char *dir = g_strdup_printf(
+        QP_SYS_NODE "/node%d/hugepages/hugepages-%" G_GUINT64_FORMAT "kB",
+        n->id, pool->page_kib);
+    g_autofree char *nr = g_build_filename(dir, "nr_hugepages", NULL);
+    g_autofree char *fr = g_build_filename(dir, "free_hugepages", NULL);
+    read_sys_u64(nr, &pool->total);
+    if (!read_sys_u64(fr, &pool->free))
+      pool->free = pool->total;
+  }
 }
 
 static void
@@ -322,24 +330,30 @@ apply_allowed(QpHost *host)
                      host->allowed);
 }
 
-static gboolean
-fill_allowed(QpHost *host, hwloc_topology_t topo, hwloc_const_bitmap_t all,
-             Source source, GError **error)
+/* The CPUs and nodes hwloc allows (a cgroup's), before this process's own
+ * affinity: the part of host->allowed that a topology holds. */
+static void
+fill_allowed(QpHost *host, hwloc_topology_t topo, hwloc_const_bitmap_t all)
 {
   host->allowed = hwloc_bitmap_dup(hwloc_topology_get_allowed_cpuset(topo));
   hwloc_bitmap_and(host->allowed, host->allowed, all);
   host->allowed_nodes =
       hwloc_bitmap_dup(hwloc_topology_get_allowed_nodeset(topo));
+}
 
-  if (source == SOURCE_LIVE) {
-    g_auto(hwloc_bitmap_t) affinity = hwloc_bitmap_alloc();
-    g_auto(hwloc_bitmap_t) isolated = NULL;
-    if (!read_affinity(affinity, error) || !read_isolated(&isolated, error))
-      return FALSE;
-    hwloc_bitmap_and(host->allowed, host->allowed, affinity);
-    if (isolated != NULL)
-      hwloc_bitmap_andnot(host->allowed, host->allowed, isolated);
-  }
+gboolean
+qp_host_apply_live(QpHost *host, GError **error)
+{
+  for (guint i = 0; i < host->n_nodes; i++)
+    read_live_pools(&host->nodes[i]);
+  qp_host_read_node_memory(host);
+  g_auto(hwloc_bitmap_t) affinity = hwloc_bitmap_alloc();
+  g_auto(hwloc_bitmap_t) isolated = NULL;
+  if (!read_affinity(affinity, error) || !read_isolated(&isolated, error))
+    return FALSE;
+  hwloc_bitmap_and(host->allowed, host->allowed, affinity);
+  if (isolated != NULL)
+    hwloc_bitmap_andnot(host->allowed, host->allowed, isolated);
   apply_allowed(host);
   return TRUE;
 }
@@ -415,7 +429,7 @@ distances_across_packages(const QpHost *host)
 
 /* Nodes, ascending id. */
 static void
-fill_nodes(QpHost *host, hwloc_topology_t topo, Source source)
+fill_nodes(QpHost *host, hwloc_topology_t topo)
 {
   host->n_nodes =
       (guint)MAX(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE), 0);
@@ -425,7 +439,7 @@ fill_nodes(QpHost *host, hwloc_topology_t topo, Source source)
            hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, NULL);
        o != NULL && i < host->n_nodes;
        o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, o))
-    fill_node(&host->nodes[i++], o, source);
+    fill_node(&host->nodes[i++], o);
   host->n_nodes = i;
   qsort(host->nodes, host->n_nodes, sizeof(QpNode), compare_node);
 }
@@ -500,24 +514,35 @@ fill_cpus(QpHost *host, hwloc_topology_t topo, const char *name,
   return TRUE;
 }
 
+/* What TOPO says of the host: everything but the live step
+ * (qp_host_apply_live()), which a live host takes next. */
 static QpHost *
-build_host(hwloc_topology_t topo, Source source, const char *name,
-           GError **error)
+build_static(hwloc_topology_t topo, const char *name, GError **error)
 {
   g_autoptr(QpHost) host = g_new0(QpHost, 1);
   host->source = g_strdup(name);
-  fill_nodes(host, topo, source);
-  if (source == SOURCE_LIVE)
-    qp_host_read_node_memory(host);
+  fill_nodes(host, topo);
   g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
-  if (!fill_cpus(host, topo, name, all, error) ||
-      !fill_allowed(host, topo, all, source, error))
+  if (!fill_cpus(host, topo, name, all, error))
     return NULL;
+  fill_allowed(host, topo, all);
+  apply_allowed(host);
   fill_kinds(host, topo);
   qp_host_fill_cache_domains(host, topo);
   fill_distances(host, topo);
   fill_pci(host, topo);
   host->inconsistent = distances_across_packages(host);
+  return g_steal_pointer(&host);
+}
+
+static QpHost *
+build_host(hwloc_topology_t topo, Source source, const char *name,
+           GError **error)
+{
+  g_autoptr(QpHost) host = build_static(topo, name, error);
+  if (host == NULL ||
+      (source == SOURCE_LIVE && !qp_host_apply_live(host, error)))
+    return NULL;
   return g_steal_pointer(&host);
 }
 
@@ -669,10 +694,10 @@ qp_host_set_allowed(QpHost *host, hwloc_const_bitmap_t allowed)
   apply_allowed(host);
 }
 
-/* ---- Live loads through a snapshot (topology/host-snapshot.c) ---------- */
+/* ---- The live host through a snapshot (topology/host/snapshot.c) ------ */
 
 QpHost *
-qp_host_load_live_exporting(char **xml, int *xml_len, GError **error)
+qp_host_load_live_static(GError **error)
 {
   g_auto(hwloc_topology_t) topo = new_topology(FALSE);
   if (hwloc_topology_load(topo) < 0) {
@@ -681,25 +706,5 @@ qp_host_load_live_exporting(char **xml, int *xml_len, GError **error)
                 g_strerror(errno));
     return NULL;
   }
-  QpHost *host = build_host(topo, SOURCE_LIVE, "live", error);
-  char *buf = NULL;
-  int len = 0;
-  *xml = NULL;
-  if (host != NULL &&
-      hwloc_topology_export_xmlbuffer(topo, &buf, &len, 0) == 0) {
-    *xml = g_strndup(buf, (gsize)MAX(len, 0));
-    *xml_len = len;
-    hwloc_free_xmlbuffer(topo, buf);
-  }
-  return host;
-}
-
-QpHost *
-qp_host_load_live_from_xml(const char *xml, int xml_len)
-{
-  g_auto(hwloc_topology_t) topo = new_topology(FALSE);
-  if (hwloc_topology_set_xmlbuffer(topo, xml, xml_len) < 0 ||
-      hwloc_topology_load(topo) < 0)
-    return NULL;
-  return build_host(topo, SOURCE_LIVE, "live", NULL);
+  return build_static(topo, "live", error);
 }

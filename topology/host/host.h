@@ -155,14 +155,17 @@ void qp_host_free(QpHost *host);
 int qp_hwloc_topology_init(hwloc_topology_t *topo);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpHost, qp_host_free)
 
-/* For topology/host/snapshot.c: the live host, and in *XML (NULL when hwloc
- * could not export it) its hwloc topology as XML, without PCI devices. */
-QpHost *qp_host_load_live_exporting(char **xml, int *xml_len, GError **error);
-/* The live host from a topology XML exported on this host: the host's
- * shape from XML, what changes while it runs (free memory and hugepages,
- * this process's CPUs, isolated CPUs) read live. NULL if XML does not
- * load. */
-QpHost *qp_host_load_live_from_xml(const char *xml, int xml_len);
+/* For topology/host/snapshot.c, the live host in two steps. First what
+ * hwloc's topology says of it (without PCI devices, and with host->allowed
+ * hwloc's allowed CPUs, before this process's affinity): the part a
+ * snapshot keeps. */
+QpHost *qp_host_load_live_static(GError **error);
+/* Then the live step, on a host from the first or from a snapshot: the
+ * hugepage pools from sysfs, node memory (qp_host_read_node_memory()),
+ * this process's affinity and the isolated CPUs taken out of allowed, and
+ * cpus[].allowed and nodes[].cpus made anew. qp_host_load_full()'s live
+ * load is the two steps. */
+gboolean qp_host_apply_live(QpHost *host, GError **error);
 
 /* Index of node ID in host->nodes, or -1. */
 int qp_host_node_index(const QpHost *host, int id);

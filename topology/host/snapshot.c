@@ -1,14 +1,10 @@
-/* The host snapshot (see host-snapshot.h). The file:
- *
- *   qemu-pin-host-snapshot 1
- *   <key lines>
- *   xml <bytes>
- *   <hwloc XML, exactly that many bytes>
- */
+/* The host snapshot (see snapshot.h): where it lives, its key, and the
+ * load through it. Its file is topology/host/snapshot-text.h's. */
 #include "topology/host/snapshot.h"
 
 #include "topology/base/dir-file.h"
 #include "topology/base/state-dir.h"
+#include "topology/host/snapshot-text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,9 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The format, bumped whenever what the host model keeps of hwloc's topology
- * changes (2: data caches kept, for the cache domains). */
-#define HEADER "qemu-pin-host-snapshot 2\n"
 #define SNAPSHOT_MAX_BYTES (64 * 1024 * 1024)
 
 /* The first line of PATH, or "-" when it cannot be read. */
@@ -92,9 +85,10 @@ open_state_dir(const char *dir, char **name)
   return fd;
 }
 
-/* The snapshot's XML if its key is KEY (its length in *LEN), else NULL. */
-static char *
-read_snapshot(int dirfd, const char *name, const char *key, int *len)
+/* The host of the snapshot NAME in DIRFD if it is whole, this user's and
+ * made under KEY; else NULL. */
+static QpHost *
+read_snapshot(int dirfd, const char *name, const char *key)
 {
   g_autofree char *text = NULL;
   gsize got = 0;
@@ -104,31 +98,19 @@ read_snapshot(int dirfd, const char *name, const char *key, int *len)
                         &errsv) ||
       st.st_uid != geteuid() || got > SNAPSHOT_MAX_BYTES)
     return NULL;
-  g_autofree char *head = g_strconcat(HEADER, key, "xml ", NULL);
-  gsize hl = strlen(head);
-  if (got < hl || memcmp(text, head, hl) != 0)
-    return NULL;
-  char *end = NULL;
-  guint64 xl = g_ascii_strtoull(text + hl, &end, 10);
-  if (end == text + hl || *end != '\n' || xl != got - (gsize)(end + 1 - text) ||
-      xl == 0)
-    return NULL;
-  *len = (int)xl;
-  return g_strdup(end + 1);
+  return qp_host_snapshot_parse(text, got, key);
 }
 
+/* HOST (before its live step) as the snapshot NAME in DIRFD, under KEY. */
 static void
-write_snapshot(int dirfd, const char *name, const char *key, const char *xml,
-               int len)
+write_snapshot(int dirfd, const char *name, const char *key, const QpHost *host)
 {
-  g_autofree char *head = g_strdup_printf("%s%sxml %d\n", HEADER, key, len);
-  GString *text = g_string_new(head);
-  g_string_append_len(text, xml, len);
+  g_autofree char *text = qp_host_snapshot_format(host, key);
   int errsv = 0;
   /* A snapshot that cannot be written costs the next start a live load. */
-  (void)qp_state_file_replace(dirfd, name, text->str, text->len, 0600, FALSE,
-                              NULL, &errsv, NULL, NULL);
-  g_string_free(text, TRUE);
+  if (text != NULL)
+    (void)qp_state_file_replace(dirfd, name, text, strlen(text), 0600, FALSE,
+                                NULL, &errsv, NULL, NULL);
 }
 
 QpHost *
@@ -145,15 +127,14 @@ qp_host_load_snapshot(const char *dir, gboolean with_io, GError **error)
     close(dirfd);
     return qp_host_load_full(NULL, FALSE, error);
   }
-  int len = 0;
-  g_autofree char *xml = read_snapshot(dirfd, name, key, &len);
-  QpHost *host = xml != NULL ? qp_host_load_live_from_xml(xml, len) : NULL;
+  g_autoptr(QpHost) host = read_snapshot(dirfd, name, key);
   if (host == NULL) {
-    g_clear_pointer(&xml, g_free);
-    host = qp_host_load_live_exporting(&xml, &len, error);
-    if (host != NULL && xml != NULL)
-      write_snapshot(dirfd, name, key, xml, len);
+    host = qp_host_load_live_static(error);
+    if (host != NULL)
+      write_snapshot(dirfd, name, key, host);
   }
   close(dirfd);
-  return host;
+  if (host == NULL || !qp_host_apply_live(host, error))
+    return NULL;
+  return g_steal_pointer(&host);
 }

@@ -1,14 +1,17 @@
 /* A snapshot of the live host's shape in the state directory, so that a
- * launch does not discover the host with hwloc every time.
+ * launch does not discover the host with hwloc every time, nor import
+ * hwloc's XML of it.
  *
  * The snapshot (DIR/.host-snapshot, named by topology/base/state-dir.h) is
- * hwloc's own XML export of the live topology (without PCI devices), headed by
- * the key it is valid for: the boot id, the online CPUs and nodes, this
+ * what hwloc's live topology makes of the host (qp_host_load_live_static():
+ * nodes, CPUs, cores, kinds, cache domains, distances, hwloc's allowed CPUs
+ * and nodes), in qemu-pin's own text (topology/host/snapshot-text.h), headed
+ * by the key it is valid for: the boot id, the online CPUs and nodes, this
  * process's allowed CPUs and memory nodes, and the versions of qemu-pin and
- * hwloc. A snapshot with another key, cut short or that hwloc does not load is
+ * hwloc. A snapshot with another key or format, cut short or damaged is
  * ignored and written anew. What changes while the host runs is read live on
- * every load from a snapshot: free memory, hugepage pools, this process's CPUs
- * and the isolated CPUs (qp_host_load_live_from_xml()). */
+ * every load from a snapshot, as a live load reads it: free memory, hugepage
+ * pools, this process's CPUs and the isolated CPUs (qp_host_apply_live()). */
 #pragma once
 
 #include <glib.h>

@@ -80,17 +80,6 @@ qp_summary_file_ino(const QpSummary *s)
   return s->file_ino;
 }
 
-static guint64
-fnv1a(const char *p, gsize n)
-{
-  guint64 h = 14695981039346656037ull;
-  for (gsize i = 0; i < n; i++) {
-    h ^= (guchar)p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 /* ---- The file ------------------------------------------------------------ */
 
 /* The summary file's text, or NULL when there is none, it is too large, or
@@ -162,7 +151,7 @@ parse_summary(char *text, gsize len, QpSummary *s)
   if (rest == p + 4 || *rest != ' ')
     return FALSE;
   if (!g_ascii_string_to_unsigned(rest + 1, 16, 0, G_MAXUINT64, &hash, NULL) ||
-      hash != fnv1a(text, (gsize)(end + 1 - text)))
+      hash != qp_dir_file_hash(text, (gsize)(end + 1 - text)))
     return FALSE;
   *end = '\0';
   for (char *line = text + hl; line < end;) {
@@ -230,7 +219,7 @@ qp_summary_save(QpSummary *s, int dirfd, gboolean shared, GError **error)
       g_string_append_printf(out, "%" G_GINT64_FORMAT, e->owner);
     g_string_append_printf(out, " %s %s\n", verdict, e->line);
   }
-  guint64 hash = fnv1a(out->str, out->len);
+  guint64 hash = qp_dir_file_hash(out->str, out->len);
   g_string_append_printf(out, "end %u %016" G_GINT64_MODIFIER "x\n",
                          g_hash_table_size(s->entries), hash);
   g_autofree char *text = g_string_free(out, FALSE);

@@ -108,7 +108,7 @@ typedef struct {
 } QpHost;
 
 /* Loads the live host (XML_PATH == NULL) or a recorded hwloc XML file;
- * free memory of the live host from libnuma. How it reads hwloc:
+ * free memory of the live host from its nodes' meminfo. How it reads hwloc:
  * - allowed: live = hwloc's allowed cpuset (cgroup) & sched_getaffinity()
  *   - isolated CPUs; XML = the recorded allowed_cpuset; synthetic = all.
  * - A CPU belongs to one node: the NUMA node attached nearest above it

@@ -83,13 +83,17 @@ pause() {
     awk '/"pause"/ { print ($3 ~ /true/) ? "yes" : "no"; found = 1 } END { if (!found) print "-" }'
 }
 
-# settle_keepers: waits (at most 2 s) until no more keepers run than did
-# when the bench started: the last run's keeper has released its claim.
-keepers_before=$(pgrep -c -x qemu-pin-keeper)
+# settle_keepers: waits (at most about 2 s) until no more keepers run than
+# did when the bench started: the last run's keeper has released its claim.
+# A keeper that has exited counts no more, even if nothing reaps it (an init
+# that does not reap zombies): only running, sleeping, disk-waiting and
+# stopped ones are counted.
+live_keepers() { pgrep -c -x -r R,S,D,T qemu-pin-keeper; }
+keepers_before=$(live_keepers)
 settle_keepers() {
   local i
-  for ((i = 0; i < 400; i++)); do
-    [ "$(pgrep -c -x qemu-pin-keeper)" -le "$keepers_before" ] && return
+  for ((i = 0; i < 200; i++)); do
+    [ "$(live_keepers)" -le "$keepers_before" ] && return
     sleep 0.005
   done
 }

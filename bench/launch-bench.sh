@@ -49,13 +49,17 @@ unset QEMU_PIN_MODE QEMU_PIN_VERBOSE QEMU_PIN_CONFIG
 export QEMU_PIN_CONFIG=$BENCH_TMP/none.conf   # no host config: defaults only
 : > "$QEMU_PIN_CONFIG"
 
-variants="direct qmp none balanced auto numa one-to-one plan"
+variants="direct qmp args none balanced auto numa one-to-one plan"
+args_only=$(dirname "$qp")/bench/qemu-args-only
+[ -x "$args_only" ] || variants=${variants/ args/}
+qemu_path=$(command -v "$QEMU")
 
 # cmd VARIANT SMP: the command line of one run.
 cmd() {
   local guest="$QEMU $QEMU_BASE -smp $2 -bios $fw -device isa-debug-exit,iobase=0xf4,iosize=4"
   case $1 in
     direct|qmp) echo "$guest" ;;
+    args) echo "$args_only 64 $qemu_path ${guest#"$QEMU" }" ;;
     plan) echo "$qp plan --mode=balanced -- $guest" ;;
     *) echo "$qp --mode=$1 -- $guest" ;;
   esac
@@ -76,7 +80,7 @@ run() {
 # pause VARIANT SMP: "yes" or "no" as qemu-pin's plan says, "-" otherwise.
 pause() {
   case $1 in
-    direct|qmp|plan) echo "-"; return ;;
+    direct|qmp|args|plan) echo "-"; return ;;
     none) echo "no"; return ;;
   esac
   $qp plan --mode="$1" -- $(cmd direct "$2") 2>/dev/null |
@@ -131,6 +135,7 @@ for smp in $smps; do
   for v in $variants; do
     case $v in
       direct) name="QEMU alone" ;;
+      args) name="QEMU with a balanced launch's arguments, memory policy and monitor, no qemu-pin (QEMU's share)" ;;
       qmp) name="QEMU -S, then cont over QMP (no qemu-pin)" ;;
       plan) name="qemu-pin plan --mode=balanced (no launch)" ;;
       *) name="qemu-pin --mode=$v" ;;

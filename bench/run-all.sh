@@ -145,6 +145,9 @@ paired_of() { # SMP MODE COLUMN (8: to QEMU alone, 9: to the floor)
 }
 # The issue's targets: each mode against QEMU alone, and the modes that
 # pause against the pause floor (QEMU -S resumed over QMP, same run).
+share_of() { # SMP: QEMU-with-qemu-pin's-arguments to QEMU alone, paired
+  awk -F' *\\| *' -v s="$1" '$2 == s && index($3, "QEMU'"'"'s share") && $4 !~ /^refused/ { print $8; exit }' "$tmp/launch.md"
+}
 start_targets() {
   local smp mode r q v fr limit state
   for smp in 1 2; do
@@ -182,6 +185,8 @@ targets() {
   echo "- Keeper private memory per further VM: $uss KiB (target under 1024 KiB): **$(verdict "$uss" 1023)**."
 }
 start_lines=$(start_targets)
+share1=$(share_of 1)
+share2=$(share_of 2)
 target_lines=$(targets)
 st_empty_loaded=$(start_cell empty 4)
 st_empty_host=$(start_cell empty 5)
@@ -240,8 +245,9 @@ exec* below):
   $(ldd "$builddir/qemu-pin-launch.so" | grep -c '=>') shared libraries: glib, hwloc and theirs; no libnuma, json-glib,
   GObject or GIO, which only qemu-pin's commands load with \`qemu-pin-full.so\`
   and its $(ldd "$builddir/qemu-pin-full.so" | grep -c '=>')): loaded at $st_empty_loaded ms after the front's \`main()\`.
-- The host: loaded at $st_empty_host ms, from its snapshot (hwloc's
-  XML of this host) plus the live reads (free memory, hugepages, affinity).
+- The host: loaded at $st_empty_host ms, from its snapshot (qemu-pin's own text
+  format of this host's model, docs/design.md "The host snapshot") plus the
+  live reads (free memory, hugepages, affinity).
 - The critical section, $st_empty_cs ms with an empty ledger: the plan, the
   keeper started (sharing the launcher's memory: no page table copied) and
   the record written with its \`fsync\`s; with 1,000 live records
@@ -252,6 +258,15 @@ exec* below):
   beside QEMU's own start; one-to-one pauses QEMU until every vCPU is pinned
   (the pause floor's cost) and adds the keeper's work in between (the
   keeper runs in the launch module: nothing is loaded before its \`cont\`).
+- QEMU's own share: QEMU started with what a balanced launch adds to its
+  command line and process (the memory backend bound to the node, the
+  process's \`MPOL_BIND\`, the private monitor) by a program that does
+  nothing else (\`bench/qemu-args-only.c\`, whose own exec it includes, as
+  mode none includes the front's): x$share1 of QEMU alone at -smp 1, x$share2 at
+  -smp 2 (paired). Mode none and this share together are what a balanced
+  launch costs before qemu-pin plans anything: x1.05 leaves qemu-pin's
+  own work (the launch module, the host, the plan and claim, the keeper
+  beside QEMU) the rest.
 
 ## Earlier targets (issue 15)
 
@@ -293,7 +308,7 @@ $rebalance_verdict
 - \`qemu-pin plan\` (no launch) is the time qemu-pin spends before QEMU
   starts: its own start (the front, the launch module, which hands \`plan\` over
   to the full program and its $(ldd "$builddir/qemu-pin-full.so" | grep -c '=>') shared libraries, see *Time before exec*), the
-  host from its snapshot in the state directory (hwloc's XML of this host;
+  host from its snapshot in the state directory (qemu-pin's own format;
   hwloc's live discovery when the snapshot is stale, or when the guest has a
   \`vfio-pci\` device or storage or network found on a host PCI device: a
   1-node host with 3 PCI devices took 0.08-0.11 s for \`qemu-pin plan\` with

@@ -1,0 +1,64 @@
+/* qemu-args-only: runs QEMU with what a balanced qemu-pin launch on node 0
+ * adds to its command line and process, and nothing of qemu-pin itself:
+ * QEMU's own share of a launch's cost (bench/launch-bench.sh).
+ *
+ *   qemu-args-only MIB QEMU ARGS...
+ *
+ * adds "-object memory-backend-ram,id=pc.ram,size=MIB MiB,host-nodes=0,
+ * policy=bind -machine memory-backend=pc.ram" and the private monitor on a
+ * socket pair ("-chardev socket,id=qemu-pin-qmp,fd=N -mon
+ * chardev=qemu-pin-qmp,mode=control", the other end kept open and never
+ * read), binds the process's memory to node 0 (MPOL_BIND), and execs QEMU.
+ * A copy of qemu-pin's rewrite for this one case, for measuring only. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MPOL_BIND_MODE 2
+
+int
+main(int argc, char **argv)
+{
+  if (argc < 3) {
+    fprintf(stderr, "usage: qemu-args-only MIB QEMU [ARGS...]\n");
+    return 2;
+  }
+  char *end = NULL;
+  unsigned long long mib = strtoull(argv[1], &end, 10);
+  if (end == argv[1] || *end != '\0' || mib == 0) {
+    fprintf(stderr, "qemu-args-only: '%s' is not a size in MiB\n", argv[1]);
+    return 2;
+  }
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) {
+    perror("qemu-args-only: socketpair");
+    return 1;
+  }
+  unsigned long mask = 1;
+  if (syscall(SYS_set_mempolicy, MPOL_BIND_MODE, &mask, 64) < 0) {
+    perror("qemu-args-only: set_mempolicy");
+    return 1;
+  }
+  char backend[160], chardev[64];
+  snprintf(backend, sizeof backend,
+           "memory-backend-ram,id=pc.ram,size=%llu,host-nodes=0,policy=bind",
+           mib << 20);
+  snprintf(chardev, sizeof chardev, "socket,id=qemu-pin-qmp,fd=%d", sv[1]);
+  const char *extra[] = {
+      "-object",  backend, "-machine", "memory-backend=pc.ram",
+      "-chardev", chardev, "-mon",     "chardev=qemu-pin-qmp,mode=control"};
+  int n = argc - 2, k = (int)(sizeof extra / sizeof extra[0]);
+  char **args = calloc((size_t)(n + k + 1), sizeof(char *));
+  if (args == NULL)
+    return 1;
+  for (int i = 0; i < n; i++)
+    args[i] = argv[i + 2];
+  for (int i = 0; i < k; i++)
+    args[n + i] = (char *)extra[i];
+  execvp(args[0], args);
+  perror("qemu-args-only: exec");
+  return 127;
+}

@@ -196,6 +196,10 @@ test_caller_bound_pieces(void)
   g_assert_cmpuint(qp_test_mem_on(p, 6), ==, 1536);
   g_assert_cmpuint(qp_test_mem_on(p, 7), ==, 1536);
   assert_pieces_add_up(p, h);
+  /* Its first record already says the caller placed it: rebalance keeps
+   * it where it is before its keeper has looked. */
+  g_autoptr(QpClaim) c = qp_claim_from_plan(p, "vm", "vm");
+  g_assert_true(c->caller_placed);
 
   /* A caller-bound device that does not fit there: named. */
   d->mib = 70000;

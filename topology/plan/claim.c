@@ -145,6 +145,11 @@ qp_claim_from_plan(const QpPlan *plan, const char *id, const char *name)
     g_array_append_vals(c->load, plan->load->data, plan->load->len);
   qp_cpu_load_copy(c->cpu_load, plan->cpu_load);
   c->best_effort = plan->best_effort;
+  /* Backends whose host nodes the caller chose make the VM the caller's
+   * from its first record, not only from its keeper's first look
+   * (qp_keeper_caller_placed() says the same of them). */
+  for (guint m = 0; m < plan->n_mem; m++)
+    c->caller_placed |= plan->mem[m].caller_set;
   if (plan->dedicated)
     hwloc_bitmap_copy(c->dedicated, plan->dedicated);
   c->time = g_get_real_time() / G_USEC_PER_SEC;

@@ -9,3 +9,20 @@ for _qp_var in $(env | sed -n 's/^\(QEMU_PIN_[A-Za-z0-9_]*\)=.*/\1/p'); do
 done
 unset _qp_var
 export QEMU_PIN_CONFIG=/dev/null
+
+# qp_wait_gone DIR: waits (at most 30 s) until no process runs whose command
+# line has "-pidfile DIR/": the VMs a test started with their pid files in
+# DIR, and their keepers, which release their claims in the ledger after
+# QEMU is gone (until they have, a ledger under DIR is not the test's to
+# remove). An exited process counts as gone though nobody may reap it.
+# Returns 1, naming them on stderr and killing them, if some are still there.
+qp_wait_gone() {
+  for _qp_i in $(seq 300); do
+    _qp_left=$(pgrep -r R,S,D,T -f -- "-pidfile $1/" | tr '\n' ' ')
+    [ -z "$_qp_left" ] && return 0
+    sleep 0.1
+  done
+  echo "still running 30 s after their VMs were killed: $_qp_left" >&2
+  kill -KILL $_qp_left 2>/dev/null
+  return 1
+}

@@ -239,20 +239,7 @@ lab_cleanup() {
   done
   QP_LAB_PIDS=
   rm -f "$QP_LAB_SCRATCH/launched.pids"
-  # Each QEMU's keeper releases its claim after QEMU is gone, writing in
-  # the ledger: until it has, the ledger (often under the scratch directory)
-  # is not the test's to read or remove. Both run the command line given
-  # qp_launch, whose -pidfile is in the scratch directory; exited processes
-  # count as gone though nobody may reap them.
-  _left=
-  for _i in $(seq 300); do
-    _left=$(pgrep -r R,S,D,T -f -- "-pidfile $QP_LAB_SCRATCH/" | tr '\n' ' ')
-    [ -z "$_left" ] && return 0
-    sleep 0.1
-  done
-  echo "lab_cleanup: still running 30 s after their VMs were killed: $_left" >&2
-  kill -KILL $_left 2>/dev/null
-  return 1
+  qp_wait_gone "$QP_LAB_SCRATCH"
 }
 
 # ---- The plan, read with jq ---------------------------------------------------

@@ -16,6 +16,7 @@ n=0
 failed=0
 cleanup() {
   for p in $(cat "$T"/*.pid 2>/dev/null); do kill "$p" 2>/dev/null; done
+  qp_wait_gone "$T"
   rm -rf "$T"
 }
 trap cleanup EXIT

@@ -1,12 +1,12 @@
 #!/bin/sh
 # `qemu-pin move` on this host, with real QEMU (paused guests, -S, that stay
 # up): what it refuses, each in one line with nothing changed (an unknown
-# VM, nodes the host does not have, a VM whose vCPU the caller pinned, a
-# destination without room), the record's "caller-placed" its keeper writes
-# while the caller pins a vCPU and the refusal's code, and a move that
-# succeeds (to the node the VM
-# is on: the only one here), which prints on stdout only and stamps the
-# record's "moved-at". Moves between nodes: tests/lab/lab-move.sh.
+# VM, nodes the host does not have, a VM whose vCPU or emulator thread the
+# caller pinned, a destination without room), the record's "caller-placed"
+# its keeper writes while the caller pins a vCPU or the emulator and the
+# refusal's code, and a move that succeeds (to the node the VM is on: the
+# only one here), which prints on stdout only and stamps the record's
+# "moved-at". Moves between nodes: tests/lab/lab-move.sh.
 set -u
 . "$QP_SOURCE_ROOT/tests/common/hermetic.sh"
 QEMU=$(command -v qemu-system-x86_64) || { echo "1..0 # SKIP no qemu-system-x86_64"; exit 77; }
@@ -111,6 +111,17 @@ check "caller-pinned: rebalance keeps it as the caller's" \
 # The caller gives vCPU 0 back to the plan's CPUs: the mark goes.
 taskset -pc "$planned" "$tid" >/dev/null || not_ok "taskset back"
 check "unpinned: the record is no longer caller-placed" false "$(wait_flag "$a" false)"
+# The same for the emulator (QEMU's main thread; libvirt's <emulatorpin>):
+# the caller placed the VM, which is then never moved either.
+emu=$(grep Cpus_allowed_list /proc/"$a"/status | awk '{print $2}')
+taskset -pc 0 "$a" >/dev/null || not_ok "taskset emulator"
+check "emulator pinned: the keeper marks its record caller-placed" true "$(wait_flag "$a" true)"
+move a --to-nodes=0
+refused "emulator pinned" 1 $? "$a" "$before"
+grep -q "the caller pinned the emulator thread itself" "$T/move.err" && ok "emulator pinned: named" ||
+  not_ok "emulator pinned: $(cat "$T/move.err")"
+taskset -pc "$emu" "$a" >/dev/null || not_ok "taskset emulator back"
+check "emulator unpinned: the record is no longer caller-placed" false "$(wait_flag "$a" false)"
 
 # No room: VM b was started with a host reserve that leaves 576 MiB beside
 # it; VM c then claims 1536 MiB (not resident: -S, no prealloc). Moving b

@@ -1,11 +1,11 @@
 #!/bin/sh
 # `qemu-pin move` on this host, with real QEMU (paused guests, -S, that stay
 # up): what it refuses, each in one line with nothing changed (an unknown
-# VM, nodes the host does not have, a VM whose vCPU or emulator thread the
-# caller pinned, a destination without room), the record's "caller-placed"
-# its keeper writes while the caller pins a vCPU or the emulator and the
-# refusal's code, and a move that succeeds (to the node the VM is on: the
-# only one here), which prints on stdout only and stamps the record's
+# VM, nodes the host does not have, a VM whose vCPU, emulator thread or
+# iothread the caller pinned, a destination without room), the record's
+# "caller-placed" its keeper writes while the caller pins one of them and
+# the refusal's code, and a move that succeeds (to the node the VM is on:
+# the only one here), which prints on stdout only and stamps the record's
 # "moved-at". Moves between nodes: tests/lab/lab-move.sh.
 set -u
 . "$QP_SOURCE_ROOT/tests/common/hermetic.sh"
@@ -51,7 +51,7 @@ refused() { # NAME WANT_RC RC PID BEFORE
 }
 
 # shellcheck disable=SC2046
-a=$(launch a --mode=balanced -- "$QEMU" $(vm a) -m 64) || { echo "Bail out! cannot launch VM a"; exit 1; }
+a=$(launch a --mode=balanced -- "$QEMU" $(vm a) -m 64 -object iothread,id=io0) || { echo "Bail out! cannot launch VM a"; exit 1; }
 before=$(placed "$a")
 
 move nosuch --to-nodes=0
@@ -122,6 +122,17 @@ grep -q "the caller pinned the emulator thread itself" "$T/move.err" && ok "emul
   not_ok "emulator pinned: $(cat "$T/move.err")"
 taskset -pc "$emu" "$a" >/dev/null || not_ok "taskset emulator back"
 check "emulator unpinned: the record is no longer caller-placed" false "$(wait_flag "$a" false)"
+# And for an iothread (libvirt's <iothreadpin>).
+io=$(grep -l "^IO io0" /proc/"$a"/task/*/comm | head -n 1 | cut -d/ -f5)
+iocpus=$(grep Cpus_allowed_list /proc/"$io"/status | awk '{print $2}')
+taskset -pc 0 "$io" >/dev/null || not_ok "taskset iothread"
+check "iothread pinned: the keeper marks its record caller-placed" true "$(wait_flag "$a" true)"
+move a --to-nodes=0
+refused "iothread pinned" 1 $? "$a" "$before"
+grep -q "the caller pinned iothread io0 itself" "$T/move.err" && ok "iothread pinned: named" ||
+  not_ok "iothread pinned: $(cat "$T/move.err")"
+taskset -pc "$iocpus" "$io" >/dev/null || not_ok "taskset iothread back"
+check "iothread unpinned: the record is no longer caller-placed" false "$(wait_flag "$a" false)"
 
 # No room: VM b was started with a host reserve that leaves 576 MiB beside
 # it; VM c then claims 1536 MiB (not resident: -S, no prealloc). Moving b

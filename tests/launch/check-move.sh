@@ -111,28 +111,24 @@ check "caller-pinned: rebalance keeps it as the caller's" \
 # The caller gives vCPU 0 back to the plan's CPUs: the mark goes.
 taskset -pc "$planned" "$tid" >/dev/null || not_ok "taskset back"
 check "unpinned: the record is no longer caller-placed" false "$(wait_flag "$a" false)"
-# The same for the emulator (QEMU's main thread; libvirt's <emulatorpin>):
-# the caller placed the VM, which is then never moved either.
-emu=$(grep Cpus_allowed_list /proc/"$a"/status | awk '{print $2}')
-taskset -pc 0 "$a" >/dev/null || not_ok "taskset emulator"
-check "emulator pinned: the keeper marks its record caller-placed" true "$(wait_flag "$a" true)"
-move a --to-nodes=0
-refused "emulator pinned" 1 $? "$a" "$before"
-grep -q "the caller pinned the emulator thread itself" "$T/move.err" && ok "emulator pinned: named" ||
-  not_ok "emulator pinned: $(cat "$T/move.err")"
-taskset -pc "$emu" "$a" >/dev/null || not_ok "taskset emulator back"
-check "emulator unpinned: the record is no longer caller-placed" false "$(wait_flag "$a" false)"
-# And for an iothread (libvirt's <iothreadpin>).
-io=$(grep -l "^IO io0" /proc/"$a"/task/*/comm | head -n 1 | cut -d/ -f5)
-iocpus=$(grep Cpus_allowed_list /proc/"$io"/status | awk '{print $2}')
-taskset -pc 0 "$io" >/dev/null || not_ok "taskset iothread"
-check "iothread pinned: the keeper marks its record caller-placed" true "$(wait_flag "$a" true)"
-move a --to-nodes=0
-refused "iothread pinned" 1 $? "$a" "$before"
-grep -q "the caller pinned iothread io0 itself" "$T/move.err" && ok "iothread pinned: named" ||
-  not_ok "iothread pinned: $(cat "$T/move.err")"
-taskset -pc "$iocpus" "$io" >/dev/null || not_ok "taskset iothread back"
-check "iothread unpinned: the record is no longer caller-placed" false "$(wait_flag "$a" false)"
+# The same for the emulator (QEMU's main thread; libvirt's <emulatorpin>)
+# and an iothread (<iothreadpin>): the caller placed the VM, which is then
+# never moved either.
+# pinned_thread LABEL TID NAME: the caller pins thread TID of VM a to CPU 0,
+# then gives it back its CPUs; a move in between is refused naming NAME.
+pinned_thread() {
+  had=$(grep Cpus_allowed_list /proc/"$2"/status | awk '{print $2}')
+  taskset -pc 0 "$2" >/dev/null || not_ok "taskset $1"
+  check "$1 pinned: the keeper marks its record caller-placed" true "$(wait_flag "$a" true)"
+  move a --to-nodes=0
+  refused "$1 pinned" 1 $? "$a" "$before"
+  grep -q "the caller pinned $3 itself" "$T/move.err" && ok "$1 pinned: named" ||
+    not_ok "$1 pinned: $(cat "$T/move.err")"
+  taskset -pc "$had" "$2" >/dev/null || not_ok "taskset $1 back"
+  check "$1 unpinned: the record is no longer caller-placed" false "$(wait_flag "$a" false)"
+}
+pinned_thread emulator "$a" "the emulator thread"
+pinned_thread iothread "$(grep -l "^IO io0" /proc/"$a"/task/*/comm | head -n 1 | cut -d/ -f5)" "iothread io0"
 
 # No room: VM b was started with a host reserve that leaves 576 MiB beside
 # it; VM c then claims 1536 MiB (not resident: -S, no prealloc). Moving b

@@ -25,6 +25,7 @@ struct SimQpPlacer {
   gint64 *moved_at;  /* per arrival: unix seconds of its last move, 0 */
   guint64 moved_mib; /* so far */
   guint moves;
+  gboolean trace;
   GError *error;
 };
 
@@ -57,6 +58,39 @@ sim_qp_placer_free(SimQpPlacer *p)
   g_free(p->moved_at);
   g_clear_error(&p->error);
   g_free(p);
+}
+
+void
+sim_qp_placer_set_trace(SimQpPlacer *p, gboolean on)
+{
+  p->trace = on;
+}
+
+/* With the trace on: WHAT happened at NOW_H, each move of R (NULL: none),
+ * and the room left on every node. */
+static void
+trace(const SimQpPlacer *p, const char *what, double now_h,
+      const QpRebalance *r)
+{
+  if (!p->trace)
+    return;
+  g_autoptr(GString) t = g_string_new(NULL);
+  g_string_append_printf(t, "spread+rebalance %8.3f h %s", now_h, what);
+  for (guint m = 0; r != NULL && m < r->moves->len; m++) {
+    const QpMove *mv = r->moves->pdata[m];
+    g_autofree char *from = qp_list_format(mv->from);
+    g_autofree char *to = qp_list_format(mv->to);
+    g_string_append_printf(t, "; move %s %s->%s %" G_GUINT64_FORMAT " MiB%s",
+                           mv->vm, from, to, mv->mib,
+                           mv->consolidate ? " (a)" : "");
+  }
+  g_string_append(t, "; room (MiB):");
+  for (guint i = 0; i < p->host->n_nodes; i++) {
+    QpNodeMemory m;
+    qp_node_memory(p->host, p->claims, &p->opts, i, &m);
+    g_string_append_printf(t, " %" G_GUINT64_FORMAT, m.uncommitted_mib);
+  }
+  g_printerr("%s\n", t->str);
 }
 
 const GError *
@@ -127,6 +161,7 @@ rebalance(SimQpPlacer *p, const QpRequest *req, guint without, gint64 now,
     return;
   qp_claims_free(p->claims);
   p->claims = g_steal_pointer(&r->after);
+  trace(p, req == NULL ? "pass" : "room", (double)(now - EPOCH_S) / 3600, r);
   p->moved_mib += r->mib;
   p->moves += r->moves->len;
   for (guint m = 0; m < r->moves->len; m++)
@@ -166,12 +201,30 @@ qp_place(gpointer data, guint v, const SimVm *vm, double now_h)
   guint k = plan != NULL ? (guint)hwloc_bitmap_weight(plan->host_nodes) : 0;
   if (p->rebalance && k != 1)
     rebalance(p, req, k, now_s(now_h), &plan);
-  if (plan == NULL)
+  if (plan == NULL) {
+    if (p->trace) {
+      g_autofree char *what = g_strdup_printf(
+          "vm%u %u vCPUs %" G_GUINT64_FORMAT " MiB refused", v, vm->vcpus,
+          vm->mem_mib);
+      trace(p, what, now_h, NULL);
+    }
     return FALSE;
+  }
   g_autofree char *id = g_strdup_printf("vm%u", v);
   QpClaim *c = qp_claim_from_plan(plan, id, id);
   p->nodes[v] = claim_nodes(c);
   g_ptr_array_add(p->claims->claims, c);
+  if (p->trace) {
+    g_autoptr(GString) what = g_string_new(NULL);
+    g_string_append_printf(what, "%s %u vCPUs %" G_GUINT64_FORMAT " MiB ->",
+                           id, vm->vcpus, vm->mem_mib);
+    for (guint x = 0; x < c->mem->len; x++)
+      g_string_append_printf(
+          what, " %d:%" G_GUINT64_FORMAT,
+          g_array_index(c->mem, QpNodeAmount, x).node,
+          g_array_index(c->mem, QpNodeAmount, x).mib);
+    trace(p, what->str, now_h, NULL);
+  }
   qp_plan_free(plan);
   return TRUE;
 }

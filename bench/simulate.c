@@ -16,7 +16,7 @@
  * spread or pack) with its claims accumulating as the ledger's would.
  *
  * Usage: simulate [--seeds N] [--first-seed S] [--markdown] [--per-seed]
- *                 [--topologies DIR] [--trace] */
+ *                 [--topologies DIR] [--host TEXT] [--trace] */
 #include <glib.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +52,7 @@ static gboolean opt_markdown;
 static gboolean opt_per_seed;
 static char *opt_topologies;
 static gboolean opt_trace;
+static char *opt_host;
 static int opt_churn_seeds = 5;
 static double opt_churn_hours = 500;
 static double opt_churn_life = 10;
@@ -69,8 +70,10 @@ static const GOptionEntry entries[] = {
      "One line per storm as well", NULL},
     {"topologies", 0, 0, G_OPTION_ARG_FILENAME, &opt_topologies,
      "Directory of the recorded hosts", "DIR"},
+    {"host", 0, 0, G_OPTION_ARG_STRING, &opt_host,
+     "Only the hosts whose label contains TEXT", "TEXT"},
     {"trace", 0, 0, G_OPTION_ARG_NONE, &opt_trace,
-     "Print every VM's placement (on stderr)", NULL},
+     "Print every VM's placement and every move (on stderr)", NULL},
     {"churn-seeds", 0, 0, G_OPTION_ARG_INT, &opt_churn_seeds,
      "Churn runs per host (5; 0: none)", "N"},
     {"churn-hours", 0, 0, G_OPTION_ARG_DOUBLE, &opt_churn_hours,
@@ -319,6 +322,7 @@ run_mover_storm(const QpHost *host, const GArray *vms, guint which, Result *r,
   if (which == STRAT_REBALANCE) {
     qp = sim_qp_placer_new(host, QP_STRATEGY_SPREAD, TRUE, opt_cooldown,
                            vms->len);
+    sim_qp_placer_set_trace(qp, opt_trace);
     sim_qp_placer_bind(qp, &pl);
   } else {
     sp = sim_state_placer_new(sim_state_copy(empty), SIM_PROXMOX,
@@ -719,6 +723,8 @@ main(int argc, char **argv)
         "many VMs node-local and as much memory placed, and more of one.\n");
   for (guint h = 0; h < G_N_ELEMENTS(hosts); h++) {
     g_autoptr(QpHost) host = NULL;
+    if (opt_host != NULL && strstr(hosts[h].label, opt_host) == NULL)
+      continue;
     if (hosts[h].file != NULL) {
       g_autofree char *path = g_build_filename(dir, hosts[h].file, NULL);
       host = qp_host_load(path, &error);
@@ -770,5 +776,6 @@ main(int argc, char **argv)
   }
   print_verdicts(sums);
   g_free(opt_topologies);
+  g_free(opt_host);
   return 0;
 }

@@ -26,6 +26,7 @@ struct SimQpPlacer {
   guint64 moved_mib; /* so far */
   guint moves;
   gboolean trace;
+  GArray *times; /* of SimQpTime: each rebalance planned */
   GError *error;
 };
 
@@ -44,6 +45,7 @@ sim_qp_placer_new(const QpHost *host, QpStrategy strategy, gboolean rebalance,
   p->n = n_vms;
   p->nodes = g_new0(guint, MAX(n_vms, 1));
   p->moved_at = g_new0(gint64, MAX(n_vms, 1));
+  p->times = g_array_new(FALSE, FALSE, sizeof(SimQpTime));
   return p;
 }
 
@@ -56,6 +58,7 @@ sim_qp_placer_free(SimQpPlacer *p)
   qp_placement_options_clear(&p->opts);
   g_free(p->nodes);
   g_free(p->moved_at);
+  g_array_unref(p->times);
   g_clear_error(&p->error);
   g_free(p);
 }
@@ -91,6 +94,12 @@ trace(const SimQpPlacer *p, const char *what, double now_h,
     g_string_append_printf(t, " %" G_GUINT64_FORMAT, m.uncommitted_mib);
   }
   g_printerr("%s\n", t->str);
+}
+
+const GArray *
+sim_qp_placer_times(const SimQpPlacer *p)
+{
+  return p->times;
 }
 
 const GError *
@@ -147,8 +156,11 @@ rebalance(SimQpPlacer *p, const QpRequest *req, guint without, gint64 now,
   QpRebalanceOptions ro = {
       .now = now, .cooldown_s = p->cooldown_s, .req = req, .opts = &p->opts};
   GError *err = NULL;
+  gint64 t0 = g_get_monotonic_time();
   g_autoptr(QpRebalance) r =
       qp_rebalance_compute(p->host, p->claims, vms, nc, &ro, &err);
+  SimQpTime t = {(double)(g_get_monotonic_time() - t0), nc};
+  g_array_append_val(p->times, t);
   if (r == NULL) {
     keep_error(p, err);
     return;

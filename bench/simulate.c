@@ -623,16 +623,21 @@ run_churn(const char *label, QpHost *host, guint64 total, HostSum *hs,
       c->local_h += r[s].local_h;
       c->spanning_h += r[s].spanning_h;
       c->fit_h += r[s].fit_h;
+      c->gib_h += r[s].gib_h;
       c->moved_mib += r[s].moved_mib;
       c->moves += r[s].moves;
-      if (is_baseline(s) && r[s].local_h > r[STRAT_REBALANCE].local_h)
-        g_ptr_array_add(hs->behind,
-                        g_strdup_printf("%s, churn seed %d: %s %.0f node-local "
-                                        "VM-hours, qemu-pin spread+rebalance "
-                                        "%.0f",
-                                        label, seed, strat_name(s),
-                                        r[s].local_h,
-                                        r[STRAT_REBALANCE].local_h));
+      const SimChurnResult *q = &r[STRAT_REBALANCE];
+      if (is_baseline(s) && r[s].local_h > q->local_h)
+        g_ptr_array_add(
+            hs->behind,
+            g_strdup_printf("%s, churn seed %d: %s %.0f node-local VM-hours "
+                            "of %.0f placed, %.0f GiB-hours; qemu-pin "
+                            "spread+rebalance %.0f of %.0f, %.0f GiB-hours "
+                            "(VMs one node could hold: %.0f VM-hours)",
+                            label, seed, strat_name(s), r[s].local_h,
+                            r[s].local_h + r[s].spanning_h, r[s].gib_h,
+                            q->local_h, q->local_h + q->spanning_h, q->gib_h,
+                            q->fit_h));
     }
   }
   return TRUE;

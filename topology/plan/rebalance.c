@@ -236,11 +236,11 @@ allowed(const Work *k, const Vm *v, guint i)
   return v->in->cpus == NULL || hwloc_bitmap_intersects(v->in->cpus, n->cpus);
 }
 
-/* CPUs of node index I that V's vCPUs may float on (a new bitmap). */
+/* CPUs of node index I that V's vCPUs may float on (a new bitmap), DED
+ * the CPUs dedicated to the other VMs. */
 static hwloc_bitmap_t
-usable_cpus(const Work *k, const Vm *v, guint i)
+usable_cpus_beside(const Work *k, const Vm *v, guint i, hwloc_const_bitmap_t ded)
 {
-  g_auto(hwloc_bitmap_t) ded = dedicated_others(k, claim_of(k, v));
   hwloc_bitmap_t set = hwloc_bitmap_dup(k->host->nodes[i].cpus);
   hwloc_bitmap_andnot(set, set, ded);
   if (v->in->cpus != NULL)
@@ -248,12 +248,18 @@ usable_cpus(const Work *k, const Vm *v, guint i)
   return set;
 }
 
-/* Free cores of node index I for V (indexes into host->cores): every PU
- * usable, none dedicated to another VM. */
-static GArray *
-free_cores(const Work *k, const Vm *v, guint i)
+static hwloc_bitmap_t
+usable_cpus(const Work *k, const Vm *v, guint i)
 {
   g_auto(hwloc_bitmap_t) ded = dedicated_others(k, claim_of(k, v));
+  return usable_cpus_beside(k, v, i, ded);
+}
+
+/* Free cores of node index I for V (indexes into host->cores): every PU
+ * usable, none in DED (dedicated to another VM). */
+static GArray *
+free_cores_beside(const Work *k, const Vm *v, guint i, hwloc_const_bitmap_t ded)
+{
   GArray *out = g_array_new(FALSE, FALSE, sizeof(guint));
   const QpNode *n = &k->host->nodes[i];
   for (guint c = 0; c < k->host->n_cores; c++) {
@@ -268,7 +274,42 @@ free_cores(const Work *k, const Vm *v, guint i)
   return out;
 }
 
+static GArray *
+free_cores(const Work *k, const Vm *v, guint i)
+{
+  g_auto(hwloc_bitmap_t) ded = dedicated_others(k, claim_of(k, v));
+  return free_cores_beside(k, v, i, ded);
+}
+
 /* ---- Moving one VM to one node ------------------------------------------- */
+
+/* V (balanced or one-to-one) may run whole on node index I, memory aside:
+ * inside where it was started, with its CPUs (free cores for one-to-one,
+ * usable CPUs for its vCPUs) beside DED, the CPUs dedicated to the other
+ * VMs (NULL: computed here). */
+static gboolean
+fits_cpus(const Work *k, const Vm *v, guint i, hwloc_const_bitmap_t ded)
+{
+  const QpClaim *c = claim_of(k, v);
+  if (!allowed(k, v, i))
+    return FALSE;
+  guint ncores = cores_in(k->host, c->dedicated);
+  guint vcpus = load_total(c);
+  g_auto(hwloc_bitmap_t) own = NULL;
+  if (ded == NULL && (ncores > 0 || vcpus > 0))
+    ded = own = dedicated_others(k, c);
+  if (ncores > 0) {
+    g_autoptr(GArray) cores = free_cores_beside(k, v, i, ded);
+    if (cores->len < ncores)
+      return FALSE;
+  }
+  if (vcpus > 0) {
+    g_auto(hwloc_bitmap_t) cpus = usable_cpus_beside(k, v, i, ded);
+    if ((guint)hwloc_bitmap_weight(cpus) < vcpus)
+      return FALSE;
+  }
+  return TRUE;
+}
 
 /* V (balanced or one-to-one) fits whole on node index I: *COST is the MiB
  * that change node. */
@@ -277,24 +318,10 @@ fits_single(const Work *k, const Vm *v, guint i, const guint64 *av,
             guint64 *cost)
 {
   const QpClaim *c = claim_of(k, v);
-  if (!allowed(k, v, i))
-    return FALSE;
   int id = k->host->nodes[i].id;
   guint64 total = mem_total(c), have = mem_on(c, id);
-  if (av[i] + have < total)
+  if (av[i] + have < total || !fits_cpus(k, v, i, NULL))
     return FALSE;
-  guint ncores = cores_in(k->host, c->dedicated);
-  if (ncores > 0) {
-    g_autoptr(GArray) cores = free_cores(k, v, i);
-    if (cores->len < ncores)
-      return FALSE;
-  }
-  guint vcpus = load_total(c);
-  if (vcpus > 0) {
-    g_auto(hwloc_bitmap_t) cpus = usable_cpus(k, v, i);
-    if ((guint)hwloc_bitmap_weight(cpus) < vcpus)
-      return FALSE;
-  }
   *cost = total - have;
   return TRUE;
 }
@@ -751,6 +778,17 @@ static gboolean
 make_room(Work *k, const QpRequest *req, const QpPlacementOptions *opts,
           guint before, GError **error)
 {
+  /* Moves only carry claims from node to node: when the host's room (its
+   * nodes' memory less reserve and claims) is short of the request, no
+   * moves make it fit. */
+  guint64 room = 0;
+  for (guint i = 0; i < k->host->n_nodes; i++) {
+    QpNodeMemory m;
+    qp_node_memory(k->host, k->w, opts, i, &m);
+    room += m.room_mib;
+  }
+  if (room < req_mem(req))
+    return TRUE;
   guint lo = least_nodes(k->host, req, opts);
   guint hi = before > 0 ? before - 1 : k->host->n_nodes;
   for (guint want = lo; want <= hi; want++) {

@@ -48,10 +48,12 @@
  * made one after the other, no step over-commits a node.
  *
  * Cost (bench/simulate --timing, the 16-node synthetic host of 64 GiB
- * nodes, up to 107 live VMs, 6706 calls in storms and churn): 0.25 ms per
- * call at the median, 12 ms at the 99th percentile, 22-27 ms at most,
- * most of it the greedy's qp_plan_compute() after each eviction; the
- * search itself took at most 3 ms for a set, about 1.4 us a plan. */
+ * nodes, up to 107 live VMs, 6706 calls in storms and churn, on a 2-CPU
+ * host with other work beside): 0.26 ms per call at the median, 12 ms at
+ * the 99th percentile, 17-27 ms at most, most of it the greedy's
+ * qp_plan_compute() after each eviction; the search itself took at most
+ * 3 ms for one set, about 1.3 us a plan looked at, so its bound of 8192
+ * plans keeps it near 10 ms a rebalance. */
 #pragma once
 
 #include <glib.h>

@@ -215,9 +215,9 @@ qp_place(gpointer data, guint v, const SimVm *vm, double now_h)
     rebalance(p, req, k, now_s(now_h), &plan);
   if (plan == NULL) {
     if (p->trace) {
-      g_autofree char *what = g_strdup_printf(
-          "vm%u %u vCPUs %" G_GUINT64_FORMAT " MiB refused", v, vm->vcpus,
-          vm->mem_mib);
+      g_autofree char *what =
+          g_strdup_printf("vm%u %u vCPUs %" G_GUINT64_FORMAT " MiB refused", v,
+                          vm->vcpus, vm->mem_mib);
       trace(p, what, now_h, NULL);
     }
     return FALSE;
@@ -228,13 +228,12 @@ qp_place(gpointer data, guint v, const SimVm *vm, double now_h)
   g_ptr_array_add(p->claims->claims, c);
   if (p->trace) {
     g_autoptr(GString) what = g_string_new(NULL);
-    g_string_append_printf(what, "%s %u vCPUs %" G_GUINT64_FORMAT " MiB ->",
-                           id, vm->vcpus, vm->mem_mib);
+    g_string_append_printf(what, "%s %u vCPUs %" G_GUINT64_FORMAT " MiB ->", id,
+                           vm->vcpus, vm->mem_mib);
     for (guint x = 0; x < c->mem->len; x++)
-      g_string_append_printf(
-          what, " %d:%" G_GUINT64_FORMAT,
-          g_array_index(c->mem, QpNodeAmount, x).node,
-          g_array_index(c->mem, QpNodeAmount, x).mib);
+      g_string_append_printf(what, " %d:%" G_GUINT64_FORMAT,
+                             g_array_index(c->mem, QpNodeAmount, x).node,
+                             g_array_index(c->mem, QpNodeAmount, x).mib);
     trace(p, what->str, now_h, NULL);
   }
   qp_plan_free(plan);

@@ -243,7 +243,8 @@ allowed(const Work *k, const Vm *v, guint i)
 /* CPUs of node index I that V's vCPUs may float on (a new bitmap), DED
  * the CPUs dedicated to the other VMs. */
 static hwloc_bitmap_t
-usable_cpus_beside(const Work *k, const Vm *v, guint i, hwloc_const_bitmap_t ded)
+usable_cpus_beside(const Work *k, const Vm *v, guint i,
+                   hwloc_const_bitmap_t ded)
 {
   hwloc_bitmap_t set = hwloc_bitmap_dup(k->host->nodes[i].cpus);
   hwloc_bitmap_andnot(set, set, ded);
@@ -805,10 +806,10 @@ typedef struct {
                              outside the set (those chains may move away) */
   guint *cands;           /* VMs with memory on the set, most there first */
   guint n_cands;
-  guint64 *suffix;        /* what cands[x..] hold on the set */
-  guint *dest;            /* (SEARCH_MOVES + 1) x nn: each depth's nodes */
-  GArray *steps, *best;   /* of Step */
-  guint64 best_cost;      /* MiB of BEST; the bound to beat */
+  guint64 *suffix;      /* what cands[x..] hold on the set */
+  guint *dest;          /* (SEARCH_MOVES + 1) x nn: each depth's nodes */
+  GArray *steps, *best; /* of Step */
+  guint64 best_cost;    /* MiB of BEST; the bound to beat */
   guint expansions, limit;
 } Search;
 
@@ -891,8 +892,8 @@ static void search_dfs(Search *s, guint used, guint64 cost, guint64 deficit,
 /* Chain: the VMs US (N of them) from node Y, each to its best fit, then
  * cands[CI] to Y; on with the rest. */
 static void
-search_chain(Search *s, guint ci, guint y, const guint *us, guint n,
-             guint used, guint64 cost, guint64 deficit)
+search_chain(Search *s, guint ci, guint y, const guint *us, guint n, guint used,
+             guint64 cost, guint64 deficit)
 {
   guint v = s->cands[ci], made = 0;
   guint64 sub = 0, c;
@@ -951,8 +952,8 @@ search_dfs(Search *s, guint used, guint64 cost, guint64 deficit, guint first)
       guint64 left = s->av[i] + s->mem[v * s->nn + i] - s->total[v];
       gboolean same = FALSE;
       for (guint d = 0; d < nd && !same; d++)
-        same = s->mem[v * s->nn + i] == 0 &&
-               s->mem[v * s->nn + dest[d]] == 0 && s->av[dest[d]] == s->av[i];
+        same = s->mem[v * s->nn + i] == 0 && s->mem[v * s->nn + dest[d]] == 0 &&
+               s->av[dest[d]] == s->av[i];
       if (same)
         continue;
       guint d = nd++;
@@ -1046,8 +1047,9 @@ search_base_init(SearchBase *b, const Work *k)
   for (guint x = 0; x < nv; x++) {
     const Vm *v = &g_array_index(k->vms, Vm, x);
     const QpClaim *c = claim_of(k, v);
-    b->fixed[x] = !v->movable || v->moved ||
-                  (c->mode != QP_MODE_BALANCED && c->mode != QP_MODE_ONE_TO_ONE);
+    b->fixed[x] =
+        !v->movable || v->moved ||
+        (c->mode != QP_MODE_BALANCED && c->mode != QP_MODE_ONE_TO_ONE);
     if (b->fixed[x])
       continue;
     g_auto(hwloc_bitmap_t) ded = dedicated_others(k, c);

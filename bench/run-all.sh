@@ -37,7 +37,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo "run-all: plan time (bench/plan-bench)" >&2
 "$builddir/bench/plan-bench" --markdown > "$tmp/plan.md"
 echo "run-all: placement simulator (bench/simulate)" >&2
-"$builddir/bench/simulate" --markdown --seeds 30 > "$tmp/sim.md"
+"$builddir/bench/simulate" --markdown --seeds 30 --timing > "$tmp/sim.md"
 echo "run-all: launch overhead (bench/launch-bench.sh)" >&2
 "$here/launch-bench.sh" --runs 61 --smp "1 2 8 64" "$builddir" > "$tmp/launch.md"
 echo "run-all: time before exec (bench/start-cost.sh)" >&2
@@ -365,14 +365,30 @@ Spread places a guest that spans nodes by where its vCPUs run (plan-schema's
 rest on the node of the tightest set, so what stays free stays together;
 even shares, before, left a fragment on every node of the set: 16 storms
 where first-fit or xen-libxl had more VMs node-local with the same memory
-placed, now 7, each by one VM. The other runs listed below are incus's:
-it places less memory (it refuses the VMs its nodes cannot hold and fits
-more small ones), which a placer that places more cannot avoid; in three
-storms on the 2x EPYC 7763 both fill all 512 GiB, incus with one or two
-more, smaller VMs. Spread itself now reaches much of what
-rebalance added, so the gain of spread + rebalance over it is smaller, and
-the ceiling (*VM-h one node could hold*) is under the 15% target on three
-of the four hosts: no placer with the same VMs placed reaches it there.
+placed, then 7, each by one VM. Six of those were the rebalance planner's
+greedy, which moves a VM off the nodes it clears only to room that is
+there: its bounded search (\`topology/plan/rebalance.h\`) also makes room
+at the destination first (on 2s-8node.xml seed 7, vm17 leaves node 4 so
+that vm8 from node 6 fits there) and frees the fewest MiB rather than the
+largest VMs first; the 64 GiB VMs at the end of the synthetic host's storms
+take six to ten such moves. The one left, EPYC 7351P seed 11, no move
+reaches: vm0, vm1, vm4 and vm5 (8 GiB) take one node (15.5-15.7 GiB) each, so vm6
+and vm8 (8 GiB) span whoever places them, and with vm10 (4 GiB) on one node
+too, one of them spans three nodes or more (first-fit spreads vm8 over all
+four), which costs it more remote memory than vm10 gains. The other runs
+listed below are incus's: it places less memory (it refuses the VMs its
+nodes cannot hold and fits more small ones), which a placer that places
+more cannot avoid; in three storms on the 2x EPYC 7763 both fill all 512
+GiB, incus with one or two more, smaller VMs, and in the three churn runs
+on the EPYC 7351P incus placed less than half the GiB-hours, while the
+VMs of spread + rebalance that one node could hold at all come to fewer
+VM-hours than incus's node-local ones. Spread itself now reaches much of
+what rebalance added, so the gain of spread + rebalance over it is smaller,
+and the ceiling (*VM-h one node could hold*) is under the 15% target on
+three of the four hosts: no placer with the same VMs placed reaches it
+there. Spread + rebalance reaches the ceiling on the synthetic host and
+the 2x EPYC 7763. *Rebalance planner time* is the wall time of its calls
+(\`--timing\`): the planner runs at launch, under the ledger lock.
 
 $(cat "$tmp/sim.md")
 

@@ -95,11 +95,13 @@ add_time(const SimPlacer *pl, const GArray *arrivals, const SimState *empty,
     return;
   for (guint v = 0; v < arrivals->len; v++)
     if (live[v]) {
+      const SimVm *vm = &g_array_index(arrivals, SimArrival, v).vm;
       if (pl->nodes(pl->data, v) > 1)
         r->spanning_h += dt;
       else
         r->local_h += dt;
-      if (fits_one(empty, &g_array_index(arrivals, SimArrival, v).vm))
+      r->gib_h += dt * (double)vm->mem_mib / 1024;
+      if (fits_one(empty, vm))
         r->fit_h += dt;
     }
 }

@@ -62,6 +62,7 @@ typedef struct {
 typedef struct {
   guint arrivals, placed, refused;
   double local_h, spanning_h; /* VM-hours */
+  double gib_h;               /* GiB-hours of the VMs placed */
   double fit_h; /* VM-hours of VMs one empty node holds (params' EMPTY) */
   guint64 moved_mib;
   guint moves;

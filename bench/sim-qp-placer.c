@@ -25,6 +25,8 @@ struct SimQpPlacer {
   gint64 *moved_at;  /* per arrival: unix seconds of its last move, 0 */
   guint64 moved_mib; /* so far */
   guint moves;
+  gboolean trace;
+  GArray *times; /* of SimQpTime: each rebalance planned */
   GError *error;
 };
 
@@ -43,6 +45,7 @@ sim_qp_placer_new(const QpHost *host, QpStrategy strategy, gboolean rebalance,
   p->n = n_vms;
   p->nodes = g_new0(guint, MAX(n_vms, 1));
   p->moved_at = g_new0(gint64, MAX(n_vms, 1));
+  p->times = g_array_new(FALSE, FALSE, sizeof(SimQpTime));
   return p;
 }
 
@@ -55,8 +58,48 @@ sim_qp_placer_free(SimQpPlacer *p)
   qp_placement_options_clear(&p->opts);
   g_free(p->nodes);
   g_free(p->moved_at);
+  g_array_unref(p->times);
   g_clear_error(&p->error);
   g_free(p);
+}
+
+void
+sim_qp_placer_set_trace(SimQpPlacer *p, gboolean on)
+{
+  p->trace = on;
+}
+
+/* With the trace on: WHAT happened at NOW_H, each move of R (NULL: none),
+ * and the room left on every node. */
+static void
+trace(const SimQpPlacer *p, const char *what, double now_h,
+      const QpRebalance *r)
+{
+  if (!p->trace)
+    return;
+  g_autoptr(GString) t = g_string_new(NULL);
+  g_string_append_printf(t, "spread+rebalance %8.3f h %s", now_h, what);
+  for (guint m = 0; r != NULL && m < r->moves->len; m++) {
+    const QpMove *mv = r->moves->pdata[m];
+    g_autofree char *from = qp_list_format(mv->from);
+    g_autofree char *to = qp_list_format(mv->to);
+    g_string_append_printf(t, "; move %s %s->%s %" G_GUINT64_FORMAT " MiB%s",
+                           mv->vm, from, to, mv->mib,
+                           mv->consolidate ? " (a)" : "");
+  }
+  g_string_append(t, "; room (MiB):");
+  for (guint i = 0; i < p->host->n_nodes; i++) {
+    QpNodeMemory m;
+    qp_node_memory(p->host, p->claims, &p->opts, i, &m);
+    g_string_append_printf(t, " %" G_GUINT64_FORMAT, m.uncommitted_mib);
+  }
+  g_printerr("%s\n", t->str);
+}
+
+const GArray *
+sim_qp_placer_times(const SimQpPlacer *p)
+{
+  return p->times;
 }
 
 const GError *
@@ -113,8 +156,11 @@ rebalance(SimQpPlacer *p, const QpRequest *req, guint without, gint64 now,
   QpRebalanceOptions ro = {
       .now = now, .cooldown_s = p->cooldown_s, .req = req, .opts = &p->opts};
   GError *err = NULL;
+  gint64 t0 = g_get_monotonic_time();
   g_autoptr(QpRebalance) r =
       qp_rebalance_compute(p->host, p->claims, vms, nc, &ro, &err);
+  SimQpTime t = {(double)(g_get_monotonic_time() - t0), nc};
+  g_array_append_val(p->times, t);
   if (r == NULL) {
     keep_error(p, err);
     return;
@@ -127,6 +173,7 @@ rebalance(SimQpPlacer *p, const QpRequest *req, guint without, gint64 now,
     return;
   qp_claims_free(p->claims);
   p->claims = g_steal_pointer(&r->after);
+  trace(p, req == NULL ? "pass" : "room", (double)(now - EPOCH_S) / 3600, r);
   p->moved_mib += r->mib;
   p->moves += r->moves->len;
   for (guint m = 0; m < r->moves->len; m++)
@@ -166,12 +213,29 @@ qp_place(gpointer data, guint v, const SimVm *vm, double now_h)
   guint k = plan != NULL ? (guint)hwloc_bitmap_weight(plan->host_nodes) : 0;
   if (p->rebalance && k != 1)
     rebalance(p, req, k, now_s(now_h), &plan);
-  if (plan == NULL)
+  if (plan == NULL) {
+    if (p->trace) {
+      g_autofree char *what =
+          g_strdup_printf("vm%u %u vCPUs %" G_GUINT64_FORMAT " MiB refused", v,
+                          vm->vcpus, vm->mem_mib);
+      trace(p, what, now_h, NULL);
+    }
     return FALSE;
+  }
   g_autofree char *id = g_strdup_printf("vm%u", v);
   QpClaim *c = qp_claim_from_plan(plan, id, id);
   p->nodes[v] = claim_nodes(c);
   g_ptr_array_add(p->claims->claims, c);
+  if (p->trace) {
+    g_autoptr(GString) what = g_string_new(NULL);
+    g_string_append_printf(what, "%s %u vCPUs %" G_GUINT64_FORMAT " MiB ->", id,
+                           vm->vcpus, vm->mem_mib);
+    for (guint x = 0; x < c->mem->len; x++)
+      g_string_append_printf(what, " %d:%" G_GUINT64_FORMAT,
+                             g_array_index(c->mem, QpNodeAmount, x).node,
+                             g_array_index(c->mem, QpNodeAmount, x).mib);
+    trace(p, what->str, now_h, NULL);
+  }
   qp_plan_free(plan);
   return TRUE;
 }

@@ -24,6 +24,17 @@ void sim_qp_placer_free(SimQpPlacer *p);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimQpPlacer, sim_qp_placer_free)
 void sim_qp_placer_bind(SimQpPlacer *p, SimPlacer *out);
 
+/* Prints every placement and move on stderr (simulate --trace). */
+void sim_qp_placer_set_trace(SimQpPlacer *p, gboolean on);
+
+/* Each call of the rebalance planner: its wall time and the live VMs it
+ * was given. */
+typedef struct {
+  double us;
+  guint live;
+} SimQpTime;
+const GArray *sim_qp_placer_times(const SimQpPlacer *p); /* of SimQpTime */
+
 /* The first error of the planner other than "does not fit", or NULL. */
 const GError *sim_qp_placer_error(const SimQpPlacer *p);
 

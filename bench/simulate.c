@@ -16,7 +16,7 @@
  * spread or pack) with its claims accumulating as the ledger's would.
  *
  * Usage: simulate [--seeds N] [--first-seed S] [--markdown] [--per-seed]
- *                 [--topologies DIR] [--trace] */
+ *                 [--topologies DIR] [--host TEXT] [--timing] [--trace] */
 #include <glib.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +52,8 @@ static gboolean opt_markdown;
 static gboolean opt_per_seed;
 static char *opt_topologies;
 static gboolean opt_trace;
+static gboolean opt_timing;
+static char *opt_host;
 static int opt_churn_seeds = 5;
 static double opt_churn_hours = 500;
 static double opt_churn_life = 10;
@@ -69,8 +71,12 @@ static const GOptionEntry entries[] = {
      "One line per storm as well", NULL},
     {"topologies", 0, 0, G_OPTION_ARG_FILENAME, &opt_topologies,
      "Directory of the recorded hosts", "DIR"},
+    {"host", 0, 0, G_OPTION_ARG_STRING, &opt_host,
+     "Only the hosts whose label contains TEXT", "TEXT"},
+    {"timing", 0, 0, G_OPTION_ARG_NONE, &opt_timing,
+     "Time the rebalance planner's calls (a table per host)", NULL},
     {"trace", 0, 0, G_OPTION_ARG_NONE, &opt_trace,
-     "Print every VM's placement (on stderr)", NULL},
+     "Print every VM's placement and every move (on stderr)", NULL},
     {"churn-seeds", 0, 0, G_OPTION_ARG_INT, &opt_churn_seeds,
      "Churn runs per host (5; 0: none)", "N"},
     {"churn-hours", 0, 0, G_OPTION_ARG_DOUBLE, &opt_churn_hours,
@@ -310,7 +316,7 @@ run_baseline(const QpHost *host, const GArray *vms, SimBaseline b, Result *r)
  * VMs are counted where they are at the end. */
 static gboolean
 run_mover_storm(const QpHost *host, const GArray *vms, guint which, Result *r,
-                GError **error)
+                GArray *times, GError **error)
 {
   g_autoptr(SimState) empty = state_of_host(host);
   g_autoptr(SimQpPlacer) qp = NULL;
@@ -319,6 +325,7 @@ run_mover_storm(const QpHost *host, const GArray *vms, guint which, Result *r,
   if (which == STRAT_REBALANCE) {
     qp = sim_qp_placer_new(host, QP_STRATEGY_SPREAD, TRUE, opt_cooldown,
                            vms->len);
+    sim_qp_placer_set_trace(qp, opt_trace);
     sim_qp_placer_bind(qp, &pl);
   } else {
     sp = sim_state_placer_new(sim_state_copy(empty), SIM_PROXMOX,
@@ -336,6 +343,10 @@ run_mover_storm(const QpHost *host, const GArray *vms, guint which, Result *r,
   if (qp != NULL && sim_qp_placer_error(qp) != NULL) {
     g_propagate_error(error, g_error_copy(sim_qp_placer_error(qp)));
     return FALSE;
+  }
+  if (qp != NULL) {
+    const GArray *t = sim_qp_placer_times(qp);
+    g_array_append_vals(times, t->data, t->len);
   }
   for (guint v = 0; v < vms->len; v++) {
     if (!placed[v])
@@ -454,6 +465,7 @@ typedef struct {
   Result storm[N_ALL];
   SimChurnResult churn[N_ALL];
   GPtrArray *behind; /* of char* */
+  GArray *times;     /* of SimQpTime: spread + rebalance's planner calls */
 } HostSum;
 
 static void
@@ -462,6 +474,7 @@ host_sum_free(gpointer p)
   HostSum *h = p;
   g_free(h->label);
   g_ptr_array_unref(h->behind);
+  g_array_unref(h->times);
   g_free(h);
 }
 
@@ -484,8 +497,9 @@ run_storms(const char *label, QpHost *host, guint64 total, GPtrArray *findings,
     if (!run_planner(host, vms, QP_STRATEGY_SPREAD, &r[STRAT_SPREAD], error) ||
         !run_planner(host, vms, QP_STRATEGY_PACK, &r[STRAT_PACK], error) ||
         !run_mover_storm(host, vms, STRAT_REBALANCE, &r[STRAT_REBALANCE],
-                         error) ||
-        !run_mover_storm(host, vms, STRAT_NUMAD, &r[STRAT_NUMAD], error))
+                         hs->times, error) ||
+        !run_mover_storm(host, vms, STRAT_NUMAD, &r[STRAT_NUMAD], hs->times,
+                         error))
       return FALSE;
     for (guint b = 0; b < SIM_N_BASELINES; b++)
       run_baseline(host, vms, (SimBaseline)b, &r[STRAT_BASE0 + b]);
@@ -535,7 +549,7 @@ run_storms(const char *label, QpHost *host, guint64 total, GPtrArray *findings,
 /* One churn run of placer S. */
 static gboolean
 run_churn_one(QpHost *host, const GArray *arr, const SimChurnParams *p, guint s,
-              SimChurnResult *r, GError **error)
+              SimChurnResult *r, GArray *times, GError **error)
 {
   g_autoptr(SimQpPlacer) qp = NULL;
   g_autoptr(SimStatePlacer) sp = NULL;
@@ -556,6 +570,10 @@ run_churn_one(QpHost *host, const GArray *arr, const SimChurnParams *p, guint s,
   if (qp != NULL && sim_qp_placer_error(qp) != NULL) {
     g_propagate_error(error, g_error_copy(sim_qp_placer_error(qp)));
     return FALSE;
+  }
+  if (s == STRAT_REBALANCE) {
+    const GArray *t = sim_qp_placer_times(qp);
+    g_array_append_vals(times, t->data, t->len);
   }
   return TRUE;
 }
@@ -595,7 +613,7 @@ run_churn(const char *label, QpHost *host, guint64 total, HostSum *hs,
     g_autoptr(GArray) arr = sim_churn_arrivals(&p, total);
     SimChurnResult r[N_ALL];
     for (guint s = 0; s < N_ALL; s++)
-      if (!run_churn_one(host, arr, &p, s, &r[s], error))
+      if (!run_churn_one(host, arr, &p, s, &r[s], hs->times, error))
         return FALSE;
     for (guint s = 0; s < N_ALL; s++) {
       SimChurnResult *c = &hs->churn[s];
@@ -605,16 +623,21 @@ run_churn(const char *label, QpHost *host, guint64 total, HostSum *hs,
       c->local_h += r[s].local_h;
       c->spanning_h += r[s].spanning_h;
       c->fit_h += r[s].fit_h;
+      c->gib_h += r[s].gib_h;
       c->moved_mib += r[s].moved_mib;
       c->moves += r[s].moves;
-      if (is_baseline(s) && r[s].local_h > r[STRAT_REBALANCE].local_h)
-        g_ptr_array_add(hs->behind,
-                        g_strdup_printf("%s, churn seed %d: %s %.0f node-local "
-                                        "VM-hours, qemu-pin spread+rebalance "
-                                        "%.0f",
-                                        label, seed, strat_name(s),
-                                        r[s].local_h,
-                                        r[STRAT_REBALANCE].local_h));
+      const SimChurnResult *q = &r[STRAT_REBALANCE];
+      if (is_baseline(s) && r[s].local_h > q->local_h)
+        g_ptr_array_add(
+            hs->behind,
+            g_strdup_printf("%s, churn seed %d: %s %.0f node-local VM-hours "
+                            "of %.0f placed, %.0f GiB-hours; qemu-pin "
+                            "spread+rebalance %.0f of %.0f, %.0f GiB-hours "
+                            "(VMs one node could hold: %.0f VM-hours)",
+                            label, seed, strat_name(s), r[s].local_h,
+                            r[s].local_h + r[s].spanning_h, r[s].gib_h,
+                            q->local_h, q->local_h + q->spanning_h, q->gib_h,
+                            q->fit_h));
     }
   }
   return TRUE;
@@ -633,9 +656,46 @@ run_host(const char *label, QpHost *host, GPtrArray *findings, GPtrArray *sums,
   hs->n_nodes = host->n_nodes;
   hs->total_mib = total;
   hs->behind = g_ptr_array_new_with_free_func(g_free);
+  hs->times = g_array_new(FALSE, FALSE, sizeof(SimQpTime));
   g_ptr_array_add(sums, hs);
   return run_storms(label, host, total, findings, hs, error) &&
          (opt_churn_seeds < 1 || run_churn(label, host, total, hs, error));
+}
+
+static int
+time_cmp(gconstpointer a, gconstpointer b)
+{
+  double x = ((const SimQpTime *)a)->us, y = ((const SimQpTime *)b)->us;
+  return x < y ? -1 : x > y;
+}
+
+/* Per host: the rebalance planner's wall time per call (spread +
+ * rebalance, storms and churn). */
+static void
+print_timing(GPtrArray *sums)
+{
+  printf("\n#### Rebalance planner time\n\n"
+         "Wall time of each qp_rebalance_compute() of spread + rebalance "
+         "(storms and churn): each VM that would span or be refused, each "
+         "hourly pass.\n\n"
+         "| host | calls | live VMs, most | median (ms) | 99th percentile "
+         "(ms) | max (ms) | live VMs at the max |\n"
+         "|---|---:|---:|---:|---:|---:|---:|\n");
+  for (guint h = 0; h < sums->len; h++) {
+    const HostSum *hs = sums->pdata[h];
+    g_autoptr(GArray) t = g_array_copy(hs->times);
+    if (t->len == 0)
+      continue;
+    guint live = 0;
+    for (guint x = 0; x < t->len; x++)
+      live = MAX(live, g_array_index(t, SimQpTime, x).live);
+    g_array_sort(t, time_cmp);
+    const SimQpTime *max = &g_array_index(t, SimQpTime, t->len - 1);
+    printf("| %s | %u | %u | %.3f | %.3f | %.3f | %u |\n", hs->label, t->len,
+           live, g_array_index(t, SimQpTime, t->len / 2).us / 1000,
+           g_array_index(t, SimQpTime, t->len * 99 / 100).us / 1000,
+           max->us / 1000, max->live);
+  }
 }
 
 /* Per host: spread + rebalance against spread and the best baseline. */
@@ -719,6 +779,8 @@ main(int argc, char **argv)
         "many VMs node-local and as much memory placed, and more of one.\n");
   for (guint h = 0; h < G_N_ELEMENTS(hosts); h++) {
     g_autoptr(QpHost) host = NULL;
+    if (opt_host != NULL && strstr(hosts[h].label, opt_host) == NULL)
+      continue;
     if (hosts[h].file != NULL) {
       g_autofree char *path = g_build_filename(dir, hosts[h].file, NULL);
       host = qp_host_load(path, &error);
@@ -768,7 +830,10 @@ main(int argc, char **argv)
     for (guint h = 0; h < sums->len; h++)
       print_churn(sums->pdata[h]);
   }
+  if (opt_timing)
+    print_timing(sums);
   print_verdicts(sums);
   g_free(opt_topologies);
+  g_free(opt_host);
   return 0;
 }

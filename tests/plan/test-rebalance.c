@@ -477,6 +477,96 @@ test_min_mib(void)
   g_assert_false(qp_rebalance_worth(room, 0));
 }
 
+/* The move of MOVES at X: VM ID from node FROM to node TO, MIB moved. */
+static void
+assert_move(const QpRebalance *r, guint x, const char *id, const char *from,
+            const char *to, guint64 mib)
+{
+  g_assert_cmpuint(x, <, r->moves->len);
+  const QpMove *m = r->moves->pdata[x];
+  g_assert_cmpstr(m->vm, ==, id);
+  assert_set(m->from, from);
+  assert_set(m->to, to);
+  g_assert_cmpuint(m->mib, ==, mib);
+  g_assert_false(m->consolidate);
+}
+
+/* Room on no node for 8 GiB (4 + 2 + 2 + 2 GiB free), and no VM that
+ * leaves a node fits straight on another: the greedy, which moves VMs only
+ * to room that is there, could only bring the request from three nodes to
+ * two (f off node 2, beside the 4 GiB of node 0). The search moves f off
+ * node 2 to make room there for b, which leaves node 0 room for all of
+ * it. */
+static QpClaims *
+chain_host(const QpHost *h)
+{
+  QpClaims *claims = qp_claims_new();
+  place(h, claims, "a", QP_MODE_BALANCED, 2, 8192, "0");
+  place(h, claims, "b", QP_MODE_BALANCED, 2, 4096, "0");
+  place(h, claims, "c", QP_MODE_BALANCED, 2, 8192, "1");
+  place(h, claims, "d", QP_MODE_BALANCED, 2, 6144, "1");
+  place(h, claims, "e", QP_MODE_BALANCED, 2, 12288, "2");
+  place(h, claims, "f", QP_MODE_BALANCED, 2, 2048, "2");
+  place(h, claims, "g", QP_MODE_BALANCED, 2, 14336, "3");
+  return claims;
+}
+
+static void
+test_search_chain(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) claims = chain_host(h);
+  g_autoptr(QpRequest) req = request(2, 8192);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, req, o);
+  g_assert_cmpuint(r->req_nodes_before, ==, 3);
+  g_assert_cmpuint(r->moves->len, ==, 2);
+  assert_move(r, 0, "f", "2", "1", 2048);
+  assert_move(r, 1, "b", "0", "2", 4096);
+  g_assert_cmpuint(r->mib, ==, 6144);
+  g_assert_cmpuint(r->req_nodes_after, ==, 1);
+  assert_set(r->plan->host_nodes, "0");
+  g_autoptr(QpPlan) after = plan_ok(h, r->after, req, o);
+  assert_set(after->host_nodes, "0");
+
+  /* With f kept (its caller placed it), no chain is left: nothing moves
+   * (no set of two nodes can be cleared either), and the request spans
+   * three nodes as before. */
+  vm_of(vms, claims->claims->len, "f")->caller_set = TRUE;
+  g_autoptr(QpRebalance) kept = rebalance(h, claims, vms, req, o);
+  g_assert_cmpuint(kept->moves->len, ==, 0);
+  g_assert_cmpuint(kept->req_nodes_after, ==, 3);
+}
+
+/* Node 0 is full of x (6 GiB), y and z (5 GiB each); the request (10
+ * GiB) fits nowhere else. The greedy frees the largest first and then the
+ * cheapest that covers the rest: x and y, 11 GiB moved. The search moves y
+ * and z, 10 GiB, the least any plan moves. */
+static void
+test_search_fewest_mib(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  place(h, claims, "x", QP_MODE_BALANCED, 2, 6144, "0");
+  place(h, claims, "y", QP_MODE_BALANCED, 2, 5120, "0");
+  place(h, claims, "z", QP_MODE_BALANCED, 2, 5120, "0");
+  place(h, claims, "w", QP_MODE_BALANCED, 2, 10240, "1");
+  place(h, claims, "q", QP_MODE_BALANCED, 2, 11264, "2");
+  place(h, claims, "s", QP_MODE_BALANCED, 2, 11264, "3");
+  g_autoptr(QpRequest) req = request(2, 10240);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, req, o);
+  g_assert_cmpuint(r->req_nodes_before, ==, 2);
+  g_assert_cmpuint(r->moves->len, ==, 2);
+  assert_move(r, 0, "y", "0", "2", 5120);
+  assert_move(r, 1, "z", "0", "3", 5120);
+  g_assert_cmpuint(r->mib, ==, 10240);
+  g_assert_cmpuint(r->req_nodes_after, ==, 1);
+  assert_set(r->plan->host_nodes, "0");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -499,5 +589,9 @@ main(int argc, char **argv)
                   test_recorded_2s_8node);
   g_test_add_func("/rebalance/min-mib/gain-of-consolidating-moves",
                   test_min_mib);
+  g_test_add_func("/rebalance/search/room-made-at-the-destination",
+                  test_search_chain);
+  g_test_add_func("/rebalance/search/fewest-mib-not-largest-first",
+                  test_search_fewest_mib);
   return g_test_run();
 }

@@ -1,6 +1,10 @@
 /* The rebalance planner (rebalance.h): a working copy of the live claims,
  * moves applied to it one after the other, each checked against the room
- * left then; the request's plan from qp_plan_compute() on the result. */
+ * left then; the request's plan from qp_plan_compute() on the result.
+ * Goal (b) tries each candidate set with the greedy (clear_set), then with
+ * the bounded search (search_set) on a light copy of the working state
+ * (memory per VM and node, room per node), whose plan is replayed on the
+ * working copy through the same checks as the greedy's moves. */
 #include "topology/plan/rebalance.h"
 
 #include <string.h>
@@ -236,11 +240,12 @@ allowed(const Work *k, const Vm *v, guint i)
   return v->in->cpus == NULL || hwloc_bitmap_intersects(v->in->cpus, n->cpus);
 }
 
-/* CPUs of node index I that V's vCPUs may float on (a new bitmap). */
+/* CPUs of node index I that V's vCPUs may float on (a new bitmap), DED
+ * the CPUs dedicated to the other VMs. */
 static hwloc_bitmap_t
-usable_cpus(const Work *k, const Vm *v, guint i)
+usable_cpus_beside(const Work *k, const Vm *v, guint i,
+                   hwloc_const_bitmap_t ded)
 {
-  g_auto(hwloc_bitmap_t) ded = dedicated_others(k, claim_of(k, v));
   hwloc_bitmap_t set = hwloc_bitmap_dup(k->host->nodes[i].cpus);
   hwloc_bitmap_andnot(set, set, ded);
   if (v->in->cpus != NULL)
@@ -248,12 +253,18 @@ usable_cpus(const Work *k, const Vm *v, guint i)
   return set;
 }
 
-/* Free cores of node index I for V (indexes into host->cores): every PU
- * usable, none dedicated to another VM. */
-static GArray *
-free_cores(const Work *k, const Vm *v, guint i)
+static hwloc_bitmap_t
+usable_cpus(const Work *k, const Vm *v, guint i)
 {
   g_auto(hwloc_bitmap_t) ded = dedicated_others(k, claim_of(k, v));
+  return usable_cpus_beside(k, v, i, ded);
+}
+
+/* Free cores of node index I for V (indexes into host->cores): every PU
+ * usable, none in DED (dedicated to another VM). */
+static GArray *
+free_cores_beside(const Work *k, const Vm *v, guint i, hwloc_const_bitmap_t ded)
+{
   GArray *out = g_array_new(FALSE, FALSE, sizeof(guint));
   const QpNode *n = &k->host->nodes[i];
   for (guint c = 0; c < k->host->n_cores; c++) {
@@ -268,7 +279,42 @@ free_cores(const Work *k, const Vm *v, guint i)
   return out;
 }
 
+static GArray *
+free_cores(const Work *k, const Vm *v, guint i)
+{
+  g_auto(hwloc_bitmap_t) ded = dedicated_others(k, claim_of(k, v));
+  return free_cores_beside(k, v, i, ded);
+}
+
 /* ---- Moving one VM to one node ------------------------------------------- */
+
+/* V (balanced or one-to-one) may run whole on node index I, memory aside:
+ * inside where it was started, with its CPUs (free cores for one-to-one,
+ * usable CPUs for its vCPUs) beside DED, the CPUs dedicated to the other
+ * VMs (NULL: computed here). */
+static gboolean
+fits_cpus(const Work *k, const Vm *v, guint i, hwloc_const_bitmap_t ded)
+{
+  const QpClaim *c = claim_of(k, v);
+  if (!allowed(k, v, i))
+    return FALSE;
+  guint ncores = cores_in(k->host, c->dedicated);
+  guint vcpus = load_total(c);
+  g_auto(hwloc_bitmap_t) own = NULL;
+  if (ded == NULL && (ncores > 0 || vcpus > 0))
+    ded = own = dedicated_others(k, c);
+  if (ncores > 0) {
+    g_autoptr(GArray) cores = free_cores_beside(k, v, i, ded);
+    if (cores->len < ncores)
+      return FALSE;
+  }
+  if (vcpus > 0) {
+    g_auto(hwloc_bitmap_t) cpus = usable_cpus_beside(k, v, i, ded);
+    if ((guint)hwloc_bitmap_weight(cpus) < vcpus)
+      return FALSE;
+  }
+  return TRUE;
+}
 
 /* V (balanced or one-to-one) fits whole on node index I: *COST is the MiB
  * that change node. */
@@ -277,24 +323,10 @@ fits_single(const Work *k, const Vm *v, guint i, const guint64 *av,
             guint64 *cost)
 {
   const QpClaim *c = claim_of(k, v);
-  if (!allowed(k, v, i))
-    return FALSE;
   int id = k->host->nodes[i].id;
   guint64 total = mem_total(c), have = mem_on(c, id);
-  if (av[i] + have < total)
+  if (av[i] + have < total || !fits_cpus(k, v, i, NULL))
     return FALSE;
-  guint ncores = cores_in(k->host, c->dedicated);
-  if (ncores > 0) {
-    g_autoptr(GArray) cores = free_cores(k, v, i);
-    if (cores->len < ncores)
-      return FALSE;
-  }
-  guint vcpus = load_total(c);
-  if (vcpus > 0) {
-    g_auto(hwloc_bitmap_t) cpus = usable_cpus(k, v, i);
-    if ((guint)hwloc_bitmap_weight(cpus) < vcpus)
-      return FALSE;
-  }
   *cost = total - have;
   return TRUE;
 }
@@ -745,28 +777,434 @@ moves_mib(const GPtrArray *moves)
   return m;
 }
 
+/* ---- Goal (b): the bounded search ---------------------------------------- */
+
+/* The search's bounds: moves in one plan, plans looked at (expansions) per
+ * candidate set and per rebalance. */
+#define SEARCH_MOVES 12
+#define SEARCH_SET_EXPANSIONS 2048
+#define SEARCH_EXPANSIONS 8192
+
+typedef struct {
+  guint vm;   /* index into the Work's vms */
+  guint node; /* index into host->nodes */
+} Step;
+
+/* A light copy of the Work for the search: memory per VM and node, room per
+ * node, where each VM may go (its CPUs and cores as they are now). Steps
+ * are made and undone in place. */
+typedef struct {
+  guint nn, nv;
+  const gboolean *in_set; /* per node index: in the set being cleared */
+  guint64 *av;            /* per node: uncommitted, as the steps leave it */
+  guint64 *mem;           /* nv x nn: each VM's memory per node, likewise */
+  guint64 *saved;         /* nv x nn: a moved VM's memory before its step */
+  guint64 *total;         /* per VM */
+  gboolean *ok;           /* nv x nn: the VM may go there, memory aside */
+  gboolean *moved;        /* per VM */
+  GArray **on;            /* per node: VMs (guint) with memory there at first,
+                             outside the set (those chains may move away) */
+  guint *cands;           /* VMs with memory on the set, most there first */
+  guint n_cands;
+  guint64 *suffix;      /* what cands[x..] hold on the set */
+  guint *dest;          /* (SEARCH_MOVES + 1) x nn: each depth's nodes */
+  GArray *steps, *best; /* of Step */
+  guint64 best_cost;    /* MiB of BEST; the bound to beat */
+  guint expansions, limit;
+} Search;
+
+static guint64
+search_on_set(const Search *s, guint v)
+{
+  guint64 m = 0;
+  for (guint i = 0; i < s->nn; i++)
+    if (s->in_set[i])
+      m += s->mem[v * s->nn + i];
+  return m;
+}
+
+/* V may go whole to node I now: *COST the MiB that change node. */
+static gboolean
+search_fits(const Search *s, guint v, guint i, guint64 *cost)
+{
+  guint64 have = s->mem[v * s->nn + i];
+  if (s->moved[v] || s->in_set[i] || !s->ok[v * s->nn + i] ||
+      s->av[i] + have < s->total[v])
+    return FALSE;
+  *cost = s->total[v] - have;
+  return TRUE;
+}
+
+static void
+search_step(Search *s, guint v, guint i)
+{
+  guint64 *m = &s->mem[v * s->nn], *sv = &s->saved[v * s->nn];
+  for (guint n = 0; n < s->nn; n++) {
+    sv[n] = m[n];
+    s->av[n] += m[n];
+    m[n] = 0;
+  }
+  s->av[i] -= s->total[v];
+  m[i] = s->total[v];
+  s->moved[v] = TRUE;
+  g_array_append_val(s->steps, ((Step){v, i}));
+}
+
+static void
+search_undo(Search *s)
+{
+  Step st = g_array_index(s->steps, Step, s->steps->len - 1);
+  guint64 *m = &s->mem[st.vm * s->nn], *sv = &s->saved[st.vm * s->nn];
+  g_array_set_size(s->steps, s->steps->len - 1);
+  s->av[st.node] += s->total[st.vm];
+  for (guint n = 0; n < s->nn; n++) {
+    m[n] = sv[n];
+    s->av[n] -= sv[n];
+  }
+  s->moved[st.vm] = FALSE;
+}
+
+/* The node where V goes with the fewest MiB moved, then the least room
+ * left, outside AVOID (a node index) too; -1: none. */
+static int
+search_best_fit(const Search *s, guint v, guint avoid, guint64 *cost)
+{
+  int best = -1;
+  guint64 best_cost = 0, best_left = 0;
+  for (guint i = 0; i < s->nn; i++) {
+    guint64 c;
+    if (i == avoid || !search_fits(s, v, i, &c))
+      continue;
+    guint64 left = s->av[i] + s->mem[v * s->nn + i] - s->total[v];
+    if (best < 0 || c < best_cost || (c == best_cost && left < best_left)) {
+      best = (int)i;
+      best_cost = c;
+      best_left = left;
+    }
+  }
+  *cost = best_cost;
+  return best;
+}
+
+static void search_dfs(Search *s, guint used, guint64 cost, guint64 deficit,
+                       guint first);
+
+/* Chain: the VMs US (N of them) from node Y, each to its best fit, then
+ * cands[CI] to Y; on with the rest. */
+static void
+search_chain(Search *s, guint ci, guint y, const guint *us, guint n, guint used,
+             guint64 cost, guint64 deficit)
+{
+  guint v = s->cands[ci], made = 0;
+  guint64 sub = 0, c;
+  if (++s->expansions >= s->limit)
+    return;
+  for (; made < n; made++) {
+    guint64 uc;
+    int z = search_best_fit(s, us[made], y, &uc);
+    if (z < 0)
+      break;
+    search_step(s, us[made], (guint)z);
+    sub += uc;
+  }
+  if (made == n && search_fits(s, v, y, &c)) {
+    guint64 freed = search_on_set(s, v);
+    search_step(s, v, y);
+    search_dfs(s, used + n + 1, cost + sub + c,
+               deficit > freed ? deficit - freed : 0, ci + 1);
+    search_undo(s);
+  }
+  while (made-- > 0)
+    search_undo(s);
+}
+
+/* Evicts cands[FIRST..] (each once, in their order) until DEFICIT MiB are
+ * free on the set; USED steps so far moved COST MiB. */
+static void
+search_dfs(Search *s, guint used, guint64 cost, guint64 deficit, guint first)
+{
+  s->expansions++;
+  if (deficit == 0) {
+    if (cost < s->best_cost) {
+      s->best_cost = cost;
+      g_array_set_size(s->best, 0);
+      g_array_append_vals(s->best, s->steps->data, s->steps->len);
+    }
+    return;
+  }
+  /* Freeing a MiB moves at least that MiB. */
+  if (cost + deficit >= s->best_cost || used >= SEARCH_MOVES ||
+      s->expansions >= s->limit)
+    return;
+  guint *dest = &s->dest[used * s->nn]; /* each frame has its own USED */
+  for (guint ci = first; ci < s->n_cands && s->expansions < s->limit; ci++) {
+    if (s->suffix[ci] < deficit)
+      break; /* the rest cannot free it */
+    guint v = s->cands[ci];
+    guint64 freed = search_on_set(s, v), c;
+    guint64 rest = deficit > freed ? deficit - freed : 0;
+    /* Straight to a node with room, the best fit first; holes of the same
+     * size where V has nothing are the same hole. */
+    guint nd = 0;
+    for (guint i = 0; i < s->nn; i++) {
+      if (!search_fits(s, v, i, &c))
+        continue;
+      guint64 left = s->av[i] + s->mem[v * s->nn + i] - s->total[v];
+      gboolean same = FALSE;
+      for (guint d = 0; d < nd && !same; d++)
+        same = s->mem[v * s->nn + i] == 0 && s->mem[v * s->nn + dest[d]] == 0 &&
+               s->av[dest[d]] == s->av[i];
+      if (same)
+        continue;
+      guint d = nd++;
+      for (; d > 0; d--) {
+        guint o = dest[d - 1];
+        guint64 oc = s->total[v] - s->mem[v * s->nn + o];
+        guint64 ol = s->av[o] + s->mem[v * s->nn + o] - s->total[v];
+        if (oc < c || (oc == c && ol <= left))
+          break;
+        dest[d] = o;
+      }
+      dest[d] = i;
+    }
+    for (guint d = 0; d < nd; d++) {
+      search_fits(s, v, dest[d], &c);
+      search_step(s, v, dest[d]);
+      search_dfs(s, used + 1, cost + c, rest, ci + 1);
+      search_undo(s);
+    }
+    /* To a node made room on by moving one or two of its VMs (none on the
+     * set) to nodes with room. */
+    for (guint y = 0; y < s->nn && used + 2 <= SEARCH_MOVES; y++) {
+      if (s->in_set[y] || !s->ok[v * s->nn + y])
+        continue;
+      guint64 need = s->total[v] - s->mem[v * s->nn + y];
+      if (s->av[y] >= need)
+        continue;
+      guint64 shortfall = need - s->av[y];
+      const GArray *on = s->on[y];
+      for (guint a = 0; a < on->len; a++) {
+        guint u = g_array_index(on, guint, a);
+        if (u == v || s->moved[u])
+          continue;
+        guint64 ua = s->mem[u * s->nn + y];
+        if (ua >= shortfall) {
+          search_chain(s, ci, y, &u, 1, used, cost, deficit);
+          continue;
+        }
+        for (guint b = a + 1; b < on->len && used + 3 <= SEARCH_MOVES; b++) {
+          guint w = g_array_index(on, guint, b);
+          if (w == v || s->moved[w] || ua + s->mem[w * s->nn + y] < shortfall ||
+              s->mem[w * s->nn + y] >= shortfall)
+            continue;
+          guint pair[2] = {u, w};
+          search_chain(s, ci, y, pair, 2, used, cost, deficit);
+        }
+      }
+    }
+  }
+}
+
+static void
+search_clear(Search *s)
+{
+  for (guint i = 0; s->on != NULL && i < s->nn; i++)
+    g_array_unref(s->on[i]);
+  g_free(s->on);
+  g_free(s->av);
+  g_free(s->mem);
+  g_free(s->saved);
+  g_free(s->total);
+  g_free(s->ok);
+  g_free(s->moved);
+  g_free(s->cands);
+  g_free(s->suffix);
+  g_free(s->dest);
+  g_array_unref(s->steps);
+  g_array_unref(s->best);
+}
+
+/* What the search starts from, the same for every set of one make_room:
+ * room per node, memory per VM and node, where each VM may go (memory
+ * aside), which VMs never step. */
+typedef struct {
+  guint nn, nv;
+  guint64 *av, *mem, *total;
+  gboolean *ok, *fixed;
+} SearchBase;
+
+static void
+search_base_init(SearchBase *b, const Work *k)
+{
+  guint nn = k->host->n_nodes, nv = k->vms->len;
+  b->nn = nn;
+  b->nv = nv;
+  b->av = avail_all(k);
+  b->mem = g_new0(guint64, MAX(nv * nn, 1));
+  b->total = g_new0(guint64, MAX(nv, 1));
+  b->ok = g_new0(gboolean, MAX(nv * nn, 1));
+  b->fixed = g_new0(gboolean, MAX(nv, 1));
+  for (guint x = 0; x < nv; x++) {
+    const Vm *v = &g_array_index(k->vms, Vm, x);
+    const QpClaim *c = claim_of(k, v);
+    b->fixed[x] =
+        !v->movable || v->moved ||
+        (c->mode != QP_MODE_BALANCED && c->mode != QP_MODE_ONE_TO_ONE);
+    if (b->fixed[x])
+      continue;
+    g_auto(hwloc_bitmap_t) ded = dedicated_others(k, c);
+    for (guint i = 0; i < nn; i++) {
+      b->mem[x * nn + i] = mem_on(c, k->host->nodes[i].id);
+      b->total[x] += b->mem[x * nn + i];
+      b->ok[x * nn + i] = fits_cpus(k, v, i, ded);
+    }
+  }
+}
+
+static void
+search_base_clear(SearchBase *b)
+{
+  g_clear_pointer(&b->av, g_free);
+  g_clear_pointer(&b->mem, g_free);
+  g_clear_pointer(&b->total, g_free);
+  g_clear_pointer(&b->ok, g_free);
+  g_clear_pointer(&b->fixed, g_free);
+}
+
+/* The plan of fewest MiB, under BOUND, that frees NEED MiB on SET (node
+ * ids) by moving balanced and one-to-one VMs whole to one node each,
+ * within the search's bounds; *BUDGET expansions left for the rebalance.
+ * NULL: none found. */
+static GArray *
+search_set(const Work *k, const SearchBase *b, hwloc_const_bitmap_t set,
+           guint64 need, guint64 bound, guint *budget)
+{
+  guint nn = b->nn, nv = b->nv;
+  g_autofree gboolean *in_set = g_new0(gboolean, MAX(nn, 1));
+  guint64 have = 0, outside = 0;
+  for (guint i = 0; i < nn; i++) {
+    in_set[i] = hwloc_bitmap_isset(set, (unsigned)k->host->nodes[i].id);
+    if (in_set[i])
+      have += b->av[i];
+    else
+      outside += b->av[i];
+  }
+  /* Memory short (CPUs short are the greedy's), and room outside for what
+   * leaves. */
+  if (have >= need || outside < need - have || *budget == 0)
+    return NULL;
+  Search s = {nn, nv, in_set};
+  s.av = g_memdup2(b->av, sizeof(guint64) * MAX(nn, 1));
+  s.mem = g_memdup2(b->mem, sizeof(guint64) * MAX(nv * nn, 1));
+  s.saved = g_new0(guint64, MAX(nv * nn, 1));
+  s.total = g_memdup2(b->total, sizeof(guint64) * MAX(nv, 1));
+  s.ok = g_memdup2(b->ok, sizeof(gboolean) * MAX(nv * nn, 1));
+  s.moved = g_memdup2(b->fixed, sizeof(gboolean) * MAX(nv, 1));
+  s.on = g_new0(GArray *, MAX(nn, 1));
+  s.cands = g_new0(guint, MAX(nv, 1));
+  s.suffix = g_new0(guint64, nv + 1);
+  s.dest = g_new0(guint, (SEARCH_MOVES + 1) * MAX(nn, 1));
+  s.steps = g_array_new(FALSE, FALSE, sizeof(Step));
+  s.best = g_array_new(FALSE, FALSE, sizeof(Step));
+  s.best_cost = bound;
+  for (guint i = 0; i < nn; i++)
+    s.on[i] = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint x = 0; x < nv; x++) {
+    if (s.moved[x])
+      continue; /* never steps */
+    guint64 on_set = search_on_set(&s, x);
+    for (guint i = 0; i < nn; i++)
+      if (!in_set[i] && on_set == 0 && s.mem[x * nn + i] > 0)
+        g_array_append_val(s.on[i], x);
+    if (on_set == 0)
+      continue;
+    /* Most on the set first. */
+    guint d = s.n_cands++;
+    for (; d > 0 && search_on_set(&s, s.cands[d - 1]) < on_set; d--)
+      s.cands[d] = s.cands[d - 1];
+    s.cands[d] = x;
+  }
+  for (guint x = s.n_cands; x-- > 0;)
+    s.suffix[x] = s.suffix[x + 1] + search_on_set(&s, s.cands[x]);
+  GArray *out = NULL;
+  if (have + s.suffix[0] >= need) {
+    s.limit = MIN(*budget, SEARCH_SET_EXPANSIONS);
+    search_dfs(&s, 0, 0, need - have, 0);
+    *budget -= MIN(*budget, s.expansions);
+    if (s.best->len > 0)
+      out = g_array_ref(s.best);
+  }
+  search_clear(&s);
+  return out;
+}
+
+/* Makes STEPS on K, each checked as the greedy's moves are. */
+static gboolean
+replay_steps(Work *k, const GArray *steps)
+{
+  for (guint x = 0; x < steps->len; x++) {
+    const Step *st = &g_array_index(steps, Step, x);
+    Vm *v = &g_array_index(k->vms, Vm, st->vm);
+    g_autofree guint64 *av = avail_all(k);
+    guint64 cost;
+    if (!v->movable || v->moved || !fits_single(k, v, st->node, av, &cost))
+      return FALSE;
+    apply_single(k, v, st->node, cost, FALSE);
+  }
+  return TRUE;
+}
+
 /* Goal (b): the fewest nodes for the request that some set can be cleared
  * for, the set whose evictions move the fewest MiB. */
 static gboolean
 make_room(Work *k, const QpRequest *req, const QpPlacementOptions *opts,
           guint before, GError **error)
 {
+  /* Moves only carry claims from node to node: when the host's room (its
+   * nodes' memory less reserve and claims) is short of the request, no
+   * moves make it fit. */
+  guint64 room = 0;
+  for (guint i = 0; i < k->host->n_nodes; i++) {
+    QpNodeMemory m;
+    qp_node_memory(k->host, k->w, opts, i, &m);
+    room += m.room_mib;
+  }
+  if (room < req_mem(req))
+    return TRUE;
   guint lo = least_nodes(k->host, req, opts);
   guint hi = before > 0 ? before - 1 : k->host->n_nodes;
+  guint budget = SEARCH_EXPANSIONS;
+  SearchBase base = {0};
   for (guint want = lo; want <= hi; want++) {
     g_autoptr(GPtrArray) sets = candidate_sets(k->host, opts, want);
     Work best = {0};
-    for (guint x = 0; x < sets->len; x++) {
+    /* Each set by the greedy, then by the search for a plan that moves
+     * fewer MiB than the best so far. */
+    for (guint x = 0; x < 2 * sets->len; x++) {
+      hwloc_const_bitmap_t set = sets->pdata[x % sets->len];
+      g_autoptr(GArray) steps = NULL;
+      if (x >= sets->len) {
+        if (base.av == NULL)
+          search_base_init(&base, k);
+        steps = search_set(k, &base, set, req_mem(req),
+                           best.w != NULL ? moves_mib(best.moves) : G_MAXUINT64,
+                           &budget);
+        if (steps == NULL)
+          continue;
+      }
       Work t;
       work_copy(&t, k);
-      guint n;
-      if (!clear_set(&t, req, opts, sets->pdata[x], want, error) ||
-          !req_nodes(&t, req, opts, &n, NULL, error)) {
+      guint n = 0;
+      /* A search's plan that does not hold step by step is dropped. */
+      gboolean made = steps != NULL ? replay_steps(&t, steps) : TRUE;
+      if ((steps == NULL && !clear_set(&t, req, opts, set, want, error)) ||
+          (made && !req_nodes(&t, req, opts, &n, NULL, error))) {
         work_clear(&t);
         work_clear(&best);
+        search_base_clear(&base);
         return FALSE;
       }
-      if (n > 0 && n <= want &&
+      if (made && n > 0 && n <= want &&
           (best.w == NULL || moves_mib(t.moves) < moves_mib(best.moves))) {
         work_clear(&best);
         best = t;
@@ -785,9 +1223,10 @@ make_room(Work *k, const QpRequest *req, const QpPlacementOptions *opts,
       for (guint x = 0; x < best.moves->len; x++)
         g_ptr_array_add(k->moves, g_steal_pointer(&best.moves->pdata[x]));
       work_clear(&best);
-      return TRUE;
+      break;
     }
   }
+  search_base_clear(&base);
   return TRUE;
 }
 

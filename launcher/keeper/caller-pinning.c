@@ -331,6 +331,22 @@ qp_caller_pins_vcpu(const QpCallerPins *pins, guint index)
   return index < pins->n_vcpus ? pins->vcpu_caller[index] : NULL;
 }
 
+const char *
+qp_caller_pins_other(const QpCallerPins *pins)
+{
+  const Watched *found = NULL;
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, pins->threads);
+  while (g_hash_table_iter_next(&it, NULL, &value)) {
+    const Watched *w = value;
+    if (w->vcpu < 0 && w->caller != NULL &&
+        (found == NULL || w->tid < found->tid))
+      found = w;
+  }
+  return found != NULL ? found->what : NULL;
+}
+
 gboolean
 qp_caller_pins_moved(const QpCallerPins *pins)
 {

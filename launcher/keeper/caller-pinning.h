@@ -99,7 +99,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpCallerPins, qp_caller_pins_free)
 /* A look at every thread: begin, one judge per thread, end. */
 void qp_caller_pins_begin(QpCallerPins *pins);
 
-/* The verdict on thread TID (WHAT names it: "vCPU 0", "emulator",
+/* The verdict on thread TID (WHAT names it: "vCPU 0", "the emulator thread",
  * "iothread io0"; VCPU is its vCPU index or -1), as qp_caller_judge(); the
  * inherited sets count only when TID was not seen before. Remembers HAVE,
  * or WANT on a reset (the keeper pins it there). */
@@ -117,6 +117,11 @@ char *qp_caller_pins_end(QpCallerPins *pins);
 
 /* The caller's CPUs for vCPU INDEX, or NULL when it runs on the plan. */
 hwloc_const_bitmap_t qp_caller_pins_vcpu(const QpCallerPins *pins, guint index);
+
+/* The WHAT of a thread other than a vCPU (the emulator thread, an
+ * iothread) that runs on the caller's CPUs, the lowest thread id first, or
+ * NULL: the VM's placement is then the caller's too. */
+const char *qp_caller_pins_other(const QpCallerPins *pins);
 
 /* TRUE when a watched thread's affinity differs from what was seen last
  * (sched_getaffinity of each: no QMP), i.e. someone moved it. A thread that

@@ -45,17 +45,7 @@ typedef struct {
   hwloc_bitmap_t main_caller; /* the caller's CPUs for it, or NULL */
   GHashTable *done;           /* the tids looked at */
   guint changed;              /* threads whose affinity had to change */
-  char *caller_thread;        /* the first non-vCPU thread the caller pinned */
 } Look;
-
-/* A thread other than a vCPU that the caller pinned itself: the VM's
- * placement is then the caller's too (qp_keeper_caller_placed). */
-static void
-note_caller_thread(Look *l, const char *what)
-{
-  if (l->caller_thread == NULL)
-    l->caller_thread = g_strdup(what);
-}
 
 /* The main thread first: QEMU's threads inherit its affinity. */
 static gboolean
@@ -64,9 +54,9 @@ pin_main_thread(Look *l, GError **error)
   Keeper *k = l->k;
   if (l->main_had == NULL || l->emulator == NULL)
     return TRUE;
-  QpPinVerdict verdict =
-      qp_caller_pins_judge(k->pins, k->qemu_pid, "emulator", -1, l->main_had,
-                           l->emulator, l->usable, l->inherited, 2);
+  QpPinVerdict verdict = qp_caller_pins_judge(
+      k->pins, k->qemu_pid, "the emulator thread", -1, l->main_had, l->emulator,
+      l->usable, l->inherited, 2);
   if (verdict == QP_PIN_RESET) {
     if (!qp_set_affinity(k->qemu_pid, l->emulator, error)) {
       g_prefix_error(error, "emulator thread: ");
@@ -75,7 +65,6 @@ pin_main_thread(Look *l, GError **error)
     l->changed++;
   } else if (verdict == QP_PIN_CALLER) {
     l->main_caller = hwloc_bitmap_dup(l->main_had);
-    note_caller_thread(l, "the emulator thread");
   }
   g_hash_table_add(l->done, GINT_TO_POINTER(k->qemu_pid));
   return TRUE;
@@ -137,12 +126,9 @@ pin_iothreads(Look *l, GArray *iothreads, GError **error)
     g_hash_table_add(l->done, GINT_TO_POINTER(t->thread_id));
     if (had == NULL || want == NULL || hwloc_bitmap_iszero(want))
       continue;
-    QpPinVerdict verdict = qp_caller_pins_judge(
-        k->pins, t->thread_id, what, -1, had, want, l->usable, l->inherited,
-        G_N_ELEMENTS(l->inherited));
-    if (verdict == QP_PIN_CALLER)
-      note_caller_thread(l, what);
-    if (verdict != QP_PIN_RESET)
+    if (qp_caller_pins_judge(k->pins, t->thread_id, what, -1, had, want,
+                             l->usable, l->inherited,
+                             G_N_ELEMENTS(l->inherited)) != QP_PIN_RESET)
       continue;
     if (!pin_and_verify(t->thread_id, want, what, error))
       return FALSE;
@@ -197,14 +183,10 @@ apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
   l.done = g_hash_table_new(g_direct_hash, g_direct_equal);
   gboolean ok = pin_main_thread(&l, error) && pin_vcpus(&l, vcpus, error) &&
                 pin_iothreads(&l, iothreads, error);
-  if (ok) {
+  if (ok)
     pin_other_threads(&l);
-    g_free(k->caller_thread);
-    k->caller_thread = g_steal_pointer(&l.caller_thread);
-  }
   if (ok && changed)
     *changed = l.changed;
-  g_free(l.caller_thread);
   g_hash_table_unref(l.done);
   g_clear_pointer(&l.main_had, hwloc_bitmap_free);
   g_clear_pointer(&l.main_caller, hwloc_bitmap_free);
@@ -218,8 +200,9 @@ qp_keeper_caller_placed(const Keeper *k)
   for (guint v = 0; v < plan->n_vcpus; v++)
     if (qp_caller_pins_vcpu(k->pins, v) != NULL)
       return g_strdup_printf("the caller pinned vCPU %u itself", v);
-  if (k->caller_thread != NULL)
-    return g_strdup_printf("the caller pinned %s itself", k->caller_thread);
+  const char *thread = qp_caller_pins_other(k->pins);
+  if (thread != NULL)
+    return g_strdup_printf("the caller pinned %s itself", thread);
   for (guint m = 0; m < plan->n_mem; m++)
     if (plan->mem[m].caller_set)
       return g_strdup_printf(

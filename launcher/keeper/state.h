@@ -41,10 +41,7 @@ typedef struct {
   /* vCPU index -> the VM's own cores, for a vCPU whose planned core another
    * VM took while the caller had it elsewhere */
   GHashTable *fallback;
-  QpCallerPins *pins; /* the threads' affinities, the caller's decisions */
-  /* The emulator thread or an iothread the caller pinned itself at the
-   * last look ("the emulator thread", "iothread ID"), or NULL */
-  char *caller_thread;
+  QpCallerPins *pins;      /* the threads' affinities, the caller's decisions */
   gboolean unwritten;      /* the claim changed since the record was written */
   gint64 next_look_at;     /* when to look for threads moved by the caller */
   gint64 next_resident_at; /* when to measure QEMU's resident memory */

@@ -58,6 +58,21 @@ worker_main(gpointer data)
   return NULL;
 }
 
+/* pthread_join() returns once the thread woke its joiner, which the
+ * kernel does before the task is gone: /proc/self/task/TID can outlive the
+ * join by a moment. A thread that "vanished" must be gone from /proc before
+ * query-cpus-fast names it, as a real exited thread is. */
+static void
+wait_task_gone(int tid)
+{
+  g_autofree char *path = g_strdup_printf("/proc/self/task/%d", tid);
+
+  for (int i = 0; i < 10000 && access(path, F_OK) == 0; i++)
+    g_usleep(1000);
+  if (access(path, F_OK) == 0)
+    g_error("fake-qmp: thread %d still in /proc 10 s after it ended", tid);
+}
+
 static Worker *
 worker_start(FakeQmp *fake, const char *name, gboolean exit_at_once)
 {
@@ -74,8 +89,10 @@ worker_start(FakeQmp *fake, const char *name, gboolean exit_at_once)
   while (!w->started)
     g_cond_wait(&w->cond, &w->lock);
   g_mutex_unlock(&w->lock);
-  if (exit_at_once)
+  if (exit_at_once) {
     g_clear_pointer(&w->thread, g_thread_join);
+    wait_task_gone(w->tid);
+  }
   g_ptr_array_add(fake->workers, w);
   return w;
 }

@@ -8,7 +8,9 @@
 #    every node holds a claim, each VM is placed as its claim says; the others
 #    fail with one line naming the shortfall and leave no QEMU; no sample of
 #    `qemu-pin status --json` taken meanwhile shows a node claimed beyond its
-#    memory.
+#    memory;
+# 4. one VM bigger than any node: it spans two, its vCPU on the one holding
+#    most of its memory.
 . "$QP_LAB_SRC/lib.sh"
 
 expect_nodes 4
@@ -68,6 +70,55 @@ log "a claim may take $min_room to $max_room MiB on a node"
 small=$((min_room / 2 - 16))
 [ "$((3 * small))" -gt "$max_room" ] || fail "lab nodes too uneven for the test: $min_room to $max_room MiB"
 
+# verify_placement MIB COUNT: each of the COUNT running VMs (of MIB MiB) is
+# where its claim says: its memory bound to the nodes it claims, its vCPU on
+# the CPUs its claim's cpu-load names, which lie on those nodes (a VM whose
+# memory spans nodes may float its vCPU over one of them, where most of its
+# memory is).
+# (One jq and one awk in all: processes are slow to start in the lab.)
+verify_placement() {
+  jq -r '(.nodes[] | "node \(.id) \(.cpus)"),
+         (.vms[] | "vm \(.["qemu-pid"]) \(.["memory-mib"] | keys | join(",")) \([.["cpu-load"][].cpus] | join(","))")' "$(status_json)" >vms.txt \
+    || fail "cannot read the VMs from qemu-pin status --json"
+  for pid in $(awk '$1 == "vm" { print $2 }' vms.txt); do
+    vm_flat "$pid" | sed "s/^/$pid /"
+  done >actual.txt
+  awk -v mib="$1" '
+    function canon(l,   n, a, i, j, r, seen, out, k, start) {
+      n = split(l, a, ",")
+      for (i = 1; i <= n; i++) {
+        if (a[i] == "") continue
+        if (split(a[i], r, "-") == 2) { for (j = r[1] + 0; j <= r[2] + 0; j++) seen[j] = 1 }
+        else seen[a[i] + 0] = 1
+      }
+      out = ""; start = -1
+      for (k = 0; k <= 1025; k++) {
+        if ((k in seen) && start < 0) start = k
+        if (!(k in seen) && start >= 0) { out = out (out == "" ? "" : ",") (start == k - 1 ? start : start "-" (k - 1)); start = -1 }
+      }
+      return out
+    }
+    FILENAME ~ /vms.txt$/ && $1 == "node" { ncpus[$2] = $3; next }
+    FILENAME ~ /vms.txt$/ && $1 == "vm" {
+      n = split($3, x, ","); c = ""
+      for (i = 1; i <= n; i++) c = c "," ncpus[x[i]]
+      nodecpus[$2] = canon(c); wantcpus[$2] = canon($4); wantmap[$2] = mib " bind:" canon($3); next
+    }
+    $2 == "vcpu" { got[$1] = canon($4); next }
+    $2 == "map" && ($3 " " $4) == wantmap[$1] { bound[$1] = 1; next }
+    END {
+      for (p in wantcpus) {
+        if (!(p in bound)) { printf "VM %s claims %s but has no such mapping\n", p, wantmap[p]; bad = 1 }
+        if (wantcpus[p] == "" || canon(wantcpus[p] "," nodecpus[p]) != nodecpus[p]) { printf "VM %s: its claim floats its vCPU on CPUs \"%s\", not inside its claimed nodes, CPUs %s\n", p, wantcpus[p], nodecpus[p]; bad = 1 }
+        else if (got[p] != wantcpus[p]) { printf "VM %s: vCPU on CPUs %s, its claim says %s (its nodes have CPUs %s)\n", p, got[p], wantcpus[p], nodecpus[p]; bad = 1 }
+        else printf "lab: ok: VM %s: memory %s, vCPU on CPUs %s (its nodes have %s), as claimed\n", p, wantmap[p], got[p], nodecpus[p]
+      }
+      exit bad
+    }' vms.txt actual.txt >verify.txt || fail "$(grep -v '^lab: ok' verify.txt | head -n 1)"
+  cat verify.txt
+  assert_eq "VMs placed as claimed" "$2" "$(grep -c '^lab: ok: VM' verify.txt)"
+}
+
 # 1. spread
 launch_many spread 4 "$small" --strategy=spread
 assert_eq "spread: VMs started" 4 "$(wc -l <spread.ok)"
@@ -120,45 +171,20 @@ over=$(jq -r '.nodes[] | select(.["memory-mib"].claimed + .["memory-mib"].reserv
 [ -z "$over" ] || fail "over-committed while launching: $(echo "$over" | head -n 1)"
 log "ok: $nsamples status samples during the launches, no node claimed beyond its memory"
 
-# Each running VM is where its claim says: its memory bound to the nodes it
-# claims, its vCPU on those nodes' CPUs.
-# (One jq and one awk in all: processes are slow to start in the lab.)
-jq -r '(.nodes[] | "node \(.id) \(.cpus)"),
-       (.vms[] | "vm \(.["qemu-pid"]) \(.["memory-mib"] | keys | join(","))")' "$(status_json)" >vms.txt
-for pid in $(awk '$1 == "vm" { print $2 }' vms.txt); do
-  vm_flat "$pid" | sed "s/^/$pid /"
-done >actual.txt
-awk -v big="$big" '
-  function canon(l,   n, a, i, j, r, seen, out, k, start) {
-    n = split(l, a, ",")
-    for (i = 1; i <= n; i++) {
-      if (a[i] == "") continue
-      if (split(a[i], r, "-") == 2) { for (j = r[1] + 0; j <= r[2] + 0; j++) seen[j] = 1 }
-      else seen[a[i] + 0] = 1
-    }
-    out = ""; start = -1
-    for (k = 0; k <= 1025; k++) {
-      if ((k in seen) && start < 0) start = k
-      if (!(k in seen) && start >= 0) { out = out (out == "" ? "" : ",") (start == k - 1 ? start : start "-" (k - 1)); start = -1 }
-    }
-    return out
-  }
-  FILENAME ~ /vms.txt$/ && $1 == "node" { ncpus[$2] = $3; next }
-  FILENAME ~ /vms.txt$/ && $1 == "vm" {
-    n = split($3, x, ","); c = ""
-    for (i = 1; i <= n; i++) c = c "," ncpus[x[i]]
-    wantcpus[$2] = canon(c); wantmap[$2] = big " bind:" canon($3); next
-  }
-  $2 == "vcpu" { got[$1] = canon($4); next }
-  $2 == "map" && ($3 " " $4) == wantmap[$1] { bound[$1] = 1; next }
-  END {
-    for (p in wantcpus) {
-      if (!(p in bound)) { printf "VM %s claims %s but has no such mapping\n", p, wantmap[p]; bad = 1 }
-      if (got[p] != wantcpus[p]) { printf "VM %s: vCPU on CPUs %s, its claimed nodes have CPUs %s\n", p, got[p], wantcpus[p]; bad = 1 }
-      else printf "lab: ok: VM %s: memory %s, vCPU on CPUs %s, as claimed\n", p, wantmap[p], got[p]
-    }
-    exit bad
-  }' vms.txt actual.txt >verify.txt || fail "$(grep -v '^lab: ok' verify.txt | head -n 1)"
-cat verify.txt
+verify_placement "$big" "$started"
 stop_all "8 launches"
+
+# 4. One VM bigger than any node's room: balanced spans two nodes, and its
+# vCPU floats over the one of them where most of its memory is (its claim's
+# load names one node), while its memory is bound to both.
+span=$((max_room + min_room / 4))
+launch_many span 1 "$span" --strategy=spread
+assert_eq "span: VMs started" 1 "$(wc -l <span.ok)"
+assert_eq "span: nodes the VM claims memory on" 2 "$(claims_per_node | wc -l)"
+assert_eq "span: nodes its vCPU floats over (its claim's load)" 1 \
+  "$(jq '.vms[0].load | length' "$(status_json)")"
+assert_eq "span: its vCPU's node is the one holding most of its memory" true \
+  "$(jq '.vms[0] | (.load | keys[0]) == (.["memory-mib"] | to_entries | max_by(.value) | .key)' "$(status_json)")"
+verify_placement "$span" 1
+stop_all span
 exit 0

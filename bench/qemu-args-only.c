@@ -9,7 +9,11 @@
  * socket pair ("-chardev socket,id=qemu-pin-qmp,fd=N -mon
  * chardev=qemu-pin-qmp,mode=control", the other end kept open and never
  * read), binds the process's memory to node 0 (MPOL_BIND), and execs QEMU.
- * A copy of qemu-pin's rewrite for this one case, for measuring only. */
+ * A copy of qemu-pin's rewrite for this one case, for measuring only.
+ *
+ * QP_ARGS_ONLY_PARTS (a comma-separated subset of "backend", "monitor",
+ * "mpol"; default all three) adds only those parts, to tell which of them
+ * costs QEMU what. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +41,12 @@ main(int argc, char **argv)
     perror("qemu-args-only: socketpair");
     return 1;
   }
+  const char *parts = getenv("QP_ARGS_ONLY_PARTS");
+  int want_backend = parts == NULL || strstr(parts, "backend") != NULL;
+  int want_monitor = parts == NULL || strstr(parts, "monitor") != NULL;
+  int want_mpol = parts == NULL || strstr(parts, "mpol") != NULL;
   unsigned long mask = 1;
-  if (syscall(SYS_set_mempolicy, MPOL_BIND_MODE, &mask, 64) < 0) {
+  if (want_mpol && syscall(SYS_set_mempolicy, MPOL_BIND_MODE, &mask, 64) < 0) {
     perror("qemu-args-only: set_mempolicy");
     return 1;
   }
@@ -47,10 +55,21 @@ main(int argc, char **argv)
            "memory-backend-ram,id=pc.ram,size=%llu,host-nodes=0,policy=bind",
            mib << 20);
   snprintf(chardev, sizeof chardev, "socket,id=qemu-pin-qmp,fd=%d", sv[1]);
-  const char *extra[] = {
-      "-object",  backend, "-machine", "memory-backend=pc.ram",
-      "-chardev", chardev, "-mon",     "chardev=qemu-pin-qmp,mode=control"};
-  int n = argc - 2, k = (int)(sizeof extra / sizeof extra[0]);
+  const char *extra[8];
+  int k = 0;
+  if (want_backend) {
+    extra[k++] = "-object";
+    extra[k++] = backend;
+    extra[k++] = "-machine";
+    extra[k++] = "memory-backend=pc.ram";
+  }
+  if (want_monitor) {
+    extra[k++] = "-chardev";
+    extra[k++] = chardev;
+    extra[k++] = "-mon";
+    extra[k++] = "chardev=qemu-pin-qmp,mode=control";
+  }
+  int n = argc - 2;
   char **args = calloc((size_t)(n + k + 1), sizeof(char *));
   if (args == NULL)
     return 1;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "topology/base/cpulist.h"
 
@@ -629,6 +630,11 @@ qp_options_load_config(QpOptions *opts, const QpVmIds *vm, GError **error)
   gsize len = 0;
   g_autoptr(GError) local = NULL;
 
+  /* Most hosts have no config: say so without a GError, whose message
+   * (g_strerror, the file name for display) loads the C library's iconv
+   * tables on every launch. */
+  if (!opts->config_explicit && access(path, F_OK) < 0 && errno == ENOENT)
+    return TRUE;
   if (!g_file_get_contents(path, &text, &len, &local)) {
     if (!opts->config_explicit &&
         g_error_matches(local, G_FILE_ERROR, G_FILE_ERROR_NOENT))

@@ -1,6 +1,6 @@
 /* How much of the VM's claim is no longer outstanding: the keeper measures
  * its own QEMU's ordinary memory per host node from /proc/PID/numa_maps
- * (as the VM starts, after any preallocation, then every
+ * (as a VM that preallocates starts, after the preallocation, and every
  * RESIDENT_EVERY_MS) and writes it into the record's resident-mib when it
  * moved by RESIDENT_STEP_MIB on some node. Readers trust it only up to the
  * claim and QEMU's resident set (topology/plan/capacity.c), so a figure

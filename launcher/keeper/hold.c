@@ -99,16 +99,7 @@ void
 qp_keeper_hold(Keeper *k)
 {
   gboolean monitor_open = TRUE;
-  /* The guest's memory as it starts: preallocated backends are resident
-   * by now, and their claim is no longer outstanding. Without
-   * preallocation little is resident yet: the first measure waits its
-   * turn rather than walk QEMU's page tables (numa_maps, under QEMU's
-   * mmap lock) while QEMU starts. */
-  if (k->cfg->req != NULL && k->cfg->req->prealloc)
-    qp_keeper_measure_resident(k);
-  else
-    k->next_resident_at =
-        g_get_monotonic_time() + (gint64)RESIDENT_EVERY_MS * 1000;
+  qp_keeper_resident_start(k);
   for (;;) {
     while (monitor_open && qp_qmp_has_event(k->qmp)) {
       g_autoptr(QpJv) ev = qp_qmp_next_event(k->qmp, 0, NULL);

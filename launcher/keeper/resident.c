@@ -101,11 +101,26 @@ set_resident(QpClaim *claim, const QpClaims *claims, gpointer data,
   return TRUE;
 }
 
-void
-qp_keeper_measure_resident(Keeper *k)
+static void
+measure_later(Keeper *k)
 {
   k->next_resident_at =
       g_get_monotonic_time() + (gint64)RESIDENT_EVERY_MS * 1000;
+}
+
+void
+qp_keeper_resident_start(Keeper *k)
+{
+  if (k->cfg->req != NULL && k->cfg->req->prealloc)
+    qp_keeper_measure_resident(k);
+  else
+    measure_later(k);
+}
+
+void
+qp_keeper_measure_resident(Keeper *k)
+{
+  measure_later(k);
   g_autoptr(GArray) now = measure(k->qemu_pid);
   const QpClaim *claim = qp_held_claim_get(k->claim);
   if (now == NULL || claim->mem->len == 0 || !moved(claim->resident, now))

@@ -149,6 +149,13 @@ void qp_keeper_control_serve(Keeper *k);
  * the record when it moved; the next measure is due RESIDENT_EVERY_MS on. */
 void qp_keeper_measure_resident(Keeper *k);
 
+/* As the keeper starts holding the VM: measures at once a VM that
+ * preallocates (those pages are resident by now, and their claim no longer
+ * outstanding); any other has little resident yet, and its first measure
+ * is due RESIDENT_EVERY_MS on, so that no walk of QEMU's page tables (under
+ * its mmap lock) runs beside QEMU's start. */
+void qp_keeper_resident_start(Keeper *k);
+
 /* ---- While the VM runs (hold.c) ----------------------------------------- */
 
 /* Holds the claim until QEMU exits, re-applying the plan on RESUME, and

@@ -558,6 +558,7 @@ run_churn_one(QpHost *host, const GArray *arr, const SimChurnParams *p, guint s,
     qp = sim_qp_placer_new(
         host, s == STRAT_PACK ? QP_STRATEGY_PACK : QP_STRATEGY_SPREAD,
         s == STRAT_REBALANCE, opt_cooldown, arr->len);
+    sim_qp_placer_set_trace(qp, opt_trace && s == STRAT_REBALANCE);
     sim_qp_placer_bind(qp, &pl);
   } else {
     sp = sim_state_placer_new(

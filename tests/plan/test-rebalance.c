@@ -567,6 +567,67 @@ test_search_fewest_mib(void)
   assert_set(r->plan->host_nodes, "0");
 }
 
+/* Goal (a) by a chain: c spans nodes 0 and 1, and no node has room for
+ * all of it as things stand (node 0 holds d and e beside its part, nodes 2
+ * and 3 hold f and g); moving e off node 0 to the room left on node 2
+ * (as much as on node 3: the lower id) makes room there, and c comes home
+ * onto node 0: e's MiB and the part of c that was on node 1, no VM
+ * spanning after. */
+static void
+test_consolidate_chain(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  place(h, claims, "a", QP_MODE_BALANCED, 2, 11264, "0");
+  place(h, claims, "b", QP_MODE_BALANCED, 2, 11264, "1");
+  place(h, claims, "c", QP_MODE_BALANCED, 2, 8192, "0-1");
+  g_autofree char *span = mem_nodes(claim_of(claims, "c"));
+  g_assert_cmpstr(span, ==, "0-1");
+  g_ptr_array_remove_index(claims->claims, 0); /* a leaves */
+  place(h, claims, "d", QP_MODE_BALANCED, 2, 6144, "0");
+  place(h, claims, "e", QP_MODE_BALANCED, 2, 4096, "0");
+  place(h, claims, "f", QP_MODE_BALANCED, 2, 10752, "2");
+  place(h, claims, "g", QP_MODE_BALANCED, 2, 10752, "3");
+  guint64 c_on_0 = 0;
+  const QpClaim *c = claim_of(claims, "c");
+  for (guint x = 0; x < c->mem->len; x++)
+    if (g_array_index(c->mem, QpNodeAmount, x).node == 0)
+      c_on_0 = g_array_index(c->mem, QpNodeAmount, x).mib;
+  g_assert_cmpuint(c_on_0, >, 0);
+  g_assert_cmpuint(c_on_0, <, 8192);
+  /* No node holds c now: it would move straight otherwise. */
+  for (guint i = 0; i < h->n_nodes; i++) {
+    QpNodeMemory m;
+    qp_node_memory(h, claims, NULL, i, &m);
+    guint64 has = h->nodes[i].id == 0 ? c_on_0 : 0;
+    if (h->nodes[i].id != 1)
+      g_assert_cmpuint(m.uncommitted_mib + has, <, 8192);
+  }
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, NULL, NULL);
+  g_assert_cmpuint(r->spanning_before, ==, 1);
+  g_assert_cmpuint(r->spanning_after, ==, 0);
+  g_assert_cmpuint(r->moves->len, ==, 2);
+  assert_move(r, 0, "e", "0", "2", 4096);
+  const QpMove *m = r->moves->pdata[1];
+  g_assert_cmpstr(m->vm, ==, "c");
+  g_assert_true(m->consolidate);
+  assert_set(m->from, "0-1");
+  assert_set(m->to, "0");
+  g_assert_cmpuint(m->mib, ==, 8192 - c_on_0);
+  g_assert_cmpuint(r->mib, ==, 4096 + 8192 - c_on_0);
+  g_autofree char *to = mem_nodes(claim_of(r->after, "c"));
+  g_assert_cmpstr(to, ==, "0");
+  g_assert_cmpuint(qp_rebalance_gain(r), ==, 8192 - c_on_0);
+
+  /* With e kept where it is (its caller placed it), no chain is left: d
+   * is too large for the room on nodes 2 and 3, and nothing moves. */
+  vm_of(vms, claims->claims->len, "e")->caller_set = TRUE;
+  g_autoptr(QpRebalance) kept = rebalance(h, claims, vms, NULL, NULL);
+  g_assert_cmpuint(kept->moves->len, ==, 0);
+  g_assert_cmpuint(kept->spanning_after, ==, 1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -582,6 +643,8 @@ main(int argc, char **argv)
                   test_stays_inside_nodes);
   g_test_add_func("/rebalance/consolidate/spanning-comes-back",
                   test_spanning_comes_back);
+  g_test_add_func("/rebalance/consolidate/chain-makes-room",
+                  test_consolidate_chain);
   g_test_add_func("/rebalance/one-to-one/takes-free-cores",
                   test_one_to_one_takes_free_cores);
   g_test_add_func("/rebalance/numa/one-node-per-guest-node", test_numa_pieces);

@@ -450,7 +450,7 @@ count_spanning(const Work *k)
 /* Goal (a): the cheapest move of a spanning VM onto one node, again and
  * again, while one fits. */
 static void
-consolidate(Work *k)
+consolidate_greedy(Work *k)
 {
   for (;;) {
     g_autofree guint64 *av = avail_all(k);
@@ -1154,6 +1154,22 @@ replay_steps(Work *k, const GArray *steps)
   return TRUE;
 }
 
+/* K becomes T, a copy of K with moves made since; T is cleared. */
+static void
+work_adopt(Work *k, Work *t)
+{
+  qp_claims_free(k->w);
+  g_array_unref(k->vms);
+  k->w = g_steal_pointer(&t->w);
+  k->vms = g_steal_pointer(&t->vms);
+  host_free(k->own_host);
+  k->own_host = g_steal_pointer(&t->own_host);
+  k->host = k->own_host;
+  for (guint x = 0; x < t->moves->len; x++)
+    g_ptr_array_add(k->moves, g_steal_pointer(&t->moves->pdata[x]));
+  work_clear(t);
+}
+
 /* Goal (b): the fewest nodes for the request that some set can be cleared
  * for, the set whose evictions move the fewest MiB. */
 static gboolean
@@ -1213,21 +1229,94 @@ make_room(Work *k, const QpRequest *req, const QpPlacementOptions *opts,
       }
     }
     if (best.w != NULL) {
-      qp_claims_free(k->w);
-      g_array_unref(k->vms);
-      k->w = g_steal_pointer(&best.w);
-      k->vms = g_steal_pointer(&best.vms);
-      host_free(k->own_host);
-      k->own_host = g_steal_pointer(&best.own_host);
-      k->host = k->own_host;
-      for (guint x = 0; x < best.moves->len; x++)
-        g_ptr_array_add(k->moves, g_steal_pointer(&best.moves->pdata[x]));
-      work_clear(&best);
+      work_adopt(k, &best);
       break;
     }
   }
   search_base_clear(&base);
   return TRUE;
+}
+
+/* ---- Goal (a) by chains -------------------------------------------------- */
+
+/* The best chain for spanning VM X onto node index I, cheaper than BOUND
+ * MiB in all: the search's evictions from I (X itself never steps), then X
+ * there. A Work of those moves (the caller's to clear), or w NULL. */
+static Work
+chain_for(const Work *k, SearchBase *base, guint x, guint i, guint64 bound,
+          guint *budget)
+{
+  Work t = {0};
+  const Vm *v = &g_array_index(k->vms, Vm, x);
+  const QpClaim *c = claim_of(k, v);
+  guint64 total = mem_total(c), need = total - mem_on(c, k->host->nodes[i].id);
+  /* Others move at most as many MiB as X holds, and fewer than the best
+   * chain so far once X's own MiB are counted. */
+  guint64 cap = MIN(total + 1, bound > need ? bound - need : 0);
+  if (cap == 0 || !fits_cpus(k, v, i, NULL))
+    return t;
+  g_auto(hwloc_bitmap_t) set = hwloc_bitmap_alloc();
+  hwloc_bitmap_set(set, (unsigned)k->host->nodes[i].id);
+  gboolean fixed = base->fixed[x];
+  base->fixed[x] = TRUE;
+  g_autoptr(GArray) steps = search_set(k, base, set, need, cap, budget);
+  base->fixed[x] = fixed;
+  if (steps == NULL)
+    return t;
+  work_copy(&t, k);
+  if (replay_steps(&t, steps)) {
+    Vm *tv = &g_array_index(t.vms, Vm, x);
+    g_autofree guint64 *av = avail_all(&t);
+    guint64 cost;
+    if (fits_single(&t, tv, i, av, &cost)) {
+      apply_single(&t, tv, i, cost, TRUE);
+      return t;
+    }
+  }
+  work_clear(&t);
+  return t;
+}
+
+/* Goal (a) where no node has the room as things stand: a spanning VM onto
+ * the node where moving others first (each whole to one node, as goal
+ * (b)'s search moves them, chains included) makes that room, the chain of
+ * fewest MiB in all first, again while one is found. Others move at most
+ * as many MiB as the VM holds; no move makes a VM span. */
+static void
+consolidate(Work *k)
+{
+  guint budget = SEARCH_EXPANSIONS;
+  for (;;) {
+    consolidate_greedy(k);
+    if (budget == 0)
+      return;
+    SearchBase base = {0};
+    search_base_init(&base, k);
+    Work best = {0};
+    guint64 best_mib = G_MAXUINT64;
+    for (guint x = 0; x < k->vms->len && budget > 0; x++) {
+      const Vm *v = &g_array_index(k->vms, Vm, x);
+      if (!v->movable || v->moved || !spans(k, claim_of(k, v)))
+        continue;
+      for (guint i = 0; i < k->host->n_nodes && budget > 0; i++) {
+        Work t = chain_for(k, &base, x, i, best_mib, &budget);
+        if (t.w == NULL)
+          continue;
+        guint64 mib = moves_mib(t.moves);
+        if (mib < best_mib) {
+          work_clear(&best);
+          best = t;
+          best_mib = mib;
+        } else {
+          work_clear(&t);
+        }
+      }
+    }
+    search_base_clear(&base);
+    if (best.w == NULL)
+      return;
+    work_adopt(k, &best);
+  }
 }
 
 /* ---- The entry point ----------------------------------------------------- */

@@ -20,6 +20,10 @@
  * search):
  * - (a) every move brings one spanning VM onto one node, the VM and node
  *   whose move costs the fewest MiB first; no move makes any VM span.
+ *   When no node has room for any spanning VM as things stand, a chain:
+ *   the search below (b) frees room for it on one node by moving others,
+ *   each whole to one node, at most as many MiB of them as the VM holds;
+ *   the chain of fewest MiB in all first, again while one is found.
  * - (b) the node count is the fewest k, from the least any k nodes of the
  *   empty host could hold up to one below the count without moves, for
  *   which a candidate set (each single node; for k > 1 each node with its
@@ -49,11 +53,12 @@
  *
  * Cost (bench/simulate --timing, the 16-node synthetic host of 64 GiB
  * nodes, up to 107 live VMs, 6706 calls in storms and churn, on a 2-CPU
- * host with other work beside): 0.26 ms per call at the median, 12 ms at
- * the 99th percentile, 17-27 ms at most, most of it the greedy's
- * qp_plan_compute() after each eviction; the search itself took at most
- * 3 ms for one set, about 1.3 us a plan looked at, so its bound of 8192
- * plans keeps it near 10 ms a rebalance. */
+ * host): 0.71 ms per call at the median, 6.4 ms at the 99th percentile,
+ * 11 ms at most (0.12 / 7.8 / 10.9 ms before goal (a)'s chains, which
+ * search for each spanning VM and node on every pass); the greedy's
+ * qp_plan_compute() after each eviction is most of the rest; the search
+ * looks at about a plan per 1.3 us, and its bound of 8192 plans per
+ * rebalance (goal (b)'s and (a)'s each) keeps it near 10 ms. */
 #pragma once
 
 #include <glib.h>

@@ -281,21 +281,30 @@ test_stays_inside_nodes(void)
     hwloc_bitmap_free(vms[v].nodes);
 }
 
+/* Claims where c (8 GiB) spans nodes 0 and 1: a and b of MIB each took
+ * most of those nodes first, and a has left since. */
+static QpClaims *
+spanning_c(const QpHost *h, guint64 mib)
+{
+  QpClaims *claims = qp_claims_new();
+  place(h, claims, "a", QP_MODE_BALANCED, 2, mib, "0");
+  place(h, claims, "b", QP_MODE_BALANCED, 2, mib, "1");
+  place(h, claims, "c", QP_MODE_BALANCED, 2, 8192, "0-1");
+  g_autofree char *span = mem_nodes(claim_of(claims, "c"));
+  g_assert_cmpstr(span, ==, "0-1");
+  g_ptr_array_remove_index(claims->claims, 0);
+  return claims;
+}
+
 /* Goal (a): a VM that had to span comes back to one node once room is
  * there, moving only what is not on that node yet. */
 static void
 test_spanning_comes_back(void)
 {
   g_autoptr(TestHost) h = epyc(NULL);
-  g_autoptr(QpClaims) claims = qp_claims_new();
-  place(h, claims, "a", QP_MODE_BALANCED, 2, 12288, "0");
-  place(h, claims, "b", QP_MODE_BALANCED, 2, 12288, "1");
-  /* 8 GiB left on nodes 0 and 1 as 4 + 4: c spans them. */
-  place(h, claims, "c", QP_MODE_BALANCED, 2, 8192, "0-1");
-  g_autofree char *span = mem_nodes(claim_of(claims, "c"));
-  g_assert_cmpstr(span, ==, "0-1");
-  /* a leaves: c fits on node 0, where half of it is already. */
-  g_ptr_array_remove_index(claims->claims, 0);
+  /* 8 GiB left on nodes 0 and 1 as 4 + 4: c spans them; a leaves: c fits
+   * on node 0, where half of it is already. */
+  g_autoptr(QpClaims) claims = spanning_c(h, 12288);
   g_autofree QpRebalanceVm *vms = all_movable(claims);
   g_autoptr(QpRebalance) r = rebalance(h, claims, vms, NULL, NULL);
   g_assert_cmpuint(r->spanning_before, ==, 1);
@@ -577,13 +586,7 @@ static void
 test_consolidate_chain(void)
 {
   g_autoptr(TestHost) h = epyc(NULL);
-  g_autoptr(QpClaims) claims = qp_claims_new();
-  place(h, claims, "a", QP_MODE_BALANCED, 2, 11264, "0");
-  place(h, claims, "b", QP_MODE_BALANCED, 2, 11264, "1");
-  place(h, claims, "c", QP_MODE_BALANCED, 2, 8192, "0-1");
-  g_autofree char *span = mem_nodes(claim_of(claims, "c"));
-  g_assert_cmpstr(span, ==, "0-1");
-  g_ptr_array_remove_index(claims->claims, 0); /* a leaves */
+  g_autoptr(QpClaims) claims = spanning_c(h, 11264);
   place(h, claims, "d", QP_MODE_BALANCED, 2, 6144, "0");
   place(h, claims, "e", QP_MODE_BALANCED, 2, 4096, "0");
   place(h, claims, "f", QP_MODE_BALANCED, 2, 10752, "2");

@@ -2,6 +2,7 @@
 #include "bench/sim-churn.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const guint draw_vcpus[] = {2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 16};
@@ -87,12 +88,51 @@ fits_one(const SimState *e, const SimVm *vm)
   return FALSE;
 }
 
+static gint
+mib_cmp(gconstpointer a, gconstpointer b)
+{
+  guint64 x = *(const guint64 *)a, y = *(const guint64 *)b;
+  return x < y ? -1 : x > y;
+}
+
+#define TOGETHER_J 4
+
+guint
+sim_churn_together(const SimState *e, guint64 *mib, guint n)
+{
+  if (e == NULL || e->n == 0)
+    return 0;
+  guint64 total = 0, largest = 0;
+  for (guint i = 0; i < e->n; i++) {
+    total += e->total_mib[i];
+    largest = MAX(largest, e->total_mib[i]);
+  }
+  qsort(mib, n, sizeof(*mib), mib_cmp);
+  guint64 sum = 0;
+  guint over[TOGETHER_J + 1] = {0}; /* over[j]: taken above largest/(j+1) */
+  guint k = 0;
+  for (; k < n; k++) {
+    sum += mib[k];
+    if (sum > total)
+      break;
+    gboolean room = TRUE;
+    for (guint j = 1; j <= TOGETHER_J; j++)
+      if (mib[k] * (j + 1) > largest && ++over[j] > j * e->n)
+        room = FALSE;
+    if (!room)
+      break;
+  }
+  return k;
+}
+
 static void
 add_time(const SimPlacer *pl, const GArray *arrivals, const SimState *empty,
          const gboolean *live, double dt, SimChurnResult *r)
 {
   if (dt <= 0)
     return;
+  g_autofree guint64 *fit = g_new(guint64, MAX(arrivals->len, 1));
+  guint n_fit = 0;
   for (guint v = 0; v < arrivals->len; v++)
     if (live[v]) {
       const SimVm *vm = &g_array_index(arrivals, SimArrival, v).vm;
@@ -101,9 +141,12 @@ add_time(const SimPlacer *pl, const GArray *arrivals, const SimState *empty,
       else
         r->local_h += dt;
       r->gib_h += dt * (double)vm->mem_mib / 1024;
-      if (fits_one(empty, vm))
+      if (fits_one(empty, vm)) {
         r->fit_h += dt;
+        fit[n_fit++] = vm->mem_mib;
+      }
     }
+  r->together_h += dt * sim_churn_together(empty, fit, n_fit);
 }
 
 void

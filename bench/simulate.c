@@ -588,17 +588,19 @@ print_churn(const HostSum *hs)
          opt_first_seed + opt_churn_seeds - 1);
   printf("| placer | VMs arrived | VMs placed | refused | node-local VM-h | "
          "spanning VM-h | node-local share | moves | GiB moved | MiB moved "
-         "per placed VM | VM-h one node could hold |\n"
-         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+         "per placed VM | VM-h one node could hold | node-local VM-h at "
+         "most, together |\n"
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (guint s = 0; s < N_ALL; s++) {
     const SimChurnResult *c = &hs->churn[s];
     double all = c->local_h + c->spanning_h;
     printf("| %s | %u | %u | %u | %.0f | %.0f | %.1f%% | %u | %.1f | %.0f | "
-           "%.0f |\n",
+           "%.0f | %.0f |\n",
            strat_name(s), c->arrivals, c->placed, c->refused, c->local_h,
            c->spanning_h, all > 0 ? 100 * c->local_h / all : 0, c->moves,
            (double)c->moved_mib / 1024,
-           c->placed ? (double)c->moved_mib / c->placed : 0, c->fit_h);
+           c->placed ? (double)c->moved_mib / c->placed : 0, c->fit_h,
+           c->together_h);
   }
 }
 
@@ -624,6 +626,7 @@ run_churn(const char *label, QpHost *host, guint64 total, HostSum *hs,
       c->local_h += r[s].local_h;
       c->spanning_h += r[s].spanning_h;
       c->fit_h += r[s].fit_h;
+      c->together_h += r[s].together_h;
       c->gib_h += r[s].gib_h;
       c->moved_mib += r[s].moved_mib;
       c->moves += r[s].moves;
@@ -634,11 +637,12 @@ run_churn(const char *label, QpHost *host, guint64 total, HostSum *hs,
             g_strdup_printf("%s, churn seed %d: %s %.0f node-local VM-hours "
                             "of %.0f placed, %.0f GiB-hours; qemu-pin "
                             "spread+rebalance %.0f of %.0f, %.0f GiB-hours "
-                            "(VMs one node could hold: %.0f VM-hours)",
+                            "(VMs one node could hold: %.0f VM-hours, at most "
+                            "%.0f node-local together)",
                             label, seed, strat_name(s), r[s].local_h,
                             r[s].local_h + r[s].spanning_h, r[s].gib_h,
                             q->local_h, q->local_h + q->spanning_h, q->gib_h,
-                            q->fit_h));
+                            q->fit_h, q->together_h));
     }
   }
   return TRUE;
@@ -717,11 +721,13 @@ print_verdicts(GPtrArray *sums)
     printf("- %s: storms %u VMs placed (best baseline %u), churn %u (best "
            "baseline %u); churn node-local VM-hours %.0f vs spread %.0f "
            "(%+.1f%%; every VM one node holds node-local all its life would "
-           "be %+.1f%%); %.0f MiB moved per placed VM\n",
+           "be %+.1f%%, and with the VMs live together at most %+.1f%%); "
+           "%.0f MiB moved per placed VM\n",
            hs->label, hs->storm[STRAT_REBALANCE].placed, best_storm, rb->placed,
            best_churn, rb->local_h, sp->local_h,
            sp->local_h > 0 ? 100 * (rb->local_h / sp->local_h - 1) : 0,
            sp->local_h > 0 ? 100 * (rb->fit_h / sp->local_h - 1) : 0,
+           sp->local_h > 0 ? 100 * (rb->together_h / sp->local_h - 1) : 0,
            rb->placed ? (double)rb->moved_mib / rb->placed : 0);
   }
   printf("\n#### Runs where a baseline has more node-local VMs than "

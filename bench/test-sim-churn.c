@@ -132,6 +132,42 @@ test_fit_hours(void)
   }
 }
 
+/* Three VMs of 5 GiB on two nodes of 8 GiB: their 15 GiB fit the host's
+ * 16, but no node holds two, so at most two are node-local at once. X
+ * 0-5, Y 1-5, Z 2-4: one node each could hold 11 VM-hours, together at
+ * most 9 (1 + 2 + 2 x 2 + 2), which first-fit reaches (Z spans). */
+static void
+test_together_hours(void)
+{
+  g_autoptr(SimState) e = two_nodes();
+  guint64 five[] = {5120, 5120, 5120};
+  g_assert_cmpuint(sim_churn_together(e, five, 3), ==, 2);
+  guint64 mixed[] = {6144, 2048, 4096, 2048}; /* 14 GiB: all four */
+  g_assert_cmpuint(sim_churn_together(e, mixed, 4), ==, 4);
+  g_assert_cmpuint(mixed[0], ==, 2048); /* sorted, smallest first */
+  guint64 heavy[] = {8192, 8192, 1024}; /* 17 GiB: the two smallest */
+  g_assert_cmpuint(sim_churn_together(e, heavy, 3), ==, 2);
+  g_assert_cmpuint(sim_churn_together(NULL, heavy, 3), ==, 0);
+
+  GArray *arr = g_array_new(FALSE, FALSE, sizeof(SimArrival));
+  add(arr, 0, 10, 2, 5120);
+  add(arr, 1, 10, 2, 5120);
+  add(arr, 2, 4, 2, 5120);
+  g_autoptr(SimStatePlacer) p =
+      sim_state_placer_new(two_nodes(), SIM_FIRST_FIT, SIM_MOVER_NONE, 3);
+  SimPlacer pl;
+  sim_state_placer_bind(p, &pl);
+  SimChurnParams params = hand;
+  params.empty = e;
+  SimChurnResult r;
+  sim_churn_run(arr, &params, &pl, &r);
+  g_array_unref(arr);
+  g_assert_cmpfloat_with_epsilon(r.fit_h, 11.0, 1e-9);
+  g_assert_cmpfloat_with_epsilon(r.together_h, 9.0, 1e-9);
+  g_assert_cmpfloat_with_epsilon(r.local_h, 9.0, 1e-9);
+  g_assert_cmpfloat_with_epsilon(r.spanning_h, 2.0, 1e-9);
+}
+
 /* Arrivals: the same seed gives the same list; in time order, inside the
  * run, each VM of the storms' sizes; the count near rate * hours. */
 static void
@@ -179,6 +215,7 @@ main(int argc, char **argv)
   g_test_add_func("/sim/churn/numad-moves-after-a-departure",
                   test_numad_moves_after_a_departure);
   g_test_add_func("/sim/churn/fit-hours", test_fit_hours);
+  g_test_add_func("/sim/churn/together-hours", test_together_hours);
   g_test_add_func("/sim/churn/no-mover-keeps-spanning",
                   test_no_mover_keeps_spanning);
   g_test_add_func("/sim/churn/arrivals", test_arrivals);

@@ -397,9 +397,9 @@ VM alone on an empty host; the live VMs together may fit no better (the
 EPYC 7351P's churn seed 1 at 349 h: five 8 GiB VMs on four nodes of 15.7
 GiB, each node with 7.7 GiB free; one of them spans whatever moves).
 *Node-local VM-h at most, together* bounds that too: at each moment the
-most of the live VMs that the empty host's memory could hold one node each,
-the smallest first, with at most J per node of those larger than 1/(J + 1)
-of the largest node (\`sim_churn_together()\`): 6329 VM-hours on the EPYC
+most of the live VMs that the empty host's memory, less that of the live
+VMs no node holds alone, could hold one node each, the smallest first, with
+at most J per node of those larger than 1/(J + 1) of the largest node (\`sim_churn_together()\`): 6329 VM-hours on the EPYC
 7351P (+5.8% over spread), the same as the per-VM ceiling on the other
 hosts. No placer with the same VMs placed passes it. *Rebalance planner
 time* is the wall time of its calls (\`--timing\`): the planner runs at launch, under the ledger lock.

@@ -98,7 +98,7 @@ mib_cmp(gconstpointer a, gconstpointer b)
 #define TOGETHER_J 4
 
 guint
-sim_churn_together(const SimState *e, guint64 *mib, guint n)
+sim_churn_together(const SimState *e, guint64 *mib, guint n, guint64 taken)
 {
   if (e == NULL || e->n == 0)
     return 0;
@@ -107,6 +107,7 @@ sim_churn_together(const SimState *e, guint64 *mib, guint n)
     total += e->total_mib[i];
     largest = MAX(largest, e->total_mib[i]);
   }
+  total -= MIN(total, taken);
   qsort(mib, n, sizeof(*mib), mib_cmp);
   guint64 sum = 0;
   guint over[TOGETHER_J + 1] = {0}; /* over[j]: taken above largest/(j+1) */
@@ -133,6 +134,7 @@ add_time(const SimPlacer *pl, const GArray *arrivals, const SimState *empty,
     return;
   g_autofree guint64 *fit = g_new(guint64, MAX(arrivals->len, 1));
   guint n_fit = 0;
+  guint64 others = 0; /* memory of the live VMs no node holds alone */
   for (guint v = 0; v < arrivals->len; v++)
     if (live[v]) {
       const SimVm *vm = &g_array_index(arrivals, SimArrival, v).vm;
@@ -144,9 +146,11 @@ add_time(const SimPlacer *pl, const GArray *arrivals, const SimState *empty,
       if (fits_one(empty, vm)) {
         r->fit_h += dt;
         fit[n_fit++] = vm->mem_mib;
+      } else {
+        others += vm->mem_mib;
       }
     }
-  r->together_h += dt * sim_churn_together(empty, fit, n_fit);
+  r->together_h += dt * sim_churn_together(empty, fit, n_fit, others);
 }
 
 void

@@ -66,7 +66,8 @@ typedef struct {
   double fit_h; /* VM-hours of VMs one empty node holds (params' EMPTY) */
   /* At most this many node-local VM-hours with these VMs live together:
    * at each moment, the most of the live VMs of fit_h that the empty
-   * host's memory could hold one node each (sim_churn_together()). */
+   * host's memory, less the other live VMs', could hold one node each
+   * (sim_churn_together()). */
   double together_h;
   guint64 moved_mib;
   guint moves;
@@ -76,11 +77,13 @@ void sim_churn_run(const GArray *arrivals, const SimChurnParams *p,
                    const SimPlacer *pl, SimChurnResult *r);
 
 /* An upper bound on how many VMs of MIB (N of them, each of which one node
- * of the empty host E holds) can be node-local at once: the most of the
- * smallest whose memory sums to at most E's, and among which at most J
- * per node are larger than 1/(J + 1) of E's largest node (J + 1 of those
- * exceed any node), for J = 1 to 4. Sorts MIB. */
-guint sim_churn_together(const SimState *e, guint64 *mib, guint n);
+ * of the empty host E holds) can be node-local at once, beside other live
+ * VMs that take TAKEN MiB: the most of the smallest whose memory sums to
+ * at most E's less TAKEN, and among which at most J per node are larger
+ * than 1/(J + 1) of E's largest node (J + 1 of those exceed any node), for
+ * J = 1 to 4. Sorts MIB. */
+guint sim_churn_together(const SimState *e, guint64 *mib, guint n,
+                         guint64 taken);
 
 /* ---- The SimState placers (baselines, numad) in churn ------------------- */
 

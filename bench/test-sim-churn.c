@@ -141,13 +141,16 @@ test_together_hours(void)
 {
   g_autoptr(SimState) e = two_nodes();
   guint64 five[] = {5120, 5120, 5120};
-  g_assert_cmpuint(sim_churn_together(e, five, 3), ==, 2);
+  g_assert_cmpuint(sim_churn_together(e, five, 3, 0), ==, 2);
   guint64 mixed[] = {6144, 2048, 4096, 2048}; /* 14 GiB: all four */
-  g_assert_cmpuint(sim_churn_together(e, mixed, 4), ==, 4);
+  g_assert_cmpuint(sim_churn_together(e, mixed, 4, 0), ==, 4);
   g_assert_cmpuint(mixed[0], ==, 2048); /* sorted, smallest first */
   guint64 heavy[] = {8192, 8192, 1024}; /* 17 GiB: the two smallest */
-  g_assert_cmpuint(sim_churn_together(e, heavy, 3), ==, 2);
-  g_assert_cmpuint(sim_churn_together(NULL, heavy, 3), ==, 0);
+  g_assert_cmpuint(sim_churn_together(e, heavy, 3, 0), ==, 2);
+  /* Beside a VM no node holds alone, of 10 GiB: 6 GiB left for them. */
+  guint64 small[] = {4096, 2048, 1024};
+  g_assert_cmpuint(sim_churn_together(e, small, 3, 10240), ==, 2);
+  g_assert_cmpuint(sim_churn_together(NULL, heavy, 3, 0), ==, 0);
 
   GArray *arr = g_array_new(FALSE, FALSE, sizeof(SimArrival));
   add(arr, 0, 10, 2, 5120);

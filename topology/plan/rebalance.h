@@ -52,10 +52,11 @@
  * made one after the other, no step over-commits a node.
  *
  * Cost (bench/simulate --timing, the 16-node synthetic host of 64 GiB
- * nodes, up to 107 live VMs, 6706 calls in storms and churn, on a 2-CPU
- * host): 0.71 ms per call at the median, 6.4 ms at the 99th percentile,
- * 11 ms at most (0.12 / 7.8 / 10.9 ms before goal (a)'s chains, which
- * search for each spanning VM and node on every pass); the greedy's
+ * nodes, up to 107 live VMs, 6706 calls in storms and churn, on a quiet
+ * 2-CPU host): 0.53 ms per call at the median, 4.5 ms at the 99th
+ * percentile, 6-9 ms at most (0.09 / 4.0 / 5.5 ms before goal (a)'s
+ * chains, which search for each spanning VM and node on every pass; runs
+ * beside other work took up to twice as long); the greedy's
  * qp_plan_compute() after each eviction is most of the rest; the search
  * looks at about a plan per 1.3 us, and its bound of 8192 plans per
  * rebalance (goal (b)'s and (a)'s each) keeps it near 10 ms. */

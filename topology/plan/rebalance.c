@@ -1253,7 +1253,7 @@ chain_for(const Work *k, SearchBase *base, guint x, guint i, guint64 bound,
   /* Others move at most as many MiB as X holds, and fewer than the best
    * chain so far once X's own MiB are counted. */
   guint64 cap = MIN(total + 1, bound > need ? bound - need : 0);
-  if (cap == 0 || !fits_cpus(k, v, i, NULL))
+  if (cap == 0 || !base->ok[x * base->nn + i]) /* its CPUs do not fit there */
     return t;
   g_auto(hwloc_bitmap_t) set = hwloc_bitmap_alloc();
   hwloc_bitmap_set(set, (unsigned)k->host->nodes[i].id);

@@ -63,6 +63,16 @@ mem_nodes(const QpClaim *c)
   return qp_list_format(set);
 }
 
+/* C's memory on host node NODE. */
+static guint64
+mib_on(const QpClaim *c, int node)
+{
+  for (guint x = 0; x < c->mem->len; x++)
+    if (g_array_index(c->mem, QpNodeAmount, x).node == node)
+      return g_array_index(c->mem, QpNodeAmount, x).mib;
+  return 0;
+}
+
 /* No node holds more claims than its memory, no CPU is dedicated twice. */
 static void
 assert_consistent(const QpHost *h, const QpClaims *claims)
@@ -591,20 +601,15 @@ test_consolidate_chain(void)
   place(h, claims, "e", QP_MODE_BALANCED, 2, 4096, "0");
   place(h, claims, "f", QP_MODE_BALANCED, 2, 10752, "2");
   place(h, claims, "g", QP_MODE_BALANCED, 2, 10752, "3");
-  guint64 c_on_0 = 0;
   const QpClaim *c = claim_of(claims, "c");
-  for (guint x = 0; x < c->mem->len; x++)
-    if (g_array_index(c->mem, QpNodeAmount, x).node == 0)
-      c_on_0 = g_array_index(c->mem, QpNodeAmount, x).mib;
+  guint64 c_on_0 = mib_on(c, 0);
   g_assert_cmpuint(c_on_0, >, 0);
   g_assert_cmpuint(c_on_0, <, 8192);
   /* No node holds c now: it would move straight otherwise. */
   for (guint i = 0; i < h->n_nodes; i++) {
     QpNodeMemory m;
     qp_node_memory(h, claims, NULL, i, &m);
-    guint64 has = h->nodes[i].id == 0 ? c_on_0 : 0;
-    if (h->nodes[i].id != 1)
-      g_assert_cmpuint(m.uncommitted_mib + has, <, 8192);
+    g_assert_cmpuint(m.uncommitted_mib + mib_on(c, h->nodes[i].id), <, 8192);
   }
   g_autofree QpRebalanceVm *vms = all_movable(claims);
   g_autoptr(QpRebalance) r = rebalance(h, claims, vms, NULL, NULL);

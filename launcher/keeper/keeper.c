@@ -21,6 +21,13 @@
 
 #define HOLD_QMP_TIMEOUT_MS 3000
 
+/* How long after QEMU's greeting the keeper of a plan that does not pause
+ * waits before its first command (greet()): longer than QEMU takes from
+ * its greeting to a running guest for a small VM (about 25 ms on the
+ * benchmark host, docs/benchmarks.md), short beside anything a caller does
+ * to a VM it has just started. */
+#define FIRST_LOOK_AFTER_MS 200
+
 /* Closes every inherited descriptor but stdio and the ones we use: above
  * all the ledger's lock, whose flock a copy would keep held if the launcher
  * died holding it. */
@@ -195,6 +202,16 @@ greet(Keeper *k)
   k->qmp = qp_qmp_new(k->cfg->qmp_fd, k->cfg->qmp_timeout_ms);
   if (!qp_keeper_wait_for_greeting(k, &error))
     fail(k, error);
+  /* Unpaused, the plan is in force from QEMU's first instruction and the
+   * first look only learns and checks. QEMU runs every command on its main
+   * loop, holding its big lock, and the greeting comes before its start is
+   * over: commands sent now run as the guest starts and hold up its first
+   * steps. So the first look waits; QEMU sends no event before
+   * qmp_capabilities, and what changes meanwhile (the caller's pins, memory
+   * it plugs) the look finds all the same. */
+  if (!k->cfg->paused && !k->cfg->daemonize &&
+      qp_keeper_qemu_gone(k, FIRST_LOOK_AFTER_MS))
+    qemu_left(k);
   /* The first look's queries go with qmp_capabilities: one round trip. */
   static const char *const first_look_queries[] = {"query-cpus-fast",
                                                    "query-iothreads", NULL};

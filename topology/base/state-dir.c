@@ -4,12 +4,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
-#include <pwd.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "topology/base/accounts.h"
 #include "topology/base/dir-file.h"
 #include "topology/base/proc.h"
 
@@ -84,13 +83,17 @@ qp_state_dir_is_shared(const struct stat *st)
 static void
 create_shared_dir(const char *dir, const char *group)
 {
-  struct group *gr = group[0] != '\0' ? getgrnam(group) : NULL;
-  if (gr == NULL || mkdir(dir, 0700) < 0)
+  struct stat st;
+  gid_t gid;
+  /* Made already (the tmpfiles.d entry at boot, or an earlier launch):
+   * then the group is not even looked up. */
+  if (lstat(dir, &st) == 0 || group[0] == '\0' || !qp_group_gid(group, &gid) ||
+      mkdir(dir, 0700) < 0)
     return;
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return;
-  if (fchown(fd, 0, gr->gr_gid) == 0)
+  if (fchown(fd, 0, gid) == 0)
     (void)fchmod(fd, 03770);
   close(fd);
 }
@@ -102,14 +105,6 @@ per_user_dir(void)
   if (xdg != NULL && *xdg != '\0')
     return g_build_filename(xdg, "qemu-pin", NULL);
   return g_strdup_printf("/tmp/qemu-pin-%u", (unsigned)geteuid());
-}
-
-static char *
-user_label(void)
-{
-  struct passwd *pw = getpwuid(geteuid());
-  return pw != NULL ? g_strdup(pw->pw_name)
-                    : g_strdup_printf("uid %u", (unsigned)geteuid());
 }
 
 /* Why this user cannot use the shared directory SHARED, and the fix; NULL
@@ -132,11 +127,8 @@ shared_dir_problem(const char *shared, const char *group)
                            group[0] != '\0' ? group : "GROUP");
   if (faccessat(AT_FDCWD, shared, W_OK | X_OK, AT_EACCESS) == 0)
     return NULL;
-  g_autofree char *user = user_label();
-  struct group *gr = getgrgid(st.st_gid);
-  g_autofree char *gname = gr != NULL
-                               ? g_strdup(gr->gr_name)
-                               : g_strdup_printf("%u", (unsigned)st.st_gid);
+  g_autofree char *user = qp_user_label(geteuid());
+  g_autofree char *gname = qp_group_label(st.st_gid);
   return g_strdup_printf("%s is not in its group %s (add it: `usermod -aG %s "
                          "%s`, then start QEMU anew)",
                          user, gname, gname, user);

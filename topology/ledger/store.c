@@ -9,6 +9,7 @@
  * component under us after the directory was checked. */
 #include "topology/ledger/store.h"
 
+#include "topology/base/accounts.h"
 #include "topology/base/dir-file.h"
 #include "topology/base/proc.h"
 #include "topology/base/state-dir.h"
@@ -17,7 +18,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,10 +111,7 @@ lock_has_dir_group(int dirfd, int fd, const char *dir, const struct stat *dirst,
     return TRUE;
   int errsv = errno;
   (void)unlinkat(dirfd, QP_STATE_LOCK, 0);
-  struct group *gr = getgrgid(dirst->st_gid);
-  g_autofree char *group = gr != NULL
-                               ? g_strdup(gr->gr_name)
-                               : g_strdup_printf("%u", (unsigned)dirst->st_gid);
+  g_autofree char *group = qp_group_label(dirst->st_gid);
   g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
               "cannot give lock file %s/%s the group %s of its directory: "
               "%s; make %s setgid (mode 3770, as qemu-pin's tmpfiles.d "

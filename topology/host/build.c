@@ -585,10 +585,15 @@ qp_hwloc_topology_init(hwloc_topology_t *topo)
    * inherits it. hwloc reads HWLOC_HIDE_ERRORS once per process, at its
    * first report or at hwloc_hide_errors(), which fixes it here. */
   g_autofree char *saved = swap_env(name, list);
+  /* No plugin directory at all: a plugin is a shared object built for the
+   * shared hwloc and C library, which the statically linked launcher
+   * (launcher/front/main.c) must never load; and qemu-pin uses none. */
+  g_autofree char *saved_path = swap_env("HWLOC_PLUGINS_PATH", "");
   g_autofree char *saved_hide = swap_env("HWLOC_HIDE_ERRORS", "2");
   hwloc_hide_errors();
   int r = hwloc_topology_init(topo);
   put_env(name, saved);
+  put_env("HWLOC_PLUGINS_PATH", saved_path);
   put_env("HWLOC_HIDE_ERRORS", saved_hide);
   return r;
 }

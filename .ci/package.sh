@@ -71,8 +71,7 @@ echo "package: unit tests in the build: ${tests:-none}"
 actual=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { sub(/^\./, "", $6); print $1, $6 }' | sort)
 expected=$( (cat <<'EOF'
 -rwxr-xr-x /usr/bin/qemu-pin
--rw-r--r-- /usr/lib/x86_64-linux-gnu/qemu-pin/qemu-pin-full.so
--rw-r--r-- /usr/lib/x86_64-linux-gnu/qemu-pin/qemu-pin-launch.so
+-rwxr-xr-x /usr/lib/x86_64-linux-gnu/qemu-pin/qemu-pin-full
 -rwxr-xr-x /usr/sbin/qemu-pin-takeover
 lrwxrwxrwx /usr/libexec/qemu-pin/qemu-system-x86_64
 -rw-r--r-- /usr/lib/tmpfiles.d/qemu-pin.conf
@@ -117,6 +116,19 @@ echo "package: lintian: ok$( [ -s "$work/lintian.log" ] && echo " ($(wc -l <"$wo
 root=$work/root
 dpkg -x "$deb" "$root"
 qp=$root/usr/bin/qemu-pin
+# A launcher linked statically (no interpreter) carries code of these
+# sources, which Built-Using must name; one linked with the shared
+# libraries carries none.
+built_using=$(dpkg-deb -f "$deb" Built-Using)
+if ! readelf -l "$qp" | grep -q INTERP; then
+  for src in glibc glib2.0 pcre2 hwloc; do
+    echo "$built_using" | grep -q "\(^\|, \)$src (= " ||
+      fail "the launcher is static but Built-Using does not name $src: '$built_using'"
+  done
+  echo "package: static launcher, Built-Using: $built_using"
+else
+  [ -z "$built_using" ] || fail "a dynamic launcher with Built-Using: $built_using"
+fi
 [ "$("$qp" --version)" = "qemu-pin $version" ] || fail "qemu-pin --version: $("$qp" --version 2>&1)"
 "$qp" topology >"$work/topology.txt" || fail "qemu-pin topology failed"
 grep -q '^node' "$work/topology.txt" || fail "qemu-pin topology shows no node: $(head -n 3 "$work/topology.txt")"

@@ -193,6 +193,7 @@ st_empty_host=$(start_cell empty 5)
 st_empty_cs=$(start_cell empty 6)
 st_full_cs=$(start_cell 1000 6)
 st_front=$(sed -n 's/.*the program): \([0-9.]*\) ms more.*/\1/p' "$tmp/start.md")
+launcher_kind=$(if readelf -l "$builddir/qemu-pin" 2>/dev/null | grep -q INTERP; then echo "linked with the shared libraries"; else echo "statically linked: nothing is loaded"; fi)
 st_loader=$(sed -n 's/.*full program loaded): \([0-9.]*\) ms more.*/\1/p' "$tmp/start.md")
 
 cpus=$(nproc)
@@ -239,12 +240,12 @@ $start_lines
 Where the time goes (step times from \`QEMU_PIN_TIMING=1\`, *Time before
 exec* below):
 
-- Mode none runs QEMU from the front, which loads the C library alone:
-  $st_front ms more than /bin/true.
-- Every other launch loads the launch module (\`qemu-pin-launch.so\` and
-  $(ldd "$builddir/qemu-pin-launch.so" | grep -c '=>') shared libraries: glib, hwloc and theirs; no libnuma, json-glib,
-  GObject or GIO, which only qemu-pin's commands load with \`qemu-pin-full.so\`
-  and its $(ldd "$builddir/qemu-pin-full.so" | grep -c '=>')): loaded at $st_empty_loaded ms after the front's \`main()\`.
+- Mode none runs QEMU from the front, the first lines of the launcher
+  ($launcher_kind): $st_front ms more than /bin/true.
+- Every other launch runs on in the launcher: glib and hwloc are in it,
+  no libnuma, json-glib, GObject or GIO, which only qemu-pin's commands
+  load, in the full program \`qemu-pin-full\` and its
+  $(ldd "$builddir/qemu-pin-full" | grep -c '=>') shared libraries; its launch path began at $st_empty_loaded ms after the front's \`main()\`.
 - The host: loaded at $st_empty_host ms, from its snapshot (qemu-pin's own text
   format of this host's model, docs/design.md "The host snapshot") plus the
   live reads (free memory, hugepages, affinity).
@@ -257,7 +258,7 @@ exec* below):
   so nothing is added but the keeper's greeting and first look, which run
   beside QEMU's own start; one-to-one pauses QEMU until every vCPU is pinned
   (the pause floor's cost) and adds the keeper's work in between (the
-  keeper runs in the launch module: nothing is loaded before its \`cont\`).
+  keeper runs in the launcher's image: nothing is loaded before its \`cont\`).
 - QEMU's own share: QEMU started with what a balanced launch adds to its
   command line and process (the memory backend bound to the node, the
   process's \`MPOL_BIND\`, the private monitor) by a program that does
@@ -306,8 +307,8 @@ $rebalance_verdict
   under it the directory listed, the records changed since read, the plan
   and the record written (\`docs/ledger.md\`, "Summary").
 - \`qemu-pin plan\` (no launch) is the time qemu-pin spends before QEMU
-  starts: its own start (the front, the launch module, which hands \`plan\` over
-  to the full program and its $(ldd "$builddir/qemu-pin-full.so" | grep -c '=>') shared libraries, see *Time before exec*), the
+  starts: its own start (the launcher, which hands \`plan\` over to the full
+  program and its $(ldd "$builddir/qemu-pin-full" | grep -c '=>') shared libraries, see *Time before exec*), the
   host from its snapshot in the state directory (qemu-pin's own format;
   hwloc's live discovery when the snapshot is stale, or when the guest has a
   \`vfio-pci\` device or storage or network found on a host PCI device: a
@@ -426,7 +427,8 @@ $(cat "$tmp/launch.md")
 prints its steps' times since the front's \`main()\`, launching the guest that
 exits at once (-smp 1, balanced), interleaved between an empty ledger and one
 of 1,000 live records (made by \`bench/plan-bench --fill\`). *Full program
-loaded* is the front's \`dlopen()\` of \`qemu-pin-launch.so\` done; *critical
+loaded* is the launch path begun (the launcher is static: nothing is
+loaded; it was the front's \`dlopen()\` of the launch path); *critical
 section* is the ledger's pre-scan, lock, read, plan, the keeper started, the
 record written and the unlock.
 

@@ -6,9 +6,9 @@
 # the front's main() ("qemu-pin: timing: STEP MS"); the guest exits at once.
 # Reported, as medians of RUNS launches interleaved between the two ledgers:
 #   before exec   the front's main() to execve() of QEMU;
-#   loaded        the front's main() to the program loaded (dlopen of
-#                 qemu-pin-launch.so, or before it was split off
-#                 qemu-pin-full.so, and its libraries, their constructors);
+#   loaded        the front's main() to the launch path begun (the static
+#                 launcher loads nothing; before it was static, the dlopen
+#                 of the launch path and its libraries, their constructors);
 #   host          to the host loaded (hwloc, or its snapshot);
 #   claim         the critical section: pre-scan, lock, read, plan, keeper
 #                 started, record written, unlock;

@@ -76,11 +76,25 @@ in_dir(const char *dir, size_t len, const char *base)
   return p;
 }
 
+static const char *self_path = "/proc/self/exe";
+
+const char *
+qp_front_self(void)
+{
+  return self_path;
+}
+
+void
+qp_front_set_self(const char *path)
+{
+  self_path = path;
+}
+
 char *
 qp_front_find_qemu(const char *argv0, const char *path_env, int *no_self)
 {
   struct stat self;
-  *no_self = stat("/proc/self/exe", &self) < 0;
+  *no_self = stat(self_path, &self) < 0;
   if (*no_self)
     return NULL;
   char *found = NULL;

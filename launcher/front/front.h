@@ -71,10 +71,31 @@ char *qp_front_basename(const char *path);
 /* The real QEMU binary for a drop-in invoked as ARGV0: the binary
  * dpkg-divert moved aside (ARGV0.distrib) when ARGV0 is qemu-pin, else the
  * next match for its basename on PATH_ENV (NULL: a default PATH) that is
- * not this executable (device and inode compared with /proc/self/exe),
+ * not qemu-pin itself (device and inode compared with qp_front_self()),
  * or its .distrib. A string of malloc(), or NULL; *NO_SELF when
- * /proc/self/exe cannot be read. */
+ * qp_front_self() cannot be read. */
 char *qp_front_find_qemu(const char *argv0, const char *path_env, int *no_self);
+
+/* qemu-pin's executable, the one the caller ran: /proc/self/exe, or what
+ * the launcher told the full program it handed a run to (full-main.c). */
+const char *qp_front_self(void);
+void qp_front_set_self(const char *path);
+
+/* The full program (launcher/full-main.c): qemu-pin's commands, plans,
+ * and the launches the launcher hands over (launcher/hand-over.h). It is
+ * an executable of its own, linked with the shared libraries it needs
+ * (json-glib, GIO, libnuma besides glib and hwloc), next to qemu-pin in a
+ * build tree, else in QP_MODULE_DIR: a string of malloc(), or NULL. */
+char *qp_front_full_path(void);
+
+/* The first argument the launcher gives the full program, then its own
+ * path, then the caller's argv from ARGV[1] on (ARGV[0] stays first). */
+#define QP_FULL_MARK "--qemu-pin-front"
+
+/* Runs the full program with the caller's ARGC, ARGV: returns only if it
+ * cannot be run, with errno set and *PATH (malloc(), or NULL) the program
+ * tried. */
+void qp_front_exec_full(int argc, char **argv, char **path);
 
 /* The config file as far as the mode of a VM needs it. */
 typedef struct {

@@ -1,12 +1,11 @@
-/* qemu-pin: the front. Linked with the C library alone, it runs QEMU
- * straight for help, probes and mode none (front.h), and otherwise loads
- * a module next to this executable in a build tree, else where it is
- * installed (QP_MODULE_DIR: relative to this executable's directory, or
- * absolute): for a launch qemu-pin-launch.so (launcher/launch-module.c),
- * which loads no json-glib, GObject or GIO; for qemu-pin's own commands
- * the full program, qemu-pin-full.so (launcher/module.c). */
-#include <dlfcn.h>
-#include <limits.h>
+/* qemu-pin: the launcher (docs/design.md, "The front"). Statically linked
+ * (C library, glib, hwloc) where the build can, so that nothing is loaded
+ * before QEMU: help, probes and mode none run QEMU straight from here,
+ * before anything of glib or hwloc is touched; a launch runs here too, its
+ * keeper included (launcher/launch-main.c); qemu-pin's commands, plans and
+ * whatever a launch hands over run in the full program, another
+ * executable (launcher/full-main.c). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,58 +13,25 @@
 #include <unistd.h>
 
 #include "launcher/front/front.h"
-
-#define FULL_MODULE "qemu-pin-full.so"
-#define LAUNCH_MODULE "qemu-pin-launch.so"
-
-typedef int (*ModuleMain)(int argc, char **argv, const struct timespec *t0);
-
-/* Module NAME's path: a string of malloc(), or NULL. */
-static char *
-module_path(const char *name)
-{
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n <= 0)
-    return NULL;
-  exe[n] = '\0';
-  char *slash = strrchr(exe, '/');
-  if (slash == NULL)
-    return NULL;
-  *slash = '\0';
-  char *p = NULL;
-  if (asprintf(&p, "%s/%s", exe, name) < 0)
-    return NULL;
-  if (access(p, R_OK) == 0)
-    return p;
-  free(p);
-  int absolute = QP_MODULE_DIR[0] == '/';
-  if (asprintf(&p, "%s%s" QP_MODULE_DIR "/%s", absolute ? "" : exe,
-               absolute ? "" : "/", name) < 0)
-    return NULL;
-  return p;
-}
-
-static int
-run_module(const char *name, int argc, char **argv, const struct timespec *t0)
-{
-  char *path = module_path(name);
-  void *module = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-  ModuleMain main_of = NULL;
-  if (module != NULL)
-    *(void **)&main_of = dlsym(module, "qp_module_main");
-  if (main_of == NULL) {
-    const char *why = dlerror();
-    fprintf(stderr, "qemu-pin: cannot load the rest of qemu-pin (%s): %s\n",
-            path ? path : name, why ? why : "no such file");
-    free(path);
-    return 1;
-  }
-  free(path);
-  return main_of(argc, argv, t0);
-}
+#include "launcher/launch-main.h"
+#ifdef QP_STATIC_LAUNCHER
+#include "topology/base/accounts.h"
+#endif
 
 extern char **environ;
+
+/* The full program with the caller's command line: returns only if it
+ * cannot be run. */
+static int
+run_full(int argc, char **argv)
+{
+  char *path = NULL;
+  qp_front_exec_full(argc, argv, &path);
+  fprintf(stderr, "qemu-pin: cannot run the rest of qemu-pin (%s): %s\n",
+          path != NULL ? path : "qemu-pin-full", strerror(errno));
+  free(path);
+  return 1;
+}
 
 int
 main(int argc, char **argv)
@@ -86,7 +52,7 @@ main(int argc, char **argv)
       execv(e.binary, e.argv);
     else
       execvp(e.binary, e.argv);
-    /* The full program says why, and exits as it does. */
+    /* The launch path says why, and exits as it does. */
     qp_front_exec_clear(&e);
   }
   /* A drop-in, or qemu-pin with no command of its own, launches. */
@@ -94,5 +60,17 @@ main(int argc, char **argv)
   int command = self != NULL && !qp_is_qemu_name(self) && argc > 1 &&
                 qp_front_is_command(argv[1]);
   free(self);
-  return run_module(command ? FULL_MODULE : LAUNCH_MODULE, argc, argv, &t0);
+  if (command)
+    return run_full(argc, argv);
+#ifdef QP_STATIC_LAUNCHER
+  /* A static C library must not load what is built for the shared one:
+   * NSS modules (accounts.h), and the iconv modules of a file name
+   * encoding GLib is told of (the C locale's ASCII and UTF-8 are built
+   * in). */
+  qp_accounts_files_only(NULL);
+  if (getenv("G_FILENAME_ENCODING") != NULL ||
+      getenv("G_BROKEN_FILENAMES") != NULL)
+    return run_full(argc, argv);
+#endif
+  return qp_launch_main(argc, argv, &t0);
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the build with `meson install --destdir` into a scratch directory
 # and checks that every file lands where it should, and nothing else: the
-# binary and the full program it loads (QP_MODULE_DIR), the man pages, the tmpfiles.d entry of the ledger, the example
+# binary and the full program it runs (QP_MODULE_DIR), the man pages, the tmpfiles.d entry of the ledger, the example
 # configuration, the AppArmor abstraction, the takeover script and qemu-pin
 # under QEMU's name for libvirt. Then uses them: the installed binary runs,
 # the example configuration is accepted (its commented-out settings too), and
@@ -29,8 +29,7 @@ echo "# meson install --destdir $dest"
 
 # Every file and symlink, with its mode, as installed.
 expected="-rwxr-xr-x $bindir/qemu-pin
--rwxr-xr-x $(abs "$QP_MODULE_DIR")/qemu-pin-full.so
--rwxr-xr-x $(abs "$QP_MODULE_DIR")/qemu-pin-launch.so
+-rwxr-xr-x $(abs "$QP_MODULE_DIR")/qemu-pin-full
 -rwxr-xr-x $sbindir/qemu-pin-takeover
 lrwxrwxrwx $libexecdir/qemu-pin/qemu-system-x86_64
 -rw-r--r-- $mandir/man1/qemu-pin.1

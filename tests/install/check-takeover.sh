@@ -29,9 +29,8 @@ for d in "$realdir"/../lib/*/qemu "$realdir"/../share/qemu; do
   ln -s "$(readlink -f "$d")" "$root/usr/$rel"
 done
 cp "$QP_BINARY" "$root/usr/bin/qemu-pin"
-# The modules the front loads, beside it as in a build tree.
-cp "$(dirname "$QP_BINARY")/qemu-pin-full.so" \
-  "$(dirname "$QP_BINARY")/qemu-pin-launch.so" "$root/usr/bin/"
+# The full program the launcher runs, beside it as in a build tree.
+cp "$(dirname "$QP_BINARY")/qemu-pin-full" "$root/usr/bin/"
 bin=/usr/bin/qemu-system-x86_64
 tk() { sh "$takeover" --root "$root" --qemu-pin /usr/bin/qemu-pin "$@"; }
 # INODE SHA256 MODE of a file of the scratch root

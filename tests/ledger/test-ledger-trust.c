@@ -77,11 +77,15 @@ test_bounds(void)
 static void
 test_names(void)
 {
-  const char *qemu[] = {"qemu-system-x86_64", "qemu-system-aarch64",
-                        "qemu-kvm",           "kvm",
-                        "qemu-pin",           "qemu-system-x86_64 (deleted)"};
-  const char * not [] = {"sleep", "qemu-system-", "qemu-img",
-                         "bash",  "kvm-ok",       "qemu-pin-full"};
+  const char *qemu[] = {"qemu-system-x86_64",
+                        "qemu-system-aarch64",
+                        "qemu-kvm",
+                        "kvm",
+                        "qemu-pin",
+                        "qemu-pin-full",
+                        "qemu-system-x86_64 (deleted)"};
+  const char * not [] = {"sleep",  "qemu-system-",    "qemu-img", "bash",
+                         "kvm-ok", "qemu-pin-fuller", "qemu-pi"};
   for (gsize i = 0; i < G_N_ELEMENTS(qemu); i++)
     g_assert_true(qp_qemu_is_qemu_name(qemu[i]));
   for (gsize i = 0; i < G_N_ELEMENTS(not ); i++)

@@ -30,6 +30,16 @@ valgrind_has_pidfd(void)
   return ok;
 }
 
+/* valgrind follows the heap of a program linked with the shared C
+ * library only: the launcher's dynamic build (QP_BINARY_DYNAMIC), the
+ * same code as the static one. */
+static const char *
+launcher(void)
+{
+  const char *dynamic = g_getenv("QP_BINARY_DYNAMIC");
+  return dynamic != NULL && dynamic[0] != '\0' ? dynamic : qp_test_binary();
+}
+
 /* valgrind ... qemu-pin -v --state-dir=S --mode=one-to-one -- QEMU ... */
 static GPtrArray *
 command(RbFixture *f, const char *qmp)
@@ -45,7 +55,7 @@ command(RbFixture *f, const char *qmp)
   for (guint i = 0; vg[i] != NULL; i++)
     g_ptr_array_add(a, g_strdup(vg[i]));
   g_ptr_array_add(a, g_strdup_printf("--log-file=%s/vg.%%p", f->dir));
-  g_ptr_array_add(a, g_strdup(qp_test_binary()));
+  g_ptr_array_add(a, g_strdup(launcher()));
   g_ptr_array_add(a, g_strdup("-v"));
   g_ptr_array_add(a, g_strdup_printf("--state-dir=%s", f->state));
   g_ptr_array_add(a, g_strdup("--mode=one-to-one"));
@@ -108,7 +118,7 @@ test_full_life(RbFixture *f, gconstpointer data)
   g_autoptr(GPtrArray) cmd = command(f, qmp);
   /* The plan qemu-pin makes (same options, without valgrind). */
   guint dash = 0;
-  while (strcmp(cmd->pdata[dash], qp_test_binary()) != 0)
+  while (strcmp(cmd->pdata[dash], launcher()) != 0)
     dash++;
   g_autoptr(JsonObject) plan = qp_test_plan((char **)cmd->pdata + dash + 2);
   g_auto(GStrv) want = qp_test_plan_vcpu_sets(plan);
@@ -172,7 +182,7 @@ test_failure(RbFixture *f, gconstpointer data)
                   "--trace-children=no",
                   "--child-silent-after-fork=no",
                   logs,
-                  (char *)qp_test_binary(),
+                  (char *)launcher(),
                   state,
                   "--mode=one-to-one",
                   "--",

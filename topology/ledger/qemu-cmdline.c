@@ -218,5 +218,5 @@ qp_qemu_is_qemu_name(const char *name)
   return (g_str_has_prefix(base, "qemu-system-") &&
           base[strlen("qemu-system-")] != '\0') ||
          strcmp(base, "qemu-kvm") == 0 || strcmp(base, "kvm") == 0 ||
-         strcmp(base, "qemu-pin") == 0;
+         strcmp(base, "qemu-pin") == 0 || strcmp(base, "qemu-pin-full") == 0;
 }

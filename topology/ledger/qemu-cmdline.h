@@ -25,7 +25,8 @@ void qp_qemu_cmdline_bounds(const char *args, gsize len, QpQemuBounds *out);
 
 /* Whether NAME (an executable's basename) is QEMU's or qemu-pin's (which
  * runs under the VM's PID before it execs QEMU in place): qemu-system-*,
- * qemu-kvm, kvm, qemu-pin. A "(deleted)" tail (upgraded) is allowed. */
+ * qemu-kvm, kvm, qemu-pin, qemu-pin-full (the full program, which a launch
+ * may be handed over to). A "(deleted)" tail (upgraded) is allowed. */
 gboolean qp_qemu_is_qemu_name(const char *name);
 
 G_END_DECLS

@@ -1,12 +1,10 @@
-/* The launch module the front loads for a launch (launcher/hand-over.h):
- * the launch path, linked without json-glib (and so without GObject and
- * GIO). qemu-pin's commands and plans are the full module's: handed over
- * whole. */
+/* The launch path (launch-main.h): the edge with what a launch needs,
+ * and the hand-over to the full program for the rest. */
+#include "launcher/launch-main.h"
+
 #include "launcher/edge.h"
 #include "launcher/front/front.h"
 #include "launcher/hand-over.h"
-
-int qp_module_main(int argc, char **argv, const struct timespec *t0);
 
 static int
 hand_over_plan(const QpOptions *opts, const QpQemuArgs *args,
@@ -29,7 +27,7 @@ launch_command(QpOptions *opts, int argc, char **argv, GError **error)
 }
 
 int
-qp_module_main(int argc, char **argv, const struct timespec *t0)
+qp_launch_main(int argc, char **argv, const struct timespec *t0)
 {
   return qp_edge_main(argc, argv, t0, &launch_edge);
 }

@@ -49,6 +49,32 @@ qp_dir_file_read(int dirfd, const char *name, gsize max, char **out,
   return TRUE;
 }
 
+char *
+qp_file_read_text(const char *path, gsize max)
+{
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    return NULL;
+  GString *s = g_string_sized_new(MIN(max, 4096) + 1);
+  while (s->len < max) {
+    gsize room = MIN(max - s->len, 8192);
+    g_string_set_size(s, s->len + room);
+    ssize_t n = read(fd, s->str + s->len - room, room);
+    g_string_set_size(s, s->len - room + (n > 0 ? (gsize)n : 0));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      close(fd);
+      g_string_free(s, TRUE);
+      return NULL;
+    }
+    if (n == 0)
+      break;
+  }
+  close(fd);
+  return g_string_free(s, FALSE);
+}
+
 static gboolean
 write_all(int fd, const char *buf, gsize len)
 {

@@ -17,6 +17,13 @@ G_BEGIN_DECLS
 gboolean qp_dir_file_read(int dirfd, const char *name, gsize max, char **out,
                           gsize *out_len, struct stat *st, int *errsv);
 
+/* The text of PATH (a file of /proc or /sys, or any other; symlinks
+ * followed), NUL-terminated, at most MAX bytes of it; NULL when it cannot
+ * be opened or read. open, read until the end, close: none of the fstat()
+ * and stdio g_file_get_contents() adds for a file of size 0 (a launch reads
+ * a dozen). */
+char *qp_file_read_text(const char *path, gsize max);
+
 /* Replaces NAME of DIRFD with the LEN bytes of TEXT: written to TMP
  * (created anew; a leftover of the same name is removed first), given MODE
  * whatever the umask, synced to disk when SYNC, then renamed over NAME. The

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "topology/base/dir-file.h"
 #include "topology/host/cache-domains.h"
 #include "topology/host/node-memory.h"
 
@@ -69,9 +70,9 @@ package_of(hwloc_topology_t topo, hwloc_obj_t obj)
 static gboolean
 read_isolated(hwloc_bitmap_t *out, GError **error)
 {
-  g_autofree char *text = NULL;
+  g_autofree char *text = qp_file_read_text(QP_ISOLATED_PATH, G_MAXINT);
   *out = NULL;
-  if (!g_file_get_contents(QP_ISOLATED_PATH, &text, NULL, NULL))
+  if (text == NULL)
     return TRUE; /* no such file: nothing is isolated */
   g_strstrip(text);
   if (*text == '\0')
@@ -111,9 +112,9 @@ read_affinity(hwloc_bitmap_t out, GError **error)
 static gboolean
 read_sys_u64(const char *path, guint64 *out)
 {
-  g_autofree char *text = NULL;
+  g_autofree char *text = qp_file_read_text(path, 4096);
   char *end = NULL;
-  if (!g_file_get_contents(path, &text, NULL, NULL))
+  if (text == NULL)
     return FALSE;
   g_strstrip(text);
   guint64 v = g_ascii_strtoull(text, &end, 10);

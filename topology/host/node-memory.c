@@ -4,6 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "topology/base/dir-file.h"
+
 #define QP_NODE_DIR "/sys/devices/system/node"
 #define QP_ZONEINFO "/proc/zoneinfo"
 #define QP_ARCSTATS "/proc/spl/kstat/zfs/arcstats"
@@ -290,10 +292,7 @@ static char *
 read_text(const char *root, const char *path)
 {
   g_autofree char *full = g_strconcat(root, path, NULL);
-  char *text = NULL;
-  if (!g_file_get_contents(full, &text, NULL, NULL))
-    return NULL;
-  return text;
+  return qp_file_read_text(full, G_MAXINT);
 }
 
 void

@@ -59,8 +59,9 @@ qp_host_snapshot_key(void)
     return NULL; /* no boot id, no way to tell a snapshot of another boot */
   g_autofree char *cpus = first_line("/sys/devices/system/cpu/online");
   g_autofree char *nodes = first_line("/sys/devices/system/node/online");
-  g_autofree char *status = NULL;
-  if (!g_file_get_contents("/proc/self/status", &status, NULL, NULL))
+  g_autofree char *status =
+      qp_file_read_text("/proc/self/status", SNAPSHOT_MAX_BYTES);
+  if (status == NULL)
     status = g_strdup("");
   g_autofree char *allowed = status_field(status, "Cpus_allowed_list");
   g_autofree char *mems = status_field(status, "Mems_allowed_list");

@@ -193,6 +193,10 @@ st_empty_host=$(start_cell empty 5)
 st_empty_cs=$(start_cell empty 6)
 st_full_cs=$(start_cell 1000 6)
 st_front=$(sed -n 's/.*the program): \([0-9.]*\) ms more.*/\1/p' "$tmp/start.md")
+share_verdict=$(awk -v a="$share1" -v b="$share2" 'BEGIN {
+  if (a + 0 > 1.05 || b + 0 > 1.05)
+    printf " Here that share alone is above x1.05: this host leaves a balanced launch no room at all for the target."
+}')
 launcher_kind=$(if readelf -l "$builddir/qemu-pin" 2>/dev/null | grep -q INTERP; then echo "linked with the shared libraries"; else echo "statically linked: nothing is loaded"; fi)
 st_loader=$(sed -n 's/.*full program loaded): \([0-9.]*\) ms more.*/\1/p' "$tmp/start.md")
 
@@ -266,8 +270,13 @@ exec* below):
   mode none includes the front's): x$share1 of QEMU alone at -smp 1, x$share2 at
   -smp 2 (paired). Mode none and this share together are what a balanced
   launch costs before qemu-pin plans anything: x1.05 leaves qemu-pin's
-  own work (the launch module, the host, the plan and claim, the keeper
-  beside QEMU) the rest.
+  own work (the launcher's start, the host, the plan and claim, the keeper
+  beside QEMU) the rest.$share_verdict Of the share, the private monitor
+  is the most: QEMU gives every QMP monitor on a socket or file descriptor
+  a thread of its own (its \`mon_iothread\`, with an event loop and an
+  io_uring) and sends its greeting, which a command line without a monitor
+  of its own (as here) does not pay; under libvirt or Proxmox, whose QEMU
+  always has a QMP monitor, that thread is there anyway.
 
 ## Earlier targets (issue 15)
 

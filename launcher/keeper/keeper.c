@@ -23,9 +23,9 @@
 
 /* How long after QEMU's greeting the keeper of a plan that does not pause
  * waits before its first command (greet()): longer than QEMU takes from
- * its greeting to a running guest for a small VM (about 25 ms on the
- * benchmark host, docs/benchmarks.md), short beside anything a caller does
- * to a VM it has just started. */
+ * its greeting to a running guest for a small VM (tens of ms under TCG on
+ * the benchmark hosts, whose whole start is 60-80 ms), short beside
+ * anything a caller does to a VM it has just started. */
 #define FIRST_LOOK_AFTER_MS 200
 
 /* Closes every inherited descriptor but stdio and the ones we use: above

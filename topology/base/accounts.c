@@ -91,22 +91,25 @@ files_name(const char *file, guint id)
   return files_find(file, NULL, id, &name, NULL) ? name : NULL;
 }
 
+/* The name of ID: from FILE when reading files only, else NSS (its
+ * answer); PREFIX and the number when there is none. */
+static char *
+label(const char *file, guint id, const char *nss, const char *prefix)
+{
+  char *name = files_only ? files_name(file, id) : g_strdup(nss);
+  return name != NULL ? name : g_strdup_printf("%s%u", prefix, id);
+}
+
 char *
 qp_group_label(gid_t gid)
 {
   struct group *gr = files_only ? NULL : getgrgid(gid);
-  char *name = files_only   ? files_name("group", (guint)gid)
-               : gr != NULL ? g_strdup(gr->gr_name)
-                            : NULL;
-  return name != NULL ? name : g_strdup_printf("%u", (unsigned)gid);
+  return label("group", (guint)gid, gr != NULL ? gr->gr_name : NULL, "");
 }
 
 char *
 qp_user_label(uid_t uid)
 {
   struct passwd *pw = files_only ? NULL : getpwuid(uid);
-  char *name = files_only   ? files_name("passwd", (guint)uid)
-               : pw != NULL ? g_strdup(pw->pw_name)
-                            : NULL;
-  return name != NULL ? name : g_strdup_printf("uid %u", (unsigned)uid);
+  return label("passwd", (guint)uid, pw != NULL ? pw->pw_name : NULL, "uid ");
 }

@@ -4,9 +4,10 @@
 # The guest is a 64 KiB firmware that exits at once through isa-debug-exit
 # (QEMU exits 1), so a run is QEMU's whole life: start, (plan, claim, pin,)
 # run, exit. Each -smp is started directly by QEMU and through qemu-pin in
-# modes none, balanced, auto, numa and one-to-one, interleaved (A B C D A B
-# C D ...) so
-# that a busy host slows every variant alike; the table gives the median
+# modes none, balanced, auto, numa and one-to-one, interleaved (each round
+# runs every variant once, in an order shuffled anew each round, so that a
+# busy host slows every variant alike and no variant always follows the
+# same other one); the table gives the median
 # wall time of each, its ratio to QEMU alone and the milliseconds added (the
 # difference of the medians, and the median of the per-round differences),
 # and the median of the per-round ratios to QEMU alone and to the pause
@@ -17,6 +18,12 @@
 # (load the host, read the ledger, plan, print; no QEMU), how much of the
 # added time is spent before QEMU starts. The last column says whether
 # qemu-pin started QEMU paused (its plan's "pause").
+# Three more give floors of their own: QEMU exec'd by a program that does
+# nothing else (bench/exec-only.c, linked as the launcher is), the least
+# any wrapper costs and mode none's floor; and QEMU with a QMP monitor of an
+# orchestrator's (a listening socket, as libvirt and Proxmox always give
+# it), alone and launched by qemu-pin in mode balanced. A second table
+# gives the paired ratio of each to its own floor.
 # A variant qemu-pin refuses on this host (more vCPUs than usable CPUs) is
 # reported as refused with qemu-pin's reason.
 #
@@ -49,16 +56,22 @@ unset QEMU_PIN_MODE QEMU_PIN_VERBOSE QEMU_PIN_CONFIG
 export QEMU_PIN_CONFIG=$BENCH_TMP/none.conf   # no host config: defaults only
 : > "$QEMU_PIN_CONFIG"
 
-variants="direct qmp args none balanced auto numa one-to-one plan"
+variants="direct exec qmp args none balanced auto numa one-to-one plan mon mon-balanced"
 args_only=$(dirname "$qp")/bench/qemu-args-only
 [ -x "$args_only" ] || variants=${variants/ args/}
+exec_only=$(dirname "$qp")/bench/exec-only
+[ -x "$exec_only" ] || variants=${variants/ exec/}
 qemu_path=$(command -v "$QEMU")
 
 # cmd VARIANT SMP: the command line of one run.
 cmd() {
   local guest="$QEMU $QEMU_BASE -smp $2 -bios $fw -device isa-debug-exit,iobase=0xf4,iosize=4"
+  local mon="-chardev socket,id=orch,path=$BENCH_TMP/orch.sock,server=on,wait=off -mon chardev=orch,mode=control"
   case $1 in
     direct|qmp) echo "$guest" ;;
+    exec) echo "$exec_only $qemu_path ${guest#"$QEMU" }" ;;
+    mon) echo "$guest $mon" ;;
+    mon-balanced) echo "$qp --mode=balanced -- $guest $mon" ;;
     args) echo "$args_only 64 $qemu_path ${guest#"$QEMU" }" ;;
     plan) echo "$qp plan --mode=balanced -- $guest" ;;
     *) echo "$qp --mode=$1 -- $guest" ;;
@@ -80,7 +93,8 @@ run() {
 # pause VARIANT SMP: "yes" or "no" as qemu-pin's plan says, "-" otherwise.
 pause() {
   case $1 in
-    direct|qmp|args|plan) echo "-"; return ;;
+    direct|exec|qmp|args|plan|mon) echo "-"; return ;;
+    mon-balanced) set -- balanced "$2" ;;
     none) echo "no"; return ;;
   esac
   $qp plan --mode="$1" -- $(cmd direct "$2") 2>/dev/null |
@@ -104,6 +118,15 @@ settle_keepers() {
 
 echo "| -smp | launched by | median ms | vs QEMU alone | added ms | added ms, paired | vs QEMU alone, paired | vs the pause floor, paired | runs | paused |"
 echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
+: > "$BENCH_TMP/floors.md"
+# floor_row SMP VARIANT FLOOR WHAT: the paired ratio of VARIANT to FLOOR
+# (the median over rounds of their ratio within the round), for the second
+# table.
+floor_row() {
+  [ -n "${ok[$2]:-}" ] && [ -n "${ok[$3]:-}" ] || return 0
+  paste "$BENCH_TMP/t.$3" "$BENCH_TMP/t.$2" | awk '{ print $2 / $1 }' | median |
+    awk -v s="$1" -v w="$4" '{ printf "| %s | %s | %.3f |\n", s, w, $1 }' >> "$BENCH_TMP/floors.md"
+}
 for smp in $smps; do
   declare -A ok=() why=()
   # One untimed run of each: it warms the caches and tells what runs here.
@@ -120,7 +143,7 @@ for smp in $smps; do
   done
   for v in $variants; do : > "$BENCH_TMP/t.$v"; done
   for ((r = 0; r < runs; r++)); do
-    for v in $variants; do
+    for v in $(shuf -e $variants); do
       [ -n "${ok[$v]:-}" ] || continue
       now_us t0
       run "$v" "$smp" >/dev/null 2>&1
@@ -137,6 +160,9 @@ for smp in $smps; do
       direct) name="QEMU alone" ;;
       args) name="QEMU with a balanced launch's arguments, memory policy and monitor, no qemu-pin (QEMU's share)" ;;
       qmp) name="QEMU -S, then cont over QMP (no qemu-pin)" ;;
+      exec) name="QEMU exec'd by a program that does nothing else (the exec floor)" ;;
+      mon) name="QEMU with an orchestrator's QMP monitor (no qemu-pin)" ;;
+      mon-balanced) name="qemu-pin in mode balanced, QEMU with an orchestrator's QMP monitor" ;;
       plan) name="qemu-pin plan --mode=balanced (no launch)" ;;
       *) name="qemu-pin --mode=$v" ;;
     esac
@@ -158,5 +184,13 @@ for smp in $smps; do
       if (f != "-") f = sprintf("%.3f", f)
       printf "| %s | %s | %.1f | %.3f | %+.1f | %+.1f | %.3f | %s | %d | %s |\n", s, n, m / 1000, m / b, (m - b) / 1000, d / 1000, q, f, r, p }'
   done
+  floor_row "$smp" none exec "qemu-pin in mode none, against the exec floor"
+  floor_row "$smp" mon-balanced mon "qemu-pin in mode balanced, against QEMU alone, both with an orchestrator's QMP monitor"
   unset ok why
 done
+if [ -s "$BENCH_TMP/floors.md" ]; then
+  echo
+  echo "| -smp | against its own floor | paired |"
+  echo "|---:|---|---:|"
+  cat "$BENCH_TMP/floors.md"
+fi

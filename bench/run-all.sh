@@ -27,7 +27,7 @@ case $builddir in /*) ;; *) builddir=$PWD/$builddir ;; esac
 if [ ! -d "$builddir" ]; then
   meson setup "$builddir" "$src" >/dev/null
 fi
-ninja -C "$builddir" qemu-pin bench/plan-bench bench/simulate >/dev/null
+ninja -C "$builddir" qemu-pin bench/plan-bench bench/simulate bench/exec-only bench/qemu-args-only >/dev/null
 export QP_PLAN_BENCH=$builddir/bench/plan-bench
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/qp-run-all.XXXXXX")
@@ -145,6 +145,12 @@ paired_of() { # SMP MODE COLUMN (8: to QEMU alone, 9: to the floor)
 }
 # The issue's targets: each mode against QEMU alone, and the modes that
 # pause against the pause floor (QEMU -S resumed over QMP, same run).
+floor_of() { # SMP WHAT: a paired ratio of the second table (to its own floor)
+  awk -F' *\\| *' -v s="$1" -v w="$2" '$2 == s && index($3, w) && $4 ~ /^[0-9.]+$/ { print $4; exit }' "$tmp/launch.md"
+}
+row_of() { # SMP NAME-SUBSTRING COLUMN: a cell of the first table
+  awk -F' *\\| *' -v s="$1" -v n="$2" -v c="$3" '$2 == s && index($3, n) && $4 !~ /^refused/ { print $c; exit }' "$tmp/launch.md"
+}
 share_of() { # SMP: QEMU-with-qemu-pin's-arguments to QEMU alone, paired
   awk -F' *\\| *' -v s="$1" '$2 == s && index($3, "QEMU'"'"'s share") && $4 !~ /^refused/ { print $8; exit }' "$tmp/launch.md"
 }
@@ -160,7 +166,11 @@ start_targets() {
       limit=1.05
       [ $mode = none ] && limit=1.03
       case $mode in
-        none|balanced|auto)
+        none)
+          echo "- -smp $smp, $mode (QEMU $state): x${q:-refused} of QEMU alone, paired (x${r:-refused} of the medians) (target at most x$limit): **$(verdict "$q" $limit)**. The exec floor, QEMU exec'd by a program that does nothing else (\`bench/exec-only.c\`, linked as the launcher is), the least any program put where QEMU's binary was costs: x$(row_of "$smp" "exec floor" 8) of QEMU alone; mode none is x$(floor_of "$smp" "mode none, against the exec floor") of that floor." ;;
+        balanced)
+          echo "- -smp $smp, $mode (QEMU $state): x${q:-refused} of QEMU alone, paired (x${r:-refused} of the medians) (target at most x$limit): **$(verdict "$q" $limit)**. With a QMP monitor of an orchestrator's on the command line, as libvirt and Proxmox always give QEMU: x$(floor_of "$smp" "mode balanced, against QEMU alone, both") of QEMU with that monitor (which costs x$(row_of "$smp" "orchestrator's QMP monitor (no qemu-pin)" 8) of QEMU alone)." ;;
+        auto)
           echo "- -smp $smp, $mode (QEMU $state): x${q:-refused} of QEMU alone, paired (x${r:-refused} of the medians) (target at most x$limit): **$(verdict "$q" $limit)**." ;;
         *)
           v=$(paired_of "$smp" "$mode" 9)
@@ -419,8 +429,13 @@ $(cat "$tmp/sim.md")
 ## Launch overhead
 
 \`bench/launch-bench.sh --runs 61 --smp "1 2 8 64"\`: the guest exits at once
-(isa-debug-exit), \`$QEMU_BASE_DOC\`, interleaved runs, median wall time of the
-whole QEMU life; the ledger on a tmpfs. *QEMU -S, then cont over QMP* is the
+(isa-debug-exit), \`$QEMU_BASE_DOC\`, interleaved runs (every variant once a
+round, in an order shuffled each round), median wall time of the whole QEMU
+life; the ledger on a tmpfs. *The exec floor* is QEMU exec'd by a program
+that does nothing else (\`bench/exec-only.c\`): the least any program put
+where QEMU's binary was can cost, mode none's floor. *An orchestrator's QMP
+monitor* is a listening QMP socket on QEMU's command line, as libvirt and
+Proxmox always give it; the second table sets each against its own floor. *QEMU -S, then cont over QMP* is the
 start-paused-and-resume flow of a plan that pins (and libvirt's), driven by
 the quickest client possible, without qemu-pin: the pause floor, what
 starting paused costs whoever resumes. *Paused* is the plan's \`pause\`:

@@ -197,6 +197,10 @@ targets() {
 start_lines=$(start_targets)
 share1=$(share_of 1)
 share2=$(share_of 2)
+mon1=$(row_of 1 "orchestrator's QMP monitor (no qemu-pin)" 8)
+mon2=$(row_of 2 "orchestrator's QMP monitor (no qemu-pin)" 8)
+monbal1=$(floor_of 1 "mode balanced, against QEMU alone, both")
+monbal2=$(floor_of 2 "mode balanced, against QEMU alone, both")
 target_lines=$(targets)
 st_empty_loaded=$(start_cell empty 4)
 st_empty_host=$(start_cell empty 5)
@@ -281,12 +285,14 @@ exec* below):
   -smp 2 (paired). Mode none and this share together are what a balanced
   launch costs before qemu-pin plans anything: x1.05 leaves qemu-pin's
   own work (the launcher's start, the host, the plan and claim, the keeper
-  beside QEMU) the rest.$share_verdict Of the share, the private monitor
-  is the most: QEMU gives every QMP monitor on a socket or file descriptor
-  a thread of its own (its \`mon_iothread\`, with an event loop and an
-  io_uring) and sends its greeting, which a command line without a monitor
-  of its own (as here) does not pay; under libvirt or Proxmox, whose QEMU
-  always has a QMP monitor, that thread is there anyway.
+  beside QEMU) the rest.$share_verdict Of the share, the private monitor:
+  QEMU gives every QMP monitor on a socket or file descriptor a thread of
+  its own (its \`mon_iothread\`, with an event loop and an io_uring), which
+  a command line without a monitor (as here) does not pay; an
+  orchestrator's listening monitor alone costs x$mon1 of QEMU alone at
+  -smp 1, x$mon2 at -smp 2 (paired). Under libvirt or Proxmox, whose QEMU
+  always has one, that thread is there anyway: there a balanced launch
+  costs x$monbal1 and x$monbal2 of QEMU with the same monitor.
 
 ## Earlier targets (issue 15)
 

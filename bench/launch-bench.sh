@@ -119,12 +119,16 @@ settle_keepers() {
 echo "| -smp | launched by | median ms | vs QEMU alone | added ms | added ms, paired | vs QEMU alone, paired | vs the pause floor, paired | runs | paused |"
 echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
 : > "$BENCH_TMP/floors.md"
-# floor_row SMP VARIANT FLOOR WHAT: the paired ratio of VARIANT to FLOOR
-# (the median over rounds of their ratio within the round), for the second
-# table.
+# paired_ratio FLOOR VARIANT: the median over rounds of VARIANT's time over
+# FLOOR's in the same round, which a host whose load drifts disturbs less.
+paired_ratio() {
+  paste "$BENCH_TMP/t.$1" "$BENCH_TMP/t.$2" | awk '{ print $2 / $1 }' | median
+}
+# floor_row SMP VARIANT FLOOR WHAT: VARIANT's paired ratio to FLOOR, for the
+# second table.
 floor_row() {
   [ -n "${ok[$2]:-}" ] && [ -n "${ok[$3]:-}" ] || return 0
-  paste "$BENCH_TMP/t.$3" "$BENCH_TMP/t.$2" | awk '{ print $2 / $1 }' | median |
+  paired_ratio "$3" "$2" |
     awk -v s="$1" -v w="$4" '{ printf "| %s | %s | %.3f |\n", s, w, $1 }' >> "$BENCH_TMP/floors.md"
 }
 for smp in $smps; do
@@ -175,10 +179,10 @@ for smp in $smps; do
     # same round, which a host whose load drifts disturbs less.
     d=$(paste "$BENCH_TMP/t.direct" "$BENCH_TMP/t.$v" | awk '{ print $2 - $1 }' | median)
     # The same as ratios, to QEMU alone and to the pause floor of the round.
-    q=$(paste "$BENCH_TMP/t.direct" "$BENCH_TMP/t.$v" | awk '{ print $2 / $1 }' | median)
+    q=$(paired_ratio direct "$v")
     f=-
     [ -n "${ok[qmp]:-}" ] &&
-      f=$(paste "$BENCH_TMP/t.qmp" "$BENCH_TMP/t.$v" | awk '{ print $2 / $1 }' | median)
+      f=$(paired_ratio qmp "$v")
     p=$(pause "$v" "$smp")
     awk -v s="$smp" -v n="$name" -v m="$m" -v b="$base" -v d="$d" -v q="$q" -v f="$f" -v r="$runs" -v p="$p" 'BEGIN {
       if (f != "-") f = sprintf("%.3f", f)

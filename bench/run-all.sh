@@ -134,28 +134,22 @@ start_cell() { # ROW-PREFIX COLUMN
 lat_cell() { # FILE VCPUS COLUMN (4: greeting -> cont, 5: the keeper's own)
   awk -F' *\\| *' -v n="$2" -v c="$3" '$2 == n && $4 ~ /^[0-9.]+$/ { print $c; exit }' "$1"
 }
-median_of() { # SMP NAME-SUBSTRING: the median ms of that row
-  awk -F' *\\| *' -v s="$1" -v n="$2" '$2 == s && index($3, n) && $4 !~ /^refused/ { print $4; exit }' "$tmp/launch.md"
-}
 paused_of() { # SMP MODE: the plan's pause, as the table says
   awk -F' *\\| *' -v s="$1" -v m="--mode=$2" '$2 == s && index($3, m) && !index($3, "plan") { print $11; exit }' "$tmp/launch.md"
 }
 paired_of() { # SMP MODE COLUMN (8: to QEMU alone, 9: to the floor)
   awk -F' *\\| *' -v s="$1" -v m="--mode=$2" -v c="$3" '$2 == s && index($3, m) && !index($3, "plan") && $4 !~ /^refused/ { print $c; exit }' "$tmp/launch.md"
 }
-# The issue's targets: each mode against QEMU alone, and the modes that
-# pause against the pause floor (QEMU -S resumed over QMP, same run).
 floor_of() { # SMP WHAT: a paired ratio of the second table (to its own floor)
   awk -F' *\\| *' -v s="$1" -v w="$2" '$2 == s && index($3, w) && $4 ~ /^[0-9.]+$/ { print $4; exit }' "$tmp/launch.md"
 }
 row_of() { # SMP NAME-SUBSTRING COLUMN: a cell of the first table
   awk -F' *\\| *' -v s="$1" -v n="$2" -v c="$3" '$2 == s && index($3, n) && $4 !~ /^refused/ { print $c; exit }' "$tmp/launch.md"
 }
-share_of() { # SMP: QEMU-with-qemu-pin's-arguments to QEMU alone, paired
-  awk -F' *\\| *' -v s="$1" '$2 == s && index($3, "QEMU'"'"'s share") && $4 !~ /^refused/ { print $8; exit }' "$tmp/launch.md"
-}
+# The issue's targets: each mode against QEMU alone, and the modes that
+# pause against the pause floor (QEMU -S resumed over QMP, same run).
 start_targets() {
-  local smp mode r q v fr limit state
+  local smp mode r q v fr limit state more
   for smp in 1 2; do
     fr=$(awk -F' *\\| *' -v s="$smp" '$2 == s && index($3, "cont over QMP") { print $8; exit }' "$tmp/launch.md")
     for mode in none balanced auto one-to-one numa; do
@@ -166,12 +160,13 @@ start_targets() {
       limit=1.05
       [ $mode = none ] && limit=1.03
       case $mode in
-        none)
-          echo "- -smp $smp, $mode (QEMU $state): x${q:-refused} of QEMU alone, paired (x${r:-refused} of the medians) (target at most x$limit): **$(verdict "$q" $limit)**. The exec floor, QEMU exec'd by a program that does nothing else (\`bench/exec-only.c\`, linked as the launcher is), the least any program put where QEMU's binary was costs: x$(row_of "$smp" "exec floor" 8) of QEMU alone; mode none is x$(floor_of "$smp" "mode none, against the exec floor") of that floor." ;;
-        balanced)
-          echo "- -smp $smp, $mode (QEMU $state): x${q:-refused} of QEMU alone, paired (x${r:-refused} of the medians) (target at most x$limit): **$(verdict "$q" $limit)**. With a QMP monitor of an orchestrator's on the command line, as libvirt and Proxmox always give QEMU: x$(floor_of "$smp" "mode balanced, against QEMU alone, both") of QEMU with that monitor (which costs x$(row_of "$smp" "orchestrator's QMP monitor (no qemu-pin)" 8) of QEMU alone)." ;;
-        auto)
-          echo "- -smp $smp, $mode (QEMU $state): x${q:-refused} of QEMU alone, paired (x${r:-refused} of the medians) (target at most x$limit): **$(verdict "$q" $limit)**." ;;
+        none|balanced|auto)
+          case $mode in
+            none) more=" The exec floor, QEMU exec'd by a program that does nothing else (\`bench/exec-only.c\`, linked as the launcher is), the least any program put where QEMU's binary was costs: x$(row_of "$smp" "exec floor" 8) of QEMU alone; mode none is x$(floor_of "$smp" "mode none, against the exec floor") of that floor." ;;
+            balanced) more=" With a QMP monitor of an orchestrator's on the command line, as libvirt and Proxmox always give QEMU: x$(floor_of "$smp" "mode balanced, against QEMU alone, both") of QEMU with that monitor (which costs x$(row_of "$smp" "orchestrator's QMP monitor (no qemu-pin)" 8) of QEMU alone)." ;;
+            *) more= ;;
+          esac
+          echo "- -smp $smp, $mode (QEMU $state): x${q:-refused} of QEMU alone, paired (x${r:-refused} of the medians) (target at most x$limit): **$(verdict "$q" $limit)**.$more" ;;
         *)
           v=$(paired_of "$smp" "$mode" 9)
           echo "- -smp $smp, $mode (QEMU $state): x${v:-refused} of the pause floor, paired (QEMU -S resumed over QMP without qemu-pin: x$fr of QEMU alone; this mode x${q:-refused}) (target at most x$limit of the floor): **$(verdict "$v" $limit)**." ;;
@@ -195,8 +190,8 @@ targets() {
   echo "- Keeper private memory per further VM: $uss KiB (target under 1024 KiB): **$(verdict "$uss" 1023)**."
 }
 start_lines=$(start_targets)
-share1=$(share_of 1)
-share2=$(share_of 2)
+share1=$(row_of 1 "QEMU's share" 8)
+share2=$(row_of 2 "QEMU's share" 8)
 mon1=$(row_of 1 "orchestrator's QMP monitor (no qemu-pin)" 8)
 mon2=$(row_of 2 "orchestrator's QMP monitor (no qemu-pin)" 8)
 monbal1=$(floor_of 1 "mode balanced, against QEMU alone, both")

@@ -291,7 +291,8 @@ typedef struct {
   QpKeeperSpawn *keeper;
   char **qemu_argv;
   char **start_backends; /* the memory backends QEMU starts with */
-  int monitor[2];        /* the keeper's end, QEMU's end */
+  int monitor[2];        /* the keeper's end, QEMU's end; -1 when closed */
+  int keeper_qmp_fd;     /* the keeper's end, in the keeper */
   int status_pipe[2];    /* -daemonize: the keeper's word on the plan */
 } Launch;
 
@@ -323,9 +324,65 @@ start_backends(const QpQemuArgs *args)
   return (char **)g_ptr_array_free(ids, FALSE);
 }
 
+/* For the crash tests: with VAR=1, stop here, so that a test can kill
+ * qemu-pin exactly there. */
+static void
+test_stop(const char *var)
+{
+  if (g_strcmp0(g_getenv(var), "1") == 0)
+    raise(SIGSTOP);
+}
+
+/* The private monitor: a socket pair, the keeper's end and QEMU's. */
+static gboolean
+open_monitor(Launch *l, GError **error)
+{
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, l->monitor) < 0) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot create the monitor socket pair: %s", g_strerror(errno));
+    l->monitor[0] = l->monitor[1] = -1;
+    return FALSE;
+  }
+  l->keeper_qmp_fd = l->monitor[0];
+  return TRUE;
+}
+
+/* The keeper has its copy of its end of the monitor: ours goes. */
+static void
+close_keeper_end(Launch *l)
+{
+  if (l->monitor[0] >= 0)
+    close(l->monitor[0]);
+  l->monitor[0] = -1;
+}
+
+/* A launch that execs QEMU in place starts its keeper before the ledger's
+ * lock, where the keeper's start holds up no other launch: it waits for
+ * its configuration (make_claim()) and the exec. FALSE when it failed;
+ * under valgrind no keeper is started here, make_claim() forks one. */
+static gboolean
+spawn_keeper_ahead(Launch *l, GError **error)
+{
+  if (!open_monitor(l, error))
+    return FALSE;
+  GError *local = NULL;
+  l->keeper = qp_keeper_spawn_ahead(l->monitor[1], &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  if (l->keeper != NULL)
+    close_keeper_end(l);
+  qp_timing("keeper");
+  /* Between the keeper's start and the lock. */
+  test_stop("QEMU_PIN_TEST_STOP_BEFORE_LOCK");
+  return TRUE;
+}
+
 /* The claim's critical section (the ledger locked, its live records
- * read): plans, rewrites QEMU's command line, starts the keeper and makes
- * the record, which names the keeper. */
+ * read): plans, rewrites QEMU's command line, starts the keeper (or
+ * configures the one started ahead) and makes the record, which names the
+ * keeper. */
 static QpClaim *
 make_claim(const QpClaims *claims, gpointer data, GError **error)
 {
@@ -347,13 +404,10 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
       qp_caller_host_new(l->host, plan, l->opts->placement.affinity);
   g_clear_pointer(&l->host, qp_host_free);
 
-  int *sv = l->monitor;
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
-                "cannot create the monitor socket pair: %s", g_strerror(errno));
+  if (l->monitor[1] < 0 && !open_monitor(l, error))
     return NULL;
-  }
-  l->qemu_argv = qp_qemu_args_rewrite(args, l->argv0, plan, sv[1], error);
+  int qemu_fd = l->monitor[1];
+  l->qemu_argv = qp_qemu_args_rewrite(args, l->argv0, plan, qemu_fd, error);
   if (l->qemu_argv == NULL)
     return NULL;
   g_autofree char *prealloc_note = qp_qemu_args_prealloc_note(args, plan);
@@ -378,7 +432,7 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
   }
 
   struct stat qemu_end;
-  fstat(sv[1], &qemu_end);
+  fstat(qemu_fd, &qemu_end);
   l->start_backends = start_backends(args);
   QpKeeperConfig cfg = {
       .qemu_end_ino = qemu_end.st_ino,
@@ -387,7 +441,7 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
       .host = l->caller_host,
       .state_dir = l->state_dir,
       .claim = claim,
-      .qmp_fd = sv[0],
+      .qmp_fd = l->keeper_qmp_fd,
       .qemu_pid = args->daemonize ? 0 : getpid(),
       .daemonize = args->daemonize,
       .paused = plan->pause && !args->has_S && args->incoming == NULL,
@@ -402,9 +456,13 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
   };
   qp_timing("keeper config");
   /* What CFG points to lives until the exec: the keeper shares it. */
-  l->keeper = qp_keeper_spawn(&cfg, sv[1], !args->daemonize, error);
-  qp_timing("keeper started");
-  close(sv[0]);
+  if (l->keeper != NULL) {
+    qp_keeper_spawn_configure(l->keeper, &cfg);
+  } else {
+    l->keeper = qp_keeper_spawn(&cfg, qemu_fd, !args->daemonize, error);
+    qp_timing("keeper started");
+    close_keeper_end(l);
+  }
   if (l->status_pipe[1] >= 0)
     close(l->status_pipe[1]);
   if (l->keeper == NULL)
@@ -447,10 +505,7 @@ static int
 exec_in_place(Launch *l, const char *binary, QpHeldClaim *held, GError **error)
 {
   if (apply_process_plan(l->plan, error)) {
-    /* For the crash tests: stop between the claim and the exec, so that a
-     * test can kill qemu-pin exactly there. */
-    if (g_strcmp0(g_getenv("QEMU_PIN_TEST_STOP_BEFORE_EXEC"), "1") == 0)
-      raise(SIGSTOP);
+    test_stop("QEMU_PIN_TEST_STOP_BEFORE_EXEC");
     fcntl(l->monitor[1], F_SETFD, 0);
     qp_exec(binary, l->qemu_argv, error);
   }
@@ -463,8 +518,13 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
           QpQemuArgs *args, QpMakeRoom make_room, GError **error)
 {
   g_autofree char *dir = qp_launch_state_dir(opts);
-  Launch l = {
-      opts, args, argv0, dir, .monitor = {-1, -1}, .status_pipe = {-1, -1}};
+  Launch l = {opts,
+              args,
+              argv0,
+              dir,
+              .monitor = {-1, -1},
+              .keeper_qmp_fd = -1,
+              .status_pipe = {-1, -1}};
   qp_timing("options");
   l.host = load_host(opts, args, dir, error);
   qp_timing("host");
@@ -475,7 +535,7 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
     l.host = load_host(opts, args, dir, error);
   }
   g_autoptr(QpHeldClaim) held = NULL;
-  if (l.host != NULL)
+  if (l.host != NULL && (args->daemonize || spawn_keeper_ahead(&l, error)))
     held = qp_held_claim_take(dir, l.host, make_claim, &l, error);
   qp_timing("claim");
   int rc = -1;

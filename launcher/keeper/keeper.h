@@ -75,6 +75,16 @@ typedef struct _QpKeeperSpawn QpKeeperSpawn;
  * once the exec is done. Else (-daemonize) it is a copy of this process. */
 QpKeeperSpawn *qp_keeper_spawn(const QpKeeperConfig *cfg, int qemu_end,
                                gboolean exec_next, GError **error);
+/* The keeper sharing this process's memory (as qp_keeper_spawn() with
+ * EXEC_NEXT), started before its configuration is known, so that starting
+ * it costs the ledger's critical section nothing: it waits for the exec,
+ * and leaves without a word if this process is gone before
+ * qp_keeper_spawn_configure(). NULL with ERROR unset where the keeper
+ * must be a copy of this process (under valgrind): spawn it then. */
+QpKeeperSpawn *qp_keeper_spawn_ahead(int qemu_end, GError **error);
+/* Gives a keeper spawned ahead its configuration, as qp_keeper_spawn()
+ * takes it (the same rules: unchanged until the exec). */
+void qp_keeper_spawn_configure(QpKeeperSpawn *spawn, const QpKeeperConfig *cfg);
 int qp_keeper_spawn_pid(const QpKeeperSpawn *spawn);
 
 /* After a launch that failed (no exec): the keeper leaves at once. */

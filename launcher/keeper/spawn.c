@@ -19,6 +19,13 @@
  * closes the pipe too: the keeper then finds the monitor closed and
  * releases the claim, as a forked keeper would.
  *
+ * The launcher starts this keeper before it takes the ledger's lock
+ * (qp_keeper_spawn_ahead()), so that the keeper's start holds up no other
+ * launch, and gives it its configuration under the lock, once the plan
+ * and the record are made (qp_keeper_spawn_configure()): a keeper whose
+ * launcher is gone before that leaves at the end of file, touching
+ * nothing, since no record names it.
+ *
  * A launcher that stays (-daemonize: it waits for QEMU and the keeper), or
  * one under valgrind (which runs no process sharing memory but threads),
  * forks twice as before. */
@@ -69,6 +76,7 @@ typedef struct {
 
 struct _QpKeeperSpawn {
   QpKeeperConfig cfg; /* the keeper's; what it points to lives until exec */
+  int configured;     /* cfg is whole (spawned ahead: set once it is) */
   int go[2];          /* -1: a forked keeper */
   pid_t *tid_field;   /* the launcher's thread id in its thread's TCB */
   sigset_t mask;      /* the launcher's signal mask, the keeper's later */
@@ -88,6 +96,11 @@ keeper_run(KeeperStart *ks)
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
   QpKeeperSpawn *s = ks->spawn;
+  /* Spawned ahead, by a launcher gone before it knew the plan: it made
+   * no record, and there is nothing to keep. */
+  if (!__atomic_load_n(&s->configured, __ATOMIC_ACQUIRE))
+    for (;;)
+      syscall(SYS_exit_group, 0);
   /* The keeper runs on the launcher's thread control block: the C
    * library's locks know a thread by the id written there, which must be
    * ours now (see spawn_shared()). */
@@ -260,6 +273,7 @@ qp_keeper_spawn(const QpKeeperConfig *cfg, int qemu_end, gboolean exec_next,
 {
   QpKeeperSpawn *s = g_new0(QpKeeperSpawn, 1);
   s->cfg = *cfg;
+  s->configured = TRUE;
   s->go[0] = s->go[1] = -1;
   gboolean ok = exec_next && !under_valgrind()
                     ? spawn_shared(s, qemu_end, error)
@@ -269,6 +283,27 @@ qp_keeper_spawn(const QpKeeperConfig *cfg, int qemu_end, gboolean exec_next,
     return NULL;
   }
   return s;
+}
+
+QpKeeperSpawn *
+qp_keeper_spawn_ahead(int qemu_end, GError **error)
+{
+  if (under_valgrind())
+    return NULL;
+  QpKeeperSpawn *s = g_new0(QpKeeperSpawn, 1);
+  s->go[0] = s->go[1] = -1;
+  if (!spawn_shared(s, qemu_end, error)) {
+    g_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+void
+qp_keeper_spawn_configure(QpKeeperSpawn *s, const QpKeeperConfig *cfg)
+{
+  s->cfg = *cfg;
+  __atomic_store_n(&s->configured, TRUE, __ATOMIC_RELEASE);
 }
 
 int

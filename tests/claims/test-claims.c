@@ -13,8 +13,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/common/qp-test.h"
@@ -437,6 +439,29 @@ start_vm(Fixture *f, const char *opt)
     g_assert_not_reached();
   }
   return pid;
+}
+
+/* No process of the launch is left, and status shows no VM and nothing
+ * claimed. */
+static void
+assert_nothing_left(Fixture *f)
+{
+  g_assert_true(qp_test_wait_no_process(f->marker, 10000));
+  g_autoptr(JsonObject) st = status_json(f->state, NULL);
+  g_assert_cmpuint(n_vms(st), ==, 0);
+  g_assert_cmpint(node0_mem(st, "claimed"), ==, 0);
+}
+
+/* PID (QEMU, or qemu-pin before its exec) killed: its KEEPER removes the
+ * record and leaves, and nothing is left. */
+static void
+kill_and_released(Fixture *f, GPid pid, int keeper)
+{
+  kill(pid, SIGKILL);
+  g_assert_cmpint(qp_test_wait(pid, 10000), ==, 128 + SIGKILL);
+  g_assert_true(wait_records(f->state, 0, 20000));
+  g_assert_true(wait_gone(keeper, 20000));
+  assert_nothing_left(f);
 }
 
 /* The record of a just-started VM names QEMU and its keeper. */
@@ -1138,15 +1163,8 @@ test_killed_qemu_released_by_keeper(Fixture *f, gconstpointer data)
   g_autofree char *id = check_record_names(f, pid, keeper);
   g_assert_nonnull(id);
 
-  kill(pid, SIGKILL);
-  g_assert_cmpint(qp_test_wait(pid, 10000), ==, 128 + SIGKILL);
   /* Nobody but the keeper touches the ledger here. */
-  g_assert_true(wait_records(f->state, 0, 20000));
-  g_assert_true(wait_gone(keeper, 20000));
-  g_assert_true(qp_test_wait_no_process(f->marker, 10000));
-  g_autoptr(JsonObject) st = status_json(f->state, NULL);
-  g_assert_cmpuint(n_vms(st), ==, 0);
-  g_assert_cmpint(node0_mem(st, "claimed"), ==, 0);
+  kill_and_released(f, pid, keeper);
   g_autofree char *err = file_text(f->dir, "stderr");
   g_test_message("stderr of the launch: \"%s\"", err);
   g_assert_cmpstr(err, ==, "");
@@ -1182,20 +1200,28 @@ test_killed_qemu_pruned_by_next_plan(Fixture *f, gconstpointer data)
 
 /* qemu-pin stopped between writing the claim and exec'ing QEMU. Returns
  * its PID; the record names it. */
+/* A launch stopped where the test hook VAR (launcher/launch.c) says:
+ * still qemu-pin, not QEMU yet. */
 static GPid
-start_stopped_before_exec(Fixture *f, int *keeper_out, char **id_out)
+start_stopped_at(Fixture *f, const char *var)
 {
   g_autoptr(GPtrArray) cmd = vm_command(f, NULL);
   g_auto(GStrv) env = g_get_environ();
-  env = g_environ_setenv(env, "QEMU_PIN_TEST_STOP_BEFORE_EXEC", "1", TRUE);
+  env = g_environ_setenv(env, var, "1", TRUE);
   GPid pid = qp_test_spawn((char **)cmd->pdata, env, f->dir);
   g_assert_true(wait_proc_state(pid, 'T', 30000));
-
-  /* Still qemu-pin, not QEMU yet, and its claim is written. */
   g_autofree char *exe_path = g_strdup_printf("/proc/%d/exe", pid);
   g_autofree char *exe = g_file_read_link(exe_path, NULL);
   g_autofree char *self = realpath(qp_test_binary(), NULL);
   g_assert_cmpstr(exe, ==, self);
+  return pid;
+}
+
+static GPid
+start_stopped_before_exec(Fixture *f, int *keeper_out, char **id_out)
+{
+  /* Its claim is written. */
+  GPid pid = start_stopped_at(f, "QEMU_PIN_TEST_STOP_BEFORE_EXEC");
   int keeper = the_keeper(f->marker);
   *id_out = check_record_names(f, pid, keeper);
   *keeper_out = keeper;
@@ -1209,15 +1235,8 @@ test_killed_before_exec_keeper_releases(Fixture *f, gconstpointer data)
   g_autofree char *id = NULL;
   GPid pid = start_stopped_before_exec(f, &keeper, &id);
 
-  kill(pid, SIGKILL);
-  g_assert_cmpint(qp_test_wait(pid, 10000), ==, 128 + SIGKILL);
   /* The keeper sees the monitor close, removes the record and leaves. */
-  g_assert_true(wait_records(f->state, 0, 20000));
-  g_assert_true(wait_gone(keeper, 20000));
-  g_assert_true(qp_test_wait_no_process(f->marker, 10000));
-  g_autoptr(JsonObject) st = status_json(f->state, NULL);
-  g_assert_cmpuint(n_vms(st), ==, 0);
-  g_assert_cmpint(node0_mem(st, "claimed"), ==, 0);
+  kill_and_released(f, pid, keeper);
 }
 
 static void
@@ -1240,6 +1259,62 @@ test_killed_before_exec_status_prunes(Fixture *f, gconstpointer data)
   kill(keeper, SIGCONT);
   g_assert_true(wait_gone(keeper, 20000));
   g_assert_true(qp_test_wait_no_process(f->marker, 10000));
+}
+
+/* A launch stopped between its keeper's start and the ledger's lock:
+ * still qemu-pin, its keeper already there, no record made yet. */
+static GPid
+start_stopped_before_lock(Fixture *f, int *keeper_out)
+{
+  GPid pid = start_stopped_at(f, "QEMU_PIN_TEST_STOP_BEFORE_LOCK");
+  *keeper_out = the_keeper(f->marker);
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+  return pid;
+}
+
+/* Killed there, the launch leaves nothing: its keeper, which has no plan
+ * and no record, exits at once (status 0, no signal) without touching the
+ * ledger. This process is made a subreaper for the test, so that the
+ * keeper, an orphan, is its child and its exit status can be read. */
+static void
+test_killed_before_lock_keeper_leaves(Fixture *f, gconstpointer data)
+{
+  g_assert_cmpint(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), ==, 0);
+  int keeper;
+  GPid pid = start_stopped_before_lock(f, &keeper);
+
+  kill(pid, SIGKILL);
+  g_assert_cmpint(qp_test_wait(pid, 10000), ==, 128 + SIGKILL);
+  int status = -1;
+  gint64 deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+  while (waitpid(keeper, &status, WNOHANG) == 0 &&
+         g_get_monotonic_time() < deadline)
+    g_usleep(5000);
+  prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+  g_test_message("keeper %d: wait status %d", keeper, status);
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+  assert_nothing_left(f);
+}
+
+/* Stopped there, the launch holds no lock (status, which takes it, runs);
+ * let go, it claims and runs its VM with the keeper it started first, which
+ * releases the claim when QEMU dies. */
+static void
+test_stopped_before_lock_holds_nothing(Fixture *f, gconstpointer data)
+{
+  int keeper;
+  GPid pid = start_stopped_before_lock(f, &keeper);
+  g_autoptr(JsonObject) st = status_json(f->state, NULL);
+  g_assert_cmpuint(n_vms(st), ==, 0);
+
+  kill(pid, SIGCONT);
+  g_assert_true(qp_test_wait_status(f->qmp, "running", 60000));
+  g_autofree char *id = check_record_names(f, pid, keeper);
+  g_assert_nonnull(id);
+
+  kill_and_released(f, pid, keeper);
 }
 
 typedef struct {
@@ -1959,6 +2034,10 @@ main(int argc, char **argv)
       test_killed_before_exec_keeper_releases, NULL);
   ADD("/claims/fault/killed-before-exec-status-prunes",
       test_killed_before_exec_status_prunes, NULL);
+  ADD("/claims/fault/killed-before-lock-keeper-leaves",
+      test_killed_before_lock_keeper_leaves, NULL);
+  ADD("/claims/fault/stopped-before-lock-holds-nothing",
+      test_stopped_before_lock_holds_nothing, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(corrupt_cases); i++) {
     g_autofree char *p = g_strdup_printf("/claims/fault/truncated-record/%s",
                                          corrupt_cases[i].name);

@@ -263,8 +263,9 @@ exec* below):
   format of this host's model, docs/design.md "The host snapshot") plus the
   live reads (free memory, hugepages, affinity).
 - The critical section, $st_empty_cs ms with an empty ledger: the plan, the
-  keeper started (sharing the launcher's memory: no page table copied) and
-  the record written with its \`fsync\`s; with 1,000 live records
+  keeper given its configuration (it is started just before, sharing the
+  launcher's memory: no page table copied) and the record written with its
+  \`fsync\`s; with 1,000 live records
   $st_full_cs ms, mostly the liveness of each record (one \`/proc/PID/stat\` read
   each, before the lock) and the summary's parse.
 - After the exec: balanced and auto start QEMU unpaused (*paused* column),
@@ -454,8 +455,8 @@ exits at once (-smp 1, balanced), interleaved between an empty ledger and one
 of 1,000 live records (made by \`bench/plan-bench --fill\`). *Full program
 loaded* is the launch path begun (the launcher is static: nothing is
 loaded; it was the front's \`dlopen()\` of the launch path); *critical
-section* is the ledger's pre-scan, lock, read, plan, the keeper started, the
-record written and the unlock.
+section* is the ledger's pre-scan, lock, read, plan, the keeper configured
+(started just before the section), the record written and the unlock.
 
 $(cat "$tmp/start.md")
 

@@ -11,7 +11,8 @@
 #                 of the launch path and its libraries, their constructors);
 #   host          to the host loaded (hwloc, or its snapshot);
 #   claim         the critical section: pre-scan, lock, read, plan, keeper
-#                 started, record written, unlock;
+#                 configured (started just before the section), record
+#                 written, unlock;
 #   front         `qemu-pin --mode=none -- /bin/true` less /bin/true, wall:
 #                 what mode none costs (the front's exec and decision);
 #   loader        `qemu-pin --version` less /bin/true, wall: the front and
@@ -54,12 +55,16 @@ holder=$!
 trap 'kill $holder 2>/dev/null; rm -rf "$BENCH_TMP" "${BENCH_STATE%/ledger}"' EXIT
 "$fill" --fill "$full" --records "$records" --pid "$holder" || die "cannot fill $full"
 
-# one LEDGER: the step times of one launch, "loaded host claim exec".
+# one LEDGER: the step times of one launch, "loaded host critical exec":
+# the critical section runs from the last step before it (the keeper's
+# start, else the host) to the claim. A step's name may have spaces.
 one() {
   QEMU_PIN_TIMING=1 QEMU_PIN_STATE_DIR=$1 "$qp" --mode=balanced -- "$QEMU" $QEMU_BASE \
     -smp 1 -bios "$fw" -device isa-debug-exit,iobase=0xf4,iosize=4 2>&1 >/dev/null |
-    awk '$1 == "qemu-pin:" && $2 == "timing:" { t[$3] = $4 }
-         END { print t["loaded"], t["host"], t["claim"], t["exec"] }'
+    awk '$1 == "qemu-pin:" && $2 == "timing:" {
+           s = $3; for (i = 4; i < NF; i++) s = s " " $i; t[s] = $NF }
+         END { b = ("keeper" in t) ? t["keeper"] : t["host"]
+               print t["loaded"], t["host"], t["claim"] - b, t["exec"] }'
 }
 
 for l in empty full; do : > "$BENCH_TMP/$l"; done
@@ -84,7 +89,7 @@ for l in empty full; do
   name="empty"; [ $l = full ] && name="$records live records"
   m=$(col $l 1) h=$(col $l 2) c=$(col $l 3) e=$(col $l 4)
   awk -v n="$name" -v m="$m" -v h="$h" -v c="$c" -v e="$e" -v r="$n" 'BEGIN {
-    printf "| %s | %.3f | %.3f | %.3f | %.3f | %d |\n", n, e, m, h, c - h, r }'
+    printf "| %s | %.3f | %.3f | %.3f | %.3f | %d |\n", n, e, m, h, c, r }'
 done
 awk -v l="$loader" -v f="$front" 'BEGIN {
   printf "\nMode none (the front alone, then the program): %.3f ms more than /bin/true; `qemu-pin --version` (the front and the full program loaded): %.3f ms more (medians).\n", f / 1000, l / 1000 }'

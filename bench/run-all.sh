@@ -11,7 +11,7 @@
 # the benchmark programs and qemu-pin are built in it. OUTPUT defaults to
 # docs/benchmarks.md of the source tree. Needs: meson, ninja, a C compiler,
 # the libraries of README.md and qemu-system-x86 (QEMU 7.2 or later); no
-# hyperfine. Takes about five minutes on a small host. Run it on an idle
+# hyperfine. Takes about 13 minutes on a 2-CPU host. Run it on an idle
 # host: wall times are medians of interleaved runs, but a busy host still
 # widens them (the load average is recorded in the output).
 set -eu
@@ -149,7 +149,7 @@ row_of() { # SMP NAME-SUBSTRING COLUMN: a cell of the first table
 # The issue's targets: each mode against QEMU alone, and the modes that
 # pause against the pause floor (QEMU -S resumed over QMP, same run).
 start_targets() {
-  local smp mode r q v fr limit state more
+  local smp mode r q v fr limit state more qbal
   for smp in 1 2; do
     fr=$(awk -F' *\\| *' -v s="$smp" '$2 == s && index($3, "cont over QMP") { print $8; exit }' "$tmp/launch.md")
     for mode in none balanced auto one-to-one numa; do
@@ -164,8 +164,12 @@ start_targets() {
           case $mode in
             none) more=" The exec floor, QEMU exec'd by a program that does nothing else (\`bench/exec-only.c\`, linked as the launcher is), the least any program put where QEMU's binary was costs: x$(row_of "$smp" "exec floor" 8) of QEMU alone; mode none is x$(floor_of "$smp" "mode none, against the exec floor") of that floor." ;;
             balanced) more=" With a QMP monitor of an orchestrator's on the command line, as libvirt and Proxmox always give QEMU: x$(floor_of "$smp" "mode balanced, against QEMU alone, both") of QEMU with that monitor (which costs x$(row_of "$smp" "orchestrator's QMP monitor (no qemu-pin)" 8) of QEMU alone)." ;;
-            *) more= ;;
+            *) more=$(awk -v a="$q" -v b="$qbal" 'BEGIN {
+                 if (a == "" || b == "") exit
+                 d = a - b; if (d < 0) d = -d
+                 printf " Auto starts this one-node guest with the balanced plan, by the same code path (`qemu-pin plan --mode=auto --json` says `\"mode\": \"balanced\"`): the two figures differ by %.3f in this run, as far as one run'"'"'s paired median moves with the host.", d }') ;;
           esac
+          [ $mode = balanced ] && qbal=$q
           echo "- -smp $smp, $mode (QEMU $state): x${q:-refused} of QEMU alone, paired (x${r:-refused} of the medians) (target at most x$limit): **$(verdict "$q" $limit)**.$more" ;;
         *)
           v=$(paired_of "$smp" "$mode" 9)

@@ -292,7 +292,6 @@ typedef struct {
   char **qemu_argv;
   char **start_backends; /* the memory backends QEMU starts with */
   int monitor[2];        /* the keeper's end, QEMU's end; -1 when closed */
-  int keeper_qmp_fd;     /* the keeper's end, in the keeper */
   int status_pipe[2];    /* -daemonize: the keeper's word on the plan */
 } Launch;
 
@@ -343,17 +342,7 @@ open_monitor(Launch *l, GError **error)
     l->monitor[0] = l->monitor[1] = -1;
     return FALSE;
   }
-  l->keeper_qmp_fd = l->monitor[0];
   return TRUE;
-}
-
-/* The keeper has its copy of its end of the monitor: ours goes. */
-static void
-close_keeper_end(Launch *l)
-{
-  if (l->monitor[0] >= 0)
-    close(l->monitor[0]);
-  l->monitor[0] = -1;
 }
 
 /* A launch that execs QEMU in place starts its keeper before the ledger's
@@ -371,8 +360,6 @@ spawn_keeper_ahead(Launch *l, GError **error)
     g_propagate_error(error, local);
     return FALSE;
   }
-  if (l->keeper != NULL)
-    close_keeper_end(l);
   qp_timing("keeper");
   /* Between the keeper's start and the lock. */
   test_stop("QEMU_PIN_TEST_STOP_BEFORE_LOCK");
@@ -441,7 +428,7 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
       .host = l->caller_host,
       .state_dir = l->state_dir,
       .claim = claim,
-      .qmp_fd = l->keeper_qmp_fd,
+      .qmp_fd = l->monitor[0],
       .qemu_pid = args->daemonize ? 0 : getpid(),
       .daemonize = args->daemonize,
       .paused = plan->pause && !args->has_S && args->incoming == NULL,
@@ -459,10 +446,12 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
   if (l->keeper != NULL) {
     qp_keeper_spawn_configure(l->keeper, &cfg);
   } else {
-    l->keeper = qp_keeper_spawn(&cfg, qemu_fd, !args->daemonize, error);
+    l->keeper = qp_keeper_spawn(&cfg, qemu_fd, error);
     qp_timing("keeper started");
-    close_keeper_end(l);
   }
+  /* The keeper has its copy of its end of the monitor: ours goes. */
+  close(l->monitor[0]);
+  l->monitor[0] = -1;
   if (l->status_pipe[1] >= 0)
     close(l->status_pipe[1]);
   if (l->keeper == NULL)
@@ -518,13 +507,8 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
           QpQemuArgs *args, QpMakeRoom make_room, GError **error)
 {
   g_autofree char *dir = qp_launch_state_dir(opts);
-  Launch l = {opts,
-              args,
-              argv0,
-              dir,
-              .monitor = {-1, -1},
-              .keeper_qmp_fd = -1,
-              .status_pipe = {-1, -1}};
+  Launch l = {
+      opts, args, argv0, dir, .monitor = {-1, -1}, .status_pipe = {-1, -1}};
   qp_timing("options");
   l.host = load_host(opts, args, dir, error);
   qp_timing("host");

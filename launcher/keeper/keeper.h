@@ -67,24 +67,22 @@ G_GNUC_NORETURN void qp_keeper_main(const QpKeeperConfig *cfg);
  * of its own. */
 typedef struct _QpKeeperSpawn QpKeeperSpawn;
 
-/* Starts the keeper of CFG; QEMU_END is QEMU's end of the monitor, which
- * the keeper closes. With EXEC_NEXT (this process execs QEMU next, or
- * fails and frees the spawn) the keeper shares this process's memory until
- * the exec, at no copy: CFG and all it points to must then be neither
- * changed nor freed before the exec, and the keeper starts its work only
- * once the exec is done. Else (-daemonize) it is a copy of this process. */
-QpKeeperSpawn *qp_keeper_spawn(const QpKeeperConfig *cfg, int qemu_end,
-                               gboolean exec_next, GError **error);
-/* The keeper sharing this process's memory (as qp_keeper_spawn() with
- * EXEC_NEXT), started before its configuration is known, so that starting
- * it costs the ledger's critical section nothing: it waits for the exec,
- * and leaves without a word if this process is gone before
- * qp_keeper_spawn_configure(). NULL with ERROR unset where the keeper
- * must be a copy of this process (under valgrind): spawn it then. */
+/* Starts the keeper sharing this process's memory until the exec, at no
+ * copy, before its configuration is known, so that starting it costs the
+ * ledger's critical section nothing; QEMU_END is QEMU's end of the
+ * monitor, which the keeper closes. For a process that execs QEMU next (or
+ * fails and frees the spawn). The keeper starts its work only once the
+ * exec is done, and leaves without a word if this process is gone before
+ * qp_keeper_spawn_configure(). NULL with ERROR unset where the keeper must
+ * be a copy of this process (under valgrind): qp_keeper_spawn() then. */
 QpKeeperSpawn *qp_keeper_spawn_ahead(int qemu_end, GError **error);
-/* Gives a keeper spawned ahead its configuration, as qp_keeper_spawn()
- * takes it (the same rules: unchanged until the exec). */
+/* Gives a keeper spawned ahead its configuration: CFG and all it points to
+ * must be neither changed nor freed before the exec. */
 void qp_keeper_spawn_configure(QpKeeperSpawn *spawn, const QpKeeperConfig *cfg);
+/* Starts the keeper of CFG as a copy of this process (forked twice): for a
+ * process that stays (-daemonize), or under valgrind. */
+QpKeeperSpawn *qp_keeper_spawn(const QpKeeperConfig *cfg, int qemu_end,
+                               GError **error);
 int qp_keeper_spawn_pid(const QpKeeperSpawn *spawn);
 
 /* After a launch that failed (no exec): the keeper leaves at once. */

@@ -76,7 +76,7 @@ typedef struct {
 
 struct _QpKeeperSpawn {
   QpKeeperConfig cfg; /* the keeper's; what it points to lives until exec */
-  int configured;     /* cfg is whole (spawned ahead: set once it is) */
+  int configured;     /* cfg is whole (a shared keeper: set once it is) */
   int go[2];          /* -1: a forked keeper */
   pid_t *tid_field;   /* the launcher's thread id in its thread's TCB */
   sigset_t mask;      /* the launcher's signal mask, the keeper's later */
@@ -268,17 +268,12 @@ under_valgrind(void)
 }
 
 QpKeeperSpawn *
-qp_keeper_spawn(const QpKeeperConfig *cfg, int qemu_end, gboolean exec_next,
-                GError **error)
+qp_keeper_spawn(const QpKeeperConfig *cfg, int qemu_end, GError **error)
 {
   QpKeeperSpawn *s = g_new0(QpKeeperSpawn, 1);
   s->cfg = *cfg;
-  s->configured = TRUE;
   s->go[0] = s->go[1] = -1;
-  gboolean ok = exec_next && !under_valgrind()
-                    ? spawn_shared(s, qemu_end, error)
-                    : spawn_forked(s, qemu_end, error);
-  if (!ok) {
+  if (!spawn_forked(s, qemu_end, error)) {
     g_free(s);
     return NULL;
   }

@@ -26,25 +26,45 @@
 # gives the paired ratio of each to its own floor.
 # A variant qemu-pin refuses on this host (more vCPUs than usable CPUs) is
 # reported as refused with qemu-pin's reason.
+# The last column is the 95% confidence interval of the paired ratio to QEMU
+# alone (order statistics of the rounds' ratios, lib.sh median_interval):
+# how far the median itself may be off, since a start's wall time spreads
+# widely on a small shared host. --runs-at "SMP:N ..." runs N rounds at
+# those -smp instead of --runs, where a figure needs a narrower interval.
 #
-# Usage: bench/launch-bench.sh [--runs N] [--smp "1 8 64"] [BUILDDIR]
+# Usage: bench/launch-bench.sh [--runs N] [--runs-at "SMP:N ..."] [--smp "1 8 64"] [BUILDDIR]
 # Prints a Markdown table. QP_BINARY overrides BUILDDIR/qemu-pin.
 set -u
 . "$(dirname "$0")/lib.sh"
 
-runs=21 smps="1 8 64" builddir=build
+runs=21 runs_at= smps="1 8 64" builddir=build
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
     --runs=*) runs=${1#*=}; shift ;;
+    --runs-at) runs_at=$2; shift 2 ;;
+    --runs-at=*) runs_at=${1#*=}; shift ;;
     --smp) smps=$2; shift 2 ;;
     --smp=*) smps=${1#*=}; shift ;;
     -h|--help) sed -n '2,/^# Prints/s/^# \{0,1\}//p' "$0"; exit 0 ;;
-    -*) die "unknown option '$1' (expected --runs N, --smp LIST)" ;;
+    -*) die "unknown option '$1' (expected --runs N, --runs-at \"SMP:N ...\", --smp LIST)" ;;
     *) builddir=$1; shift ;;
   esac
 done
 case $runs in ''|*[!0-9]*|0) die "--runs '$runs' is not a positive number" ;; esac
+for at in $runs_at; do
+  case $at in
+    [0-9]*:[0-9]*) case ${at%%:*}${at#*:} in *[!0-9]*) die "--runs-at: '$at' is not SMP:N (two numbers)" ;; esac
+      [ "${at#*:}" -gt 0 ] || die "--runs-at: '$at' asks for no rounds" ;;
+    *) die "--runs-at: '$at' is not SMP:N (two numbers)" ;;
+  esac
+done
+# rounds_at SMP: the rounds to run at that -smp.
+rounds_at() {
+  local at n=$runs
+  for at in $runs_at; do [ "${at%%:*}" = "$1" ] && n=${at#*:}; done
+  echo "$n"
+}
 qp=$(find_qemu_pin "$builddir")
 command -v "$QEMU" >/dev/null || die "$QEMU is not installed (Debian: qemu-system-x86)"
 
@@ -116,13 +136,16 @@ settle_keepers() {
   done
 }
 
-echo "| -smp | launched by | median ms | vs QEMU alone | added ms | added ms, paired | vs QEMU alone, paired | vs the pause floor, paired | runs | paused |"
-echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
+echo "| -smp | launched by | median ms | vs QEMU alone | added ms | added ms, paired | vs QEMU alone, paired | vs the pause floor, paired | runs | paused | vs QEMU alone, paired: 95% interval |"
+echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
 : > "$BENCH_TMP/floors.md"
 # paired_ratio FLOOR VARIANT: the median over rounds of VARIANT's time over
 # FLOOR's in the same round, which a host whose load drifts disturbs less.
+paired_ratios() { # FLOOR VARIANT: each round's ratio, a line each
+  paste "$BENCH_TMP/t.$1" "$BENCH_TMP/t.$2" | awk '{ print $2 / $1 }'
+}
 paired_ratio() {
-  paste "$BENCH_TMP/t.$1" "$BENCH_TMP/t.$2" | awk '{ print $2 / $1 }' | median
+  paired_ratios "$1" "$2" | median
 }
 # floor_row SMP VARIANT FLOOR WHAT: VARIANT's paired ratio to FLOOR, for the
 # second table.
@@ -132,6 +155,7 @@ floor_row() {
     awk -v s="$1" -v w="$4" '{ printf "| %s | %s | %.3f |\n", s, w, $1 }' >> "$BENCH_TMP/floors.md"
 }
 for smp in $smps; do
+  rounds=$(rounds_at "$smp")
   declare -A ok=() why=()
   # One untimed run of each: it warms the caches and tells what runs here.
   for v in $variants; do
@@ -146,7 +170,7 @@ for smp in $smps; do
     fi
   done
   for v in $variants; do : > "$BENCH_TMP/t.$v"; done
-  for ((r = 0; r < runs; r++)); do
+  for ((r = 0; r < rounds; r++)); do
     for v in $(shuf -e $variants); do
       [ -n "${ok[$v]:-}" ] || continue
       now_us t0
@@ -171,7 +195,7 @@ for smp in $smps; do
       *) name="qemu-pin --mode=$v" ;;
     esac
     if [ -z "${ok[$v]:-}" ]; then
-      echo "| $smp | $name | refused: ${why[$v]} | | | | | | 0 | |"
+      echo "| $smp | $name | refused: ${why[$v]} | | | | | | 0 | | |"
       continue
     fi
     m=$(median < "$BENCH_TMP/t.$v")
@@ -184,9 +208,12 @@ for smp in $smps; do
     [ -n "${ok[qmp]:-}" ] &&
       f=$(paired_ratio qmp "$v")
     p=$(pause "$v" "$smp")
-    awk -v s="$smp" -v n="$name" -v m="$m" -v b="$base" -v d="$d" -v q="$q" -v f="$f" -v r="$runs" -v p="$p" 'BEGIN {
+    ci=$(paired_ratios direct "$v" | median_interval)
+    awk -v s="$smp" -v n="$name" -v m="$m" -v b="$base" -v d="$d" -v q="$q" -v f="$f" -v r="$rounds" -v p="$p" -v ci="$ci" 'BEGIN {
       if (f != "-") f = sprintf("%.3f", f)
-      printf "| %s | %s | %.1f | %.3f | %+.1f | %+.1f | %.3f | %s | %d | %s |\n", s, n, m / 1000, m / b, (m - b) / 1000, d / 1000, q, f, r, p }'
+      split(ci, c, " ")
+      i = (c[1] == "-") ? "-" : sprintf("%.3f-%.3f", c[1], c[2])
+      printf "| %s | %s | %.1f | %.3f | %+.1f | %+.1f | %.3f | %s | %d | %s | %s |\n", s, n, m / 1000, m / b, (m - b) / 1000, d / 1000, q, f, r, p, i }'
   done
   floor_row "$smp" none exec "qemu-pin in mode none, against the exec floor"
   floor_row "$smp" mon-balanced mon "qemu-pin in mode balanced, against QEMU alone, both with an orchestrator's QMP monitor"

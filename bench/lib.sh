@@ -55,6 +55,20 @@ median() {
     if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# median_interval: "LOW HIGH", the 95% confidence interval of the median of
+# the numbers on stdin, from their order statistics (no assumption about
+# their distribution): the ranks n/2 -+ 0.98 sqrt(n), the normal
+# approximation of the binomial. "- -" for fewer than 6 numbers, which give
+# no 95% interval this way.
+median_interval() {
+  sort -g | awk '{ v[NR] = $1 } END {
+    if (NR < 6) { print "- -"; exit }
+    h = 0.98 * sqrt(NR)
+    lo = int(NR / 2 - h); if (lo < 1) lo = 1
+    hi = int(NR / 2 + 1 + h + 0.999999); if (hi > NR) hi = NR
+    print v[lo], v[hi] }'
+}
+
 # find_qemu_pin BUILDDIR: the built qemu-pin.
 find_qemu_pin() {
   local b=${QP_BINARY:-${1:-build}/qemu-pin}

@@ -11,7 +11,7 @@
 # the benchmark programs and qemu-pin are built in it. OUTPUT defaults to
 # docs/benchmarks.md of the source tree. Needs: meson, ninja, a C compiler,
 # the libraries of README.md and qemu-system-x86 (QEMU 7.2 or later); no
-# hyperfine. Takes about 22 minutes on a 2-CPU host. Run it on an idle
+# hyperfine. Takes about 20 minutes on a 2-CPU host. Run it on an idle
 # host: wall times are medians of interleaved runs, but a busy host still
 # widens them (the load average is recorded in the output).
 set -eu

@@ -287,9 +287,9 @@ exec* below):
   \`fsync\`s; with 1,000 live records
   $st_full_cs ms, mostly the liveness of each record (one \`/proc/PID/stat\` read
   each, before the lock) and the summary's parse.
-- After the exec: balanced and auto start QEMU unpaused (*paused* column),
-  so nothing is added but the keeper's greeting and first look, which run
-  beside QEMU's own start; one-to-one pauses QEMU until every vCPU is pinned
+- After the exec: balanced and auto start QEMU unpaused (*paused* column);
+  beside QEMU's start the keeper only reads its greeting, since its first
+  look waits 200 ms (this guest has exited by then); one-to-one pauses QEMU until every vCPU is pinned
   (the pause floor's cost) and adds the keeper's work in between (the
   keeper runs in the launcher's image: nothing is loaded before its \`cont\`).
 - QEMU's own share: QEMU started with what a balanced launch adds to its
@@ -297,9 +297,9 @@ exec* below):
   process's \`MPOL_BIND\`, the private monitor) by a program that does
   nothing else (\`bench/qemu-args-only.c\`, whose own exec it includes, as
   mode none includes the front's): x$share1 of QEMU alone at -smp 1, x$share2 at
-  -smp 2 (paired). Mode none and this share together are what a balanced
-  launch costs before qemu-pin plans anything: x1.05 leaves qemu-pin's
-  own work (the launcher's start, the host, the plan and claim, the keeper
+  -smp 2 (paired). With its exec, as mode none has one, this share is what
+  a balanced launch costs before qemu-pin plans anything: x1.05 leaves
+  qemu-pin's own work (the launcher's start, the host, the plan and claim, the keeper
   beside QEMU) the rest.$share_verdict Of the share, the private monitor:
   QEMU gives every QMP monitor on a socket or file descriptor a thread of
   its own (its \`mon_iothread\`, with an event loop and an io_uring), which

@@ -40,7 +40,8 @@ echo "run-all: placement simulator (bench/simulate)" >&2
 "$builddir/bench/simulate" --markdown --seeds 30 --timing > "$tmp/sim.md"
 echo "run-all: launch overhead (bench/launch-bench.sh)" >&2
 # The targets of issue 28 are at -smp 1 and 2: 201 rounds there put the
-# paired medians within about +-0.01 (the interval column), 61 elsewhere.
+# paired medians within about +-0.015 on a 2-CPU host (the interval
+# column), 61 elsewhere.
 "$here/launch-bench.sh" --runs 61 --runs-at "1:201 2:201" --smp "1 2 8 64" "$builddir" > "$tmp/launch.md"
 echo "run-all: time before exec (bench/start-cost.sh)" >&2
 "$here/start-cost.sh" --runs 21 "$builddir" > "$tmp/start.md"
@@ -258,9 +259,8 @@ every figure moves with the host's load); the guest exits at once. Each
 figure is the median over rounds of the ratio within the round (one launch
 of each variant per round), which the host's drifting load disturbs less
 than the ratio of the medians (given beside it). A start's wall time
-spreads widely on a small shared host (QEMU alone from 0.88 to 1.41
-times its median over 41 starts on this one), so each figure comes with the 95% confidence
-interval of that median (order statistics of the rounds' ratios: no
+spreads widely on a small shared host, so each figure comes with the 95%
+confidence interval of that median (order statistics of the rounds' ratios: no
 assumption about their spread): where it lies on both sides of a target,
 this host cannot tell met from missed with so many rounds. The
 *pause floor* is QEMU started with \`-S\` and resumed over QMP by the

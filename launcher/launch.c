@@ -444,7 +444,8 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
   qp_timing("keeper config");
   /* What CFG points to lives until the exec: the keeper shares it. */
   if (l->keeper != NULL) {
-    qp_keeper_spawn_configure(l->keeper, &cfg);
+    if (!qp_keeper_spawn_configure(l->keeper, &cfg, error))
+      g_clear_pointer(&l->keeper, qp_keeper_spawn_free);
   } else {
     l->keeper = qp_keeper_spawn(&cfg, qemu_fd, error);
     qp_timing("keeper started");

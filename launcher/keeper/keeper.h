@@ -77,8 +77,12 @@ typedef struct _QpKeeperSpawn QpKeeperSpawn;
  * be a copy of this process (under valgrind): qp_keeper_spawn() then. */
 QpKeeperSpawn *qp_keeper_spawn_ahead(int qemu_end, GError **error);
 /* Gives a keeper spawned ahead its configuration: CFG and all it points to
- * must be neither changed nor freed before the exec. */
-void qp_keeper_spawn_configure(QpKeeperSpawn *spawn, const QpKeeperConfig *cfg);
+ * must be neither changed nor freed before the exec. FALSE when the keeper
+ * could not be made after all (its spawn is then for
+ * qp_keeper_spawn_free()). Called before any exec of QEMU: it reaps what
+ * the spawn left to reap. */
+gboolean qp_keeper_spawn_configure(QpKeeperSpawn *spawn,
+                                   const QpKeeperConfig *cfg, GError **error);
 /* Starts the keeper of CFG as a copy of this process (forked twice): for a
  * process that stays (-daemonize), or under valgrind. */
 QpKeeperSpawn *qp_keeper_spawn(const QpKeeperConfig *cfg, int qemu_end,

@@ -6,9 +6,16 @@
  *
  * So, for a launcher that execs QEMU in place, no copy at all: the keeper
  * shares the launcher's memory (clone with CLONE_VM, a stack of its own),
- * made by an intermediate child that shares it too (CLONE_VM|CLONE_VFORK:
- * the launcher waits until it exits) and leaves at once, so that the keeper
- * is nobody's child but init's (or a subreaper's). While the launcher runs
+ * made by an intermediate child that shares it too (CLONE_VM, on a stack of
+ * its own) and leaves at once, so that the keeper is nobody's child but
+ * init's (or a subreaper's). The launcher does not wait for it there: it
+ * reaps it once it has the plan (qp_keeper_spawn_configure()), so that the
+ * two process creations run beside the lock and the plan, on another CPU
+ * where there is one, instead of before them; the intermediate touches
+ * nothing but its stack and the keeper's pid, which the launcher reads only
+ * after reaping it, and every exec of QEMU comes after that reaping (a
+ * launch that fails reaps it in qp_keeper_spawn_free()), so it is never a
+ * zombie under QEMU. While the launcher runs
  * on, the keeper touches nothing of that memory: all signals blocked, it
  * waits in read(2) on a pipe whose write end the launcher holds with
  * O_CLOEXEC. The exec closes it (after the launcher has left the memory
@@ -82,7 +89,8 @@ struct _QpKeeperSpawn {
   sigset_t mask;      /* the launcher's signal mask, the keeper's later */
   char *keeper_sp;    /* the keeper's initial stack pointer */
   KeeperStart *start;
-  int keeper_pid;
+  pid_t middle;   /* the intermediate child, until reaped; else 0 */
+  int keeper_pid; /* the intermediate's to write until then */
 };
 
 /* The keeper, once the memory is its own. */
@@ -127,15 +135,19 @@ keeper_start(void *data)
   keeper_run(ks);
 }
 
-/* The intermediate child: the launcher waits (CLONE_VFORK) until it has
- * made the keeper, in a session of its own, and gone. */
+/* The intermediate child: makes the keeper, in a session of its own, and
+ * goes; the launcher reaps it later (settle()). It runs beside the
+ * launcher on the launcher's thread control block: nothing here may set
+ * errno but a failed clone, which the launcher learns from keeper_pid. */
 QP_NO_ASAN static int
 spawn_middle(void *data)
 {
   QpKeeperSpawn *s = data;
   syscall(SYS_setsid);
-  s->keeper_pid =
-      clone(keeper_start, s->keeper_sp, CLONE_VM | SIGCHLD, s->start);
+  __atomic_store_n(
+      &s->keeper_pid,
+      clone(keeper_start, s->keeper_sp, CLONE_VM | SIGCHLD, s->start),
+      __ATOMIC_RELEASE);
   return 0;
 }
 
@@ -192,20 +204,36 @@ spawn_shared(QpKeeperSpawn *s, int qemu_end, GError **error)
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &s->mask);
   s->keeper_pid = -1;
-  pid_t middle = clone(spawn_middle, s->keeper_sp + MIDDLE_STACK,
-                       CLONE_VM | CLONE_VFORK | SIGCHLD, s);
+  pid_t middle =
+      clone(spawn_middle, s->keeper_sp + MIDDLE_STACK, CLONE_VM | SIGCHLD, s);
   int saved = errno;
   pthread_sigmask(SIG_SETMASK, &s->mask, NULL);
-  if (middle > 0)
-    while (waitpid(middle, NULL, 0) < 0 && errno == EINTR)
-      ;
+  /* The intermediate has its own copy of the descriptors. */
   close(s->go[0]);
-  if (middle < 0 || s->keeper_pid <= 0) {
+  if (middle < 0) {
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
-                "cannot start the keeper: %s",
-                g_strerror(middle < 0 ? saved : EAGAIN));
+                "cannot start the keeper: %s", g_strerror(saved));
     close(s->go[1]);
     s->go[1] = -1;
+    return FALSE;
+  }
+  s->middle = middle;
+  return TRUE;
+}
+
+/* Reaps the intermediate child of a keeper spawned ahead, once: FALSE when
+ * it could not make the keeper. */
+static gboolean
+settle(QpKeeperSpawn *s, GError **error)
+{
+  if (s->middle > 0) {
+    while (waitpid(s->middle, NULL, 0) < 0 && errno == EINTR)
+      ;
+    s->middle = 0;
+  }
+  if (__atomic_load_n(&s->keeper_pid, __ATOMIC_ACQUIRE) <= 0) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot start the keeper: %s", g_strerror(EAGAIN));
     return FALSE;
   }
   return TRUE;
@@ -294,11 +322,15 @@ qp_keeper_spawn_ahead(int qemu_end, GError **error)
   return s;
 }
 
-void
-qp_keeper_spawn_configure(QpKeeperSpawn *s, const QpKeeperConfig *cfg)
+gboolean
+qp_keeper_spawn_configure(QpKeeperSpawn *s, const QpKeeperConfig *cfg,
+                          GError **error)
 {
+  if (!settle(s, error))
+    return FALSE;
   s->cfg = *cfg;
   __atomic_store_n(&s->configured, TRUE, __ATOMIC_RELEASE);
+  return TRUE;
 }
 
 int
@@ -317,5 +349,7 @@ qp_keeper_spawn_free(QpKeeperSpawn *s)
     (void)!write(s->go[1], "x", 1);
     close(s->go[1]);
   }
+  /* Whatever this process runs next, the intermediate is not its zombie. */
+  settle(s, NULL);
   g_free(s);
 }

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -267,6 +268,33 @@ claimed_mib(Fixture *f)
   return sum;
 }
 
+/* The processes whose parent is PID (/proc/N/stat's fourth field). */
+static GArray *
+children_of(GPid pid)
+{
+  GArray *kids = g_array_new(FALSE, FALSE, sizeof(int));
+  g_autoptr(GDir) d = g_dir_open("/proc", 0, NULL);
+  g_assert_nonnull(d);
+  const char *name;
+  while ((name = g_dir_read_name(d)) != NULL) {
+    if (!g_ascii_isdigit(name[0]))
+      continue;
+    g_autofree char *path = g_strdup_printf("/proc/%s/stat", name);
+    g_autofree char *stat = NULL;
+    if (!g_file_get_contents(path, &stat, NULL, NULL))
+      continue; /* gone meanwhile */
+    const char *close_paren = strrchr(stat, ')');
+    int ppid = 0;
+    char state = 0;
+    if (close_paren != NULL &&
+        sscanf(close_paren + 1, " %c %d", &state, &ppid) == 2 && ppid == pid) {
+      int kid = atoi(name);
+      g_array_append_val(kids, kid);
+    }
+  }
+  return kids;
+}
+
 static void
 test_balanced_keeper_holds(Fixture *f, gconstpointer data)
 {
@@ -279,6 +307,17 @@ test_balanced_keeper_holds(Fixture *f, gconstpointer data)
   g_assert_true(qp_test_wait_status(f->qmp, "running", 30000));
   g_assert_true(wait_log(f, "pinned 0 threads", 30000));
   g_assert_cmpint(claimed_mib(f), ==, 64);
+  /* The keeper the record names runs, and is no child of QEMU's: QEMU
+   * (the launcher's PID) has no child at all, neither the keeper nor the
+   * intermediate one that made it, which the launcher reaped before its
+   * exec. */
+  g_autoptr(JsonObject) rec = qp_test_record(f->state);
+  g_assert_nonnull(rec);
+  gint64 keeper = json_object_get_int_member(rec, "keeper-pid");
+  g_assert_cmpint(keeper, >, 0);
+  g_assert_cmpint(kill((pid_t)keeper, 0), ==, 0);
+  g_autoptr(GArray) kids = children_of(pid);
+  g_assert_cmpuint(kids->len, ==, 0);
 
   /* Plugged while the guest runs: the keeper claims it. */
   g_assert_true(qmp_with_args(

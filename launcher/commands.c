@@ -181,6 +181,29 @@ cmd_status(QpOptions *opts, GError **error)
 
 static int run_command(QpOptions *opts, int argc, char **argv, GError **error);
 
+/* Whether the command CMD's own options (ARGV[2..]) ask for help: up to
+ * "--", and for the commands that take a QEMU command line (plan,
+ * rebalance) up to the first word that is no option, where QEMU's
+ * command line may begin (and what follows is QEMU's own). A value given
+ * apart ("--mode balanced") ends that look early: such a line says what
+ * it does wrong in one line instead. */
+static gboolean
+command_wants_help(const char *cmd, int argc, char **argv)
+{
+  gboolean qemu_after =
+      strcmp(cmd, "plan") == 0 || strcmp(cmd, "rebalance") == 0;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--") == 0)
+      return FALSE;
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+      return TRUE;
+    if (a[0] != '-' && qemu_after)
+      return FALSE;
+  }
+  return FALSE;
+}
+
 static const QpEdge full_edge = {cmd_plan, run_command, qp_make_room};
 
 /* qemu-pin [topology|status|plan|move|rebalance] [OPTIONS] [--] [QEMU_BINARY
@@ -191,12 +214,13 @@ run_command(QpOptions *opts, int argc, char **argv, GError **error)
   const char *cmd = argc > 1 ? argv[1] : NULL;
   if (cmd == NULL || !qp_front_is_command(cmd))
     return qp_edge_qemu_command(&full_edge, opts, argc, argv, 0, error);
-  if (strcmp(cmd, "plan") == 0)
-    return qp_edge_qemu_command(&full_edge, opts, argc, argv, 1, error);
-  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
+      command_wants_help(cmd, argc, argv)) {
     g_print("%s", qp_options_help());
     return 0;
   }
+  if (strcmp(cmd, "plan") == 0)
+    return qp_edge_qemu_command(&full_edge, opts, argc, argv, 1, error);
   if (strcmp(cmd, "move") == 0)
     return qp_cmd_move(opts, argc - 1, argv + 1, error);
   if (strcmp(cmd, "rebalance") == 0)

@@ -104,5 +104,25 @@ rc=$?
   grep -q "cannot run the rest of qemu-pin (.*qemu-pin-full): No such file or directory" "$work/err" &&
   ok "--dry-run hands over to the full program, which is missing: one line" ||
   not_ok "--dry-run without the full program: rc $rc" "$(cat "$work/err")"
+# Help, asked of any command among its own options, is the usage on
+# stdout and exit 0 (as `qemu-pin --help`), nothing else done; after "--"
+# or a QEMU binary, -h is QEMU's.
+"$QP_BINARY" --help >"$work/help" 2>"$work/err"
+grep -q "^Usage:" "$work/help" && [ ! -s "$work/err" ] &&
+  ok "--help: the usage on stdout" || not_ok "--help" "$(cat "$work/help" "$work/err")"
+for args in "plan --help" "plan --json -h" "status --help" "status --json -h" \
+  "topology --help" "move --help" "move VM --to-nodes=0 -h" "rebalance --dry-run --help"; do
+  # shellcheck disable=SC2086
+  "$QP_BINARY" $args --state-dir="$work/help-state" >"$work/out" 2>"$work/err"
+  rc=$?
+  [ "$rc" = 0 ] && cmp -s "$work/out" "$work/help" && [ ! -s "$work/err" ] && [ ! -e "$work/help-state" ] &&
+    ok "qemu-pin $args: the usage, exit 0, no state made" ||
+    not_ok "qemu-pin $args: rc $rc" "$(head -3 "$work/out")" "$(cat "$work/err")"
+done
+"$QP_BINARY" plan --state-dir="$work/help-state" --json -- qemu-system-x86_64 -m 64 -h >"$work/out" 2>"$work/err"
+rc=$?
+[ "$rc" = 0 ] && ! cmp -s "$work/out" "$work/help" && jq -e .mode "$work/out" >/dev/null &&
+  ok "plan -- QEMU -h: -h is QEMU's, the plan is printed" ||
+  not_ok "plan -- QEMU -h: rc $rc" "$(head -3 "$work/out")" "$(cat "$work/err")"
 echo "1..$n"
 exit $bad

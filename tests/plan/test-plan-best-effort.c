@@ -368,6 +368,29 @@ test_best_effort_memory_refused(void)
   g_autoptr(QpPlan) p2 = qp_plan_compute(h, NULL, r2, &o2->o, &error2);
   g_assert_null(p2);
   assert_nofit(error2, "no CPU may run the guest's 8 vCPUs in affinity 4000");
+
+  /* --hostnodes naming none of the host's nodes: the refusal names it and
+   * the host's nodes, in every mode. */
+  g_autoptr(TestHost) h4 = flat_host(4, 2, 4096);
+  for (gsize m = 0; m < G_N_ELEMENTS(modes); m++) {
+    g_autoptr(Opts) o3 = opts_new(modes[m], NULL);
+    o3->o.hostnodes = hwloc_bitmap_alloc();
+    hwloc_bitmap_set_range(o3->o.hostnodes, 5, 6);
+    g_autoptr(QpRequest) r3 = request(2, 1024);
+    g_autoptr(GError) error3 = NULL;
+    g_autoptr(QpPlan) p3 = qp_plan_compute(h4, NULL, r3, &o3->o, &error3);
+    g_assert_null(p3);
+    assert_nofit(error3, "on host nodes (none: --hostnodes 5-6 names none of "
+                         "this host's nodes 0-3)");
+  }
+  /* Some of them the host's: those are used, as without the others. */
+  g_autoptr(Opts) o4 = opts_new(QP_MODE_BALANCED, NULL);
+  o4->o.hostnodes = hwloc_bitmap_alloc();
+  hwloc_bitmap_set(o4->o.hostnodes, 2);
+  hwloc_bitmap_set(o4->o.hostnodes, 7);
+  g_autoptr(QpRequest) r4 = request(2, 1024);
+  g_autoptr(QpPlan) p4 = plan_ok(h4, NULL, r4, o4);
+  assert_set(p4->mem_nodes, "2");
 }
 
 /* Hot-pluggable vCPUs: the boot vCPUs share the CPUs, those plugged later

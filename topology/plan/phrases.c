@@ -138,6 +138,14 @@ qp_plan_scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand)
   if (ctx->opts->affinity != NULL) {
     g_autofree char *l = qp_list_format(ctx->opts->affinity);
     g_string_append_printf(s, " in affinity %s", l);
+    /* A --affinity of another host's, or a typo: say the host's. */
+    g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
+    for (guint i = 0; i < ctx->nn; i++)
+      hwloc_bitmap_or(cpus, cpus, ctx->host->nodes[i].all_cpus);
+    if (!hwloc_bitmap_intersects(ctx->opts->affinity, cpus)) {
+      g_autofree char *have = qp_list_format(cpus);
+      g_string_append_printf(s, " (none of this host's CPUs %s)", have);
+    }
   }
   g_autofree char *nl = qp_list_format(nodes);
   g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();

@@ -37,10 +37,19 @@ qp_exec(const char *binary, char **argv, GError **error)
   else
     execvp(binary, argv);
   int saved = errno;
+  /* "qemu-pin help", "qemu-pin stauts": a word looked for on PATH that
+   * names no QEMU may have been meant for qemu-pin itself. */
+  gboolean mistyped = saved == ENOENT && strchr(binary, '/') == NULL &&
+                      strstr(binary, "qemu") == NULL &&
+                      strstr(binary, "kvm") == NULL;
   g_set_error(error, QP_LAUNCH_ERROR,
               saved == ENOENT ? QP_LAUNCH_ERROR_NO_BINARY
                               : QP_LAUNCH_ERROR_EXEC,
-              "cannot run QEMU binary '%s': %s", binary, g_strerror(saved));
+              "cannot run QEMU binary '%s': %s%s", binary, g_strerror(saved),
+              mistyped ? "; nor is it a command of qemu-pin's (plan, "
+                         "topology, status, move, rebalance: see qemu-pin "
+                         "--help)"
+                       : "");
 }
 
 /* ---- Planning ------------------------------------------------------------ */

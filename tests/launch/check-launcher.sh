@@ -124,5 +124,20 @@ rc=$?
 [ "$rc" = 0 ] && ! cmp -s "$work/out" "$work/help" && jq -e .mode "$work/out" >/dev/null &&
   ok "plan -- QEMU -h: -h is QEMU's, the plan is printed" ||
   not_ok "plan -- QEMU -h: rc $rc" "$(head -3 "$work/out")" "$(cat "$work/err")"
+# A word qemu-pin takes for QEMU's binary and cannot find: one line, 127
+# (the shell's "not found"); a word that names no QEMU may have been meant
+# for qemu-pin, and the line says its commands too.
+for word in stauts qemu-system-nosuch; do
+  "$QP_BINARY" --state-dir="$work/help-state" "$word" -m 64 >"$work/out" 2>"$work/err"
+  rc=$?
+  hint=$(grep -c "nor is it a command of qemu-pin's (plan, topology, status, move, rebalance" "$work/err")
+  want_hint=1
+  [ "$word" = qemu-system-nosuch ] && want_hint=0
+  [ "$rc" = 127 ] && [ "$(grep -c . "$work/err")" = 1 ] && [ "$hint" = "$want_hint" ] &&
+    grep -q "cannot run QEMU binary '$word': No such file or directory" "$work/err" &&
+    [ -z "$(ls "$work/help-state"/*.json 2>/dev/null)" ] &&
+    ok "qemu-pin $word: one line, exit 127, the commands named: $want_hint, no claim left" ||
+    not_ok "qemu-pin $word: rc $rc" "$(cat "$work/err")"
+done
 echo "1..$n"
 exit $bad

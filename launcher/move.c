@@ -181,6 +181,10 @@ qp_move_print_answer(const QpOptions *opts, const QpJv *o)
   const char *binding = qp_jv_get_string_or(o, "binding", "");
   if (qp_jv_get_bool_or(o, "binding-moved", FALSE))
     g_print("its binding moved too (cgroup %s)\n", binding);
+  else if (g_strcmp0(qp_jv_get_string_or(o, "from", NULL),
+                     qp_jv_get_string_or(o, "to", NULL)) == 0)
+    /* Placed again on the same nodes: the binding is already theirs. */
+    g_print("the binding stays, on the same nodes\n");
   else
     g_print("only the pages moved, not the binding (memory QEMU allocates "
             "from now on may land on the old nodes): %s\n",

@@ -70,6 +70,9 @@ move "$a" --to-nodes=0
 check "move: exit status" 0 $?
 check "move: nothing on stderr" "" "$(cat "$T/move.err")"
 grep -q "^qemu-pin: moved VM a " "$T/move.out" && ok "move: said on stdout" || not_ok "move: stdout '$(cat "$T/move.out")'"
+# Onto the nodes it was on: no word of a binding left on "old nodes".
+grep -q "from nodes 0 to 0: .*; the binding stays, on the same nodes$" "$T/move.out" &&
+  ok "move onto its own node: the binding said to stay" || not_ok "move: stdout '$(cat "$T/move.out")'"
 check "move: the record claims node 0" '{"0":64}' "$(record "$a" | jq -c '.["memory-mib"]')"
 moved=$(record "$a" | jq '.["moved-at"] // 0')
 [ "$moved" -gt 0 ] && ok "move: moved-at stamped" || not_ok "move: moved-at is $moved"

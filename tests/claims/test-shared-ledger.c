@@ -848,7 +848,8 @@ test_metrics(void)
 }
 
 /* status prints one format: two of --json, --metrics, --picture are refused
- * in one line naming both, with nothing on stdout. */
+ * in one line naming both, with nothing on stdout; so is a --picture of a
+ * format it does not draw. */
 static void
 test_metrics_one_output(void)
 {
@@ -869,6 +870,17 @@ test_metrics_one_output(void)
     g_assert_true(strchr(r.err, '\n') == r.err + strlen(r.err) - 1);
     qp_test_run_clear(&r);
   }
+  /* A picture of a format lstopo is not asked for: bad usage, named. */
+  char *argv[] = {(char *)qp_test_binary(), "status", state,
+                  "--picture=host.gif", NULL};
+  QpTestRun r;
+  qp_test_run(argv, NULL, &r);
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_cmpstr(r.out, ==, "");
+  g_assert_cmpstr(r.err, ==,
+                  "qemu-pin: --picture 'host.gif': expected a file name "
+                  "ending in .png or .svg\n");
+  qp_test_run_clear(&r);
   rmdir(dir);
 }
 

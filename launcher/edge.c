@@ -126,8 +126,9 @@ qp_edge_qemu_command(const QpEdge *edge, QpOptions *opts, int argc, char **argv,
   qemu_index += shift;
   if (qemu_index >= argc) {
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
-                "no QEMU binary given: usage: qemu-pin [OPTIONS] "
-                "[--] QEMU_BINARY [QEMU_ARGS...] (see --help)");
+                "no QEMU binary given: usage: qemu-pin %s[OPTIONS] "
+                "[--] QEMU_BINARY [QEMU_ARGS...] (see --help)",
+                shift == 1 ? "plan " : "");
     return -1;
   }
   return run_qemu(edge, opts, argv[qemu_index], argv[qemu_index],

@@ -124,6 +124,16 @@ rc=$?
 [ "$rc" = 0 ] && ! cmp -s "$work/out" "$work/help" && jq -e .mode "$work/out" >/dev/null &&
   ok "plan -- QEMU -h: -h is QEMU's, the plan is printed" ||
   not_ok "plan -- QEMU -h: rc $rc" "$(head -3 "$work/out")" "$(cat "$work/err")"
+# No QEMU binary at all: bad usage, one line with the usage of what was run.
+for cmd in "" plan; do
+  # shellcheck disable=SC2086
+  "$QP_BINARY" $cmd --state-dir="$work/help-state" >"$work/out" 2>"$work/err"
+  rc=$?
+  want="no QEMU binary given: usage: qemu-pin ${cmd:+$cmd }\[OPTIONS\] \[--\] QEMU_BINARY"
+  [ "$rc" = 2 ] && [ "$(grep -c . "$work/err")" = 1 ] && grep -q "$want" "$work/err" && [ ! -s "$work/out" ] &&
+    ok "qemu-pin ${cmd:-(no command)} without QEMU: one line, its usage, exit 2" ||
+    not_ok "qemu-pin $cmd without QEMU: rc $rc" "$(cat "$work/err")"
+done
 # A word qemu-pin takes for QEMU's binary and cannot find: one line, 127
 # (the shell's "not found"); a word that names no QEMU may have been meant
 # for qemu-pin, and the line says its commands too.

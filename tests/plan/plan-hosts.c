@@ -255,6 +255,16 @@ assert_nofit(GError *error, const char *needle)
     g_error("error \"%s\" lacks \"%s\"", error->message, needle);
 }
 
+void
+plan_refused(const QpHost *h, const QpClaims *c, const QpRequest *r,
+             const Opts *o, const char *needle)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpPlan) p = qp_plan_compute(h, c, r, &o->o, &error);
+  g_assert_null(p);
+  assert_nofit(error, needle);
+}
+
 QpPlan *
 plan_ok(const QpHost *h, const QpClaims *c, const QpRequest *r, const Opts *o)
 {

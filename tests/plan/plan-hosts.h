@@ -74,6 +74,10 @@ void assert_nofit(GError *error, const char *needle);
 QpPlan *plan_ok(const QpHost *h, const QpClaims *c, const QpRequest *r,
                 const Opts *o);
 
+/* A plan that must be refused, with one line that names NEEDLE. */
+void plan_refused(const QpHost *h, const QpClaims *c, const QpRequest *r,
+                  const Opts *o, const char *needle);
+
 /* ---- Seed 000 ------------------------------------------------------------
  *
  * Guest: sockets=4,cores=2,numa=1,memory=8192 -> 4 guest nodes of 2 vCPUs

@@ -141,29 +141,31 @@ qp_plan_scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand)
     /* A --affinity of another host's, or a typo: say the host's. */
     g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
     for (guint i = 0; i < ctx->nn; i++)
-      hwloc_bitmap_or(cpus, cpus, ctx->host->nodes[i].all_cpus);
+      if (ctx->host->nodes[i].all_cpus != NULL)
+        hwloc_bitmap_or(cpus, cpus, ctx->host->nodes[i].all_cpus);
     if (!hwloc_bitmap_intersects(ctx->opts->affinity, cpus)) {
       g_autofree char *have = qp_list_format(cpus);
       g_string_append_printf(s, " (none of this host's CPUs %s)", have);
     }
   }
   g_autofree char *nl = qp_list_format(nodes);
-  g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
-  for (guint i = 0; i < ctx->nn; i++)
-    hwloc_bitmap_set(all, ctx->host->nodes[i].id);
   if (*nl != '\0') {
     g_string_append_printf(s, " on host nodes %s", nl);
-  } else if (ctx->opts->hostnodes != NULL &&
-             !hwloc_bitmap_intersects(ctx->opts->hostnodes, all)) {
-    /* A --hostnodes of another host's, or a typo: name it and the host's. */
-    g_autofree char *given = qp_list_format(ctx->opts->hostnodes);
-    g_autofree char *have = qp_list_format(all);
-    g_string_append_printf(s,
-                           " on host nodes (none: --hostnodes %s names none "
-                           "of this host's nodes %s)",
-                           given, have);
   } else {
-    g_string_append(s, " on host nodes (none)");
+    g_string_append(s, " on host nodes (none");
+    /* A --hostnodes of another host's, or a typo: name it and the host's. */
+    g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
+    for (guint i = 0; i < ctx->nn; i++)
+      hwloc_bitmap_set(all, (unsigned)ctx->host->nodes[i].id);
+    if (ctx->opts->hostnodes != NULL &&
+        !hwloc_bitmap_intersects(ctx->opts->hostnodes, all)) {
+      g_autofree char *given = qp_list_format(ctx->opts->hostnodes);
+      g_autofree char *have = qp_list_format(all);
+      g_string_append_printf(
+          s, ": --hostnodes %s names none of this host's nodes %s", given,
+          have);
+    }
+    g_string_append(s, ")");
   }
   g_string_append(s, a->kind_note);
   int ded = hwloc_bitmap_weight(ctx->dedicated_others);

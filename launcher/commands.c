@@ -110,7 +110,8 @@ cmd_topology(QpOptions *opts, GError **error)
   return 0;
 }
 
-/* status prints one format: text, --json, --metrics or --picture. */
+/* status prints one format: text, --json, --metrics or --picture (of a
+ * format it draws); else bad usage, said before anything is read. */
 static gboolean
 status_one_format(const QpOptions *opts, GError **error)
 {
@@ -120,8 +121,16 @@ status_one_format(const QpOptions *opts, GError **error)
     given[n++] = "--json";
   if (opts->metrics)
     given[n++] = "--metrics";
-  if (opts->picture != NULL)
+  if (opts->picture != NULL) {
+    GError *local = NULL;
+    if (!qp_status_picture_format_known(opts->picture, &local)) {
+      g_set_error_literal(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                          local->message);
+      g_error_free(local);
+      return FALSE;
+    }
     given[n++] = "--picture";
+  }
   if (n < 2)
     return TRUE;
   g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,

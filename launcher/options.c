@@ -427,14 +427,6 @@ qp_options_parse_cli(QpOptions *opts, int argc, char **argv,
                     "option '--picture' needs a value: FILE.png or FILE.svg");
         return FALSE;
       }
-      /* A bad value is bad usage, said before the ledger is read. */
-      if (!g_str_has_suffix(file, ".png") && !g_str_has_suffix(file, ".svg")) {
-        g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
-                    "--picture '%s': expected a file name ending in .png or "
-                    ".svg",
-                    file);
-        return FALSE;
-      }
       g_free(opts->picture);
       opts->picture = g_strdup(file);
       continue;

@@ -27,18 +27,26 @@ style(hwloc_obj_t obj, const char *colour)
   hwloc_obj_add_info(obj, "lstopoStyle", v);
 }
 
-/* lstopo's output format for OUT, from its extension. */
+/* lstopo's output format for OUT, from its extension; NULL: none. */
 static const char *
-picture_format(const char *out, GError **error)
+picture_format(const char *out)
 {
   if (g_str_has_suffix(out, ".png"))
     return "png";
   if (g_str_has_suffix(out, ".svg"))
     return "nativesvg"; /* text stays text */
+  return NULL;
+}
+
+gboolean
+qp_status_picture_format_known(const char *out, GError **error)
+{
+  if (picture_format(out) != NULL)
+    return TRUE;
   g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
               "--picture '%s': expected a file name ending in .png or .svg",
               out);
-  return NULL;
+  return FALSE;
 }
 
 /* Colours claim C's dedicated CPUs and the nodes holding its memory in
@@ -163,9 +171,9 @@ gboolean
 qp_status_picture(const char *xml_path, const QpClaims *claims, const char *out,
                   GError **error)
 {
-  const char *format = picture_format(out, error);
-  if (format == NULL)
+  if (!qp_status_picture_format_known(out, error))
     return FALSE;
+  const char *format = picture_format(out);
 
   g_auto(hwloc_topology_t) topo = NULL;
   if (qp_hwloc_topology_init(&topo) < 0 ||

@@ -58,4 +58,8 @@ char *qp_status_to_metrics(const QpHost *host, const QpClaims *claims,
 gboolean qp_status_picture(const char *xml_path, const QpClaims *claims,
                            const char *out, GError **error);
 
+/* Whether qp_status_picture() draws OUT's format; else ERROR (its domain
+ * QP_TOPOLOGY_ERROR) names OUT and the formats it draws. */
+gboolean qp_status_picture_format_known(const char *out, GError **error);
+
 G_END_DECLS

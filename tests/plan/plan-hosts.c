@@ -86,6 +86,7 @@ host_free(QpHost *h)
   g_free(h->cpus);
   g_free(h->distance);
   hwloc_bitmap_free(h->allowed);
+  hwloc_bitmap_free(h->allowed_nodes);
   g_free(h->source);
   g_free(h);
 }

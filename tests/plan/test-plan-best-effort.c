@@ -380,6 +380,36 @@ test_best_effort_memory_refused(void)
                  "on host nodes (none: --hostnodes 5-6 names none of this "
                  "host's nodes 0-3)");
   }
+  /* No CPU for a reason the caller did not give as an option: the
+   * refusal does not blame --affinity or --hostnodes. Every node held
+   * whole by unreadable ledger records: the scope says so. */
+  g_autoptr(TestHost) h2 = flat_host(2, 2, 4096);
+  g_autoptr(QpClaims) blocked = qp_claims_new();
+  hwloc_bitmap_set_range(blocked->blocked_nodes, 0, 1);
+  g_autoptr(QpRequest) r5 = request(1, 1024);
+  g_autoptr(Opts) o5 = opts_new(QP_MODE_AUTO, NULL);
+  g_autoptr(GError) e5 = NULL;
+  g_autoptr(QpPlan) p5 = qp_plan_compute(h2, blocked, r5, &o5->o, &e5);
+  g_assert_null(p5);
+  assert_nofit(e5, "no CPU may run the guest's 1 vCPU on host nodes (none) "
+                   "(nodes 0-1 are held whole by unreadable ledger records "
+                   "until an operator removes them)");
+  g_assert_null(strstr(e5->message, "--affinity"));
+  /* A cpuset whose CPUs are on node 1 and memory on node 0: the CPUs this
+   * process may run on are named. */
+  g_autoptr(TestHost) h3 = flat_host(2, 2, 4096);
+  g_auto(hwloc_bitmap_t) node1 = hwloc_bitmap_alloc();
+  hwloc_bitmap_set_range(node1, 2, 3);
+  qp_host_set_allowed(h3, node1);
+  h3->allowed_nodes = hwloc_bitmap_alloc();
+  hwloc_bitmap_set(h3->allowed_nodes, 0);
+  g_autoptr(QpRequest) r6 = request(2, 1024);
+  g_autoptr(Opts) o6 = opts_new(QP_MODE_AUTO, NULL);
+  plan_refused(h3, NULL, r6, o6,
+               "no CPU may run the guest's 2 vCPUs on host nodes 0: this "
+               "process may run only on CPUs 2-3 (its CPU affinity and "
+               "cpuset, less the host's isolated CPUs)");
+
   /* Some of them the host's: those are used, as without the others. */
   g_autoptr(Opts) o4 = opts_new(QP_MODE_BALANCED, NULL);
   o4->o.hostnodes = hwloc_bitmap_alloc();

@@ -526,6 +526,33 @@ kinds_in(const Ctx *ctx, hwloc_const_bitmap_t set)
   return n;
 }
 
+/* What left no CPU, said after the scope phrase: nodes held whole by
+ * unreadable records (the scope phrase names them and their remedy), the
+ * caller's --affinity or --hostnodes, or the CPUs this process may run on
+ * (the affinity and cpuset its caller gave it, less isolated CPUs) when
+ * they hold none of the candidate nodes' CPUs. */
+static char *
+no_cpu_reason(const Ctx *ctx, const gboolean *cand)
+{
+  if (ctx->claims != NULL && ctx->claims->blocked_nodes != NULL &&
+      !hwloc_bitmap_iszero(ctx->claims->blocked_nodes))
+    return g_strdup("");
+  if (ctx->opts->affinity != NULL || ctx->opts->hostnodes != NULL)
+    return g_strdup(
+        ": --affinity and --hostnodes must leave at least one usable CPU");
+  g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
+  for (guint i = 0; i < ctx->nn; i++)
+    if (cand[i] && ctx->host->nodes[i].all_cpus != NULL)
+      hwloc_bitmap_or(cpus, cpus, ctx->host->nodes[i].all_cpus);
+  if (ctx->host->allowed == NULL || hwloc_bitmap_iszero(cpus) ||
+      hwloc_bitmap_intersects(cpus, ctx->host->allowed))
+    return g_strdup("");
+  g_autofree char *l = qp_list_format(ctx->host->allowed);
+  return g_strdup_printf(": this process may run only on CPUs %s (its CPU "
+                         "affinity and cpuset, less the host's isolated CPUs)",
+                         *l != '\0' ? l : "(none)");
+}
+
 gboolean
 qp_plan_best_effort(QpPlan *plan, const Ctx *ctx, GError **error)
 {
@@ -553,10 +580,10 @@ qp_plan_best_effort(QpPlan *plan, const Ctx *ctx, GError **error)
   }
   if (total == 0) {
     g_autofree char *scope = qp_plan_scope_phrase(ctx, &a, cand);
+    g_autofree char *why = no_cpu_reason(ctx, cand);
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                "%sno CPU may run the guest's %u vCPUs%s: --affinity and "
-                "--hostnodes must leave at least one usable CPU",
-                prefix, ctx->n, scope);
+                "%sno CPU may run the guest's %u vCPU%s%s%s", prefix, ctx->n,
+                ctx->n == 1 ? "" : "s", scope, why);
     qp_plan_attempt_clear(&a, ctx->nn);
     return FALSE;
   }

@@ -1395,12 +1395,12 @@ test_truncated_record(Fixture *f, gconstpointer data)
   g_autofree char *corrupt = record_path(f->state, id, ".json.corrupt");
   g_autofree char *held =
       c->knows_nodes
-          ? g_strdup_printf("ledger record %s is unreadable: its nodes 0 are "
+          ? g_strdup_printf("ledger record %s is unreadable: its node 0 is "
                             "held until an operator removes it",
                             corrupt)
           : g_strdup_printf("ledger record %s is unreadable and does not say "
-                            "which nodes it holds: all nodes 0 are held until "
-                            "an operator removes it",
+                            "which nodes it holds: node 0 (the host's only "
+                            "node) is held until an operator removes it",
                             corrupt);
   g_autofree char *held_line = g_strdup_printf("warning: %s\n", held);
   g_assert_nonnull(strstr(r.out, moved));

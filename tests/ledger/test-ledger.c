@@ -1184,7 +1184,7 @@ test_corrupt_salvages_nodes(Fixture *f, gconstpointer data)
   g_assert_cmpstr(blocked, ==, "0-1");
   g_assert_true(warnings_contain(claims, "\"qemu-pid\" is a string"));
   g_assert_true(warnings_contain(claims, "vm-a.json.corrupt is unreadable: "
-                                         "its nodes 1 are held"));
+                                         "its node 1 is held"));
   g_assert_true(warnings_contain(claims, "vm-b.json.corrupt is unreadable: "
                                          "its nodes 0-1 are held"));
 
@@ -1265,7 +1265,7 @@ test_corrupt_id_mismatch(Fixture *f, gconstpointer data)
   g_autoptr(QpClaims) claims = read_ok(l, NULL);
   g_assert_cmpuint(claims->claims->len, ==, 0);
   g_assert_true(warnings_contain(claims, "differs from its file name"));
-  g_assert_true(warnings_contain(claims, "its nodes 0 are held"));
+  g_assert_true(warnings_contain(claims, "its node 0 is held"));
   qp_ledger_unlock(l);
 }
 

@@ -106,20 +106,26 @@ qp_ledger_block_unreadable(QpClaims *claims, const char *path, const char *text,
   if (nodes != NULL) {
     g_autofree char *list = qp_list_format(nodes);
     hwloc_bitmap_or(claims->blocked_nodes, claims->blocked_nodes, nodes);
+    gboolean one = hwloc_bitmap_weight(nodes) == 1;
     g_ptr_array_add(claims->warnings,
                     g_strdup_printf("ledger record %s is unreadable: its "
-                                    "nodes %s are held until an operator "
+                                    "%s %s %s held until an operator "
                                     "removes it",
-                                    path, list));
+                                    path, one ? "node" : "nodes", list,
+                                    one ? "is" : "are"));
   } else {
     g_auto(hwloc_bitmap_t) all = hwloc_bitmap_alloc();
     all_nodes(host, all);
     hwloc_bitmap_or(claims->blocked_nodes, claims->blocked_nodes, all);
     g_autofree char *list = qp_list_format(all);
+    g_autofree char *held =
+        hwloc_bitmap_weight(all) == 1
+            ? g_strdup_printf("node %s (the host's only node) is", list)
+            : g_strdup_printf("all nodes %s are", list);
     g_ptr_array_add(claims->warnings,
                     g_strdup_printf("ledger record %s is unreadable and does "
-                                    "not say which nodes it holds: all nodes "
-                                    "%s are held until an operator removes it",
-                                    path, list));
+                                    "not say which nodes it holds: %s held "
+                                    "until an operator removes it",
+                                    path, held));
   }
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -115,6 +116,20 @@ drain(int fd, GString *out)
   return n < 0 && (errno == EINTR || errno == EAGAIN);
 }
 
+/* In the child before its exec: it dies with the test. A test that fails
+ * (or aborts in a library) before it stops the VMs it started leaves no
+ * QEMU running: the launcher execs QEMU in place, which keeps the signal,
+ * and its keeper, which does not inherit it, then sees QEMU gone and
+ * releases the claim. The signal comes when the thread that spawned the
+ * child ends: every spawn here is in the test's main thread, or waits for
+ * its child. */
+static void
+die_with_test(gpointer data)
+{
+  (void)data;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
 /* How long a command run to completion may take: a launch that should have
  * been refused and runs a guest instead must fail the test, not hang it to
  * meson's timeout without a word. */
@@ -127,8 +142,9 @@ qp_test_run(char **argv, char **envp, QpTestRun *r)
   memset(r, 0, sizeof(*r));
   GPid pid = 0;
   int out_fd = -1, err_fd = -1;
-  g_spawn_async_with_pipes(NULL, argv, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL,
-                           NULL, &pid, NULL, &out_fd, &err_fd, &error);
+  g_spawn_async_with_pipes(NULL, argv, envp, G_SPAWN_DO_NOT_REAP_CHILD,
+                           die_with_test, NULL, &pid, NULL, &out_fd, &err_fd,
+                           &error);
   g_assert_no_error(error);
   GString *out = g_string_new(NULL), *err = g_string_new(NULL);
   gint64 deadline = g_get_monotonic_time() + RUN_DEADLINE_S * G_USEC_PER_SEC;
@@ -172,8 +188,8 @@ qp_test_spawn(char **argv, char **envp, const char *dir)
   g_assert_cmpint(efd, >=, 0);
   GPid pid = 0;
   GError *error = NULL;
-  g_spawn_async_with_fds(NULL, argv, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL,
-                         NULL, &pid, -1, ofd, efd, &error);
+  g_spawn_async_with_fds(NULL, argv, envp, G_SPAWN_DO_NOT_REAP_CHILD,
+                         die_with_test, NULL, &pid, -1, ofd, efd, &error);
   g_assert_no_error(error);
   close(ofd);
   close(efd);

@@ -240,21 +240,31 @@ n_warnings(JsonObject *status)
       json_object_get_array_member(status, "warnings"));
 }
 
+/* Node 0 of `qemu-pin topology --json`, qemu-pin's model of this host;
+ * *TOPOLOGY holds it (the caller frees it). */
+static JsonObject *
+host_node0(JsonObject **topology)
+{
+  char *argv[] = {(char *)qp_test_binary(), "topology", "--json", NULL};
+  QpTestRun r;
+  qp_test_run(argv, NULL, &r);
+  g_assert_cmpint(r.status, ==, 0);
+  *topology = parse_object(r.out);
+  qp_test_run_clear(&r);
+  JsonObject *n = json_array_get_object_element(
+      json_object_get_array_member(*topology, "nodes"), 0);
+  g_assert_cmpint(json_object_get_int_member(n, "id"), ==, 0);
+  return n;
+}
+
 /* Node 0's memory as qemu-pin sees it: its total (TOTAL_MIB, when not
  * NULL) and the part that is not in hugepage pools (returned), which is
  * what claims of ordinary memory come from. */
 static gint64
 host_plain_mib(gint64 *total_mib)
 {
-  char *argv[] = {(char *)qp_test_binary(), "topology", "--json", NULL};
-  QpTestRun r;
-  qp_test_run(argv, NULL, &r);
-  g_assert_cmpint(r.status, ==, 0);
-  g_autoptr(JsonObject) t = parse_object(r.out);
-  qp_test_run_clear(&r);
-  JsonObject *n = json_array_get_object_element(
-      json_object_get_array_member(t, "nodes"), 0);
-  g_assert_cmpint(json_object_get_int_member(n, "id"), ==, 0);
+  g_autoptr(JsonObject) t = NULL;
+  JsonObject *n = host_node0(&t);
   gint64 total = json_object_get_int_member(n, "total_mib"), pools = 0;
   JsonArray *huge = json_object_get_array_member(n, "hugepages");
   for (guint i = 0; huge != NULL && i < json_array_get_length(huge); i++) {
@@ -272,14 +282,8 @@ host_plain_mib(gint64 *total_mib)
 static GPtrArray *
 host_cache_domains_node0(void)
 {
-  char *argv[] = {(char *)qp_test_binary(), "topology", "--json", NULL};
-  QpTestRun r;
-  qp_test_run(argv, NULL, &r);
-  g_assert_cmpint(r.status, ==, 0);
-  g_autoptr(JsonObject) t = parse_object(r.out);
-  qp_test_run_clear(&r);
-  JsonObject *n = json_array_get_object_element(
-      json_object_get_array_member(t, "nodes"), 0);
+  g_autoptr(JsonObject) t = NULL;
+  JsonObject *n = host_node0(&t);
   JsonArray *domains = json_object_get_array_member(n, "cache_domains");
   g_assert_nonnull(domains);
   GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
@@ -1888,10 +1892,11 @@ test_status_shared_dedicated_cores(Fixture *f, gconstpointer data)
     g_autofree char *line = line_starting(r.out, at);
     g_assert_cmpstr(line, ==, want);
   }
-  g_autofree char *l3_line = line_starting(r.out, "  L3 ");
-  g_autofree char *l2_line = line_starting(r.out, "  L2 ");
-  if (domains->len == 0)
+  if (domains->len == 0) {
+    g_autofree char *l3_line = line_starting(r.out, "  L3 ");
+    g_autofree char *l2_line = line_starting(r.out, "  L2 ");
     g_assert_true(l3_line == NULL && l2_line == NULL);
+  }
   /* Under the one-to-one VM's entry, one line naming the other VM. */
   g_autofree char *solo_at = g_strdup_printf("\n  %s  ", solo_name);
   const char *entry = strstr(r.out, solo_at);

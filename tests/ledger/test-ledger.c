@@ -1253,6 +1253,50 @@ test_corrupt_warns_until_removed(Fixture *f, gconstpointer data)
   qp_ledger_unlock(l);
 }
 
+/* A FIFO in the state directory, where a record, the summary or a record
+ * already set aside would be: reading it would wait for a writer, with the
+ * ledger's lock held and every launch of the host behind it. It is not a
+ * regular file: set aside and its nodes held, as a device or a directory
+ * would be, and each read returns. alarm(): a read that waits fails the
+ * test instead of hanging it. */
+static void
+test_corrupt_fifo_does_not_block(Fixture *f, gconstpointer data)
+{
+  g_autoptr(TestHost) host = host_new();
+  g_autofree char *rec = state_file(f, "vm-f.json");
+  g_autofree char *summary = state_file(f, ".summary");
+  g_autofree char *aside = state_file(f, "vm-g.json.corrupt");
+  g_autoptr(QpLedger) l = open_ok(f);
+  g_assert_cmpint(mkfifo(rec, 0600), ==, 0);
+  g_assert_cmpint(mkfifo(summary, 0600), ==, 0);
+  g_assert_cmpint(mkfifo(aside, 0600), ==, 0);
+  alarm(20);
+  g_assert_true(qp_ledger_lock(l, NULL));
+  g_autoptr(QpClaims) claims = read_ok(l, host);
+  g_assert_cmpuint(claims->claims->len, ==, 0);
+  g_assert_true(warnings_contain(claims, "not a regular file"));
+  g_autofree char *moved = state_file(f, "vm-f.json.corrupt");
+  g_assert_false(g_file_test(rec, G_FILE_TEST_EXISTS));
+  g_assert_true(g_file_test(moved, G_FILE_TEST_EXISTS));
+  g_autofree char *blocked = qp_list_format(claims->blocked_nodes);
+  g_assert_cmpstr(blocked, ==, "0-1");
+  /* The next read finds both FIFOs set aside, and returns too. */
+  g_autoptr(QpClaims) again = read_ok(l, host);
+  g_assert_true(warnings_contain(again, "vm-f.json.corrupt is unreadable"));
+  g_assert_true(warnings_contain(again, "vm-g.json.corrupt is unreadable"));
+  qp_ledger_unlock(l);
+  /* A FIFO where the lock file would be is refused, not waited on. */
+  g_autofree char *other = g_build_filename(f->state, "other", NULL);
+  g_assert_cmpint(mkdir(other, 0700), ==, 0);
+  g_autofree char *lock = g_build_filename(other, "lock", NULL);
+  g_assert_cmpint(mkfifo(lock, 0600), ==, 0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpLedger) none = qp_ledger_open(other, &error);
+  g_assert_null(none);
+  g_assert_nonnull(strstr(error->message, "is not a regular file"));
+  alarm(0);
+}
+
 static void
 test_corrupt_id_mismatch(Fixture *f, gconstpointer data)
 {
@@ -2108,6 +2152,7 @@ main(int argc, char **argv)
   FT("/ledger/corrupt/cut-in-cpu-load", test_corrupt_cut_in_cpu_load);
   FT("/ledger/corrupt/warns-until-removed", test_corrupt_warns_until_removed);
   FT("/ledger/corrupt/id-mismatch", test_corrupt_id_mismatch);
+  FT("/ledger/corrupt/fifo-does-not-block", test_corrupt_fifo_does_not_block);
   g_test_add_func("/ledger/liveness/start-time-after-last-paren",
                   test_proc_start_time);
   FT("/ledger/liveness/dead-qemu-pruned", test_liveness_process);

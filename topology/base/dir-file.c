@@ -10,7 +10,11 @@ gboolean
 qp_dir_file_read(int dirfd, const char *name, gsize max, char **out,
                  gsize *out_len, struct stat *st, int *errsv)
 {
-  int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+  /* O_NONBLOCK: a FIFO put there must not hold the reader (and the
+   * ledger's lock with it) until someone writes to it; on a regular file
+   * it changes nothing. */
+  int fd = openat(dirfd, name,
+                  O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
     *errsv = errno;
     return FALSE;

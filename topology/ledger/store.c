@@ -128,7 +128,9 @@ static int
 open_lock(int dirfd, const char *dir, const struct stat *dirst, gboolean shared,
           GError **error)
 {
-  const int flags = O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
+  /* O_NONBLOCK: a FIFO named like the lock file does not hold the open
+   * (it is refused below); flock() on the file ignores it. */
+  const int flags = O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
   mode_t mode = shared ? 0660 : 0600;
   for (int attempt = 0; attempt < 3; attempt++) {
     int fd = openat(dirfd, QP_STATE_LOCK, O_RDWR | flags);

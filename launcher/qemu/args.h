@@ -83,8 +83,6 @@ typedef struct {
   char *machine_memdev;      /* -machine memory-backend=, or NULL */
   GPtrArray *backends;       /* of QpBackend */
   QpNumaNodeArg *numa_nodes; /* parallel to req->gnodes */
-  gboolean numa_split_ram;   /* no -numa node gives memory: -m is split
-                                among them as QEMU does */
   char *mem_path;            /* -mem-path (the last), or NULL */
   GArray *mem_path_argi;     /* of guint: argv index of every -mem-path */
   gboolean mem_prealloc;     /* -mem-prealloc */

@@ -273,8 +273,8 @@ numa_dist(Numa *numa, const char *text, GArray *kv, GError **error)
   return TRUE;
 }
 
-/* The memory of the nodes: given with mem= on every node, memdev= on every
- * node, or on none, and then -m is split among them. */
+/* The memory of the nodes: given with mem= on every node (old machine
+ * types) or memdev= on some, adding up to -m. */
 static gboolean
 numa_memory(QpQemuArgs *a, Numa *numa, GError **error)
 {
@@ -307,21 +307,18 @@ numa_memory(QpQemuArgs *a, Numa *numa, GError **error)
         " MiB, but the RAM size (-m) is %" G_GUINT64_FORMAT " MiB: "
         "they must be equal",
         qp_bytes_to_mib(total), qp_bytes_to_mib(a->ram_bytes));
-  if (any_mem || any_memdev || a->machine_memdev != NULL)
+  if (any_mem || any_memdev)
     return TRUE;
-  /* No node has memory. QEMU 7.2 splits the RAM only for machine types up
-   * to 5.0 (and refuses later ones); qemu-pin splits it the same way, 8 MiB
-   * aligned with the rest on the last node, and the rewrite gives each node
-   * a backend of that size. */
-  guint64 used = 0;
-  for (guint i = 0; i + 1 < n; i++) {
-    numa->nodes[i].arg.mem_bytes =
-        (a->ram_bytes / n) & ~((G_GUINT64_CONSTANT(1) << 23) - 1);
-    used += numa->nodes[i].arg.mem_bytes;
-  }
-  numa->nodes[n - 1].arg.mem_bytes = a->ram_bytes - used;
-  a->numa_split_ram = TRUE;
-  return TRUE;
+  /* No node has memory: QEMU 7.2 refuses that on every x86 machine type
+   * ("total memory for NUMA nodes (0x0) should equal RAM size"), with or
+   * without -machine memory-backend; the split of -m among the nodes it
+   * once made is gone since 5.1. */
+  return qp_args_invalid(
+      error,
+      "-numa: the memory of the nodes adds up to 0 MiB (no node has "
+      "memdev= or mem=), but the RAM size (-m) is %" G_GUINT64_FORMAT
+      " MiB: they must be equal",
+      qp_bytes_to_mib(a->ram_bytes));
 }
 
 /* The vCPUs no node names: on node 0 when some are named (QEMU 7.2 warns:

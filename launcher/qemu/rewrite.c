@@ -212,31 +212,6 @@ bind_guest_ram(Rewrite *rw, const QpPlanMem *m, hwloc_const_bitmap_t tc_nodes,
   return TRUE;
 }
 
-/* The RAM of guest node M->gnode when -m is split among the nodes: a
- * backend made here, before the node's -numa, which names it. */
-static void
-bind_node_ram(Rewrite *rw, const QpPlanMem *m, hwloc_const_bitmap_t tc_nodes)
-{
-  const QpQemuArgs *a = rw->args;
-  const QpNumaNodeArg *nx = &a->numa_nodes[m->gnode];
-  if (!a->numa_split_ram || nx->legacy_mem || nx->mem_bytes == 0 ||
-      nx->argi == QP_ARGI_IN_FILE)
-    return; /* mem=, no memory, or a -readconfig node: nothing to bind */
-  /* Several backends can share a -mem-path directory, not a file. */
-  if (a->mem_path != NULL && !g_file_test(a->mem_path, G_FILE_TEST_IS_DIR))
-    return;
-  drop_mem_path(rw);
-  g_autofree char *id = g_strdup_printf("qemu-pin-node%d", m->gnode);
-  if (tc_nodes != NULL)
-    rewrite_insert(rw, nx->argi - 1, "-object", thread_context(id, tc_nodes));
-  rewrite_insert(rw, nx->argi - 1, "-object",
-                 new_backend(id, a->mem_path, nx->mem_bytes, m->host_nodes,
-                             m->policy, tc_nodes != NULL));
-  GString *s = g_string_new(a->argv[nx->argi]);
-  qp_kv_append(s, "memdev", id);
-  rw->replace[nx->argi] = g_string_free(s, FALSE);
-}
-
 /* Piece M of the plan bound on the command line. */
 static gboolean
 apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
@@ -267,14 +242,15 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
     return TRUE;
   /* -mem-path cannot go with -machine memory-backend or memdev=: it becomes
    * the mem-path of the backends made here, as QEMU makes its own. */
+  /* A node's mem= (machine types up to 5.0): no backend to bind; the
+   * process's memory policy holds it. */
+  if (m->gnode >= 0)
+    return TRUE;
   g_auto(hwloc_bitmap_t) tc_nodes =
       a->mem_prealloc && prealloc_context_usable(a)
           ? nodes_with_cpus(m->host_nodes)
           : NULL;
-  if (m->gnode < 0)
-    return bind_guest_ram(rw, m, tc_nodes, error);
-  bind_node_ram(rw, m, tc_nodes);
-  return TRUE;
+  return bind_guest_ram(rw, m, tc_nodes, error);
 }
 
 /* --vnuma=auto on a guest without -numa: a guest topology mirroring the

@@ -19,8 +19,10 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -254,6 +256,42 @@ wait_daemon_and_keeper(pid_t child, int status_fd, int *status_out,
          (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && line->len > 0);
 }
 
+/* The parent PID in /proc/PID/stat, or -1. */
+static pid_t
+parent_of(const char *pid)
+{
+  g_autofree char *path = g_strdup_printf("/proc/%s/stat", pid);
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return -1;
+  /* "PID (COMM) STATE PPID ...": COMM may hold anything but ends at the
+   * last ')'. */
+  const char *end = strrchr(text, ')');
+  char state;
+  int ppid;
+  if (end == NULL || sscanf(end + 1, " %c %d", &state, &ppid) != 2)
+    return -1;
+  return ppid;
+}
+
+/* -daemonize: QEMU's daemon is our child once QEMU's first process has let
+ * it go (start_daemon() makes us its subreaper), and the only one left:
+ * killed and reaped after a launch that failed. */
+static void
+kill_daemon(void)
+{
+  g_autoptr(GDir) proc = g_dir_open("/proc", 0, NULL);
+  const char *name;
+  while (proc != NULL && (name = g_dir_read_name(proc)) != NULL) {
+    if (!g_ascii_isdigit(name[0]) || parent_of(name) != getpid())
+      continue;
+    pid_t pid = atoi(name);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+      ;
+  }
+}
+
 /* We exit 0 only when QEMU's first process and the keeper both say the
  * daemon runs with the plan in force; with QEMU's status when QEMU
  * refused to start (it said why itself); else with the keeper's line. */
@@ -268,6 +306,9 @@ wait_daemonized(pid_t child, int status_fd, QpHeldClaim *held, GError **error)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   if (strcmp(line->str, "ok\n") != 0) {
+    /* A keeper that gave up has stopped QEMU; one that died (killed) has
+     * not: the daemon, ready or paused, would run on without its claim. */
+    kill_daemon();
     g_strchomp(line->str);
     g_set_error_literal(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
                         line->len ? line->str
@@ -477,6 +518,11 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
 static int
 start_daemon(Launch *l, const char *binary, QpHeldClaim *held, GError **error)
 {
+  pid_t self = getpid();
+  /* QEMU's daemon, once its first process has let it go, is ours to
+   * reap and to stop if the launch fails (kill_daemon()); after us, it is
+   * init's as it would be without qemu-pin. */
+  (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
   pid_t child = fork();
   if (child < 0) {
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
@@ -485,6 +531,11 @@ start_daemon(Launch *l, const char *binary, QpHeldClaim *held, GError **error)
     return -1;
   }
   if (child == 0) {
+    /* QEMU's first process goes with us, as it would go with its caller
+     * without qemu-pin: a daemon not yet ready then fails to tell it so
+     * and exits, so that a launch killed half-way leaves no VM. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != self)
+      _exit(128 + SIGKILL);
     /* The child that becomes QEMU says itself why it could not. */
     g_autoptr(GError) local = NULL;
     if (apply_process_plan(l->plan, &local)) {

@@ -1,10 +1,12 @@
 /* What the fuzzers and the fault tables found in qemu-pin, as tests of the
  * behaviour that is wanted (docs/robustness.md, "Findings"). Each failed
  * until its finding was fixed, and now guards the fix. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/robustness/rb-common.h"
@@ -368,6 +370,108 @@ test_guest_shutdown_left_alone(RbFixture *f, gconstpointer data)
   rb_assert_nothing_left(f, 10000);
 }
 
+/* Outside check, stop 42: with -daemonize, a keeper killed before it
+ * reported (here while it waits for cont's reply) left QEMU's daemon
+ * paused and unclaimed, although the launch failed. The launcher now
+ * stops the daemon, which is its child by then (a subreaper). */
+static void
+test_daemonize_keeper_killed(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  g_autofree char *log = g_build_filename(f->dir, "qmp.log", NULL);
+  envp = g_environ_setenv(envp, "FAKE_QEMU_LOG", log, TRUE);
+  envp = g_environ_setenv(envp, "FAKE_QEMU_SCRIPT", "never-reply:cont", TRUE);
+  g_autofree char *fake = rb_fake_qemu();
+  g_autofree char *pidfile = g_build_filename(f->dir, "qemu.pid", NULL);
+  char *argv[] = {(char *)qp_test_binary(),
+                  "--mode=one-to-one",
+                  "--qmp-timeout=60000",
+                  "--",
+                  fake,
+                  "-smp",
+                  "1",
+                  "-name",
+                  f->marker,
+                  "-daemonize",
+                  "-pidfile",
+                  pidfile,
+                  NULL};
+  GPid pid = qp_test_spawn(argv, envp, f->dir);
+  gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+  for (;;) {
+    g_autofree char *sent = NULL;
+    if (g_file_get_contents(log, &sent, NULL, NULL) &&
+        strstr(sent, "cont") != NULL)
+      break;
+    g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+    g_usleep(10000);
+  }
+  g_autoptr(GArray) keepers = rb_pids_named("qemu-pin-keeper", f->marker);
+  g_assert_cmpuint(keepers->len, ==, 1);
+  g_autofree char *daemon_text = NULL;
+  g_assert_true(g_file_get_contents(pidfile, &daemon_text, NULL, NULL));
+  int daemon = atoi(daemon_text);
+  g_assert_cmpint(daemon, >, 0);
+  g_assert_cmpint(kill(g_array_index(keepers, int, 0), SIGKILL), ==, 0);
+  int status = qp_test_wait(pid, 20000);
+  g_autofree char *err = stderr_of(f);
+  g_test_message("status %d, stderr: %s", status, err);
+  g_assert_cmpint(status, ==, 1);
+  rb_assert_one_line(err);
+  g_assert_nonnull(strstr(err, "the keeper died before QEMU was ready"));
+  /* Gone when the launcher is. */
+  g_assert_cmpint(kill(daemon, 0), <, 0);
+  rb_assert_nothing_left(f, 10000);
+}
+
+/* Outside check, stop 42: with -daemonize, a launcher killed while QEMU
+ * was still starting (here its daemon blocks opening a FIFO) left the VM
+ * running with its claim once QEMU got going, where QEMU alone leaves
+ * nothing: its first process, gone with its caller, tells the daemon
+ * nothing and the daemon exits. QEMU's first process now goes with the
+ * launcher. */
+static void
+test_daemonize_launcher_killed(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  g_autofree char *fifo = g_build_filename(f->dir, "fifo", NULL);
+  g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+  g_autofree char *chardev = g_strdup_printf("file,id=blocked,path=%s", fifo);
+  g_autofree char *pidfile = g_build_filename(f->dir, "qemu.pid", NULL);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_ptr_array_add(argv, (char *)qp_test_binary());
+  g_ptr_array_add(argv, "--");
+  g_ptr_array_add(argv, f->qemu);
+  rb_add_guest_args(f, argv);
+  const char *rest[] = {"-m",         "64",       "-smp",     "1",
+                        "-name",      f->marker,  "-chardev", chardev,
+                        "-daemonize", "-pidfile", pidfile,    NULL};
+  for (guint i = 0; rest[i] != NULL; i++)
+    g_ptr_array_add(argv, (char *)rest[i]);
+  g_ptr_array_add(argv, NULL);
+  GPid pid = qp_test_spawn((char **)argv->pdata, envp, f->dir);
+  /* QEMU's first process and its daemon, the daemon waiting for the FIFO's
+   * reader. */
+  gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+  for (;;) {
+    g_autoptr(GArray) qemus = rb_pids_named("qemu-system-x86", f->marker);
+    if (qemus->len >= 2)
+      break;
+    g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+    g_usleep(10000);
+  }
+  g_usleep(200000);
+  g_assert_cmpint(kill(pid, SIGKILL), ==, 0);
+  g_assert_cmpint(qp_test_wait(pid, 10000), ==, 128 + SIGKILL);
+  /* QEMU goes on past the FIFO. */
+  int reader = open(fifo, O_RDONLY | O_NONBLOCK);
+  g_assert_cmpint(reader, >=, 0);
+  rb_assert_nothing_left(f, 20000);
+  close(reader);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -388,5 +492,10 @@ main(int argc, char **argv)
              NULL, rb_setup, test_exit_hang_signalled_again, rb_teardown);
   g_test_add("/regressions/exit-hang/guest-shutdown-left-alone", RbFixture,
              NULL, rb_setup, test_guest_shutdown_left_alone, rb_teardown);
+  g_test_add("/regressions/daemonize/keeper-killed-before-ready", RbFixture,
+             NULL, rb_setup, test_daemonize_keeper_killed, rb_teardown);
+  g_test_add("/regressions/daemonize/launcher-killed-while-qemu-starts",
+             RbFixture, NULL, rb_setup, test_daemonize_launcher_killed,
+             rb_teardown);
   return g_test_run();
 }

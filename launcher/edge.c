@@ -115,13 +115,44 @@ run_drop_in(const QpEdge *edge, QpOptions *opts, int argc, char **argv,
   return run_qemu(edge, opts, real, argv[0], argc - 1, argv + 1, FALSE, error);
 }
 
+/* An output option of another command given to a launch (SHIFT 0) or to
+ * plan (1): refused, not ignored, since a launch with --human would start
+ * the VM its caller meant only to see planned. A launch with --dry-run
+ * prints its plan as plan does, --human and --json included. */
+static gboolean
+check_output_options(const QpOptions *opts, int shift, GError **error)
+{
+  gboolean prints_plan = shift == 1 || opts->dry_run;
+  const char *name = NULL, *owners = "qemu-pin status";
+  if (opts->human && !prints_plan) {
+    name = "--human";
+    owners = "qemu-pin plan";
+  } else if (opts->json && !prints_plan) {
+    name = "--json";
+    owners = "qemu-pin plan, topology, status, move and rebalance";
+  } else if (opts->metrics) {
+    name = "--metrics";
+  } else if (opts->prune) {
+    name = "--prune";
+  } else if (opts->picture != NULL) {
+    name = "--picture";
+  }
+  if (name == NULL)
+    return TRUE;
+  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+              "option '%s' is for %s, not for %s: see qemu-pin --help", name,
+              owners, shift == 1 ? "plan" : "a launch");
+  return FALSE;
+}
+
 int
 qp_edge_qemu_command(const QpEdge *edge, QpOptions *opts, int argc, char **argv,
                      int shift, GError **error)
 {
   int qemu_index;
   if (!qp_options_parse_cli(opts, argc - shift, argv + shift, TRUE, &qemu_index,
-                            error))
+                            error) ||
+      !check_output_options(opts, shift, error))
     return -1;
   qemu_index += shift;
   if (qemu_index >= argc) {

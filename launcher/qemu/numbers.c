@@ -64,7 +64,9 @@ typedef enum {
 } SizeRead;
 
 /* The number a size starts with: hex ("0x") or decimal with an optional
- * fraction (*HAS_FRACTION), *P left after it. */
+ * fraction, *P left after it. As QEMU 7.2's qemu_strtosz(): a '.' may
+ * have no digits after it ("1.k", "1024."), and *HAS_FRACTION is set only
+ * for a fraction that is not zero ("1024.0" is a whole number). */
 static SizeRead
 size_number(const char **p, guint64 *whole, double *fraction,
             gboolean *has_fraction)
@@ -79,11 +81,9 @@ size_number(const char **p, guint64 *whole, double *fraction,
   if (hex || **p != '.')
     return SIZE_OK;
   (*p)++;
-  if (!g_ascii_isdigit(**p))
-    return SIZE_BAD;
-  *has_fraction = TRUE;
   for (double scale = 0.1; g_ascii_isdigit(**p); (*p)++, scale /= 10)
     *fraction += (**p - '0') * scale;
+  *has_fraction = *fraction != 0;
   return SIZE_OK;
 }
 
@@ -115,7 +115,9 @@ qp_parse_size(const char *text, const char *what, gboolean default_mib,
         error, "%s is empty: expected a size such as 512M or 4G", what);
   SizeRead r = size_number(&p, &whole, &fraction, &has_fraction);
   if (r == SIZE_OK) {
-    mul = size_unit(p, default_mib);
+    /* QEMU's legacy MiB (-m, -numa mem=) is for a size whose last
+     * character is a digit: "1024." and "0x40000000B" are bytes. */
+    mul = size_unit(p, default_mib && g_ascii_isdigit(text[strlen(text) - 1]));
     /* QEMU reads "1.5" without a suffix as bytes, and bytes have no
      * fraction. */
     if (mul == 0 || (has_fraction && (*p == '\0' || mul == 1)))

@@ -462,6 +462,14 @@ test_sizes(void)
       {"1B", TRUE, 1},
       {"2T", FALSE, 2ull << 40},
       {"8E", FALSE, 8ull << 60},
+      /* As QEMU 7.2: a zero fraction is a whole number, a '.' needs no
+       * digit after it, and the legacy MiB is only for a size ending in a
+       * digit ("1024." and "0x40000000B" are bytes). */
+      {"1024.0", TRUE, 1024 * MiB},
+      {"1.G", TRUE, 1024 * MiB},
+      {"64.k", TRUE, 64 * 1024},
+      {"1024.", TRUE, 1024},
+      {"0x40000000B", TRUE, 0x40000000Bull},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(ok); i++) {
     g_autoptr(GError) error = NULL;
@@ -475,9 +483,9 @@ test_sizes(void)
   g_assert_true(qp_parse_size_mib("1536K", "-m", TRUE, &mib, NULL));
   g_assert_cmpuint(mib, ==, 2); /* rounded up */
 
-  const char *bad[] = {"4Q",  "",    "-1",  "1.5",
-                       "4 G", "1e3", "16E", "99999999999999G",
-                       "1.G", "0x",  "G"};
+  const char *bad[] = {
+      "4Q", "", "-1", "1.5", "4 G", "1e3", "1.0e3", "16E", "99999999999999G",
+      "0x", "G"};
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
     g_autoptr(GError) error = NULL;
     guint64 v = 0;

@@ -213,7 +213,8 @@ set_own(QpOptions *opts, const char *name, const char *value,
       opts->start_timeout_ms = (guint)u;
   } else if (strcmp(name, "dry-run") == 0 || strcmp(name, "make-room") == 0) {
     if (!parse_bool(value, name[0] == 'd' ? &opts->dry_run : &opts->make_room))
-      return bad_value(error, origin, value, "1, 0, yes, no, true or false");
+      return bad_value(error, origin, value,
+                       "1, 0, yes, no, true, false, on or off");
   } else if (strcmp(name, "rebalance-min-mib") == 0) {
     if (!parse_uint(value, G_MAXUINT64 / 2, &u))
       return bad_value(error, origin, value,
@@ -552,6 +553,17 @@ check_syntax(const char *path, const char *text, GError **error)
     if (l[0] == '[' && l[n - 1] == ']' && n > 2)
       continue;
     const char *eq = strchr(l, '=');
+    /* GKeyFile reads KEY[LOCALE] as KEY in that locale only: such a key
+     * would be checked, or ignored, by the caller's LANG. */
+    const char *bracket = eq != NULL ? memchr(l, '[', (gsize)(eq - l)) : NULL;
+    if (l[0] != '[' && bracket != NULL) {
+      g_autofree char *key = g_strstrip(g_strndup(l, (gsize)(eq - l)));
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                  "%s:%u: key '%s' is not valid: qemu-pin's keys take no "
+                  "[locale]",
+                  path, i + 1, key);
+      return FALSE;
+    }
     if (l[0] != '[' && eq != NULL && eq != l)
       continue;
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
@@ -600,6 +612,10 @@ apply_group(QpOptions *opts, GKeyFile *kf, const char *path, GHashTable *lines,
     }
     g_autoptr(GError) local = NULL;
     g_autofree char *value = g_key_file_get_string(kf, group, key, &local);
+    /* GKeyFile keeps blanks at the end of a value: invisible, and never
+     * meant. */
+    if (value != NULL)
+      g_strchomp(value);
     if (value == NULL) {
       g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
                   "%s:%u: key '%s': %s", path, line, key, local->message);
@@ -670,6 +686,21 @@ qp_options_load_config(QpOptions *opts, const QpVmIds *vm, GError **error)
                   "%s:%u: unknown group [%s]: expected [defaults], "
                   "[name:VM], [uuid:UUID] or [id:N]",
                   path, config_line(lines, g, NULL), g);
+      return FALSE;
+    }
+    /* A group no VM can match is a mistake, not a group for later. */
+    const char *what = NULL;
+    if (g_str_has_prefix(g, "name:") && g[5] == '\0')
+      what = "a VM name after 'name:'";
+    else if (g_str_has_prefix(g, "uuid:") && !g_uuid_string_is_valid(g + 5))
+      what = "a UUID after 'uuid:' (8-4-4-4-12 hex digits)";
+    else if (g_str_has_prefix(g, "id:") &&
+             (g[3] == '\0' || strspn(g + 3, "0123456789") != strlen(g + 3)))
+      what = "a number after 'id:' (the VM ID of Proxmox VE's -id)";
+    if (what != NULL) {
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                  "%s:%u: group [%s] names no VM: expected %s", path,
+                  config_line(lines, g, NULL), g, what);
       return FALSE;
     }
     if (!apply_group(opts, kf, path, lines, g, FALSE, error))

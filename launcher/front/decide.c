@@ -41,10 +41,11 @@ qp_cli_word(int argc, char **argv, int *i, QpCliWord *w)
     ++*i;
     return;
   }
-  if (strcmp(a, "-v") == 0 || strcmp(a, "-vv") == 0 ||
-      strcmp(a, "--verbose") == 0) {
+  /* -v, -vv, -vvv... (each v a level) or --verbose. */
+  size_t vs = a[1] == 'v' ? strspn(a + 1, "v") : 0;
+  if ((vs > 0 && a[1 + vs] == '\0') || strcmp(a, "--verbose") == 0) {
     w->kind = QP_CLI_VERBOSE;
-    w->verbose = a[1] == 'v' && a[2] == 'v' ? 2 : 1;
+    w->verbose = vs > 0 ? (int)vs : 1;
     return;
   }
   if (strncmp(a, "--", 2) != 0) {

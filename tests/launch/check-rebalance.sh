@@ -123,7 +123,7 @@ printf '[defaults]\nmake-room = maybe\n' >"$T/bad.conf"
 "$QP_BINARY" --state-dir="$SD" --config="$T/bad.conf" -- "$QEMU" $(vm e) -m 64 -daemonize >"$T/out" 2>"$T/err"
 check "bad make-room in config: exit status" 2 $?
 check "bad make-room in config: one line" 1 "$(wc -l <"$T/err")"
-grep -q "make-room: 'maybe' is not valid: expected 1, 0, yes, no, true or false" "$T/err" && ok "bad make-room in config: named" || not_ok "bad make-room: '$(cat "$T/err")'"
+grep -q "make-room: 'maybe' is not valid: expected 1, 0, yes, no, true, false, on or off" "$T/err" && ok "bad make-room in config: named" || not_ok "bad make-room: '$(cat "$T/err")'"
 pgrep -f -- "-name e,debug-threads" >/dev/null && not_ok "bad make-room: VM e runs" || ok "bad make-room: nothing started"
 check "bad make-room: no claim left" 3 "$(ls "$SD"/*.json | wc -l)"
 echo "1..$n"

@@ -1816,8 +1816,10 @@ test_status_text(void)
       "node 1: 16384 MiB total, 512 reserved, 1024 claimed, 14848 free\n",
       "  cpus 4-7 [SSSS]  D dedicated, S shared (2 vCPUs, 0.50 per CPU)",
       "2 VMs holding claims:\n",
-      "  alpha  id-a  qemu pid 100, keeper pid 101, mode one-to-one, since "
-      "1970-01-01 00:00:00 UTC\n",
+      /* No keeper runs under PID 101 (a kernel thread, if anything). */
+      "  alpha  id-a  qemu pid 100, keeper pid 101 (not running: the claim "
+      "holds while QEMU lives, but hotplug is no longer followed), mode "
+      "one-to-one, since 1970-01-01 00:00:00 UTC\n",
       "    memory node 0 4096 MiB; dedicated cpus 0-1\n",
       "    memory node 0 2048 MiB, node 1 1024 MiB; hugepages node 0 100 x "
       "2048 KiB; 2 shared vCPUs on node 0; 2 shared vCPUs on node 1\n",

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <json-glib/json-glib.h>
+
 #include "tests/robustness/rb-common.h"
 
 static void
@@ -472,6 +474,82 @@ test_daemonize_launcher_killed(RbFixture *f, gconstpointer data)
   close(reader);
 }
 
+/* "keeper-running" of the only VM in `status --json`, -1 when there is
+ * none. */
+static int
+status_keeper_running(RbFixture *f, char **envp, char **human)
+{
+  char *st[] = {(char *)qp_test_binary(), "status", "--json", NULL};
+  QpTestRun r;
+  qp_test_run(st, envp, &r);
+  g_assert_cmpint(r.status, ==, 0);
+  g_autoptr(JsonParser) p = json_parser_new();
+  g_assert_true(json_parser_load_from_data(p, r.out, -1, NULL));
+  qp_test_run_clear(&r);
+  char *text[] = {(char *)qp_test_binary(), "status", NULL};
+  qp_test_run(text, envp, &r);
+  *human = g_strdup(r.out);
+  qp_test_run_clear(&r);
+  JsonArray *vms = json_object_get_array_member(
+      json_node_get_object(json_parser_get_root(p)), "vms");
+  if (json_array_get_length(vms) != 1)
+    return -1;
+  return json_object_get_boolean_member(json_array_get_object_element(vms, 0),
+                                        "keeper-running");
+}
+
+/* Outside check, stop 42: a keeper killed left status as it was, so
+ * nobody learnt that hotplug was no longer followed. */
+static void
+test_status_keeper_gone(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_ptr_array_add(argv, (char *)qp_test_binary());
+  g_ptr_array_add(argv, "--");
+  g_ptr_array_add(argv, f->qemu);
+  rb_add_guest_args(f, argv);
+  const char *rest[] = {"-m", "64", "-smp", "1", "-name", f->marker, NULL};
+  for (guint i = 0; rest[i] != NULL; i++)
+    g_ptr_array_add(argv, (char *)rest[i]);
+  g_ptr_array_add(argv, NULL);
+  GPid qemu = qp_test_spawn((char **)argv->pdata, envp, f->dir);
+  g_autoptr(GArray) keepers = NULL;
+  gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+  for (;;) {
+    g_clear_pointer(&keepers, g_array_unref);
+    keepers = rb_pids_named("qemu-pin-keeper", f->marker);
+    g_auto(GStrv) entries = rb_state_entries(f);
+    if (keepers->len == 1 && entries[0] != NULL)
+      break;
+    g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+    g_usleep(10000);
+  }
+  g_autofree char *before = NULL;
+  g_assert_cmpint(status_keeper_running(f, envp, &before), ==, 1);
+  g_assert_null(strstr(before, "not running"));
+  g_assert_cmpint(kill(g_array_index(keepers, int, 0), SIGKILL), ==, 0);
+  deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+  g_autofree char *after = NULL;
+  int running;
+  while ((running = status_keeper_running(f, envp, &after)) == 1 &&
+         g_get_monotonic_time() < deadline) {
+    g_clear_pointer(&after, g_free);
+    g_usleep(20000);
+  }
+  g_assert_cmpint(running, ==, 0);
+  g_assert_nonnull(strstr(after, "(not running: the claim holds while QEMU "
+                                 "lives, but hotplug is no longer followed)"));
+  /* The claim is still there while QEMU lives; once it is gone, the next
+   * reader prunes it. */
+  kill(qemu, SIGTERM);
+  g_assert_cmpint(qp_test_wait(qemu, 20000), >=, 0);
+  g_autofree char *last = NULL;
+  g_assert_cmpint(status_keeper_running(f, envp, &last), ==, -1);
+  rb_assert_nothing_left(f, 10000);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -497,5 +575,7 @@ main(int argc, char **argv)
   g_test_add("/regressions/daemonize/launcher-killed-while-qemu-starts",
              RbFixture, NULL, rb_setup, test_daemonize_launcher_killed,
              rb_teardown);
+  g_test_add("/regressions/status/keeper-gone", RbFixture, NULL, rb_setup,
+             test_status_keeper_gone, rb_teardown);
   return g_test_run();
 }

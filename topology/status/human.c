@@ -513,13 +513,17 @@ append_vm(GString *s, const QpClaim *c)
                          c->id, c->qemu_pid);
   if (c->launcher_pid > 0)
     g_string_append_printf(s, ", launcher pid %d", c->launcher_pid);
-  g_string_append_printf(s, ", keeper pid %d, mode %s%s%s, since %s\n",
-                         c->keeper_pid, qp_mode_name(c->mode),
-                         c->best_effort ? " (best effort)" : "",
-                         c->caller_placed ? " (placed by its caller: never "
-                                            "moved)"
-                                          : "",
-                         since);
+  g_string_append_printf(
+      s, ", keeper pid %d%s, mode %s%s%s, since %s\n", c->keeper_pid,
+      c->keeper_pid <= 0 || qp_status_keeper_running(c)
+          ? ""
+          : " (not running: the claim holds while QEMU "
+            "lives, but hotplug is no longer followed)",
+      qp_mode_name(c->mode), c->best_effort ? " (best effort)" : "",
+      c->caller_placed ? " (placed by its caller: never "
+                         "moved)"
+                       : "",
+      since);
   g_string_append(s, "    memory");
   if (c->mem->len == 0)
     g_string_append(s, " none");

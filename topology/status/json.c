@@ -459,6 +459,8 @@ add_vm_json(JsonBuilder *b, const QpHost *host, const QpClaims *claims,
   if (c->launcher_pid > 0)
     qp_json_add_int(b, "launcher-pid", (gint64)c->launcher_pid);
   qp_json_add_int(b, "keeper-pid", (gint64)MAX(c->keeper_pid, 0));
+  json_builder_set_member_name(b, "keeper-running");
+  json_builder_add_boolean_value(b, qp_status_keeper_running(c));
   qp_json_add_string(b, "mode", qp_mode_name(c->mode));
   json_builder_set_member_name(b, "best-effort");
   json_builder_add_boolean_value(b, c->best_effort);

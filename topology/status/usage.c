@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "topology/base/proc.h"
+
 static double
 hundredths(double v)
 {
@@ -158,4 +160,17 @@ qp_status_vm_words(const QpClaim *c)
 {
   return c->name != NULL ? g_strdup_printf("%s (%s)", c->name, c->id)
                          : g_strdup(c->id);
+}
+
+gboolean
+qp_status_keeper_running(const QpClaim *c)
+{
+  if (c->keeper_pid <= 0 || qp_proc_start_time(c->keeper_pid) == 0)
+    return FALSE;
+  g_autofree char *path = g_strdup_printf("/proc/%d/comm", c->keeper_pid);
+  g_autofree char *comm = NULL;
+  if (!g_file_get_contents(path, &comm, NULL, NULL))
+    return FALSE;
+  g_strchomp(comm);
+  return strcmp(comm, "qemu-pin-keeper") == 0 || strcmp(comm, "qemu-pin") == 0;
 }

@@ -83,4 +83,10 @@ GArray *qp_status_sharers(const QpHost *host, const QpClaims *claims,
 /* "beta (0b5e2c4e-...)" or the id alone: how a view names the VM C. */
 char *qp_status_vm_words(const QpClaim *c);
 
+/* Whether the keeper of C still runs (its PID names a live process called
+ * qemu-pin-keeper, or qemu-pin in the moment before the launcher's exec).
+ * Its claim holds while QEMU lives either way; without it, hotplug and a
+ * caller's placement are no longer followed. */
+gboolean qp_status_keeper_running(const QpClaim *c);
+
 G_END_DECLS

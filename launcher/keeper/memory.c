@@ -15,7 +15,11 @@
  *   - gone (object-del): nothing.
  * More is claimed where the backend is bound (its host-nodes), else where
  * the RAM of its device's guest node is; less is given back from the
- * nodes it was claimed on. */
+ * nodes it was claimed on. An unused backend deleted and made again under
+ * the same id between two looks is told by its size or prealloc: the old
+ * one's claim goes back, the new one is claimed as new. Memory that did
+ * not fit is tried again every RETRY_MS, since a VM that left may have made
+ * room. */
 #include "launcher/keeper/memory.h"
 
 #include <string.h>
@@ -26,14 +30,19 @@
 #include "topology/ledger/ledger.h"
 
 #define MiB (G_GUINT64_CONSTANT(1) << 20)
+/* How often memory that did not fit is tried again. */
+#define RETRY_MS 5000
 
 typedef struct {
   char *id;
-  gboolean tracked; /* FALSE: RAM, or no RAM of the host (DAX, SGX) */
-  gboolean fresh;   /* appeared after the start, not looked at yet */
-  guint64 page_kib; /* 0: ordinary memory */
-  GArray *taken;    /* of QpNodeUnits: what the VM's claim holds for it */
-  guint64 failed;   /* units it could not get (said once), 0 if none */
+  gboolean tracked;  /* FALSE: RAM, or no RAM of the host (DAX, SGX) */
+  gboolean fresh;    /* appeared after the start, not looked at yet */
+  guint64 page_kib;  /* 0: ordinary memory */
+  GArray *taken;     /* of QpNodeUnits: what the VM's claim holds for it */
+  guint64 failed;    /* units it could not get (said once), 0 if none */
+  gint64 retry_at;   /* when to try those again (room may have freed) */
+  guint64 size;      /* as last seen, with prealloc: an object-del and */
+  gboolean prealloc; /* object-add under the same id changes them */
 } Backend;
 
 struct QpMemWatch {
@@ -315,6 +324,8 @@ qp_mem_watch_new(const QpKeeperConfig *cfg, QpHeldClaim *claim, QpQmp *qmp)
     if (!at_start(cfg, s->id))
       continue;
     Backend *b = backend_new(s->id);
+    b->size = s->size;
+    b->prealloc = s->prealloc;
     const QpPlanMem *m = plan_piece(cfg->plan, s->id);
     if (m != NULL && m->kind != QP_MEM_RAM) {
       b->tracked = TRUE;
@@ -378,7 +389,10 @@ static void
 grow(QpMemWatch *w, Backend *b, const Seen *s, guint64 want)
 {
   guint64 more = want - units_held(b);
-  if (b->failed == want)
+  /* What did not fit is tried again now and then: a VM that left may
+   * have made room. Said once. */
+  gboolean again = b->failed == want;
+  if (again && g_get_monotonic_time() < b->retry_at)
     return;
   g_autoptr(GError) error = NULL;
   g_autoptr(QpHost) host = qp_host_load_full(w->cfg->topology, FALSE, &error);
@@ -395,8 +409,10 @@ grow(QpMemWatch *w, Backend *b, const Seen *s, guint64 want)
   g_autofree char *what = amount(more, b->page_kib);
   if (!ok) {
     b->failed = want;
-    qp_warning("%s was plugged but its %s could not be claimed: %s", name, what,
-               error->message);
+    b->retry_at = g_get_monotonic_time() + (gint64)RETRY_MS * 1000;
+    if (!again)
+      qp_warning("%s was plugged but its %s could not be claimed: %s", name,
+                 what, error->message);
     return;
   }
   b->failed = 0;
@@ -469,12 +485,24 @@ qp_mem_watch_update(QpMemWatch *w, QpQmp *qmp)
   for (guint i = 0; i < seen->len; i++) {
     const Seen *s = &g_array_index(seen, Seen, i);
     Backend *b = g_hash_table_lookup(w->backends, s->id);
+    /* Deleted and made again under the same id between two looks (only a
+     * backend no device uses can be): a new backend. What the old one
+     * held goes back first. */
+    if (b != NULL && s->device == NULL &&
+        (b->size != s->size || b->prealloc != s->prealloc)) {
+      if (b->tracked && units_held(b) > 0)
+        shrink(w, b, NULL, 0);
+      g_hash_table_remove(w->backends, s->id);
+      b = NULL;
+    }
     if (b == NULL) {
       b = backend_new(s->id);
       b->fresh = TRUE;
       classify(b, qmp, s);
       g_hash_table_insert(w->backends, b->id, b);
     }
+    b->size = s->size;
+    b->prealloc = s->prealloc;
     if (b->tracked) {
       guint64 want = wanted(b, s), held = units_held(b);
       if (want > held)

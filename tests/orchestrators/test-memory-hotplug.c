@@ -5,13 +5,15 @@
  *    its backend is bound, else where the guest's RAM is;
  *  - virtio-mem's requested-size raised and lowered moves the claim;
  *  - a preallocating backend added and deleted is claimed and given back;
- *  - memory that does not fit is said in the keeper's log, the VM runs on;
+ *  - memory that does not fit is said in the keeper's log, the VM runs on,
+ *    and it is claimed once another VM's leaving makes room;
  *  - a backend of hugepages is claimed in hugepages;
  *  - the caller's pinning and memory plugged later both reach the record.
  * The guest is a halting firmware: nothing here needs its cooperation. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/orchestrators/orch-common.h"
@@ -216,6 +218,20 @@ test_backend_deleted(Fixture *f, gconstpointer data)
          "\"memory-backend-ram\",\"id\":\"r1\",\"size\":16777216}}");
   g_usleep(1500000);
   g_assert_cmpint(claimed(f, 0), ==, 64);
+  /* Deleted and made again, bigger and preallocating, under the same id
+   * (at once, most likely between two of the keeper's looks): claimed as
+   * the new backend it is (outside check, stop 42: the claim stayed at
+   * the old size). */
+  qmp(f, "{\"execute\":\"object-del\",\"arguments\":{\"id\":\"r1\"}}");
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"r1\",\"size\":33554432,"
+         "\"prealloc\":true}}");
+  g_assert_true(wait_claimed(f, 0, 96, 5000));
+  qmp(f, "{\"execute\":\"object-del\",\"arguments\":{\"id\":\"r1\"}}");
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"r1\",\"size\":16777216,"
+         "\"prealloc\":true}}");
+  g_assert_true(wait_claimed(f, 0, 80, 5000));
 }
 
 /* The first node with at least 400 MiB uncommitted (a fresh ledger), and
@@ -291,6 +307,76 @@ test_no_room_said_in_log(Fixture *f, gconstpointer data)
   g_assert_cmpint(claimed(f, 0), ==, 64);
   g_autofree char *status = orch_status(f->qmp);
   g_assert_cmpstr(status, ==, "running");
+}
+
+/* Memory that did not fit is claimed once room frees up: here another VM
+ * holds the room the dimm needs, and leaves (outside check, stop 42: the
+ * dimm stayed unclaimed for good). */
+static void
+test_claimed_when_room_frees(Fixture *f, gconstpointer data)
+{
+  gint64 uncommitted = 0;
+  int node = roomy_node(f, &uncommitted);
+  if (node < 0) {
+    g_test_skip("no host node has 400 MiB uncommitted");
+    return;
+  }
+  g_autofree char *hostnodes = g_strdup_printf("--hostnodes=%d", node);
+  g_autofree char *state = g_strdup_printf("--state-dir=%s", f->state);
+  g_autofree char *other_dir = g_build_filename(f->dir, "other", NULL);
+  g_assert_cmpint(mkdir(other_dir, 0700), ==, 0);
+  g_autofree char *other_name = g_strdup_printf("%s-other", f->marker);
+  char *other[] = {(char *)qp_test_binary(),
+                   state,
+                   hostnodes,
+                   "--",
+                   (char *)qp_test_qemu(),
+                   "-accel",
+                   "tcg",
+                   "-machine",
+                   "q35",
+                   "-nodefaults",
+                   "-display",
+                   "none",
+                   "-m",
+                   "128",
+                   "-bios",
+                   f->fw,
+                   "-name",
+                   other_name,
+                   NULL};
+  GPid other_pid = qp_test_spawn(other, NULL, other_dir);
+  g_assert_true(orch_wait_records(f->state, 1, 30000));
+  /* This VM's reserve leaves its RAM and 32 MiB on the node, beside the
+   * other VM's 128 MiB. */
+  g_autofree char *reserve =
+      g_strdup_printf("--node-reserve-mib=%d:%" G_GINT64_FORMAT, node,
+                      uncommitted - 64 - 128 - 32);
+  const char *opts[] = {hostnodes, reserve, NULL};
+  launch(f, opts, "64,slots=2,maxmem=1G", NULL);
+  g_assert_true(orch_wait_records(f->state, 2, 10000));
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"big\",\"size\":134217728}}");
+  qmp(f, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"pc-dimm\","
+         "\"id\":\"bigdimm\",\"memdev\":\"big\"}}");
+  gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+  g_autofree char *err = NULL;
+  do {
+    g_free(err);
+    err = stderr_text(f);
+    if (strstr(err, "bigdimm") != NULL)
+      break;
+    g_usleep(20000);
+  } while (g_get_monotonic_time() < deadline);
+  g_test_message("qemu-pin's stderr:\n%s", err);
+  g_assert_nonnull(strstr(err, "could not be claimed"));
+  /* The other VM leaves: its 128 MiB are room again. */
+  kill(other_pid, SIGTERM);
+  g_assert_cmpint(qp_test_wait(other_pid, 20000), >=, 0);
+  g_assert_true(orch_wait_records(f->state, 1, 10000));
+  g_assert_true(wait_claimed(f, 0, 64 + 128, 15000));
+  g_autofree char *node_name = g_strdup_printf("%d", node);
+  g_assert_cmpint(claimed_on(f, node_name), ==, 192);
 }
 
 /* A dimm on 2 MiB hugepages (reserve=off: QEMU maps it without pages) is
@@ -422,6 +508,8 @@ main(int argc, char **argv)
       test_backend_deleted);
   ADD("/orchestrators/hotplug/memory/no-room-said-in-the-log",
       test_no_room_said_in_log);
+  ADD("/orchestrators/hotplug/memory/claimed-when-room-frees",
+      test_claimed_when_room_frees);
   ADD("/orchestrators/hotplug/memory/hugetlb-dimm-claimed-in-pages",
       test_hugetlb_dimm);
   ADD("/orchestrators/hotplug/memory/caller-pinning-and-memory-both-kept",

@@ -168,6 +168,10 @@ parse_node_reserve(const char *text, GArray **out)
     if (!parse_uint(n, QP_LIST_MAX_INDEX, &node) ||
         !parse_uint(colon + 1, G_MAXUINT64 / 2, &mib))
       return FALSE;
+    /* A node given twice: which one was meant? */
+    for (guint k = 0; k < arr->len; k++)
+      if (g_array_index(arr, QpNodeAmount, k).node == (int)node)
+        return FALSE;
     QpNodeAmount a = {(int)node, mib};
     g_array_append_val(arr, a);
   }
@@ -283,7 +287,8 @@ qp_options_set(QpOptions *opts, const char *name, const char *value,
     if (!parse_node_reserve(value, &arr))
       return bad_value(
           error, origin, value,
-          "NODE:MIB pairs separated by commas, such as 0:1024,1:512");
+          "NODE:MIB pairs separated by commas, each node once, such as "
+          "0:1024,1:512");
     g_clear_pointer(&p->node_reserve, g_array_unref);
     p->node_reserve = arr;
   } else {

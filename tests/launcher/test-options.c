@@ -185,6 +185,8 @@ static const BadConfig bad_configs[] = {
     {"[uuid:notauuid]\nmode = none\n",
      {":1:", "[uuid:notauuid]", "UUID", NULL}},
     {"[name:]\nmode = none\n", {":1:", "[name:]", "a VM name", NULL}},
+    {"[defaults]\nnode-reserve-mib = 0:100000,0:1\n",
+     {":2:", "'0:100000,0:1'", "each node once", NULL}},
 };
 
 static void

@@ -121,6 +121,17 @@ void
 qp_keeper_measure_resident(Keeper *k)
 {
   measure_later(k);
+  /* Now and then, a record removed by hand while the VM runs is written
+   * again: the claim holds as long as the VM lives. */
+  g_autoptr(GError) lost = NULL;
+  gboolean restored = FALSE;
+  if (!qp_held_claim_restore(k->claim, &restored, &lost))
+    qp_error("keeper: the VM's ledger record is gone and cannot be written "
+             "again: %s",
+             lost->message);
+  else if (restored)
+    qp_warning("keeper: the VM's ledger record was gone (removed by hand?): "
+               "written again");
   g_autoptr(GArray) now = measure(k->qemu_pid);
   const QpClaim *claim = qp_held_claim_get(k->claim);
   if (now == NULL || claim->mem->len == 0 || !moved(claim->resident, now))

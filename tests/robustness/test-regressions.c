@@ -550,6 +550,52 @@ test_status_keeper_gone(RbFixture *f, gconstpointer data)
   rb_assert_nothing_left(f, 10000);
 }
 
+/* Waits until DIR holds N records. */
+static gboolean
+wait_records(const char *dir, guint n, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  do {
+    if (qp_test_count_records(dir) == n)
+      return TRUE;
+    g_usleep(20000);
+  } while (g_get_monotonic_time() < deadline);
+  return FALSE;
+}
+
+/* Outside check, stop 42: the state directory removed by hand while a VM
+ * runs took its claim with it until the keeper happened to write again;
+ * a launch in between planned without it. The keeper writes it again
+ * within its next measure of resident memory (10 s). */
+static void
+test_record_restored(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_ptr_array_add(argv, (char *)qp_test_binary());
+  g_ptr_array_add(argv, "--");
+  g_ptr_array_add(argv, f->qemu);
+  rb_add_guest_args(f, argv);
+  const char *rest[] = {"-m", "64", "-smp", "1", "-name", f->marker, NULL};
+  for (guint i = 0; rest[i] != NULL; i++)
+    g_ptr_array_add(argv, (char *)rest[i]);
+  g_ptr_array_add(argv, NULL);
+  GPid qemu = qp_test_spawn((char **)argv->pdata, envp, f->dir);
+  g_assert_true(wait_records(f->state, 1, 30000));
+  qp_test_rmtree(f->state);
+  g_assert_false(g_file_test(f->state, G_FILE_TEST_EXISTS));
+  g_assert_true(wait_records(f->state, 1, 20000));
+  g_autoptr(JsonObject) rec = qp_test_record(f->state);
+  g_assert_nonnull(rec);
+  g_assert_cmpint(json_object_get_int_member(rec, "qemu-pid"), ==, qemu);
+  g_autofree char *err = stderr_of(f);
+  g_assert_nonnull(strstr(err, "record was gone"));
+  kill(qemu, SIGTERM);
+  g_assert_cmpint(qp_test_wait(qemu, 20000), >=, 0);
+  rb_assert_nothing_left(f, 10000);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -577,5 +623,7 @@ main(int argc, char **argv)
              rb_teardown);
   g_test_add("/regressions/status/keeper-gone", RbFixture, NULL, rb_setup,
              test_status_keeper_gone, rb_teardown);
+  g_test_add("/regressions/ledger/record-restored", RbFixture, NULL, rb_setup,
+             test_record_restored, rb_teardown);
   return g_test_run();
 }

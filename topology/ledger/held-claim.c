@@ -2,8 +2,11 @@
  * way in to the ledger: reading its live records. Every function here is
  * one critical section on the store (ledger-store.h), which no other file
  * of qemu-pin takes. */
+#include "topology/base/state-dir.h"
 #include "topology/ledger/store.h"
 
+#include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct QpHeldClaim {
@@ -159,6 +162,19 @@ qp_held_claim_set_qemu(QpHeldClaim *held, int pid, GError **error)
   held->claim->launcher_pid = 0;
   held->claim->launcher_start = 0;
   return qp_held_claim_adjust(held, NULL, NULL, error);
+}
+
+gboolean
+qp_held_claim_restore(QpHeldClaim *held, gboolean *restored, GError **error)
+{
+  *restored = FALSE;
+  g_autofree char *name = qp_state_record_name(held->claim->id);
+  g_autofree char *path = g_build_filename(held->dir, name, NULL);
+  struct stat st;
+  if (lstat(path, &st) == 0 || errno != ENOENT)
+    return TRUE;
+  *restored = qp_held_claim_adjust(held, NULL, NULL, error);
+  return *restored;
 }
 
 gboolean

@@ -87,6 +87,13 @@ void qp_held_claim_amend(QpHeldClaim *held, QpClaimEditFunc edit,
  * record alive, no longer the launcher's. */
 gboolean qp_held_claim_set_qemu(QpHeldClaim *held, int pid, GError **error);
 
+/* Writes the record again if it is gone (its file, or the whole state
+ * directory, removed by hand while the VM runs): the claim holds as long
+ * as the VM lives. *RESTORED says whether it was written. FALSE when it
+ * was gone and could not be written. */
+gboolean qp_held_claim_restore(QpHeldClaim *held, gboolean *restored,
+                               GError **error);
+
 /* Ends the claim: removes its record. */
 gboolean qp_held_claim_release(QpHeldClaim *held, GError **error);
 

@@ -123,13 +123,16 @@ qp_keeper_measure_resident(Keeper *k)
   measure_later(k);
   /* Now and then, a record removed by hand while the VM runs is written
    * again: the claim holds as long as the VM lives. */
+  static gboolean said; /* that it cannot: once */
   g_autoptr(GError) lost = NULL;
   gboolean restored = FALSE;
-  if (!qp_held_claim_restore(k->claim, &restored, &lost))
+  gboolean ok = qp_held_claim_restore(k->claim, &restored, &lost);
+  if (!ok && !said)
     qp_error("keeper: the VM's ledger record is gone and cannot be written "
              "again: %s",
              lost->message);
-  else if (restored)
+  said |= !ok;
+  if (restored)
     qp_warning("keeper: the VM's ledger record was gone (removed by hand?): "
                "written again");
   g_autoptr(GArray) now = measure(k->qemu_pid);

@@ -62,7 +62,8 @@ wait_for 30 sh -c "! kill -0 $pid" || fail "the balanced VM (pid $pid) did not e
 # numa, two guest nodes of that size, nodes 1-3.
 # shellcheck disable=SC2046
 set -- "$QP_QEMU" $(vm_args numa fw.bin) -smp 2 -m $((2 * size)) \
-  -numa node,nodeid=0,cpus=0 -numa node,nodeid=1,cpus=1
+  -object memory-backend-ram,id=g0,size=${size}M -object memory-backend-ram,id=g1,size=${size}M \
+  -numa node,nodeid=0,cpus=0,memdev=g0 -numa node,nodeid=1,cpus=1,memdev=g1
 qp_plan --mode=numa --hostnodes=1-3 -- "$@" >numa.json || fail "qemu-pin plan failed: $(cat numa.json)"
 used=$(jq -r '[.memory[] | .["host-nodes"]] | join(",")' numa.json)
 for x in $(list_expand "$used"); do

@@ -847,6 +847,43 @@ test_metrics(void)
   teardown(f);
 }
 
+/* Another command's option given to topology or status is refused in one
+ * line naming it, exit 2, nothing on stdout (outside check, stop 42: they
+ * were ignored); the environment's twins are for every command and stay
+ * quiet. */
+static void
+test_other_commands_options(void)
+{
+  static const char *const rows[][2] = {
+      {"topology", "--mode=balanced"},
+      {"topology", "--metrics"},
+      {"topology", "--state-dir=/nonexistent"},
+      {"status", "--human"},
+      {"status", "--dry-run"}};
+  for (gsize i = 0; i < G_N_ELEMENTS(rows); i++) {
+    char *argv[] = {(char *)qp_test_binary(), (char *)rows[i][0],
+                    (char *)rows[i][1], NULL};
+    QpTestRun r;
+    qp_test_run(argv, NULL, &r);
+    g_test_message("%s %s: %d %s", rows[i][0], rows[i][1], r.status, r.err);
+    g_assert_cmpint(r.status, ==, 2);
+    g_assert_cmpstr(r.out, ==, "");
+    g_autofree char *opt = g_strndup(rows[i][1], strcspn(rows[i][1], "="));
+    g_autofree char *want =
+        g_strdup_printf("option '%s' is not for qemu-pin %s", opt, rows[i][0]);
+    g_assert_nonnull(strstr(r.err, want));
+    g_assert_true(strchr(r.err, '\n') == r.err + strlen(r.err) - 1);
+    qp_test_run_clear(&r);
+  }
+  g_auto(GStrv) envp =
+      g_environ_setenv(g_get_environ(), "QEMU_PIN_MODE", "balanced", TRUE);
+  char *argv[] = {(char *)qp_test_binary(), "topology", "--json", NULL};
+  QpTestRun r;
+  qp_test_run(argv, envp, &r);
+  g_assert_cmpint(r.status, ==, 0);
+  qp_test_run_clear(&r);
+}
+
 /* status prints one format: two of --json, --metrics, --picture are refused
  * in one line naming both, with nothing on stdout; so is a --picture of a
  * format it does not draw. */
@@ -1113,6 +1150,8 @@ main(int argc, char **argv)
   g_test_add_func("/shared-ledger/fallback-warning", test_fallback_warning);
   g_test_add_func("/shared-ledger/metrics", test_metrics);
   g_test_add_func("/shared-ledger/forged-records", test_forged_records);
+  g_test_add_func("/shared-ledger/other-commands-options-refused",
+                  test_other_commands_options);
   g_test_add_func("/shared-ledger/metrics-is-one-output",
                   test_metrics_one_output);
   return g_test_run();

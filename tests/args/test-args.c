@@ -686,8 +686,8 @@ test_numa_defaults(void)
   const char *no_memory[] = {
       "-m 1000M -smp 3 -numa node -numa node -numa node",
       "-M pc-i440fx-2.9 -m 1000M -smp 2 -numa node -numa node",
-      "-m 1G -object memory-backend-ram,id=r,size=1G "
-      "-machine memory-backend=r -numa node",
+      ("-m 1G -object memory-backend-ram,id=r,size=1G "
+       "-machine memory-backend=r -numa node"),
   };
   for (gsize i = 0; i < G_N_ELEMENTS(no_memory); i++) {
     g_autoptr(GError) error = NULL;

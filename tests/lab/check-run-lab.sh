@@ -45,7 +45,17 @@ printf '. "$QP_LAB_SRC/lib.sh"\nlog "the script runs"\nexit 0\n' >"$work/pass.sh
 printf '. "$QP_LAB_SRC/lib.sh"\nsleep 35\nfail "failing on purpose after 35 s"\n' >"$work/slow-fail.sh"
 
 echo "# a boot stuck once: stopped after 30 s, booted again, PASS"
-lab "$work/pass.sh" 1 30 0 2
+# The second boot is a real one: a real boot seen stuck (about 1 in 70
+# here, docs/lab.md) would use up the one retry this case spends on its
+# stand-in's stall. Only that is tried once more, and said.
+if (lab "$work/pass.sh" 1 30 0 2) >"$work/case1" 2>&1; then
+  cat "$work/case1"
+else
+  cat "$work/case1"
+  said "on the second attempt too" && [ "$(cat "$work/calls")" = 2 ] || exit 1
+  echo "# the real second boot was stuck too: this case once more"
+  lab "$work/pass.sh" 1 30 0 2
+fi
 said "^run-lab: cpuless: boot made no progress in 30 s (no QP-LAB-SCRIPT line on the console; stuck in the kernel, before /init), retrying once" ||
   fail "the retry is not said"
 said "^run-lab: cpuless: stuck boot: host load [0-9.]* [0-9.]* [0-9.]*; QEMU's threads used [0-9.]* s of CPU: vCPUs [0-9.]*, [0-9.]*" ||

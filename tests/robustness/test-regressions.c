@@ -442,16 +442,16 @@ test_daemonize_launcher_killed(RbFixture *f, gconstpointer data)
   g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
   g_autofree char *chardev = g_strdup_printf("file,id=blocked,path=%s", fifo);
   g_autofree char *pidfile = g_build_filename(f->dir, "qemu.pid", NULL);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new();
-  g_ptr_array_add(argv, (char *)qp_test_binary());
-  g_ptr_array_add(argv, "--");
-  g_ptr_array_add(argv, f->qemu);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(argv, g_strdup(qp_test_binary()));
+  g_ptr_array_add(argv, g_strdup("--"));
+  g_ptr_array_add(argv, g_strdup(f->qemu));
   rb_add_guest_args(f, argv);
   const char *rest[] = {"-m",         "64",       "-smp",     "1",
                         "-name",      f->marker,  "-chardev", chardev,
                         "-daemonize", "-pidfile", pidfile,    NULL};
   for (guint i = 0; rest[i] != NULL; i++)
-    g_ptr_array_add(argv, (char *)rest[i]);
+    g_ptr_array_add(argv, g_strdup(rest[i]));
   g_ptr_array_add(argv, NULL);
   GPid pid = qp_test_spawn((char **)argv->pdata, envp, f->dir);
   /* QEMU's first process and its daemon, the daemon waiting for the FIFO's
@@ -505,14 +505,14 @@ test_status_keeper_gone(RbFixture *f, gconstpointer data)
 {
   g_auto(GStrv) envp = g_get_environ();
   clean_env(&envp, f);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new();
-  g_ptr_array_add(argv, (char *)qp_test_binary());
-  g_ptr_array_add(argv, "--");
-  g_ptr_array_add(argv, f->qemu);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(argv, g_strdup(qp_test_binary()));
+  g_ptr_array_add(argv, g_strdup("--"));
+  g_ptr_array_add(argv, g_strdup(f->qemu));
   rb_add_guest_args(f, argv);
   const char *rest[] = {"-m", "64", "-smp", "1", "-name", f->marker, NULL};
   for (guint i = 0; rest[i] != NULL; i++)
-    g_ptr_array_add(argv, (char *)rest[i]);
+    g_ptr_array_add(argv, g_strdup(rest[i]));
   g_ptr_array_add(argv, NULL);
   GPid qemu = qp_test_spawn((char **)argv->pdata, envp, f->dir);
   g_autoptr(GArray) keepers = NULL;
@@ -572,14 +572,14 @@ test_record_restored(RbFixture *f, gconstpointer data)
 {
   g_auto(GStrv) envp = g_get_environ();
   clean_env(&envp, f);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new();
-  g_ptr_array_add(argv, (char *)qp_test_binary());
-  g_ptr_array_add(argv, "--");
-  g_ptr_array_add(argv, f->qemu);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(argv, g_strdup(qp_test_binary()));
+  g_ptr_array_add(argv, g_strdup("--"));
+  g_ptr_array_add(argv, g_strdup(f->qemu));
   rb_add_guest_args(f, argv);
   const char *rest[] = {"-m", "64", "-smp", "1", "-name", f->marker, NULL};
   for (guint i = 0; rest[i] != NULL; i++)
-    g_ptr_array_add(argv, (char *)rest[i]);
+    g_ptr_array_add(argv, g_strdup(rest[i]));
   g_ptr_array_add(argv, NULL);
   GPid qemu = qp_test_spawn((char **)argv->pdata, envp, f->dir);
   g_assert_true(wait_records(f->state, 1, 30000));

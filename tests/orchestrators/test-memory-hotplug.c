@@ -265,6 +265,28 @@ roomy_node(Fixture *f, gint64 *uncommitted)
   return -1;
 }
 
+/* Plugs a 128 MiB pc-dimm "bigdimm" (memory backend "big") on F's
+ * monitor; returns qemu-pin's stderr once it names the dimm, or after 5 s. */
+static char *
+plug_big_dimm(Fixture *f)
+{
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"big\",\"size\":134217728}}");
+  qmp(f, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"pc-dimm\","
+         "\"id\":\"bigdimm\",\"memdev\":\"big\"}}");
+  gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+  char *err = NULL;
+  do {
+    g_free(err);
+    err = stderr_text(f);
+    if (strstr(err, "bigdimm") != NULL)
+      break;
+    g_usleep(20000);
+  } while (g_get_monotonic_time() < deadline);
+  g_test_message("qemu-pin's stderr:\n%s", err);
+  return err;
+}
+
 static void
 test_no_room_said_in_log(Fixture *f, gconstpointer data)
 {
@@ -281,20 +303,7 @@ test_no_room_said_in_log(Fixture *f, gconstpointer data)
   const char *opts[] = {hostnodes, reserve, NULL};
   launch(f, opts, "64,slots=2,maxmem=1G", NULL);
   g_assert_true(wait_claimed(f, 0, 64, 5000));
-  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
-         "\"memory-backend-ram\",\"id\":\"big\",\"size\":134217728}}");
-  qmp(f, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"pc-dimm\","
-         "\"id\":\"bigdimm\",\"memdev\":\"big\"}}");
-  gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
-  g_autofree char *err = NULL;
-  do {
-    g_free(err);
-    err = stderr_text(f);
-    if (strstr(err, "bigdimm") != NULL)
-      break;
-    g_usleep(20000);
-  } while (g_get_monotonic_time() < deadline);
-  g_test_message("qemu-pin's stderr:\n%s", err);
+  g_autofree char *err = plug_big_dimm(f);
   g_assert_nonnull(strstr(err, "warning: dimm bigdimm (memory backend big) "
                                "was plugged but its 128 MiB could not be "
                                "claimed"));
@@ -355,20 +364,7 @@ test_claimed_when_room_frees(Fixture *f, gconstpointer data)
   const char *opts[] = {hostnodes, reserve, NULL};
   launch(f, opts, "64,slots=2,maxmem=1G", NULL);
   g_assert_true(orch_wait_records(f->state, 2, 10000));
-  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
-         "\"memory-backend-ram\",\"id\":\"big\",\"size\":134217728}}");
-  qmp(f, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"pc-dimm\","
-         "\"id\":\"bigdimm\",\"memdev\":\"big\"}}");
-  gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
-  g_autofree char *err = NULL;
-  do {
-    g_free(err);
-    err = stderr_text(f);
-    if (strstr(err, "bigdimm") != NULL)
-      break;
-    g_usleep(20000);
-  } while (g_get_monotonic_time() < deadline);
-  g_test_message("qemu-pin's stderr:\n%s", err);
+  g_autofree char *err = plug_big_dimm(f);
   g_assert_nonnull(strstr(err, "could not be claimed"));
   /* The other VM leaves: its 128 MiB are room again. */
   kill(other_pid, SIGTERM);

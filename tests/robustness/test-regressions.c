@@ -372,6 +372,25 @@ test_guest_shutdown_left_alone(RbFixture *f, gconstpointer data)
   rb_assert_nothing_left(f, 10000);
 }
 
+/* Spawns qemu-pin -- QEMU (F's wrapper) on F's halted guest with -m 64
+ * -smp 1 -name MARKER, then EXTRA (NULL-terminated, may be NULL). */
+static GPid
+spawn_halted_vm(RbFixture *f, char **envp, const char *const *extra)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(argv, g_strdup(qp_test_binary()));
+  g_ptr_array_add(argv, g_strdup("--"));
+  g_ptr_array_add(argv, g_strdup(f->qemu));
+  rb_add_guest_args(f, argv);
+  const char *rest[] = {"-m", "64", "-smp", "1", "-name", f->marker, NULL};
+  for (guint i = 0; rest[i] != NULL; i++)
+    g_ptr_array_add(argv, g_strdup(rest[i]));
+  for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
+    g_ptr_array_add(argv, g_strdup(extra[i]));
+  g_ptr_array_add(argv, NULL);
+  return qp_test_spawn((char **)argv->pdata, envp, f->dir);
+}
+
 /* Outside check, stop 42: with -daemonize, a keeper killed before it
  * reported (here while it waits for cont's reply) left QEMU's daemon
  * paused and unclaimed, although the launch failed. The launcher now
@@ -442,18 +461,9 @@ test_daemonize_launcher_killed(RbFixture *f, gconstpointer data)
   g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
   g_autofree char *chardev = g_strdup_printf("file,id=blocked,path=%s", fifo);
   g_autofree char *pidfile = g_build_filename(f->dir, "qemu.pid", NULL);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
-  g_ptr_array_add(argv, g_strdup(qp_test_binary()));
-  g_ptr_array_add(argv, g_strdup("--"));
-  g_ptr_array_add(argv, g_strdup(f->qemu));
-  rb_add_guest_args(f, argv);
-  const char *rest[] = {"-m",         "64",       "-smp",     "1",
-                        "-name",      f->marker,  "-chardev", chardev,
-                        "-daemonize", "-pidfile", pidfile,    NULL};
-  for (guint i = 0; rest[i] != NULL; i++)
-    g_ptr_array_add(argv, g_strdup(rest[i]));
-  g_ptr_array_add(argv, NULL);
-  GPid pid = qp_test_spawn((char **)argv->pdata, envp, f->dir);
+  const char *extra[] = {"-chardev", chardev, "-daemonize",
+                         "-pidfile", pidfile, NULL};
+  GPid pid = spawn_halted_vm(f, envp, extra);
   /* QEMU's first process and its daemon, the daemon waiting for the FIFO's
    * reader. */
   gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
@@ -505,16 +515,7 @@ test_status_keeper_gone(RbFixture *f, gconstpointer data)
 {
   g_auto(GStrv) envp = g_get_environ();
   clean_env(&envp, f);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
-  g_ptr_array_add(argv, g_strdup(qp_test_binary()));
-  g_ptr_array_add(argv, g_strdup("--"));
-  g_ptr_array_add(argv, g_strdup(f->qemu));
-  rb_add_guest_args(f, argv);
-  const char *rest[] = {"-m", "64", "-smp", "1", "-name", f->marker, NULL};
-  for (guint i = 0; rest[i] != NULL; i++)
-    g_ptr_array_add(argv, g_strdup(rest[i]));
-  g_ptr_array_add(argv, NULL);
-  GPid qemu = qp_test_spawn((char **)argv->pdata, envp, f->dir);
+  GPid qemu = spawn_halted_vm(f, envp, NULL);
   g_autoptr(GArray) keepers = NULL;
   gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
   for (;;) {
@@ -572,16 +573,7 @@ test_record_restored(RbFixture *f, gconstpointer data)
 {
   g_auto(GStrv) envp = g_get_environ();
   clean_env(&envp, f);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
-  g_ptr_array_add(argv, g_strdup(qp_test_binary()));
-  g_ptr_array_add(argv, g_strdup("--"));
-  g_ptr_array_add(argv, g_strdup(f->qemu));
-  rb_add_guest_args(f, argv);
-  const char *rest[] = {"-m", "64", "-smp", "1", "-name", f->marker, NULL};
-  for (guint i = 0; rest[i] != NULL; i++)
-    g_ptr_array_add(argv, g_strdup(rest[i]));
-  g_ptr_array_add(argv, NULL);
-  GPid qemu = qp_test_spawn((char **)argv->pdata, envp, f->dir);
+  GPid qemu = spawn_halted_vm(f, envp, NULL);
   g_assert_true(wait_records(f->state, 1, 30000));
   qp_test_rmtree(f->state);
   g_assert_false(g_file_test(f->state, G_FILE_TEST_EXISTS));

@@ -95,6 +95,25 @@ tick(Keeper *k, gboolean polling, gboolean look_due)
     qp_mem_watch_update(k->mem, k->qmp);
 }
 
+/* A VM without maxmem or virtio-mem can still be given memory: a backend
+ * object-add'ed on the caller's monitor that no device uses holds its
+ * size from the start when it preallocates. No event tells, and such a VM
+ * is not polled every tick: looked at with each resident measure, the
+ * watch made at the first (so that a launch does not pay for it). */
+static void
+look_at_unplugged_memory(Keeper *k)
+{
+  if (k->cfg->mem_hotplug || k->mem_unwatched)
+    return;
+  if (k->mem == NULL) {
+    k->mem = qp_mem_watch_new(k->cfg, k->claim, k->qmp);
+    k->mem_unwatched = k->mem == NULL;
+    if (k->mem == NULL)
+      return;
+  }
+  qp_mem_watch_update(k->mem, k->qmp);
+}
+
 void
 qp_keeper_hold(Keeper *k)
 {
@@ -117,7 +136,8 @@ qp_keeper_hold(Keeper *k)
     const QpPlan *plan = k->plan;
     gboolean looking = monitor_open && k->exiting_since == 0;
     gboolean polling =
-        looking && (plan->n_vcpus > plan->n_boot_vcpus || k->mem != NULL);
+        looking && (plan->n_vcpus > plan->n_boot_vcpus ||
+                    (k->mem != NULL && k->cfg->mem_hotplug));
     /* QEMU said it exits: when the next SIGTERM is due. */
     gint64 nudge_at = k->exiting_since == 0
                           ? 0
@@ -132,8 +152,10 @@ qp_keeper_hold(Keeper *k)
       qp_keeper_nudge(k);
       continue;
     }
-    if (looking && g_get_monotonic_time() >= k->next_resident_at)
+    if (looking && g_get_monotonic_time() >= k->next_resident_at) {
       qp_keeper_measure_resident(k);
+      look_at_unplugged_memory(k);
+    }
     gboolean look_due = looking && g_get_monotonic_time() >= k->next_look_at;
     if (r == 0 && (polling || look_due))
       tick(k, polling, look_due);

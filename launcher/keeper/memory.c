@@ -528,3 +528,19 @@ qp_mem_watch_update(QpMemWatch *w, QpQmp *qmp)
     g_hash_table_iter_remove(&it);
   }
 }
+
+const char *
+qp_mem_watch_plugged(const QpMemWatch *w)
+{
+  if (w == NULL)
+    return NULL;
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, w->backends);
+  while (g_hash_table_iter_next(&it, NULL, &value)) {
+    const Backend *b = value;
+    if (b->tracked && !at_start(w->cfg, b->id) && units_held(b) > 0)
+      return b->id;
+  }
+  return NULL;
+}

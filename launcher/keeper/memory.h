@@ -27,6 +27,10 @@ QpMemWatch *qp_mem_watch_new(const QpKeeperConfig *cfg, QpHeldClaim *claim,
 /* Looks again and claims or gives back what changed. */
 void qp_mem_watch_update(QpMemWatch *w, QpQmp *qmp);
 
+/* The id of a backend added after the start whose memory the claim holds,
+ * or NULL. */
+const char *qp_mem_watch_plugged(const QpMemWatch *w);
+
 /* Events after which memory may have changed. */
 gboolean qp_mem_watch_event(const char *name);
 

@@ -94,6 +94,12 @@ may_move(Keeper *k, hwloc_const_bitmap_t to, GError **error)
     return refuse(error, "%s",
                   "the VM's memory or vCPUs can be plugged (-m maxmem, "
                   "virtio-mem, plugged vCPUs): such a VM is not moved yet");
+  const char *plugged = qp_mem_watch_plugged(k->mem);
+  if (plugged != NULL)
+    return refuse(error,
+                  "the VM was given memory after its start (memory backend "
+                  "%s): such a VM is not moved yet",
+                  plugged);
   if (qp_held_claim_get(k->claim)->huge->len > 0)
     return refuse(error, "%s",
                   "the VM's memory is in hugepages: such a VM is not moved "

@@ -234,6 +234,26 @@ test_backend_deleted(Fixture *f, gconstpointer data)
   g_assert_true(wait_claimed(f, 0, 80, 5000));
 }
 
+/* Without maxmem or virtio-mem nothing can be plugged into the guest, but
+ * a preallocating backend object-add'ed on the caller's monitor still
+ * takes its memory from the host: it is claimed (looked for with the
+ * resident measure, every 10 s) and given back once deleted (outside
+ * check, stop 42: it was never claimed). */
+static void
+test_unplugged_without_maxmem(Fixture *f, gconstpointer data)
+{
+  launch(f, NULL, "64", NULL);
+  g_assert_true(wait_claimed(f, 0, 64, 5000));
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"p1\",\"size\":16777216,"
+         "\"prealloc\":true}}");
+  g_assert_true(wait_claimed(f, 0, 80, 25000));
+  qmp(f, "{\"execute\":\"object-del\",\"arguments\":{\"id\":\"p1\"}}");
+  g_assert_true(wait_claimed(f, 0, 64, 25000));
+  g_autofree char *err = stderr_text(f);
+  g_assert_cmpstr(err, ==, "");
+}
+
 /* The first node with at least 400 MiB uncommitted (a fresh ledger), and
  * that amount; -1 when none. */
 static int
@@ -502,6 +522,8 @@ main(int argc, char **argv)
       test_virtio_mem_resized);
   ADD("/orchestrators/hotplug/memory/backend-deleted-is-given-back",
       test_backend_deleted);
+  ADD("/orchestrators/hotplug/memory/unplugged-backend-without-maxmem",
+      test_unplugged_without_maxmem);
   ADD("/orchestrators/hotplug/memory/no-room-said-in-the-log",
       test_no_room_said_in_log);
   ADD("/orchestrators/hotplug/memory/claimed-when-room-frees",

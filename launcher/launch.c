@@ -432,6 +432,9 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
     return NULL;
   const QpPlan *plan = l->plan;
   print_warnings(plan->warnings);
+  /* -v: what the plan chose, before the keeper's steps. */
+  for (guint i = 0; plan->reasons != NULL && i < plan->reasons->len; i++)
+    qp_info("plan: %s", (const char *)plan->reasons->pdata[i]);
   g_autofree char *crossing = qp_device_buses_warning(args, plan);
   if (crossing != NULL)
     qp_warning("%s", crossing);

@@ -238,6 +238,16 @@ test_balanced_unpaused(Fixture *f, gconstpointer data)
   g_autofree char *err = stderr_of(f);
   g_test_message("%s", err);
   g_assert_null(strstr(err, ": cont\n"));
+  /* -v says the plan's choice first, as plan --json's reasons (the keeper
+   * alone said nothing of a guest gone before its greeting). */
+  JsonArray *reasons = json_object_get_array_member(plan, "reasons");
+  g_assert_cmpuint(json_array_get_length(reasons), >=, 1);
+  /* Up to the room figures, which the other tests' VMs may change. */
+  const char *reason = json_array_get_string_element(reasons, 0);
+  g_autofree char *said = g_strdup_printf(
+      "qemu-pin: plan: %.*s", (int)strcspn(reason, "("), reason);
+  g_assert_nonnull(strstr(said, "balanced: host node "));
+  g_assert_true(g_str_has_prefix(err, said));
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
   assert_threads_on(pid, cpu);
   stop(f, pid);

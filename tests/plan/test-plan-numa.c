@@ -109,6 +109,51 @@ test_numa_distinct_before_sharing(void)
   assert_set(p2->mem[1].host_nodes, "1");
 }
 
+/* Guest nodes share a host node: a warning when distinct host nodes were
+ * the host's to give but others' claims took them, the plan's reasons only
+ * when the host (or the caller's --hostnodes) has fewer nodes than the
+ * guest (outside check: every vNUMA guest on a one-node host warned). */
+static void
+test_numa_sharing_warned_only_for_room(void)
+{
+  g_autoptr(QpRequest) r = request(2, 2048);
+  request_vnuma(r, 2, 1, 1024);
+  g_autoptr(Opts) o = opts_new(QP_MODE_NUMA, NULL);
+
+  g_autoptr(TestHost) one = host_new(1, 16384, 20);
+  for (int c = 0; c < 4; c++)
+    host_core(one, 0, 0, 0, c, -1);
+  host_done(one);
+  g_autoptr(QpPlan) p = plan_ok(one, NULL, r, o);
+  assert_set(p->mem[1].host_nodes, "0");
+  g_assert_cmpuint(p->warnings->len, ==, 0);
+  g_assert_true(has_text(p->reasons, "guest node 1 -> host node 0: shared "
+                                     "with guest node 0, the least loaded "
+                                     "node with room left: 1 host node with "
+                                     "CPUs for 2 guest nodes"));
+
+  g_autoptr(TestHost) two = host_new(2, 16384, 20);
+  for (int c = 0; c < 8; c++)
+    host_core(two, c < 4 ? 0 : 1, 0, 0, c, -1);
+  host_done(two);
+  g_autoptr(Opts) o2 = opts_new(QP_MODE_NUMA, NULL);
+  o2->o.hostnodes = list("0");
+  g_autoptr(QpPlan) p2 = plan_ok(two, NULL, r, o2);
+  g_assert_cmpuint(p2->warnings->len, ==, 0);
+  g_assert_true(has_text(p2->reasons, "1 host node with CPUs for 2 guest "
+                                      "nodes"));
+
+  /* Node 1's memory is another VM's: the sharing is for lack of room. */
+  g_autoptr(QpClaims) c = qp_claims_new();
+  claim_mem(claim_add(c, "other"), 1, 16384);
+  g_autoptr(QpPlan) p3 = plan_ok(two, c, r, o);
+  assert_set(p3->mem[0].host_nodes, "0");
+  assert_set(p3->mem[1].host_nodes, "0");
+  g_assert_true(has_text(p3->warnings, "guest node 1 shares host node 0 "
+                                       "with guest node 0: no assignment "
+                                       "with distinct host nodes fits"));
+}
+
 static void
 check_numa(const QpHost *h, gboolean explicit_hostnodes)
 {
@@ -128,6 +173,8 @@ main(int argc, char **argv)
   g_test_add_func("/plan/seed/numa-auto", test_seed_numa_auto);
   g_test_add_func("/plan/seed/numa-hostnodes", test_seed_numa_hostnodes);
   g_test_add_func("/plan/seed/numa-seed-node-sizes", test_seed_numa_seed_sizes);
+  g_test_add_func("/plan/numa/sharing-warned-only-for-room",
+                  test_numa_sharing_warned_only_for_room);
   g_test_add_func("/plan/numa/distinct-nodes-before-sharing",
                   test_numa_distinct_before_sharing);
   g_test_add_func("/plan/recorded/epyc-7351p-seed/numa", test_recorded_seed);

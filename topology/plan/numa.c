@@ -318,8 +318,34 @@ set_no_room_error(const ByGnode *st, const GuestTask *gt, GError **error)
   }
 }
 
+/* Host nodes with CPUs the VM may use as the host and its caller made
+ * them (--hostnodes, --affinity, the cgroup), whatever other VMs hold or
+ * the ledger blocks for now. */
+static guint
+shape_nodes(const Ctx *ctx)
+{
+  const QpPlacementOptions *opts = ctx->opts;
+  guint n = 0;
+  for (guint i = 0; i < ctx->nn; i++) {
+    const QpNode *node = &ctx->host->nodes[i];
+    if (node->cpus == NULL ||
+        (opts->hostnodes != NULL &&
+         !hwloc_bitmap_isset(opts->hostnodes, node->id)) ||
+        (ctx->host->allowed_nodes != NULL &&
+         !hwloc_bitmap_isset(ctx->host->allowed_nodes, node->id)))
+      continue;
+    g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_dup(node->cpus);
+    if (ctx->host->allowed != NULL)
+      hwloc_bitmap_and(cpus, cpus, ctx->host->allowed);
+    if (opts->affinity != NULL)
+      hwloc_bitmap_and(cpus, cpus, opts->affinity);
+    n += !hwloc_bitmap_iszero(cpus);
+  }
+  return n;
+}
+
 /* Task T shares node index I with other guest nodes: the warning names
- * them. */
+ * them, unless the host has too few nodes for distinct ones. */
 static void
 warn_shared(ByGnode *st, guint t, guint i)
 {
@@ -337,6 +363,19 @@ warn_shared(ByGnode *st, guint t, guint i)
                                  req->gnodes[u].id);
   g_autofree char *who = qp_plan_gnode_name(st->ctx, st->tasks[t].gi);
   int id = st->ctx->host->nodes[i].id;
+  /* Fewer host nodes than guest nodes where the VM may run: sharing is the
+   * host's shape (a one-node host), as with QEMU alone, not a placement
+   * worse than the mode promises; the plan says it, the log does not. */
+  guint usable = shape_nodes(st->ctx);
+  if (usable < st->nt) {
+    qp_plan_add_reason(st->plan,
+                       "%s -> host node %d: shared with guest node %s, the "
+                       "least loaded node with room left: %u host node%s with "
+                       "CPUs for %u guest nodes",
+                       who, id, others->str, usable, usable == 1 ? "" : "s",
+                       st->nt);
+    return;
+  }
   qp_plan_add_warning(
       st->plan,
       "%s shares host node %d with guest node %s: no assignment "

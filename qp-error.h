@@ -28,6 +28,8 @@ typedef enum {
   QP_TOPOLOGY_ERROR_LOAD,    /* hwloc could not load the host */
   QP_TOPOLOGY_ERROR_NOFIT,   /* the request does not fit */
   QP_TOPOLOGY_ERROR_LEDGER,  /* state directory / ledger I/O */
+  /* a --topology file missing or not a topology: the caller's bad input */
+  QP_TOPOLOGY_ERROR_FILE,
 } QpTopologyError;
 
 /* qmp/: the QMP client. */
@@ -70,6 +72,9 @@ typedef enum {
 static inline int
 qp_error_exit_status(const GError *error)
 {
+  if (error->domain == QP_TOPOLOGY_ERROR &&
+      error->code == QP_TOPOLOGY_ERROR_FILE)
+    return 2;
   if (error->domain != QP_LAUNCH_ERROR)
     return 1;
   switch (error->code) {

@@ -644,7 +644,7 @@ qp_host_load_full(const char *xml_path, gboolean with_io, GError **error)
 
   if (xml_path != NULL) {
     if (!g_file_test(xml_path, G_FILE_TEST_IS_REGULAR)) {
-      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LOAD,
+      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_FILE,
                   "topology file %s: %s: expected a recorded hwloc XML file "
                   "(lstopo --of xml FILE)",
                   xml_path,
@@ -655,7 +655,7 @@ qp_host_load_full(const char *xml_path, gboolean with_io, GError **error)
     }
     if (hwloc_topology_set_xml(topo, xml_path) < 0 ||
         hwloc_topology_load(topo) < 0) {
-      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID,
+      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_FILE,
                   "topology file %s is not a valid hwloc XML topology: "
                   "expected a file written by lstopo --of xml",
                   xml_path);

@@ -573,7 +573,7 @@ check_syntax(const char *path, const char *text, GError **error)
       continue;
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
                 "%s:%u: '%s' is not valid: expected [group], key=value or a "
-                "# comment",
+                "# or ; comment",
                 path, i + 1, l);
     return FALSE;
   }
@@ -671,6 +671,14 @@ qp_options_load_config(QpOptions *opts, const QpVmIds *vm, GError **error)
   }
   if (!check_syntax(path, text, error))
     return FALSE;
+  /* GKeyFile takes only # for a comment; ; is the ini files' own. */
+  for (char *l = text; l != NULL && *l != '\0';) {
+    l += strspn(l, " \t");
+    if (*l == ';')
+      *l = '#';
+    l = strchr(l, '\n');
+    l = l != NULL ? l + 1 : NULL;
+  }
 
   g_autoptr(GKeyFile) kf = g_key_file_new();
   if (!g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &local)) {

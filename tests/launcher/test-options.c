@@ -142,6 +142,27 @@ test_trailing_blanks(void)
   unlink(path);
 }
 
+/* Lines starting with ; are comments, as qemu-pin.conf(5) says (outside
+ * check, stop 43: GKeyFile refused them, and every launch with them). */
+static void
+test_semicolon_comments(void)
+{
+  g_autofree char *path = write_config(
+      "; the host's defaults\n[defaults]\n  ; indented\nmode = balanced\n"
+      ";mode = none\nreserve-mib = 256\n");
+  QpOptions o;
+  qp_options_init(&o);
+  o.config = g_strdup(path);
+  o.config_explicit = TRUE;
+  g_autoptr(GError) error = NULL;
+  g_assert_true(qp_options_load_config(&o, NULL, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(o.placement.mode, ==, QP_MODE_BALANCED);
+  g_assert_cmpuint(o.placement.reserve_mib, ==, 256);
+  qp_options_clear(&o);
+  unlink(path);
+}
+
 static void
 test_proxmox_id_group(void)
 {
@@ -257,6 +278,8 @@ main(int argc, char **argv)
   g_test_add_func("/options/config/matches-proxmox-id", test_proxmox_id_group);
   g_test_add_func("/options/cli/verbose-levels", test_verbose_levels);
   g_test_add_func("/options/config/trailing-blanks", test_trailing_blanks);
+  g_test_add_func("/options/config/semicolon-comments",
+                  test_semicolon_comments);
   for (gsize i = 0; i < G_N_ELEMENTS(bad_configs); i++) {
     g_autofree char *p = g_strdup_printf("/options/config/bad/%zu", i);
     g_test_add_data_func(p, &bad_configs[i], test_bad_config);

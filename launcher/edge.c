@@ -24,7 +24,7 @@ qp_find_real_qemu(const char *argv0, GError **error)
     return NULL;
   }
   g_autofree char *base = g_path_get_basename(argv0);
-  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_NO_BINARY,
               "no real QEMU binary named '%s' on PATH other than qemu-pin "
               "itself: set QEMU_PIN_QEMU or the config key 'qemu'",
               base);
@@ -104,9 +104,11 @@ static int
 run_drop_in(const QpEdge *edge, QpOptions *opts, int argc, char **argv,
             GError **error)
 {
-  /* The config may name the binary: read it before looking on PATH. */
+  /* The config may name the binary, for every VM or this one's group:
+   * read it before looking on PATH. */
+  g_autoptr(QpVmIds) vm = qp_vm_ids_from_argv((guint)argc - 1, argv + 1);
   if (!qp_options_parse_env(opts, error) ||
-      !qp_options_load_config(opts, NULL, error))
+      !qp_options_load_config(opts, vm, error))
     return -1;
   g_autofree char *real =
       opts->qemu ? g_strdup(opts->qemu) : qp_find_real_qemu(argv[0], error);

@@ -21,8 +21,9 @@ typedef struct {
   size_t group_len[MAX_GROUPS];
   unsigned n_groups;
   int in_defaults, in_vm;                     /* the current group */
-  const char *vm_mode, *defaults_mode, *qemu; /* values, in the text */
-  size_t vm_mode_len, defaults_mode_len, qemu_len;
+  const char *vm_mode, *defaults_mode; /* values, in the text */
+  const char *vm_qemu, *defaults_qemu;
+  size_t vm_mode_len, defaults_mode_len, vm_qemu_len, defaults_qemu_len;
 } Reader;
 
 /* The whole file (NUL-terminated, malloc()), or NULL: *MISSING when it
@@ -137,9 +138,12 @@ read_key(Reader *r, const char *l, size_t len)
     r->defaults_mode = l + v;
     r->defaults_mode_len = len - v;
   }
-  if (is_qemu && r->in_defaults) {
-    r->qemu = l + v;
-    r->qemu_len = len - v;
+  if (is_qemu && r->in_vm) {
+    r->vm_qemu = l + v;
+    r->vm_qemu_len = len - v;
+  } else if (is_qemu && r->in_defaults) {
+    r->defaults_qemu = l + v;
+    r->defaults_qemu_len = len - v;
   }
   return 1;
 }
@@ -184,7 +188,8 @@ qp_front_config_read(const char *path, int is_explicit, const QpVmNames *names,
   if (ok)
     ok = copy_value(&out->mode, r.vm_mode ? r.vm_mode : r.defaults_mode,
                     r.vm_mode ? r.vm_mode_len : r.defaults_mode_len) &&
-         copy_value(&out->qemu, r.qemu, r.qemu_len);
+         copy_value(&out->qemu, r.vm_qemu ? r.vm_qemu : r.defaults_qemu,
+                    r.vm_qemu ? r.vm_qemu_len : r.defaults_qemu_len);
   free(text);
   if (!ok)
     qp_front_config_clear(out);

@@ -539,6 +539,50 @@ test_passthrough(Fixture *f, gconstpointer data)
   }
 }
 
+/* qemu-pin as a drop-in (linked as qemu-kvm): without a real QEMU on PATH
+ * it exits 127, as a shell does for a missing command, in one line; a VM's
+ * own config group may name the real binary, for its probes and its launch
+ * alike (outside check, stop 43: 1, and the group's key was ignored). */
+static void
+test_drop_in_binary(Fixture *f, gconstpointer data)
+{
+  g_autofree char *bin = g_build_filename(f->dir, "bin", NULL);
+  g_assert_cmpint(mkdir(bin, 0700), ==, 0);
+  g_autofree char *link = g_build_filename(bin, "qemu-kvm", NULL);
+  g_assert_cmpint(symlink(qp_test_binary(), link), ==, 0);
+  g_autofree char *conf = g_build_filename(f->dir, "qp.conf", NULL);
+  g_autofree char *text =
+      g_strdup_printf("[name:%s]\nqemu = %s\n", f->marker, qp_test_qemu());
+  g_assert_true(g_file_set_contents(conf, text, -1, NULL));
+  g_autofree char *path_env = g_strdup_printf("PATH=%s", bin);
+  g_autofree char *conf_env = g_strdup_printf("QEMU_PIN_CONFIG=%s", conf);
+  g_autofree char *state_env = g_strdup_printf("QEMU_PIN_STATE_DIR=%s", f->state);
+  char *env[] = {path_env, conf_env, state_env, NULL};
+
+  char *other[] = {link, "-name", "another-vm", "-version", NULL};
+  QpTestRun r;
+  qp_test_run(other, env, &r);
+  g_assert_cmpint(r.status, ==, 127);
+  g_assert_nonnull(strstr(r.err, "no real QEMU binary named 'qemu-kvm'"));
+  g_assert_cmpuint(qp_test_count_lines(r.err), ==, 1);
+  qp_test_run_clear(&r);
+
+  char *probe[] = {link, "-name", f->marker, "-version", NULL};
+  qp_test_run(probe, env, &r);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "QEMU emulator version"));
+  qp_test_run_clear(&r);
+
+  char *vm[] = {link,       "-name",    f->marker, "-accel", "tcg",
+                "-m",       "64",       "-display", "none",  "-nodefaults",
+                "-bios",    f->exit_fw, "-device",
+                "isa-debug-exit,iobase=0xf4,iosize=4", NULL};
+  qp_test_run(vm, env, &r);
+  g_assert_cmpint(r.status, ==, 1); /* the guest's exit: QEMU ran */
+  g_assert_cmpstr(r.err, ==, "");
+  qp_test_run_clear(&r);
+}
+
 typedef struct {
   const char *name;
   const char *opt;      /* a qemu-pin option, or NULL */
@@ -951,6 +995,8 @@ main(int argc, char **argv)
                      "daemonize-verbose");
   g_ptr_array_add(prealloc, v);
   ADD(v->name, test_prealloc, v);
+  ADD("/launch/drop-in/real-binary-missing-or-in-the-vm-s-group",
+      test_drop_in_binary, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(passthrough_cases); i++) {
     g_autofree char *joined = g_strjoinv("_", (char **)passthrough_cases[i]);
     g_autofree char *p = g_strdup_printf("/launch/passthrough/%s", joined);

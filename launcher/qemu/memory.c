@@ -155,6 +155,7 @@ qp_memory_model(QpQemuArgs *a, GPtrArray *devices)
       g_hash_table_add(used, b->id);
       r->host_nodes = b->host_nodes ? hwloc_bitmap_dup(b->host_nodes) : NULL;
       r->policy = b->policy;
+      r->memdev = g_strdup(b->id);
     }
   }
   for (guint g = 0; g < r->n_gnodes; g++) {

@@ -516,6 +516,10 @@ test_memory(void)
   g_assert_cmpuint(d->req->mem_mib, ==, 768);
   g_assert_cmpstr(d->machine_memdev, ==, "r");
   g_assert_null(d->req->host_nodes);
+  /* The plan names it as the caller's backend (outside check, stop 43:
+   * memdev was null). */
+  g_assert_cmpstr(d->req->memdev, ==, "r");
+  g_assert_null(b->req->memdev);
   /* Its host-nodes and policy are the caller's binding of the guest's
    * memory (libvirt's <numatune> without NUMA cells). */
   g_autoptr(QpQemuArgs) e = parse_line_ok(

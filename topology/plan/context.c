@@ -176,8 +176,8 @@ init_classes(Ctx *ctx)
 
   ctx->pieces = g_array_new(FALSE, TRUE, sizeof(Piece));
   if (req->n_gnodes == 0)
-    add_piece(ctx, -1, QP_MEM_RAM, req->mem_mib, req->page_kib, NULL, NULL,
-              req->host_nodes, req->policy);
+    add_piece(ctx, -1, QP_MEM_RAM, req->mem_mib, req->page_kib, req->memdev,
+              NULL, req->host_nodes, req->policy);
   for (guint g = 0; g < req->n_gnodes; g++) {
     const QpGuestNode *gn = &req->gnodes[g];
     add_piece(ctx, (int)g, QP_MEM_RAM, gn->mem_mib, gn->page_kib, gn->memdev,

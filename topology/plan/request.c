@@ -47,6 +47,7 @@ qp_request_free(QpRequest *req)
   }
   g_free(req->devmem);
   hwloc_bitmap_free(req->host_nodes);
+  g_free(req->memdev);
   g_free(req->gdistance);
   g_strfreev(req->vfio);
   g_ptr_array_unref(req->io);

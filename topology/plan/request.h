@@ -73,6 +73,7 @@ typedef struct {
   guint64 page_kib;
   hwloc_bitmap_t host_nodes; /* NULL if unset */
   QpPolicy policy;
+  char *memdev; /* that backend's id, NULL when QEMU or qemu-pin makes it */
   guint n_devmem;
   QpMemDevice *devmem;
   guint64 maxmem_mib; /* -m maxmem, 0 if unset: memory can be plugged later */

@@ -74,7 +74,7 @@ static const Setting settings[] = {
     {"dry-run", "QEMU_PIN_DRY_RUN", IN_CLI | IN_ENV, NULL,
      "print the plan as JSON, launch nothing"},
     {"verbose", "QEMU_PIN_VERBOSE", IN_CLI | IN_ENV, NULL,
-     "say what is done (-v), with timings (-vv)"},
+     "say what is done, with the keeper's timestamps (-v); more (-vv)"},
 };
 
 static const Setting *

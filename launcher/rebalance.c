@@ -459,6 +459,20 @@ qp_cmd_rebalance(QpOptions *opts, int argc, char **argv, GError **error)
   int qemu_index = 0;
   if (n < 0 || !qp_options_parse_cli(opts, n, words, TRUE, &qemu_index, error))
     return -1;
+  /* Other commands' output options: refused, not ignored. */
+  const char *other = opts->human     ? "--human"
+                      : opts->metrics ? "--metrics"
+                      : opts->prune   ? "--prune"
+                      : opts->picture ? "--picture"
+                                      : NULL;
+  if (other != NULL) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                "option '%s' is not for qemu-pin rebalance (it takes "
+                "--dry-run, --json, --cooldown, --state-dir, -v and the "
+                "VM's placement options): see qemu-pin --help",
+                other);
+    return -1;
+  }
   g_autoptr(QpQemuArgs) args = NULL;
   QpHost *host = NULL;
   QpClaims *claims = NULL;

@@ -859,7 +859,11 @@ test_other_commands_options(void)
       {"topology", "--metrics"},
       {"topology", "--state-dir=/nonexistent"},
       {"status", "--human"},
-      {"status", "--dry-run"}};
+      {"status", "--dry-run"},
+      {"rebalance", "--human"},
+      {"rebalance", "--metrics"},
+      {"rebalance", "--prune"},
+      {"rebalance", "--picture=x.png"}};
   for (gsize i = 0; i < G_N_ELEMENTS(rows); i++) {
     char *argv[] = {(char *)qp_test_binary(), (char *)rows[i][0],
                     (char *)rows[i][1], NULL};

@@ -585,7 +585,7 @@ check_load_error(const char *path, int code)
 static void
 test_missing_file(void)
 {
-  check_load_error("/nonexistent/qemu-pin/host.xml", QP_TOPOLOGY_ERROR_LOAD);
+  check_load_error("/nonexistent/qemu-pin/host.xml", QP_TOPOLOGY_ERROR_FILE);
 }
 
 static void
@@ -601,9 +601,9 @@ test_malformed_file(void)
       "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n<object type=", -1,
       NULL));
   g_assert_true(g_file_set_contents(not_xml, "node 0 cpus: 0-3\n", -1, NULL));
-  check_load_error(bad_xml, QP_TOPOLOGY_ERROR_INVALID);
-  check_load_error(not_xml, QP_TOPOLOGY_ERROR_INVALID);
-  check_load_error(dir, QP_TOPOLOGY_ERROR_LOAD); /* a directory */
+  check_load_error(bad_xml, QP_TOPOLOGY_ERROR_FILE);
+  check_load_error(not_xml, QP_TOPOLOGY_ERROR_FILE);
+  check_load_error(dir, QP_TOPOLOGY_ERROR_FILE); /* a directory */
   g_unlink(bad_xml);
   g_unlink(not_xml);
   g_rmdir(dir);

@@ -64,6 +64,10 @@ typedef enum {
   /* a move refused: the caller placed the VM itself (its keeper's answer
    * says "code": "caller-placed") */
   QP_LAUNCH_ERROR_CALLER_PLACED,
+  /* a move refused for what the VM is (memory that can be plugged, VFIO,
+   * hugepages...) or a keeper that does not answer: nothing changed, and
+   * `rebalance` plans again without that VM ("code": "refused") */
+  QP_LAUNCH_ERROR_MOVE_REFUSED,
 } QpLaunchError;
 
 /* The exit status for ERROR: 2 for bad usage, 127 and 126 when QEMU's

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -110,47 +111,101 @@ check_nodes(const QpHost *host, const char *text, GError **error)
   return FALSE;
 }
 
-/* The record of VM: its id, -name, -uuid or QEMU pid. */
+/* The record of VM: its id, -name, -uuid or QEMU pid. A word that names
+ * more than one VM (two VMs of one -name, a -name that is another VM's pid)
+ * is refused, naming them: a move of the wrong VM is not undone. NULL, with
+ * ERROR set only then, when none or several match. */
 static const QpClaim *
-find_vm(const QpClaims *claims, const char *vm)
+find_vm(const QpClaims *claims, const char *vm, GError **error)
 {
   char *end = NULL;
   long pid = strtol(vm, &end, 10);
   gboolean is_pid = *vm != '\0' && *end == '\0' && pid > 0;
+  const QpClaim *found = NULL;
+  g_autoptr(GString) all = g_string_new(NULL);
+  guint n = 0;
   for (guint i = 0; i < claims->claims->len; i++) {
     const QpClaim *c = claims->claims->pdata[i];
-    if (g_strcmp0(c->id, vm) == 0 || g_strcmp0(c->name, vm) == 0 ||
-        (c->uuid != NULL && g_ascii_strcasecmp(c->uuid, vm) == 0) ||
-        (is_pid && c->qemu_pid == pid))
-      return c;
+    const char *as = g_strcmp0(c->id, vm) == 0     ? "record id"
+                     : g_strcmp0(c->name, vm) == 0 ? "-name"
+                     : c->uuid != NULL && g_ascii_strcasecmp(c->uuid, vm) == 0
+                         ? "-uuid"
+                     : is_pid && c->qemu_pid == pid ? "QEMU pid"
+                                                    : NULL;
+    if (as == NULL)
+      continue;
+    found = c;
+    g_string_append_printf(all, "%s%s (its %s)", n++ ? ", " : "", c->id, as);
   }
+  if (n <= 1)
+    return found;
+  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+              "move: '%s' names %u VMs: %s: expected one, by its record id",
+              vm, n, all->str);
   return NULL;
 }
 
 /* Asks keeper KEEPER_PID; its answer (one JSON object), or NULL. */
 static QpJv *
-ask_keeper(int keeper_pid, const char *request, GError **error)
+ask_keeper(int keeper_pid, const char *request, int timeout_s, GError **error)
 {
   struct sockaddr_un sa;
   socklen_t len = qp_keeper_control_address(keeper_pid, &sa);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0 || connect(fd, (struct sockaddr *)&sa, len) < 0) {
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_MOVE_REFUSED,
                 "move: the VM's keeper (pid %d) does not answer: %s",
                 keeper_pid, g_strerror(errno));
     if (fd >= 0)
       close(fd);
     return NULL;
   }
+  /* The name is anyone's to bind once the keeper is gone: the answer
+   * counts only from the keeper itself. */
+  struct ucred cred = {0, 0, 0};
+  socklen_t clen = sizeof(cred);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
+      cred.pid != keeper_pid) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_MOVE_REFUSED,
+                "move: the VM's keeper (pid %d) is not running, and pid %d "
+                "holds its control socket: nothing asked",
+                keeper_pid, (int)cred.pid);
+    close(fd);
+    return NULL;
+  }
   (void)!write(fd, request, strlen(request));
   shutdown(fd, SHUT_WR);
   GString *s = g_string_new(NULL);
   char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
-    if (n > 0)
-      g_string_append_len(s, buf, n);
+  gboolean timed_out = FALSE;
+  gint64 deadline = g_get_monotonic_time() + timeout_s * G_USEC_PER_SEC;
+  for (;;) {
+    gint64 left = (deadline - g_get_monotonic_time() + 999) / 1000;
+    struct pollfd p = {fd, POLLIN, 0};
+    int r = left > 0 ? poll(&p, 1, (int)MIN(left, G_MAXINT)) : 0;
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r == 0) {
+      timed_out = TRUE;
+      break;
+    }
+    ssize_t n = r > 0 ? read(fd, buf, sizeof(buf)) : -1;
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    g_string_append_len(s, buf, n);
+  }
   close(fd);
+  if (timed_out) {
+    /* No end of the answer by the deadline: a stopped or stuck keeper. */
+    g_string_free(s, TRUE);
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "move: the VM's keeper (pid %d) did not answer within %d s "
+                "(stopped? qemu-pin status shows whether the move was made)",
+                keeper_pid, timeout_s);
+    return NULL;
+  }
   g_autofree char *text = g_string_free(s, FALSE);
   g_autoptr(QpJv) answer = qp_jv_parse(text, -1, NULL);
   if (!qp_jv_is(answer, QP_JV_OBJECT)) {
@@ -197,7 +252,14 @@ qp_move_ask(const QpClaim *vm, const char *to_nodes, guint rate_mib,
 {
   g_autofree char *request = g_strdup_printf(
       "{\"to-nodes\": \"%s\", \"rate-mib\": %u}\n", to_nodes, rate_mib);
-  g_autoptr(QpJv) reply = ask_keeper(vm->keeper_pid, request, error);
+  /* Its pages at RATE_MIB per second (0: no limit, taken as 256), twice
+   * over, and a minute for the rest. */
+  guint64 mib = 0;
+  for (guint i = 0; i < vm->mem->len; i++)
+    mib += g_array_index(vm->mem, QpNodeAmount, i).mib;
+  guint64 secs = 60 + 2 * mib / (rate_mib > 0 ? rate_mib : 256);
+  g_autoptr(QpJv) reply = ask_keeper(vm->keeper_pid, request,
+                                     (int)MIN(secs, 86400), error);
   if (reply == NULL)
     return NULL;
   const char *err = qp_jv_get_string_or(reply, "error", NULL);
@@ -206,6 +268,8 @@ qp_move_ask(const QpClaim *vm, const char *to_nodes, guint rate_mib,
     g_set_error(error, QP_LAUNCH_ERROR,
                 strcmp(code, QP_MOVE_REFUSED_CALLER_PLACED) == 0
                     ? QP_LAUNCH_ERROR_CALLER_PLACED
+                : strcmp(code, QP_MOVE_REFUSED) == 0
+                    ? QP_LAUNCH_ERROR_MOVE_REFUSED
                     : QP_LAUNCH_ERROR_FAILED,
                 "%s", err);
     return NULL;
@@ -227,7 +291,9 @@ qp_cmd_move(QpOptions *opts, int argc, char **argv, GError **error)
   g_autoptr(QpClaims) claims = qp_ledger_read_claims(dir, host, error);
   if (claims == NULL)
     return -1;
-  const QpClaim *c = find_vm(claims, m.vm);
+  const QpClaim *c = find_vm(claims, m.vm, error);
+  if (c == NULL && *error != NULL)
+    return -1;
   if (c == NULL) {
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
                 "move: no VM '%s' in the ledger at %s: expected a record id, "

@@ -15,9 +15,11 @@
 #include "launcher/qemu/args.h"
 #include "topology/host/host.h"
 #include "topology/ledger/ledger.h"
+#include "topology/ledger/qemu-cmdline.h"
 #include "topology/plan/rebalance-gate.h"
 #include "topology/plan/rebalance.h"
 #include "topology/status/status.h"
+#include "topology/status/usage.h"
 
 /* Takes --cooldown=SECONDS (or --cooldown SECONDS) out of ARGV, before a
  * "--" (QEMU's options never start with two dashes); the rest in *OUT
@@ -100,6 +102,23 @@ read_request(QpOptions *opts, int argc, char **argv, QpQemuArgs **args_out,
   return claims;
 }
 
+/* Why the VM of record C cannot move whatever the destination, as its
+ * keeper would say, or NULL: a keeper that is not running moves nothing,
+ * and one whose QEMU can be given memory (-m maxmem, virtio-mem) refuses. */
+static const char *
+why_unmovable(const QpClaim *c)
+{
+  if (!qp_status_keeper_running(c))
+    return "its keeper is not running";
+  g_autofree char *path = g_strdup_printf("/proc/%d/cmdline", c->qemu_pid);
+  g_autofree char *args = NULL;
+  gsize len = 0;
+  if (c->qemu_pid > 0 && g_file_get_contents(path, &args, &len, NULL) &&
+      qp_qemu_cmdline_memory_pluggable(args, len))
+    return "its memory can be plugged (-m maxmem, virtio-mem)";
+  return NULL;
+}
+
 /* What each record allows, from what the record says: a VM whose keeper
  * found the caller placed it (its record's "caller-placed") or that
  * REFUSED names (ids, may be NULL: keepers that refused a move of it for
@@ -125,6 +144,7 @@ vms_of(const QpClaims *claims, const GPtrArray *refused)
       v.caller_set |= g_strcmp0(refused->pdata[j], c->id) == 0;
     v.vfio = qp_claim_has_vfio(c);
     v.moved_at = c->moved_at;
+    v.why = why_unmovable(c);
     g_array_append_val(vms, v);
   }
   return vms;
@@ -330,8 +350,11 @@ make_moves(Making *b, char **refused, GError **error)
     g_autoptr(GError) local = NULL;
     g_autoptr(QpJv) reply =
         c != NULL ? qp_move_ask(c, to, QP_MOVE_DEFAULT_RATE_MIB, &local) : NULL;
-    if (reply == NULL && g_error_matches(local, QP_LAUNCH_ERROR,
-                                         QP_LAUNCH_ERROR_CALLER_PLACED)) {
+    if (reply == NULL &&
+        (g_error_matches(local, QP_LAUNCH_ERROR,
+                         QP_LAUNCH_ERROR_CALLER_PLACED) ||
+         g_error_matches(local, QP_LAUNCH_ERROR,
+                         QP_LAUNCH_ERROR_MOVE_REFUSED))) {
       qp_info("rebalance: VM %s (%s) not moved: %s", name_of(b->claims, m->vm),
               m->vm, local->message);
       *refused = g_strdup(m->vm);
@@ -387,7 +410,7 @@ make_all(Making *b, GError **error)
     if (replans == most) {
       g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
                   "rebalance: planned %u times, and a keeper refused a move "
-                  "each time (the caller placed its VM); %u move%s made",
+                  "each time; %u move%s made",
                   replans + 1, b->made->len, b->made->len == 1 ? "" : "s");
       return FALSE;
     }
@@ -398,8 +421,8 @@ make_all(Making *b, GError **error)
     b->host = b->own_host;
     if (b->claims == NULL || !plan_moves(b, error))
       return FALSE;
-    qp_info("rebalance: planned again without the VMs their callers placed: "
-            "%u move%s",
+    qp_info("rebalance: planned again without the VMs whose keepers "
+            "refused: %u move%s",
             last_plan(b)->moves->len, last_plan(b)->moves->len == 1 ? "" : "s");
     if (b->room_only && !room_helps(last_plan(b)))
       return TRUE;
@@ -471,6 +494,25 @@ qp_cmd_rebalance(QpOptions *opts, int argc, char **argv, GError **error)
                 "--dry-run, --json, --cooldown, --state-dir, -v and the "
                 "VM's placement options): see qemu-pin --help",
                 other);
+    return -1;
+  }
+  /* The VM to make room for comes after --: a word without it is more
+   * likely a VM's name (as move takes one) than a QEMU binary. */
+  if (qemu_index < n && (qemu_index == 0 ||
+                         strcmp(words[qemu_index - 1], "--") != 0)) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                "rebalance: unexpected argument '%s': a VM to make room for "
+                "is given after --, as in qemu-pin rebalance -- QEMU_BINARY "
+                "QEMU_ARGS...",
+                words[qemu_index]);
+    return -1;
+  }
+  /* Moves are real: they are planned on this host, not a recorded one. */
+  if (opts->topology != NULL && !opts->dry_run) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                "option '--topology' (or QEMU_PIN_TOPOLOGY) is for qemu-pin "
+                "rebalance --dry-run only: the moves of a rebalance are made "
+                "on this host");
     return -1;
   }
   g_autoptr(QpQemuArgs) args = NULL;

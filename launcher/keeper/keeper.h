@@ -54,8 +54,11 @@ socklen_t qp_keeper_control_address(int keeper_pid, struct sockaddr_un *sa);
 /* The "code" of the control socket's answer {"error": ..., "code": ...}
  * when the keeper refuses a move because the caller placed the VM itself
  * (pinned a vCPU, chose a backend's host nodes): a stable word, for
- * `rebalance` to plan again without that VM. Other refusals have no code. */
+ * `rebalance` to plan again without that VM. */
 #define QP_MOVE_REFUSED_CALLER_PLACED "caller-placed"
+/* ... and when it refuses for what the VM is (QP_LAUNCH_ERROR_MOVE_REFUSED):
+ * such a VM cannot move, whatever the destination. */
+#define QP_MOVE_REFUSED "refused"
 
 /* The keeper's life: apply the plan, resume, hold the claim until QEMU
  * exits, then release it. Never returns. It needs no json-glib (QMP is

@@ -63,7 +63,7 @@ static gboolean G_GNUC_PRINTF(2, 3) refuse(GError **error, const char *fmt, ...)
   va_start(ap, fmt);
   g_autofree char *why = g_strdup_vprintf(fmt, ap);
   va_end(ap);
-  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_MOVE_REFUSED,
               "move refused: %s", why);
   return FALSE;
 }
@@ -182,6 +182,13 @@ replan_and_widen(QpClaim *claim, const QpClaims *claims, gpointer data,
   return TRUE;
 }
 
+/* Phase two's edit: the claim cut to PLAN, the move's; SAME_NODES when the
+ * VM was placed again on the nodes it was on. */
+typedef struct {
+  const QpPlan *plan;
+  gboolean same_nodes;
+} Cut;
+
 /* Phase two: the record holds the destination only. */
 static gboolean
 cut_to_destination(QpClaim *claim, const QpClaims *claims, gpointer data,
@@ -189,7 +196,8 @@ cut_to_destination(QpClaim *claim, const QpClaims *claims, gpointer data,
 {
   (void)claims;
   (void)error;
-  const QpPlan *plan = data;
+  const Cut *cut = data;
+  const QpPlan *plan = cut->plan;
   g_autoptr(QpClaim) fresh = qp_claim_from_plan(plan, claim->id, claim->name);
   g_array_set_size(claim->mem, 0);
   g_array_append_vals(claim->mem, fresh->mem->data, fresh->mem->len);
@@ -198,7 +206,9 @@ cut_to_destination(QpClaim *claim, const QpClaims *claims, gpointer data,
   qp_cpu_load_copy(claim->cpu_load, fresh->cpu_load);
   hwloc_bitmap_copy(claim->dedicated, fresh->dedicated);
   claim->best_effort = fresh->best_effort;
-  claim->moved_at = g_get_real_time() / G_USEC_PER_SEC;
+  /* Placed again where it was is no move: no cooldown for it. */
+  if (!cut->same_nodes)
+    claim->moved_at = g_get_real_time() / G_USEC_PER_SEC;
   return TRUE;
 }
 
@@ -362,7 +372,8 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
   }
   if (!take_plan(k, host, plan, error))
     return NULL;
-  if (!qp_held_claim_adjust(k->claim, cut_to_destination, plan, error))
+  Cut cut = {plan, hwloc_bitmap_isequal(m.from, to)};
+  if (!qp_held_claim_adjust(k->claim, cut_to_destination, &cut, error))
     return NULL;
   qp_keeper_log(k, 1, "move: %" G_GUINT64_FORMAT " MiB of pages moved",
                 m.moved_mib);
@@ -435,6 +446,9 @@ qp_keeper_control_serve(Keeper *k)
     qp_jv_set(reply, "error", qp_jv_string(error ? error->message : "failed"));
     if (g_error_matches(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_CALLER_PLACED))
       qp_jv_set(reply, "code", qp_jv_string(QP_MOVE_REFUSED_CALLER_PLACED));
+    else if (g_error_matches(error, QP_LAUNCH_ERROR,
+                             QP_LAUNCH_ERROR_MOVE_REFUSED))
+      qp_jv_set(reply, "code", qp_jv_string(QP_MOVE_REFUSED));
     qp_keeper_log(k, 1, "%s", error ? error->message : "move failed");
   }
   g_autofree char *out = qp_jv_write(reply, FALSE);

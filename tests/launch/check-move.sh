@@ -74,8 +74,9 @@ grep -q "^qemu-pin: moved VM a " "$T/move.out" && ok "move: said on stdout" || n
 grep -q "from nodes 0 to 0: .*; the binding stays, on the same nodes$" "$T/move.out" &&
   ok "move onto its own node: the binding said to stay" || not_ok "move: stdout '$(cat "$T/move.out")'"
 check "move: the record claims node 0" '{"0":64}' "$(record "$a" | jq -c '.["memory-mib"]')"
-moved=$(record "$a" | jq '.["moved-at"] // 0')
-[ "$moved" -gt 0 ] && ok "move: moved-at stamped" || not_ok "move: moved-at is $moved"
+# Placed again where it was is no move: no moved-at, so no cooldown keeps
+# the VM out of a rebalance (outside check, stop 43: it was stamped).
+check "move onto its own node: moved-at not stamped" 0 "$(record "$a" | jq '.["moved-at"] // 0')"
 before=$(placed "$a")
 
 # The caller pins vCPU 0 itself (as virsh vcpupin does): never moved. Its
@@ -149,5 +150,58 @@ move b --to-nodes=0
 refused "no room" 1 $? "$b" "$before"
 grep -q "move refused" "$T/move.err" && ok "no room: named" || not_ok "no room: $(cat "$T/move.err")"
 check "no room: c's claim is unchanged" '{"0":1536}' "$(record "$c" | jq -c '.["memory-mib"]')"
+
+# A word that names two VMs (here VM x's -name is VM a's pid): refused,
+# naming both, nothing moved (outside check, stop 43: the first record
+# that matched was moved, here the wrong VM).
+before=$(placed "$a")
+# shellcheck disable=SC2046
+x=$(launch x --mode=balanced -- "$QEMU" $(vm "$a") -m 64) || not_ok "launch x"
+xid=$(record "$x" | jq -r '.id')
+move "$a" --to-nodes=0
+refused "a pid that is another VM's name" 2 $? "$a" "$before"
+grep -q "move: '$a' names 2 VMs: .*(its QEMU pid).*$xid (its -name)\|move: '$a' names 2 VMs: $xid (its -name).*(its QEMU pid)" "$T/move.err" &&
+  ok "two VMs: both named" || not_ok "two VMs: $(cat "$T/move.err")"
+check "two VMs: x's record unchanged" 0 "$(record "$x" | jq '.["moved-at"] // 0')"
+move "$xid" --to-nodes=0
+check "two VMs: by record id, x moves" 0 $?
+
+# VM x's keeper is gone and another process holds its control socket's
+# name (anyone may bind it then): its answer is not taken for the
+# keeper's (outside check, stop 43: a forged "moved" was printed).
+xk=$(record "$x" | jq '.["keeper-pid"]')
+kill -9 "$xk"
+i=0
+while [ -d /proc/"$xk" ] && [ "$(cut -d' ' -f3 /proc/"$xk"/stat 2>/dev/null)" != Z ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind("\0qemu-pin-keeper/" + sys.argv[1]); s.listen(1)
+sys.stdout.write("bound\n"); sys.stdout.flush()
+c, _ = s.accept()
+c.sendall(b"{\"vm\": \"forged\", \"from\": \"0\", \"to\": \"0\"}\n")
+c.close()' "$xk" >"$T/fake.out" 2>&1 &
+fake=$!
+i=0
+while [ "$(cat "$T/fake.out")" != bound ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+before=$(placed "$x")
+move "$xid" --to-nodes=0
+refused "a socket held by another process" 1 $? "$x" "$before"
+grep -q "the VM's keeper (pid $xk) is not running, and pid $fake holds its control socket" "$T/move.err" &&
+  ok "impostor: named" || not_ok "impostor: $(cat "$T/move.err")"
+kill "$fake" 2>/dev/null
+
+# rebalance keeps what no keeper would move: a VM whose keeper is gone, and
+# one whose memory can be plugged (outside check, stop 43: it planned
+# their moves, the keepers refused, and the rebalance failed whole).
+# shellcheck disable=SC2046
+y=$(launch y --mode=balanced -- "$QEMU" $(vm y) -m 64,slots=1,maxmem=512M) || not_ok "launch y"
+"$QP_BINARY" rebalance --dry-run --json --state-dir="$SD" >"$T/rb.json" 2>"$T/rb.err"
+check "rebalance: exit status" 0 $?
+check "rebalance: keeps the VM without a keeper" "$xid: its keeper is not running" \
+  "$(jq -r --arg id "$xid" '.kept[] | select(startswith($id))' "$T/rb.json")"
+yid=$(record "$y" | jq -r '.id')
+check "rebalance: keeps the VM whose memory can be plugged" \
+  "$yid: its memory can be plugged (-m maxmem, virtio-mem)" \
+  "$(jq -r --arg id "$yid" '.kept[] | select(startswith($id))' "$T/rb.json")"
 echo "1..$n"
 exit $failed

@@ -95,6 +95,10 @@ bad "bad cooldown" 2 "cooldown 'soon' is not valid: expected seconds" --dry-run 
 bad "unknown option" 2 "unknown option '--bogus'" --bogus
 bad "bad QEMU size" 1 "-m 'lots'" --dry-run -- "$QEMU" -machine q35 -accel tcg -m lots
 bad "mode none" 2 "mode none: there is no VM to make room for" --mode=none -- "$QEMU" -m 64
+# A VM's name where move takes one, and moves planned on a recorded host
+# (outside check, stop 43: both ran).
+bad "a word without --" 2 "unexpected argument 'vm1': a VM to make room for is given after --" --dry-run vm1
+bad "topology without --dry-run" 2 "'--topology' (or QEMU_PIN_TOPOLOGY) is for qemu-pin rebalance --dry-run only" --topology=/nonexistent/host.xml
 
 # status: what a rebalance would move now; nothing on one node.
 "$QP_BINARY" status --state-dir="$SD" --json >"$T/status" 2>"$T/err"

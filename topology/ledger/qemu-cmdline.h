@@ -23,6 +23,10 @@ typedef struct {
  * vCPU. */
 void qp_qemu_cmdline_bounds(const char *args, gsize len, QpQemuBounds *out);
 
+/* Whether the command line ARGS (as above) lets memory be plugged while
+ * the VM runs: an -m with maxmem=, or a virtio-mem device. */
+gboolean qp_qemu_cmdline_memory_pluggable(const char *args, gsize len);
+
 /* Whether NAME (an executable's basename) is QEMU's or qemu-pin's (which
  * runs under the VM's PID before it execs QEMU in place): qemu-system-*,
  * qemu-kvm, kvm, qemu-pin, qemu-pin-full (the full program, which a launch

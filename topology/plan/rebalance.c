@@ -1338,6 +1338,8 @@ why_kept(const QpClaim *c, const QpRebalanceVm *in, const QpRebalanceOptions *o)
     return "not among the VMs the rebalance may move";
   if (in->caller_set)
     return "its placement is the caller's own";
+  if (in->why != NULL)
+    return in->why;
   if (in->vfio || qp_claim_has_vfio(c))
     return "it has VFIO devices (pinned pages)";
   if (c->huge->len > 0)

@@ -85,6 +85,7 @@ typedef struct {
   hwloc_bitmap_t nodes; /* host nodes it was started inside; NULL: any */
   hwloc_bitmap_t cpus;  /* CPUs it was started inside (--affinity); NULL */
   gint64 moved_at;      /* unix time of its last move; 0: never moved */
+  const char *why;      /* why it cannot move at all (its keeper), or NULL */
 } QpRebalanceVm;
 
 typedef struct {

@@ -174,6 +174,16 @@ qp_edge_qemu_command(const QpEdge *edge, QpOptions *opts, int argc, char **argv,
                 shift == 1 ? "plan " : "");
     return -1;
   }
+  /* "qemu-pin -v move ...": one of qemu-pin's commands after options,
+   * which go after it; said before anything is planned for a "QEMU". */
+  if (qp_front_is_command(argv[qemu_index]) &&
+      strcmp(argv[qemu_index - 1], "--") != 0) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+                "'%s' is a command of qemu-pin's, given after options: "
+                "expected qemu-pin %s [OPTIONS] (see qemu-pin --help)",
+                argv[qemu_index], argv[qemu_index]);
+    return -1;
+  }
   return run_qemu(edge, opts, argv[qemu_index], argv[qemu_index],
                   argc - qemu_index - 1, argv + qemu_index + 1, shift == 1,
                   error);

@@ -44,14 +44,23 @@ qp_exec(const char *binary, char **argv, GError **error)
   gboolean mistyped = saved == ENOENT && strchr(binary, '/') == NULL &&
                       strstr(binary, "qemu") == NULL &&
                       strstr(binary, "kvm") == NULL;
+  /* "qemu-pin --mode=none status": a command of qemu-pin's, not first. */
+  static const char *const commands[] = {"plan", "topology", "status", "move",
+                                         "rebalance", NULL};
+  g_autofree char *first = g_strdup_printf(
+      "; qemu-pin's command %s comes first, before any option (qemu-pin %s "
+      "[OPTIONS])",
+      binary, binary);
   g_set_error(error, QP_LAUNCH_ERROR,
               saved == ENOENT ? QP_LAUNCH_ERROR_NO_BINARY
                               : QP_LAUNCH_ERROR_EXEC,
               "cannot run QEMU binary '%s': %s%s", binary, g_strerror(saved),
-              mistyped ? "; nor is it a command of qemu-pin's (plan, "
-                         "topology, status, move, rebalance: see qemu-pin "
-                         "--help)"
-                       : "");
+              !mistyped ? ""
+              : g_strv_contains(commands, binary)
+                  ? first
+                  : "; nor is it a command of qemu-pin's (plan, "
+                    "topology, status, move, rebalance: see qemu-pin "
+                    "--help)");
 }
 
 /* ---- Planning ------------------------------------------------------------ */

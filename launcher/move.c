@@ -30,19 +30,37 @@ usage(GError **error, const char *fmt, const char *arg)
   return FALSE;
 }
 
-/* --name=VALUE or --name VALUE at *I. */
-static const char *
-value_of(int argc, char **argv, int *i, const char *name)
+/* --name=VALUE or --name VALUE at *I: 1 with *VALUE, 0 when the word is
+ * another, -1 (ERROR set) when the value is missing. */
+static int
+take(int argc, char **argv, int *i, const char *name, const char *what,
+     const char **value, GError **error)
 {
   const char *a = argv[*i];
   gsize n = strlen(name);
-  if (strncmp(a, name, n) != 0)
-    return NULL;
-  if (a[n] == '=')
-    return a + n + 1;
-  if (a[n] == '\0' && *i + 1 < argc)
-    return argv[++*i];
-  return NULL;
+  if (strncmp(a, name, n) != 0 || (a[n] != '=' && a[n] != '\0'))
+    return 0;
+  if (a[n] == '=') {
+    *value = a + n + 1;
+    return 1;
+  }
+  if (*i + 1 < argc) {
+    *value = argv[++*i];
+    return 1;
+  }
+  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+              "move: option '%s' needs a value: %s", name, what);
+  return -1;
+}
+
+/* -v, -vv, ... or --verbose: the levels, else 0. */
+static int
+verbose_levels(const char *a)
+{
+  if (strcmp(a, "--verbose") == 0)
+    return 1;
+  gsize vs = strspn(a + 1, "v");
+  return a[0] == '-' && vs > 0 && a[1 + vs] == '\0' ? (int)vs : 0;
 }
 
 static gboolean
@@ -50,14 +68,23 @@ parse_args(QpOptions *opts, int argc, char **argv, MoveArgs *m, GError **error)
 {
   m->rate_mib = QP_MOVE_DEFAULT_RATE_MIB;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v;
-    if ((v = value_of(argc, argv, &i, "--to-nodes")) != NULL)
+    const char *a = argv[i], *v = NULL;
+    int t;
+    if ((t = take(argc, argv, &i, "--to-nodes", "NODELIST", &v, error)) != 0) {
+      if (t < 0)
+        return FALSE;
       m->to_nodes = v;
-    else if ((v = value_of(argc, argv, &i, "--state-dir")) != NULL) {
+    } else if ((t = take(argc, argv, &i, "--state-dir", "DIR", &v, error)) !=
+               0) {
+      if (t < 0)
+        return FALSE;
       g_free(opts->state_dir);
       opts->state_dir = g_strdup(v);
       g_hash_table_add(opts->given, (gpointer) "state-dir");
-    } else if ((v = value_of(argc, argv, &i, "--rate")) != NULL) {
+    } else if ((t = take(argc, argv, &i, "--rate", "MiB per second", &v,
+                         error)) != 0) {
+      if (t < 0)
+        return FALSE;
       char *end = NULL;
       guint64 r = g_ascii_strtoull(v, &end, 10);
       if (!g_ascii_isdigit(*v) || *end != '\0' || r > G_MAXUINT32) {
@@ -70,8 +97,8 @@ parse_args(QpOptions *opts, int argc, char **argv, MoveArgs *m, GError **error)
       m->rate_mib = (guint)r;
     } else if (strcmp(a, "--json") == 0)
       opts->json = TRUE;
-    else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0)
-      opts->verbose++;
+    else if (verbose_levels(a) > 0)
+      opts->verbose += verbose_levels(a);
     else if (a[0] == '-')
       return usage(error, "unknown option", a);
     else if (m->vm != NULL)

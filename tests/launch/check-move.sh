@@ -65,8 +65,18 @@ grep -q "to-nodes=7 names nodes this host does not have" "$T/move.err" && ok "no
 move a --to-nodes=x
 refused "a nodelist that is none" 2 $? "$a" "$before"
 
-# A move that fits: to where the VM is, by pid.
-move "$a" --to-nodes=0
+# An option without its value is said so, not called unknown; -vv is
+# -v twice, as for the other commands; options before the command are
+# refused as such, before anything is planned (outside check, stop 43).
+move a --to-nodes=0 --rate
+refused "--rate without a value" 2 $? "$a" "$before"
+grep -q "move: option '--rate' needs a value: MiB per second" "$T/move.err" && ok "--rate without a value: named" || not_ok "--rate: $(cat "$T/move.err")"
+"$QP_BINARY" --state-dir="$SD" -v move a --to-nodes=0 >"$T/move.out" 2>"$T/move.err"
+refused "options before the command" 2 $? "$a" "$before"
+grep -q "'move' is a command of qemu-pin's, given after options: expected qemu-pin move \[OPTIONS\]" "$T/move.err" && ok "options before the command: named" || not_ok "options first: $(cat "$T/move.err")"
+
+# A move that fits: to where the VM is, by pid (with -vv).
+move "$a" --to-nodes=0 -vv
 check "move: exit status" 0 $?
 check "move: nothing on stderr" "" "$(cat "$T/move.err")"
 grep -q "^qemu-pin: moved VM a " "$T/move.out" && ok "move: said on stdout" || not_ok "move: stdout '$(cat "$T/move.out")'"

@@ -130,5 +130,16 @@ check "bad make-room in config: one line" 1 "$(wc -l <"$T/err")"
 grep -q "make-room: 'maybe' is not valid: expected 1, 0, yes, no, true, false, on or off" "$T/err" && ok "bad make-room in config: named" || not_ok "bad make-room: '$(cat "$T/err")'"
 pgrep -f -- "-name e,debug-threads" >/dev/null && not_ok "bad make-room: VM e runs" || ok "bad make-room: nothing started"
 check "bad make-room: no claim left" 3 "$(ls "$SD"/*.json | wc -l)"
+
+# Readers on a state directory that does not exist (none launched yet, or a
+# mistyped --state-dir) see no claim and make nothing (outside check, stop
+# 43: each made the directory and its lock file, a failing move too).
+"$QP_BINARY" status --state-dir="$T/none" >"$T/out" 2>"$T/err"
+check "status on no ledger: exit status" 0 $?
+"$QP_BINARY" rebalance --dry-run --state-dir="$T/none" >"$T/out" 2>"$T/err"
+check "rebalance on no ledger: exit status" 0 $?
+"$QP_BINARY" move a --to-nodes=0 --state-dir="$T/none" >"$T/out" 2>"$T/err"
+check "move on no ledger: exit status" 2 $?
+check "no ledger: none made" absent "$([ -e "$T/none" ] && echo present || echo absent)"
 echo "1..$n"
 exit $failed

@@ -58,6 +58,11 @@ qp_ledger_prune_claims(const char *dir, const QpHost *host, GError **error)
 QpClaims *
 qp_ledger_read_claims(const char *dir, const QpHost *host, GError **error)
 {
+  /* No ledger yet (no VM launched, or a mistyped --state-dir): no claim,
+   * and a reader (status, move, rebalance) makes no directory. */
+  struct stat st;
+  if (lstat(dir, &st) < 0 && errno == ENOENT)
+    return qp_claims_new();
   return critical_section(dir, host, NULL, NULL, error);
 }
 

@@ -131,6 +131,23 @@ grep -q "make-room: 'maybe' is not valid: expected 1, 0, yes, no, true, false, o
 pgrep -f -- "-name e,debug-threads" >/dev/null && not_ok "bad make-room: VM e runs" || ok "bad make-room: nothing started"
 check "bad make-room: no claim left" 3 "$(ls "$SD"/*.json | wc -l)"
 
+# A lock held for long (its holder stopped or hung): a reader or a launch
+# fails in one line after the wait, instead of waiting with it for good
+# (outside check, stop 43). The tests' wait is 1 s; qemu-pin's own, 60 s.
+flock -x "$SD/lock" sleep 30 &
+holder=$!
+i=0
+while flock -n -x "$SD/lock" true 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+QEMU_PIN_TEST_LOCK_WAIT_S=1 "$QP_BINARY" status --state-dir="$SD" >"$T/out" 2>"$T/err"
+check "lock held: status fails" 1 $?
+check "lock held: one line" 1 "$(wc -l <"$T/err")"
+grep -q "the ledger's lock $SD/lock has been held by another process for 1 s" "$T/err" &&
+  ok "lock held: said" || not_ok "lock held: '$(cat "$T/err")'"
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+"$QP_BINARY" status --state-dir="$SD" >"$T/out" 2>"$T/err"
+check "lock free again: status works" 0 $?
+
 # Readers on a state directory that does not exist (none launched yet, or a
 # mistyped --state-dir) see no claim and make nothing (outside check, stop
 # 43: each made the directory and its lock file, a failing move too).

@@ -228,16 +228,39 @@ require_owner(QpLedger *ledger, GError **error)
   return FALSE;
 }
 
+/* The longest wait for the ledger's lock. */
+#define LOCK_WAIT_S 60
+
 gboolean
 qp_ledger_lock(QpLedger *ledger, GError **error)
 {
   if (!require_owner(ledger, error))
     return FALSE;
-  while (flock(ledger->lockfd, LOCK_EX) < 0) {
+  /* Critical sections last milliseconds: the lock is waited for, a few
+   * ms at a time, up to LOCK_WAIT_S, after which its holder is most
+   * likely stopped or hung (a launch then fails, saying so, rather than
+   * hang with it). */
+  /* (The tests of the wait set it shorter.) */
+  const char *test_wait = g_getenv("QEMU_PIN_TEST_LOCK_WAIT_S");
+  int wait_s = test_wait != NULL ? atoi(test_wait) : LOCK_WAIT_S;
+  gint64 deadline = g_get_monotonic_time() + wait_s * G_USEC_PER_SEC;
+  gulong nap_us = 200;
+  while (flock(ledger->lockfd, LOCK_EX | LOCK_NB) < 0) {
     if (errno == EINTR)
       continue;
-    return qp_state_errno_error(error, errno, "cannot lock %s/%s", ledger->dir,
-                                QP_STATE_LOCK);
+    if (errno != EWOULDBLOCK)
+      return qp_state_errno_error(error, errno, "cannot lock %s/%s",
+                                  ledger->dir, QP_STATE_LOCK);
+    if (g_get_monotonic_time() >= deadline) {
+      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
+                  "the ledger's lock %s/%s has been held by another process "
+                  "for %d s (one stopped or hung while it held it? fuser "
+                  "shows it)",
+                  ledger->dir, QP_STATE_LOCK, wait_s);
+      return FALSE;
+    }
+    g_usleep(nap_us);
+    nap_us = MIN(nap_us * 2, 5000);
   }
   ledger->locked = TRUE;
   return TRUE;

@@ -370,6 +370,29 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
     qp_plan_free(plan);
     return NULL; /* the record claims both: the pages are on either */
   }
+  /* (A test stands in for a long copy here: QEMU_PIN_TEST_MOVE_PAUSE_MS.) */
+  const char *pause_ms = g_getenv("QEMU_PIN_TEST_MOVE_PAUSE_MS");
+  if (pause_ms != NULL)
+    g_usleep((gulong)g_ascii_strtoull(pause_ms, NULL, 10) * 1000);
+  /* The caller may have pinned a thread while the pages moved (a copy at
+   * --rate takes its time): its decision wins over the new plan. The move
+   * stops there, the record claiming source and destination, as for a
+   * move that ends half-way. */
+  if (qp_caller_pins_moved(k->pins)) {
+    (void)qp_keeper_query_and_apply(k, NULL, NULL);
+    g_autofree char *placed = qp_keeper_caller_placed(k);
+    if (placed != NULL) {
+      g_autofree char *list = qp_list_format(to);
+      qp_plan_free(plan);
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_CALLER_PLACED,
+                  "move stopped: %s while the pages moved to nodes %s; the "
+                  "threads stay where they are, and the record claims the "
+                  "old nodes and the new ones (qemu-pin never moves what the "
+                  "caller placed)",
+                  placed, list);
+      return NULL;
+    }
+  }
   if (!take_plan(k, host, plan, error))
     return NULL;
   Cut cut = {plan, hwloc_bitmap_isequal(m.from, to)};

@@ -161,6 +161,25 @@ refused "no room" 1 $? "$b" "$before"
 grep -q "move refused" "$T/move.err" && ok "no room: named" || not_ok "no room: $(cat "$T/move.err")"
 check "no room: c's claim is unchanged" '{"0":1536}' "$(record "$c" | jq -c '.["memory-mib"]')"
 
+# The caller pins a vCPU while the pages move (a copy at --rate takes its
+# time; here the keeper waits 3 s at that point): the move stops, the
+# caller's pinning stays, and the record claims the old nodes and the new
+# (outside check, stop 43: the new plan undid the caller's pinning).
+# shellcheck disable=SC2046
+z=$(QEMU_PIN_TEST_MOVE_PAUSE_MS=3000 launch z --mode=balanced -- "$QEMU" $(vm z) -m 64) || not_ok "launch z"
+"$QP_BINARY" move --state-dir="$SD" "$z" --to-nodes=0 >"$T/mz.out" 2>"$T/mz.err" &
+mover=$!
+sleep 1
+ztid=$(grep -l "^CPU 0/" /proc/"$z"/task/*/comm | head -n 1 | cut -d/ -f5)
+taskset -pc 0 "$ztid" >/dev/null || not_ok "taskset z"
+wait "$mover"
+check "pinned while moving: exit status" 1 $?
+grep -q "move stopped: the caller pinned vCPU 0 itself while the pages moved to nodes 0" "$T/mz.err" &&
+  ok "pinned while moving: said" || not_ok "pinned while moving: $(cat "$T/mz.err")"
+sleep 6 # the keeper's next looks
+check "pinned while moving: vCPU 0 stays on the caller's CPU" 0 "$(grep Cpus_allowed_list /proc/"$ztid"/status | awk '{print $2}')"
+check "pinned while moving: no moved-at" 0 "$(record "$z" | jq '.["moved-at"] // 0')"
+
 # A word that names two VMs (here VM x's -name is VM a's pid): refused,
 # naming both, nothing moved (outside check, stop 43: the first record
 # that matched was moved, here the wrong VM).

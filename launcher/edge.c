@@ -139,7 +139,8 @@ check_output_options(const QpOptions *opts, int shift, GError **error)
   } else if (opts->picture != NULL) {
     name = "--picture";
   } else if (opts->topology != NULL && !prints_plan &&
-             g_strcmp0(g_getenv("QEMU_PIN_TEST_LAUNCH_ON_TOPOLOGY"), "1") != 0) {
+             g_strcmp0(g_getenv("QEMU_PIN_TEST_LAUNCH_ON_TOPOLOGY"), "1") !=
+                 0) {
     /* A launch runs on this host: a plan of a recorded one pins to CPUs
      * that may not exist here. (The fault tests launch on one to make the
      * kernel refuse a pin: they set the variable above.) */

@@ -45,8 +45,8 @@ qp_exec(const char *binary, char **argv, GError **error)
                       strstr(binary, "qemu") == NULL &&
                       strstr(binary, "kvm") == NULL;
   /* "qemu-pin --mode=none status": a command of qemu-pin's, not first. */
-  static const char *const commands[] = {"plan", "topology", "status", "move",
-                                         "rebalance", NULL};
+  static const char *const commands[] = {"plan", "topology",  "status",
+                                         "move", "rebalance", NULL};
   g_autofree char *first = g_strdup_printf(
       "; qemu-pin's command %s comes first, before any option (qemu-pin %s "
       "[OPTIONS])",

@@ -167,8 +167,8 @@ find_vm(const QpClaims *claims, const char *vm, GError **error)
   if (n <= 1)
     return found;
   g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
-              "move: '%s' names %u VMs: %s: expected one, by its record id",
-              vm, n, all->str);
+              "move: '%s' names %u VMs: %s: expected one, by its record id", vm,
+              n, all->str);
   return NULL;
 }
 
@@ -285,8 +285,8 @@ qp_move_ask(const QpClaim *vm, const char *to_nodes, guint rate_mib,
   for (guint i = 0; i < vm->mem->len; i++)
     mib += g_array_index(vm->mem, QpNodeAmount, i).mib;
   guint64 secs = 60 + 2 * mib / (rate_mib > 0 ? rate_mib : 256);
-  g_autoptr(QpJv) reply = ask_keeper(vm->keeper_pid, request,
-                                     (int)MIN(secs, 86400), error);
+  g_autoptr(QpJv) reply =
+      ask_keeper(vm->keeper_pid, request, (int)MIN(secs, 86400), error);
   if (reply == NULL)
     return NULL;
   const char *err = qp_jv_get_string_or(reply, "error", NULL);

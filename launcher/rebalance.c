@@ -350,11 +350,10 @@ make_moves(Making *b, char **refused, GError **error)
     g_autoptr(GError) local = NULL;
     g_autoptr(QpJv) reply =
         c != NULL ? qp_move_ask(c, to, QP_MOVE_DEFAULT_RATE_MIB, &local) : NULL;
-    if (reply == NULL &&
-        (g_error_matches(local, QP_LAUNCH_ERROR,
-                         QP_LAUNCH_ERROR_CALLER_PLACED) ||
-         g_error_matches(local, QP_LAUNCH_ERROR,
-                         QP_LAUNCH_ERROR_MOVE_REFUSED))) {
+    if (reply == NULL && (g_error_matches(local, QP_LAUNCH_ERROR,
+                                          QP_LAUNCH_ERROR_CALLER_PLACED) ||
+                          g_error_matches(local, QP_LAUNCH_ERROR,
+                                          QP_LAUNCH_ERROR_MOVE_REFUSED))) {
       qp_info("rebalance: VM %s (%s) not moved: %s", name_of(b->claims, m->vm),
               m->vm, local->message);
       *refused = g_strdup(m->vm);
@@ -498,8 +497,8 @@ qp_cmd_rebalance(QpOptions *opts, int argc, char **argv, GError **error)
   }
   /* The VM to make room for comes after --: a word without it is more
    * likely a VM's name (as move takes one) than a QEMU binary. */
-  if (qemu_index < n && (qemu_index == 0 ||
-                         strcmp(words[qemu_index - 1], "--") != 0)) {
+  if (qemu_index < n &&
+      (qemu_index == 0 || strcmp(words[qemu_index - 1], "--") != 0)) {
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
                 "rebalance: unexpected argument '%s': a VM to make room for "
                 "is given after --, as in qemu-pin rebalance -- QEMU_BINARY "

@@ -20,7 +20,7 @@ typedef struct {
   const char *groups[MAX_GROUPS]; /* each group's [line], for duplicates */
   size_t group_len[MAX_GROUPS];
   unsigned n_groups;
-  int in_defaults, in_vm;                     /* the current group */
+  int in_defaults, in_vm;              /* the current group */
   const char *vm_mode, *defaults_mode; /* values, in the text */
   const char *vm_qemu, *defaults_qemu;
   size_t vm_mode_len, defaults_mode_len, vm_qemu_len, defaults_qemu_len;

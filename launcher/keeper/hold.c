@@ -135,9 +135,8 @@ qp_keeper_hold(Keeper *k)
      * look. */
     const QpPlan *plan = k->plan;
     gboolean looking = monitor_open && k->exiting_since == 0;
-    gboolean polling =
-        looking && (plan->n_vcpus > plan->n_boot_vcpus ||
-                    (k->mem != NULL && k->cfg->mem_hotplug));
+    gboolean polling = looking && (plan->n_vcpus > plan->n_boot_vcpus ||
+                                   (k->mem != NULL && k->cfg->mem_hotplug));
     /* QEMU said it exits: when the next SIGTERM is due. */
     gint64 nudge_at = k->exiting_since == 0
                           ? 0

@@ -38,7 +38,7 @@ typedef struct {
   GHashTable *plugged_pu; /* cpu-index -> the PU of that core it runs on */
   GHashTable *warned;     /* cpu-indexes already warned about */
   QpMemWatch *mem;        /* memory plugged later, or NULL */
-  gboolean mem_unwatched;  /* QEMU could not say its memory: not again */
+  gboolean mem_unwatched; /* QEMU could not say its memory: not again */
   /* vCPU index -> the VM's own cores, for a vCPU whose planned core another
    * VM took while the caller had it elsewhere */
   GHashTable *fallback;

@@ -556,7 +556,8 @@ test_drop_in_binary(Fixture *f, gconstpointer data)
   g_assert_true(g_file_set_contents(conf, text, -1, NULL));
   g_autofree char *path_env = g_strdup_printf("PATH=%s", bin);
   g_autofree char *conf_env = g_strdup_printf("QEMU_PIN_CONFIG=%s", conf);
-  g_autofree char *state_env = g_strdup_printf("QEMU_PIN_STATE_DIR=%s", f->state);
+  g_autofree char *state_env =
+      g_strdup_printf("QEMU_PIN_STATE_DIR=%s", f->state);
   char *env[] = {path_env, conf_env, state_env, NULL};
 
   char *other[] = {link, "-name", "another-vm", "-version", NULL};
@@ -573,10 +574,14 @@ test_drop_in_binary(Fixture *f, gconstpointer data)
   g_assert_nonnull(strstr(r.out, "QEMU emulator version"));
   qp_test_run_clear(&r);
 
-  char *vm[] = {link,       "-name",    f->marker, "-accel", "tcg",
-                "-m",       "64",       "-display", "none",  "-nodefaults",
-                "-bios",    f->exit_fw, "-device",
-                "isa-debug-exit,iobase=0xf4,iosize=4", NULL};
+  char *vm[] = {link,      "-name",
+                f->marker, "-accel",
+                "tcg",     "-m",
+                "64",      "-display",
+                "none",    "-nodefaults",
+                "-bios",   f->exit_fw,
+                "-device", "isa-debug-exit,iobase=0xf4,iosize=4",
+                NULL};
   qp_test_run(vm, env, &r);
   g_assert_cmpint(r.status, ==, 1); /* the guest's exit: QEMU ran */
   g_assert_cmpstr(r.err, ==, "");

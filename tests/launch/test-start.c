@@ -244,8 +244,8 @@ test_balanced_unpaused(Fixture *f, gconstpointer data)
   g_assert_cmpuint(json_array_get_length(reasons), >=, 1);
   /* Up to the room figures, which the other tests' VMs may change. */
   const char *reason = json_array_get_string_element(reasons, 0);
-  g_autofree char *said = g_strdup_printf(
-      "qemu-pin: plan: %.*s", (int)strcspn(reason, "("), reason);
+  g_autofree char *said = g_strdup_printf("qemu-pin: plan: %.*s",
+                                          (int)strcspn(reason, "("), reason);
   g_assert_nonnull(strstr(said, "balanced: host node "));
   g_assert_true(g_str_has_prefix(err, said));
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);

@@ -218,14 +218,15 @@ qp_qemu_cmdline_memory_pluggable(const char *args, gsize len)
     gsize n = strnlen(a, len - i);
     if (i + n >= len)
       break; /* the last argument may be cut */
-    const char *opt = prev != NULL && g_str_has_prefix(prev, "--") ? prev + 1
-                                                                    : prev;
+    const char *opt =
+        prev != NULL && g_str_has_prefix(prev, "--") ? prev + 1 : prev;
     if (g_strcmp0(opt, "-m") == 0) {
       g_autofree char *maxmem = keyval(a, "maxmem", "size");
       if (maxmem != NULL)
         return TRUE;
     } else if (g_strcmp0(opt, "-device") == 0) {
-      g_autofree char *driver = a[0] == '{' ? NULL : keyval(a, "driver", "driver");
+      g_autofree char *driver =
+          a[0] == '{' ? NULL : keyval(a, "driver", "driver");
       if (g_str_has_prefix(driver != NULL ? driver : "", "virtio-mem") ||
           (a[0] == '{' && strstr(a, "\"virtio-mem") != NULL))
         return TRUE;

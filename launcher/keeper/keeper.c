@@ -9,15 +9,18 @@
 #include "launcher/keeper/state.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "launcher/keeper/migrate.h"
 #include "launcher/log.h"
+#include "topology/base/proc.h"
 
 #define HOLD_QMP_TIMEOUT_MS 3000
 
@@ -95,11 +98,65 @@ report_failure(Keeper *k, const char *line)
   }
 }
 
+/* A paused QEMU that the keeper dies before resuming (SIGKILL, the OOM
+ * killer) would stay paused for good, unclaimed once the record is pruned:
+ * with -daemonize the launcher is the daemon's subreaper and kills it, but
+ * without it QEMU is the launcher's own process. So a guard, the keeper's
+ * child, waits on a pipe: a byte means the guest runs (or QEMU is gone),
+ * the end of the pipe without one that the keeper died first, and the
+ * guard kills QEMU (the same process: its start time) and releases the
+ * claim, as a failing keeper does. Returns the write end, or -1; *PID the
+ * guard's. */
+static int
+start_guard(Keeper *k, pid_t *pid)
+{
+  int qemu = k->cfg->qemu_pid;
+  guint64 start = qp_proc_start_time(qemu);
+  int p[2];
+  if (start == 0 || pipe2(p, O_CLOEXEC) < 0)
+    return -1;
+  *pid = fork();
+  if (*pid < 0) {
+    close(p[0]);
+    close(p[1]);
+    return -1;
+  }
+  if (*pid > 0) {
+    close(p[0]);
+    return p[1];
+  }
+  close(p[1]);
+  prctl(PR_SET_NAME, "qemu-pin-guard", 0, 0, 0);
+  char byte;
+  ssize_t n;
+  while ((n = read(p[0], &byte, 1)) < 0 && errno == EINTR)
+    ;
+  if (n == 0 && qp_proc_start_time(qemu) == start && kill(qemu, SIGKILL) == 0) {
+    release_claim(k);
+    qp_error("QEMU was stopped: its keeper died before it resumed the guest");
+  }
+  _exit(0);
+}
+
+/* The guest runs, or QEMU is gone: the guard may go. */
+static void
+stop_guard(Keeper *k)
+{
+  if (k->guard_fd < 0)
+    return;
+  (void)!write(k->guard_fd, "r", 1);
+  close(k->guard_fd);
+  k->guard_fd = -1;
+  while (waitpid(k->guard_pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+}
+
 /* QEMU left on its own: the claim goes back, and the launcher (under
  * -daemonize) hears whether the plan was in force while it ran. */
 G_GNUC_NORETURN static void
 qemu_left(Keeper *k)
 {
+  stop_guard(k);
   release_claim(k);
   /* The plan was in force and the guest ran (and stopped at once):
    * nothing went wrong. Unpaused, it was from QEMU's first instruction. */
@@ -120,6 +177,8 @@ qemu_left(Keeper *k)
 G_GNUC_NORETURN static void
 fail(Keeper *k, GError *error)
 {
+  /* What comes of QEMU is this keeper's to say. */
+  stop_guard(k);
   /* QEMU exited, or the monitor closed: is QEMU leaving on its own? */
   gboolean closed =
       g_error_matches(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_QEMU_EXITED) ||
@@ -321,11 +380,14 @@ qp_keeper_main(const QpKeeperConfig *cfg)
                    .control_fd = -1,
                    .qemu_pid = cfg->qemu_pid,
                    .pidfd = -1,
+                   .guard_fd = -1,
                    .t0 = g_get_monotonic_time()};
   Keeper *k = &keeper;
   GError *error = NULL;
 
   detach(k);
+  if (cfg->paused && !cfg->daemonize && cfg->qemu_pid > 0)
+    k->guard_fd = start_guard(k, &k->guard_pid);
   greet(k);
   first_look(k);
   if (cfg->mem_hotplug)
@@ -335,6 +397,7 @@ qp_keeper_main(const QpKeeperConfig *cfg)
     fail(k, error);
   if (cfg->paused)
     resume(k);
+  stop_guard(k);
   report(k, "ok\n");
   qp_keeper_control_open(k);
 

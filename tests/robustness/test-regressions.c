@@ -446,6 +446,48 @@ test_daemonize_keeper_killed(RbFixture *f, gconstpointer data)
   rb_assert_nothing_left(f, 10000);
 }
 
+/* Without -daemonize, a keeper killed while QEMU waits paused for its
+ * cont left QEMU paused for good (outside check, stop 42): QEMU is the
+ * launcher's own process, whose parent is the caller. The keeper's guard
+ * now kills QEMU then, as a failing keeper does, and the caller sees it
+ * killed. */
+static void
+test_keeper_killed_while_paused(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  g_autofree char *log = g_build_filename(f->dir, "qmp.log", NULL);
+  envp = g_environ_setenv(envp, "FAKE_QEMU_LOG", log, TRUE);
+  envp = g_environ_setenv(envp, "FAKE_QEMU_SCRIPT", "never-reply:cont", TRUE);
+  g_autofree char *fake = rb_fake_qemu();
+  char *argv[] = {(char *)qp_test_binary(),
+                  "--mode=one-to-one",
+                  "--qmp-timeout=60000",
+                  "--",
+                  fake,
+                  "-smp",
+                  "1",
+                  "-name",
+                  f->marker,
+                  NULL};
+  GPid pid = qp_test_spawn(argv, envp, f->dir);
+  gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+  for (;;) {
+    g_autofree char *sent = NULL;
+    if (g_file_get_contents(log, &sent, NULL, NULL) &&
+        strstr(sent, "cont") != NULL)
+      break;
+    g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+    g_usleep(10000);
+  }
+  g_autoptr(GArray) keepers = rb_pids_named("qemu-pin-keeper", f->marker);
+  g_assert_cmpuint(keepers->len, ==, 1);
+  g_assert_cmpint(kill(g_array_index(keepers, int, 0), SIGKILL), ==, 0);
+  /* QEMU (the launcher's pid) killed, not left paused. */
+  g_assert_cmpint(qp_test_wait(pid, 20000), ==, 128 + SIGKILL);
+  rb_assert_nothing_left(f, 10000);
+}
+
 /* Outside check, stop 42: with -daemonize, a launcher killed while QEMU
  * was still starting (here its daemon blocks opening a FIFO) left the VM
  * running with its claim once QEMU got going, where QEMU alone leaves
@@ -610,6 +652,8 @@ main(int argc, char **argv)
              NULL, rb_setup, test_guest_shutdown_left_alone, rb_teardown);
   g_test_add("/regressions/daemonize/keeper-killed-before-ready", RbFixture,
              NULL, rb_setup, test_daemonize_keeper_killed, rb_teardown);
+  g_test_add("/regressions/keeper-killed-while-qemu-paused", RbFixture, NULL,
+             rb_setup, test_keeper_killed_while_paused, rb_teardown);
   g_test_add("/regressions/daemonize/launcher-killed-while-qemu-starts",
              RbFixture, NULL, rb_setup, test_daemonize_launcher_killed,
              rb_teardown);

@@ -420,6 +420,28 @@ test_spanning_fragment_on_tightest(void)
   assert_set(p2->host_nodes, "3");
 }
 
+/* A balanced VM whose vCPUs need two nodes while one of them has no room
+ * for memory (its memory all the host's reserve): the memory is bound to
+ * the node that claims it only, so that the vCPUs on the other node do not
+ * allocate there first (outside check, stop 43: bound to both, with pack). */
+static void
+test_bound_where_claimed(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpRequest) r = request(16, 8192);
+  for (int strategy = 0; strategy < 2; strategy++) {
+    g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+    o->o.strategy = strategy ? QP_STRATEGY_PACK : QP_STRATEGY_SPREAD;
+    o->o.node_reserve = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
+    QpNodeAmount n0 = {.node = 0, .mib = 16384};
+    g_array_append_val(o->o.node_reserve, n0);
+    g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+    g_assert_cmpuint(hwloc_bitmap_weight(p->host_nodes), ==, 2);
+    g_assert_cmpuint(claimed_on(p, 0), ==, 0);
+    g_assert_false(hwloc_bitmap_isset(p->mem[0].host_nodes, 0));
+  }
+}
+
 /* A node reserve and the per-node override shrink uncommitted memory. */
 static void
 test_reserve(void)
@@ -964,6 +986,7 @@ main(int argc, char **argv)
   g_test_add_func("/plan/claims/spanning-memory-with-vcpus-or-tightest-first",
                   test_spanning_memory_split);
   g_test_add_func("/plan/claims/reserve", test_reserve);
+  g_test_add_func("/plan/claims/bound-where-claimed", test_bound_where_claimed);
   g_test_add_func("/plan/claims/blocked-nodes", test_claims_blocked_nodes);
   g_test_add_func("/plan/errors/name-the-shortfall",
                   test_errors_name_shortfall);

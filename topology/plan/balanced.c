@@ -204,7 +204,12 @@ qp_plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
     else
       qp_plan_take_piece(ctx, &acc, g.avail, x, g.nodes, g.k,
                          ctx->opts->strategy == QP_STRATEGY_PACK);
-    qp_plan_add_mem(plan, ctx, &acc, x, g.ids);
+    /* Bound where it is claimed: a node of the set that the claim leaves
+     * out (no room, its memory the host's reserve) must not be where the
+     * kernel puts it, first of all for the vCPUs that run there. */
+    g_auto(hwloc_bitmap_t) claimed = qp_plan_piece_ids(ctx, &acc, x);
+    qp_plan_add_mem(plan, ctx, &acc, x,
+                    hwloc_bitmap_iszero(claimed) ? g.ids : claimed);
   }
   if (home >= 0)
     reason_home(plan, ctx, &g, (guint)home, &acc);

@@ -164,6 +164,16 @@ qp_plan_add_mem_at_homes(QpPlan *plan, const Ctx *ctx, const Acc *acc,
 }
 
 hwloc_bitmap_t
+qp_plan_piece_ids(const Ctx *ctx, const Acc *acc, guint x)
+{
+  hwloc_bitmap_t ids = hwloc_bitmap_alloc();
+  for (guint i = 0; i < ctx->nn; i++)
+    if (acc->piece[(gsize)x * ctx->nn + i] > 0)
+      hwloc_bitmap_set(ids, (unsigned)ctx->host->nodes[i].id);
+  return ids;
+}
+
+hwloc_bitmap_t
 qp_plan_ids_of(const Ctx *ctx, const guint *nodes, guint k)
 {
   hwloc_bitmap_t b = hwloc_bitmap_alloc();

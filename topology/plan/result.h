@@ -25,6 +25,9 @@ void qp_plan_add_mem_at_homes(QpPlan *plan, const Ctx *ctx, const Acc *acc,
                               const int *home);
 /* The node ids of K node indexes. */
 hwloc_bitmap_t qp_plan_ids_of(const Ctx *ctx, const guint *nodes, guint k);
+
+/* The ids of the nodes where piece X is claimed (empty: nowhere). */
+hwloc_bitmap_t qp_plan_piece_ids(const Ctx *ctx, const Acc *acc, guint x);
 /* Fills claims, emulator/iothread/startup sets and host_nodes from what the
  * mode decided (vcpu_cpus, process_cpus, dedicated, mem, ACC). VM_NODES are
  * the node indexes whose CPUs the VM uses. */

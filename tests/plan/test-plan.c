@@ -193,6 +193,35 @@ test_cpuless_node(void)
                          "nodes with CPUs for 3 guest nodes"));
 }
 
+/* A CPU-less node (HBM, CXL) close to node 0: it joins a set only when the
+ * nodes with CPUs cannot hold the memory, though it is closer than they
+ * are, and though with it fewer nodes would do (outside check, stop 43:
+ * HBM and MCDRAM nodes were taken first). */
+static void
+test_cpuless_last(void)
+{
+  g_autoptr(TestHost) h = host_new(4, 8192, 20);
+  h->nodes[3].total_mib = h->nodes[3].free_mib = 32768;
+  guint d[] = {10, 20, 20, 15, 20, 10, 20, 25, 20, 20, 10, 25, 15, 25, 25, 10};
+  memcpy(h->distance, d, sizeof(d));
+  for (int c = 0; c < 12; c++)
+    host_core(h, c / 4, 0, 0, c, -1);
+  host_done(h);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpRequest) r = request(2, 12288);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  g_assert_cmpuint(claimed_on(p, 3), ==, 0);
+  g_assert_cmpuint(hwloc_bitmap_weight(p->host_nodes), ==, 2);
+  g_autoptr(QpRequest) r2 = request(2, 20480);
+  g_autoptr(QpPlan) p2 = plan_ok(h, NULL, r2, o);
+  assert_set(p2->host_nodes, "0-2");
+  g_assert_cmpuint(claimed_on(p2, 3), ==, 0);
+  /* Only with it does the memory fit: then it joins. */
+  g_autoptr(QpRequest) r3 = request(2, 40960);
+  g_autoptr(QpPlan) p3 = plan_ok(h, NULL, r3, o);
+  g_assert_cmpuint(claimed_on(p3, 3), >, 0);
+}
+
 /* ---- Allowed CPUs (cgroup) ---------------------------------------------- */
 
 /* A guest without vNUMA whose RAM backend the caller bound to host node 1
@@ -968,6 +997,7 @@ main(int argc, char **argv)
                   test_distance_same_socket);
   g_test_add_func("/plan/kinds/never-straddles", test_kinds_no_straddle);
   g_test_add_func("/plan/cpuless/memory-only-when-needed", test_cpuless_node);
+  g_test_add_func("/plan/cpuless/joins-last", test_cpuless_last);
   g_test_add_func("/plan/allowed/cgroup-subset", test_cgroup_subset);
   g_test_add_data_func("/plan/caller/host-nodes-without-vnuma/balanced",
                        GINT_TO_POINTER(QP_MODE_BALANCED),

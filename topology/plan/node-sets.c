@@ -393,7 +393,25 @@ qp_plan_guest_set_choose(GuestSet *g, const Ctx *ctx, const Attempt *a,
   g_autofree char *prefix = NULL;
   g->cand = qp_plan_set_candidates(ctx, &prefix);
   g->s = (SetSearch){ctx, a, cap, g->avail, g->need, cap_need, g->cand};
-  NodeSet *set = qp_plan_choose_near_caller_mem(&g->s, prefix, error);
+  /* A CPU-less memory node (HBM, CXL, NVDIMM) joins a set only when the
+   * nodes with CPUs cannot hold the memory, even in more nodes: its memory
+   * is another kind, which the fewest nodes alone would take first. */
+  NodeSet *set = NULL;
+  g_autofree gboolean *with_cpus = g_new0(gboolean, MAX(ctx->nn, 1));
+  gboolean any_cpuless = FALSE;
+  for (guint i = 0; i < ctx->nn; i++) {
+    const QpNode *n = &ctx->host->nodes[i];
+    with_cpus[i] =
+        g->cand[i] && n->cpus != NULL && !hwloc_bitmap_iszero(n->cpus);
+    any_cpuless |= g->cand[i] && !with_cpus[i];
+  }
+  if (any_cpuless) {
+    SetSearch cpu_nodes = g->s;
+    cpu_nodes.cand = with_cpus;
+    set = qp_plan_choose_near_caller_mem(&cpu_nodes, prefix, NULL);
+  }
+  if (set == NULL)
+    set = qp_plan_choose_near_caller_mem(&g->s, prefix, error);
   if (set == NULL)
     return FALSE;
   g->nodes = set->nodes;

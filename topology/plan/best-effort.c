@@ -149,8 +149,8 @@ home_before(const Room *r, guint nv, guint64 need, guint i, guint j)
   double li = load_per_cpu(r, i), lj = load_per_cpu(r, j);
   if (li != lj)
     return li < lj;
-  guint64 gi = qp_plan_rank_mib(ctx, r->avail, i) / 1024;
-  guint64 gj = qp_plan_rank_mib(ctx, r->avail, j) / 1024;
+  guint64 gi = qp_plan_rank_gib(ctx, r->avail, i);
+  guint64 gj = qp_plan_rank_gib(ctx, r->avail, j);
   if (gi != gj)
     return gi > gj;
   return i < j;

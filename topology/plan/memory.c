@@ -18,6 +18,12 @@ qp_plan_rank_mib(const Ctx *ctx, const guint64 *avail, guint i)
   return mib;
 }
 
+guint64
+qp_plan_rank_gib(const Ctx *ctx, const guint64 *avail, guint i)
+{
+  return (qp_plan_rank_mib(ctx, avail, i) + 512) / 1024;
+}
+
 /* The first class of NEED that node I cannot hold in AVAIL; ncls when it
  * holds every class. */
 static guint

@@ -181,10 +181,11 @@ compare_sets(const SetSearch *s, const NodeSet *a, const NodeSet *b)
     return x.max_d < y.max_d ? -1 : 1;
   if (x.sum_d != y.sum_d)
     return x.sum_d < y.sum_d ? -1 : 1;
-  /* Memory compares in whole GiB: smaller differences are the noise of
-   * firmware and kernel reservations (seed 000's nodes: 15891-16124 MB). */
-  x.mem /= 1024;
-  y.mem /= 1024;
+  /* Memory compares in GiB, rounded to the nearest: smaller differences are the
+   * noise of firmware and kernel reservations (seed 000's nodes: 15891-16124
+   * MB). */
+  x.mem = (x.mem + 512) / 1024;
+  y.mem = (y.mem + 512) / 1024;
   /* Tightest fit: least memory left over, then fewest CPUs left over. So
    * does spread for a guest that spans nodes: its memory fills one node and
    * leaves a fragment on another (balanced.c), and the set that leaves the

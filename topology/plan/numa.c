@@ -25,7 +25,7 @@ typedef struct {
 
 /* TRUE when node I ranks before node J for a new guest node: device nodes
  * first (--device-locality), least shared load per CPU, most uncommitted
- * memory in whole GiB, lowest id. */
+ * memory in GiB (rounded to the nearest), lowest id. */
 static gboolean
 node_before(const Ctx *ctx, const Attempt *a, const guint64 *avail,
             const guint *load, guint i, guint j)
@@ -37,8 +37,8 @@ node_before(const Ctx *ctx, const Attempt *a, const guint64 *avail,
   guint64 lj = (guint64)load[j] * MAX(a->n_cpus[i], 1);
   if (li != lj)
     return li < lj;
-  guint64 gi = qp_plan_rank_mib(ctx, avail, i) / 1024;
-  guint64 gj = qp_plan_rank_mib(ctx, avail, j) / 1024;
+  guint64 gi = qp_plan_rank_gib(ctx, avail, i);
+  guint64 gj = qp_plan_rank_gib(ctx, avail, j);
   if (gi != gj)
     return gi > gj;
   return i < j;

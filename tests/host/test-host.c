@@ -10,15 +10,21 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The path of the recorded host NAME of tests/data/topologies. */
+static char *
+topology(const char *name)
+{
+  const char *dir = g_getenv("QP_TOPOLOGIES");
+  return dir != NULL ? g_build_filename(dir, name, NULL)
+                     : g_test_build_filename(G_TEST_DIST, "..", "data",
+                                             "topologies", name, NULL);
+}
+
 static QpHost *
 load_recorded(const char *name)
 {
   g_autoptr(GError) error = NULL;
-  const char *dir = g_getenv("QP_TOPOLOGIES");
-  g_autofree char *path = dir != NULL
-                              ? g_build_filename(dir, name, NULL)
-                              : g_test_build_filename(G_TEST_DIST, "..", "data",
-                                                      "topologies", name, NULL);
+  g_autofree char *path = topology(name);
   QpHost *host = qp_host_load(path, &error);
   g_assert_no_error(error);
   g_assert_nonnull(host);
@@ -604,6 +610,28 @@ test_malformed_file(void)
   check_load_error(bad_xml, QP_TOPOLOGY_ERROR_FILE);
   check_load_error(not_xml, QP_TOPOLOGY_ERROR_FILE);
   check_load_error(dir, QP_TOPOLOGY_ERROR_FILE); /* a directory */
+  /* A recorded host edited into one no machine is (outside check, stop
+   * 43): a node's memory size negative (read back as 16 EiB), and one CPU
+   * listed twice. Both were planned on. */
+  g_autofree char *good = NULL;
+  g_autofree char *epyc = topology("epyc-7351p.xml");
+  g_assert_true(g_file_get_contents(epyc, &good, NULL, NULL));
+  g_autofree char *neg_xml = g_build_filename(dir, "negative.xml", NULL);
+  g_autofree char *dup_xml = g_build_filename(dir, "twice.xml", NULL);
+  g_autoptr(GString) neg = g_string_new(good);
+  g_assert_cmpuint(g_string_replace(neg, "local_memory=\"16662921216\"",
+                                    "local_memory=\"-1\"", 1),
+                   ==, 1);
+  g_autoptr(GString) dup = g_string_new(good);
+  g_assert_cmpuint(g_string_replace(dup, "type=\"PU\" os_index=\"1\"",
+                                    "type=\"PU\" os_index=\"0\"", 1),
+                   ==, 1);
+  g_assert_true(g_file_set_contents(neg_xml, neg->str, -1, NULL));
+  g_assert_true(g_file_set_contents(dup_xml, dup->str, -1, NULL));
+  check_load_error(neg_xml, QP_TOPOLOGY_ERROR_FILE);
+  check_load_error(dup_xml, QP_TOPOLOGY_ERROR_FILE);
+  g_unlink(neg_xml);
+  g_unlink(dup_xml);
   g_unlink(bad_xml);
   g_unlink(not_xml);
   g_rmdir(dir);

@@ -495,6 +495,12 @@ fill_cpus(QpHost *host, hwloc_topology_t topo, const char *name,
   g_autoptr(GHashTable) pu_of_id = g_hash_table_new(NULL, NULL);
   for (guint k = 0; k < pus->len; k++) {
     hwloc_obj_t pu = g_ptr_array_index(pus, k);
+    if (g_hash_table_contains(pu_of_id, GUINT_TO_POINTER(pu->os_index))) {
+      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_FILE,
+                  "host %s lists CPU %u twice: expected each CPU once", name,
+                  pu->os_index);
+      return FALSE;
+    }
     g_hash_table_insert(pu_of_id, GUINT_TO_POINTER(pu->os_index), pu);
     hwloc_bitmap_set(all, pu->os_index);
   }
@@ -536,12 +542,33 @@ build_static(hwloc_topology_t topo, const char *name, GError **error)
   return g_steal_pointer(&host);
 }
 
+/* A recorded host no machine could be (a file edited by hand, or broken):
+ * memory beyond a PiB on a node (a negative size read back). */
+static gboolean
+check_recorded(const QpHost *host, const char *name, GError **error)
+{
+  for (guint i = 0; i < host->n_nodes; i++)
+    if (host->nodes[i].total_mib > (G_GUINT64_CONSTANT(1) << 30)) {
+      g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_FILE,
+                  "host %s: node %d has %" G_GUINT64_FORMAT
+                  " MiB of memory: expected at most a PiB (a size the file "
+                  "may hold negative)",
+                  name, host->nodes[i].id, host->nodes[i].total_mib);
+      return FALSE;
+    }
+  /* (CPUs in no node are not refused: a host recorded in a cgroup whose
+   * cpuset.mems leaves their node out has them, and plans leave them out
+   * too.) */
+  return TRUE;
+}
+
 static QpHost *
 build_host(hwloc_topology_t topo, Source source, const char *name,
            GError **error)
 {
   g_autoptr(QpHost) host = build_static(topo, name, error);
   if (host == NULL ||
+      (source == SOURCE_XML && !check_recorded(host, name, error)) ||
       (source == SOURCE_LIVE && !qp_host_apply_live(host, error)))
     return NULL;
   return g_steal_pointer(&host);

@@ -130,6 +130,22 @@ test_kinds_no_straddle(void)
   assert_nofit(error, "guest needs 16 CPUs for 16 vCPUs but only 8 are "
                       "usable on host nodes 0 of CPU kind 1");
   assert_nofit(error, "--affinity spanning kinds");
+  /* Memory short: no word of CPU kinds, nor of --smt=strict in one-to-one
+   * (outside check, stop 43: both were said for memory too). */
+  g_autoptr(QpRequest) big = request(2, 1 << 20);
+  g_autoptr(GError) mem_error = NULL;
+  g_autoptr(QpPlan) none = qp_plan_compute(h, NULL, big, &o->o, &mem_error);
+  g_assert_null(none);
+  assert_nofit(mem_error, "MiB uncommitted");
+  g_assert_null(strstr(mem_error->message, "kind"));
+  g_autoptr(Opts) strict = opts_new(QP_MODE_ONE_TO_ONE, NULL);
+  strict->o.smt = QP_SMT_STRICT;
+  g_clear_error(&mem_error);
+  g_autoptr(QpPlan) none2 =
+      qp_plan_compute(h, NULL, big, &strict->o, &mem_error);
+  g_assert_null(none2);
+  assert_nofit(mem_error, "MiB uncommitted");
+  g_assert_null(strstr(mem_error->message, "--smt=strict"));
 
   /* ... and with an --affinity spanning both kinds, a warning; the startup
    * set is the largest same-kind subset (the 12 E-cores). */

@@ -188,7 +188,8 @@ qp_plan_o2o(QpPlan *plan, const Ctx *ctx, Attempt *a, GError **error)
     }
   }
   clear_rung(plan, ctx, a);
-  if (ctx->opts->smt == QP_SMT_STRICT && ctx->threads == 1)
+  if (ctx->opts->smt == QP_SMT_STRICT && ctx->threads == 1 &&
+      !qp_plan_error_is_memory(last))
     g_propagate_prefixed_error(error, g_steal_pointer(&last), "%s",
                                "--smt=strict: ");
   else

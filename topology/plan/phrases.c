@@ -3,6 +3,8 @@
  * pieces of memory. */
 #include "topology/plan/phrases.h"
 
+#include <string.h>
+
 /* "8192 MiB" or "8192 MiB of 2048 KiB hugepages (4096 pages)". */
 char *
 qp_plan_mem_phrase(const Ctx *ctx, guint c, guint64 units)
@@ -182,6 +184,12 @@ qp_plan_scope_phrase(const Ctx *ctx, const Attempt *a, const gboolean *cand)
                            one ? "node" : "nodes", bl, one ? "is" : "are");
   }
   return g_string_free(s, FALSE);
+}
+
+gboolean
+qp_plan_error_is_memory(const GError *error)
+{
+  return error != NULL && strstr(error->message, " MiB uncommitted") != NULL;
 }
 
 void

@@ -30,6 +30,11 @@ char *qp_plan_scope_phrase(const Ctx *ctx, const Attempt *a,
 /* "WHO needs NEED but the best node N has only M MiB uncommitted (...)":
  * node index I, the best there was, holds less than NEED units of class C
  * in AVAIL. */
+/* Whether ERROR (a refusal) is for memory: every memory shortfall says
+ * the MiB uncommitted where it fell short. CPU-side notes (--smt=strict,
+ * CPU kinds) are not for those. */
+gboolean qp_plan_error_is_memory(const GError *error);
+
 void qp_plan_set_node_short_error(const Ctx *ctx, const guint64 *avail, guint i,
                                   guint c, guint64 need, const char *who,
                                   GError **error);

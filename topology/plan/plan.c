@@ -37,6 +37,7 @@
 #include "topology/plan/internal.h"
 #include "topology/plan/numa.h"
 #include "topology/plan/one-to-one.h"
+#include "topology/plan/phrases.h"
 #include "topology/plan/result.h"
 #include "topology/plan/vnuma.h"
 
@@ -166,7 +167,8 @@ plan_on_kinds(const Ctx *ctx, QpMode mode, GError **error)
     return NULL;
   }
   g_propagate_error(error, g_steal_pointer(&first));
-  if (spanned > 1 && !affinity && error != NULL && *error != NULL) {
+  if (spanned > 1 && !affinity && error != NULL && *error != NULL &&
+      !qp_plan_error_is_memory(*error)) {
     char *m = g_strdup_printf("%s (CPUs of one kind only; an "
                               "--affinity spanning kinds allows "
                               "mixing them)",

@@ -1002,6 +1002,13 @@ test_recorded_cgroup(void)
       assert_vcpu(p, 5, "5");
     }
   }
+  /* --hostnodes of a node the cpuset leaves no CPU of: the refusal says
+   * which CPUs this process may use (outside check, stop 43: it said
+   * "host nodes (none)" only). */
+  g_autoptr(QpRequest) r = request(2, 1024);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  o->o.hostnodes = list("2");
+  plan_refused(h, NULL, r, o, "(this process may run on CPUs 0-5,16-19)");
 }
 
 int

@@ -537,9 +537,14 @@ no_cpu_reason(const Ctx *ctx, const gboolean *cand)
   if (ctx->claims != NULL && ctx->claims->blocked_nodes != NULL &&
       !hwloc_bitmap_iszero(ctx->claims->blocked_nodes))
     return g_strdup("");
-  if (ctx->opts->affinity != NULL || ctx->opts->hostnodes != NULL)
-    return g_strdup(
-        ": --affinity and --hostnodes must leave at least one usable CPU");
+  if (ctx->opts->affinity != NULL || ctx->opts->hostnodes != NULL) {
+    g_autofree char *l =
+        ctx->host->allowed != NULL ? qp_list_format(ctx->host->allowed) : NULL;
+    return g_strdup_printf(
+        ": --affinity and --hostnodes must leave at least one usable CPU%s%s%s",
+        l != NULL ? " (this process may run on CPUs " : "",
+        l != NULL ? (*l != '\0' ? l : "none") : "", l != NULL ? ")" : "");
+  }
   g_auto(hwloc_bitmap_t) cpus = hwloc_bitmap_alloc();
   for (guint i = 0; i < ctx->nn; i++)
     if (cand[i] && ctx->host->nodes[i].all_cpus != NULL)

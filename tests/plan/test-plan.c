@@ -1006,7 +1006,7 @@ test_recorded_cgroup(void)
    * which CPUs this process may use (outside check, stop 43: it said
    * "host nodes (none)" only). */
   g_autoptr(QpRequest) r = request(2, 1024);
-  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(Opts) o = opts_new(QP_MODE_AUTO, NULL);
   o->o.hostnodes = list("2");
   plan_refused(h, NULL, r, o, "(this process may run on CPUs 0-5,16-19)");
 }

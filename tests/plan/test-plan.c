@@ -487,6 +487,35 @@ test_bound_where_claimed(void)
   }
 }
 
+/* A spanning guest's claims follow the policy as the kernel places pages
+ * (outside check, stop 43: interleave was claimed as pack filled, and
+ * preferred split evenly, gigabytes away from where the pages went). */
+static void
+test_claims_follow_policy(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpRequest) r = request(4, 20480);
+  for (int strategy = 0; strategy < 2; strategy++) {
+    g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+    o->o.strategy = strategy ? QP_STRATEGY_PACK : QP_STRATEGY_SPREAD;
+    o->o.policy = QP_POLICY_INTERLEAVE;
+    g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+    /* Interleave: even over the nodes it is bound to. */
+    g_assert_cmpuint(hwloc_bitmap_weight(p->mem[0].host_nodes), ==, 2);
+    int a = hwloc_bitmap_first(p->mem[0].host_nodes);
+    int b = hwloc_bitmap_next(p->mem[0].host_nodes, a);
+    g_assert_cmpuint(claimed_on(p, a), ==, 10240);
+    g_assert_cmpuint(claimed_on(p, b), ==, 10240);
+    /* Preferred: one node, filled first; the rest falls back elsewhere. */
+    o->o.policy = QP_POLICY_PREFERRED;
+    g_autoptr(QpPlan) q = plan_ok(h, NULL, r, o);
+    g_assert_cmpuint(hwloc_bitmap_weight(q->mem[0].host_nodes), ==, 1);
+    int n = hwloc_bitmap_first(q->mem[0].host_nodes);
+    g_assert_cmpuint(claimed_on(q, n), >=, 15000);
+    g_assert_cmpuint(claimed_on(q, n), >, 20480 / 2);
+  }
+}
+
 /* A node reserve and the per-node override shrink uncommitted memory. */
 static void
 test_reserve(void)
@@ -1039,6 +1068,7 @@ main(int argc, char **argv)
   g_test_add_func("/plan/claims/spanning-memory-with-vcpus-or-tightest-first",
                   test_spanning_memory_split);
   g_test_add_func("/plan/claims/reserve", test_reserve);
+  g_test_add_func("/plan/claims/follow-the-policy", test_claims_follow_policy);
   g_test_add_func("/plan/claims/bound-where-claimed", test_bound_where_claimed);
   g_test_add_func("/plan/claims/blocked-nodes", test_claims_blocked_nodes);
   g_test_add_func("/plan/errors/name-the-shortfall",

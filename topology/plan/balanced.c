@@ -199,15 +199,30 @@ qp_plan_balanced(QpPlan *plan, const Ctx *ctx, Attempt *a, guint cpu_need,
       qp_plan_add_mem(plan, ctx, &acc, x, mem_id);
       continue;
     }
-    if (home >= 0)
+    /* Claimed as the kernel will place it: interleave spreads the pages
+     * evenly over the nodes; preferred fills one node (the first of its
+     * host-nodes, so it is bound to that one alone: where the vCPUs run,
+     * else the set's first) and falls back to others; bind allocates on
+     * the vCPUs' node first when they have one, else as --strategy says. */
+    QpPolicy policy = ctx->opts->policy;
+    int first = home >= 0 ? home : (int)g.nodes[0];
+    if (policy == QP_POLICY_PREFERRED)
+      qp_plan_take_piece_home(ctx, &acc, g.avail, x, g.nodes, g.k,
+                              (guint)first);
+    else if (home >= 0 && policy != QP_POLICY_INTERLEAVE)
       qp_plan_take_piece_home(ctx, &acc, g.avail, x, g.nodes, g.k, (guint)home);
     else
       qp_plan_take_piece(ctx, &acc, g.avail, x, g.nodes, g.k,
-                         ctx->opts->strategy == QP_STRATEGY_PACK);
+                         policy != QP_POLICY_INTERLEAVE &&
+                             ctx->opts->strategy == QP_STRATEGY_PACK);
     /* Bound where it is claimed: a node of the set that the claim leaves
      * out (no room, its memory the host's reserve) must not be where the
      * kernel puts it, first of all for the vCPUs that run there. */
     g_auto(hwloc_bitmap_t) claimed = qp_plan_piece_ids(ctx, &acc, x);
+    if (policy == QP_POLICY_PREFERRED) {
+      hwloc_bitmap_zero(claimed);
+      hwloc_bitmap_set(claimed, (unsigned)ctx->host->nodes[first].id);
+    }
     qp_plan_add_mem(plan, ctx, &acc, x,
                     hwloc_bitmap_iszero(claimed) ? g.ids : claimed);
   }

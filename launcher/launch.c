@@ -70,7 +70,15 @@ qp_launch_read(const QpOptions *opts, guint argc, char **argv, GError **error)
 {
   if (opts->placement.mode == QP_MODE_NONE)
     return NULL;
-  return qp_qemu_args_parse(argc, argv, error);
+  QpQemuArgs *a = qp_qemu_args_parse(argc, argv, error);
+  /* Files and network interfaces were traced to PCI devices through this
+   * machine's sysfs: on a recorded host (--topology) those addresses name
+   * other devices, if any. (vfio-pci's host= is the caller's, kept.) */
+  for (guint i = 0; a != NULL && opts->topology != NULL && a->req->io != NULL &&
+                    i < a->req->io->len;
+       i++)
+    g_clear_pointer(&((QpIoDevice *)a->req->io->pdata[i])->bdf, g_free);
+  return a;
 }
 
 static void

@@ -213,11 +213,11 @@ read_device(QpQemuArgs *a, const Names *n, const QpOpt *o)
     source = g_hash_table_lookup(n->netdev_if, netdev);
     bdf = source != NULL ? qp_sysfs_netdev_pci(n->sysfs, source, &why) : NULL;
   }
-  g_autofree char *what =
-      g_strdup_printf("%s %s (%s)", driver, id != NULL ? id : "",
-                      source != NULL  ? source
-                      : drive != NULL ? drive
-                                      : netdev);
+  g_autofree char *what = g_strdup_printf(
+      "%s%s%s (%s)", driver, id != NULL ? " " : "", id != NULL ? id : "",
+      source != NULL  ? source
+      : drive != NULL ? drive
+                      : netdev);
   QpIoPlace place = place_of(n, o, &p, driver);
   add_io(a, what, bdf, iothread, &place);
 }

@@ -3,7 +3,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "launcher/launch.h"
 #include "launcher/options.h"
+#include "launcher/qemu/args.h"
 #include "launcher/qemu/vm-ids.h"
 #include "topology/base/cpulist.h"
 
@@ -163,6 +165,43 @@ test_semicolon_comments(void)
   unlink(path);
 }
 
+/* A disk file traced to its PCI device through this machine's sysfs: on a
+ * recorded host (--topology) that address would name another device, so
+ * it is forgotten (outside check, stop 43: a local controller's address
+ * matched an NVMe drive of the recorded host, and its iothread went
+ * there). */
+static void
+test_topology_forgets_local_devices(void)
+{
+  g_autofree char *file =
+      g_build_filename(g_get_tmp_dir(), "qp-dev-XXXXXX", NULL);
+  int fd = g_mkstemp(file);
+  g_assert_cmpint(fd, >=, 0);
+  close(fd);
+  g_autofree char *drive =
+      g_strdup_printf("if=none,id=d0,file=%s,format=raw", file);
+  char *argv[] = {"-drive", drive, "-device", "virtio-blk-pci,drive=d0", NULL};
+  QpOptions o;
+  qp_options_init(&o);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpQemuArgs) here = qp_launch_read(&o, 4, argv, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(here->req->io->len, ==, 1);
+  const QpIoDevice *d = here->req->io->pdata[0];
+  if (d->bdf == NULL) {
+    unlink(file);
+    qp_options_clear(&o);
+    g_test_skip("the temporary directory is on no PCI device here");
+    return;
+  }
+  o.topology = g_strdup("/any/recorded-host.xml");
+  g_autoptr(QpQemuArgs) there = qp_launch_read(&o, 4, argv, &error);
+  g_assert_no_error(error);
+  g_assert_null(((const QpIoDevice *)there->req->io->pdata[0])->bdf);
+  unlink(file);
+  qp_options_clear(&o);
+}
+
 static void
 test_proxmox_id_group(void)
 {
@@ -278,6 +317,8 @@ main(int argc, char **argv)
   g_test_add_func("/options/config/matches-proxmox-id", test_proxmox_id_group);
   g_test_add_func("/options/cli/verbose-levels", test_verbose_levels);
   g_test_add_func("/options/config/trailing-blanks", test_trailing_blanks);
+  g_test_add_func("/options/topology-forgets-local-devices",
+                  test_topology_forgets_local_devices);
   g_test_add_func("/options/config/semicolon-comments",
                   test_semicolon_comments);
   for (gsize i = 0; i < G_N_ELEMENTS(bad_configs); i++) {

@@ -100,8 +100,8 @@ tick(Keeper *k, gboolean polling, gboolean look_due)
  * size from the start when it preallocates. No event tells, and such a VM
  * is not polled every tick: looked at with each resident measure, the
  * watch made at the first (so that a launch does not pay for it). */
-static void
-look_at_unplugged_memory(Keeper *k)
+void
+qp_keeper_look_at_unplugged_memory(Keeper *k)
 {
   if (k->cfg->mem_hotplug || k->mem_unwatched)
     return;
@@ -153,7 +153,7 @@ qp_keeper_hold(Keeper *k)
     }
     if (looking && g_get_monotonic_time() >= k->next_resident_at) {
       qp_keeper_measure_resident(k);
-      look_at_unplugged_memory(k);
+      qp_keeper_look_at_unplugged_memory(k);
     }
     gboolean look_due = looking && g_get_monotonic_time() >= k->next_look_at;
     if (r == 0 && (polling || look_due))

@@ -345,8 +345,12 @@ answer(const QpClaim *c, hwloc_const_bitmap_t to, const Moved *m)
 static QpJv *
 move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
 {
-  /* What the caller did to the threads since the last look counts. */
-  if (!qp_keeper_query_and_apply(k, NULL, error) || !may_move(k, to, error))
+  /* What the caller did to the threads, and to memory, since the last
+   * look counts. */
+  if (!qp_keeper_query_and_apply(k, NULL, error))
+    return NULL;
+  qp_keeper_look_at_unplugged_memory(k);
+  if (!may_move(k, to, error))
     return NULL;
   g_autoptr(QpHost) host = qp_host_load_full(k->cfg->topology, FALSE, error);
   if (host == NULL)

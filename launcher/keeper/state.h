@@ -152,6 +152,11 @@ void qp_keeper_control_serve(Keeper *k);
  * the record when it moved; the next measure is due RESIDENT_EVERY_MS on. */
 void qp_keeper_measure_resident(Keeper *k);
 
+/* A VM without maxmem or virtio-mem: looks whether the caller gave it a
+ * memory backend no device uses (object-add), and claims or gives back
+ * what changed (hold.c; with each resident measure, and before a move). */
+void qp_keeper_look_at_unplugged_memory(Keeper *k);
+
 /* As the keeper starts holding the VM: measures at once a VM that
  * preallocates (those pages are resident by now, and their claim no longer
  * outstanding); any other has little resident yet, and its first measure

@@ -82,6 +82,30 @@ sys.exit(0 if "return" in r else 1)
 PY
 got=$(on_node "$pid" "$to" 32)
 [ "$got" -ge 950 ] || fail "a backend added after the move has only $got permille on node $to"
+# Memory given after the start is claimed (the keeper looks before a move,
+# and every 10 s) and keeps the VM where it is: a move plans from the
+# command line, which does not know that memory.
+if "$QP_BINARY" move mv --to-nodes="$from" >given.out 2>given.err; then
+  fail "a VM given memory after its start was moved: $(cat given.out)"
+fi
+grep -q "given memory after its start (memory backend extra)" given.err ||
+  fail "the refusal of a VM given memory does not say why: $(cat given.err)"
+assert_eq "the backend added is claimed beside the RAM on node $to" "{\"$to\":192}" "$(claim_of "$pid")"
+# Deleted, it is given back before the next move looks: the VM moves again.
+/usr/bin/python3 - "$qmp" <<'PY' || fail "object-del over QMP failed"
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
+f.readline()
+def cmd(c, **a):
+    f.write(json.dumps({"execute": c, "arguments": a}) + "\n"); f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "return" in r or "error" in r:
+            return r
+cmd("qmp_capabilities")
+r = cmd("object-del", id="extra")
+sys.exit(0 if "return" in r else 1)
+PY
 
 # A move onto a node without room: refused in one line, nothing changed.
 full=$(((to + 1) % 4))

@@ -106,7 +106,7 @@ qp_keeper_look_at_unplugged_memory(Keeper *k)
   if (k->cfg->mem_hotplug || k->mem_unwatched)
     return;
   if (k->mem == NULL) {
-    k->mem = qp_mem_watch_new(k->cfg, k->claim, k->qmp);
+    k->mem = qp_mem_watch_new(k->cfg, &k->plan, k->claim, k->qmp);
     k->mem_unwatched = k->mem == NULL;
     if (k->mem == NULL)
       return;

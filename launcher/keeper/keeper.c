@@ -391,7 +391,7 @@ qp_keeper_main(const QpKeeperConfig *cfg)
   greet(k);
   first_look(k);
   if (cfg->mem_hotplug)
-    k->mem = qp_mem_watch_new(cfg, k->claim, k->qmp);
+    k->mem = qp_mem_watch_new(cfg, &k->plan, k->claim, k->qmp);
   /* The daemon now keeps the record alive; the launcher is about to go. */
   if (cfg->daemonize && !qp_held_claim_set_qemu(k->claim, k->qemu_pid, &error))
     fail(k, error);

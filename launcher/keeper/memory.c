@@ -47,8 +47,9 @@ typedef struct {
 
 struct QpMemWatch {
   const QpKeeperConfig *cfg;
-  QpHeldClaim *claim;   /* the keeper's */
-  GHashTable *backends; /* id -> Backend */
+  const QpPlan *const *plan; /* the keeper's plan now (a move changes it) */
+  QpHeldClaim *claim;        /* the keeper's */
+  GHashTable *backends;      /* id -> Backend */
 };
 
 /* What QEMU says of one backend (query-memdev) and its device. */
@@ -228,7 +229,7 @@ target_nodes(const QpMemWatch *w, const Seen *s)
     return set;
   }
   int node = (int)qp_jv_get_int_or(s->device, "node", 0);
-  return guest_node_nodes(w->cfg->plan, node);
+  return guest_node_nodes(*w->plan, node);
 }
 
 /* ---- backends ----------------------------------------------------------- */
@@ -303,7 +304,8 @@ at_start(const QpKeeperConfig *cfg, const char *id)
 }
 
 QpMemWatch *
-qp_mem_watch_new(const QpKeeperConfig *cfg, QpHeldClaim *claim, QpQmp *qmp)
+qp_mem_watch_new(const QpKeeperConfig *cfg, const QpPlan *const *plan,
+                 QpHeldClaim *claim, QpQmp *qmp)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(QpJv) keep_memdev = NULL, keep_devices = NULL;
@@ -315,6 +317,7 @@ qp_mem_watch_new(const QpKeeperConfig *cfg, QpHeldClaim *claim, QpQmp *qmp)
   }
   QpMemWatch *w = g_new0(QpMemWatch, 1);
   w->cfg = cfg;
+  w->plan = plan;
   w->claim = claim;
   w->backends =
       g_hash_table_new_full(g_str_hash, g_str_equal, NULL, backend_free);
@@ -326,7 +329,7 @@ qp_mem_watch_new(const QpKeeperConfig *cfg, QpHeldClaim *claim, QpQmp *qmp)
     Backend *b = backend_new(s->id);
     b->size = s->size;
     b->prealloc = s->prealloc;
-    const QpPlanMem *m = plan_piece(cfg->plan, s->id);
+    const QpPlanMem *m = plan_piece(*plan, s->id);
     if (m != NULL && m->kind != QP_MEM_RAM) {
       b->tracked = TRUE;
       b->page_kib = m->page_kib;

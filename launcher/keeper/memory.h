@@ -19,9 +19,11 @@ G_BEGIN_DECLS
 typedef struct QpMemWatch QpMemWatch;
 
 /* Learns the backends QEMU has now: the plan claimed those. What changes
- * later is claimed in CLAIM (the keeper's, borrowed). NULL (and a line in
- * the log) when QEMU cannot say. */
-QpMemWatch *qp_mem_watch_new(const QpKeeperConfig *cfg, QpHeldClaim *claim,
+ * later is claimed in CLAIM (the keeper's, borrowed), more memory where
+ * *PLAN (the keeper's plan of the moment: a move changes it) puts the RAM. NULL
+ * (and a line in the log) when QEMU cannot say. */
+QpMemWatch *qp_mem_watch_new(const QpKeeperConfig *cfg,
+                             const QpPlan *const *plan, QpHeldClaim *claim,
                              QpQmp *qmp);
 
 /* Looks again and claims or gives back what changed. */

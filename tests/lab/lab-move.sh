@@ -11,6 +11,24 @@
 # move works.
 . "$QP_LAB_SRC/lib.sh"
 
+# qmp_cmd COMMAND ARGS_JSON: one command on the VM's QMP socket $qmp; fails
+# when QEMU answers with an error.
+qmp_cmd() {
+  /usr/bin/python3 - "$qmp" "$1" "$2" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
+f.readline()
+def cmd(c, a):
+    f.write(json.dumps({"execute": c, "arguments": a}) + "\n"); f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "return" in r or "error" in r:
+            return r
+cmd("qmp_capabilities", {})
+sys.exit(0 if "return" in cmd(sys.argv[2], json.loads(sys.argv[3])) else 1)
+PY
+}
+
 expect_nodes 4
 qp_require --mode=balanced
 write_fw_halt fw.bin
@@ -66,20 +84,8 @@ done
 assert_eq "claim names only node $to" "{\"$to\":160}" "$(claim_of "$pid")"
 
 # A backend added after the move: its pages land on the new node.
-/usr/bin/python3 - "$qmp" <<'PY' || fail "object-add over QMP failed"
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
-f.readline()
-def cmd(c, **a):
-    f.write(json.dumps({"execute": c, "arguments": a}) + "\n"); f.flush()
-    while True:
-        r = json.loads(f.readline())
-        if "return" in r or "error" in r:
-            return r
-cmd("qmp_capabilities")
-r = cmd("object-add", **{"qom-type": "memory-backend-ram", "id": "extra", "size": 33554432, "prealloc": True})
-sys.exit(0 if "return" in r else 1)
-PY
+qmp_cmd object-add '{"qom-type": "memory-backend-ram", "id": "extra", "size": 33554432, "prealloc": true}' ||
+  fail "object-add over QMP failed"
 got=$(on_node "$pid" "$to" 32)
 [ "$got" -ge 950 ] || fail "a backend added after the move has only $got permille on node $to"
 # Memory given after the start is claimed (the keeper looks before a move,
@@ -92,20 +98,7 @@ grep -q "given memory after its start (memory backend extra)" given.err ||
   fail "the refusal of a VM given memory does not say why: $(cat given.err)"
 assert_eq "the backend added is claimed beside the RAM on node $to" "{\"$to\":192}" "$(claim_of "$pid")"
 # Deleted, it is given back before the next move looks: the VM moves again.
-/usr/bin/python3 - "$qmp" <<'PY' || fail "object-del over QMP failed"
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
-f.readline()
-def cmd(c, **a):
-    f.write(json.dumps({"execute": c, "arguments": a}) + "\n"); f.flush()
-    while True:
-        r = json.loads(f.readline())
-        if "return" in r or "error" in r:
-            return r
-cmd("qmp_capabilities")
-r = cmd("object-del", id="extra")
-sys.exit(0 if "return" in r else 1)
-PY
+qmp_cmd object-del '{"id": "extra"}' || fail "object-del over QMP failed"
 
 # A move onto a node without room: refused in one line, nothing changed.
 full=$(((to + 1) % 4))

@@ -391,12 +391,12 @@ spawn_halted_vm(RbFixture *f, char **envp, const char *const *extra)
   return qp_test_spawn((char **)argv->pdata, envp, f->dir);
 }
 
-/* Outside check, stop 42: with -daemonize, a keeper killed before it
- * reported (here while it waits for cont's reply) left QEMU's daemon
- * paused and unclaimed, although the launch failed. The launcher now
- * stops the daemon, which is its child by then (a subreaper). */
-static void
-test_daemonize_keeper_killed(RbFixture *f, gconstpointer data)
+/* Spawns qemu-pin --mode=one-to-one on the fake QEMU, which never answers
+ * cont, with -name MARKER and EXTRA (NULL-terminated, may be NULL), and
+ * waits until the keeper sent cont: QEMU then waits paused for it. Returns
+ * qemu-pin's pid; *KEEPER the keeper's. */
+static GPid
+spawn_waiting_for_cont(RbFixture *f, const char *const *extra, int *keeper)
 {
   g_auto(GStrv) envp = g_get_environ();
   clean_env(&envp, f);
@@ -404,21 +404,23 @@ test_daemonize_keeper_killed(RbFixture *f, gconstpointer data)
   envp = g_environ_setenv(envp, "FAKE_QEMU_LOG", log, TRUE);
   envp = g_environ_setenv(envp, "FAKE_QEMU_SCRIPT", "never-reply:cont", TRUE);
   g_autofree char *fake = rb_fake_qemu();
-  g_autofree char *pidfile = g_build_filename(f->dir, "qemu.pid", NULL);
-  char *argv[] = {(char *)qp_test_binary(),
-                  "--mode=one-to-one",
-                  "--qmp-timeout=60000",
-                  "--",
-                  fake,
-                  "-smp",
-                  "1",
-                  "-name",
-                  f->marker,
-                  "-daemonize",
-                  "-pidfile",
-                  pidfile,
-                  NULL};
-  GPid pid = qp_test_spawn(argv, envp, f->dir);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  const char *head[] = {qp_test_binary(),
+                        "--mode=one-to-one",
+                        "--qmp-timeout=60000",
+                        "--",
+                        fake,
+                        "-smp",
+                        "1",
+                        "-name",
+                        f->marker,
+                        NULL};
+  for (guint i = 0; head[i] != NULL; i++)
+    g_ptr_array_add(argv, (gpointer)head[i]);
+  for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
+    g_ptr_array_add(argv, (gpointer)extra[i]);
+  g_ptr_array_add(argv, NULL);
+  GPid pid = qp_test_spawn((char **)argv->pdata, envp, f->dir);
   gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
   for (;;) {
     g_autofree char *sent = NULL;
@@ -430,11 +432,26 @@ test_daemonize_keeper_killed(RbFixture *f, gconstpointer data)
   }
   g_autoptr(GArray) keepers = rb_pids_named("qemu-pin-keeper", f->marker);
   g_assert_cmpuint(keepers->len, ==, 1);
+  *keeper = g_array_index(keepers, int, 0);
+  return pid;
+}
+
+/* Outside check, stop 42: with -daemonize, a keeper killed before it
+ * reported (here while it waits for cont's reply) left QEMU's daemon
+ * paused and unclaimed, although the launch failed. The launcher now
+ * stops the daemon, which is its child by then (a subreaper). */
+static void
+test_daemonize_keeper_killed(RbFixture *f, gconstpointer data)
+{
+  g_autofree char *pidfile = g_build_filename(f->dir, "qemu.pid", NULL);
+  const char *extra[] = {"-daemonize", "-pidfile", pidfile, NULL};
+  int keeper = 0;
+  GPid pid = spawn_waiting_for_cont(f, extra, &keeper);
   g_autofree char *daemon_text = NULL;
   g_assert_true(g_file_get_contents(pidfile, &daemon_text, NULL, NULL));
   int daemon = atoi(daemon_text);
   g_assert_cmpint(daemon, >, 0);
-  g_assert_cmpint(kill(g_array_index(keepers, int, 0), SIGKILL), ==, 0);
+  g_assert_cmpint(kill(keeper, SIGKILL), ==, 0);
   int status = qp_test_wait(pid, 20000);
   g_autofree char *err = stderr_of(f);
   g_test_message("status %d, stderr: %s", status, err);
@@ -454,35 +471,9 @@ test_daemonize_keeper_killed(RbFixture *f, gconstpointer data)
 static void
 test_keeper_killed_while_paused(RbFixture *f, gconstpointer data)
 {
-  g_auto(GStrv) envp = g_get_environ();
-  clean_env(&envp, f);
-  g_autofree char *log = g_build_filename(f->dir, "qmp.log", NULL);
-  envp = g_environ_setenv(envp, "FAKE_QEMU_LOG", log, TRUE);
-  envp = g_environ_setenv(envp, "FAKE_QEMU_SCRIPT", "never-reply:cont", TRUE);
-  g_autofree char *fake = rb_fake_qemu();
-  char *argv[] = {(char *)qp_test_binary(),
-                  "--mode=one-to-one",
-                  "--qmp-timeout=60000",
-                  "--",
-                  fake,
-                  "-smp",
-                  "1",
-                  "-name",
-                  f->marker,
-                  NULL};
-  GPid pid = qp_test_spawn(argv, envp, f->dir);
-  gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-  for (;;) {
-    g_autofree char *sent = NULL;
-    if (g_file_get_contents(log, &sent, NULL, NULL) &&
-        strstr(sent, "cont") != NULL)
-      break;
-    g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-    g_usleep(10000);
-  }
-  g_autoptr(GArray) keepers = rb_pids_named("qemu-pin-keeper", f->marker);
-  g_assert_cmpuint(keepers->len, ==, 1);
-  g_assert_cmpint(kill(g_array_index(keepers, int, 0), SIGKILL), ==, 0);
+  int keeper = 0;
+  GPid pid = spawn_waiting_for_cont(f, NULL, &keeper);
+  g_assert_cmpint(kill(keeper, SIGKILL), ==, 0);
   /* QEMU (the launcher's pid) killed, not left paused. */
   g_assert_cmpint(qp_test_wait(pid, 20000), ==, 128 + SIGKILL);
   rb_assert_nothing_left(f, 10000);

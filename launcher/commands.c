@@ -213,20 +213,19 @@ command_wants_help(const char *cmd, int argc, char **argv)
   return FALSE;
 }
 
-/* topology and status refuse what the command line gives them for another
- * command (after qp_options_parse_cli(), before the environment's twins,
- * which are for every command): topology reads the host only, status has
- * no --human and launches nothing (--dry-run). */
-static gboolean
-command_options_only(const char *cmd, const QpOptions *opts, GError **error)
+gboolean
+qp_command_options_only(const char *cmd, const QpOptions *opts, GError **error)
 {
   gboolean topology = strcmp(cmd, "topology") == 0;
+  gboolean rebalance = strcmp(cmd, "rebalance") == 0;
   const char *name = NULL;
   if (opts->human)
     name = "human";
-  else if (topology && (opts->metrics || opts->prune || opts->picture))
+  else if ((topology || rebalance) &&
+           (opts->metrics || opts->prune || opts->picture))
     name = opts->metrics ? "metrics" : opts->prune ? "prune" : "picture";
-  else if (!topology && g_hash_table_contains(opts->given, "dry-run"))
+  else if (!topology && !rebalance &&
+           g_hash_table_contains(opts->given, "dry-run"))
     name = "dry-run";
   GHashTableIter it;
   gpointer key;
@@ -239,7 +238,10 @@ command_options_only(const char *cmd, const QpOptions *opts, GError **error)
   g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
               "option '--%s' is not for qemu-pin %s%s: see qemu-pin --help",
               name, cmd,
-              topology ? " (it takes --json, --topology and -v)" : "");
+              topology    ? " (it takes --json, --topology and -v)"
+              : rebalance ? " (it takes --dry-run, --json, --cooldown, "
+                            "--state-dir, -v and the VM's placement options)"
+                          : "");
   return FALSE;
 }
 
@@ -272,7 +274,7 @@ run_command(QpOptions *opts, int argc, char **argv, GError **error)
   int qemu_index;
   if (!qp_options_parse_cli(opts, argc - 1, argv + 1, FALSE, &qemu_index,
                             error) ||
-      !command_options_only(cmd, opts, error) ||
+      !qp_command_options_only(cmd, opts, error) ||
       !qp_options_parse_env(opts, error))
     return -1;
   if (strcmp(cmd, "topology") == 0)

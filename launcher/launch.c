@@ -6,6 +6,7 @@
  * (commands.c), which says it. */
 #include "launcher/launch.h"
 #include "launcher/affinity.h"
+#include "launcher/front/front.h"
 #include "launcher/hand-over.h"
 #include "launcher/keeper/keeper.h"
 #include "launcher/log.h"
@@ -45,8 +46,6 @@ qp_exec(const char *binary, char **argv, GError **error)
                       strstr(binary, "qemu") == NULL &&
                       strstr(binary, "kvm") == NULL;
   /* "qemu-pin --mode=none status": a command of qemu-pin's, not first. */
-  static const char *const commands[] = {"plan", "topology",  "status",
-                                         "move", "rebalance", NULL};
   g_autofree char *first = g_strdup_printf(
       "; qemu-pin's command %s comes first, before any option (qemu-pin %s "
       "[OPTIONS])",
@@ -56,7 +55,7 @@ qp_exec(const char *binary, char **argv, GError **error)
                               : QP_LAUNCH_ERROR_EXEC,
               "cannot run QEMU binary '%s': %s%s", binary, g_strerror(saved),
               !mistyped ? ""
-              : g_strv_contains(commands, binary)
+              : qp_front_is_command(binary)
                   ? first
                   : "; nor is it a command of qemu-pin's (plan, "
                     "topology, status, move, rebalance: see qemu-pin "
@@ -71,12 +70,12 @@ qp_launch_read(const QpOptions *opts, guint argc, char **argv, GError **error)
   if (opts->placement.mode == QP_MODE_NONE)
     return NULL;
   QpQemuArgs *a = qp_qemu_args_parse(argc, argv, error);
+  if (a == NULL || opts->topology == NULL || a->req->io == NULL)
+    return a;
   /* Files and network interfaces were traced to PCI devices through this
    * machine's sysfs: on a recorded host (--topology) those addresses name
    * other devices, if any. (vfio-pci's host= is the caller's, kept.) */
-  for (guint i = 0; a != NULL && opts->topology != NULL && a->req->io != NULL &&
-                    i < a->req->io->len;
-       i++)
+  for (guint i = 0; i < a->req->io->len; i++)
     g_clear_pointer(&((QpIoDevice *)a->req->io->pdata[i])->bdf, g_free);
   return a;
 }

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "launcher/front/front.h"
 #include "launcher/keeper/keeper.h"
 #include "launcher/launch.h"
 #include "topology/host/host.h"
@@ -53,23 +54,16 @@ take(int argc, char **argv, int *i, const char *name, const char *what,
   return -1;
 }
 
-/* -v, -vv, ... or --verbose: the levels, else 0. */
-static int
-verbose_levels(const char *a)
-{
-  if (strcmp(a, "--verbose") == 0)
-    return 1;
-  gsize vs = strspn(a + 1, "v");
-  return a[0] == '-' && vs > 0 && a[1 + vs] == '\0' ? (int)vs : 0;
-}
-
 static gboolean
 parse_args(QpOptions *opts, int argc, char **argv, MoveArgs *m, GError **error)
 {
   m->rate_mib = QP_MOVE_DEFAULT_RATE_MIB;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
-    int t;
+    int t, at = i;
+    /* -v, -vv, --verbose: read as for every command. */
+    QpCliWord w;
+    qp_cli_word(argc, argv, &at, &w);
     if ((t = take(argc, argv, &i, "--to-nodes", "NODELIST", &v, error)) != 0) {
       if (t < 0)
         return FALSE;
@@ -97,8 +91,8 @@ parse_args(QpOptions *opts, int argc, char **argv, MoveArgs *m, GError **error)
       m->rate_mib = (guint)r;
     } else if (strcmp(a, "--json") == 0)
       opts->json = TRUE;
-    else if (verbose_levels(a) > 0)
-      opts->verbose += verbose_levels(a);
+    else if (w.kind == QP_CLI_VERBOSE)
+      opts->verbose += w.verbose;
     else if (a[0] == '-')
       return usage(error, "unknown option", a);
     else if (m->vm != NULL)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "launcher/commands.h"
 #include "launcher/edge.h"
 #include "launcher/launch.h"
 #include "launcher/log.h"
@@ -482,19 +483,8 @@ qp_cmd_rebalance(QpOptions *opts, int argc, char **argv, GError **error)
   if (n < 0 || !qp_options_parse_cli(opts, n, words, TRUE, &qemu_index, error))
     return -1;
   /* Other commands' output options: refused, not ignored. */
-  const char *other = opts->human     ? "--human"
-                      : opts->metrics ? "--metrics"
-                      : opts->prune   ? "--prune"
-                      : opts->picture ? "--picture"
-                                      : NULL;
-  if (other != NULL) {
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
-                "option '%s' is not for qemu-pin rebalance (it takes "
-                "--dry-run, --json, --cooldown, --state-dir, -v and the "
-                "VM's placement options): see qemu-pin --help",
-                other);
+  if (!qp_command_options_only("rebalance", opts, error))
     return -1;
-  }
   /* The VM to make room for comes after --: a word without it is more
    * likely a VM's name (as move takes one) than a QEMU binary. */
   if (qemu_index < n &&

@@ -125,23 +125,30 @@ test_verbose_levels(void)
   qp_options_clear(&o);
 }
 
+/* O (initialized here; qp_options_clear() it) with the config file TEXT,
+ * given explicitly, loaded: it must load. */
+static void
+load_config_text(QpOptions *o, const char *text)
+{
+  g_autofree char *path = write_config(text);
+  qp_options_init(o);
+  o->config = g_strdup(path);
+  o->config_explicit = TRUE;
+  g_autoptr(GError) error = NULL;
+  g_assert_true(qp_options_load_config(o, NULL, &error));
+  g_assert_no_error(error);
+  unlink(path);
+}
+
 /* Blanks at the end of a value (GKeyFile keeps them) are not part of it. */
 static void
 test_trailing_blanks(void)
 {
-  g_autofree char *path =
-      write_config("[defaults]\nmode = balanced \nreserve-mib=512\t\n");
   QpOptions o;
-  qp_options_init(&o);
-  o.config = g_strdup(path);
-  o.config_explicit = TRUE;
-  g_autoptr(GError) error = NULL;
-  g_assert_true(qp_options_load_config(&o, NULL, &error));
-  g_assert_no_error(error);
+  load_config_text(&o, "[defaults]\nmode = balanced \nreserve-mib=512\t\n");
   g_assert_cmpint(o.placement.mode, ==, QP_MODE_BALANCED);
   g_assert_cmpuint(o.placement.reserve_mib, ==, 512);
   qp_options_clear(&o);
-  unlink(path);
 }
 
 /* Lines starting with ; are comments, as qemu-pin.conf(5) says (outside
@@ -149,20 +156,13 @@ test_trailing_blanks(void)
 static void
 test_semicolon_comments(void)
 {
-  g_autofree char *path = write_config(
-      "; the host's defaults\n[defaults]\n  ; indented\nmode = balanced\n"
-      ";mode = none\nreserve-mib = 256\n");
   QpOptions o;
-  qp_options_init(&o);
-  o.config = g_strdup(path);
-  o.config_explicit = TRUE;
-  g_autoptr(GError) error = NULL;
-  g_assert_true(qp_options_load_config(&o, NULL, &error));
-  g_assert_no_error(error);
+  load_config_text(&o,
+                   "; the host's defaults\n[defaults]\n  ; indented\nmode = "
+                   "balanced\n;mode = none\nreserve-mib = 256\n");
   g_assert_cmpint(o.placement.mode, ==, QP_MODE_BALANCED);
   g_assert_cmpuint(o.placement.reserve_mib, ==, 256);
   qp_options_clear(&o);
-  unlink(path);
 }
 
 /* A disk file traced to its PCI device through this machine's sysfs: on a

@@ -21,7 +21,7 @@ qp_plan_rank_mib(const Ctx *ctx, const guint64 *avail, guint i)
 guint64
 qp_plan_rank_gib(const Ctx *ctx, const guint64 *avail, guint i)
 {
-  return (qp_plan_rank_mib(ctx, avail, i) + 512) / 1024;
+  return qp_plan_rank_round_gib(qp_plan_rank_mib(ctx, avail, i));
 }
 
 /* The first class of NEED that node I cannot hold in AVAIL; ncls when it

@@ -21,9 +21,15 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Acc, qp_plan_acc_clear)
 guint64 *qp_plan_avail_copy(const Ctx *ctx);
 /* Uncommitted MiB of node I in AVAIL over the classes the guest uses. */
 guint64 qp_plan_rank_mib(const Ctx *ctx, const guint64 *avail, guint i);
-/* The same in whole GiB, rounded to the nearest: nodes of one size less a
- * few MiB of firmware and kernel reservations rank equal (a floor put 32739
- * and 32768 MiB a GiB apart). */
+/* MIB in whole GiB, rounded to the nearest, as memory ranks: nodes of one
+ * size less a few MiB of firmware and kernel reservations rank equal (a
+ * floor put 32739 and 32768 MiB a GiB apart). */
+static inline guint64
+qp_plan_rank_round_gib(guint64 mib)
+{
+  return (mib + 512) / 1024;
+}
+/* qp_plan_rank_mib() of node I so rounded. */
 guint64 qp_plan_rank_gib(const Ctx *ctx, const guint64 *avail, guint i);
 /* TRUE when node I holds NEED (units per class) in AVAIL. */
 gboolean qp_plan_fits(const Ctx *ctx, const guint64 *avail, guint i,

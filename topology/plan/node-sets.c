@@ -184,8 +184,8 @@ compare_sets(const SetSearch *s, const NodeSet *a, const NodeSet *b)
   /* Memory compares in GiB, rounded to the nearest: smaller differences are the
    * noise of firmware and kernel reservations (seed 000's nodes: 15891-16124
    * MB). */
-  x.mem = (x.mem + 512) / 1024;
-  y.mem = (y.mem + 512) / 1024;
+  x.mem = qp_plan_rank_round_gib(x.mem);
+  y.mem = qp_plan_rank_round_gib(y.mem);
   /* Tightest fit: least memory left over, then fewest CPUs left over. So
    * does spread for a guest that spans nodes: its memory fills one node and
    * leaves a fragment on another (balanced.c), and the set that leaves the

@@ -210,5 +210,6 @@ main(int argc, char **argv)
   g_test_add_func("/host-devices/this-machine", test_this_machine);
   int r = g_test_run();
   g_free(sys);
+  qp_test_rmtree(dir);
   return r;
 }

@@ -12,6 +12,7 @@
 #include "launcher/log.h"
 #include "launcher/qemu/device-buses.h"
 #include "launcher/qemu/rewrite.h"
+#include "topology/base/proc.h"
 #include "topology/host/snapshot.h"
 #include "topology/plan/claim.h"
 
@@ -272,24 +273,6 @@ wait_daemon_and_keeper(pid_t child, int status_fd, int *status_out,
          (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && line->len > 0);
 }
 
-/* The parent PID in /proc/PID/stat, or -1. */
-static pid_t
-parent_of(const char *pid)
-{
-  g_autofree char *path = g_strdup_printf("/proc/%s/stat", pid);
-  g_autofree char *text = NULL;
-  if (!g_file_get_contents(path, &text, NULL, NULL))
-    return -1;
-  /* "PID (COMM) STATE PPID ...": COMM may hold anything but ends at the
-   * last ')'. */
-  const char *end = strrchr(text, ')');
-  char state;
-  int ppid;
-  if (end == NULL || sscanf(end + 1, " %c %d", &state, &ppid) != 2)
-    return -1;
-  return ppid;
-}
-
 /* -daemonize: QEMU's daemon is our child once QEMU's first process has let
  * it go (start_daemon() makes us its subreaper), and the only one left:
  * killed and reaped after a launch that failed. */
@@ -299,9 +282,11 @@ kill_daemon(void)
   g_autoptr(GDir) proc = g_dir_open("/proc", 0, NULL);
   const char *name;
   while (proc != NULL && (name = g_dir_read_name(proc)) != NULL) {
-    if (!g_ascii_isdigit(name[0]) || parent_of(name) != getpid())
+    if (!g_ascii_isdigit(name[0]))
       continue;
     pid_t pid = atoi(name);
+    if (qp_proc_parent(pid) != getpid())
+      continue;
     kill(pid, SIGKILL);
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
       ;

@@ -25,37 +25,47 @@ next_field(const char *p)
   return p;
 }
 
+/* Reads /proc/PID/stat into TEXT (SIZE bytes) and returns where its
+ * fields resume after comm (field 2, which may hold spaces and
+ * parentheses: it ends at the last ')'), at field 3; NULL when PID is
+ * gone or the text is not a stat line. One open and one read: this runs
+ * for every record of the ledger. */
+static const char *
+read_stat(int pid, char *text, gsize size)
+{
+  if (pid <= 0)
+    return NULL;
+  char path[32];
+  g_snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    return NULL;
+  ssize_t n;
+  do
+    n = read(fd, text, size - 1);
+  while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n <= 0)
+    return NULL;
+  text[n] = '\0';
+  const char *p = strrchr(text, ')');
+  if (p == NULL)
+    return NULL;
+  p++;
+  while (*p == ' ')
+    p++;
+  return p;
+}
+
 guint64
 qp_proc_start_and_rss(int pid, guint64 *rss_kib)
 {
   if (rss_kib != NULL)
     *rss_kib = 0;
-  if (pid <= 0)
-    return 0;
-  /* One open and one read: this runs for every record of the ledger. */
-  char path[32], text[1024];
-  g_snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0)
-    return 0;
-  ssize_t n;
-  do
-    n = read(fd, text, sizeof text - 1);
-  while (n < 0 && errno == EINTR);
-  close(fd);
-  if (n <= 0)
-    return 0;
-  text[n] = '\0';
-  /* comm (field 2) may hold spaces and parentheses: fields resume after the
-   * last ')'. */
-  const char *p = strrchr(text, ')');
-  if (p == NULL)
-    return 0;
-  p++;
+  char text[1024];
+  const char *p = read_stat(pid, text, sizeof text);
   /* Field 3 is the state: a zombie has released its memory and CPUs. */
-  while (*p == ' ')
-    p++;
-  if (*p == 'Z' || *p == 'X' || *p == 'x')
+  if (p == NULL || *p == 'Z' || *p == 'X' || *p == 'x')
     return 0;
   for (int field = 3; field < 22 && p != NULL; field++)
     p = next_field(p);
@@ -74,6 +84,18 @@ qp_proc_start_and_rss(int pid, guint64 *rss_kib)
     *rss_kib = g_ascii_strtoull(p, NULL, 10) * (guint64)page_kib;
   }
   return v;
+}
+
+int
+qp_proc_parent(int pid)
+{
+  char text[1024];
+  const char *p = read_stat(pid, text, sizeof text);
+  /* Field 4, after the state. */
+  p = p != NULL ? next_field(p) : NULL;
+  if (p == NULL || !g_ascii_isdigit(*p))
+    return -1;
+  return (int)g_ascii_strtoll(p, NULL, 10);
 }
 
 gboolean

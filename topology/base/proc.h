@@ -14,6 +14,9 @@ guint64 qp_proc_start_time(int pid);
  * (field 24), from the same read. */
 guint64 qp_proc_start_and_rss(int pid, guint64 *rss_kib);
 
+/* The parent of PID (field 4 of /proc/PID/stat), or -1 when PID is gone. */
+int qp_proc_parent(int pid);
+
 /* Whether a process PID exists (EPERM counts: it is another user's). */
 gboolean qp_proc_exists(int pid);
 

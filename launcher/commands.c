@@ -213,11 +213,30 @@ command_wants_help(const char *cmd, int argc, char **argv)
   return FALSE;
 }
 
+/* The settings of the command line (by name, as in opts->given) that
+ * topology and status take; NULL: any (rebalance takes the VM's placement
+ * options). status plans nothing of its own: of the placement it takes
+ * only the host's reserve, which its free and available memory count. */
+static const char *const *
+command_settings(const char *cmd)
+{
+  static const char *const topology[] = {"topology", "verbose", NULL};
+  static const char *const status[] = {
+      "state-dir",        "config",  "topology", "reserve-mib",
+      "node-reserve-mib", "verbose", NULL};
+  if (strcmp(cmd, "topology") == 0)
+    return topology;
+  if (strcmp(cmd, "status") == 0)
+    return status;
+  return NULL;
+}
+
 gboolean
 qp_command_options_only(const char *cmd, const QpOptions *opts, GError **error)
 {
   gboolean topology = strcmp(cmd, "topology") == 0;
   gboolean rebalance = strcmp(cmd, "rebalance") == 0;
+  const char *const *takes = command_settings(cmd);
   const char *name = NULL;
   if (opts->human)
     name = "human";
@@ -230,8 +249,9 @@ qp_command_options_only(const char *cmd, const QpOptions *opts, GError **error)
   GHashTableIter it;
   gpointer key;
   g_hash_table_iter_init(&it, opts->given);
-  while (name == NULL && topology && g_hash_table_iter_next(&it, &key, NULL))
-    if (strcmp(key, "topology") != 0 && strcmp(key, "verbose") != 0)
+  while (name == NULL && takes != NULL &&
+         g_hash_table_iter_next(&it, &key, NULL))
+    if (!g_strv_contains((const char *const *)takes, key))
       name = key;
   if (name == NULL)
     return TRUE;
@@ -241,7 +261,9 @@ qp_command_options_only(const char *cmd, const QpOptions *opts, GError **error)
               topology    ? " (it takes --json, --topology and -v)"
               : rebalance ? " (it takes --dry-run, --json, --cooldown, "
                             "--state-dir, -v and the VM's placement options)"
-                          : "");
+                          : " (it takes --json, --metrics, --prune, --picture, "
+                            "--state-dir, --config, --topology, --reserve-mib, "
+                            "--node-reserve-mib and -v)");
   return FALSE;
 }
 

@@ -889,6 +889,78 @@ test_other_commands_options(void)
   qp_test_run_clear(&r);
 }
 
+/* status plans no VM: a placement option other than the host's reserve
+ * (and qemu-pin's launch settings) given to it is refused in one line
+ * naming it and what status takes, exit 2, nothing on stdout (before,
+ * each was taken and ignored: exit 0 and the table). What status does
+ * take still works: the reserve, per node and for the rest, shows in its
+ * JSON. */
+static void
+test_status_placement_options(void)
+{
+  static const char *const refused[] = {"--mode=balanced",
+                                        "--affinity=0",
+                                        "--hostnodes=0",
+                                        "--policy=bind",
+                                        "--strategy=pack",
+                                        "--smt=strict",
+                                        "--device-locality=ignore",
+                                        "--vnuma=off",
+                                        "--make-room",
+                                        "--rebalance-min-mib=1",
+                                        "--qmp-timeout=1000",
+                                        "--start-timeout=1000"};
+  g_autofree char *dir = qp_test_tmpdir();
+  g_autofree char *state = g_strdup_printf("--state-dir=%s", dir);
+  for (gsize i = 0; i < G_N_ELEMENTS(refused); i++) {
+    char *argv[] = {(char *)qp_test_binary(), "status", state,
+                    (char *)refused[i], NULL};
+    QpTestRun r;
+    qp_test_run(argv, NULL, &r);
+    g_test_message("status %s: %d %s", refused[i], r.status, r.err);
+    g_assert_cmpint(r.status, ==, 2);
+    g_assert_cmpstr(r.out, ==, "");
+    g_autofree char *opt = g_strndup(refused[i], strcspn(refused[i], "="));
+    g_autofree char *want = g_strdup_printf(
+        "qemu-pin: option '%s' is not for qemu-pin status (it takes --json, "
+        "--metrics, --prune, --picture, --state-dir, --config, --topology, "
+        "--reserve-mib, --node-reserve-mib and -v): see qemu-pin --help\n",
+        opt);
+    g_assert_cmpstr(r.err, ==, want);
+    qp_test_run_clear(&r);
+  }
+  g_autofree char *topo =
+      g_build_filename(g_getenv("QP_TOPOLOGIES"), "2s-8node.xml", NULL);
+  g_autofree char *topology = g_strdup_printf("--topology=%s", topo);
+  char *argv[] = {(char *)qp_test_binary(),
+                  "status",
+                  state,
+                  "--config=/dev/null",
+                  topology,
+                  "--reserve-mib=100",
+                  "--node-reserve-mib=1:50",
+                  "-v",
+                  "--json",
+                  NULL};
+  QpTestRun r;
+  qp_test_run(argv, NULL, &r);
+  g_test_message("status: %d %s", r.status, r.err);
+  g_assert_cmpint(r.status, ==, 0);
+  g_autoptr(JsonParser) p = json_parser_new();
+  g_assert_true(json_parser_load_from_data(p, r.out, -1, NULL));
+  JsonArray *nodes = json_object_get_array_member(
+      json_node_get_object(json_parser_get_root(p)), "nodes");
+  g_assert_cmpuint(json_array_get_length(nodes), ==, 8);
+  for (guint i = 0; i < json_array_get_length(nodes); i++) {
+    JsonObject *n = json_array_get_object_element(nodes, i);
+    JsonObject *m = json_object_get_object_member(n, "memory-mib");
+    g_assert_cmpint(json_object_get_int_member(m, "reserve"), ==,
+                    json_object_get_int_member(n, "id") == 1 ? 50 : 100);
+  }
+  qp_test_run_clear(&r);
+  qp_test_rmtree(dir);
+}
+
 /* status prints one format: two of --json, --metrics, --picture are refused
  * in one line naming both, with nothing on stdout; so is a --picture of a
  * format it does not draw. */
@@ -1157,6 +1229,8 @@ main(int argc, char **argv)
   g_test_add_func("/shared-ledger/forged-records", test_forged_records);
   g_test_add_func("/shared-ledger/other-commands-options-refused",
                   test_other_commands_options);
+  g_test_add_func("/shared-ledger/status-placement-options-refused",
+                  test_status_placement_options);
   g_test_add_func("/shared-ledger/metrics-is-one-output",
                   test_metrics_one_output);
   return g_test_run();

@@ -11,6 +11,7 @@
 #include "launcher/keeper/keeper.h"
 #include "launcher/log.h"
 #include "launcher/qemu/device-buses.h"
+#include "launcher/qemu/memory.h"
 #include "launcher/qemu/rewrite.h"
 #include "topology/base/proc.h"
 #include "topology/host/snapshot.h"
@@ -142,6 +143,8 @@ plan_on(const QpOptions *opts, const QpQemuArgs *args, const QpHost *host,
         const QpClaims *claims, GError **error)
 {
   qp_launch_say_read(args);
+  if (!qp_backends_page_sizes_check(args, host, error))
+    return NULL;
   QpPlan *plan =
       qp_plan_compute(host, claims, args->req, &opts->placement, error);
   if (plan == NULL) {

@@ -16,6 +16,9 @@
 G_BEGIN_DECLS
 
 /* A memory backend the caller made with -object memory-backend-*. */
+/* linux/memfd.h's MFD_HUGE_SHIFT: where memfd_create() takes a page size. */
+#define QP_MFD_HUGE_SHIFT 26
+
 typedef struct {
   char *id;
   char *qom_type; /* memory-backend-ram|file|memfd|epc */
@@ -27,7 +30,11 @@ typedef struct {
   gboolean prealloc;         /* prealloc=, or -mem-prealloc */
   gboolean prealloc_context; /* prealloc-context= is set */
   gboolean hugetlb;
-  guint64 hugetlbsize_kib;   /* 0 if unset */
+  guint64 hugetlbsize_kib; /* 0 if unset */
+  /* memory-backend-memfd with hugetlb=on: the flags QEMU 7.2 gives
+   * memfd_create() (MFD_HUGETLB, log2 of hugetlbsize= from bit
+   * QP_MFD_HUGE_SHIFT, 0 there without it, ...); 0 otherwise. */
+  guint memfd_flags;
   char *mem_path;            /* memory-backend-file */
   hwloc_bitmap_t host_nodes; /* NULL if unset */
   QpPolicy policy;           /* DEFAULT if unset */

@@ -40,8 +40,49 @@ static const QpPropSchema backend_schema[] = {
     {"size", QP_PROP_SIZE},     {"hugetlbsize", QP_PROP_SIZE},
     {"align", QP_PROP_SIZE},    {"mem-path", QP_PROP_STRING},
     {"policy", QP_PROP_STRING}, {"prealloc-context", QP_PROP_STRING},
-    {NULL, QP_PROP_BOOL},
+    {"seal", QP_PROP_BOOL},     {NULL, QP_PROP_BOOL},
 };
+
+/* memfd_create()'s flags (linux/memfd.h), as QEMU 7.2's qemu_memfd_create()
+ * makes them. */
+#define MFD_CLOEXEC_ 0x1u
+#define MFD_ALLOW_SEALING_ 0x2u
+#define MFD_HUGETLB_ 0x4u
+
+/* A memfd backend's hugetlbsize= of BYTES, as QEMU 7.2 takes it: 0 is
+ * refused as it is set, a size that is no power of 2 as the memfd is made
+ * (with hugetlb=on or off), each in QEMU's words; with hugetlb=on, a size
+ * below the smallest base page (4 KiB) is no page size of any host, and
+ * the kernel refuses it (ENODEV, as QEMU says it). 1 (2^0) asks for the
+ * default hugepage size, as no hugetlbsize= does. */
+static gboolean
+memfd_page_size(QpBackend *b, const QpProps *p, guint64 bytes, GError **error)
+{
+  if (bytes == 0)
+    return qp_args_invalid(error,
+                           "%s '%s': Property "
+                           "'memory-backend-memfd.hugetlbsize' doesn't take "
+                           "value '0'",
+                           p->option, p->text);
+  if ((bytes & (bytes - 1)) != 0)
+    return qp_args_invalid(error,
+                           "%s '%s': hugetlbsize %" G_GUINT64_FORMAT
+                           " is not valid: Hugepage size must be a power of 2",
+                           p->option, p->text, bytes);
+  if (!b->hugetlb)
+    return TRUE;
+  guint shift = (guint)__builtin_ctzll(bytes);
+  b->memfd_flags = MFD_CLOEXEC_ | MFD_HUGETLB_ | (shift << QP_MFD_HUGE_SHIFT) |
+                   (qp_props_bool_or(p, "seal", TRUE) ? MFD_ALLOW_SEALING_ : 0);
+  if (bytes > 1 && bytes < 4096)
+    return qp_args_invalid(error,
+                           "%s '%s': hugetlbsize %" G_GUINT64_FORMAT
+                           " is not a hugepage size of any host: expected "
+                           "4096 bytes or more (QEMU: failed to create memfd "
+                           "with flags 0x%x: No such device)",
+                           p->option, p->text, bytes, b->memfd_flags);
+  return TRUE;
+}
 
 /* The properties of backend B from P; *HAS_SIZE says whether size= is
  * given. */
@@ -56,6 +97,14 @@ backend_read(QpBackend *b, const QpProps *p, gboolean *has_size, GError **error)
       !qp_props_bool(p, "hugetlb", &b->hugetlb, error) ||
       !qp_props_size(p, "hugetlbsize", &huge_bytes, &has_huge, error))
     return FALSE;
+  if (strcmp(b->qom_type, "memory-backend-memfd") == 0) {
+    if (has_huge && !memfd_page_size(b, p, huge_bytes, error))
+      return FALSE;
+    if (b->hugetlb && !has_huge)
+      b->memfd_flags =
+          MFD_CLOEXEC_ | MFD_HUGETLB_ |
+          (qp_props_bool_or(p, "seal", TRUE) ? MFD_ALLOW_SEALING_ : 0);
+  }
   b->hugetlbsize_kib = huge_bytes / 1024;
   b->mem_path = g_strdup(qp_props_string(p, "mem-path"));
   const char *policy = qp_props_string(p, "policy");

@@ -62,6 +62,57 @@ qp_backend_is_ram(const QpBackend *b)
   return !b->dax && strcmp(b->qom_type, "memory-backend-epc") != 0;
 }
 
+/* Whether a node of HOST has hugepages of PAGE_KIB; *ANY says whether it
+ * has any size at all, SIZES lists them ("2048 KiB, 1048576 KiB"). */
+static gboolean
+host_has_page(const QpHost *host, guint64 page_kib, gboolean *any,
+              GString *sizes)
+{
+  gboolean found = FALSE;
+  g_autoptr(GArray) seen = g_array_new(FALSE, FALSE, sizeof(guint64));
+  for (guint i = 0; i < host->n_nodes; i++) {
+    const GArray *pools = host->nodes[i].hugepages;
+    for (guint k = 0; pools != NULL && k < pools->len; k++) {
+      guint64 kib = g_array_index(pools, QpHugePool, k).page_kib;
+      found = found || kib == page_kib;
+      gboolean listed = FALSE;
+      for (guint j = 0; j < seen->len; j++)
+        listed = listed || g_array_index(seen, guint64, j) == kib;
+      if (listed)
+        continue;
+      g_array_append_val(seen, kib);
+      g_string_append_printf(sizes, "%s%" G_GUINT64_FORMAT " KiB",
+                             sizes->len ? ", " : "", kib);
+    }
+  }
+  *any = seen->len > 0;
+  return found;
+}
+
+gboolean
+qp_backends_page_sizes_check(const QpQemuArgs *a, const QpHost *host,
+                             GError **error)
+{
+  for (guint i = 0; i < a->backends->len; i++) {
+    const QpBackend *b = g_ptr_array_index(a->backends, i);
+    /* Without hugetlbsize=, the default size: the host's own. */
+    if ((b->memfd_flags >> QP_MFD_HUGE_SHIFT) == 0)
+      continue;
+    gboolean any;
+    g_autoptr(GString) sizes = g_string_new(NULL);
+    if (host_has_page(host, b->page_kib, &any, sizes) || !any)
+      continue;
+    return qp_args_invalid(
+        error,
+        "-object memory backend '%s': hugetlbsize %" G_GUINT64_FORMAT
+        " KiB is not a hugepage size of this host: expected "
+        "%s (QEMU: failed to create memfd with flags 0x%x: "
+        "No such device)",
+        b->id, b->page_kib, sizes->str, b->memfd_flags);
+  }
+  return TRUE;
+}
+
 /* ---- memory devices --------------------------------------------------- */
 
 typedef struct {

@@ -60,6 +60,9 @@ static const Accepted accepted[] = {
     {"object/preferred-host-nodes",
      {"-object",
       "memory-backend-ram,id=m0,size=64M,policy=preferred,host-nodes=0", NULL}},
+    /* hugetlbsize without hugetlb: a power of 2 is never used. */
+    {"object/memfd-hugetlbsize-without-hugetlb",
+     {"-object", "memory-backend-memfd,id=m0,size=64M,hugetlbsize=4M", NULL}},
 };
 
 static void
@@ -83,6 +86,119 @@ test_accepted(gconstpointer data)
   qp_test_qemu_view_clear(&view);
 }
 
+/* A memfd backend's hugetlbsize that is a power of 2 but no hugepage size
+ * of the host (4 MiB: x86 has 2 MiB and 1 GiB pages): QEMU refuses it
+ * (memfd_create() fails, ENODEV), and so does qemu-pin before planning,
+ * quoting QEMU's message, the size and the host's sizes; it never plans a
+ * claim in a page size the host does not have. The sizes the host has,
+ * and hugetlbsize without hugetlb, pass. */
+static void
+test_memfd_page_size_not_on_host(void)
+{
+  if (g_file_test("/sys/kernel/mm/hugepages/hugepages-4096kB",
+                  G_FILE_TEST_EXISTS)) {
+    g_test_skip("this host has 4 MiB hugepages");
+    return;
+  }
+  static const struct {
+    const char *object;
+    const char *qemu_says;
+  } rows[] = {
+      {"memory-backend-memfd,id=m0,size=64M,hugetlb=on,hugetlbsize=4M",
+       "failed to create memfd with flags 0x58000007: No such device"},
+      {"memory-backend-memfd,id=m0,size=64M,hugetlb=on,hugetlbsize=4M,"
+       "seal=off",
+       "failed to create memfd with flags 0x58000005: No such device"},
+  };
+  g_autoptr(GError) error = NULL;
+  g_autofree char *xml =
+      g_build_filename(g_getenv("QP_TOPOLOGIES"), "intel-2s-smt.xml", NULL);
+  g_autofree char *topology = g_strdup_printf("--topology=%s", xml);
+  for (gsize i = 0; i < G_N_ELEMENTS(rows); i++) {
+    const char *args[] = {"-object", rows[i].object, "-machine",
+                          "memory-backend=m0", NULL};
+    QpTestQemuView view;
+    qp_test_qemu_view(args, &view);
+    g_test_message("QEMU: %s", view.err);
+    g_assert_false(view.started);
+    g_assert_nonnull(strstr(view.err, rows[i].qemu_says));
+    qp_test_qemu_view_clear(&view);
+
+    /* On a recorded host with 2 MiB and 1 GiB pools, and on this one. */
+    g_autofree char *want = g_strdup_printf(
+        "qemu-pin: -object memory backend 'm0': hugetlbsize 4096 KiB is not "
+        "a hugepage size of this host: expected 2048 KiB, 1048576 KiB (QEMU: "
+        "%s)\n",
+        rows[i].qemu_says);
+    for (int live = 0; live < 2; live++) {
+      char *argv[] = {(char *)qp_test_binary(),
+                      "plan",
+                      live ? "-v" : topology,
+                      "--",
+                      (char *)qp_test_qemu(),
+                      "-m",
+                      "64",
+                      "-object",
+                      (char *)rows[i].object,
+                      "-machine",
+                      "memory-backend=m0",
+                      NULL};
+      QpTestRun r;
+      qp_test_run(argv, NULL, &r);
+      g_test_message("qemu-pin plan%s: %d %s", live ? "" : " (recorded)",
+                     r.status, r.err);
+      g_assert_cmpint(r.status, ==, 1);
+      g_assert_cmpstr(r.out, ==, "");
+      if (!live)
+        g_assert_cmpstr(r.err, ==, want);
+      g_assert_nonnull(strstr(r.err, "hugetlbsize 4096 KiB is not a "
+                                     "hugepage size of this host"));
+      g_assert_nonnull(strstr(r.err, rows[i].qemu_says));
+      qp_test_run_clear(&r);
+    }
+  }
+  /* The sizes the recorded host has are planned in that size (its pools:
+   * 1024 pages of 2 MiB, 4 of 1 GiB per node); hugetlbsize without hugetlb
+   * is never used. */
+  static const char *const pass[][3] = {
+      {"memory-backend-memfd,id=m0,size=64M,hugetlb=on,hugetlbsize=2M", "64",
+       "2048"},
+      {"memory-backend-memfd,id=m0,size=1G,hugetlb=on,hugetlbsize=1G", "1G",
+       "1048576"},
+      {"memory-backend-memfd,id=m0,size=64M,hugetlbsize=4M", "64", NULL}};
+  for (gsize i = 0; i < G_N_ELEMENTS(pass); i++) {
+    char *argv[] = {(char *)qp_test_binary(),
+                    "plan",
+                    topology,
+                    "--",
+                    (char *)qp_test_qemu(),
+                    "-m",
+                    (char *)pass[i][1],
+                    "-object",
+                    (char *)pass[i][0],
+                    "-machine",
+                    "memory-backend=m0",
+                    NULL};
+    QpTestRun r;
+    qp_test_run(argv, NULL, &r);
+    g_test_message("qemu-pin plan %s: %d %s", pass[i][0], r.status, r.err);
+    g_assert_cmpint(r.status, ==, 0);
+    g_autoptr(JsonParser) p = json_parser_new();
+    g_assert_true(json_parser_load_from_data(p, r.out, -1, NULL));
+    JsonObject *plan = json_node_get_object(json_parser_get_root(p));
+    g_autofree char *text = json_to_string(json_parser_get_root(p), FALSE);
+    g_test_message("%s", text);
+    if (pass[i][2] != NULL) {
+      g_autofree char *page = g_strdup_printf("\"page-kib\":%s", pass[i][2]);
+      g_assert_nonnull(strstr(text, page));
+    } else {
+      g_assert_nonnull(strstr(text, "\"page-kib\":0,"));
+    }
+    g_assert_true(json_object_has_member(plan, "mode"));
+    qp_test_run_clear(&r);
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -96,5 +212,7 @@ main(int argc, char **argv)
     g_autofree char *path = g_strdup_printf("/accepted/%s", accepted[i].name);
     g_test_add_data_func(path, &accepted[i], test_accepted);
   }
+  g_test_add_func("/refusals/memfd-page-size-not-on-host",
+                  test_memfd_page_size_not_on_host);
   return g_test_run();
 }

@@ -168,6 +168,38 @@ const QpQemuRefusal qp_qemu_refusals[] = {
       NULL},
      "Parameter 'hugetlbsize' expects a size value",
      "is not a size: expected a number"},
+    /* memory-backend-memfd's hugetlbsize: 0 as it is set, no power of 2
+     * as the memfd is made (hugetlb on or off), below any page size as
+     * the kernel makes it (ENODEV; a size no page of this host is refused
+     * at planning, by test-refusals' memfd-page-size-not-on-host). */
+    {"object/memfd-hugetlbsize-not-power-of-2",
+     {"-object",
+      "memory-backend-memfd,id=m0,size=64M,hugetlb=on,hugetlbsize=3M", NULL},
+     "Hugepage size must be a power of 2",
+     "hugetlbsize 3145728 is not valid: Hugepage size must be a power of 2"},
+    {"object/memfd-hugetlbsize-not-power-of-2-no-hugetlb",
+     {"-object", "memory-backend-memfd,id=m0,size=64M,hugetlbsize=3M", NULL},
+     "Hugepage size must be a power of 2",
+     "hugetlbsize 3145728 is not valid: Hugepage size must be a power of 2"},
+    {"object/memfd-hugetlbsize-json-not-power-of-2",
+     {"-object",
+      "{\"qom-type\":\"memory-backend-memfd\",\"id\":\"m0\",\"size\":"
+      "67108864,\"hugetlb\":true,\"hugetlbsize\":1000}",
+      NULL},
+     "Hugepage size must be a power of 2",
+     "hugetlbsize 1000 is not valid: Hugepage size must be a power of 2"},
+    {"object/memfd-hugetlbsize-zero",
+     {"-object", "memory-backend-memfd,id=m0,size=64M,hugetlb=on,hugetlbsize=0",
+      NULL},
+     "Property 'memory-backend-memfd.hugetlbsize' doesn't take value '0'",
+     "Property 'memory-backend-memfd.hugetlbsize' doesn't take value '0'"},
+    {"object/memfd-hugetlbsize-below-any-page",
+     {"-object",
+      "memory-backend-memfd,id=m0,size=64M,hugetlb=on,hugetlbsize=512", NULL},
+     "failed to create memfd with flags 0x24000007: No such device",
+     "hugetlbsize 512 is not a hugepage size of any host: expected 4096 "
+     "bytes or more (QEMU: failed to create memfd with flags 0x24000007: No "
+     "such device)"},
     {"object/host-nodes-letter",
      {"-object", "memory-backend-ram,id=m0,size=64M,host-nodes=x,policy=bind",
       NULL},

@@ -167,6 +167,59 @@ test_balanced_spreads_a_class(void)
                                       "host nodes have only 4096 MiB"));
 }
 
+/* A refusal for ordinary memory says the node's total as MemTotal has it,
+ * and the part of it hugepage pools hold, which ordinary memory does not
+ * have: the numbers add up (65536 - 6144 - 2048 claimed = 57344). Before,
+ * it said "59392 MiB total", the total less the pools. A pool's refusal
+ * says what is in the pool; a node without pools says its total alone. */
+static void
+test_refusal_names_pools(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
+  g_autoptr(QpClaims) c = qp_claims_new();
+  QpClaim *a = qp_claim_new();
+  a->id = g_strdup("a");
+  for (int n = 0; n < 2; n++) {
+    QpNodeAmount m = {.node = n, .mib = 2048};
+    g_array_append_val(a->mem, m);
+  }
+  g_ptr_array_add(c->claims, a);
+  g_autoptr(QpRequest) r = request(2, 61440, 0);
+  QpPlacementOptions o;
+  qp_placement_options_init(&o);
+  o.mode = QP_MODE_NUMA;
+  g_autoptr(GError) e = NULL;
+  g_autoptr(QpPlan) p = qp_plan_compute(h, c, r, &o, &e);
+  g_assert_null(p);
+  g_assert_cmpstr(e->message, ==,
+                  "VM does not fit: guest needs 61440 MiB but the best node 0 "
+                  "has only 57344 "
+                  "MiB uncommitted (65536 MiB total, 6144 MiB of it in "
+                  "hugepage pools, 2048 MiB claimed)");
+  g_clear_error(&e);
+
+  /* 1 GiB pages: 4 a node. */
+  g_autoptr(QpRequest) big = request(2, 5120, 1048576);
+  g_autoptr(QpPlan) p2 = qp_plan_compute(h, NULL, big, &o, &e);
+  g_assert_null(p2);
+  g_assert_cmpstr(e->message, ==,
+                  "VM does not fit: guest needs 5120 MiB of 1048576 KiB "
+                  "hugepages (5 pages) "
+                  "but the best node 0 has only 4096 MiB uncommitted (4096 "
+                  "MiB in the pool, 0 MiB claimed)");
+  g_clear_error(&e);
+  qp_placement_options_clear(&o);
+
+  /* No pools: the total alone. */
+  g_autoptr(QpHost) h2 = qp_test_recorded("2s-8node.xml"); /* 32 GiB a node */
+  g_autoptr(QpRequest) r2 = request(2, 40960, 0);
+  e = qp_test_plan_nofit(h2, r2, QP_MODE_NUMA);
+  g_assert_cmpstr(e->message, ==,
+                  "VM does not fit: guest needs 40960 MiB but the best node 0 "
+                  "has only 32768 "
+                  "MiB uncommitted (32768 MiB total, 0 MiB claimed)");
+}
+
 /* A device whose backend the caller bound is claimed there; one without
  * follows its guest node, also when the caller bound the node's RAM. */
 static void
@@ -654,6 +707,8 @@ main(int argc, char **argv)
                   test_classes_are_apart);
   g_test_add_func("/plan/memory/balanced-spreads-a-short-pool",
                   test_balanced_spreads_a_class);
+  g_test_add_func("/plan/memory/refusal-names-hugepage-pools",
+                  test_refusal_names_pools);
   g_test_add_func("/plan/memory/caller-bound-pieces", test_caller_bound_pieces);
   g_test_add_func("/plan/memory/one-to-one-claims-without-binding",
                   test_one_to_one_flat);

@@ -71,12 +71,15 @@ node_now_detail(const Ctx *ctx, guint c, guint i)
       ctx->outside_mib[i], ctx->can_give_mib[i], outstanding);
 }
 
-/* "(16124 MiB total, 12028 MiB claimed, 512 MiB reserved)", and what a live
- * host's node has used (node_now_detail()). */
+/* "(16384 MiB total, 12028 MiB claimed, 512 MiB reserved)", and what a live
+ * host's node has used (node_now_detail()). Ordinary memory is the node's
+ * total less its hugepage pools: those are said when there are any
+ * ("16384 MiB total, 2048 MiB of it in hugepage pools"), so that total
+ * reads as the node's MemTotal and the numbers add up. A pool is "in the
+ * pool". */
 char *
 qp_plan_node_mem_detail(const Ctx *ctx, guint c, guint i)
 {
-  const char *what = c == 0 ? "total" : "in the pool";
   gsize k = AT(ctx, c, i);
   g_autofree char *reserve =
       ctx->reserve_units[k] > 0
@@ -84,10 +87,27 @@ qp_plan_node_mem_detail(const Ctx *ctx, guint c, guint i)
                             qp_plan_units_to_mib(ctx, c, ctx->reserve_units[k]))
           : g_strdup("");
   g_autofree char *now = node_now_detail(ctx, c, i);
-  return g_strdup_printf(
-      "(%" G_GUINT64_FORMAT " MiB %s, %" G_GUINT64_FORMAT " MiB claimed%s%s)",
-      qp_plan_units_to_mib(ctx, c, ctx->total_units[k]), what,
-      qp_plan_units_to_mib(ctx, c, ctx->claimed_units[k]), reserve, now);
+  g_autofree char *have = NULL;
+  if (c == 0) {
+    const QpNode *n = &ctx->host->nodes[i];
+    guint64 pools = 0;
+    for (guint p = 0; n->hugepages != NULL && p < n->hugepages->len; p++) {
+      const QpHugePool *pool = &g_array_index(n->hugepages, QpHugePool, p);
+      pools += pool->total * pool->page_kib / 1024;
+    }
+    have = pools > 0 ? g_strdup_printf("%" G_GUINT64_FORMAT
+                                       " MiB total, %" G_GUINT64_FORMAT
+                                       " MiB of it in hugepage pools",
+                                       n->total_mib, pools)
+                     : g_strdup_printf("%" G_GUINT64_FORMAT " MiB total",
+                                       ctx->total_units[k]);
+  } else {
+    have = g_strdup_printf("%" G_GUINT64_FORMAT " MiB in the pool",
+                           qp_plan_units_to_mib(ctx, c, ctx->total_units[k]));
+  }
+  return g_strdup_printf("(%s, %" G_GUINT64_FORMAT " MiB claimed%s%s)", have,
+                         qp_plan_units_to_mib(ctx, c, ctx->claimed_units[k]),
+                         reserve, now);
 }
 
 const char *

@@ -189,10 +189,17 @@ qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args, gboolean running,
   QpPlan *plan = plan_on(opts, args, host, claims, error);
   if (plan == NULL)
     return NULL;
-  plan->ignored = g_steal_pointer(&own);
-  plan->ignored_by = by;
+  qp_launch_plan_ignores(plan, g_steal_pointer(&own), by);
   *host_out = g_steal_pointer(&host);
   return plan;
+}
+
+void
+qp_launch_plan_ignores(QpPlan *plan, QpClaim *own, const char *by)
+{
+  qp_claim_free(plan->ignored);
+  plan->ignored = own;
+  plan->ignored_by = own != NULL ? by : NULL;
 }
 
 /* ---- Launch -------------------------------------------------------------- */

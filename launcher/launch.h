@@ -54,6 +54,11 @@ char *qp_launch_state_dir(const QpOptions *opts);
 QpPlan *qp_launch_plan(const QpOptions *opts, const QpQemuArgs *args,
                        gboolean running, QpHost **host_out, GError **error);
 
+/* Marks PLAN as made for a running VM, as `plan` says it: OWN, the VM's
+ * record qp_launch_read_ledger() left out (taken; NULL: none), kept in the
+ * plan's `ignored` with BY, what matched. */
+void qp_launch_plan_ignores(QpPlan *plan, QpClaim *own, const char *by);
+
 /* What qp_launch_plan() plans on, without the plan: the host (HOST_OUT)
  * and the ledger's live records (returned), with RUNNING the record of the
  * VM that ARGS name taken out into OWN_OUT (NULL when there is none; BY_OUT

@@ -71,10 +71,12 @@ take_cooldown(int argc, char **argv, char ***out, gint64 *cooldown,
 /* The request for the VM on QEMU's command line ARGV (ARGC words, the
  * binary excluded), read as `plan` reads it: the same settings, the same
  * parser; the host and the ledger it is planned on in HOST_OUT and the
- * return value. */
+ * return value, without the VM's own record when it runs: that is in
+ * OWN_OUT (NULL when there is none), what matched it in BY_OUT. */
 static QpClaims *
 read_request(QpOptions *opts, int argc, char **argv, QpQemuArgs **args_out,
-             QpHost **host_out, GError **error)
+             QpHost **host_out, QpClaim **own_out, const char **by_out,
+             GError **error)
 {
   g_autofree char *dropped = NULL;
   g_auto(GStrv) safe = NULL;
@@ -94,10 +96,8 @@ read_request(QpOptions *opts, int argc, char **argv, QpQemuArgs **args_out,
     return NULL;
   }
   qp_launch_say_read(args);
-  g_autoptr(QpClaim) own = NULL;
-  const char *by = NULL;
   QpClaims *claims =
-      qp_launch_read_ledger(opts, args, TRUE, host_out, &own, &by, error);
+      qp_launch_read_ledger(opts, args, TRUE, host_out, own_out, by_out, error);
   if (claims != NULL)
     *args_out = g_steal_pointer(&args);
   return claims;
@@ -507,9 +507,11 @@ qp_cmd_rebalance(QpOptions *opts, int argc, char **argv, GError **error)
   g_autoptr(QpQemuArgs) args = NULL;
   QpHost *host = NULL;
   QpClaims *claims = NULL;
+  g_autoptr(QpClaim) own = NULL;
+  const char *own_by = NULL;
   if (qemu_index < n)
     claims = read_request(opts, n - qemu_index - 1, words + qemu_index + 1,
-                          &args, &host, error);
+                          &args, &host, &own, &own_by, error);
   else if (qp_options_parse_env(opts, error) &&
            qp_options_load_config(opts, NULL, error)) {
     qp_log_init(opts->verbose);
@@ -546,6 +548,10 @@ qp_cmd_rebalance(QpOptions *opts, int argc, char **argv, GError **error)
   r = last_plan(&b);
   /* "Without the moves" is without any of them, as the first plan saw. */
   r->req_nodes_before = first->req_nodes_before;
+  /* The plan of a running VM names its own record, left out, as `plan`
+   * does. */
+  if (r->plan != NULL)
+    qp_launch_plan_ignores(r->plan, g_steal_pointer(&own), own_by);
   const GPtrArray *moves = opts->dry_run ? first->moves : b.made;
   if (opts->json) {
     g_autoptr(JsonNode) node = to_json(r, moves, args != NULL, held_below > 0);

@@ -131,6 +131,28 @@ grep -q "make-room: 'maybe' is not valid: expected 1, 0, yes, no, true, false, o
 pgrep -f -- "-name e,debug-threads" >/dev/null && not_ok "bad make-room: VM e runs" || ok "bad make-room: nothing started"
 check "bad make-room: no claim left" 3 "$(ls "$SD"/*.json | wc -l)"
 
+# A running VM's own command line: its record is left out, and the plan
+# member names it in ignored-record as plan --json does, whether -uuid or
+# -name identifies it (before, rebalance's plan left it null).
+U=6a1e1f2c-0000-4000-8000-00000000c0de
+# shellcheck disable=SC2046
+u=$(launch u --mode=balanced -- "$QEMU" $(vm u) -uuid $U -m 64) || { echo "Bail out! cannot launch VM u"; exit 1; }
+uid=$("$QP_BINARY" status --state-dir="$SD" --json | jq -r '.vms[] | select(.name == "u") | .id')
+for by in uuid name; do
+  if [ $by = uuid ]; then ids="-uuid $U"; else ids=""; fi
+  # shellcheck disable=SC2046,SC2086
+  rebalance --dry-run --json --mode=balanced -- "$QEMU" $(vm u) $ids -m 64
+  check "running VM by $by: exit status" 0 $?
+  check "running VM by $by: nothing on stderr" "" "$(cat "$T/err")"
+  check "running VM by $by: ignored-record" \
+    "{\"id\":\"$uid\",\"matched-by\":\"$by\",\"name\":\"u\",\"qemu-pid\":$u,\"uuid\":\"$U\"}" \
+    "$(jq -S -c '.plan["ignored-record"]' "$T/out")"
+  # shellcheck disable=SC2046,SC2086
+  "$QP_BINARY" plan --state-dir="$SD" --mode=balanced -- "$QEMU" $(vm u) $ids -m 64 >"$T/plan" 2>"$T/plan.err"
+  check "running VM by $by: as plan --json names it" "$(jq -S -c '.["ignored-record"]' "$T/plan")" "$(jq -S -c '.plan["ignored-record"]' "$T/out")"
+  check "running VM by $by: the plan member is plan --json's" "$(jq -S -c 'del(.reasons)' "$T/plan")" "$(jq -S -c '.plan | del(.reasons)' "$T/out")"
+done
+
 # A lock held for long (its holder stopped or hung): a reader or a launch
 # fails in one line after the wait, instead of waiting with it for good
 # (outside check, stop 43). The tests' wait is 1 s; qemu-pin's own, 60 s.

@@ -14,6 +14,7 @@
 #include "launcher/keeper/state.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,13 +411,20 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
 /* ---- The control socket ------------------------------------------------- */
 
 static gboolean
-peer_may_ask(int fd)
+peer_may_ask(const struct ucred *cred)
 {
-  struct ucred cred;
-  socklen_t len = sizeof(cred);
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-    return FALSE;
-  return cred.uid == 0 || cred.uid == geteuid();
+  return cred->uid == 0 || cred->uid == geteuid();
+}
+
+/* Whether the client on FD is gone: it closed its end (killed while its
+ * request waited behind another move), so nobody reads the answer. A
+ * client that is there has only shut its writing down (POLLRDHUP), never
+ * both directions (POLLHUP). */
+static gboolean
+client_gone(int fd)
+{
+  struct pollfd p = {fd, POLLIN, 0};
+  return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR)) != 0;
 }
 
 static char *
@@ -459,13 +467,27 @@ qp_keeper_control_serve(Keeper *k)
     return;
   struct timeval tv = {5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  struct ucred cred = {0, (uid_t)-1, (gid_t)-1};
+  socklen_t len = sizeof(cred);
   g_autoptr(GError) error = NULL;
   g_autoptr(QpJv) reply = NULL;
-  if (!peer_may_ask(fd))
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+      !peer_may_ask(&cred))
     g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
                 "move refused: only root or the VM's own user may move it");
   else {
     g_autofree char *text = read_request(fd);
+    /* Requests wait one behind the other (a move is served whole): one
+     * whose client went away meanwhile is nobody's any more. */
+    if (client_gone(fd)) {
+      g_strchomp(text);
+      qp_keeper_log(k, 1,
+                    "move request %s dropped: its client (pid %d) is gone, "
+                    "nothing changed",
+                    *text ? text : "(empty)", (int)cred.pid);
+      close(fd);
+      return;
+    }
     reply = serve(k, text, &error);
   }
   if (reply == NULL) {

@@ -14,6 +14,7 @@
 #include "launcher/launch.h"
 #include "qp-error.h"
 #include "topology/base/cpulist.h"
+#include "topology/ledger/claims.h"
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
 #define CGROUP_OURS CGROUP_ROOT "/qemu-pin"
@@ -24,7 +25,20 @@
 
 typedef struct {
   guint64 total_kib, on_kib;
+  GArray *per_node; /* of QpNodeAmount, in KiB */
 } Sum;
+
+static void
+add_kib(GArray *per_node, int node, guint64 kib)
+{
+  for (guint j = 0; j < per_node->len; j++)
+    if (g_array_index(per_node, QpNodeAmount, j).node == node) {
+      g_array_index(per_node, QpNodeAmount, j).mib += kib;
+      return;
+    }
+  QpNodeAmount a = {.node = node, .mib = kib};
+  g_array_append_val(per_node, a);
+}
 
 /* One line of numa_maps: its policy, page size and pages per node. */
 static void
@@ -56,6 +70,8 @@ add_line(const char *line, hwloc_const_bitmap_t nodes, Sum *bound, Sum *anon)
     s->total_kib += kib;
     if (hwloc_bitmap_isset(nodes, (unsigned)node))
       s->on_kib += kib;
+    if (kib > 0)
+      add_kib(s->per_node, node, kib);
   }
 }
 
@@ -74,21 +90,50 @@ proc_file(int pid, const char *name, GError **error)
   return text;
 }
 
-gboolean
-qp_mem_where(int pid, hwloc_const_bitmap_t nodes, QpMemWhere *out,
-             GError **error)
+/* numa_maps read as qp_mem_where() says; PER_NODE (may be NULL): the
+ * memory counted there per node, in KiB. */
+static gboolean
+where(int pid, hwloc_const_bitmap_t nodes, QpMemWhere *out, GArray **per_node,
+      GError **error)
 {
   g_autofree char *text = proc_file(pid, "numa_maps", error);
   if (text == NULL)
     return FALSE;
-  Sum bound = {0, 0}, anon = {0, 0};
+  Sum bound = {0, 0, g_array_new(FALSE, TRUE, sizeof(QpNodeAmount))};
+  Sum anon = {0, 0, g_array_new(FALSE, TRUE, sizeof(QpNodeAmount))};
   g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
     add_line(lines[i], nodes, &bound, &anon);
-  const Sum *s = bound.total_kib > 0 ? &bound : &anon;
+  Sum *s = bound.total_kib > 0 ? &bound : &anon;
   out->total_kib = s->total_kib;
   out->on_kib = s->on_kib;
+  if (per_node != NULL)
+    *per_node = g_array_ref(s->per_node);
+  g_array_unref(bound.per_node);
+  g_array_unref(anon.per_node);
   return TRUE;
+}
+
+gboolean
+qp_mem_where(int pid, hwloc_const_bitmap_t nodes, QpMemWhere *out,
+             GError **error)
+{
+  return where(pid, nodes, out, NULL, error);
+}
+
+GArray *
+qp_mem_where_per_node(int pid, GError **error)
+{
+  g_auto(hwloc_bitmap_t) none = hwloc_bitmap_alloc();
+  QpMemWhere w;
+  GArray *per_node = NULL;
+  if (!where(pid, none, &w, &per_node, error))
+    return NULL;
+  for (guint j = 0; j < per_node->len; j++) {
+    QpNodeAmount *a = &g_array_index(per_node, QpNodeAmount, j);
+    a->mib = (a->mib + 1023) / 1024;
+  }
+  return per_node;
 }
 
 /* ---- The pages ---------------------------------------------------------- */

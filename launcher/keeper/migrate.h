@@ -23,6 +23,11 @@ typedef struct {
 gboolean qp_mem_where(int pid, hwloc_const_bitmap_t nodes, QpMemWhere *out,
                       GError **error);
 
+/* The same guest memory per node (of QpNodeAmount: MiB, rounded up, so
+ * that a node with a page has at least 1), nodes without any left out; NULL
+ * with ERROR set when numa_maps cannot be read. */
+GArray *qp_mem_where_per_node(int pid, GError **error);
+
 /* Moves every page of PID that is off TO (a page on node N goes to TO's
  * node at N's position among the host's nodes HOST_NODES, modulo TO's
  * weight: what the kernel's cpuset rebinding does too) with move_pages(2),

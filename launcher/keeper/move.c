@@ -10,7 +10,9 @@
  * way leaves a claim that covers wherever the pages are); threads go to
  * the new plan; pages move, rate-limited; the binding follows where a
  * cgroup of qemu-pin's own can rebind it; numa_maps says where the memory
- * is; only then is the record cut to the destination, with "moved-at". */
+ * is; only then is the record cut to the destination, with "moved-at". A
+ * move that stops on the way (the caller's pinning, a failure) settles the
+ * record on the nodes numa_maps finds the guest memory on. */
 #include "launcher/keeper/state.h"
 
 #include <errno.h>
@@ -213,6 +215,45 @@ cut_to_destination(QpClaim *claim, const QpClaims *claims, gpointer data,
   return TRUE;
 }
 
+/* A move stopped after phase one: the memory claimed on the nodes that hold
+ * the guest memory now (PAGES, as the check counts it), each with what the
+ * move claimed there and never less than is on it; the CPUs as they were
+ * BEFORE the move (NULL: as they are, the threads having taken the new
+ * plan). */
+typedef struct {
+  const GArray *pages;
+  const QpClaim *before;
+} Settle;
+
+static gboolean
+holds_pages(const GArray *pages, int node)
+{
+  for (guint j = 0; j < pages->len; j++)
+    if (g_array_index(pages, QpNodeAmount, j).node == node)
+      return TRUE;
+  return FALSE;
+}
+
+static gboolean
+settle_to_pages(QpClaim *claim, const QpClaims *claims, gpointer data,
+                GError **error)
+{
+  (void)claims;
+  (void)error;
+  const Settle *s = data;
+  for (guint i = claim->mem->len; i-- > 0;)
+    if (!holds_pages(s->pages, g_array_index(claim->mem, QpNodeAmount, i).node))
+      g_array_remove_index(claim->mem, i);
+  widen_amounts(claim->mem, s->pages, FALSE);
+  if (s->before != NULL) {
+    g_array_set_size(claim->load, 0);
+    g_array_append_vals(claim->load, s->before->load->data,
+                        s->before->load->len);
+    hwloc_bitmap_copy(claim->dedicated, s->before->dedicated);
+  }
+  return TRUE;
+}
+
 /* ---- Threads ------------------------------------------------------------ */
 
 /* The new plan becomes the keeper's: every thread of QEMU is set to its
@@ -306,9 +347,7 @@ move_memory(Keeper *k, const QpHost *host, hwloc_const_bitmap_t to,
     g_autofree char *list = qp_list_format(to);
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
                 "move of QEMU (pid %d) unfinished: %" G_GUINT64_FORMAT
-                " of %" G_GUINT64_FORMAT
-                " MiB of guest memory on nodes %s; the record claims source "
-                "and destination until a move ends",
+                " of %" G_GUINT64_FORMAT " MiB of guest memory on nodes %s",
                 k->qemu_pid, m->where.on_kib / 1024, m->where.total_kib / 1024,
                 list);
     return FALSE;
@@ -341,6 +380,46 @@ answer(const QpClaim *c, hwloc_const_bitmap_t to, const Moved *m)
   return o;
 }
 
+/* The move stopped after phase one, ERROR set: the record is settled on
+ * where the guest memory is now (settle_to_pages(); BEFORE: the claim before
+ * the move, whose CPUs the threads still use, or NULL), and ERROR's line
+ * says what it claims. */
+static void
+stop_move(Keeper *k, const QpClaim *before, GError **error)
+{
+  g_autoptr(GError) local = NULL;
+  g_autoptr(GArray) pages = qp_mem_where_per_node(k->qemu_pid, &local);
+  if (pages != NULL && pages->len == 0)
+    g_set_error(&local, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "numa_maps of QEMU (pid %d) shows no guest memory on any node",
+                k->qemu_pid);
+  Settle settle = {pages, before};
+  g_autofree char *said = NULL;
+  if (local == NULL &&
+      qp_held_claim_adjust(k->claim, settle_to_pages, &settle, &local)) {
+    const QpClaim *c = qp_held_claim_get(k->claim);
+    GString *s = g_string_new(NULL);
+    for (guint j = 0; j < c->mem->len; j++) {
+      const QpNodeAmount *a = &g_array_index(c->mem, QpNodeAmount, j);
+      g_string_append_printf(s, "%s%" G_GUINT64_FORMAT " MiB on node %d",
+                             j ? ", " : "", a->mib, a->node);
+    }
+    said = g_strdup_printf("the record claims %s, where the guest memory is",
+                           s->str);
+    g_string_free(s, TRUE);
+  } else {
+    /* Unmeasured or unwritten: the claim covers source and destination. */
+    said = g_strdup_printf("the record claims source and destination (%s)",
+                           local->message);
+  }
+  qp_keeper_log(k, 1, "move stopped: %s", said);
+  if (error != NULL && *error != NULL) {
+    char *msg = g_strdup_printf("%s; %s", (*error)->message, said);
+    g_free((*error)->message);
+    (*error)->message = msg;
+  }
+}
+
 /* Moves the VM to the host nodes TO; the answer to print, or NULL with
  * the one-line error (nothing changed when it was refused). */
 static QpJv *
@@ -362,6 +441,7 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
   r.opts.vnuma = FALSE;
   g_auto(Moved)
       m = {claim_nodes(qp_held_claim_get(k->claim)), 0, {0, 0}, NULL, NULL};
+  g_autoptr(QpClaim) before = qp_claim_copy(qp_held_claim_get(k->claim));
   if (!qp_held_claim_adjust(k->claim, replan_and_widen, &r, error)) {
     /* Refused, or the record could not be written: nothing changed. */
     g_clear_pointer(&r.plan, qp_plan_free);
@@ -373,7 +453,8 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
    * CPUs to the cgroup's, so the threads are pinned after it. */
   if (!move_memory(k, host, to, rate_mib, &m, error)) {
     qp_plan_free(plan);
-    return NULL; /* the record claims both: the pages are on either */
+    stop_move(k, before, error);
+    return NULL;
   }
   /* (A test stands in for a long copy here: QEMU_PIN_TEST_MOVE_PAUSE_MS.) */
   const char *pause_ms = g_getenv("QEMU_PIN_TEST_MOVE_PAUSE_MS");
@@ -381,25 +462,29 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
     g_usleep((gulong)g_ascii_strtoull(pause_ms, NULL, 10) * 1000);
   /* The caller may have pinned a thread while the pages moved (a copy at
    * --rate takes its time): its decision wins over the new plan. The move
-   * stops there, the record claiming source and destination, as for a
-   * move that ends half-way. */
+   * stops there, the record settled where the memory is, as for a move
+   * that fails half-way, and its CPUs then follow the caller's pinning. */
   if (qp_caller_pins_moved(k->pins)) {
     (void)qp_keeper_query_and_apply(k, NULL, NULL);
     g_autofree char *placed = qp_keeper_caller_placed(k);
     if (placed != NULL) {
       g_autofree char *list = qp_list_format(to);
       qp_plan_free(plan);
-      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_CALLER_PLACED,
-                  "move stopped: %s while the pages moved to nodes %s; the "
-                  "threads stay where they are, and the record claims the "
-                  "old nodes and the new ones (qemu-pin never moves what the "
-                  "caller placed)",
-                  placed, list);
+      g_set_error(
+          error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_CALLER_PLACED,
+          "move stopped: %s while the pages moved to nodes %s (qemu-pin "
+          "never moves what the caller placed); the threads stay where "
+          "they are",
+          placed, list);
+      stop_move(k, before, error);
+      (void)qp_keeper_query_and_apply(k, NULL, NULL);
       return NULL;
     }
   }
-  if (!take_plan(k, host, plan, error))
+  if (!take_plan(k, host, plan, error)) {
+    stop_move(k, NULL, error);
     return NULL;
+  }
   Cut cut = {plan, hwloc_bitmap_isequal(m.from, to)};
   if (!qp_held_claim_adjust(k->claim, cut_to_destination, &cut, error))
     return NULL;

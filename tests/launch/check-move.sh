@@ -163,7 +163,8 @@ check "no room: c's claim is unchanged" '{"0":1536}' "$(record "$c" | jq -c '.["
 
 # The caller pins a vCPU while the pages move (a copy at --rate takes its
 # time; here the keeper waits 3 s at that point): the move stops, the
-# caller's pinning stays, and the record claims the old nodes and the new
+# caller's pinning stays, and the record claims where the pages are
+# (check-move-stops.sh checks that on a two-node host)
 # (outside check, stop 43: the new plan undid the caller's pinning).
 # shellcheck disable=SC2046
 z=$(QEMU_PIN_TEST_MOVE_PAUSE_MS=3000 launch z --mode=balanced -- "$QEMU" $(vm z) -m 64) || not_ok "launch z"

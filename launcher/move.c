@@ -292,7 +292,11 @@ qp_move_ask(const QpClaim *vm, const char *to_nodes, guint rate_mib,
                 : strcmp(code, QP_MOVE_REFUSED) == 0
                     ? QP_LAUNCH_ERROR_MOVE_REFUSED
                     : QP_LAUNCH_ERROR_FAILED,
-                "%s%s", g_str_has_prefix(err, "move") ? "" : "move: ", err);
+                "%s%s",
+                g_str_has_prefix(err, "move ") || g_str_has_prefix(err, "move:")
+                    ? ""
+                    : "move: ",
+                err);
     return NULL;
   }
   return g_steal_pointer(&reply);

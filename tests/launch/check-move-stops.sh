@@ -182,7 +182,7 @@ before=$(record t | jq -c '[.["memory-mib"], .load, .["dedicated-cpus"], .["move
 QEMU_PIN_TOPOLOGY="$T/even.xml" "$QP_BINARY" move --state-dir="$SD" t --to-nodes=1 >"$T/mt.out" 2>"$T/mt.err"
 check "failed move: exit status" 1 $?
 check "failed move: one line on stderr" 1 "$(wc -l <"$T/mt.err")"
-grep -q "move_pages of QEMU (pid $(cat "$T/t.pid")): .*; the record claims [0-9]* MiB on node 0, where the guest memory is$" "$T/mt.err" &&
+grep -q "^qemu-pin: move: move_pages of QEMU (pid $(cat "$T/t.pid")): .*; the record claims [0-9]* MiB on node 0, where the guest memory is$" "$T/mt.err" &&
   ok "failed move: said, with what the record claims" || not_ok "failed move: $(cat "$T/mt.err")"
 settled "failed move" t "$(cat "$T/t.pid")"
 check "failed move: the record is as before the move (memory, load, CPUs, moved-at)" "$before" \

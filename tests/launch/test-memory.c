@@ -366,7 +366,7 @@ test_hugetlb_backend_beside_ram(Fixture *f, gconstpointer data)
     g_test_message("without hugepages: %s", r.err);
     g_assert_cmpint(r.status, ==, 1);
     g_assert_nonnull(strstr(r.err, "does not fit"));
-    g_assert_nonnull(strstr(r.err, "2 MiB of 2048 KiB hugepages (1 pages)"));
+    g_assert_nonnull(strstr(r.err, "2 MiB of 2048 KiB hugepages (1 page)"));
     g_auto(GStrv) lines = g_strsplit(r.err, "\n", -1);
     g_assert_cmpuint(g_strv_length(lines), ==, 2); /* one line */
     g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);

@@ -12,9 +12,9 @@ qp_plan_mem_phrase(const Ctx *ctx, guint c, guint64 units)
   if (c == 0)
     return g_strdup_printf("%" G_GUINT64_FORMAT " MiB", units);
   return g_strdup_printf("%" G_GUINT64_FORMAT " MiB of %" G_GUINT64_FORMAT
-                         " KiB hugepages (%" G_GUINT64_FORMAT " pages)",
+                         " KiB hugepages (%" G_GUINT64_FORMAT " page%s)",
                          qp_plan_units_to_mib(ctx, c, units), ctx->cls_page[c],
-                         units);
+                         units, units == 1 ? "" : "s");
 }
 
 /* What NEED (units per class) holds: "1024 MiB and 2048 MiB of 2048 KiB

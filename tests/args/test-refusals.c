@@ -110,7 +110,6 @@ test_memfd_page_size_not_on_host(void)
        "seal=off",
        "failed to create memfd with flags 0x58000005: No such device"},
   };
-  g_autoptr(GError) error = NULL;
   g_autofree char *xml =
       g_build_filename(g_getenv("QP_TOPOLOGIES"), "intel-2s-smt.xml", NULL);
   g_autofree char *topology = g_strdup_printf("--topology=%s", xml);

@@ -354,6 +354,8 @@ typedef struct {
   char **start_backends; /* the memory backends QEMU starts with */
   int monitor[2];        /* the keeper's end, QEMU's end; -1 when closed */
   int status_pipe[2];    /* -daemonize: the keeper's word on the plan */
+  int guard[2];          /* the guard's pipe (start_guard()); -1 when closed */
+  gboolean paused;       /* qemu-pin starts QEMU paused for its keeper */
 } Launch;
 
 static void
@@ -361,6 +363,9 @@ launch_clear(Launch *l)
 {
   /* A keeper still waiting for our exec leaves first. */
   g_clear_pointer(&l->keeper, qp_keeper_spawn_free);
+  for (int i = 0; i < 2; i++)
+    if (l->guard[i] >= 0)
+      close(l->guard[i]);
   g_clear_pointer(&l->host, qp_host_free);
   g_clear_pointer(&l->plan, qp_plan_free);
   g_clear_pointer(&l->caller_host, qp_caller_host_free);
@@ -406,6 +411,20 @@ open_monitor(Launch *l, GError **error)
   return TRUE;
 }
 
+/* The guard's pipe, made before the keeper so that the keeper holds its
+ * write end from its first instruction (start_guard()). */
+static gboolean
+open_guard_pipe(Launch *l, GError **error)
+{
+  if (pipe2(l->guard, O_CLOEXEC) < 0) {
+    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                "cannot create a pipe: %s", g_strerror(errno));
+    l->guard[0] = l->guard[1] = -1;
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* A launch that execs QEMU in place starts its keeper before the ledger's
  * lock, where the keeper's start holds up no other launch: it waits for
  * its configuration (make_claim()) and the exec. FALSE when it failed;
@@ -413,7 +432,7 @@ open_monitor(Launch *l, GError **error)
 static gboolean
 spawn_keeper_ahead(Launch *l, GError **error)
 {
-  if (!open_monitor(l, error))
+  if (!open_monitor(l, error) || !open_guard_pipe(l, error))
     return FALSE;
   GError *local = NULL;
   l->keeper = qp_keeper_spawn_ahead(l->monitor[1], &local);
@@ -482,6 +501,9 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
     claim->qemu_start = qp_proc_start_time(getpid());
   }
 
+  l->paused = plan->pause && !args->has_S && args->incoming == NULL;
+  if (!args->daemonize && l->guard[1] < 0 && !open_guard_pipe(l, error))
+    return NULL;
   struct stat qemu_end;
   fstat(qemu_fd, &qemu_end);
   l->start_backends = start_backends(args);
@@ -495,8 +517,9 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
       .qmp_fd = l->monitor[0],
       .qemu_pid = args->daemonize ? 0 : getpid(),
       .daemonize = args->daemonize,
-      .paused = plan->pause && !args->has_S && args->incoming == NULL,
+      .paused = l->paused,
       .status_fd = l->status_pipe[1],
+      .guard_fd = l->paused && !args->daemonize ? l->guard[1] : -1,
       .qmp_timeout_ms = l->opts->qmp_timeout_ms,
       .start_timeout_ms = l->opts->start_timeout_ms,
       .verbose = l->opts->verbose,
@@ -563,16 +586,83 @@ start_daemon(Launch *l, const char *binary, QpHeldClaim *held, GError **error)
   return wait_daemonized(child, l->status_pipe[0], held, error);
 }
 
+/* A paused QEMU that the keeper dies before resuming (SIGKILL, the OOM
+ * killer) would stay paused for good, unclaimed once the record is pruned:
+ * with -daemonize the launcher is the daemon's subreaper and kills it, but
+ * without it QEMU is the launcher's own process. So a guard waits on a
+ * pipe whose write ends are the keeper's, from the keeper's first
+ * instruction (made before it: open_guard_pipe()), and the launcher's
+ * until its exec (O_CLOEXEC). A byte means the guest runs, QEMU is gone or
+ * the launch failed; the end of the pipe without one, that the keeper died
+ * first, at any moment from its start on: the guard then kills QEMU (the
+ * launcher's process: its start time, whether it has reached its exec or
+ * not) and releases the claim, as a failing keeper does. The guard is the
+ * launcher's grandchild, forked twice and its parent reaped before the
+ * exec, so that it is never a zombie under QEMU; it costs only a launch
+ * that pauses. */
+static void
+start_guard(Launch *l, QpHeldClaim *held)
+{
+  pid_t qemu = getpid();
+  guint64 start = qp_proc_start_time(qemu);
+  pid_t mid = fork();
+  if (mid < 0)
+    return;
+  if (mid > 0) {
+    while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
+      ;
+    return;
+  }
+  if (fork() != 0)
+    _exit(0);
+  prctl(PR_SET_NAME, "qemu-pin-guard", 0, 0, 0);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  /* Nothing of the launcher's but stdio and the pipe's read end: our copy
+   * of its write end would keep the pipe open, one of QEMU's monitor or of
+   * the ledger would outlive them. */
+  int fd = l->guard[0];
+  if (fd != 3 && dup2(fd, 3) < 0)
+    _exit(1);
+  if (close_range(4, ~0U, 0) < 0)
+    for (int i = 4; i < 1024; i++)
+      close(i);
+  char byte;
+  ssize_t n;
+  while ((n = read(3, &byte, 1)) < 0 && errno == EINTR)
+    ;
+  if (n == 0 && start != 0 && qp_proc_start_time(qemu) == start &&
+      kill(qemu, SIGKILL) == 0) {
+    release_claim(held);
+    qp_error("QEMU was stopped: its keeper died before it resumed the guest");
+  }
+  _exit(0);
+}
+
+/* The launch failed after start_guard(): the guard may go. */
+static void
+stop_guard(Launch *l)
+{
+  if (l->guard[1] >= 0) {
+    (void)!write(l->guard[1], "r", 1);
+    close(l->guard[1]);
+    l->guard[1] = -1;
+  }
+}
+
 /* This process takes the plan's startup CPUs and memory policy and becomes
  * QEMU; returns only when that failed, with the claim released. */
 static int
 exec_in_place(Launch *l, const char *binary, QpHeldClaim *held, GError **error)
 {
+  if (l->paused && l->guard[0] >= 0)
+    start_guard(l, held);
   if (apply_process_plan(l->plan, error)) {
     test_stop("QEMU_PIN_TEST_STOP_BEFORE_EXEC");
     fcntl(l->monitor[1], F_SETFD, 0);
     qp_exec(binary, l->qemu_argv, error);
   }
+  stop_guard(l);
   release_claim(held);
   return -1;
 }
@@ -582,8 +672,13 @@ qp_launch(QpOptions *opts, const char *binary, const char *argv0,
           QpQemuArgs *args, QpMakeRoom make_room, GError **error)
 {
   g_autofree char *dir = qp_launch_state_dir(opts);
-  Launch l = {
-      opts, args, argv0, dir, .monitor = {-1, -1}, .status_pipe = {-1, -1}};
+  Launch l = {opts,
+              args,
+              argv0,
+              dir,
+              .monitor = {-1, -1},
+              .status_pipe = {-1, -1},
+              .guard = {-1, -1}};
   qp_timing("options");
   l.host = load_host(opts, args, dir, error);
   qp_timing("host");

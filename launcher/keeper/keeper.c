@@ -47,7 +47,8 @@ close_inherited(const QpKeeperConfig *cfg)
     if (!g_ascii_isdigit(e->d_name[0]))
       continue;
     int fd = atoi(e->d_name);
-    if (fd > 2 && fd != dfd && fd != cfg->qmp_fd && fd != cfg->status_fd)
+    if (fd > 2 && fd != dfd && fd != cfg->qmp_fd && fd != cfg->status_fd &&
+        fd != cfg->guard_fd)
       g_array_append_val(fds, fd);
   }
   closedir(d);
@@ -98,46 +99,6 @@ report_failure(Keeper *k, const char *line)
   }
 }
 
-/* A paused QEMU that the keeper dies before resuming (SIGKILL, the OOM
- * killer) would stay paused for good, unclaimed once the record is pruned:
- * with -daemonize the launcher is the daemon's subreaper and kills it, but
- * without it QEMU is the launcher's own process. So a guard, the keeper's
- * child, waits on a pipe: a byte means the guest runs (or QEMU is gone),
- * the end of the pipe without one that the keeper died first, and the
- * guard kills QEMU (the same process: its start time) and releases the
- * claim, as a failing keeper does. Returns the write end, or -1; *PID the
- * guard's. */
-static int
-start_guard(Keeper *k, pid_t *pid)
-{
-  int qemu = k->cfg->qemu_pid;
-  guint64 start = qp_proc_start_time(qemu);
-  int p[2];
-  if (start == 0 || pipe2(p, O_CLOEXEC) < 0)
-    return -1;
-  *pid = fork();
-  if (*pid < 0) {
-    close(p[0]);
-    close(p[1]);
-    return -1;
-  }
-  if (*pid > 0) {
-    close(p[0]);
-    return p[1];
-  }
-  close(p[1]);
-  prctl(PR_SET_NAME, "qemu-pin-guard", 0, 0, 0);
-  char byte;
-  ssize_t n;
-  while ((n = read(p[0], &byte, 1)) < 0 && errno == EINTR)
-    ;
-  if (n == 0 && qp_proc_start_time(qemu) == start && kill(qemu, SIGKILL) == 0) {
-    release_claim(k);
-    qp_error("QEMU was stopped: its keeper died before it resumed the guest");
-  }
-  _exit(0);
-}
-
 /* The guest runs, or QEMU is gone: the guard may go. */
 static void
 stop_guard(Keeper *k)
@@ -147,8 +108,6 @@ stop_guard(Keeper *k)
   (void)!write(k->guard_fd, "r", 1);
   close(k->guard_fd);
   k->guard_fd = -1;
-  while (waitpid(k->guard_pid, NULL, 0) < 0 && errno == EINTR)
-    ;
 }
 
 /* QEMU left on its own: the claim goes back, and the launcher (under
@@ -380,14 +339,12 @@ qp_keeper_main(const QpKeeperConfig *cfg)
                    .control_fd = -1,
                    .qemu_pid = cfg->qemu_pid,
                    .pidfd = -1,
-                   .guard_fd = -1,
+                   .guard_fd = cfg->guard_fd,
                    .t0 = g_get_monotonic_time()};
   Keeper *k = &keeper;
   GError *error = NULL;
 
   detach(k);
-  if (cfg->paused && !cfg->daemonize && cfg->qemu_pid > 0)
-    k->guard_fd = start_guard(k, &k->guard_pid);
   greet(k);
   first_look(k);
   if (cfg->mem_hotplug)

@@ -31,6 +31,10 @@ typedef struct {
    * guest runs (or waits for the caller's cont) without the keeper. */
   gboolean paused;
   int status_fd; /* -daemonize: "ok\n" or a line of error; else -1 */
+  /* PAUSED without -daemonize: the write end of the guard's pipe
+   * (launcher/launch.c, start_guard()), which the keeper holds from its
+   * start; a byte on it says QEMU needs no guard any more. Else -1. */
+  int guard_fd;
   guint qmp_timeout_ms;
   guint start_timeout_ms;
   int verbose;

@@ -27,11 +27,10 @@ typedef struct {
   QpHeldClaim *claim; /* the VM's claim, ours from the start */
   QpQmp *qmp;
   int qemu_pid;
-  int pidfd;    /* -1: no pidfd (kernel < 5.3, valgrind): poll /proc */
-  int guard_fd; /* the guard's pipe while QEMU waits paused, or -1 */
-  pid_t guard_pid;
-  guint64 qemu_start;       /* start time of qemu_pid, when it is known */
-  gboolean greeted;         /* the handshake succeeded */
+  int pidfd;          /* -1: no pidfd (kernel < 5.3, valgrind): poll /proc */
+  int guard_fd;       /* the guard's pipe while QEMU waits paused, or -1 */
+  guint64 qemu_start; /* start time of qemu_pid, when it is known */
+  gboolean greeted;   /* the handshake succeeded */
   gint64 greeted_waited_us; /* qp_qmp_waited_us() once greeted */
   gboolean applied;         /* every thread runs where the plan says */
   gint64 t0;

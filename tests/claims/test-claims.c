@@ -345,18 +345,6 @@ proc_state(int pid, guint64 *start)
   return f[0][0];
 }
 
-static gboolean
-wait_proc_state(int pid, char want, guint timeout_ms)
-{
-  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
-  do {
-    if (proc_state(pid, NULL) == want)
-      return TRUE;
-    g_usleep(5000);
-  } while (g_get_monotonic_time() < deadline);
-  return FALSE;
-}
-
 /* Stops KEEPER where it holds no lock on the ledger in STATE: a keeper
  * writes its record now and then (its QEMU's resident memory), and one
  * stopped inside that write would keep the ledger locked for good. */
@@ -366,7 +354,7 @@ stop_keeper_unlocked(int keeper, const char *state)
   g_autofree char *lock = g_build_filename(state, "lock", NULL);
   for (int attempt = 0; attempt < 200; attempt++) {
     kill(keeper, SIGSTOP);
-    g_assert_true(wait_proc_state(keeper, 'T', 10000));
+    g_assert_true(qp_test_wait_state(keeper, 'T', 10000));
     int fd = open(lock, O_RDWR | O_CLOEXEC);
     g_assert_cmpint(fd, >=, 0);
     gboolean unlocked = flock(fd, LOCK_EX | LOCK_NB) == 0;
@@ -1187,7 +1175,7 @@ test_killed_keeper_keeps_claim(Fixture *f, gconstpointer data)
   /* QEMU killed too (a zombie not yet reaped holds nothing): the next
    * status prunes the record. */
   kill(pid, SIGKILL);
-  g_assert_true(wait_proc_state(pid, 'Z', 10000));
+  g_assert_true(qp_test_wait_state(pid, 'Z', 10000));
   g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
   g_autoptr(JsonObject) st2 = status_json(f->state, NULL);
   g_assert_cmpuint(n_vms(st2), ==, 0);
@@ -1250,7 +1238,7 @@ start_stopped_at(Fixture *f, const char *var)
   g_auto(GStrv) env = g_get_environ();
   env = g_environ_setenv(env, var, "1", TRUE);
   GPid pid = qp_test_spawn((char **)cmd->pdata, env, f->dir);
-  g_assert_true(wait_proc_state(pid, 'T', 30000));
+  g_assert_true(qp_test_wait_state(pid, 'T', 30000));
   g_autofree char *exe_path = g_strdup_printf("/proc/%d/exe", pid);
   g_autofree char *exe = g_file_read_link(exe_path, NULL);
   g_autofree char *self = realpath(qp_test_binary(), NULL);

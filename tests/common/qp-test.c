@@ -211,6 +211,19 @@ qp_test_wait(GPid pid, guint timeout_ms)
   }
 }
 
+gboolean
+qp_test_wait_state(int pid, char want, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  do {
+    g_autofree char *state = qp_test_task_field(pid, pid, "State");
+    if (state != NULL && state[0] == want)
+      return TRUE;
+    g_usleep(5000);
+  } while (g_get_monotonic_time() < deadline);
+  return FALSE;
+}
+
 char *
 qp_test_task_field(int pid, int tid, const char *field)
 {

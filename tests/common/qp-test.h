@@ -42,6 +42,10 @@ GPid qp_test_spawn(char **argv, char **envp, const char *dir);
  * status (128 + signal when killed), or -1 on timeout. */
 int qp_test_wait(GPid pid, guint timeout_ms);
 
+/* Waits up to TIMEOUT_MS until process PID is in state WANT (the letter of
+ * /proc/PID/status's State: 'T' stopped, 'S' sleeping...); FALSE if not. */
+gboolean qp_test_wait_state(int pid, char want, guint timeout_ms);
+
 /* A field of /proc/PID/task/TID/status ("Cpus_allowed_list"), trimmed. */
 char *qp_test_task_field(int pid, int tid, const char *field);
 

@@ -479,6 +479,52 @@ test_keeper_killed_while_paused(RbFixture *f, gconstpointer data)
   rb_assert_nothing_left(f, 10000);
 }
 
+/* Outside check, stop 44: the guard was the keeper's own child, made once
+ * QEMU had started, so a keeper killed before that (here while the
+ * launcher, stopped at DATA's hook, has not reached its exec) left QEMU
+ * paused for good with its claim. The guard now comes from the launcher
+ * before the exec, and the keeper holds the guard's pipe from its first
+ * instruction: QEMU is killed, the claim released. */
+static void
+test_keeper_killed_early(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  envp = g_environ_setenv(envp, (const char *)data, "1", TRUE);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+  const char *head[] = {qp_test_binary(), "--mode=one-to-one", "--", f->qemu,
+                        NULL};
+  for (guint i = 0; head[i] != NULL; i++)
+    g_ptr_array_add(argv, g_strdup(head[i]));
+  rb_add_guest_args(f, argv);
+  const char *rest[] = {"-m", "64", "-smp", "1", "-name", f->marker, NULL};
+  for (guint i = 0; rest[i] != NULL; i++)
+    g_ptr_array_add(argv, g_strdup(rest[i]));
+  g_ptr_array_add(argv, NULL);
+  GPid pid = qp_test_spawn((char **)argv->pdata, envp, f->dir);
+  g_assert_true(qp_test_wait_state(pid, 'T', 30000));
+  g_autoptr(GArray) keepers = rb_pids_named("qemu-pin-keeper", f->marker);
+  g_assert_cmpuint(keepers->len, ==, 1);
+  int keeper = g_array_index(keepers, int, 0);
+  g_assert_cmpint(kill(keeper, SIGKILL), ==, 0);
+  gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+  for (;;) {
+    g_autoptr(GArray) left = rb_pids_named("qemu-pin-keeper", f->marker);
+    if (left->len == 0)
+      break;
+    g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+    g_usleep(5000);
+  }
+  g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+  /* The launcher, or QEMU in its place, killed: not left paused. */
+  g_assert_cmpint(qp_test_wait(pid, 30000), ==, 128 + SIGKILL);
+  g_autofree char *err = stderr_of(f);
+  g_assert_cmpstr(err, ==,
+                  "qemu-pin: QEMU was stopped: its keeper died before it "
+                  "resumed the guest\n");
+  rb_assert_nothing_left(f, 10000);
+}
+
 /* Outside check, stop 42: with -daemonize, a launcher killed while QEMU
  * was still starting (here its daemon blocks opening a FIFO) left the VM
  * running with its claim once QEMU got going, where QEMU alone leaves
@@ -645,6 +691,12 @@ main(int argc, char **argv)
              NULL, rb_setup, test_daemonize_keeper_killed, rb_teardown);
   g_test_add("/regressions/keeper-killed-while-qemu-paused", RbFixture, NULL,
              rb_setup, test_keeper_killed_while_paused, rb_teardown);
+  g_test_add("/regressions/keeper-killed-before-exec", RbFixture,
+             "QEMU_PIN_TEST_STOP_BEFORE_EXEC", rb_setup,
+             test_keeper_killed_early, rb_teardown);
+  g_test_add("/regressions/keeper-killed-before-lock", RbFixture,
+             "QEMU_PIN_TEST_STOP_BEFORE_LOCK", rb_setup,
+             test_keeper_killed_early, rb_teardown);
   g_test_add("/regressions/daemonize/launcher-killed-while-qemu-starts",
              RbFixture, NULL, rb_setup, test_daemonize_launcher_killed,
              rb_teardown);

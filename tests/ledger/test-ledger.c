@@ -1684,6 +1684,45 @@ test_lock_not_shared_across_fork(Fixture *f, gconstpointer data)
   close(fd);
 }
 
+/* Outside check, stop 44: the lock file removed while one process held
+ * the lock let the next opener make a new one and lock it at once, and
+ * two launches claimed the same room. The state directory's own lock
+ * keeps the second waiting. */
+static void
+test_lock_file_removed(Fixture *f, gconstpointer data)
+{
+  QpLedger *l = open_ok(f);
+  g_assert_true(qp_ledger_lock(l, NULL));
+  g_autofree char *lock = state_file(f, "lock");
+  g_assert_cmpint(unlink(lock), ==, 0);
+  pid_t pid = fork();
+  g_assert_cmpint(pid, >=, 0);
+  if (pid == 0) {
+    g_setenv("QEMU_PIN_TEST_LOCK_WAIT_S", "1", TRUE);
+    QpLedger *other = qp_ledger_open(f->state, NULL);
+    if (other == NULL)
+      _exit(1);
+    GError *error = NULL;
+    if (qp_ledger_lock(other, &error))
+      _exit(2); /* locked beside the holder */
+    if (strstr(error->message, "has been held by another process") == NULL)
+      _exit(3);
+    g_error_free(error);
+    qp_ledger_close(other);
+    _exit(0);
+  }
+  int status;
+  g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+  /* Once the holder lets go, the next one locks (on the new lock file). */
+  qp_ledger_close(l);
+  QpLedger *next = open_ok(f);
+  g_assert_true(qp_ledger_lock(next, NULL));
+  g_assert_true(g_file_test(lock, G_FILE_TEST_IS_REGULAR));
+  qp_ledger_close(next);
+}
+
 /* ---- Status
  * ------------------------------------------------------------------ */
 
@@ -2164,6 +2203,7 @@ main(int argc, char **argv)
   FT("/ledger/atomic/reader-never-sees-partial", test_atomic_writes);
   FT("/ledger/lock/sixteen-writers-ten-fit", test_concurrent_claims);
   FT("/ledger/lock/not-shared-across-fork", test_lock_not_shared_across_fork);
+  FT("/ledger/lock/lock-file-removed-while-held", test_lock_file_removed);
   g_test_add_func("/ledger/status/json", test_status_json);
   g_test_add_func("/ledger/status/text", test_status_text);
   g_test_add_func("/ledger/status/overcommit-per-cpu", test_status_overcommit);

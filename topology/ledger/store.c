@@ -1,6 +1,6 @@
 /* The ledger's store (see ledger-store.h): one JSON record per VM in a
- * private state directory, an exclusive flock on DIR/lock, records written
- * atomically, and on every read the records of VMs that are gone pruned
+ * private state directory, exclusive flocks on DIR and DIR/lock, records
+ * written atomically, and on every read the records of VMs that are gone pruned
  * (liveness by the QEMU PID and its start time) and unreadable ones moved
  * aside. See docs/ledger.md.
  *
@@ -231,21 +231,14 @@ require_owner(QpLedger *ledger, GError **error)
 /* The longest wait for the ledger's lock. */
 #define LOCK_WAIT_S 60
 
-gboolean
-qp_ledger_lock(QpLedger *ledger, GError **error)
+/* Takes an exclusive flock on FD, waiting up to WAIT_S (see
+ * qp_ledger_lock()). */
+static gboolean
+lock_waiting(QpLedger *ledger, int fd, int wait_s, GError **error)
 {
-  if (!require_owner(ledger, error))
-    return FALSE;
-  /* Critical sections last milliseconds: the lock is waited for, a few
-   * ms at a time, up to LOCK_WAIT_S, after which its holder is most
-   * likely stopped or hung (a launch then fails, saying so, rather than
-   * hang with it). */
-  /* (The tests of the wait set it shorter.) */
-  const char *test_wait = g_getenv("QEMU_PIN_TEST_LOCK_WAIT_S");
-  int wait_s = test_wait != NULL ? atoi(test_wait) : LOCK_WAIT_S;
   gint64 deadline = g_get_monotonic_time() + wait_s * G_USEC_PER_SEC;
   gulong nap_us = 200;
-  while (flock(ledger->lockfd, LOCK_EX | LOCK_NB) < 0) {
+  while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
     if (errno == EINTR)
       continue;
     if (errno != EWOULDBLOCK)
@@ -261,6 +254,34 @@ qp_ledger_lock(QpLedger *ledger, GError **error)
     }
     g_usleep(nap_us);
     nap_us = MIN(nap_us * 2, 5000);
+  }
+  return TRUE;
+}
+
+gboolean
+qp_ledger_lock(QpLedger *ledger, GError **error)
+{
+  if (!require_owner(ledger, error))
+    return FALSE;
+  /* Critical sections last milliseconds: the lock is waited for, a few
+   * ms at a time, up to LOCK_WAIT_S, after which its holder is most
+   * likely stopped or hung (a launch then fails, saying so, rather than
+   * hang with it). */
+  /* (The tests of the wait set it shorter.) */
+  const char *test_wait = g_getenv("QEMU_PIN_TEST_LOCK_WAIT_S");
+  int wait_s = test_wait != NULL ? atoi(test_wait) : LOCK_WAIT_S;
+  /* The directory first: a lock file removed (by hand, by a member of a
+   * shared ledger's group) while its holder is inside its critical
+   * section is made again by the next opener, whose flock on the new file
+   * would not wait for the holder's on the old one; removing the lock
+   * file leaves the directory as it was. The lock file still, for the
+   * keepers of older qemu-pins, which lock it alone. */
+  if (!lock_waiting(ledger, ledger->dirfd, wait_s, error))
+    return FALSE;
+  if (!lock_waiting(ledger, ledger->lockfd, wait_s, error)) {
+    while (flock(ledger->dirfd, LOCK_UN) < 0 && errno == EINTR)
+      ;
+    return FALSE;
   }
   ledger->locked = TRUE;
   return TRUE;
@@ -293,6 +314,8 @@ qp_ledger_unlock(QpLedger *ledger)
     (void)!pwrite(ledger->lockfd, &gen, sizeof gen, 0);
   }
   while (flock(ledger->lockfd, LOCK_UN) < 0 && errno == EINTR)
+    ;
+  while (flock(ledger->dirfd, LOCK_UN) < 0 && errno == EINTR)
     ;
   ledger->locked = FALSE;
   g_clear_pointer(&ledger->summary, qp_summary_free); /* after: not held */

@@ -633,8 +633,8 @@ start_guard(Launch *l, QpHeldClaim *held)
     ;
   if (n == 0 && start != 0 && qp_proc_start_time(qemu) == start &&
       kill(qemu, SIGKILL) == 0) {
-    release_claim(held);
     qp_error("QEMU was stopped: its keeper died before it resumed the guest");
+    release_claim(held);
   }
   _exit(0);
 }

@@ -518,11 +518,12 @@ test_keeper_killed_early(RbFixture *f, gconstpointer data)
   g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
   /* The launcher, or QEMU in its place, killed: not left paused. */
   g_assert_cmpint(qp_test_wait(pid, 30000), ==, 128 + SIGKILL);
+  /* The guard gone too: it has said why. */
+  rb_assert_nothing_left(f, 10000);
   g_autofree char *err = stderr_of(f);
   g_assert_cmpstr(err, ==,
                   "qemu-pin: QEMU was stopped: its keeper died before it "
                   "resumed the guest\n");
-  rb_assert_nothing_left(f, 10000);
 }
 
 /* Outside check, stop 42: with -daemonize, a launcher killed while QEMU

@@ -1761,6 +1761,55 @@ status_opts(QpPlacementOptions *opts)
   g_array_append_val(opts->node_reserve, r);
 }
 
+/* Outside check, stop 44: claims beyond a node's room (a record restored
+ * by its keeper into a full node, a lock file removed) showed only as
+ * "0 free", and a CPU two VMs had dedicated as one "D". Status now warns,
+ * naming the VMs; a ledger within the host's room gets no such warning. */
+static void
+test_status_overcommitted(void)
+{
+  g_autoptr(TestHost) host = host_new();
+  QpPlacementOptions opts;
+  status_opts(&opts);
+  g_autoptr(QpClaims) fine = status_claims();
+  g_autofree char *fine_text = qp_status_to_text(host, fine, &opts);
+  g_assert_null(strstr(fine_text, "overcommitted"));
+  g_assert_null(strstr(fine_text, "more than one VM"));
+
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  QpClaim *one = make_claim("id-1", 100, 5, 0, 10000);
+  one->name = g_strdup("one");
+  hwloc_bitmap_set_range(one->dedicated, 0, 1);
+  QpHugeClaim h = {0, 2048, 600};
+  g_array_append_val(one->huge, h);
+  g_ptr_array_add(claims->claims, one);
+  QpClaim *two = make_claim("id-2", 200, 5, 0, 6000);
+  hwloc_bitmap_set_range(two->dedicated, 1, 2);
+  g_ptr_array_add(claims->claims, two);
+  const char *want[] = {
+      "node 0 is overcommitted: its claims exceed its room by 1664 MiB "
+      "(16000 MiB claimed of 15360 MiB of plain memory, 1024 MiB of it "
+      "reserved), by VMs one, id-2",
+      "node 0's pool of 2048 KiB hugepages is overcommitted: 600 pages "
+      "claimed of 512, by VMs one",
+      "CPU 1 is dedicated to more than one VM: one, id-2",
+  };
+  g_autofree char *text = qp_status_to_text(host, claims, &opts);
+  for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
+    g_autofree char *line = g_strdup_printf("warning: %s\n", want[i]);
+    if (strstr(text, line) == NULL)
+      g_error("status text lacks \"%s\":\n%s", line, text);
+  }
+  g_assert_null(strstr(text, "node 1 is overcommitted"));
+  g_autoptr(JsonNode) root = qp_status_to_json(host, claims, &opts);
+  JsonArray *w =
+      json_object_get_array_member(json_node_get_object(root), "warnings");
+  g_assert_cmpuint(json_array_get_length(w), ==, G_N_ELEMENTS(want));
+  for (gsize i = 0; i < G_N_ELEMENTS(want); i++)
+    g_assert_cmpstr(json_array_get_string_element(w, (guint)i), ==, want[i]);
+  qp_placement_options_clear(&opts);
+}
+
 static void
 test_status_json(void)
 {
@@ -2207,6 +2256,8 @@ main(int argc, char **argv)
   g_test_add_func("/ledger/status/json", test_status_json);
   g_test_add_func("/ledger/status/text", test_status_text);
   g_test_add_func("/ledger/status/overcommit-per-cpu", test_status_overcommit);
+  g_test_add_func("/ledger/status/overcommitted-claims-warned",
+                  test_status_overcommitted);
   g_test_add_func("/ledger/claims/take-vm-by-uuid-id-or-name", test_take_vm);
   g_test_add_func("/ledger/status/shared-dedicated-cores-count",
                   test_status_shared_dedicated);

@@ -637,6 +637,9 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
   for (guint i = 0; claims && i < claims->warnings->len; i++)
     g_string_append_printf(s, "warning: %s\n",
                            (const char *)claims->warnings->pdata[i]);
+  g_autoptr(GPtrArray) over = qp_status_overcommitted(host, claims, opts);
+  for (guint i = 0; i < over->len; i++)
+    g_string_append_printf(s, "warning: %s\n", (const char *)over->pdata[i]);
   return g_string_free(s, FALSE);
 }
 

@@ -505,6 +505,9 @@ qp_status_to_json(const QpHost *host, const QpClaims *claims,
   json_builder_begin_array(b);
   for (guint i = 0; claims && i < claims->warnings->len; i++)
     json_builder_add_string_value(b, claims->warnings->pdata[i]);
+  g_autoptr(GPtrArray) over = qp_status_overcommitted(host, claims, opts);
+  for (guint i = 0; i < over->len; i++)
+    json_builder_add_string_value(b, over->pdata[i]);
   json_builder_end_array(b);
   json_builder_end_object(b);
   return json_builder_get_root(b);

@@ -174,3 +174,136 @@ qp_status_keeper_running(const QpClaim *c)
   g_strchomp(comm);
   return strcmp(comm, "qemu-pin-keeper") == 0 || strcmp(comm, "qemu-pin") == 0;
 }
+
+/* "a, b": the VMs of CLAIMS that IN says hold something (names, else ids). */
+static char *
+vm_names(const QpClaims *claims,
+         gboolean (*in)(const QpClaim *c, gconstpointer data),
+         gconstpointer data)
+{
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < claims->claims->len; i++) {
+    const QpClaim *c = claims->claims->pdata[i];
+    if (in(c, data))
+      g_string_append_printf(s, "%s%s", s->len ? ", " : "",
+                             c->name != NULL ? c->name : c->id);
+  }
+  return g_string_free(s, FALSE);
+}
+
+static gboolean
+has_mem_on(const QpClaim *c, gconstpointer data)
+{
+  int node = GPOINTER_TO_INT(data);
+  for (guint i = 0; c->mem != NULL && i < c->mem->len; i++) {
+    const QpNodeAmount *a = &g_array_index(c->mem, QpNodeAmount, i);
+    if (a->node == node && a->mib > 0)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+typedef struct {
+  int node;
+  guint64 page_kib;
+} PoolKey;
+
+static gboolean
+has_pages_on(const QpClaim *c, gconstpointer data)
+{
+  const PoolKey *k = data;
+  for (guint i = 0; c->huge != NULL && i < c->huge->len; i++) {
+    const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, i);
+    if (h->node == k->node && h->page_kib == k->page_kib && h->pages > 0)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+static void
+memory_overcommitted(const QpHost *host, const QpClaims *claims,
+                     const QpPlacementOptions *opts, GPtrArray *out)
+{
+  for (guint i = 0; i < host->n_nodes; i++) {
+    const QpNode *n = &host->nodes[i];
+    QpNodeCapacity cap;
+    qp_node_capacity(host, claims, opts, i, &cap);
+    guint64 plain = cap.total_mib - MIN(cap.hugepage_mib, cap.total_mib);
+    guint64 room = plain - MIN(cap.reserve_mib, plain);
+    if (!cap.blocked && cap.claimed_mib > room) {
+      g_autofree char *vms =
+          vm_names(claims, has_mem_on, GINT_TO_POINTER(n->id));
+      g_ptr_array_add(
+          out, g_strdup_printf(
+                   "node %d is overcommitted: its claims exceed its room by "
+                   "%" G_GUINT64_FORMAT " MiB (%" G_GUINT64_FORMAT
+                   " MiB claimed of %" G_GUINT64_FORMAT
+                   " MiB of plain memory, %" G_GUINT64_FORMAT
+                   " MiB of it reserved), by VMs %s",
+                   n->id, cap.claimed_mib - room, cap.claimed_mib, plain,
+                   cap.reserve_mib, vms));
+    }
+    g_autoptr(GArray) sizes = qp_node_page_sizes(n, claims);
+    for (guint j = 0; !cap.blocked && j < sizes->len; j++) {
+      PoolKey k = {n->id, g_array_index(sizes, guint64, j)};
+      QpNodePages pages;
+      qp_node_pages(host, claims, i, k.page_kib, &pages);
+      if (pages.claimed <= pages.total)
+        continue;
+      g_autofree char *vms = vm_names(claims, has_pages_on, &k);
+      g_ptr_array_add(
+          out,
+          g_strdup_printf("node %d's pool of %" G_GUINT64_FORMAT
+                          " KiB hugepages is overcommitted: %" G_GUINT64_FORMAT
+                          " pages claimed of %" G_GUINT64_FORMAT ", by VMs %s",
+                          n->id, k.page_kib, pages.claimed, pages.total, vms));
+    }
+    qp_node_capacity_clear(&cap);
+  }
+}
+
+static gboolean
+has_dedicated(const QpClaim *c, gconstpointer data)
+{
+  return c->dedicated != NULL && hwloc_bitmap_intersects(c->dedicated, data);
+}
+
+static void
+cpus_overcommitted(const QpClaims *claims, GPtrArray *out)
+{
+  g_auto(hwloc_bitmap_t) seen = hwloc_bitmap_alloc();
+  g_auto(hwloc_bitmap_t) twice = hwloc_bitmap_alloc();
+  for (guint i = 0; i < claims->claims->len; i++) {
+    const QpClaim *c = claims->claims->pdata[i];
+    if (c->dedicated == NULL)
+      continue;
+    g_auto(hwloc_bitmap_t) both = hwloc_bitmap_alloc();
+    hwloc_bitmap_and(both, seen, c->dedicated);
+    hwloc_bitmap_or(twice, twice, both);
+    hwloc_bitmap_or(seen, seen, c->dedicated);
+  }
+  int cpu;
+  hwloc_bitmap_foreach_begin(cpu, twice)
+  {
+    g_auto(hwloc_bitmap_t) one = hwloc_bitmap_alloc();
+    hwloc_bitmap_set(one, (unsigned)cpu);
+    g_autofree char *vms = vm_names(claims, has_dedicated, one);
+    g_ptr_array_add(out, g_strdup_printf("CPU %d is dedicated to more than "
+                                         "one VM: %s",
+                                         cpu, vms));
+  }
+  hwloc_bitmap_foreach_end();
+}
+
+GPtrArray *
+qp_status_overcommitted(const QpHost *host, const QpClaims *claims,
+                        const QpPlacementOptions *opts)
+{
+  GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+  if (claims == NULL)
+    return out;
+  if (host != NULL)
+    memory_overcommitted(host, claims, opts, out);
+  cpus_overcommitted(claims, out);
+  return out;
+}

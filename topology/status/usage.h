@@ -89,4 +89,13 @@ char *qp_status_vm_words(const QpClaim *c);
  * caller's placement are no longer followed. */
 gboolean qp_status_keeper_running(const QpClaim *c);
 
+/* What the ledger promises beyond the host, one line each (status warns
+ * with them; the planner never makes such claims, but a record restored by
+ * its keeper, a lock file removed or an older qemu-pin can leave them):
+ * each node whose claims exceed its plain memory less the reserve (OPTS),
+ * each hugepage pool claimed beyond its pages, each CPU two VMs have
+ * dedicated. A node blocked by an unreadable record is not counted. */
+GPtrArray *qp_status_overcommitted(const QpHost *host, const QpClaims *claims,
+                                   const QpPlacementOptions *opts);
+
 G_END_DECLS

@@ -1786,14 +1786,14 @@ test_status_overcommitted(void)
   QpClaim *two = make_claim("id-2", 200, 5, 0, 6000);
   hwloc_bitmap_set_range(two->dedicated, 1, 2);
   g_ptr_array_add(claims->claims, two);
-  const char *want[] = {
+  const char *memory =
       "node 0 is overcommitted: its claims exceed its room by 1664 MiB "
       "(16000 MiB claimed of 15360 MiB of plain memory, 1024 MiB of it "
-      "reserved), by VMs one, id-2",
-      "node 0's pool of 2048 KiB hugepages is overcommitted: 600 pages "
-      "claimed of 512, by VMs one",
-      "CPU 1 is dedicated to more than one VM: one, id-2",
-  };
+      "reserved), by VMs one, id-2";
+  const char *pool = "node 0's pool of 2048 KiB hugepages is overcommitted: "
+                     "600 pages claimed of 512, by VMs one";
+  const char *cpu = "CPU 1 is dedicated to more than one VM: one, id-2";
+  const char *want[] = {memory, pool, cpu};
   g_autofree char *text = qp_status_to_text(host, claims, &opts);
   for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
     g_autofree char *line = g_strdup_printf("warning: %s\n", want[i]);

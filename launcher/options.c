@@ -351,6 +351,8 @@ build_help(void)
       "  qemu-pin topology [--json] [--topology=FILE]\n"
       "  qemu-pin status [--json|--metrics] [--prune] [--picture=FILE] "
       "[--state-dir=DIR]\n"
+      "                  [--topology=FILE] [--reserve-mib=MIB]\n"
+      "                  [--node-reserve-mib=NODE:MIB,...]\n"
       "  qemu-pin move VM --to-nodes=NODELIST [--rate=MIB] "
       "[--state-dir=DIR] [--json]\n"
       "  qemu-pin rebalance [--dry-run] [--json] [--cooldown=SECONDS] "

@@ -134,6 +134,12 @@ for by in uuid name; do
   "$QP_BINARY" plan --state-dir="$SD" --mode=balanced -- "$QEMU" $(vm u) $ids -m 64 >"$T/plan" 2>"$T/plan.err"
   check "running VM by $by: as plan --json names it" "$(jq -S -c '.["ignored-record"]' "$T/plan")" "$(jq -S -c '.plan["ignored-record"]' "$T/out")"
   check "running VM by $by: the plan member is plan --json's" "$(jq -S -c 'del(.reasons)' "$T/plan")" "$(jq -S -c '.plan | del(.reasons)' "$T/out")"
+  # shellcheck disable=SC2046,SC2086
+  rebalance --dry-run --mode=balanced -- "$QEMU" $(vm u) $ids -m 64
+  check "running VM by $by, text: exit status" 0 $?
+  check "running VM by $by, text: the record left out named" \
+    "qemu-pin: plan: ignored record u ($uid), qemu pid $u: the running VM of this -$by, planned as if it were not there" \
+    "$(grep 'ignored record' "$T/out")"
 done
 
 # A lock held for long (its holder stopped or hung): a reader or a launch

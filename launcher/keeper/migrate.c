@@ -28,18 +28,6 @@ typedef struct {
   GArray *per_node; /* of QpNodeAmount, in KiB */
 } Sum;
 
-static void
-add_kib(GArray *per_node, int node, guint64 kib)
-{
-  for (guint j = 0; j < per_node->len; j++)
-    if (g_array_index(per_node, QpNodeAmount, j).node == node) {
-      g_array_index(per_node, QpNodeAmount, j).mib += kib;
-      return;
-    }
-  QpNodeAmount a = {.node = node, .mib = kib};
-  g_array_append_val(per_node, a);
-}
-
 /* One line of numa_maps: its policy, page size and pages per node. */
 static void
 add_line(const char *line, hwloc_const_bitmap_t nodes, Sum *bound, Sum *anon)
@@ -71,7 +59,7 @@ add_line(const char *line, hwloc_const_bitmap_t nodes, Sum *bound, Sum *anon)
     if (hwloc_bitmap_isset(nodes, (unsigned)node))
       s->on_kib += kib;
     if (kib > 0)
-      add_kib(s->per_node, node, kib);
+      qp_node_amount_add(s->per_node, node, kib);
   }
 }
 

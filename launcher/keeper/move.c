@@ -226,15 +226,6 @@ typedef struct {
 } Settle;
 
 static gboolean
-holds_pages(const GArray *pages, int node)
-{
-  for (guint j = 0; j < pages->len; j++)
-    if (g_array_index(pages, QpNodeAmount, j).node == node)
-      return TRUE;
-  return FALSE;
-}
-
-static gboolean
 settle_to_pages(QpClaim *claim, const QpClaims *claims, gpointer data,
                 GError **error)
 {
@@ -242,7 +233,8 @@ settle_to_pages(QpClaim *claim, const QpClaims *claims, gpointer data,
   (void)error;
   const Settle *s = data;
   for (guint i = claim->mem->len; i-- > 0;)
-    if (!holds_pages(s->pages, g_array_index(claim->mem, QpNodeAmount, i).node))
+    if (qp_node_amount_of(s->pages,
+                          g_array_index(claim->mem, QpNodeAmount, i).node) == 0)
       g_array_remove_index(claim->mem, i);
   widen_amounts(claim->mem, s->pages, FALSE);
   if (s->before != NULL) {

@@ -34,15 +34,7 @@ add_line(const char *line, GArray *per_node_kib)
     if (*end != '=' || node > G_MAXINT)
       continue;
     guint64 pages = g_ascii_strtoull(end + 1, NULL, 10);
-    guint j = 0;
-    while (j < per_node_kib->len &&
-           g_array_index(per_node_kib, QpNodeAmount, j).node != (int)node)
-      j++;
-    if (j == per_node_kib->len) {
-      QpNodeAmount a = {.node = (int)node, .mib = 0};
-      g_array_append_val(per_node_kib, a);
-    }
-    g_array_index(per_node_kib, QpNodeAmount, j).mib += pages * page_kib;
+    qp_node_amount_add(per_node_kib, (int)node, pages * page_kib);
   }
 }
 
@@ -64,15 +56,6 @@ measure(int pid)
   return a;
 }
 
-static guint64
-on_node(const GArray *a, int node)
-{
-  for (guint j = 0; j < a->len; j++)
-    if (g_array_index(a, QpNodeAmount, j).node == node)
-      return g_array_index(a, QpNodeAmount, j).mib;
-  return 0;
-}
-
 /* Whether NOW differs from what the record says (WAS) by a step on a node. */
 static gboolean
 moved(const GArray *was, const GArray *now)
@@ -81,7 +64,8 @@ moved(const GArray *was, const GArray *now)
     const GArray *a = pass == 0 ? was : now;
     for (guint j = 0; j < a->len; j++) {
       int node = g_array_index(a, QpNodeAmount, j).node;
-      guint64 x = on_node(was, node), y = on_node(now, node);
+      guint64 x = qp_node_amount_of(was, node),
+              y = qp_node_amount_of(now, node);
       if ((x > y ? x - y : y - x) >= RESIDENT_STEP_MIB)
         return TRUE;
     }

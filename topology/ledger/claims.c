@@ -27,6 +27,27 @@ qp_cpu_load_copy(GArray *dst, const GArray *src)
   }
 }
 
+guint64
+qp_node_amount_of(const GArray *amounts, int node)
+{
+  for (guint j = 0; amounts != NULL && j < amounts->len; j++)
+    if (g_array_index(amounts, QpNodeAmount, j).node == node)
+      return g_array_index(amounts, QpNodeAmount, j).mib;
+  return 0;
+}
+
+void
+qp_node_amount_add(GArray *amounts, int node, guint64 mib)
+{
+  for (guint j = 0; j < amounts->len; j++)
+    if (g_array_index(amounts, QpNodeAmount, j).node == node) {
+      g_array_index(amounts, QpNodeAmount, j).mib += mib;
+      return;
+    }
+  QpNodeAmount a = {.node = node, .mib = mib};
+  g_array_append_val(amounts, a);
+}
+
 QpClaim *
 qp_claim_new(void)
 {

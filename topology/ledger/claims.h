@@ -17,6 +17,13 @@ typedef struct {
   guint64 mib;
 } QpNodeAmount;
 
+/* The MiB of NODE in AMOUNTS (of QpNodeAmount), 0 when it has no entry. */
+guint64 qp_node_amount_of(const GArray *amounts, int node);
+
+/* Adds MIB to NODE's entry of AMOUNTS (of QpNodeAmount), appending one when
+ * there is none. */
+void qp_node_amount_add(GArray *amounts, int node, guint64 mib);
+
 typedef struct {
   int node;
   guint64 page_kib;

@@ -225,6 +225,17 @@ qp_claim_resident_mib(const QpClaim *c, int node)
   return (guint64)((unsigned __int128)here * c->qemu_rss_mib / all);
 }
 
+guint64
+qp_node_hugepage_mib(const QpNode *n)
+{
+  guint64 mib = 0;
+  for (guint i = 0; n->hugepages != NULL && i < n->hugepages->len; i++) {
+    const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, i);
+    mib += p->total * p->page_kib / 1024;
+  }
+  return mib;
+}
+
 /* Fills OUT for host->nodes[INDEX] from what the claims hold there: CLAIMED
  * MiB, RESIDENT of them (trusted). */
 static void
@@ -235,10 +246,7 @@ fill_node_memory(const QpHost *host, const QpPlacementOptions *opts,
   const QpNode *n = &host->nodes[index];
   memset(out, 0, sizeof(*out));
   out->total_mib = n->total_mib;
-  for (guint i = 0; n->hugepages != NULL && i < n->hugepages->len; i++) {
-    const QpHugePool *p = &g_array_index(n->hugepages, QpHugePool, i);
-    out->hugepage_mib += p->total * p->page_kib / 1024;
-  }
+  out->hugepage_mib = qp_node_hugepage_mib(n);
   out->plain_mib =
       n->total_mib > out->hugepage_mib ? n->total_mib - out->hugepage_mib : 0;
   out->reserve_mib = qp_node_reserve_mib(opts, n->id);

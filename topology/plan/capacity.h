@@ -63,6 +63,9 @@ typedef struct {
   guint64 uncommitted_mib;
 } QpNodeMemory;
 
+/* MiB of node N in its hugepage pools (every size, free or not). */
+guint64 qp_node_hugepage_mib(const QpNode *n);
+
 /* Fills OUT for host->nodes[INDEX] (a blocked node counts as it is). */
 void qp_node_memory(const QpHost *host, const QpClaims *claims,
                     const QpPlacementOptions *opts, guint index,

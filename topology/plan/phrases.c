@@ -3,6 +3,8 @@
  * pieces of memory. */
 #include "topology/plan/phrases.h"
 
+#include "topology/plan/capacity.h"
+
 #include <string.h>
 
 /* "8192 MiB" or "8192 MiB of 2048 KiB hugepages (4096 pages)". */
@@ -90,11 +92,7 @@ qp_plan_node_mem_detail(const Ctx *ctx, guint c, guint i)
   g_autofree char *have = NULL;
   if (c == 0) {
     const QpNode *n = &ctx->host->nodes[i];
-    guint64 pools = 0;
-    for (guint p = 0; n->hugepages != NULL && p < n->hugepages->len; p++) {
-      const QpHugePool *pool = &g_array_index(n->hugepages, QpHugePool, p);
-      pools += pool->total * pool->page_kib / 1024;
-    }
+    guint64 pools = qp_node_hugepage_mib(n);
     have = pools > 0 ? g_strdup_printf("%" G_GUINT64_FORMAT
                                        " MiB total, %" G_GUINT64_FORMAT
                                        " MiB of it in hugepage pools",

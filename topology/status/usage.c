@@ -226,11 +226,11 @@ memory_overcommitted(const QpHost *host, const QpClaims *claims,
 {
   for (guint i = 0; i < host->n_nodes; i++) {
     const QpNode *n = &host->nodes[i];
-    QpNodeCapacity cap;
-    qp_node_capacity(host, claims, opts, i, &cap);
-    guint64 plain = cap.total_mib - MIN(cap.hugepage_mib, cap.total_mib);
-    guint64 room = plain - MIN(cap.reserve_mib, plain);
-    if (!cap.blocked && cap.claimed_mib > room) {
+    QpNodeMemory mem;
+    qp_node_memory(host, claims, opts, i, &mem);
+    gboolean blocked = qp_claims_node_blocked(claims, n->id);
+    guint64 room = mem.plain_mib - MIN(mem.reserve_mib, mem.plain_mib);
+    if (!blocked && mem.claimed_mib > room) {
       g_autofree char *vms =
           vm_names(claims, has_mem_on, GINT_TO_POINTER(n->id));
       g_ptr_array_add(
@@ -240,11 +240,11 @@ memory_overcommitted(const QpHost *host, const QpClaims *claims,
                    " MiB claimed of %" G_GUINT64_FORMAT
                    " MiB of plain memory, %" G_GUINT64_FORMAT
                    " MiB of it reserved), by VMs %s",
-                   n->id, cap.claimed_mib - room, cap.claimed_mib, plain,
-                   cap.reserve_mib, vms));
+                   n->id, mem.claimed_mib - room, mem.claimed_mib,
+                   mem.plain_mib, mem.reserve_mib, vms));
     }
     g_autoptr(GArray) sizes = qp_node_page_sizes(n, claims);
-    for (guint j = 0; !cap.blocked && j < sizes->len; j++) {
+    for (guint j = 0; !blocked && j < sizes->len; j++) {
       PoolKey k = {n->id, g_array_index(sizes, guint64, j)};
       QpNodePages pages;
       qp_node_pages(host, claims, i, k.page_kib, &pages);
@@ -258,7 +258,6 @@ memory_overcommitted(const QpHost *host, const QpClaims *claims,
                           " pages claimed of %" G_GUINT64_FORMAT ", by VMs %s",
                           n->id, k.page_kib, pages.claimed, pages.total, vms));
     }
-    qp_node_capacity_clear(&cap);
   }
 }
 

@@ -218,14 +218,9 @@ print_plan_line(const QpRebalance *r)
           before);
   /* As plan --human says it: the VM of this command line runs, and its
    * own record was left out. */
-  const QpClaim *own = r->plan->ignored;
-  if (own != NULL) {
-    g_autofree char *who = qp_status_vm_words(own);
-    g_print("qemu-pin: plan: ignored record %s, qemu pid %d: the running VM "
-            "of this -%s, planned as if it were not there\n",
-            who, own->qemu_pid,
-            g_strcmp0(r->plan->ignored_by, "name") == 0 ? "name" : "uuid");
-  }
+  g_autofree char *ignored = qp_status_ignored_words(r->plan);
+  if (ignored != NULL)
+    g_print("qemu-pin: plan: ignored record %s\n", ignored);
 }
 
 /* MOVES (of QpMove*): listed with DRY_RUN, else the moves made; R the last

@@ -174,16 +174,9 @@ append_sets(GString *s, const QpPlan *plan)
 
   g_string_append_printf(s, "mode            %s%s\n", qp_mode_name(plan->mode),
                          plan->best_effort ? " (best effort)" : "");
-  if (plan->ignored != NULL) {
-    const QpClaim *c = plan->ignored;
-    g_autofree char *who = qp_status_vm_words(c);
-    g_string_append_printf(s,
-                           "ignored record  %s, qemu pid %d: the running VM "
-                           "of this -%s, planned as if it were not there\n",
-                           who, c->qemu_pid,
-                           g_strcmp0(plan->ignored_by, "name") == 0 ? "name"
-                                                                    : "uuid");
-  }
+  g_autofree char *ignored = qp_status_ignored_words(plan);
+  if (ignored != NULL)
+    g_string_append_printf(s, "ignored record  %s\n", ignored);
   g_string_append_printf(s, "host nodes      %s\n", nodes);
   g_string_append_printf(s, "process CPUs    %s\n", proc);
   g_string_append_printf(s, "emulator CPUs   %s\n", emu);

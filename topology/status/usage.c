@@ -162,6 +162,20 @@ qp_status_vm_words(const QpClaim *c)
                          : g_strdup(c->id);
 }
 
+char *
+qp_status_ignored_words(const QpPlan *plan)
+{
+  const QpClaim *c = plan->ignored;
+  if (c == NULL)
+    return NULL;
+  g_autofree char *who = qp_status_vm_words(c);
+  return g_strdup_printf("%s, qemu pid %d: the running VM of this -%s, "
+                         "planned as if it were not there",
+                         who, c->qemu_pid,
+                         g_strcmp0(plan->ignored_by, "name") == 0 ? "name"
+                                                                  : "uuid");
+}
+
 gboolean
 qp_status_keeper_running(const QpClaim *c)
 {

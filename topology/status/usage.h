@@ -14,6 +14,7 @@
 
 #include "topology/host/host.h"
 #include "topology/plan/capacity.h"
+#include "topology/plan/plan.h"
 
 G_BEGIN_DECLS
 
@@ -82,6 +83,12 @@ GArray *qp_status_sharers(const QpHost *host, const QpClaims *claims,
 
 /* "beta (0b5e2c4e-...)" or the id alone: how a view names the VM C. */
 char *qp_status_vm_words(const QpClaim *c);
+
+/* What PLAN says of the record it left out, the running VM of the command
+ * line's own -name or -uuid: "beta (0b5e...), qemu pid 42: the running VM
+ * of this -name, planned as if it were not there"; NULL when it left out
+ * none. */
+char *qp_status_ignored_words(const QpPlan *plan);
 
 /* Whether the keeper of C still runs (its PID names a live process called
  * qemu-pin-keeper, or qemu-pin in the moment before the launcher's exec).

@@ -49,6 +49,16 @@ static const QpPropSchema backend_schema[] = {
 #define MFD_ALLOW_SEALING_ 0x2u
 #define MFD_HUGETLB_ 0x4u
 
+/* The flags QEMU 7.2 makes a hugetlb memfd with, for the page size of
+ * hugetlbsize= BYTES (0 when not given: the default hugepage size). */
+static guint
+memfd_flags(const QpProps *p, guint64 bytes)
+{
+  guint shift = bytes != 0 ? (guint)__builtin_ctzll(bytes) : 0;
+  return MFD_CLOEXEC_ | MFD_HUGETLB_ | (shift << QP_MFD_HUGE_SHIFT) |
+         (qp_props_bool_or(p, "seal", TRUE) ? MFD_ALLOW_SEALING_ : 0);
+}
+
 /* A memfd backend's hugetlbsize= of BYTES, as QEMU 7.2 takes it: 0 is
  * refused as it is set, a size that is no power of 2 as the memfd is made
  * (with hugetlb=on or off), each in QEMU's words; with hugetlb=on, a size
@@ -69,12 +79,7 @@ memfd_page_size(QpBackend *b, const QpProps *p, guint64 bytes, GError **error)
                            "%s '%s': hugetlbsize %" G_GUINT64_FORMAT
                            " is not valid: Hugepage size must be a power of 2",
                            p->option, p->text, bytes);
-  if (!b->hugetlb)
-    return TRUE;
-  guint shift = (guint)__builtin_ctzll(bytes);
-  b->memfd_flags = MFD_CLOEXEC_ | MFD_HUGETLB_ | (shift << QP_MFD_HUGE_SHIFT) |
-                   (qp_props_bool_or(p, "seal", TRUE) ? MFD_ALLOW_SEALING_ : 0);
-  if (bytes > 1 && bytes < 4096)
+  if (b->hugetlb && bytes > 1 && bytes < 4096)
     return qp_args_invalid(error,
                            "%s '%s': hugetlbsize %" G_GUINT64_FORMAT
                            " is not a hugepage size of any host: expected "
@@ -98,12 +103,10 @@ backend_read(QpBackend *b, const QpProps *p, gboolean *has_size, GError **error)
       !qp_props_size(p, "hugetlbsize", &huge_bytes, &has_huge, error))
     return FALSE;
   if (strcmp(b->qom_type, "memory-backend-memfd") == 0) {
+    if (b->hugetlb)
+      b->memfd_flags = memfd_flags(p, has_huge ? huge_bytes : 0);
     if (has_huge && !memfd_page_size(b, p, huge_bytes, error))
       return FALSE;
-    if (b->hugetlb && !has_huge)
-      b->memfd_flags =
-          MFD_CLOEXEC_ | MFD_HUGETLB_ |
-          (qp_props_bool_or(p, "seal", TRUE) ? MFD_ALLOW_SEALING_ : 0);
   }
   b->hugetlbsize_kib = huge_bytes / 1024;
   b->mem_path = g_strdup(qp_props_string(p, "mem-path"));

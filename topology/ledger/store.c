@@ -231,10 +231,10 @@ require_owner(QpLedger *ledger, GError **error)
 /* The longest wait for the ledger's lock. */
 #define LOCK_WAIT_S 60
 
-/* Takes an exclusive flock on FD, waiting up to WAIT_S (see
- * qp_ledger_lock()). */
+/* Takes an exclusive flock on FD, WHAT in messages ("the ledger's lock
+ * ..."), waiting up to WAIT_S (see qp_ledger_lock()). */
 static gboolean
-lock_waiting(QpLedger *ledger, int fd, int wait_s, GError **error)
+lock_waiting(int fd, const char *what, int wait_s, GError **error)
 {
   gint64 deadline = g_get_monotonic_time() + wait_s * G_USEC_PER_SEC;
   gulong nap_us = 200;
@@ -242,14 +242,12 @@ lock_waiting(QpLedger *ledger, int fd, int wait_s, GError **error)
     if (errno == EINTR)
       continue;
     if (errno != EWOULDBLOCK)
-      return qp_state_errno_error(error, errno, "cannot lock %s/%s",
-                                  ledger->dir, QP_STATE_LOCK);
+      return qp_state_errno_error(error, errno, "cannot take %s", what);
     if (g_get_monotonic_time() >= deadline) {
       g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_LEDGER,
-                  "the ledger's lock %s/%s has been held by another process "
-                  "for %d s (one stopped or hung while it held it? fuser "
-                  "shows it)",
-                  ledger->dir, QP_STATE_LOCK, wait_s);
+                  "%s has been held by another process for %d s (one "
+                  "stopped or hung while it held it? fuser shows it)",
+                  what, wait_s);
       return FALSE;
     }
     g_usleep(nap_us);
@@ -276,9 +274,13 @@ qp_ledger_lock(QpLedger *ledger, GError **error)
    * would not wait for the holder's on the old one; removing the lock
    * file leaves the directory as it was. The lock file still, for the
    * keepers of older qemu-pins, which lock it alone. */
-  if (!lock_waiting(ledger, ledger->dirfd, wait_s, error))
+  g_autofree char *on_dir =
+      g_strdup_printf("the ledger's lock on %s", ledger->dir);
+  if (!lock_waiting(ledger->dirfd, on_dir, wait_s, error))
     return FALSE;
-  if (!lock_waiting(ledger, ledger->lockfd, wait_s, error)) {
+  g_autofree char *on_file =
+      g_strdup_printf("the ledger's lock %s/%s", ledger->dir, QP_STATE_LOCK);
+  if (!lock_waiting(ledger->lockfd, on_file, wait_s, error)) {
     while (flock(ledger->dirfd, LOCK_UN) < 0 && errno == EINTR)
       ;
     return FALSE;

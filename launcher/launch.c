@@ -502,7 +502,8 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
   }
 
   l->paused = plan->pause && !args->has_S && args->incoming == NULL;
-  if (!args->daemonize && l->guard[1] < 0 && !open_guard_pipe(l, error))
+  if (l->paused && !args->daemonize && l->guard[1] < 0 &&
+      !open_guard_pipe(l, error))
     return NULL;
   struct stat qemu_end;
   fstat(qemu_fd, &qemu_end);

@@ -14,6 +14,7 @@
 #include "launcher/log.h"
 #include "launcher/move.h"
 #include "launcher/qemu/args.h"
+#include "launcher/qemu/memory.h"
 #include "topology/host/host.h"
 #include "topology/ledger/ledger.h"
 #include "topology/ledger/qemu-cmdline.h"
@@ -98,8 +99,17 @@ read_request(QpOptions *opts, int argc, char **argv, QpQemuArgs **args_out,
   qp_launch_say_read(args);
   QpClaims *claims =
       qp_launch_read_ledger(opts, args, TRUE, host_out, own_out, by_out, error);
-  if (claims != NULL)
-    *args_out = g_steal_pointer(&args);
+  if (claims == NULL)
+    return NULL;
+  /* A page size the host has no pool of: refused as plan and a launch
+   * refuse it, in QEMU's words, not made room for. */
+  if (!qp_backends_page_sizes_check(args, *host_out, error)) {
+    qp_claims_free(claims);
+    g_clear_pointer(host_out, qp_host_free);
+    g_clear_pointer(own_out, qp_claim_free);
+    return NULL;
+  }
+  *args_out = g_steal_pointer(&args);
   return claims;
 }
 
@@ -457,6 +467,9 @@ qp_make_room(const QpOptions *opts, const QpQemuArgs *args, const QpHost *host,
              const char *state_dir)
 {
   g_autoptr(GError) error = NULL;
+  /* The launch refuses it, in QEMU's words: no moves for it first. */
+  if (!qp_backends_page_sizes_check(args, host, NULL))
+    return FALSE;
   QpClaims *claims = qp_ledger_read_claims(state_dir, host, &error);
   if (claims == NULL)
     return FALSE;

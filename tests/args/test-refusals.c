@@ -155,6 +155,27 @@ test_memfd_page_size_not_on_host(void)
       g_assert_nonnull(strstr(r.err, rows[i].qemu_says));
       qp_test_run_clear(&r);
     }
+    /* rebalance makes no room for it: refused as plan refuses it. */
+    char *rebalance[] = {(char *)qp_test_binary(),
+                         "rebalance",
+                         "--dry-run",
+                         topology,
+                         "--",
+                         (char *)qp_test_qemu(),
+                         "-m",
+                         "64",
+                         "-object",
+                         (char *)rows[i].object,
+                         "-machine",
+                         "memory-backend=m0",
+                         NULL};
+    QpTestRun r;
+    qp_test_run(rebalance, NULL, &r);
+    g_test_message("qemu-pin rebalance: %d %s", r.status, r.err);
+    g_assert_cmpint(r.status, ==, 1);
+    g_assert_cmpstr(r.out, ==, "");
+    g_assert_cmpstr(r.err, ==, want);
+    qp_test_run_clear(&r);
   }
   /* The sizes the recorded host has are planned in that size (its pools:
    * 1024 pages of 2 MiB, 4 of 1 GiB per node); hugetlbsize without hugetlb

@@ -129,10 +129,19 @@ test_memfd_page_size_not_on_host(void)
         "a hugepage size of this host: expected 2048 KiB, 1048576 KiB (QEMU: "
         "%s)\n",
         rows[i].qemu_says);
-    for (int live = 0; live < 2; live++) {
+    /* plan on the recorded host, plan on this one, and rebalance, which
+     * makes no room for it. */
+    const struct {
+      const char *command, *option, *more;
+      gboolean recorded;
+    } ways[] = {{"plan", topology, "--mode=auto", TRUE},
+                {"plan", "-v", "--mode=auto", FALSE},
+                {"rebalance", topology, "--dry-run", TRUE}};
+    for (gsize w = 0; w < G_N_ELEMENTS(ways); w++) {
       char *argv[] = {(char *)qp_test_binary(),
-                      "plan",
-                      live ? "-v" : topology,
+                      (char *)ways[w].command,
+                      (char *)ways[w].option,
+                      (char *)ways[w].more,
                       "--",
                       (char *)qp_test_qemu(),
                       "-m",
@@ -144,38 +153,17 @@ test_memfd_page_size_not_on_host(void)
                       NULL};
       QpTestRun r;
       qp_test_run(argv, NULL, &r);
-      g_test_message("qemu-pin plan%s: %d %s", live ? "" : " (recorded)",
-                     r.status, r.err);
+      g_test_message("qemu-pin %s%s: %d %s", ways[w].command,
+                     ways[w].recorded ? " (recorded)" : "", r.status, r.err);
       g_assert_cmpint(r.status, ==, 1);
       g_assert_cmpstr(r.out, ==, "");
-      if (!live)
+      if (ways[w].recorded)
         g_assert_cmpstr(r.err, ==, want);
       g_assert_nonnull(strstr(r.err, "hugetlbsize 4096 KiB is not a "
                                      "hugepage size of this host"));
       g_assert_nonnull(strstr(r.err, rows[i].qemu_says));
       qp_test_run_clear(&r);
     }
-    /* rebalance makes no room for it: refused as plan refuses it. */
-    char *rebalance[] = {(char *)qp_test_binary(),
-                         "rebalance",
-                         "--dry-run",
-                         topology,
-                         "--",
-                         (char *)qp_test_qemu(),
-                         "-m",
-                         "64",
-                         "-object",
-                         (char *)rows[i].object,
-                         "-machine",
-                         "memory-backend=m0",
-                         NULL};
-    QpTestRun r;
-    qp_test_run(rebalance, NULL, &r);
-    g_test_message("qemu-pin rebalance: %d %s", r.status, r.err);
-    g_assert_cmpint(r.status, ==, 1);
-    g_assert_cmpstr(r.out, ==, "");
-    g_assert_cmpstr(r.err, ==, want);
-    qp_test_run_clear(&r);
   }
   /* The sizes the recorded host has are planned in that size (its pools:
    * 1024 pages of 2 MiB, 4 of 1 GiB per node); hugetlbsize without hugetlb

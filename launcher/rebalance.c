@@ -7,8 +7,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "launcher/commands.h"
+#include "launcher/keeper/migrate.h"
 #include "launcher/edge.h"
 #include "launcher/launch.h"
 #include "launcher/log.h"
@@ -114,8 +116,10 @@ read_request(QpOptions *opts, int argc, char **argv, QpQemuArgs **args_out,
 }
 
 /* Why the VM of record C cannot move whatever the destination, as its
- * keeper would say, or NULL: a keeper that is not running moves nothing,
- * and one whose QEMU can be given memory (-m maxmem, virtio-mem) refuses. */
+ * keeper would say, or NULL: a keeper that is not running moves nothing;
+ * one whose QEMU has a virtio-mem device refuses, and one whose QEMU can be
+ * given DIMMs (-m maxmem) moves only where the binding moves with the
+ * pages (memory plugged later then lands on the new nodes). */
 static const char *
 why_unmovable(const QpClaim *c)
 {
@@ -124,9 +128,21 @@ why_unmovable(const QpClaim *c)
   g_autofree char *path = g_strdup_printf("/proc/%d/cmdline", c->qemu_pid);
   g_autofree char *args = NULL;
   gsize len = 0;
-  if (c->qemu_pid > 0 && g_file_get_contents(path, &args, &len, NULL) &&
-      qp_qemu_cmdline_memory_pluggable(args, len))
-    return "its memory can be plugged (-m maxmem, virtio-mem)";
+  if (c->qemu_pid <= 0 || !g_file_get_contents(path, &args, &len, NULL))
+    return NULL;
+  QpPluggable plug = qp_qemu_cmdline_memory_pluggable(args, len);
+  if (plug == QP_PLUGGABLE_VIRTIO_MEM)
+    return "its memory can be resized (virtio-mem)";
+  if (plug != QP_PLUGGABLE_MAXMEM)
+    return NULL;
+  /* The keeper runs as QEMU's user. */
+  struct stat st;
+  g_autofree char *proc = g_strdup_printf("/proc/%d", c->qemu_pid);
+  g_autofree char *why = NULL;
+  if (stat(proc, &st) < 0 ||
+      !qp_mem_binding_movable(c->qemu_pid, st.st_uid, c->id, &why))
+    return "its memory can be plugged (-m maxmem) and only its pages could "
+           "move";
   return NULL;
 }
 

@@ -286,29 +286,40 @@ has_cpuset(const char *dir)
   return g_strv_contains((const char *const *)words, "cpuset");
 }
 
-char *
-qp_mem_own_cgroup(int pid, const char *id, char **why)
+gboolean
+qp_mem_binding_movable(int pid, uid_t uid, const char *id, char **why)
 {
   g_autofree char *in = cgroup_of(pid);
   g_autofree char *ours = g_strdup_printf("/qemu-pin/%s", id);
-  g_autofree char *dir = g_strdup_printf(CGROUP_OURS "/%s", id);
   if (in != NULL && strcmp(in, ours) == 0)
-    return g_steal_pointer(&dir);
-  if (geteuid() != 0) {
+    return TRUE;
+  if (uid != 0) {
     *why = g_strdup("qemu-pin runs as a user: only root may make a cgroup "
                     "for QEMU");
-    return NULL;
+    return FALSE;
   }
   if (in == NULL || !has_cpuset(CGROUP_ROOT)) {
     *why = g_strdup("no cgroup v2 with the cpuset controller at " CGROUP_ROOT);
-    return NULL;
+    return FALSE;
   }
   if (strcmp(in, "/") != 0) {
     *why = g_strdup_printf("QEMU's cgroup %s is its orchestrator's "
                            "(libvirt, systemd, Proxmox)",
                            in);
-    return NULL;
+    return FALSE;
   }
+  return TRUE;
+}
+
+char *
+qp_mem_own_cgroup(int pid, const char *id, char **why)
+{
+  g_autofree char *dir = g_strdup_printf(CGROUP_OURS "/%s", id);
+  if (!qp_mem_binding_movable(pid, geteuid(), id, why))
+    return NULL;
+  g_autofree char *in = cgroup_of(pid);
+  if (g_strcmp0(in, "/") != 0)
+    return g_steal_pointer(&dir); /* ours already */
   g_autoptr(GError) error = NULL;
   g_autofree char *pid_text = g_strdup_printf("%d", pid);
   g_autofree char *procs = g_build_filename(dir, "cgroup.procs", NULL);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/types.h>
 #include <hwloc.h>
 
 G_BEGIN_DECLS
@@ -44,6 +45,11 @@ gboolean qp_mem_move_pages(int pid, hwloc_const_bitmap_t host_nodes,
  * cgroup v2 or cpuset controller, or QEMU in a cgroup someone else made
  * (libvirt's machine.slice, a systemd scope, Proxmox's qemu.slice). */
 char *qp_mem_own_cgroup(int pid, const char *id, char **why);
+
+/* Whether qemu-pin, run by UID, may rebind the memory of the QEMU PID whose
+ * record is ID (as qp_mem_own_cgroup() would, without making anything):
+ * FALSE with WHY when it may not. */
+gboolean qp_mem_binding_movable(int pid, uid_t uid, const char *id, char **why);
 
 /* Rebinds PID's memory policies to NODES through the cgroup CGROUP
  * (qp_mem_own_cgroup()): writes cpuset.mems, which also migrates what is

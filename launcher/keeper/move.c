@@ -93,16 +93,34 @@ may_move(Keeper *k, hwloc_const_bitmap_t to, GError **error)
                   "the VM has a VFIO device (%s): its pages are pinned for "
                   "DMA and cannot move",
                   req && req->vfio ? req->vfio[0] : "?");
-  if (k->cfg->mem_hotplug || g_hash_table_size(k->plugged) > 0)
+  if (g_hash_table_size(k->plugged) > 0)
     return refuse(error, "%s",
-                  "the VM's memory or vCPUs can be plugged (-m maxmem, "
-                  "virtio-mem, plugged vCPUs): such a VM is not moved yet");
+                  "vCPUs were plugged into the VM after its start: such a VM "
+                  "is not moved yet");
   const char *plugged = qp_mem_watch_plugged(k->mem);
   if (plugged != NULL)
     return refuse(error,
                   "the VM was given memory after its start (memory backend "
                   "%s): such a VM is not moved yet",
                   plugged);
+  for (guint i = 0; i < req->n_devmem; i++)
+    if (req->devmem[i].kind == QP_MEM_VIRTIO_MEM)
+      return refuse(error,
+                    "the VM's memory can be resized (virtio-mem device %s): "
+                    "such a VM is not moved yet",
+                    req->devmem[i].device != NULL ? req->devmem[i].device
+                                                  : req->devmem[i].memdev);
+  /* DIMMs plugged after the move must land on the destination: only the
+   * binding, moved with the pages, puts them there. */
+  g_autofree char *why = NULL;
+  if (k->cfg->mem_hotplug &&
+      !qp_mem_binding_movable(k->qemu_pid, geteuid(),
+                              qp_held_claim_get(k->claim)->id, &why))
+    return refuse(error,
+                  "the VM's memory can be plugged (-m maxmem) and only its "
+                  "pages could move (%s): memory plugged later would land "
+                  "on the nodes it leaves",
+                  why);
   if (qp_held_claim_get(k->claim)->huge->len > 0)
     return refuse(error, "%s",
                   "the VM's memory is in hugepages: such a VM is not moved "

@@ -8,7 +8,8 @@
 # (another VM claims most of it) exits non-zero with one line and leaves
 # the VM, its pages and its claim where they were. A move whose `qemu-pin
 # move` is killed mid-way leaves one claim where the pages are, and the next
-# move works.
+# move works. A VM whose memory can be plugged (-m maxmem) moves with its
+# binding, and a DIMM plugged after its move lands on the new node.
 . "$QP_LAB_SRC/lib.sh"
 
 # qmp_cmd COMMAND ARGS_JSON: one command on the VM's QMP socket $qmp; fails
@@ -166,5 +167,36 @@ other=$from
 assert_eq "the move after the killed one: claim names only node $other" "{\"$other\":160}" "$(claim_of "$pid")"
 got=$(on_node "$pid" "$other" 160)
 [ "$got" -ge 950 ] || fail "after the move that followed the killed one only $got permille is on node $other"
+
+# A VM whose memory can be plugged (-m maxmem): it moves, its binding with
+# it (the lab's root cgroup has the cpuset controller), and a DIMM plugged
+# after the move has its pages on the destination and is claimed there.
+# Its RAM is preallocated: the guest touches none of it.
+qmp=$QP_LAB_SCRATCH/mx.qmp
+# shellcheck disable=SC2046
+set -- "$QP_QEMU" $(vm_args mx fw.bin) -smp 1 -m 96,slots=2,maxmem=512M \
+  -object memory-backend-ram,id=pc.ram,size=96M,prealloc=on \
+  -machine memory-backend=pc.ram -qmp "unix:$qmp,server=on,wait=off"
+xpid=$(qp_launch mx --mode=balanced -- "$@") || fail "qemu-pin did not launch the VM with maxmem: $xpid"
+xfrom=$(claim_of "$xpid" | jq -r 'keys[0]')
+xto=$(((xfrom + 1) % 4))
+[ "$xto" = "$full" ] && xto=$(((xto + 1) % 4))
+[ "$xto" = "$xfrom" ] && xto=$(((xto + 1) % 4))
+log "the VM with maxmem: claim $(claim_of "$xpid"), moving it to node $xto"
+"$QP_BINARY" move mx --to-nodes="$xto" >mx.out 2>mx.err || fail "the move of the VM with maxmem failed: $(cat mx.err)"
+[ -s mx.err ] && fail "a successful move printed on stderr: $(cat mx.err)"
+grep -q "binding moved too" mx.out || fail "the binding of the VM with maxmem did not move: $(cat mx.out)"
+got=$(on_node "$xpid" "$xto" 96)
+[ "$got" -ge 950 ] || fail "after its move only $got permille of the maxmem VM's RAM is on node $xto"
+assert_eq "the VM with maxmem: claim names only node $xto" "{\"$xto\":96}" "$(claim_of "$xpid")"
+qmp_cmd object-add '{"qom-type": "memory-backend-ram", "id": "dimm1", "size": 50331648, "prealloc": true}' ||
+  fail "object-add of the DIMM's backend failed"
+qmp_cmd device_add '{"driver": "pc-dimm", "id": "d1", "memdev": "dimm1"}' ||
+  fail "device_add of the DIMM failed"
+got=$(on_node "$xpid" "$xto" 48)
+[ "$got" -ge 950 ] || fail "a DIMM plugged after the move has only $got permille on node $xto"
+plugged() { [ "$(claim_of "$xpid")" = "{\"$xto\":144}" ]; }
+wait_for 30 plugged || fail "the DIMM plugged after the move is not claimed on node $xto: $(claim_of "$xpid")"
+log "ok: the VM with maxmem moved to node $xto, and its DIMM plugged after is there and claimed"
 lab_cleanup
 exit 0

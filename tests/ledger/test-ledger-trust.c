@@ -55,22 +55,67 @@ static const BoundsCase bounds_cases[] = {
     {"qemu-system-x86_64 -m 64 -m", 64, 1},
 };
 
+/* ARGS as /proc/PID/cmdline has it: each word ending in NUL (*LEN bytes). */
+static char *
+cmdline_of(const char *args, gsize *len)
+{
+  char *buf = g_strdup(args);
+  *len = strlen(buf) + 1;
+  for (char *p = buf; *p; p++)
+    if (*p == ' ')
+      *p = '\0';
+  return buf;
+}
+
 static void
 test_bounds(void)
 {
   for (gsize i = 0; i < G_N_ELEMENTS(bounds_cases); i++) {
     const BoundsCase *t = &bounds_cases[i];
-    g_autofree char *buf = g_strdup(t->args);
-    gsize len = strlen(buf) + 1; /* as /proc: each argument ends in NUL */
-    for (char *p = buf; *p; p++)
-      if (*p == ' ')
-        *p = '\0';
+    gsize len;
+    g_autofree char *buf = cmdline_of(t->args, &len);
     QpQemuBounds b;
     qp_qemu_cmdline_bounds(buf, len, &b);
     g_test_message("%s: %" G_GUINT64_FORMAT " MiB, %u vCPUs", t->args,
                    b.memory_mib, b.vcpus);
     g_assert_cmpuint(b.memory_mib, ==, t->mib);
     g_assert_cmpuint(b.vcpus, ==, t->vcpus);
+  }
+}
+
+/* How a command line lets memory be plugged: virtio-mem wins over maxmem
+ * wherever each comes (its size changes; DIMMs are plugged whole). */
+static void
+test_pluggable(void)
+{
+  static const struct {
+    const char *args;
+    QpPluggable want;
+  } cases[] = {
+      {"qemu-system-x86_64 -m 1G", QP_PLUGGABLE_NONE},
+      {"qemu-system-x86_64 -m 1G,slots=2,maxmem=4G", QP_PLUGGABLE_MAXMEM},
+      {"qemu-system-x86_64 --m size=1G,maxmem=4G", QP_PLUGGABLE_MAXMEM},
+      {"qemu-system-x86_64 -m 1G,maxmem=4G -device "
+       "virtio-mem-pci,id=v0,memdev=m0",
+       QP_PLUGGABLE_VIRTIO_MEM},
+      {"qemu-system-x86_64 -device virtio-mem-pci,memdev=m0 -m "
+       "1G,maxmem=4G",
+       QP_PLUGGABLE_VIRTIO_MEM},
+      {"qemu-system-x86_64 -m 1G,maxmem=4G -device "
+       "{\"driver\":\"virtio-mem-pci\",\"memdev\":\"m0\"}",
+       QP_PLUGGABLE_VIRTIO_MEM},
+      {"qemu-system-x86_64 -m 1G -device pc-dimm,memdev=m0", QP_PLUGGABLE_NONE},
+      /* The last argument may be cut (a long /proc/PID/cmdline). */
+      {"qemu-system-x86_64 -m 1G,maxmem=4G", QP_PLUGGABLE_NONE},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    gsize len;
+    g_autofree char *buf = cmdline_of(cases[i].args, &len);
+    if (i + 1 == G_N_ELEMENTS(cases))
+      len--; /* the last one's last word cut */
+    g_test_message("%s", cases[i].args);
+    g_assert_cmpint(qp_qemu_cmdline_memory_pluggable(buf, len), ==,
+                    cases[i].want);
   }
 }
 
@@ -242,6 +287,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/ledger/trust/command-line-bounds", test_bounds);
   g_test_add_func("/ledger/trust/qemu-names", test_names);
+  g_test_add_func("/ledger/trust/memory-pluggable", test_pluggable);
   g_test_add_func("/ledger/trust/verdicts", test_verdicts);
   return g_test_run();
 }

@@ -209,9 +209,10 @@ qp_qemu_cmdline_bounds(const char *args, gsize len, QpQemuBounds *out)
   out->vcpus = MAX(vcpus, 1);
 }
 
-gboolean
+QpPluggable
 qp_qemu_cmdline_memory_pluggable(const char *args, gsize len)
 {
+  QpPluggable found = QP_PLUGGABLE_NONE;
   const char *prev = NULL;
   for (gsize i = 0; i < len;) {
     const char *a = args + i;
@@ -223,18 +224,18 @@ qp_qemu_cmdline_memory_pluggable(const char *args, gsize len)
     if (g_strcmp0(opt, "-m") == 0) {
       g_autofree char *maxmem = keyval(a, "maxmem", "size");
       if (maxmem != NULL)
-        return TRUE;
+        found = QP_PLUGGABLE_MAXMEM;
     } else if (g_strcmp0(opt, "-device") == 0) {
       g_autofree char *driver =
           a[0] == '{' ? NULL : keyval(a, "driver", "driver");
       if (g_str_has_prefix(driver != NULL ? driver : "", "virtio-mem") ||
           (a[0] == '{' && strstr(a, "\"virtio-mem") != NULL))
-        return TRUE;
+        return QP_PLUGGABLE_VIRTIO_MEM;
     }
     prev = a;
     i += n + 1;
   }
-  return FALSE;
+  return found;
 }
 
 gboolean

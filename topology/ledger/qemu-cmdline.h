@@ -23,9 +23,16 @@ typedef struct {
  * vCPU. */
 void qp_qemu_cmdline_bounds(const char *args, gsize len, QpQemuBounds *out);
 
-/* Whether the command line ARGS (as above) lets memory be plugged while
- * the VM runs: an -m with maxmem=, or a virtio-mem device. */
-gboolean qp_qemu_cmdline_memory_pluggable(const char *args, gsize len);
+/* How the command line ARGS (as above) lets memory be plugged while the
+ * VM runs: a virtio-mem device (whose size changes), else an -m with
+ * maxmem= (DIMMs plugged), else not. */
+typedef enum {
+  QP_PLUGGABLE_NONE,
+  QP_PLUGGABLE_MAXMEM,
+  QP_PLUGGABLE_VIRTIO_MEM,
+} QpPluggable;
+
+QpPluggable qp_qemu_cmdline_memory_pluggable(const char *args, gsize len);
 
 /* Whether NAME (an executable's basename) is QEMU's or qemu-pin's (which
  * runs under the VM's PID before it execs QEMU in place): qemu-system-*,

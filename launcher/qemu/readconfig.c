@@ -143,6 +143,23 @@ section_option(const ConfigSection *section)
   return NULL;
 }
 
+/* KEY of a section as the command line's option spells it. QEMU 7.2 reads
+ * an [object] section with the keyval visitor, whose lists are dotted
+ * keys: Incus writes 'host-nodes.0 = "1"'. The command line's -object
+ * (QemuOpts) gives the same list as 'host-nodes=1', repeated for more. */
+static const char *
+section_key(const ConfigSection *section, const char *key)
+{
+  static const char list[] = "host-nodes.";
+  if (strcmp(section->group, "object") != 0 ||
+      strncmp(key, list, sizeof(list) - 1) != 0)
+    return key;
+  const char *index = key + sizeof(list) - 1;
+  if (*index == '\0' || strspn(index, "0123456789") != strlen(index))
+    return key;
+  return "host-nodes";
+}
+
 void
 qp_readconfig_name_source(GPtrArray *file_values, GError **error)
 {
@@ -186,7 +203,8 @@ qp_readconfig_expand(GArray *opts, GPtrArray *file_values, GPtrArray *warnings,
       if (sec->id != NULL)
         qp_kv_append(v, "id", sec->id);
       for (guint j = 0; j < sec->keys->len; j++)
-        qp_kv_append(v, sec->keys->pdata[j], sec->values->pdata[j]);
+        qp_kv_append(v, section_key(sec, sec->keys->pdata[j]),
+                     sec->values->pdata[j]);
       char *value = g_string_free(v, FALSE);
       g_ptr_array_add(file_values, value);
       g_ptr_array_add(file_values, g_strdup_printf("%s:%u [%s]", o->value,

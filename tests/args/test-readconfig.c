@@ -94,6 +94,27 @@ test_numa(void)
   g_assert_nonnull(strstr(a->warnings->pdata[0], "'m0', 'm1'"));
 }
 
+/* Incus binds each guest node's backend in the file with a keyval list,
+ * 'host-nodes.0 = "0"', which QEMU 7.2 takes: the backends are the
+ * caller's, bound to host node 0, and nothing is refused. */
+static void
+test_host_nodes_list(void)
+{
+  const char *args[] = {"-readconfig", "@FILE@", NULL};
+  g_autoptr(QpQemuArgs) a =
+      parse_like_qemu(args, "readconfig/incus-host-nodes.cfg");
+  g_assert_cmpuint(a->req->n_gnodes, ==, 2);
+  g_assert_cmpuint(a->backends->len, ==, 2);
+  for (guint i = 0; i < a->backends->len; i++) {
+    const QpBackend *b = g_ptr_array_index(a->backends, i);
+    g_assert_cmpint(b->policy, ==, QP_POLICY_BIND);
+    g_assert_nonnull(b->host_nodes);
+    g_assert_cmpint(hwloc_bitmap_weight(b->host_nodes), ==, 1);
+    g_assert_true(hwloc_bitmap_isset(b->host_nodes, 0));
+  }
+  g_assert_cmpuint(a->warnings->len, ==, 0);
+}
+
 /* Proxmox's q35 file (devices only): nothing to plan, nothing to say. */
 static void
 test_proxmox(void)
@@ -216,6 +237,7 @@ main(int argc, char **argv)
   g_test_add_func("/readconfig/smp-memory", test_smp_memory);
   g_test_add_func("/readconfig/order", test_order);
   g_test_add_func("/readconfig/numa", test_numa);
+  g_test_add_func("/readconfig/host-nodes-list", test_host_nodes_list);
   g_test_add_func("/readconfig/proxmox-q35", test_proxmox);
   g_test_add_func("/readconfig/unreadable", test_unreadable);
   g_test_add_func("/readconfig/device", test_device);

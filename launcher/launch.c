@@ -150,7 +150,13 @@ plan_on(const QpOptions *opts, const QpQemuArgs *args, const QpHost *host,
   if (plan == NULL) {
     /* A plan carries the ledger's warnings; without one, say them here. */
     print_warnings(claims->warnings);
+    return NULL;
   }
+  gboolean warning = FALSE;
+  g_autofree char *unbound =
+      qp_qemu_args_file_backends_say(args, plan, &warning);
+  if (unbound != NULL)
+    qp_log(warning ? G_LOG_LEVEL_WARNING : G_LOG_LEVEL_INFO, "%s", unbound);
   return plan;
 }
 

@@ -214,26 +214,6 @@ is_passthrough(GArray *opts)
   return type != NULL && strcmp(type, "none") == 0;
 }
 
-/* A warning for the backends of -readconfig files the rewrite cannot
- * bind, when there are some. */
-static void
-warn_unbound_file_backends(QpQemuArgs *a)
-{
-  g_autoptr(GString) unbound = g_string_new(NULL);
-  for (guint i = 0; i < a->backends->len; i++) {
-    const QpBackend *b = g_ptr_array_index(a->backends, i);
-    if (b->argi == QP_ARGI_IN_FILE && b->host_nodes == NULL)
-      g_string_append_printf(unbound, "%s'%s'", unbound->len ? ", " : "",
-                             b->id);
-  }
-  if (unbound->len > 0)
-    g_ptr_array_add(a->warnings,
-                    g_strdup_printf("memory backends %s of -readconfig files "
-                                    "cannot be given host-nodes: the "
-                                    "process's memory policy binds them",
-                                    unbound->str));
-}
-
 static QpQemuArgs *
 args_new(guint argc, char **argv)
 {
@@ -281,6 +261,5 @@ qp_qemu_args_parse(guint argc, char **argv, GError **error)
     qp_readconfig_name_source(file_values, error);
     return NULL;
   }
-  warn_unbound_file_backends(a);
   return g_steal_pointer(&a);
 }

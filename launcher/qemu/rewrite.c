@@ -317,6 +317,32 @@ qp_qemu_args_prealloc_note(const QpQemuArgs *args, const QpPlan *plan)
       "the startup CPUs");
 }
 
+char *
+qp_qemu_args_file_backends_say(const QpQemuArgs *args, const QpPlan *plan,
+                               gboolean *warning)
+{
+  g_autoptr(GString) unbound = g_string_new(NULL);
+  for (guint i = 0; i < args->backends->len; i++) {
+    const QpBackend *b = g_ptr_array_index(args->backends, i);
+    if (b->argi == QP_ARGI_IN_FILE && b->host_nodes == NULL)
+      g_string_append_printf(unbound, "%s'%s'", unbound->len ? ", " : "",
+                             b->id);
+  }
+  if (unbound->len == 0)
+    return NULL;
+  *warning = plan == NULL || plan->mem_nodes == NULL ||
+             hwloc_bitmap_weight(plan->mem_nodes) != 1;
+  if (*warning)
+    return g_strdup_printf("memory backends %s of -readconfig files cannot "
+                           "be given host-nodes: the process's memory "
+                           "policy binds them",
+                           unbound->str);
+  return g_strdup_printf("memory backends %s of -readconfig files are bound "
+                         "by the process's memory policy, to the plan's one "
+                         "host node",
+                         unbound->str);
+}
+
 /* The argv of RW: ARGV0, the caller's arguments as RW changed them, what
  * RW adds at the end, then -S and the private monitor on QMP_FD. */
 static char **

@@ -24,4 +24,13 @@ char **qp_qemu_args_rewrite(const QpQemuArgs *args, const char *argv0,
  * bound memory to preallocate without one; else NULL. */
 char *qp_qemu_args_prealloc_note(const QpQemuArgs *args, const QpPlan *plan);
 
+/* The memory backends of -readconfig files the caller left unbound: the
+ * rewrite cannot give them host-nodes (the file is not rewritten), and the
+ * process's memory policy binds them instead. That is the plan's binding
+ * when PLAN's memory is on one host node: then one line for -v, and
+ * *WARNING FALSE; else a warning (*WARNING TRUE). NULL when there is no
+ * such backend. */
+char *qp_qemu_args_file_backends_say(const QpQemuArgs *args, const QpPlan *plan,
+                                     gboolean *warning);
+
 G_END_DECLS

@@ -3,7 +3,8 @@
  * through the real qemu-pin with real QEMU (TCG): libvirt's shape (JSON
  * -object and -device, -S, its own monitor), Proxmox's (-readconfig of its
  * q35 file, -daemonize with a pidfile; without -id, which only Proxmox's
- * QEMU takes) and a plain -daemonize. Each VM
+ * QEMU takes), Incus's (-readconfig of its machine, memory and vCPUs) and a
+ * plain -daemonize. Each VM
  * is stopped with "quit" on its caller's monitor, which QEMU does without a
  * word, and stderr is read once QEMU and the keeper are gone. */
 #include <string.h>
@@ -104,6 +105,24 @@ static const Shape shapes[] = {
       "tcg",
       "-bios",
       "@FW@",
+      NULL}},
+    /* Incus: the machine, memory, vCPUs and an unbound memfd backend in a
+     * -readconfig file, which the process's memory policy binds. */
+    {"incus",
+     "--mode=auto",
+     TRUE,
+     {"-name",       "@NAME@",
+      "-uuid",       "0e2d3c4b-5a69-4788-96a5-b4c3d2e1f001",
+      "-daemonize",  "-cpu",
+      "qemu64",      "-nographic",
+      "-serial",     "chardev:console",
+      "-nodefaults", "-no-user-config",
+      "-readconfig", "@DATA@/readconfig/incus.cfg",
+      "-qmp",        "unix:@QMP@,server=on,wait=off",
+      "-pidfile",    "@PID@",
+      "-smbios",     "type=2,manufacturer=LinuxContainers,product=Incus",
+      "-accel",      "tcg",
+      "-bios",       "@FW@",
       NULL}},
     {"daemonize",
      "--mode=auto",

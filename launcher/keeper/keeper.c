@@ -30,6 +30,8 @@
  * the benchmark hosts, whose whole start is 60-80 ms), short beside
  * anything a caller does to a VM it has just started. */
 #define FIRST_LOOK_AFTER_MS 200
+/* Between two looks for the vCPUs of a QEMU waiting in --preconfig. */
+#define PRECONFIG_LOOK_MS 100
 
 /* Closes every inherited descriptor but stdio and the ones we use: above
  * all the ledger's lock, whose flock a copy would keep held if the launcher
@@ -272,6 +274,36 @@ find_qemu(Keeper *k, GArray *vcpus)
   qp_keeper_log(k, 1, "QEMU is pid %d with %u vCPUs", k->qemu_pid, vcpus->len);
 }
 
+/* Whether ERROR is QEMU's refusal of a query before its machine is
+ * initialised: under --preconfig, until the caller's x-exit-preconfig. */
+static gboolean
+before_machine_init(const GError *error)
+{
+  return g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_COMMAND) &&
+         strstr(error->message, "permitted only after machine "
+                                "initialization") != NULL;
+}
+
+/* --preconfig: QEMU has no vCPU until the caller's x-exit-preconfig, and
+ * waits for it as long as the caller likes (QEMU started paused by
+ * qemu-pin stays so after it). Asks again every PRECONFIG_LOOK_MS until
+ * the vCPUs are there; a QEMU that leaves meanwhile is no failure. */
+static GArray *
+query_cpus_after_preconfig(Keeper *k, GError **error)
+{
+  qp_keeper_log(k, 1, "QEMU waits in --preconfig: the first look waits");
+  for (;;) {
+    g_clear_error(error);
+    if (!qp_keeper_watching(k))
+      g_usleep(PRECONFIG_LOOK_MS * 1000);
+    else if (qp_keeper_qemu_gone(k, PRECONFIG_LOOK_MS))
+      qemu_left(k);
+    GArray *vcpus = qp_qmp_query_cpus(k->qmp, error);
+    if (vcpus != NULL || !before_machine_init(*error))
+      return vcpus;
+  }
+}
+
 /* The first look at QEMU's threads: every one goes where the plan says,
  * unless the caller pinned it itself. */
 static void
@@ -279,6 +311,11 @@ first_look(Keeper *k)
 {
   GError *error = NULL;
   g_autoptr(GArray) vcpus = qp_qmp_query_cpus(k->qmp, &error);
+  /* With -daemonize the launcher waits for the first look's report, and
+   * the caller for the launcher before its x-exit-preconfig: that look
+   * cannot wait, and QEMU is stopped with QEMU's reason. */
+  if (vcpus == NULL && !k->cfg->daemonize && before_machine_init(error))
+    vcpus = query_cpus_after_preconfig(k, &error);
   if (vcpus == NULL)
     fail(k, error);
   find_qemu(k, vcpus);

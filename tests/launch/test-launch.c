@@ -265,6 +265,66 @@ test_caller_S_replan_on_cont(Fixture *f, gconstpointer data)
   stop_and_check_released(f, pid);
 }
 
+/* --preconfig (QEMU's qtests, numa-test.c): QEMU answers no query of its
+ * vCPUs until the caller's x-exit-preconfig, which may come at any time.
+ * The keeper waits for it, then pins and resumes as for any paused plan;
+ * it used to stop QEMU at its first look ("permitted only after machine
+ * initialization"). */
+static void
+test_preconfig(Fixture *f, gconstpointer data)
+{
+  g_autofree char *qmparg =
+      g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  const char *opts[] = {"--mode=one-to-one", NULL};
+  const char *extra[] = {"-smp",        "2",    "-m",   "64",
+                         "--preconfig", "-qmp", qmparg, NULL};
+  g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
+  g_autoptr(JsonObject) plan = plan_of(cmd);
+  g_auto(GStrv) want = qp_test_plan_vcpu_sets(plan);
+
+  GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
+  g_assert_true(qp_test_wait_status(f->qmp, "prelaunch", 10000));
+  /* The caller takes its time: QEMU still waits for it. */
+  g_usleep(500000);
+  g_autofree char *st = qp_test_query_status(f->qmp);
+  g_assert_cmpstr(st, ==, "prelaunch");
+
+  g_autoptr(JsonNode) r = qp_test_qmp_command(f->qmp, "x-exit-preconfig");
+  g_assert_nonnull(r);
+  g_assert_true(
+      qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 10000));
+  g_assert_true(qp_test_wait_status(f->qmp, "running", 10000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 1);
+  g_autofree char *err = qp_test_file_text(f->dir, "stderr");
+  g_assert_cmpstr(err, ==, "");
+  stop_and_check_released(f, pid);
+}
+
+/* --preconfig with -daemonize: QEMU's first process returns at once, but
+ * qemu-pin returns only after its first look at the vCPUs, which QEMU has
+ * only after the caller's x-exit-preconfig, which the caller sends only
+ * after qemu-pin returned. Not waited for, then: one line, QEMU stopped,
+ * no claim, and no hang. */
+static void
+test_preconfig_daemonize(Fixture *f, gconstpointer data)
+{
+  g_autofree char *qmparg =
+      g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  g_autofree char *pidfile = g_build_filename(f->dir, "vm.pid", NULL);
+  const char *extra[] = {"-smp",        "1",          "-m",       "64",
+                         "--preconfig", "-daemonize", "-pidfile", pidfile,
+                         "-qmp",        qmparg,       NULL};
+  g_autoptr(GPtrArray) cmd = command(f, NULL, f->halt_fw, extra);
+  GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
+  g_assert_cmpint(qp_test_wait(pid, 30000), ==, 1);
+  g_autofree char *err = qp_test_file_text(f->dir, "stderr");
+  g_test_message("stderr: %s", err);
+  g_assert_cmpuint(qp_test_count_lines(err), ==, 1);
+  g_assert_nonnull(strstr(err, "machine initialization"));
+  g_assert_true(qp_test_wait_no_process(f->marker, 20000));
+  g_assert_cmpuint(qp_test_count_records(f->state), ==, 0);
+}
+
 static void
 test_daemonize(Fixture *f, gconstpointer data)
 {
@@ -970,6 +1030,9 @@ main(int argc, char **argv)
   ADD("/launch/caller-S/stays-paused-and-replans-on-cont",
       test_caller_S_replan_on_cont, NULL);
   ADD("/launch/caller-pin/kept-and-claim-follows", test_caller_pin_kept, NULL);
+  ADD("/launch/preconfig/waits-for-x-exit-preconfig", test_preconfig, NULL);
+  ADD("/launch/preconfig/daemonize-stops-at-once", test_preconfig_daemonize,
+      NULL);
   ADD("/launch/daemonize/returns-after-pinning-with-pidfile", test_daemonize,
       NULL);
   ADD("/launch/sigterm/same-status-as-plain-qemu", test_sigterm_status, NULL);

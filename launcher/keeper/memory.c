@@ -311,8 +311,12 @@ qp_mem_watch_new(const QpKeeperConfig *cfg, const QpPlan *const *plan,
   g_autoptr(QpJv) keep_memdev = NULL, keep_devices = NULL;
   g_autoptr(GArray) seen = look(qmp, &keep_memdev, &keep_devices, &error);
   if (seen == NULL) {
-    qp_warning("keeper: memory plugged later is not claimed: %s",
-               error->message);
+    /* A monitor that closed is QEMU leaving (a guest that powered off as
+     * the keeper asked): the keeper's next step finds it gone, which is no
+     * news. */
+    if (!g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_IO))
+      qp_warning("keeper: memory plugged later is not claimed: %s",
+                 error->message);
     return NULL;
   }
   QpMemWatch *w = g_new0(QpMemWatch, 1);

@@ -127,6 +127,7 @@ fake_qmp_behaviour_from_name(const char *name, FakeQmpBehaviour *out)
       {"close-after-greeting", FAKE_QMP_CLOSE_AFTER_GREETING},
       {"vanish-threads", FAKE_QMP_VANISH_THREADS},
       {"exit-during-startup", FAKE_QMP_EXIT_DURING_STARTUP},
+      {"exit-at", FAKE_QMP_EXIT_AT},
   };
 
   for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
@@ -431,6 +432,10 @@ handle_line(FakeQmp *fake, const char *line, FakeQmpEnd *end)
   targeted = s->command != NULL && g_str_equal(cmd, s->command);
   if (targeted && s->behaviour == FAKE_QMP_NEVER_REPLY)
     return TRUE;
+  if (targeted && s->behaviour == FAKE_QMP_EXIT_AT) {
+    *end = FAKE_QMP_END_QUIT;
+    return FALSE;
+  }
   if (targeted && s->behaviour == FAKE_QMP_GARBAGE) {
     send_line(fake, garbage);
     return TRUE;

@@ -24,6 +24,8 @@ typedef enum {
   FAKE_QMP_VANISH_THREADS,       /* query-cpus-fast reports threads that
                                     have already exited */
   FAKE_QMP_EXIT_DURING_STARTUP,  /* greeting, then ends: fake-qemu exits 1 */
+  FAKE_QMP_EXIT_AT,              /* `command` gets no reply: fake-qemu exits
+                                    0 on it, a guest that powered off then */
 } FakeQmpBehaviour;
 
 typedef struct {

@@ -74,6 +74,44 @@ stop_fake_daemon(RbFixture *f)
   g_assert_true(qp_test_wait_no_process(f->marker, 20000));
 }
 
+/* A guest that powers off while the keeper asks QEMU for its memory
+ * (query-memdev, for memory plugged later: -m with maxmem) left a warning
+ * on a successful -daemonize launch's stderr ("memory plugged later is not
+ * claimed: query-memdev: peer closed the connection"), seen with QEMU's
+ * firmware guest that exits at once. QEMU gone is no news. */
+static void
+test_exit_during_memory_look(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  envp =
+      g_environ_setenv(envp, "FAKE_QEMU_SCRIPT", "exit-at:query-memdev", TRUE);
+  g_autofree char *fake = rb_fake_qemu();
+  g_autofree char *pidfile = g_build_filename(f->dir, "qemu.pid", NULL);
+  g_autofree char *marked = g_strdup_printf("vm,%s", f->marker);
+  char *argv[] = {(char *)qp_test_binary(),
+                  "--mode=balanced",
+                  "--",
+                  fake,
+                  "-smp",
+                  "1",
+                  "-m",
+                  "64,slots=2,maxmem=1G",
+                  "-name",
+                  marked,
+                  "-daemonize",
+                  "-pidfile",
+                  pidfile,
+                  NULL};
+  GPid pid = qp_test_spawn(argv, envp, f->dir);
+  int status = qp_test_wait(pid, 30000);
+  g_autofree char *err = stderr_of(f);
+  g_test_message("status %d, stderr: %s", status, err);
+  g_assert_cmpint(status, ==, 0);
+  g_assert_cmpstr(err, ==, "");
+  rb_assert_nothing_left(f, 10000);
+}
+
 /* Finding 2: QEMU takes any bytes as -name; a record holding a name that is
  * not UTF-8 could not be read back, was moved aside as .corrupt and held its
  * nodes whole until an operator removed it, refusing every later launch. */
@@ -683,6 +721,8 @@ main(int argc, char **argv)
   g_test_set_nonfatal_assertions();
   g_test_add("/regressions/non-utf8-name", RbFixture, NULL, rb_setup,
              test_non_utf8_name, rb_teardown);
+  g_test_add("/regressions/daemonize/guest-gone-during-memory-look", RbFixture,
+             NULL, rb_setup, test_exit_during_memory_look, rb_teardown);
   g_test_add("/regressions/daemonized-record-names-keeper", RbFixture, NULL,
              rb_setup, test_daemonized_record_names_keeper, rb_teardown);
   for (gsize i = 0; i < G_N_ELEMENTS(newline_rows); i++)

@@ -75,8 +75,9 @@ typedef struct {
   char *id; /* Proxmox's -id */
 
   /* How QEMU runs. */
-  gboolean has_S; /* caller passed -S */
-  char *incoming; /* -incoming value, or NULL */
+  gboolean has_S;     /* caller passed -S */
+  gboolean preconfig; /* --preconfig: NUMA may come over QMP before start */
+  char *incoming;     /* -incoming value, or NULL */
   gboolean daemonize;
   char *pidfile;
   gboolean has_sandbox;

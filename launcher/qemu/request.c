@@ -120,6 +120,8 @@ read_plain_options(QpQemuArgs *a, GArray *opts, GError **error)
     const QpOpt *o = &g_array_index(opts, QpOpt, i);
     if (qp_opt_is(o, "S"))
       a->has_S = TRUE;
+    else if (qp_opt_is(o, "preconfig"))
+      a->preconfig = TRUE;
     else if (qp_opt_is(o, "daemonize"))
       a->daemonize = TRUE;
     else if (qp_opt_is(o, "sandbox"))

@@ -246,6 +246,11 @@ apply_mem(Rewrite *rw, const QpPlanMem *m, GHashTable *done, GError **error)
    * process's memory policy holds it. */
   if (m->gnode >= 0)
     return TRUE;
+  /* --preconfig: the caller may give the guest nodes over QMP
+   * (set-numa-node), and QEMU then refuses a -machine memory-backend beside
+   * their memdev=. The process's memory policy holds the RAM instead. */
+  if (a->preconfig)
+    return TRUE;
   g_auto(hwloc_bitmap_t) tc_nodes =
       a->mem_prealloc && prealloc_context_usable(a)
           ? nodes_with_cpus(m->host_nodes)

@@ -300,6 +300,42 @@ test_preconfig(Fixture *f, gconstpointer data)
   stop_and_check_released(f, pid);
 }
 
+/* --preconfig with the guest's NUMA nodes given over QMP, as QEMU's
+ * numa-test.c does (pc_dynamic_cpu_cfg): the guest RAM made a backend of
+ * qemu-pin's (-machine memory-backend=) made QEMU refuse the memdev= of a
+ * node at x-exit-preconfig ("'-machine memory-backend' and '-numa memdev'
+ * properties are mutually exclusive"), and it exited. */
+static void
+test_preconfig_numa_over_qmp(Fixture *f, gconstpointer data)
+{
+  g_autofree char *qmparg =
+      g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  const char *opts[] = {"--mode=balanced", NULL};
+  const char *extra[] = {"-object",     "memory-backend-ram,id=ram,size=128M",
+                         "-machine",    "smp.cpus=2,smp.sockets=2",
+                         "--preconfig", "-qmp",
+                         qmparg,        NULL};
+  g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
+  GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
+  g_assert_true(qp_test_wait_status(f->qmp, "prelaunch", 10000));
+  const char *const steps[] = {
+      "{\"type\":\"node\",\"nodeid\":0,\"memdev\":\"ram\"}",
+      "{\"type\":\"node\",\"nodeid\":1}",
+      "{\"type\":\"cpu\",\"node-id\":0,\"socket-id\":1}",
+      "{\"type\":\"cpu\",\"node-id\":1,\"socket-id\":0}", NULL};
+  for (guint i = 0; steps[i] != NULL; i++) {
+    g_autoptr(JsonNode) r =
+        qp_test_qmp_execute(f->qmp, "set-numa-node", steps[i]);
+    g_assert_nonnull(r);
+  }
+  g_autoptr(JsonNode) r = qp_test_qmp_command(f->qmp, "x-exit-preconfig");
+  g_assert_nonnull(r);
+  g_assert_true(qp_test_wait_status(f->qmp, "running", 10000));
+  g_autofree char *err = qp_test_file_text(f->dir, "stderr");
+  g_assert_cmpstr(err, ==, "");
+  stop_and_check_released(f, pid);
+}
+
 /* --preconfig with -daemonize: QEMU's first process returns at once, but
  * qemu-pin returns only after its first look at the vCPUs, which QEMU has
  * only after the caller's x-exit-preconfig, which the caller sends only
@@ -1033,6 +1069,7 @@ main(int argc, char **argv)
   ADD("/launch/preconfig/waits-for-x-exit-preconfig", test_preconfig, NULL);
   ADD("/launch/preconfig/daemonize-stops-at-once", test_preconfig_daemonize,
       NULL);
+  ADD("/launch/preconfig/numa-over-qmp", test_preconfig_numa_over_qmp, NULL);
   ADD("/launch/daemonize/returns-after-pinning-with-pidfile", test_daemonize,
       NULL);
   ADD("/launch/sigterm/same-status-as-plain-qemu", test_sigterm_status, NULL);

@@ -437,6 +437,40 @@ test_best_effort_hotplug(void)
   assert_best_effort(p, 1, want);
 }
 
+/* Mode numa with hot-pluggable vCPUs beyond the host's room: planned for
+ * the boot vCPUs, the rest sharing theirs, in one warning whose numbers
+ * read right for one vCPU as for several. */
+static void
+test_numa_room_for_boot_vcpus(void)
+{
+  static const struct {
+    guint cpus, boot, max;
+    const char *head, *tail;
+  } rows[] = {
+      {2, 1, 3, "room for the 1 boot vCPU only (",
+       "): vCPUs 1-2, if plugged, share the CPUs of their guest node's boot "
+       "vCPUs"},
+      {1, 1, 2, "room for the 1 boot vCPU only (",
+       "): vCPU 1, if plugged, shares the CPUs of its guest node's boot "
+       "vCPUs"},
+      {2, 2, 4, "room for the 2 boot vCPUs only (",
+       "): vCPUs 2-3, if plugged, share the CPUs of their guest node's boot "
+       "vCPUs"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(rows); i++) {
+    g_autoptr(TestHost) h = flat_host(1, rows[i].cpus, 4096);
+    g_autoptr(QpRequest) r = request(rows[i].boot, 1024);
+    r->maxcpus = rows[i].max;
+    g_autoptr(Opts) o = opts_new(QP_MODE_NUMA, NULL);
+    g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+    g_assert_cmpuint(p->warnings->len, ==, 1);
+    const char *line = g_ptr_array_index(p->warnings, 0);
+    g_test_message("%s", line);
+    g_assert_true(g_str_has_prefix(line, rows[i].head));
+    g_assert_true(g_str_has_suffix(line, rows[i].tail));
+  }
+}
+
 /* The ledger records the load a best-effort VM adds, per CPU set, and a
  * later auto VM puts its guest nodes on the less loaded node. */
 static void
@@ -578,5 +612,7 @@ main(int argc, char **argv)
   g_test_add_func("/plan/best-effort/cpu-load-per-cpu",
                   test_best_effort_cpu_load);
   g_test_add_func("/plan/recorded/best-effort", test_recorded_best_effort);
+  g_test_add_func("/plan/numa/room-for-boot-vcpus-only",
+                  test_numa_room_for_boot_vcpus);
   return g_test_run();
 }

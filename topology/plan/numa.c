@@ -172,10 +172,11 @@ place_caller_bound(ByGnode *st, GError **error)
       g_autofree char *list = qp_list_format(ram->fixed);
       g_autofree char *cl = qp_list_format(cpus);
       g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                  "%s has %u vCPUs but its host-nodes %s have only %u %s%s "
+                  "%s has %u vCPU%s but its host-nodes %s have only %u %s%s "
                   "(%s)",
-                  who, gt->nv, list, have, qp_plan_cap_unit_name(st->cap),
-                  st->a->kind_note, *cl ? cl : "no usable CPUs");
+                  who, gt->nv, gt->nv == 1 ? "" : "s", list, have,
+                  qp_plan_cap_unit_name(st->cap, have), st->a->kind_note,
+                  *cl ? cl : "no usable CPUs");
       return FALSE;
     }
     guint left = gt->units;
@@ -299,10 +300,11 @@ set_no_room_error(const ByGnode *st, const GuestTask *gt, GError **error)
   g_autofree gboolean *cand =
       g_memdup2(ctx->node_ok, MAX(nn, 1) * sizeof(gboolean));
   g_autofree char *scope = qp_plan_scope_phrase(ctx, st->a, cand);
-  const char *unit = qp_plan_cap_unit_name(st->cap);
+  const char *unit = qp_plan_cap_unit_name(st->cap, gt->units);
   if (bc < 0) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,
-                "%s has %u vCPUs but no host node has %s%s", who, gt->nv, unit,
+                "%s has %u vCPU%s but no host node has %s%s", who, gt->nv,
+                gt->nv == 1 ? "" : "s", qp_plan_cap_unit_name(st->cap, 2),
                 scope);
   } else if (bm < 0) {
     g_set_error(error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT,

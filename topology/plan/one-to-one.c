@@ -43,13 +43,14 @@ plan_o2o_flat(QpPlan *plan, const Ctx *ctx, Attempt *a, CapKind cap,
         "with %u %s and %" G_GUINT64_FORMAT " MiB for the guest; "
         "memory is not bound (the guest has no vNUMA), it is claimed "
         "where the vCPUs run",
-        k > 1 ? "s" : "", l, k, units, qp_plan_cap_unit_name(cap), need_mib);
+        k > 1 ? "s" : "", l, k, units, qp_plan_cap_unit_name(cap, units),
+        need_mib);
   else
     qp_plan_add_reason(
         plan,
         "one-to-one: cores on host node%s %s: the fewest nodes (%u) "
         "with %u %s",
-        k > 1 ? "s" : "", l, k, units, qp_plan_cap_unit_name(cap));
+        k > 1 ? "s" : "", l, k, units, qp_plan_cap_unit_name(cap, units));
   qp_plan_reason_caller_pieces(plan, ctx, "one-to-one");
 
   /* Memory claimed (not bound) over the set; the caller's bindings kept. */

@@ -109,17 +109,18 @@ qp_plan_node_mem_detail(const Ctx *ctx, guint c, guint i)
 }
 
 const char *
-qp_plan_cap_unit_name(CapKind cap)
+qp_plan_cap_unit_name(CapKind cap, guint n)
 {
   switch (cap) {
   case CAP_CPUS:
-    return "usable CPUs";
+    return n == 1 ? "usable CPU" : "usable CPUs";
   case CAP_CORES:
-    return "free cores";
+    return n == 1 ? "free core" : "free cores";
   case CAP_GROUPS:
-    return "free cores with SMT siblings";
+    return n == 1 ? "free core with SMT siblings"
+                  : "free cores with SMT siblings";
   case CAP_PUS:
-    return "free CPUs on free cores";
+    return n == 1 ? "free CPU on free cores" : "free CPUs on free cores";
   }
   return "?";
 }

@@ -16,8 +16,8 @@ char *qp_plan_avail_phrase(const Ctx *ctx, const guint64 *avail, guint i);
 /* "(16124 MiB total, 12028 MiB claimed, 512 MiB reserved)": class C of
  * node index I. */
 char *qp_plan_node_mem_detail(const Ctx *ctx, guint c, guint i);
-/* "usable CPUs", "free cores", ... */
-const char *qp_plan_cap_unit_name(CapKind cap);
+/* "usable CPUs", "free cores", ... ("usable CPU" ... for N of 1). */
+const char *qp_plan_cap_unit_name(CapKind cap, guint n);
 /* "guest", or "guest node 1" */
 char *qp_plan_gnode_name(const Ctx *ctx, int gi);
 /* "guest node 1", or "pc-dimm dimm0 of guest node 1" for a device. */

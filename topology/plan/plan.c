@@ -337,11 +337,18 @@ plan_with_hotplug(const QpHost *host, const QpClaims *claims,
     }
     extend_to_maxcpus(plan, req, max, FALSE);
     *placed = boot;
-    qp_plan_add_warning(
-        plan,
-        "room for the %u boot vCPUs only (%s): vCPUs %u-%u, if "
-        "plugged, share the CPUs of their guest node's boot vCPUs",
-        boot, full_error->message, boot, max - 1);
+    /* "vCPU 1, if plugged, shares" or "vCPUs 1-3, if plugged, share" */
+    g_autofree char *later =
+        max - boot == 1
+            ? g_strdup_printf("vCPU %u, if plugged, shares the CPUs of its",
+                              boot)
+            : g_strdup_printf(
+                  "vCPUs %u-%u, if plugged, share the CPUs of their", boot,
+                  max - 1);
+    qp_plan_add_warning(plan,
+                        "room for the %u boot vCPU%s only (%s): %s guest "
+                        "node's boot vCPUs",
+                        boot, boot == 1 ? "" : "s", full_error->message, later);
     return plan;
   }
 

@@ -348,6 +348,24 @@ qp_qemu_args_file_backends_say(const QpQemuArgs *args, const QpPlan *plan,
                          unbound->str);
 }
 
+/* The id of the private monitor's chardev: "qemu-pin-qmp", else with a
+ * number, so that no word of the caller's holds it (QEMU refuses an id
+ * given twice, and a caller may have chosen the same one). */
+static char *
+monitor_id(const QpQemuArgs *args)
+{
+  char *id = g_strdup("qemu-pin-qmp");
+  for (guint n = 1;; n++) {
+    guint i = 0;
+    while (i < args->argc && strstr(args->argv[i], id) == NULL)
+      i++;
+    if (i == args->argc)
+      return id;
+    g_free(id);
+    id = g_strdup_printf("qemu-pin-qmp%u", n);
+  }
+}
+
 /* The argv of RW: ARGV0, the caller's arguments as RW changed them, what
  * RW adds at the end, then -S and the private monitor on QMP_FD. */
 static char **
@@ -374,11 +392,11 @@ rewrite_argv(const Rewrite *rw, const char *argv0, int qmp_fd)
       (rw->plan == NULL || rw->plan->pause))
     g_ptr_array_add(out, g_strdup("-S"));
   if (qmp_fd >= 0) {
+    g_autofree char *id = monitor_id(args);
     g_ptr_array_add(out, g_strdup("-chardev"));
-    g_ptr_array_add(out,
-                    g_strdup_printf("socket,id=qemu-pin-qmp,fd=%d", qmp_fd));
+    g_ptr_array_add(out, g_strdup_printf("socket,id=%s,fd=%d", id, qmp_fd));
     g_ptr_array_add(out, g_strdup("-mon"));
-    g_ptr_array_add(out, g_strdup("chardev=qemu-pin-qmp,mode=control"));
+    g_ptr_array_add(out, g_strdup_printf("chardev=%s,mode=control", id));
   }
   g_ptr_array_add(out, NULL);
   return (char **)g_ptr_array_free(out, FALSE);

@@ -1324,6 +1324,28 @@ test_rewrite_no_pause(void)
   }
 }
 
+/* A caller's chardev named as the private monitor's would be: the monitor
+ * takes another id, which no word of the caller's holds (QEMU refuses an
+ * id given twice: "Duplicate ID 'qemu-pin-qmp' for chardev"). */
+static void
+test_rewrite_monitor_id_taken(void)
+{
+  const char *argv[] = {
+      "-chardev", "socket,id=qemu-pin-qmp,path=/tmp/m,server=on,wait=off",
+      "-mon",     "chardev=qemu-pin-qmp",
+      "-name",    "qemu-pin-qmp1",
+      NULL};
+  g_autoptr(QpQemuArgs) a = parse_ok(argv);
+  g_auto(GStrv) out = qp_qemu_args_rewrite(a, "qemu", NULL, 7, NULL);
+  g_autofree char *joined = g_strjoinv(" ", out);
+  g_assert_cmpstr(joined, ==,
+                  "qemu -chardev "
+                  "socket,id=qemu-pin-qmp,path=/tmp/m,server=on,wait=off "
+                  "-mon chardev=qemu-pin-qmp -name qemu-pin-qmp1 -S -chardev "
+                  "socket,id=qemu-pin-qmp2,fd=7 -mon "
+                  "chardev=qemu-pin-qmp2,mode=control");
+}
+
 /* Without a plan: only -S and the monitor; the caller's arguments are all
  * there, in order, untouched. */
 static void
@@ -1638,6 +1660,8 @@ main(int argc, char **argv)
   g_test_add_func("/args/rewrite/no-pause-adds-no-S", test_rewrite_no_pause);
   g_test_add_func("/args/rewrite/no-plan-adds-only-S-and-monitor",
                   test_rewrite_no_plan);
+  g_test_add_func("/args/rewrite/monitor-id-taken",
+                  test_rewrite_monitor_id_taken);
   g_test_add_func("/args/rewrite/host-node-lists", test_rewrite_node_lists);
   for (gsize i = 0; i < G_N_ELEMENTS(prealloc_cases); i++) {
     g_autofree char *path =

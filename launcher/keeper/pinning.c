@@ -255,6 +255,17 @@ follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
     if (index >= 0 && (guint)index < n)
       present[index] = TRUE;
   }
+  /* The vCPUs the plan made room for: every possible one where balanced
+   * or numa found a CPU for each (its load counts them all), else the boot
+   * vCPUs. One plugged beyond them shares their CPUs and counts once it
+   * is there, and only then. */
+  guint planned = 0;
+  for (guint i = 0; plan->load != NULL && i < plan->load->len; i++)
+    planned += g_array_index(plan->load, QpNodeLoad, i).vcpus;
+  guint room = plan->mode != QP_MODE_ONE_TO_ONE && planned >= plan->n_vcpus
+                   ? plan->n_vcpus
+                   : plan->n_boot_vcpus;
+  gboolean beyond = FALSE;
   gboolean any_caller = FALSE;
   for (guint v = 0; v < n; v++) {
     hwloc_const_bitmap_t caller = qp_caller_pins_vcpu(k->pins, v);
@@ -267,11 +278,12 @@ follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
                    : pu       ? pu
                    : fallback ? fallback
                               : plan->vcpu_cpus[v];
-    /* A one-to-one vCPU slot not plugged runs nowhere yet (its planned
-     * set, the VM's cores, would keep every core in use). */
-    if (plan->mode == QP_MODE_ONE_TO_ONE && v >= plan->n_boot_vcpus &&
-        !present[v])
+    /* A vCPU slot beyond the room made for it, not plugged, runs nowhere
+     * yet (for one-to-one its planned set, the VM's cores, would keep
+     * every core in use). */
+    if (v >= room && !present[v])
       effective[v] = NULL;
+    beyond |= v >= room && present[v];
     cores[v] = qp_keeper_vcpu_core(k, v);
   }
   g_autofree char *placed = qp_keeper_caller_placed(k);
@@ -280,7 +292,7 @@ follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
                   qp_cpu_load_array_new(), placed != NULL};
   qp_caller_claim(host, effective, cores, own->dedicated, use.dedicated,
                   use.load, use.cpu_load);
-  if (!any_caller) {
+  if (!any_caller && !beyond) {
     g_array_set_size(use.load, 0);
     if (plan->load != NULL)
       g_array_append_vals(use.load, plan->load->data, plan->load->len);

@@ -1,10 +1,14 @@
 /* vCPU hotplug by the caller (device_add / device_del on the caller's own
- * monitor) of a VM launched by qemu-pin, real QEMU (TCG), one-to-one:
+ * monitor) of a VM launched by qemu-pin, real QEMU (TCG), one-to-one
+ * unless said:
  *  - a hot-plugged vCPU is pinned to a core of its own within moments and
  *    that core is counted in the VM's ledger record;
  *  - an unplugged vCPU gives its core back (the record forgets it, and
  *    another VM may then have that core);
- *  - with no free core left, the log says so clearly.
+ *  - with no free core left, the log says so clearly;
+ *  - balanced with room for the boot vCPU only: the record's shared load
+ *    counts the vCPUs there are, plugged or unplugged, with or without
+ *    the caller's own pinning.
  *
  * The plug and unplug tests use -smp 1,maxcpus=min(4, host CPUs), so that
  * the plugged vCPU has a free core on any host; the no-free-core test uses
@@ -14,6 +18,7 @@
  * tiny real-mode loop that switches the ACPI CPU hotplug block to its modern
  * interface and ejects every CPU that QEMU marks "removing", which is what
  * the guest's ACPI code does on a real OS. */
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,43 +104,41 @@ teardown(Fixture *f, gconstpointer data)
 
 static char *stderr_text(Fixture *f);
 
-/* Launches the VM with -smp 1,maxcpus=MAXCPUS. */
+/* Launches the VM with -smp 1,maxcpus=MAXCPUS in MODE ("--mode=..."),
+ * within AFFINITY ("--affinity=...") when not NULL. */
 static void
-launch(Fixture *f, guint maxcpus)
+launch_in(Fixture *f, const char *mode, const char *affinity, guint maxcpus)
 {
   g_autofree char *smp = g_strdup_printf("1,maxcpus=%u", maxcpus);
   g_autofree char *state = g_strdup_printf("--state-dir=%s", f->state);
   g_autofree char *name = g_strdup_printf("%s,debug-threads=on", f->marker);
   g_autofree char *qmp = g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
-  char *argv[] = {(char *)qp_test_binary(),
-                  state,
-                  "--mode=one-to-one",
-                  "--",
-                  (char *)qp_test_qemu(),
-                  "-accel",
-                  "tcg",
-                  "-machine",
-                  "q35",
-                  "-nodefaults",
-                  "-display",
-                  "none",
-                  "-smp",
-                  smp,
-                  "-m",
-                  "64",
-                  "-bios",
-                  f->fw,
-                  "-name",
-                  name,
-                  "-qmp",
-                  qmp,
-                  NULL};
-  f->pid = qp_test_spawn(argv, NULL, f->dir);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_ptr_array_add(argv, (char *)qp_test_binary());
+  g_ptr_array_add(argv, state);
+  g_ptr_array_add(argv, (char *)mode);
+  if (affinity != NULL)
+    g_ptr_array_add(argv, (char *)affinity);
+  const char *qemu[] = {
+      "--",    qp_test_qemu(), "-accel",   "tcg",   "-machine",
+      "q35",   "-nodefaults",  "-display", "none",  "-smp",
+      smp,     "-m",           "64",       "-bios", f->fw,
+      "-name", name,           "-qmp",     qmp};
+  for (guint i = 0; i < G_N_ELEMENTS(qemu); i++)
+    g_ptr_array_add(argv, (char *)qemu[i]);
+  g_ptr_array_add(argv, NULL);
+  f->pid = qp_test_spawn((char **)argv->pdata, NULL, f->dir);
   if (!orch_wait_status(f->qmp, "running", 30000)) {
     g_autofree char *err = stderr_text(f);
     g_test_message("qemu-pin's stderr:\n%s", err);
     g_assert_not_reached();
   }
+}
+
+static void
+launch(Fixture *f, guint maxcpus)
+{
+  launch_in(f, "--mode=one-to-one", NULL, maxcpus);
 }
 
 static guint
@@ -398,6 +401,103 @@ test_no_free_core_warns(Fixture *f, gconstpointer data)
   g_assert_cmpstr(d, ==, all);
 }
 
+/* The shared vCPUs the one record claims: the sum of its "load" (by
+ * node) when MEMBER is "load", of its "cpu-load" sets' vCPUs else. */
+static guint
+shared_vcpus(Fixture *f, const char *member)
+{
+  g_autoptr(JsonObject) rec = orch_record(f->state);
+  g_assert_nonnull(rec);
+  guint n = 0;
+  if (strcmp(member, "load") == 0) {
+    JsonObject *load = json_object_get_object_member(rec, "load");
+    g_autoptr(GList) nodes = json_object_get_members(load);
+    for (GList *l = nodes; l != NULL; l = l->next)
+      n += (guint)json_object_get_int_member(load, l->data);
+  } else {
+    JsonArray *sets = json_object_get_array_member(rec, "cpu-load");
+    for (guint i = 0; i < json_array_get_length(sets); i++)
+      n += (guint)json_object_get_int_member(
+          json_array_get_object_element(sets, i), "vcpus");
+  }
+  return n;
+}
+
+static gboolean
+wait_shared(Fixture *f, guint want, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  guint load, cpu_load;
+  do {
+    load = shared_vcpus(f, "load");
+    cpu_load = shared_vcpus(f, "cpu-load");
+    if (load == want && cpu_load == want)
+      return TRUE;
+    g_usleep(20000);
+  } while (g_get_monotonic_time() < deadline);
+  g_test_message("the record claims %u shared vCPUs by node and %u by CPU "
+                 "set, not %u",
+                 load, cpu_load, want);
+  return FALSE;
+}
+
+/* Balanced with room for the boot vCPU only (3 possible vCPUs, 2 CPUs):
+ * those plugged later share its CPUs, and the record counts every vCPU
+ * there is, no fewer (plugged ones were not counted) and no more (once
+ * the caller pinned one, every possible vCPU was). */
+static void
+test_balanced_plugged_counted(Fixture *f, gconstpointer data)
+{
+  if (!f->run)
+    return;
+  cpu_set_t mask;
+  g_assert_cmpint(sched_getaffinity(0, sizeof(mask), &mask), ==, 0);
+  int cpus[2], found = 0;
+  for (int c = 0; c < CPU_SETSIZE && found < 2; c++)
+    if (CPU_ISSET(c, &mask))
+      cpus[found++] = c;
+  g_assert_cmpint(found, ==, 2);
+  g_autofree char *affinity =
+      g_strdup_printf("--affinity=%d,%d", cpus[0], cpus[1]);
+  launch_in(f, "--mode=balanced", affinity, 3);
+  g_assert_true(wait_shared(f, 1, 5000));
+
+  plug(f, 1);
+  g_assert_cmpuint(vcpu_count(f), ==, 2);
+  g_assert_true(wait_shared(f, 2, 5000));
+
+  /* The caller pins vCPU 0 itself: still the 2 vCPUs there are. */
+  g_autoptr(GArray) tids = qp_test_vcpu_threads(f->pid);
+  g_assert_cmpuint(tids->len, ==, 2);
+  g_autofree char *first = g_strdup_printf("%d", cpus[0]);
+  qp_test_set_affinity(g_array_index(tids, int, 0), first);
+  gint64 deadline = g_get_monotonic_time() + 15 * G_USEC_PER_SEC;
+  gboolean placed = FALSE;
+  while (!placed && g_get_monotonic_time() < deadline) {
+    g_autoptr(JsonObject) rec = orch_record(f->state);
+    placed = json_object_get_boolean_member_with_default(rec, "caller-placed",
+                                                         FALSE);
+    if (!placed)
+      g_usleep(50000);
+  }
+  g_assert_true(placed);
+  g_assert_true(wait_shared(f, 2, 2000));
+
+  /* Unplugged (the firmware ejects it): 1 again. */
+  g_autofree char *err = NULL;
+  g_autoptr(JsonNode) r = orch_qmp(
+      f->qmp, "{\"execute\":\"device_del\",\"arguments\":{\"id\":\"cpu1\"}}",
+      &err);
+  if (r == NULL)
+    g_test_message("device_del: %s", err);
+  g_assert_nonnull(r);
+  deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+  while (vcpu_count(f) != 1 && g_get_monotonic_time() < deadline)
+    g_usleep(20000);
+  g_assert_cmpuint(vcpu_count(f), ==, 1);
+  g_assert_true(wait_shared(f, 1, 5000));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -408,5 +508,7 @@ main(int argc, char **argv)
              setup, test_unplug_releases, teardown);
   g_test_add("/orchestrators/hotplug/no-free-core/clear-warning", Fixture, NULL,
              setup, test_no_free_core_warns, teardown);
+  g_test_add("/orchestrators/hotplug/balanced/plugged-vcpus-counted", Fixture,
+             NULL, setup, test_balanced_plugged_counted, teardown);
   return g_test_run();
 }

@@ -271,6 +271,12 @@ test_verdicts(void)
   /* A keeper named must be there. */
   fits->keeper_pid = q;
   g_assert_null(qp_record_distrust(fits, me, NULL));
+  /* A keeper that died (killed, out of memory) leaves the claim counted
+   * while its QEMU runs, as a killed keeper does in any ledger. */
+  fits->keeper_pid = sleeper;
+  why = qp_record_distrust(fits, me, NULL);
+  g_test_message("keeper gone: %s", why ? why : "counted");
+  g_assert_null(why);
   fits->keeper_pid = 1;
   why = qp_record_distrust(fits, me, NULL);
   if (me != 0)

@@ -169,10 +169,13 @@ qp_record_distrust(const QpClaim *c, guint owner, const QpHost *host)
   why = not_owners_qemu(pid, qemu ? "qemu-pid" : "launcher-pid", owner);
   if (why != NULL)
     return why;
+  /* A keeper that is gone (killed, out of memory) leaves the claim
+   * counted while its QEMU runs, as in any ledger (docs/ledger.md,
+   * "Liveness"): it held nothing of its own. One that runs is the
+   * owner's. */
   guint ruid = 0, euid = 0;
-  if (c->keeper_pid > 0 && !proc_uids(c->keeper_pid, &ruid, &euid))
-    return g_strdup_printf("its keeper-pid %d is not running", c->keeper_pid);
-  if (c->keeper_pid > 0 && ruid != owner && euid != owner)
+  if (c->keeper_pid > 0 && proc_uids(c->keeper_pid, &ruid, &euid) &&
+      ruid != owner && euid != owner)
     return g_strdup_printf("its keeper-pid %d belongs to uid %u, not to the "
                            "record's owner",
                            c->keeper_pid, euid);

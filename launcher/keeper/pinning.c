@@ -36,11 +36,17 @@ pin_and_verify(int tid, hwloc_const_bitmap_t set, const char *what,
 typedef struct {
   Keeper *k;
   hwloc_const_bitmap_t usable;
-  hwloc_const_bitmap_t emulator; /* NULL: other threads are left alone */
+  hwloc_bitmap_t emulator; /* NULL: other threads are left alone */
+  hwloc_bitmap_t iothread; /* the iothreads not near their devices */
+  /* The emulator's and iothreads' sets as the last look had them, when a
+   * vCPU plugged or unplugged since changed them (else NULL): a thread
+   * still there is ours, not the caller's, and goes to the new set. */
+  hwloc_bitmap_t emulator_was, iothread_was;
   /* The sets a thread inherits from one qemu-pin pinned (the startup CPUs,
-   * the emulator's set, the main thread's): a thread seen for the first
-   * time with one of them is not the caller's. */
-  hwloc_const_bitmap_t inherited[3];
+   * the emulator's set, the main thread's, the emulator's set before the
+   * last plug): a thread seen for the first time with one of them is not
+   * the caller's. */
+  hwloc_const_bitmap_t inherited[4];
   hwloc_bitmap_t main_had;    /* the main thread's affinity, or NULL */
   hwloc_bitmap_t main_caller; /* the caller's CPUs for it, or NULL */
   GHashTable *done;           /* the tids looked at */
@@ -54,9 +60,18 @@ pin_main_thread(Look *l, GError **error)
   Keeper *k = l->k;
   if (l->main_had == NULL || l->emulator == NULL)
     return TRUE;
-  QpPinVerdict verdict = qp_caller_pins_judge(
-      k->pins, k->qemu_pid, "the emulator thread", -1, l->main_had, l->emulator,
-      l->usable, l->inherited, 2);
+  g_auto(hwloc_bitmap_t) had = hwloc_bitmap_dup(l->main_had);
+  if (l->emulator_was != NULL && hwloc_bitmap_isequal(had, l->emulator_was)) {
+    if (!qp_set_affinity(k->qemu_pid, l->emulator, error)) {
+      g_prefix_error(error, "emulator thread: ");
+      return FALSE;
+    }
+    hwloc_bitmap_copy(had, l->emulator);
+    l->changed++;
+  }
+  QpPinVerdict verdict =
+      qp_caller_pins_judge(k->pins, k->qemu_pid, "the emulator thread", -1, had,
+                           l->emulator, l->usable, l->inherited, 2);
   if (verdict == QP_PIN_RESET) {
     if (!qp_set_affinity(k->qemu_pid, l->emulator, error)) {
       g_prefix_error(error, "emulator thread: ");
@@ -119,13 +134,19 @@ pin_iothreads(Look *l, GArray *iothreads, GError **error)
     QpIothread *t = &g_array_index(iothreads, QpIothread, i);
     /* Near the devices it serves, else with the VM. */
     const QpPlanIothread *near = qp_plan_iothread(k->plan, t->id);
-    hwloc_const_bitmap_t want =
-        near != NULL ? near->cpus : k->plan->iothread_cpus;
+    hwloc_const_bitmap_t want = near != NULL ? near->cpus : l->iothread;
     g_autofree char *what = g_strdup_printf("iothread %s", t->id);
     g_auto(hwloc_bitmap_t) had = qp_get_affinity(t->thread_id, NULL);
     g_hash_table_add(l->done, GINT_TO_POINTER(t->thread_id));
     if (had == NULL || want == NULL || hwloc_bitmap_iszero(want))
       continue;
+    if (near == NULL && l->iothread_was != NULL &&
+        hwloc_bitmap_isequal(had, l->iothread_was)) {
+      if (!pin_and_verify(t->thread_id, want, what, error))
+        return FALSE;
+      hwloc_bitmap_copy(had, want);
+      l->changed++;
+    }
     if (qp_caller_pins_judge(k->pins, t->thread_id, what, -1, had, want,
                              l->usable, l->inherited,
                              G_N_ELEMENTS(l->inherited)) != QP_PIN_RESET)
@@ -155,31 +176,72 @@ pin_other_threads(Look *l)
     g_auto(hwloc_bitmap_t) had = qp_get_affinity(tid, NULL);
     if (had == NULL ||
         (l->main_caller != NULL && hwloc_bitmap_isequal(had, l->main_caller)) ||
-        qp_caller_judge(had, l->emulator, l->usable, l->inherited, 2) !=
-            QP_PIN_RESET)
+        (qp_caller_judge(had, l->emulator, l->usable, l->inherited, 2) !=
+             QP_PIN_RESET &&
+         (l->emulator_was == NULL ||
+          !hwloc_bitmap_isequal(had, l->emulator_was))))
       continue;
     if (qp_set_affinity(tid, l->emulator, NULL))
       l->changed++;
   }
 }
 
+/* SET (NULL or empty: none) less the cores OFF, or SET whole when that
+ * leaves nothing; NULL for none. */
+static hwloc_bitmap_t
+set_off(hwloc_const_bitmap_t set, hwloc_const_bitmap_t off)
+{
+  if (set == NULL || hwloc_bitmap_iszero(set))
+    return NULL;
+  hwloc_bitmap_t out = hwloc_bitmap_dup(set);
+  if (off != NULL)
+    hwloc_bitmap_andnot(out, out, off);
+  if (hwloc_bitmap_iszero(out))
+    hwloc_bitmap_copy(out, set);
+  return out;
+}
+
+/* NOW, and in *WAS what the last look had when it differs (else NULL). */
+static hwloc_bitmap_t
+set_now(hwloc_const_bitmap_t set, hwloc_const_bitmap_t off,
+        hwloc_const_bitmap_t off_was, hwloc_bitmap_t *was)
+{
+  hwloc_bitmap_t now = set_off(set, off);
+  *was = now != NULL ? set_off(set, off_was) : NULL;
+  if (*was != NULL && hwloc_bitmap_isequal(*was, now))
+    g_clear_pointer(was, hwloc_bitmap_free);
+  return now;
+}
+
 /* Applies the plan to every thread of QEMU the caller did not pin itself
  * (caller-pinning.h): vCPUs to their sets, iothreads to theirs, every other
- * thread (main loop, RCU, workers) to the emulator set. CHANGED: the number
- * of threads whose affinity had to change. */
+ * thread (main loop, RCU, workers) to the emulator set. A core claimed for
+ * a plugged vCPU is its own as a boot vCPU's is: the emulator's and the
+ * iothreads' sets leave it while the vCPU is there (unless nothing else is
+ * left to them). CHANGED: the number of threads whose affinity had to
+ * change. */
 static gboolean
 apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
            GError **error)
 {
   const QpPlan *plan = k->plan;
   Look l = {.k = k, .usable = k->host->usable};
-  if (plan->emulator_cpus != NULL && !hwloc_bitmap_iszero(plan->emulator_cpus))
-    l.emulator = plan->emulator_cpus;
+  g_auto(hwloc_bitmap_t) off = hwloc_bitmap_alloc();
+  GHashTableIter it;
+  gpointer core;
+  g_hash_table_iter_init(&it, k->plugged);
+  while (g_hash_table_iter_next(&it, NULL, &core))
+    hwloc_bitmap_or(off, off, core);
+  l.emulator =
+      set_now(plan->emulator_cpus, off, k->plugged_off, &l.emulator_was);
+  l.iothread =
+      set_now(plan->iothread_cpus, off, k->plugged_off, &l.iothread_was);
   qp_caller_pins_begin(k->pins);
   l.main_had = qp_get_affinity(k->qemu_pid, NULL);
   l.inherited[0] = plan->startup_cpus;
   l.inherited[1] = l.emulator;
   l.inherited[2] = l.main_had;
+  l.inherited[3] = l.emulator_was;
   l.done = g_hash_table_new(g_direct_hash, g_direct_equal);
   gboolean ok = pin_main_thread(&l, error) && pin_vcpus(&l, vcpus, error) &&
                 pin_iothreads(&l, iothreads, error);
@@ -187,9 +249,17 @@ apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
     pin_other_threads(&l);
   if (ok && changed)
     *changed = l.changed;
+  if (ok) {
+    g_clear_pointer(&k->plugged_off, hwloc_bitmap_free);
+    k->plugged_off = g_steal_pointer(&off);
+  }
   g_hash_table_unref(l.done);
   g_clear_pointer(&l.main_had, hwloc_bitmap_free);
   g_clear_pointer(&l.main_caller, hwloc_bitmap_free);
+  g_clear_pointer(&l.emulator, hwloc_bitmap_free);
+  g_clear_pointer(&l.iothread, hwloc_bitmap_free);
+  g_clear_pointer(&l.emulator_was, hwloc_bitmap_free);
+  g_clear_pointer(&l.iothread_was, hwloc_bitmap_free);
   return ok;
 }
 

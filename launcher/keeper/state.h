@@ -38,6 +38,9 @@ typedef struct {
   GHashTable *plugged;
   GHashTable *plugged_pu; /* cpu-index -> the PU of that core it runs on */
   GHashTable *warned;     /* cpu-indexes already warned about */
+  /* The cores of plugged vCPUs the last look kept the emulator's and the
+   * iothreads' sets off (pinning.c), or NULL: none yet. */
+  hwloc_bitmap_t plugged_off;
   QpMemWatch *mem;        /* memory plugged later, or NULL */
   gboolean mem_unwatched; /* QEMU could not say its memory: not again */
   /* vCPU index -> the VM's own cores, for a vCPU whose planned core another

@@ -217,8 +217,11 @@ static void
 greet(Keeper *k)
 {
   GError *error = NULL;
-  if (k->cfg->qemu_pid > 0)
-    qp_keeper_watch_qemu(k, k->cfg->qemu_pid);
+  /* The launcher, which was to become QEMU, gone already (killed before
+   * its exec, and reaped): QEMU never ran, and its caller knows why. The
+   * claim goes back, with no line about a QEMU stopped. */
+  if (k->cfg->qemu_pid > 0 && !qp_keeper_watch_qemu(k, k->cfg->qemu_pid))
+    qemu_left(k);
   k->qmp = qp_qmp_new(k->cfg->qmp_fd, k->cfg->qmp_timeout_ms);
   if (!qp_keeper_wait_for_greeting(k, &error))
     fail(k, error);

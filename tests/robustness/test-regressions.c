@@ -714,6 +714,42 @@ test_record_restored(RbFixture *f, gconstpointer data)
   rb_assert_nothing_left(f, 10000);
 }
 
+/* Outside check (h7): a launch killed by its caller before the exec, and
+ * reaped by it before the keeper looked (here the keeper is held stopped
+ * meanwhile), made the keeper say "QEMU was stopped: QMP greeting: peer
+ * closed the connection" for a QEMU that never ran. The claim goes back,
+ * and nothing more is said: the caller knows why. */
+static void
+test_launcher_killed_before_exec(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  envp = g_environ_setenv(envp, "QEMU_PIN_TEST_STOP_BEFORE_EXEC", "1", TRUE);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+  const char *head[] = {qp_test_binary(), "--mode=one-to-one", "--", f->qemu,
+                        NULL};
+  for (guint i = 0; head[i] != NULL; i++)
+    g_ptr_array_add(argv, g_strdup(head[i]));
+  rb_add_guest_args(f, argv);
+  const char *rest[] = {"-m", "64", "-smp", "1", "-name", f->marker, NULL};
+  for (guint i = 0; rest[i] != NULL; i++)
+    g_ptr_array_add(argv, g_strdup(rest[i]));
+  g_ptr_array_add(argv, NULL);
+  GPid pid = qp_test_spawn((char **)argv->pdata, envp, f->dir);
+  g_assert_true(qp_test_wait_state(pid, 'T', 30000));
+  g_autoptr(GArray) keepers = rb_pids_named("qemu-pin-keeper", f->marker);
+  g_assert_cmpuint(keepers->len, ==, 1);
+  int keeper = g_array_index(keepers, int, 0);
+  g_assert_cmpint(kill(keeper, SIGSTOP), ==, 0);
+  g_assert_true(qp_test_wait_state(keeper, 'T', 10000));
+  g_assert_cmpint(kill(pid, SIGKILL), ==, 0);
+  g_assert_cmpint(qp_test_wait(pid, 30000), ==, 128 + SIGKILL);
+  g_assert_cmpint(kill(keeper, SIGCONT), ==, 0);
+  rb_assert_nothing_left(f, 10000);
+  g_autofree char *err = stderr_of(f);
+  g_assert_cmpstr(err, ==, "");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -746,6 +782,8 @@ main(int argc, char **argv)
   g_test_add("/regressions/keeper-killed-before-lock", RbFixture,
              "QEMU_PIN_TEST_STOP_BEFORE_LOCK", rb_setup,
              test_keeper_killed_early, rb_teardown);
+  g_test_add("/regressions/launcher-killed-before-exec", RbFixture, NULL,
+             rb_setup, test_launcher_killed_before_exec, rb_teardown);
   g_test_add("/regressions/daemonize/launcher-killed-while-qemu-starts",
              RbFixture, NULL, rb_setup, test_daemonize_launcher_killed,
              rb_teardown);

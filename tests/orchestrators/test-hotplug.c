@@ -284,6 +284,19 @@ test_plug_pinned_and_counted(Fixture *f, gconstpointer data)
   g_assert_true(wait_dedicated(f, want, 5000));
 }
 
+/* device_del of the vCPU cpu1 (the firmware ejects it afterwards). */
+static void
+unplug_cpu1(Fixture *f)
+{
+  g_autofree char *err = NULL;
+  g_autoptr(JsonNode) r = orch_qmp(
+      f->qmp, "{\"execute\":\"device_del\",\"arguments\":{\"id\":\"cpu1\"}}",
+      &err);
+  if (r == NULL)
+    g_test_message("device_del: %s", err);
+  g_assert_nonnull(r);
+}
+
 /* Whether a one-vCPU VM restricted to CPU may be planned one-to-one on
  * this VM's ledger now (`qemu-pin plan`: a core another VM holds is not
  * free). */
@@ -341,13 +354,7 @@ test_unplug_releases(Fixture *f, gconstpointer data)
   /* Another VM cannot have vCPU 1's core now... */
   g_assert_false(other_vm_gets(f, cpu1));
 
-  g_autofree char *err = NULL;
-  g_autoptr(JsonNode) r = orch_qmp(
-      f->qmp, "{\"execute\":\"device_del\",\"arguments\":{\"id\":\"cpu1\"}}",
-      &err);
-  if (r == NULL)
-    g_test_message("device_del: %s", err);
-  g_assert_nonnull(r);
+  unplug_cpu1(f);
   /* The firmware ejects it; then the core goes back. */
   gint64 deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
   while (vcpu_count(f) != 1 && g_get_monotonic_time() < deadline)
@@ -484,13 +491,7 @@ test_balanced_plugged_counted(Fixture *f, gconstpointer data)
   g_assert_true(wait_shared(f, 2, 2000));
 
   /* Unplugged (the firmware ejects it): 1 again. */
-  g_autofree char *err = NULL;
-  g_autoptr(JsonNode) r = orch_qmp(
-      f->qmp, "{\"execute\":\"device_del\",\"arguments\":{\"id\":\"cpu1\"}}",
-      &err);
-  if (r == NULL)
-    g_test_message("device_del: %s", err);
-  g_assert_nonnull(r);
+  unplug_cpu1(f);
   deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
   while (vcpu_count(f) != 1 && g_get_monotonic_time() < deadline)
     g_usleep(20000);

@@ -517,18 +517,14 @@ test_keeper_killed_while_paused(RbFixture *f, gconstpointer data)
   rb_assert_nothing_left(f, 10000);
 }
 
-/* Outside check, stop 44: the guard was the keeper's own child, made once
- * QEMU had started, so a keeper killed before that (here while the
- * launcher, stopped at DATA's hook, has not reached its exec) left QEMU
- * paused for good with its claim. The guard now comes from the launcher
- * before the exec, and the keeper holds the guard's pipe from its first
- * instruction: QEMU is killed, the claim released. */
-static void
-test_keeper_killed_early(RbFixture *f, gconstpointer data)
+/* A one-to-one launch of the fixture's guest with the test hook STOP set
+ * (it stops itself there): its pid. */
+static GPid
+spawn_stopped_one_to_one(RbFixture *f, const char *stop)
 {
   g_auto(GStrv) envp = g_get_environ();
   clean_env(&envp, f);
-  envp = g_environ_setenv(envp, (const char *)data, "1", TRUE);
+  envp = g_environ_setenv(envp, stop, "1", TRUE);
   g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
   const char *head[] = {qp_test_binary(), "--mode=one-to-one", "--", f->qemu,
                         NULL};
@@ -539,7 +535,19 @@ test_keeper_killed_early(RbFixture *f, gconstpointer data)
   for (guint i = 0; rest[i] != NULL; i++)
     g_ptr_array_add(argv, g_strdup(rest[i]));
   g_ptr_array_add(argv, NULL);
-  GPid pid = qp_test_spawn((char **)argv->pdata, envp, f->dir);
+  return qp_test_spawn((char **)argv->pdata, envp, f->dir);
+}
+
+/* Outside check, stop 44: the guard was the keeper's own child, made once
+ * QEMU had started, so a keeper killed before that (here while the
+ * launcher, stopped at DATA's hook, has not reached its exec) left QEMU
+ * paused for good with its claim. The guard now comes from the launcher
+ * before the exec, and the keeper holds the guard's pipe from its first
+ * instruction: QEMU is killed, the claim released. */
+static void
+test_keeper_killed_early(RbFixture *f, gconstpointer data)
+{
+  GPid pid = spawn_stopped_one_to_one(f, (const char *)data);
   g_assert_true(qp_test_wait_state(pid, 'T', 30000));
   /* The keeper names itself as it starts, beside the launcher: stopped
    * before the lock, the launcher may be there first. */
@@ -722,20 +730,7 @@ test_record_restored(RbFixture *f, gconstpointer data)
 static void
 test_launcher_killed_before_exec(RbFixture *f, gconstpointer data)
 {
-  g_auto(GStrv) envp = g_get_environ();
-  clean_env(&envp, f);
-  envp = g_environ_setenv(envp, "QEMU_PIN_TEST_STOP_BEFORE_EXEC", "1", TRUE);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
-  const char *head[] = {qp_test_binary(), "--mode=one-to-one", "--", f->qemu,
-                        NULL};
-  for (guint i = 0; head[i] != NULL; i++)
-    g_ptr_array_add(argv, g_strdup(head[i]));
-  rb_add_guest_args(f, argv);
-  const char *rest[] = {"-m", "64", "-smp", "1", "-name", f->marker, NULL};
-  for (guint i = 0; rest[i] != NULL; i++)
-    g_ptr_array_add(argv, g_strdup(rest[i]));
-  g_ptr_array_add(argv, NULL);
-  GPid pid = qp_test_spawn((char **)argv->pdata, envp, f->dir);
+  GPid pid = spawn_stopped_one_to_one(f, "QEMU_PIN_TEST_STOP_BEFORE_EXEC");
   g_assert_true(qp_test_wait_state(pid, 'T', 30000));
   g_autoptr(GArray) keepers = rb_pids_named("qemu-pin-keeper", f->marker);
   g_assert_cmpuint(keepers->len, ==, 1);

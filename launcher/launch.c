@@ -340,10 +340,7 @@ wait_daemonized(pid_t child, int status_fd, QpHeldClaim *held, GError **error)
 static gboolean
 memory_may_change(const QpRequest *req)
 {
-  for (guint i = 0; i < req->n_devmem; i++)
-    if (req->devmem[i].kind == QP_MEM_VIRTIO_MEM)
-      return TRUE;
-  return req->maxmem_mib > 0;
+  return qp_request_virtio_mem(req) != NULL || req->maxmem_mib > 0;
 }
 
 /* One launch: what the claim's critical section makes, for the rest. */

@@ -103,13 +103,12 @@ may_move(Keeper *k, hwloc_const_bitmap_t to, GError **error)
                   "the VM was given memory after its start (memory backend "
                   "%s): such a VM is not moved yet",
                   plugged);
-  for (guint i = 0; i < req->n_devmem; i++)
-    if (req->devmem[i].kind == QP_MEM_VIRTIO_MEM)
-      return refuse(error,
-                    "the VM's memory can be resized (virtio-mem device %s): "
-                    "such a VM is not moved yet",
-                    req->devmem[i].device != NULL ? req->devmem[i].device
-                                                  : req->devmem[i].memdev);
+  const QpMemDevice *resized = qp_request_virtio_mem(req);
+  if (resized != NULL)
+    return refuse(error,
+                  "the VM's memory can be resized (virtio-mem device %s): "
+                  "such a VM is not moved yet",
+                  resized->device != NULL ? resized->device : resized->memdev);
   /* DIMMs plugged after the move must land on the destination: only the
    * binding, moved with the pages, puts them there. */
   g_autofree char *why = NULL;

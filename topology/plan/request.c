@@ -29,6 +29,15 @@ qp_io_device_free(gpointer p)
   g_free(d);
 }
 
+const QpMemDevice *
+qp_request_virtio_mem(const QpRequest *req)
+{
+  for (guint i = 0; i < req->n_devmem; i++)
+    if (req->devmem[i].kind == QP_MEM_VIRTIO_MEM)
+      return &req->devmem[i];
+  return NULL;
+}
+
 void
 qp_request_free(QpRequest *req)
 {

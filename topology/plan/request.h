@@ -82,6 +82,10 @@ typedef struct {
 QpRequest *qp_request_new(void);
 void qp_io_device_free(gpointer d);
 void qp_request_free(QpRequest *req);
+
+/* The first virtio-mem device of REQ (its memory is resized while the VM
+ * runs), or NULL. */
+const QpMemDevice *qp_request_virtio_mem(const QpRequest *req);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpRequest, qp_request_free)
 
 G_END_DECLS

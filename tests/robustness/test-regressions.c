@@ -39,26 +39,31 @@ stderr_of(RbFixture *f)
   return text != NULL ? text : g_strdup("");
 }
 
-/* qemu-pin OPTS -- fake-qemu -smp 1 -name NAME -daemonize -pidfile P */
+/* qemu-pin --mode=MODE -- fake-qemu -smp 1 [-m MEMORY] -name NAME
+ * -daemonize -pidfile P (MODE NULL: one-to-one; MEMORY NULL: no -m) */
 static int
-launch_fake_daemon(RbFixture *f, char **envp, const char *name, char **err)
+launch_fake_daemon(RbFixture *f, char **envp, const char *mode,
+                   const char *memory, const char *name, char **err)
 {
   g_autofree char *fake = rb_fake_qemu();
   g_autofree char *pidfile = g_build_filename(f->dir, "qemu.pid", NULL);
   g_autofree char *marked = g_strdup_printf("%s,%s", name, f->marker);
-  char *argv[] = {(char *)qp_test_binary(),
-                  "--mode=one-to-one",
-                  "--",
-                  fake,
-                  "-smp",
-                  "1",
-                  "-name",
-                  marked,
-                  "-daemonize",
-                  "-pidfile",
-                  pidfile,
-                  NULL};
-  GPid pid = qp_test_spawn(argv, envp, f->dir);
+  g_autofree char *mode_opt =
+      g_strdup_printf("--mode=%s", mode != NULL ? mode : "one-to-one");
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  const char *head[] = {qp_test_binary(), mode_opt, "--", fake,
+                        "-smp",           "1",      NULL};
+  for (guint i = 0; head[i] != NULL; i++)
+    g_ptr_array_add(argv, (char *)head[i]);
+  if (memory != NULL) {
+    g_ptr_array_add(argv, "-m");
+    g_ptr_array_add(argv, (char *)memory);
+  }
+  const char *tail[] = {"-name",    marked,  "-daemonize",
+                        "-pidfile", pidfile, NULL};
+  for (guint i = 0; i < G_N_ELEMENTS(tail); i++) /* its NULL too */
+    g_ptr_array_add(argv, (char *)tail[i]);
+  GPid pid = qp_test_spawn((char **)argv->pdata, envp, f->dir);
   int status = qp_test_wait(pid, 30000);
   *err = stderr_of(f);
   return status;
@@ -86,26 +91,9 @@ test_exit_during_memory_look(RbFixture *f, gconstpointer data)
   clean_env(&envp, f);
   envp =
       g_environ_setenv(envp, "FAKE_QEMU_SCRIPT", "exit-at:query-memdev", TRUE);
-  g_autofree char *fake = rb_fake_qemu();
-  g_autofree char *pidfile = g_build_filename(f->dir, "qemu.pid", NULL);
-  g_autofree char *marked = g_strdup_printf("vm,%s", f->marker);
-  char *argv[] = {(char *)qp_test_binary(),
-                  "--mode=balanced",
-                  "--",
-                  fake,
-                  "-smp",
-                  "1",
-                  "-m",
-                  "64,slots=2,maxmem=1G",
-                  "-name",
-                  marked,
-                  "-daemonize",
-                  "-pidfile",
-                  pidfile,
-                  NULL};
-  GPid pid = qp_test_spawn(argv, envp, f->dir);
-  int status = qp_test_wait(pid, 30000);
-  g_autofree char *err = stderr_of(f);
+  g_autofree char *err = NULL;
+  int status = launch_fake_daemon(f, envp, "balanced", "64,slots=2,maxmem=1G",
+                                  "vm", &err);
   g_test_message("status %d, stderr: %s", status, err);
   g_assert_cmpint(status, ==, 0);
   g_assert_cmpstr(err, ==, "");
@@ -121,7 +109,7 @@ test_non_utf8_name(RbFixture *f, gconstpointer data)
   g_auto(GStrv) envp = g_get_environ();
   clean_env(&envp, f);
   g_autofree char *err = NULL;
-  int status = launch_fake_daemon(f, envp, "vm\xbf", &err);
+  int status = launch_fake_daemon(f, envp, NULL, NULL, "vm\xbf", &err);
   g_test_message("launch: status %d, stderr: %s", status, err);
   if (status != 0) {
     /* Refusing the name up front is fine too: one line naming it. */
@@ -156,7 +144,7 @@ test_daemonized_record_names_keeper(RbFixture *f, gconstpointer data)
   g_auto(GStrv) envp = g_get_environ();
   clean_env(&envp, f);
   g_autofree char *err = NULL;
-  int status = launch_fake_daemon(f, envp, "vm", &err);
+  int status = launch_fake_daemon(f, envp, NULL, NULL, "vm", &err);
   g_assert_cmpint(status, ==, 0);
   g_auto(GStrv) entries = rb_state_entries(f);
   g_assert_nonnull(entries[0]);

@@ -43,6 +43,10 @@ typedef struct {
   gint64 retry_at;   /* when to try those again (room may have freed) */
   guint64 size;      /* as last seen, with prealloc: an object-del and */
   gboolean prealloc; /* object-add under the same id changes them */
+  gboolean bound;    /* the caller gave it host-nodes (added after start) */
+  gboolean resized;  /* a virtio-mem device uses it */
+  gboolean device;   /* a memory device uses it, of guest node gnode */
+  int gnode;
 } Backend;
 
 struct QpMemWatch {
@@ -506,10 +510,15 @@ qp_mem_watch_update(QpMemWatch *w, QpQmp *qmp)
       b = backend_new(s->id);
       b->fresh = TRUE;
       classify(b, qmp, s);
+      b->bound =
+          qp_jv_len(s->host_nodes) > 0 && g_strcmp0(s->policy, "default") != 0;
       g_hash_table_insert(w->backends, b->id, b);
     }
     b->size = s->size;
     b->prealloc = s->prealloc;
+    b->device = s->device != NULL;
+    b->gnode = (int)qp_jv_get_int_or(s->device, "node", 0);
+    b->resized = g_strcmp0(s->type, "virtio-mem") == 0;
     if (b->tracked) {
       guint64 want = wanted(b, s), held = units_held(b);
       if (want > held)
@@ -536,8 +545,15 @@ qp_mem_watch_update(QpMemWatch *w, QpQmp *qmp)
   }
 }
 
+/* Backends added after the start whose memory the claim holds. */
+static gboolean
+plugged(const QpMemWatch *w, const Backend *b)
+{
+  return b->tracked && !at_start(w->cfg, b->id) && units_held(b) > 0;
+}
+
 const char *
-qp_mem_watch_plugged(const QpMemWatch *w)
+qp_mem_watch_caller_bound(const QpMemWatch *w)
 {
   if (w == NULL)
     return NULL;
@@ -546,8 +562,73 @@ qp_mem_watch_plugged(const QpMemWatch *w)
   g_hash_table_iter_init(&it, w->backends);
   while (g_hash_table_iter_next(&it, NULL, &value)) {
     const Backend *b = value;
-    if (b->tracked && !at_start(w->cfg, b->id) && units_held(b) > 0)
+    if (plugged(w, b) && b->bound)
       return b->id;
   }
   return NULL;
+}
+
+char *
+qp_mem_watch_unmovable(const QpMemWatch *w)
+{
+  if (w == NULL)
+    return NULL;
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, w->backends);
+  while (g_hash_table_iter_next(&it, NULL, &value)) {
+    const Backend *b = value;
+    if (!plugged(w, b))
+      continue;
+    if (b->page_kib != 0)
+      return g_strdup_printf("memory backend %s, added after the start, is "
+                             "in hugepages",
+                             b->id);
+    if (b->resized)
+      return g_strdup_printf("memory backend %s, added after the start, "
+                             "serves a virtio-mem device, which can be "
+                             "resized",
+                             b->id);
+  }
+  return NULL;
+}
+
+void
+qp_mem_watch_plugged_devices(const QpMemWatch *w, gboolean vnuma,
+                             GArray *devmem)
+{
+  if (w == NULL)
+    return;
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, w->backends);
+  while (g_hash_table_iter_next(&it, NULL, &value)) {
+    const Backend *b = value;
+    if (!plugged(w, b))
+      continue;
+    QpMemDevice d = {.kind = b->device ? QP_MEM_DIMM : QP_MEM_UNUSED,
+                     .gnode = vnuma && b->device ? b->gnode : -1,
+                     .memdev = b->id,
+                     .mib = units_held(b),
+                     .policy = QP_POLICY_DEFAULT};
+    g_array_append_val(devmem, d);
+  }
+}
+
+void
+qp_mem_watch_rehome(QpMemWatch *w)
+{
+  if (w == NULL)
+    return;
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, w->backends);
+  while (g_hash_table_iter_next(&it, NULL, &value)) {
+    Backend *b = value;
+    const QpPlanMem *m = plan_piece(*w->plan, b->id);
+    if (!b->tracked || m == NULL || m->kind == QP_MEM_RAM || m->claim == NULL)
+      continue;
+    g_array_set_size(b->taken, 0);
+    g_array_append_vals(b->taken, m->claim->data, m->claim->len);
+  }
 }

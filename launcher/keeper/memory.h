@@ -29,9 +29,24 @@ QpMemWatch *qp_mem_watch_new(const QpKeeperConfig *cfg,
 /* Looks again and claims or gives back what changed. */
 void qp_mem_watch_update(QpMemWatch *w, QpQmp *qmp);
 
-/* The id of a backend added after the start whose memory the claim holds,
- * or NULL. */
-const char *qp_mem_watch_plugged(const QpMemWatch *w);
+/* The id of a backend added after the start that the caller bound to host
+ * nodes of its choosing (its host-nodes), or NULL: a VM qemu-pin does not
+ * move. */
+const char *qp_mem_watch_caller_bound(const QpMemWatch *w);
+
+/* Why memory added after the start cannot move with the VM (hugepages, a
+ * virtio-mem device's), or NULL. */
+char *qp_mem_watch_unmovable(const QpMemWatch *w);
+
+/* The memory added after the start, as the request's memory devices would
+ * say it (VNUMA: the guest has nodes), appended to DEVMEM (of QpMemDevice;
+ * its strings are W's): a move plans it with the rest. */
+void qp_mem_watch_plugged_devices(const QpMemWatch *w, gboolean vnuma,
+                                  GArray *devmem);
+
+/* After the plan changed (a move): what each backend holds is where the
+ * new plan claims it, so that memory given back later leaves those nodes. */
+void qp_mem_watch_rehome(QpMemWatch *w);
 
 /* Events after which memory may have changed. */
 gboolean qp_mem_watch_event(const char *name);

@@ -97,12 +97,9 @@ may_move(Keeper *k, hwloc_const_bitmap_t to, GError **error)
     return refuse(error, "%s",
                   "vCPUs were plugged into the VM after its start: such a VM "
                   "is not moved yet");
-  const char *plugged = qp_mem_watch_plugged(k->mem);
-  if (plugged != NULL)
-    return refuse(error,
-                  "the VM was given memory after its start (memory backend "
-                  "%s): such a VM is not moved yet",
-                  plugged);
+  g_autofree char *unmovable = qp_mem_watch_unmovable(k->mem);
+  if (unmovable != NULL)
+    return refuse(error, "%s: such a VM is not moved yet", unmovable);
   const QpMemDevice *resized = qp_request_virtio_mem(req);
   if (resized != NULL)
     return refuse(error,
@@ -444,7 +441,16 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
   g_autoptr(QpHost) host = qp_host_load_full(k->cfg->topology, FALSE, error);
   if (host == NULL)
     return NULL;
-  Replan r = {host, k->cfg->req, *k->cfg->placement, NULL};
+  /* Memory given to the VM after its start moves with it: the plan claims
+   * it on the destination as the command line's memory devices. */
+  const QpRequest *req = k->cfg->req;
+  g_autoptr(GArray) devmem = g_array_new(FALSE, FALSE, sizeof(QpMemDevice));
+  g_array_append_vals(devmem, req->devmem, req->n_devmem);
+  qp_mem_watch_plugged_devices(k->mem, req->n_gnodes > 0, devmem);
+  QpRequest grown = *req;
+  grown.devmem = (QpMemDevice *)(gpointer)devmem->data;
+  grown.n_devmem = devmem->len;
+  Replan r = {host, &grown, *k->cfg->placement, NULL};
   r.opts.hostnodes = (hwloc_bitmap_t)to;
   r.opts.mode = k->plan->mode;
   r.opts.vnuma = FALSE;
@@ -494,6 +500,7 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
     stop_move(k, NULL, error);
     return NULL;
   }
+  qp_mem_watch_rehome(k->mem);
   Cut cut = {plan, hwloc_bitmap_isequal(m.from, to)};
   if (!qp_held_claim_adjust(k->claim, cut_to_destination, &cut, error))
     return NULL;

@@ -278,6 +278,10 @@ qp_keeper_caller_placed(const Keeper *k)
       return g_strdup_printf(
           "the caller chose the host nodes of memory backend %s",
           plan->mem[m].memdev ? plan->mem[m].memdev : "(machine)");
+  const char *bound = qp_mem_watch_caller_bound(k->mem);
+  if (bound != NULL)
+    return g_strdup_printf(
+        "the caller chose the host nodes of memory backend %s", bound);
   return NULL;
 }
 

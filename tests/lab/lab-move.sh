@@ -6,10 +6,13 @@
 # backend added over QMP after the move has its pages there too (the
 # binding moved, not only the pages). A move onto a node without room
 # (another VM claims most of it) exits non-zero with one line and leaves
-# the VM, its pages and its claim where they were. A move whose `qemu-pin
+# the VM, its pages and its claim where they were. A VM given memory after
+# its start (object-add) moves with it, and the memory is claimed where it
+# went, then given back from there. A move whose `qemu-pin
 # move` is killed mid-way leaves one claim where the pages are, and the next
 # move works. A VM whose memory can be plugged (-m maxmem) moves with its
-# binding, and a DIMM plugged after its move lands on the new node.
+# binding, a DIMM plugged after its move lands on the new node, and the
+# next move takes the DIMM along.
 . "$QP_LAB_SRC/lib.sh"
 
 # qmp_cmd COMMAND ARGS_JSON: one command on the VM's QMP socket $qmp; fails
@@ -90,16 +93,25 @@ qmp_cmd object-add '{"qom-type": "memory-backend-ram", "id": "extra", "size": 33
 got=$(on_node "$pid" "$to" 32)
 [ "$got" -ge 950 ] || fail "a backend added after the move has only $got permille on node $to"
 # Memory given after the start is claimed (the keeper looks before a move,
-# and every 10 s) and keeps the VM where it is: a move plans from the
-# command line, which does not know that memory.
-if "$QP_BINARY" move mv --to-nodes="$from" >given.out 2>given.err; then
-  fail "a VM given memory after its start was moved: $(cat given.out)"
-fi
-grep -q "given memory after its start (memory backend extra)" given.err ||
-  fail "the refusal of a VM given memory does not say why: $(cat given.err)"
-assert_eq "the backend added is claimed beside the RAM on node $to" "{\"$to\":192}" "$(claim_of "$pid")"
-# Deleted, it is given back before the next move looks: the VM moves again.
+# and every 10 s), and moves with the VM: its pages go, and the claim
+# holds it on the destination.
+ready() { [ "$(claim_of "$pid")" = "{\"$to\":192}" ]; }
+wait_for 30 ready || fail "the backend added is not claimed beside the RAM on node $to: $(claim_of "$pid")"
+"$QP_BINARY" move mv --to-nodes="$from" >given.out 2>given.err ||
+  fail "the move of a VM given memory after its start failed: $(cat given.err)"
+[ -s given.err ] && fail "a successful move printed on stderr: $(cat given.err)"
+assert_eq "the VM given memory: claim names only node $from, its RAM and the backend" "{\"$from\":192}" "$(claim_of "$pid")"
+got=$(on_node "$pid" "$from" 32)
+[ "$got" -ge 950 ] || fail "the backend added before the move has only $got permille on node $from after it"
+got=$(on_node "$pid" "$from" 160)
+[ "$got" -ge 950 ] || fail "after the move of the VM given memory only $got permille of its RAM is on node $from"
+# Deleted, it is given back from the node it moved to.
 qmp_cmd object-del '{"id": "extra"}' || fail "object-del over QMP failed"
+given_back() { [ "$(claim_of "$pid")" = "{\"$from\":160}" ]; }
+wait_for 30 given_back || fail "the backend deleted after the move is not given back on node $from: $(claim_of "$pid")"
+# The VM is on node $from now: the steps below start from there.
+to=$from from=$(((from + 2) % 4))
+want=$(node_cpus "$to")
 
 # A move onto a node without room: refused in one line, nothing changed.
 full=$(((to + 1) % 4))
@@ -198,5 +210,12 @@ got=$(on_node "$xpid" "$xto" 48)
 plugged() { [ "$(claim_of "$xpid")" = "{\"$xto\":144}" ]; }
 wait_for 30 plugged || fail "the DIMM plugged after the move is not claimed on node $xto: $(claim_of "$xpid")"
 log "ok: the VM with maxmem moved to node $xto, and its DIMM plugged after is there and claimed"
+# Moved again, the DIMM goes with it: its pages and its claim.
+"$QP_BINARY" move mx --to-nodes="$xfrom" >mx2.out 2>mx2.err || fail "the move of the VM with a DIMM plugged failed: $(cat mx2.err)"
+[ -s mx2.err ] && fail "a successful move printed on stderr: $(cat mx2.err)"
+assert_eq "the VM with a DIMM plugged: claim names only node $xfrom" "{\"$xfrom\":144}" "$(claim_of "$xpid")"
+got=$(on_node "$xpid" "$xfrom" 48)
+[ "$got" -ge 950 ] || fail "the DIMM plugged before the move has only $got permille on node $xfrom after it"
+log "ok: the VM with a DIMM plugged moved to node $xfrom with the DIMM"
 lab_cleanup
 exit 0

@@ -245,5 +245,55 @@ check "rebalance: keeps the VM with virtio-mem" "$vid: its memory can be resized
   "$(jq -r --arg id "$vid" '.kept[] | select(startswith($id))' "$T/rb.json")"
 refused_saying "virtio-mem" v "$v" \
   "move refused: the VM's memory can be resized (virtio-mem device vmem0): such a VM is not moved yet"
+# Memory given after the start (object-add on the caller's monitor) moves
+# with the VM: the move plans it with the rest, and the record, cut to the
+# destination, still holds it (here the node the VM is on). A backend the
+# caller bound to host nodes of its own choosing is the caller's placement:
+# never moved.
+# qmp_cmd SOCKET COMMAND ARGS_JSON: one command; fails on QEMU's error.
+qmp_cmd() {
+  python3 - "$@" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
+f.readline()
+def cmd(c, a):
+    f.write(json.dumps({"execute": c, "arguments": a}) + "\n"); f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "return" in r or "error" in r:
+            return r
+cmd("qmp_capabilities", {})
+r = cmd(sys.argv[2], json.loads(sys.argv[3]))
+sys.exit(0 if "return" in r else print(r, file=sys.stderr) or 1)
+PY
+}
+# wait_memory PID WANT: up to 15 s for the record's memory to be WANT (the
+# keeper looks at memory every 10 s).
+wait_memory() {
+  _i=0
+  while [ "$(record "$1" | jq -c '.["memory-mib"]')" != "$2" ] && [ $_i -lt 75 ]; do
+    sleep 0.2
+    _i=$((_i + 1))
+  done
+}
+# shellcheck disable=SC2046
+g=$(launch g --mode=balanced -- "$QEMU" $(vm g) -m 64 -qmp "unix:$T/g.qmp,server=on,wait=off") || not_ok "launch g"
+qmp_cmd "$T/g.qmp" object-add '{"qom-type": "memory-backend-ram", "id": "ext0", "size": 33554432, "prealloc": true}' ||
+  not_ok "object-add on VM g"
+wait_memory "$g" '{"0":96}'
+check "the backend added is claimed" '{"0":96}' "$(record "$g" | jq -c '.["memory-mib"]')"
+move g --to-nodes=0
+check "a VM given memory after its start: moved" 0 $?
+check "a VM given memory after its start: nothing on stderr" 0 "$(wc -c <"$T/move.err")"
+check "a VM given memory after its start: the record still holds it" '{"0":96}' "$(record "$g" | jq -c '.["memory-mib"]')"
+qmp_cmd "$T/g.qmp" object-add '{"qom-type": "memory-backend-ram", "id": "ext1", "size": 16777216, "prealloc": true, "host-nodes": [0], "policy": "bind"}' ||
+  not_ok "object-add of a bound backend on VM g"
+wait_memory "$g" '{"0":112}'
+check "the bound backend added is claimed" '{"0":112}' "$(record "$g" | jq -c '.["memory-mib"]')"
+_before=$(placed "$g")
+move g --to-nodes=0
+refused "a backend bound by the caller" 1 $? "$g" "$_before"
+grep -q "move refused: the caller chose the host nodes of memory backend ext1; qemu-pin never moves what the caller placed" "$T/move.err" &&
+  ok "a backend bound by the caller: the refusal says why" || not_ok "bound backend: $(cat "$T/move.err")"
 echo "1..$n"
 exit $failed

@@ -109,6 +109,32 @@ qp_keeper_release_unplugged(Keeper *k, GArray *vcpus)
   return changed;
 }
 
+/* Claim edit: gives back the cores of the plugged vCPUs of keeper DATA,
+ * but not the CPUs its plan dedicates. */
+static gboolean
+drop_plugged(QpClaim *claim, const QpClaims *claims, gpointer data,
+             GError **error)
+{
+  const Keeper *k = data;
+  GHashTableIter it;
+  gpointer core;
+  g_hash_table_iter_init(&it, k->plugged);
+  while (g_hash_table_iter_next(&it, NULL, &core))
+    hwloc_bitmap_andnot(claim->dedicated, claim->dedicated, core);
+  hwloc_bitmap_or(claim->dedicated, claim->dedicated, k->plan->dedicated);
+  return TRUE;
+}
+
+void
+qp_keeper_forget_plugged(Keeper *k)
+{
+  qp_held_claim_amend(k->claim, drop_plugged, k);
+  g_hash_table_remove_all(k->plugged);
+  g_hash_table_remove_all(k->plugged_pu);
+  g_hash_table_remove_all(k->warned);
+  g_hash_table_remove_all(k->fallback);
+}
+
 hwloc_const_bitmap_t
 qp_keeper_vcpu_target(Keeper *k, int index)
 {

@@ -93,10 +93,6 @@ may_move(Keeper *k, hwloc_const_bitmap_t to, GError **error)
                   "the VM has a VFIO device (%s): its pages are pinned for "
                   "DMA and cannot move",
                   req && req->vfio ? req->vfio[0] : "?");
-  if (g_hash_table_size(k->plugged) > 0)
-    return refuse(error, "%s",
-                  "vCPUs were plugged into the VM after its start: such a VM "
-                  "is not moved yet");
   g_autofree char *unmovable = qp_mem_watch_unmovable(k->mem);
   if (unmovable != NULL)
     return refuse(error, "%s: such a VM is not moved yet", unmovable);
@@ -204,6 +200,7 @@ replan_and_widen(QpClaim *claim, const QpClaims *claims, gpointer data,
 typedef struct {
   const QpPlan *plan;
   gboolean same_nodes;
+  hwloc_bitmap_t plugged; /* cores claimed for plugged vCPUs there */
 } Cut;
 
 /* Phase two: the record holds the destination only. */
@@ -221,7 +218,7 @@ cut_to_destination(QpClaim *claim, const QpClaims *claims, gpointer data,
   g_array_set_size(claim->load, 0);
   g_array_append_vals(claim->load, fresh->load->data, fresh->load->len);
   qp_cpu_load_copy(claim->cpu_load, fresh->cpu_load);
-  hwloc_bitmap_copy(claim->dedicated, fresh->dedicated);
+  hwloc_bitmap_or(claim->dedicated, fresh->dedicated, cut->plugged);
   claim->best_effort = fresh->best_effort;
   /* Placed again where it was is no move: no cooldown for it. */
   if (!cut->same_nodes)
@@ -277,6 +274,7 @@ take_plan(Keeper *k, const QpHost *host, QpPlan *plan, GError **error)
   k->host = k->own_host;
   qp_caller_pins_free(k->pins);
   k->pins = qp_caller_pins_new(plan->n_vcpus);
+  qp_keeper_forget_plugged(k);
   hwloc_const_bitmap_t start =
       plan->startup_cpus != NULL && !hwloc_bitmap_iszero(plan->startup_cpus)
           ? plan->startup_cpus
@@ -286,7 +284,12 @@ take_plan(Keeper *k, const QpHost *host, QpPlan *plan, GError **error)
   const char *name;
   while (dir != NULL && (name = g_dir_read_name(dir)) != NULL)
     qp_set_affinity(atoi(name), start, NULL);
-  return qp_keeper_query_and_apply(k, NULL, error);
+  if (!qp_keeper_query_and_apply(k, NULL, error))
+    return FALSE;
+  /* A look claims the cores of plugged vCPUs as it pins them; the next
+   * keeps the other threads off those cores (pinning.c). */
+  return g_hash_table_size(k->plugged) == 0 ||
+         qp_keeper_query_and_apply(k, NULL, error);
 }
 
 /* ---- The move ----------------------------------------------------------- */
@@ -501,7 +504,13 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
     return NULL;
   }
   qp_mem_watch_rehome(k->mem);
-  Cut cut = {plan, hwloc_bitmap_isequal(m.from, to)};
+  g_auto(hwloc_bitmap_t) plugged = hwloc_bitmap_alloc();
+  GHashTableIter it;
+  gpointer core;
+  g_hash_table_iter_init(&it, k->plugged);
+  while (g_hash_table_iter_next(&it, NULL, &core))
+    hwloc_bitmap_or(plugged, plugged, core);
+  Cut cut = {plan, hwloc_bitmap_isequal(m.from, to), plugged};
   if (!qp_held_claim_adjust(k->claim, cut_to_destination, &cut, error))
     return NULL;
   qp_keeper_log(k, 1, "move: %" G_GUINT64_FORMAT " MiB of pages moved",

@@ -102,6 +102,12 @@ gboolean qp_keeper_monitor_peers(Keeper *k, gboolean and_kill);
  * caller changed). */
 gboolean qp_keeper_release_unplugged(Keeper *k, GArray *vcpus);
 
+/* The plan changed (a move; k->plan is the new one): the cores claimed for
+ * plugged vCPUs leave the claim, but for the plan's own (in memory: the
+ * next write carries it), and the vCPUs' fallbacks are forgotten; the next
+ * look claims cores of the new plan for the plugged vCPUs. */
+void qp_keeper_forget_plugged(Keeper *k);
+
 /* Where vCPU INDEX belongs: its planned set, or for a vCPU plugged into a
  * one-to-one VM the core claimed for it (claimed now if need be). */
 hwloc_const_bitmap_t qp_keeper_vcpu_target(Keeper *k, int index);

@@ -4,7 +4,10 @@
 # plugged by the caller takes a free core, which is then the VM's own as the
 # boot vCPU's is: those threads leave it, and have it back once the vCPU is
 # unplugged (the firmware ejects a CPU QEMU marks for removal, as a guest's
-# ACPI code does: tests/orchestrators/test-hotplug.c).
+# ACPI code does: tests/orchestrators/test-hotplug.c). Moved to the other
+# node with the plugged vCPU, each vCPU has a core of its own there, claimed
+# (the node it left holds none), QEMU's other threads off both; the plugged
+# core is given back once the vCPU is unplugged.
 . "$QP_LAB_SRC/lib.sh"
 
 expect_nodes 2
@@ -94,11 +97,46 @@ log "ok: vCPU 1 on CPU $c1: QEMU's other threads left its core, now on $want"
 placed=$(jq -r '.vms[0]["caller-placed"]' "$(status_json)")
 assert_eq "VM placed by its caller" false "$placed"
 
+# Moved to the other node with its plugged vCPU: each vCPU gets a core of
+# its own there, the claim holds both cores (and no core of the node it
+# left), and QEMU's other threads run on that node off both.
+from=$(cpu_node "$c0")
+to=$((1 - from))
+"$QP_BINARY" move hp --to-nodes="$to" >move.out 2>move.err ||
+  fail "the move of the VM with a plugged vCPU failed: $(cat move.err)"
+[ -s move.err ] && fail "a successful move printed on stderr: $(cat move.err)"
+vcpu_cpus() { vcpu_threads "$pid" | while read -r _i _tid; do echo "$_i $(cpus_allowed_of "$_tid")"; done | sort -n; }
+moved() {
+  _v=$(vcpu_cpus)
+  m0=$(echo "$_v" | awk '$1 == 0 { print $2 }') m1=$(echo "$_v" | awk '$1 == 1 { print $2 }')
+  [ "$(list_expand "$m0" | wc -w)" = 1 ] && [ "$(list_expand "$m1" | wc -w)" = 1 ] &&
+    [ "$(cpu_node "$m0")" = "$to" ] && [ "$(cpu_node "$m1")" = "$to" ]
+}
+wait_for 30 moved || fail "after the move the vCPUs are on '$(vcpu_cpus | tr '\n' ' ')', not one CPU each of node $to"
+k0=$(cpu_siblings "$m0") k1=$(cpu_siblings "$m1")
+[ "$k0" != "$k1" ] || fail "after the move vCPUs 0 and 1 share core $k0"
+assert_eq "after the move: the claim holds both vCPUs' cores" "$(list_canon "$k0 $k1")" \
+  "$(jq -r '.vms[0]["dedicated-cpus"]' "$(status_json)")"
+moved_off=$(for c in $(list_expand "$(node_cpus "$to")"); do
+  case " $(list_expand "$k0") $(list_expand "$k1") " in *" $c "*) ;; *) echo "$c" ;; esac
+done)
+moved_off=$(list_canon "$moved_off")
+off_both() { [ "$(others "$pid")" = "$moved_off" ]; }
+wait_for 30 off_both ||
+  fail "after the move QEMU's other threads are on $(others "$pid" | tr '\n' ' '), not $moved_off"
+log "ok: moved to node $to: vCPU 0 on CPU $m0, vCPU 1 on CPU $m1, QEMU's other threads on $moved_off"
+before=$(for c in $(list_expand "$(node_cpus "$to")"); do
+  case " $(list_expand "$k0") " in *" $c "*) ;; *) echo "$c" ;; esac
+done)
+before=$(list_canon "$before")
+
 qmp "$sock" unplug || fail "device_del of vCPU 1 failed"
 back() { [ "$(others "$pid")" = "$before" ]; }
 wait_for 60 back ||
   fail "vCPU 1 unplugged, but QEMU's other threads are on $(others "$pid" | tr '\n' ' '), not $before"
-log "ok: vCPU 1 unplugged: QEMU's other threads on $before again"
+log "ok: vCPU 1 unplugged: QEMU's other threads on $before"
+released() { [ "$(jq -r '.vms[0]["dedicated-cpus"]' "$(status_json)")" = "$k0" ]; }
+wait_for 30 released || fail "vCPU 1 unplugged, but the claim holds $(jq -r '.vms[0]["dedicated-cpus"]' "$(status_json)"), not $k0"
 placed=$(jq -r '.vms[0]["caller-placed"]' "$(status_json)")
 assert_eq "VM placed by its caller" false "$placed"
 lab_cleanup

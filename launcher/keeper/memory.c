@@ -580,10 +580,6 @@ qp_mem_watch_unmovable(const QpMemWatch *w)
     const Backend *b = value;
     if (!plugged(w, b))
       continue;
-    if (b->page_kib != 0)
-      return g_strdup_printf("memory backend %s, added after the start, is "
-                             "in hugepages",
-                             b->id);
     if (b->resized)
       return g_strdup_printf("memory backend %s, added after the start, "
                              "serves a virtio-mem device, which can be "
@@ -606,10 +602,13 @@ qp_mem_watch_plugged_devices(const QpMemWatch *w, gboolean vnuma,
     const Backend *b = value;
     if (!plugged(w, b))
       continue;
+    guint64 units = units_held(b);
     QpMemDevice d = {.kind = b->device ? QP_MEM_DIMM : QP_MEM_UNUSED,
                      .gnode = vnuma && b->device ? b->gnode : -1,
                      .memdev = b->id,
-                     .mib = units_held(b),
+                     .mib =
+                         b->page_kib != 0 ? units * b->page_kib / 1024 : units,
+                     .page_kib = b->page_kib,
                      .policy = QP_POLICY_DEFAULT};
     g_array_append_val(devmem, d);
   }

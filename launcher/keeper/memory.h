@@ -34,8 +34,8 @@ void qp_mem_watch_update(QpMemWatch *w, QpQmp *qmp);
  * move. */
 const char *qp_mem_watch_caller_bound(const QpMemWatch *w);
 
-/* Why memory added after the start cannot move with the VM (hugepages, a
- * virtio-mem device's), or NULL. */
+/* Why memory added after the start cannot move with the VM (a virtio-mem
+ * device's), or NULL. */
 char *qp_mem_watch_unmovable(const QpMemWatch *w);
 
 /* The memory added after the start, as the request's memory devices would

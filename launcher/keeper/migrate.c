@@ -20,12 +20,15 @@
 #define CGROUP_OURS CGROUP_ROOT "/qemu-pin"
 /* Pages per move_pages(2) call: 16 MiB of 4 KiB pages. */
 #define CHUNK_PAGES 4096
+/* The base page size numa_maps counts in where it names none. */
+#define BASE_PAGE_KIB 4
 
 /* ---- Where the memory is ------------------------------------------------ */
 
 typedef struct {
   guint64 total_kib, on_kib;
-  GArray *per_node; /* of QpNodeAmount, in KiB */
+  GArray *per_node;          /* of QpNodeAmount, in KiB: ordinary pages */
+  hwloc_bitmap_t huge_nodes; /* nodes that hold hugepages of it */
 } Sum;
 
 /* One line of numa_maps: its policy, page size and pages per node. */
@@ -37,7 +40,7 @@ add_line(const char *line, hwloc_const_bitmap_t nodes, Sum *bound, Sum *anon)
     return;
   gboolean has_policy = strcmp(t[1], "default") != 0;
   gboolean is_anon = FALSE;
-  guint64 page_kib = 4;
+  guint64 page_kib = BASE_PAGE_KIB;
   for (guint i = 2; t[i] != NULL; i++) {
     if (g_str_has_prefix(t[i], "kernelpagesize_kB="))
       page_kib = g_ascii_strtoull(t[i] + 18, NULL, 10);
@@ -58,7 +61,9 @@ add_line(const char *line, hwloc_const_bitmap_t nodes, Sum *bound, Sum *anon)
     s->total_kib += kib;
     if (hwloc_bitmap_isset(nodes, (unsigned)node))
       s->on_kib += kib;
-    if (kib > 0)
+    if (kib > 0 && page_kib > BASE_PAGE_KIB)
+      hwloc_bitmap_set(s->huge_nodes, (unsigned)node);
+    else if (kib > 0)
       qp_node_amount_add(s->per_node, node, kib);
   }
 }
@@ -82,13 +87,15 @@ proc_file(int pid, const char *name, GError **error)
  * memory counted there per node, in KiB. */
 static gboolean
 where(int pid, hwloc_const_bitmap_t nodes, QpMemWhere *out, GArray **per_node,
-      GError **error)
+      hwloc_bitmap_t huge_nodes, GError **error)
 {
   g_autofree char *text = proc_file(pid, "numa_maps", error);
   if (text == NULL)
     return FALSE;
-  Sum bound = {0, 0, g_array_new(FALSE, TRUE, sizeof(QpNodeAmount))};
-  Sum anon = {0, 0, g_array_new(FALSE, TRUE, sizeof(QpNodeAmount))};
+  Sum bound = {0, 0, g_array_new(FALSE, TRUE, sizeof(QpNodeAmount)),
+               hwloc_bitmap_alloc()};
+  Sum anon = {0, 0, g_array_new(FALSE, TRUE, sizeof(QpNodeAmount)),
+              hwloc_bitmap_alloc()};
   g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
     add_line(lines[i], nodes, &bound, &anon);
@@ -97,8 +104,12 @@ where(int pid, hwloc_const_bitmap_t nodes, QpMemWhere *out, GArray **per_node,
   out->on_kib = s->on_kib;
   if (per_node != NULL)
     *per_node = g_array_ref(s->per_node);
+  if (huge_nodes != NULL)
+    hwloc_bitmap_copy(huge_nodes, s->huge_nodes);
   g_array_unref(bound.per_node);
   g_array_unref(anon.per_node);
+  hwloc_bitmap_free(bound.huge_nodes);
+  hwloc_bitmap_free(anon.huge_nodes);
   return TRUE;
 }
 
@@ -106,16 +117,16 @@ gboolean
 qp_mem_where(int pid, hwloc_const_bitmap_t nodes, QpMemWhere *out,
              GError **error)
 {
-  return where(pid, nodes, out, NULL, error);
+  return where(pid, nodes, out, NULL, NULL, error);
 }
 
 GArray *
-qp_mem_where_per_node(int pid, GError **error)
+qp_mem_where_per_node(int pid, hwloc_bitmap_t huge_nodes, GError **error)
 {
   g_auto(hwloc_bitmap_t) none = hwloc_bitmap_alloc();
   QpMemWhere w;
   GArray *per_node = NULL;
-  if (!where(pid, none, &w, &per_node, error))
+  if (!where(pid, none, &w, &per_node, huge_nodes, error))
     return NULL;
   for (guint j = 0; j < per_node->len; j++) {
     QpNodeAmount *a = &g_array_index(per_node, QpNodeAmount, j);
@@ -131,8 +142,8 @@ typedef struct {
   int map[QP_LIST_MAX_INDEX + 1]; /* node -> destination, -1: stays */
   guint rate_mib;
   gint64 started_us;
-  guint64 moved_pages;
-  guint64 page_size;
+  guint64 moved_kib;
+  guint64 page_size; /* of the mapping at hand */
   void **pages;
   int *nodes, *status;
 } Mover;
@@ -143,11 +154,29 @@ keep_rate(const Mover *m)
 {
   if (m->rate_mib == 0)
     return;
-  double mib = (double)(m->moved_pages * m->page_size) / (1024.0 * 1024.0);
+  double mib = (double)m->moved_kib / 1024.0;
   gint64 due_us = m->started_us + (gint64)(mib * 1e6 / m->rate_mib);
   gint64 now = g_get_monotonic_time();
   if (due_us > now)
     g_usleep((gulong)(due_us - now));
+}
+
+/* The hugetlb mappings of PID: start address -> page size in KiB. */
+static GHashTable *
+huge_mappings(int pid)
+{
+  GHashTable *huge = g_hash_table_new(g_direct_hash, g_direct_equal);
+  g_autofree char *text = proc_file(pid, "numa_maps", NULL);
+  g_auto(GStrv) lines = g_strsplit(text != NULL ? text : "", "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++) {
+    const char *k = strstr(lines[i], " kernelpagesize_kB=");
+    guint64 kib = k != NULL ? g_ascii_strtoull(k + 19, NULL, 10) : 0;
+    if (strstr(lines[i], " huge") == NULL || kib <= BASE_PAGE_KIB)
+      continue;
+    guint64 start = g_ascii_strtoull(lines[i], NULL, 16);
+    g_hash_table_insert(huge, GSIZE_TO_POINTER(start), GSIZE_TO_POINTER(kib));
+  }
+  return huge;
 }
 
 /* One chunk of N pages from ADDR: where each is, then the move of those
@@ -179,7 +208,7 @@ move_chunk(Mover *m, guintptr addr, guint n, GError **error)
   }
   for (guint i = 0; i < k; i++)
     if (m->status[i] >= 0)
-      m->moved_pages++;
+      m->moved_kib += m->page_size / 1024;
   keep_rate(m);
   return TRUE;
 }
@@ -226,20 +255,25 @@ qp_mem_move_pages(int pid, hwloc_const_bitmap_t host_nodes,
   m->pages = pages;
   m->nodes = nodes;
   m->status = status;
+  g_autoptr(GHashTable) huge = huge_mappings(pid);
   g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  guint64 base = m->page_size;
   for (guint i = 0; lines[i] != NULL; i++) {
     guint64 start = 0, end = 0;
     if (sscanf(lines[i], "%" G_GINT64_MODIFIER "x-%" G_GINT64_MODIFIER "x",
                &start, &end) != 2 ||
         strstr(lines[i], "[vsyscall]") != NULL)
       continue;
+    /* A hugetlb mapping moves a hugepage at a time, by its first byte. */
+    gpointer kib = g_hash_table_lookup(huge, GSIZE_TO_POINTER(start));
+    m->page_size = kib != NULL ? GPOINTER_TO_SIZE(kib) * 1024 : base;
     for (guint64 a = start; a < end; a += CHUNK_PAGES * m->page_size) {
       guint n = (guint)MIN((guint64)CHUNK_PAGES, (end - a) / m->page_size);
       if (n > 0 && !move_chunk(m, (guintptr)a, n, error))
         return FALSE;
     }
   }
-  *moved_mib = m->moved_pages * m->page_size / (1024 * 1024);
+  *moved_mib = m->moved_kib / 1024;
   return TRUE;
 }
 

@@ -24,10 +24,12 @@ typedef struct {
 gboolean qp_mem_where(int pid, hwloc_const_bitmap_t nodes, QpMemWhere *out,
                       GError **error);
 
-/* The same guest memory per node (of QpNodeAmount: MiB, rounded up, so
- * that a node with a page has at least 1), nodes without any left out; NULL
- * with ERROR set when numa_maps cannot be read. */
-GArray *qp_mem_where_per_node(int pid, GError **error);
+/* The same guest memory in ordinary pages per node (of QpNodeAmount: MiB,
+ * rounded up, so that a node with a page has at least 1), nodes without any
+ * left out; HUGE_NODES (may be NULL) becomes the nodes that hold hugepages
+ * of it. NULL with ERROR set when numa_maps cannot be read. */
+GArray *qp_mem_where_per_node(int pid, hwloc_bitmap_t huge_nodes,
+                              GError **error);
 
 /* Moves every page of PID that is off TO (a page on node N goes to TO's
  * node at N's position among the host's nodes HOST_NODES, modulo TO's

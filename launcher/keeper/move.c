@@ -113,10 +113,6 @@ may_move(Keeper *k, hwloc_const_bitmap_t to, GError **error)
                   "pages could move (%s): memory plugged later would land "
                   "on the nodes it leaves",
                   why);
-  if (qp_held_claim_get(k->claim)->huge->len > 0)
-    return refuse(error, "%s",
-                  "the VM's memory is in hugepages: such a VM is not moved "
-                  "yet");
   if (plan->n_vnodes > 0 && req->n_gnodes == 0)
     return refuse(error, "%s",
                   "qemu-pin gave the guest its NUMA topology at launch: it "
@@ -169,6 +165,26 @@ widen_amounts(GArray *amounts, const GArray *other, gboolean loads)
   }
 }
 
+/* HUGE (of QpHugeClaim) gains OTHER's pages, the larger count where both
+ * have a node and page size. */
+static void
+widen_huge(GArray *huge, const GArray *other)
+{
+  for (guint i = 0; other != NULL && i < other->len; i++) {
+    const QpHugeClaim *o = &g_array_index(other, QpHugeClaim, i);
+    guint j;
+    for (j = 0; j < huge->len; j++) {
+      QpHugeClaim *h = &g_array_index(huge, QpHugeClaim, j);
+      if (h->node == o->node && h->page_kib == o->page_kib) {
+        h->pages = MAX(h->pages, o->pages);
+        break;
+      }
+    }
+    if (j == huge->len)
+      g_array_append_val(huge, *o);
+  }
+}
+
 /* Phase one: the plan on the destination, claimed beside the source. */
 static gboolean
 replan_and_widen(QpClaim *claim, const QpClaims *claims, gpointer data,
@@ -191,6 +207,7 @@ replan_and_widen(QpClaim *claim, const QpClaims *claims, gpointer data,
   }
   widen_amounts(claim->mem, r->plan->claim_mem, FALSE);
   widen_amounts(claim->load, r->plan->load, TRUE);
+  widen_huge(claim->huge, r->plan->claim_huge);
   hwloc_bitmap_or(claim->dedicated, claim->dedicated, r->plan->dedicated);
   return TRUE;
 }
@@ -215,6 +232,8 @@ cut_to_destination(QpClaim *claim, const QpClaims *claims, gpointer data,
   g_autoptr(QpClaim) fresh = qp_claim_from_plan(plan, claim->id, claim->name);
   g_array_set_size(claim->mem, 0);
   g_array_append_vals(claim->mem, fresh->mem->data, fresh->mem->len);
+  g_array_set_size(claim->huge, 0);
+  g_array_append_vals(claim->huge, fresh->huge->data, fresh->huge->len);
   g_array_set_size(claim->load, 0);
   g_array_append_vals(claim->load, fresh->load->data, fresh->load->len);
   qp_cpu_load_copy(claim->cpu_load, fresh->cpu_load);
@@ -233,6 +252,7 @@ cut_to_destination(QpClaim *claim, const QpClaims *claims, gpointer data,
  * plan). */
 typedef struct {
   const GArray *pages;
+  hwloc_const_bitmap_t huge_nodes; /* the nodes that hold hugepages of it */
   const QpClaim *before;
 } Settle;
 
@@ -248,6 +268,14 @@ settle_to_pages(QpClaim *claim, const QpClaims *claims, gpointer data,
                           g_array_index(claim->mem, QpNodeAmount, i).node) == 0)
       g_array_remove_index(claim->mem, i);
   widen_amounts(claim->mem, s->pages, FALSE);
+  /* Hugepages: the nodes that hold none leave the claim (unless none holds
+   * any yet: where they will come from is not known). */
+  for (guint i = claim->huge->len; i-- > 0;)
+    if (!hwloc_bitmap_iszero(s->huge_nodes) &&
+        !hwloc_bitmap_isset(
+            s->huge_nodes,
+            (unsigned)g_array_index(claim->huge, QpHugeClaim, i).node))
+      g_array_remove_index(claim->huge, i);
   if (s->before != NULL) {
     g_array_set_size(claim->load, 0);
     g_array_append_vals(claim->load, s->before->load->data,
@@ -397,12 +425,14 @@ static void
 stop_move(Keeper *k, const QpClaim *before, GError **error)
 {
   g_autoptr(GError) local = NULL;
-  g_autoptr(GArray) pages = qp_mem_where_per_node(k->qemu_pid, &local);
-  if (pages != NULL && pages->len == 0)
+  g_auto(hwloc_bitmap_t) huge_nodes = hwloc_bitmap_alloc();
+  g_autoptr(GArray) pages =
+      qp_mem_where_per_node(k->qemu_pid, huge_nodes, &local);
+  if (pages != NULL && pages->len == 0 && hwloc_bitmap_iszero(huge_nodes))
     g_set_error(&local, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
                 "numa_maps of QEMU (pid %d) shows no guest memory on any node",
                 k->qemu_pid);
-  Settle settle = {pages, before};
+  Settle settle = {pages, huge_nodes, before};
   g_autofree char *said = NULL;
   if (local == NULL &&
       qp_held_claim_adjust(k->claim, settle_to_pages, &settle, &local)) {
@@ -411,7 +441,15 @@ stop_move(Keeper *k, const QpClaim *before, GError **error)
     for (guint j = 0; j < c->mem->len; j++) {
       const QpNodeAmount *a = &g_array_index(c->mem, QpNodeAmount, j);
       g_string_append_printf(s, "%s%" G_GUINT64_FORMAT " MiB on node %d",
-                             j ? ", " : "", a->mib, a->node);
+                             s->len ? ", " : "", a->mib, a->node);
+    }
+    for (guint j = 0; j < c->huge->len; j++) {
+      const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, j);
+      g_string_append_printf(s,
+                             "%s%" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
+                             " KiB hugepages on node %d",
+                             s->len ? ", " : "", h->pages, h->page_kib,
+                             h->node);
     }
     said = g_strdup_printf("the record claims %s, where the guest memory is",
                            s->str);

@@ -117,9 +117,9 @@ read_request(QpOptions *opts, int argc, char **argv, QpQemuArgs **args_out,
 
 /* Why the VM of record C cannot move whatever the destination, as its
  * keeper would say, or NULL: a keeper that is not running moves nothing;
- * one whose QEMU has a virtio-mem device refuses, and one whose QEMU can be
- * given DIMMs (-m maxmem) moves only where the binding moves with the
- * pages (memory plugged later then lands on the new nodes). */
+ * one whose QEMU can be given DIMMs (-m maxmem) or has a virtio-mem device
+ * moves only where the binding moves with the pages (memory plugged or
+ * grown later then lands on the new nodes). */
 static const char *
 why_unmovable(const QpClaim *c)
 {
@@ -131,9 +131,7 @@ why_unmovable(const QpClaim *c)
   if (c->qemu_pid <= 0 || !g_file_get_contents(path, &args, &len, NULL))
     return NULL;
   QpPluggable plug = qp_qemu_cmdline_memory_pluggable(args, len);
-  if (plug == QP_PLUGGABLE_VIRTIO_MEM)
-    return "its memory can be resized (virtio-mem)";
-  if (plug != QP_PLUGGABLE_MAXMEM)
+  if (plug == QP_PLUGGABLE_NONE)
     return NULL;
   /* The keeper runs as QEMU's user. */
   struct stat st;
@@ -141,8 +139,11 @@ why_unmovable(const QpClaim *c)
   g_autofree char *why = NULL;
   if (stat(proc, &st) < 0 ||
       !qp_mem_binding_movable(c->qemu_pid, st.st_uid, c->id, &why))
-    return "its memory can be plugged (-m maxmem) and only its pages could "
-           "move";
+    return plug == QP_PLUGGABLE_VIRTIO_MEM
+               ? "its memory can be resized (virtio-mem) and only its pages "
+                 "could move"
+               : "its memory can be plugged (-m maxmem) and only its pages "
+                 "could move";
   return NULL;
 }
 

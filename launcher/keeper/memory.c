@@ -44,7 +44,6 @@ typedef struct {
   guint64 size;      /* as last seen, with prealloc: an object-del and */
   gboolean prealloc; /* object-add under the same id changes them */
   gboolean bound;    /* the caller gave it host-nodes (added after start) */
-  gboolean resized;  /* a virtio-mem device uses it */
   gboolean device;   /* a memory device uses it, of guest node gnode */
   int gnode;
 } Backend;
@@ -220,11 +219,19 @@ guest_node_nodes(const QpPlan *plan, int gnode)
   return hwloc_bitmap_dup(plan->host_nodes);
 }
 
-/* Where more memory of S goes: the backend's host-nodes when bound, else
- * its device's guest node's. */
+static const QpPlanMem *plan_piece(const QpPlan *plan, const char *memdev);
+
+/* Where more memory of S goes: where the plan binds its backend (QEMU
+ * still reports the host-nodes of the command line after a move, which
+ * rebinds the memory through a cgroup), else the backend's host-nodes when
+ * bound, else its device's guest node's. */
 static hwloc_bitmap_t
 target_nodes(const QpMemWatch *w, const Seen *s)
 {
+  const QpPlanMem *m = plan_piece(*w->plan, s->id);
+  if (m != NULL && m->kind != QP_MEM_RAM && m->host_nodes != NULL &&
+      !hwloc_bitmap_iszero(m->host_nodes))
+    return hwloc_bitmap_dup(m->host_nodes);
   if (qp_jv_len(s->host_nodes) > 0 && g_strcmp0(s->policy, "default") != 0) {
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     for (guint i = 0; i < qp_jv_len(s->host_nodes); i++)
@@ -518,7 +525,6 @@ qp_mem_watch_update(QpMemWatch *w, QpQmp *qmp)
     b->prealloc = s->prealloc;
     b->device = s->device != NULL;
     b->gnode = (int)qp_jv_get_int_or(s->device, "node", 0);
-    b->resized = g_strcmp0(s->type, "virtio-mem") == 0;
     if (b->tracked) {
       guint64 want = wanted(b, s), held = units_held(b);
       if (want > held)
@@ -568,33 +574,27 @@ qp_mem_watch_caller_bound(const QpMemWatch *w)
   return NULL;
 }
 
-char *
-qp_mem_watch_unmovable(const QpMemWatch *w)
+/* What backend B holds, in MiB as a request says it. */
+static guint64
+held_mib(const Backend *b)
 {
-  if (w == NULL)
-    return NULL;
-  GHashTableIter it;
-  gpointer value;
-  g_hash_table_iter_init(&it, w->backends);
-  while (g_hash_table_iter_next(&it, NULL, &value)) {
-    const Backend *b = value;
-    if (!plugged(w, b))
-      continue;
-    if (b->resized)
-      return g_strdup_printf("memory backend %s, added after the start, "
-                             "serves a virtio-mem device, which can be "
-                             "resized",
-                             b->id);
-  }
-  return NULL;
+  guint64 units = units_held(b);
+  return b->page_kib != 0 ? units * b->page_kib / 1024 : units;
 }
 
 void
-qp_mem_watch_plugged_devices(const QpMemWatch *w, gboolean vnuma,
+qp_mem_watch_request_devices(const QpMemWatch *w, gboolean vnuma,
                              GArray *devmem)
 {
   if (w == NULL)
     return;
+  for (guint i = 0; i < devmem->len; i++) {
+    QpMemDevice *d = &g_array_index(devmem, QpMemDevice, i);
+    const Backend *b =
+        d->memdev != NULL ? g_hash_table_lookup(w->backends, d->memdev) : NULL;
+    if (b != NULL && b->tracked)
+      d->mib = held_mib(b);
+  }
   GHashTableIter it;
   gpointer value;
   g_hash_table_iter_init(&it, w->backends);
@@ -602,12 +602,10 @@ qp_mem_watch_plugged_devices(const QpMemWatch *w, gboolean vnuma,
     const Backend *b = value;
     if (!plugged(w, b))
       continue;
-    guint64 units = units_held(b);
     QpMemDevice d = {.kind = b->device ? QP_MEM_DIMM : QP_MEM_UNUSED,
                      .gnode = vnuma && b->device ? b->gnode : -1,
                      .memdev = b->id,
-                     .mib =
-                         b->page_kib != 0 ? units * b->page_kib / 1024 : units,
+                     .mib = held_mib(b),
                      .page_kib = b->page_kib,
                      .policy = QP_POLICY_DEFAULT};
     g_array_append_val(devmem, d);

@@ -34,14 +34,12 @@ void qp_mem_watch_update(QpMemWatch *w, QpQmp *qmp);
  * move. */
 const char *qp_mem_watch_caller_bound(const QpMemWatch *w);
 
-/* Why memory added after the start cannot move with the VM (a virtio-mem
- * device's), or NULL. */
-char *qp_mem_watch_unmovable(const QpMemWatch *w);
-
-/* The memory added after the start, as the request's memory devices would
- * say it (VNUMA: the guest has nodes), appended to DEVMEM (of QpMemDevice;
- * its strings are W's): a move plans it with the rest. */
-void qp_mem_watch_plugged_devices(const QpMemWatch *w, gboolean vnuma,
+/* The request's memory devices (DEVMEM, of QpMemDevice, a copy of the
+ * request's) as they are now: each holds what the keeper claims for its
+ * backend (a virtio-mem device resized since), and the memory added after
+ * the start is appended (VNUMA: the guest has nodes; its strings are W's).
+ * A move plans them with the rest. */
+void qp_mem_watch_request_devices(const QpMemWatch *w, gboolean vnuma,
                                   GArray *devmem);
 
 /* After the plan changed (a move): what each backend holds is where the

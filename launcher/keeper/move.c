@@ -93,26 +93,27 @@ may_move(Keeper *k, hwloc_const_bitmap_t to, GError **error)
                   "the VM has a VFIO device (%s): its pages are pinned for "
                   "DMA and cannot move",
                   req && req->vfio ? req->vfio[0] : "?");
-  g_autofree char *unmovable = qp_mem_watch_unmovable(k->mem);
-  if (unmovable != NULL)
-    return refuse(error, "%s: such a VM is not moved yet", unmovable);
-  const QpMemDevice *resized = qp_request_virtio_mem(req);
-  if (resized != NULL)
-    return refuse(error,
-                  "the VM's memory can be resized (virtio-mem device %s): "
-                  "such a VM is not moved yet",
-                  resized->device != NULL ? resized->device : resized->memdev);
-  /* DIMMs plugged after the move must land on the destination: only the
-   * binding, moved with the pages, puts them there. */
+  /* DIMMs plugged after the move, and what a virtio-mem device grows by,
+   * must land on the destination: only the binding, moved with the pages,
+   * puts them there. */
   g_autofree char *why = NULL;
+  const QpMemDevice *resized = qp_request_virtio_mem(req);
   if (k->cfg->mem_hotplug &&
       !qp_mem_binding_movable(k->qemu_pid, geteuid(),
-                              qp_held_claim_get(k->claim)->id, &why))
+                              qp_held_claim_get(k->claim)->id, &why)) {
+    if (resized != NULL)
+      return refuse(error,
+                    "the VM's memory can be resized (virtio-mem device %s) "
+                    "and only its pages could move (%s): what it grows by "
+                    "later would land on the nodes it leaves",
+                    resized->device != NULL ? resized->device : resized->memdev,
+                    why);
     return refuse(error,
                   "the VM's memory can be plugged (-m maxmem) and only its "
                   "pages could move (%s): memory plugged later would land "
                   "on the nodes it leaves",
                   why);
+  }
   if (plan->n_vnodes > 0 && req->n_gnodes == 0)
     return refuse(error, "%s",
                   "qemu-pin gave the guest its NUMA topology at launch: it "
@@ -482,12 +483,13 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
   g_autoptr(QpHost) host = qp_host_load_full(k->cfg->topology, FALSE, error);
   if (host == NULL)
     return NULL;
-  /* Memory given to the VM after its start moves with it: the plan claims
-   * it on the destination as the command line's memory devices. */
+  /* Memory given to the VM after its start moves with it, and a virtio-mem
+   * device with what it holds now: the plan claims them on the destination
+   * as the command line's memory devices. */
   const QpRequest *req = k->cfg->req;
   g_autoptr(GArray) devmem = g_array_new(FALSE, FALSE, sizeof(QpMemDevice));
   g_array_append_vals(devmem, req->devmem, req->n_devmem);
-  qp_mem_watch_plugged_devices(k->mem, req->n_gnodes > 0, devmem);
+  qp_mem_watch_request_devices(k->mem, req->n_gnodes > 0, devmem);
   QpRequest grown = *req;
   grown.devmem = (QpMemDevice *)(gpointer)devmem->data;
   grown.n_devmem = devmem->len;

@@ -223,30 +223,37 @@ log "ok: the VM with a DIMM plugged moved to node $xfrom with the DIMM"
 # claim, the RAM and the device's requested-size (raised over QMP after the
 # start; the firmware has no driver, so QEMU only records the request),
 # goes to the new node, and what the device is resized to after the move is
-# claimed there.
+# claimed there. An unused backend of its command line, preallocated, moves
+# with it, and deleted after the move it is given back from the new node.
 qmp=$QP_LAB_SCRATCH/vmem.qmp
 # shellcheck disable=SC2046
 set -- "$QP_QEMU" $(vm_args vmem fw.bin) -smp 1 -m 64,maxmem=512M \
   -object memory-backend-ram,id=vmb,size=128M -device virtio-mem-pci,id=vmem0,memdev=vmb,requested-size=32M \
+  -object memory-backend-ram,id=spare,size=16M,prealloc=on \
   -qmp "unix:$qmp,server=on,wait=off"
 vpid=$(qp_launch vmem --mode=balanced -- "$@") || fail "qemu-pin did not launch the VM with virtio-mem: $vpid"
 vfrom=$(claim_of "$vpid" | jq -r 'keys[0]')
-assert_eq "the VM with virtio-mem: RAM and requested-size claimed" "{\"$vfrom\":96}" "$(claim_of "$vpid")"
+assert_eq "the VM with virtio-mem: RAM, requested-size and the unused backend claimed" "{\"$vfrom\":112}" "$(claim_of "$vpid")"
 resize() {
   qmp_cmd qom-set "{\"path\": \"/machine/peripheral/vmem0\", \"property\": \"requested-size\", \"value\": $1}" ||
     fail "qom-set of requested-size $1 failed"
 }
 resize 50331648
-grown() { [ "$(claim_of "$vpid")" = "{\"$vfrom\":112}" ]; }
+grown() { [ "$(claim_of "$vpid")" = "{\"$vfrom\":128}" ]; }
 wait_for 30 grown || fail "virtio-mem resized to 48 MiB is not claimed: $(claim_of "$vpid")"
 vto=$(((vfrom + 1) % 4))
 [ "$vto" = "$full" ] && vto=$(((vto + 1) % 4))
 "$QP_BINARY" move vmem --to-nodes="$vto" >vmem.out 2>vmem.err || fail "the move of the VM with virtio-mem failed: $(cat vmem.err)"
 [ -s vmem.err ] && fail "a successful move printed on stderr: $(cat vmem.err)"
-assert_eq "the VM with virtio-mem: claim names only node $vto" "{\"$vto\":112}" "$(claim_of "$vpid")"
+assert_eq "the VM with virtio-mem: claim names only node $vto" "{\"$vto\":128}" "$(claim_of "$vpid")"
 resize 67108864
-regrown() { [ "$(claim_of "$vpid")" = "{\"$vto\":128}" ]; }
+regrown() { [ "$(claim_of "$vpid")" = "{\"$vto\":144}" ]; }
 wait_for 30 regrown || fail "virtio-mem resized after the move is not claimed on node $vto: $(claim_of "$vpid")"
+got=$(on_node "$vpid" "$vto" 16)
+[ "$got" -ge 950 ] || fail "the unused backend has only $got permille on node $vto after the move"
+qmp_cmd object-del '{"id": "spare"}' || fail "object-del of the unused backend failed"
+spared() { [ "$(claim_of "$vpid")" = "{\"$vto\":128}" ]; }
+wait_for 30 spared || fail "the unused backend deleted after the move is not given back on node $vto: $(claim_of "$vpid")"
 log "ok: the VM with virtio-mem moved to node $vto, and its growth after is claimed there"
 lab_cleanup
 exit 0

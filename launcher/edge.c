@@ -1,8 +1,14 @@
 /* The command line edge both modules share (edge.h). */
 #include "launcher/edge.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "launcher/front/front.h"
 #include "launcher/hand-over.h"
@@ -203,6 +209,62 @@ run_straight(int argc, char **argv, GError **error)
   return -1;
 }
 
+/* Longest a failed run waits for its caller to connect (hold_listeners()). */
+#define HOLD_LISTENERS_MS 2000
+#define HOLD_LISTENERS_MAX 16
+
+/* A failed run ends, its one line said. QEMU holds every listening socket
+ * its caller passed it (libvirt's monitor: -chardev socket,fd=N,server=on,
+ * the caller's copy closed) until it exits, so the caller's connect()
+ * succeeds and reads the end of the monitor: libvirt then reports the
+ * reason from the log ("qemu unexpectedly closed the monitor: LINE"). A
+ * refusal before QEMU runs is quicker than QEMU's own start, and gone
+ * before libvirt connects: it said only "failed to connect to monitor
+ * socket: Connection refused" (docs/robustness.md, finding 30). So wait,
+ * at most HOLD_LISTENERS_MS, until a caller connects to one of the
+ * listening sockets this process would have handed QEMU (inherited
+ * without close-on-exec); none: no wait. */
+static void
+hold_listeners(void)
+{
+  struct pollfd fds[HOLD_LISTENERS_MAX];
+  nfds_t n = 0;
+  DIR *d = opendir("/proc/self/fd");
+  if (d == NULL)
+    return;
+  int own = dirfd(d);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL && n < HOLD_LISTENERS_MAX) {
+    char *end;
+    long fd = strtol(e->d_name, &end, 10);
+    if (*end != '\0' || end == e->d_name || fd < 3 || fd == own)
+      continue;
+    int flags = fcntl((int)fd, F_GETFD);
+    int listening = 0;
+    socklen_t len = sizeof(listening);
+    if (flags < 0 || (flags & FD_CLOEXEC) ||
+        getsockopt((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 ||
+        !listening)
+      continue;
+    fds[n].fd = (int)fd;
+    fds[n].events = POLLIN;
+    fds[n].revents = 0;
+    n++;
+  }
+  closedir(d);
+  if (n == 0)
+    return;
+  gint64 deadline = g_get_monotonic_time() + HOLD_LISTENERS_MS * 1000;
+  for (;;) {
+    gint64 left = (deadline - g_get_monotonic_time()) / 1000;
+    if (left <= 0)
+      return;
+    int r = poll(fds, n, (int)left);
+    if (r > 0 || (r < 0 && errno != EINTR))
+      return;
+  }
+}
+
 /* The edge: the only place that says an error and chooses the exit status
  * (qp_error_exit_status()). */
 int
@@ -224,6 +286,7 @@ qp_edge_main(int argc, char **argv, const struct timespec *t0,
   if (rc < 0) {
     qp_error("%s", error->message);
     rc = qp_error_exit_status(error);
+    hold_listeners();
   }
   qp_options_clear(&opts);
   return rc;

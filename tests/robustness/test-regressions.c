@@ -2,11 +2,13 @@
  * behaviour that is wanted (docs/robustness.md, "Findings"). Each failed
  * until its finding was fixed, and now guards the fix. */
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <json-glib/json-glib.h>
@@ -733,6 +735,93 @@ test_launcher_killed_before_exec(RbFixture *f, gconstpointer data)
   g_assert_cmpstr(err, ==, "");
 }
 
+/* Finding 30: libvirt hands QEMU its monitor as a listening socket
+ * (-chardev socket,id=charmonitor,fd=N,server=on,wait=off), closes its own
+ * copy and connects once it has let QEMU run. QEMU holds the socket until it
+ * exits, so a QEMU that fails at once is read as "qemu unexpectedly closed
+ * the monitor: " and its stderr. A launch qemu-pin refused was over before
+ * libvirt connected in 5 of 20 starts: `virsh start` then said only "failed
+ * to connect to monitor socket: Connection refused", without the reason.
+ * Here the caller connects 200 ms after the refusal was written, as a slow
+ * libvirtd would. */
+static void
+test_refused_holds_monitor(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  g_autofree char *sock = g_build_filename(f->dir, "monitor.sock", NULL);
+  int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  g_assert_cmpint(lfd, >=, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  g_strlcpy(sa.sun_path, sock, sizeof(sa.sun_path));
+  g_assert_cmpint(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+  g_assert_cmpint(listen(lfd, 1), ==, 0);
+  g_autofree char *errpath = g_build_filename(f->dir, "stderr", NULL);
+  /* one-to-one for 64 vCPUs: refused before QEMU runs on any test host */
+  char *argv[] = {(char *)qp_test_binary(),
+                  "--mode=one-to-one",
+                  "--",
+                  f->qemu,
+                  "-name",
+                  f->marker,
+                  "-S",
+                  "-accel",
+                  "tcg",
+                  "-smp",
+                  "64",
+                  "-m",
+                  "64",
+                  "-display",
+                  "none",
+                  "-nodefaults",
+                  "-chardev",
+                  "socket,id=charmonitor,fd=3,server=on,wait=off",
+                  "-mon",
+                  "chardev=charmonitor,id=monitor,mode=control",
+                  NULL};
+  pid_t pid = fork();
+  g_assert_cmpint(pid, >=, 0);
+  if (pid == 0) {
+    int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (e < 0 || dup2(e, 2) < 0 ||
+        (lfd == 3 ? fcntl(3, F_SETFD, 0) : dup2(lfd, 3)) < 0)
+      _exit(127);
+    execve(argv[0], argv, envp);
+    _exit(127);
+  }
+  close(lfd); /* as libvirt does: the socket is QEMU's now */
+  gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+  g_autofree char *err = NULL;
+  for (;;) {
+    g_free(err);
+    err = stderr_of(f);
+    if (strchr(err, '\n') != NULL || g_get_monotonic_time() > deadline)
+      break;
+    g_usleep(5000);
+  }
+  g_test_message("stderr: %s", err);
+  g_assert_nonnull(strstr(err, "does not fit"));
+  g_usleep(200 * 1000);
+  int c = qp_test_connect_unix(sock);
+  if (c < 0)
+    g_test_message("connect: %s", g_strerror(errno));
+  g_assert_cmpint(c, >=, 0);
+  if (c >= 0) {
+    /* then the end of the monitor, as from a QEMU that failed */
+    struct pollfd p = {.fd = c, .events = POLLIN};
+    g_assert_cmpint(poll(&p, 1, 10000), ==, 1);
+    char buf[64];
+    g_assert_cmpint(read(c, buf, sizeof(buf)), <=, 0);
+    close(c);
+  }
+  g_assert_cmpint(qp_test_wait(pid, 10000), ==, 1);
+  g_free(err);
+  err = stderr_of(f);
+  rb_assert_one_line(err);
+  g_assert_false(g_file_test(f->ran, G_FILE_TEST_EXISTS));
+  rb_assert_nothing_left(f, 2000);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -774,5 +863,7 @@ main(int argc, char **argv)
              test_status_keeper_gone, rb_teardown);
   g_test_add("/regressions/ledger/record-restored", RbFixture, NULL, rb_setup,
              test_record_restored, rb_teardown);
+  g_test_add("/regressions/refused-launch-holds-caller-monitor", RbFixture,
+             NULL, rb_setup, test_refused_holds_monitor, rb_teardown);
   return g_test_run();
 }

@@ -8,12 +8,13 @@
 
 QpPinVerdict
 qp_caller_judge(hwloc_const_bitmap_t have, hwloc_const_bitmap_t want,
-                hwloc_const_bitmap_t usable,
+                hwloc_const_bitmap_t usable, hwloc_const_bitmap_t beyond,
                 const hwloc_const_bitmap_t *inherited, guint n_inherited)
 {
   if (hwloc_bitmap_isequal(have, want))
     return QP_PIN_PLANNED;
-  if (hwloc_bitmap_isincluded(usable, have))
+  if (hwloc_bitmap_isincluded(usable, have) &&
+      (beyond == NULL || !hwloc_bitmap_intersects(have, beyond)))
     return QP_PIN_RESET;
   for (guint i = 0; i < n_inherited; i++)
     if (inherited[i] != NULL && hwloc_bitmap_isequal(have, inherited[i]))
@@ -31,6 +32,13 @@ qp_caller_host_new(const QpHost *host, const QpPlan *plan,
   h->usable = hwloc_bitmap_dup(host->allowed);
   if (affinity != NULL)
     hwloc_bitmap_and(h->usable, h->usable, affinity);
+  if (host->beyond_affinity != NULL) {
+    h->beyond = hwloc_bitmap_dup(host->beyond_affinity);
+    if (affinity != NULL)
+      hwloc_bitmap_and(h->beyond, h->beyond, affinity);
+    if (hwloc_bitmap_iszero(h->beyond))
+      g_clear_pointer(&h->beyond, hwloc_bitmap_free);
+  }
   h->n_vcpus = plan->n_vcpus;
   h->vcpu_core = g_new0(hwloc_bitmap_t, MAX(plan->n_vcpus, 1));
   gboolean dedicated =
@@ -61,6 +69,7 @@ qp_caller_host_free(QpCallerHost *h)
   if (h == NULL)
     return;
   hwloc_bitmap_free(h->usable);
+  hwloc_bitmap_free(h->beyond);
   for (guint v = 0; v < h->n_vcpus; v++)
     hwloc_bitmap_free(h->vcpu_core[v]);
   g_free(h->vcpu_core);
@@ -266,7 +275,7 @@ say(QpCallerPins *pins, const char *fmt, ...)
 QpPinVerdict
 qp_caller_pins_judge(QpCallerPins *pins, int tid, const char *what, int vcpu,
                      hwloc_const_bitmap_t have, hwloc_const_bitmap_t want,
-                     hwloc_const_bitmap_t usable,
+                     hwloc_const_bitmap_t usable, hwloc_const_bitmap_t beyond,
                      const hwloc_const_bitmap_t *inherited, guint n_inherited)
 {
   Watched *w = g_hash_table_lookup(pins->threads, GINT_TO_POINTER(tid));
@@ -282,8 +291,9 @@ qp_caller_pins_judge(QpCallerPins *pins, int tid, const char *what, int vcpu,
     g_hash_table_insert(pins->threads, GINT_TO_POINTER(tid), w);
   }
   w->judged = TRUE;
-  QpPinVerdict verdict = qp_caller_judge(
-      have, want, usable, fresh ? inherited : NULL, fresh ? n_inherited : 0);
+  QpPinVerdict verdict =
+      qp_caller_judge(have, want, usable, beyond, fresh ? inherited : NULL,
+                      fresh ? n_inherited : 0);
   hwloc_bitmap_copy(w->seen, verdict == QP_PIN_RESET ? want : have);
   if (verdict == QP_PIN_CALLER) {
     if (w->caller == NULL || !hwloc_bitmap_isequal(w->caller, have)) {

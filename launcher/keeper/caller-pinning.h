@@ -11,11 +11,15 @@
  * - planned: equal to the plan's set for that thread;
  * - a reset: it holds every usable CPU (libvirt without <vcpupin> sets each
  *   vCPU to all online CPUs, or to its <vcpu cpuset>, which qemu-pin was
- *   started in and so plans in), or, on a thread seen for the first time,
- *   it equals a set the thread inherited from one qemu-pin pinned (the
- *   startup CPUs, the emulator's set): the plan is put back;
- * - the caller's: anything else, that is narrower than the usable CPUs and
- *   not the plan. It is kept as it is. */
+ *   started in and so plans in) and none of the CPUs "beyond" them that
+ *   only QEMU's cgroup and start affinity kept out (libvirt starts QEMU on
+ *   <emulatorpin>, in its emulator cgroup, and then sets each vCPU to all
+ *   online CPUs: those vCPUs float there, as with QEMU alone; `virsh
+ *   vcpupin` beyond a <vcpu cpuset> is the caller's too), or, on a thread
+ *   seen for the first time, a set it inherited from a thread qemu-pin
+ *   pinned (the startup CPUs, the emulator's set): the plan is put back;
+ * - the caller's: anything else, that is not the plan. It is kept as it
+ *   is. */
 #pragma once
 
 #include <glib.h>
@@ -39,6 +43,7 @@ typedef enum {
 QpPinVerdict qp_caller_judge(hwloc_const_bitmap_t have,
                              hwloc_const_bitmap_t want,
                              hwloc_const_bitmap_t usable,
+                             hwloc_const_bitmap_t beyond,
                              const hwloc_const_bitmap_t *inherited,
                              guint n_inherited);
 
@@ -46,6 +51,9 @@ QpPinVerdict qp_caller_judge(hwloc_const_bitmap_t have,
  * fork (the keeper does not load the host). */
 typedef struct {
   hwloc_bitmap_t usable; /* the CPUs the VM may use */
+  /* the CPUs only the cgroup and start affinity kept out of usable (not
+   * isolated, within --affinity), or NULL */
+  hwloc_bitmap_t beyond;
   guint n_vcpus;
   /* one-to-one: every PU of the core holding vCPU i's planned CPU, for the
    * boot vCPUs; NULL elsewhere */
@@ -107,6 +115,7 @@ QpPinVerdict qp_caller_pins_judge(QpCallerPins *pins, int tid, const char *what,
                                   int vcpu, hwloc_const_bitmap_t have,
                                   hwloc_const_bitmap_t want,
                                   hwloc_const_bitmap_t usable,
+                                  hwloc_const_bitmap_t beyond,
                                   const hwloc_const_bitmap_t *inherited,
                                   guint n_inherited);
 

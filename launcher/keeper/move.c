@@ -295,11 +295,17 @@ settle_to_pages(QpClaim *claim, const QpClaims *claims, gpointer data,
 static gboolean
 take_plan(Keeper *k, const QpHost *host, QpPlan *plan, GError **error)
 {
+  /* The CPUs beyond QEMU's start affinity stay those the launch saw: the
+   * keeper's own affinity says nothing of them. */
+  g_auto(hwloc_bitmap_t) beyond =
+      k->host->beyond != NULL ? hwloc_bitmap_dup(k->host->beyond) : NULL;
   g_clear_pointer(&k->own_plan, qp_plan_free);
   g_clear_pointer(&k->own_host, qp_caller_host_free);
   k->own_plan = plan;
   k->plan = plan;
   k->own_host = qp_caller_host_new(host, plan, k->cfg->placement->affinity);
+  hwloc_bitmap_free(k->own_host->beyond);
+  k->own_host->beyond = g_steal_pointer(&beyond);
   k->host = k->own_host;
   qp_caller_pins_free(k->pins);
   k->pins = qp_caller_pins_new(plan->n_vcpus);

@@ -36,8 +36,9 @@ pin_and_verify(int tid, hwloc_const_bitmap_t set, const char *what,
 typedef struct {
   Keeper *k;
   hwloc_const_bitmap_t usable;
-  hwloc_bitmap_t emulator; /* NULL: other threads are left alone */
-  hwloc_bitmap_t iothread; /* the iothreads not near their devices */
+  hwloc_const_bitmap_t beyond; /* see qp_caller_judge() */
+  hwloc_bitmap_t emulator;     /* NULL: other threads are left alone */
+  hwloc_bitmap_t iothread;     /* the iothreads not near their devices */
   /* The emulator's and iothreads' sets as the last look had them, when a
    * vCPU plugged or unplugged since changed them (else NULL): a thread
    * still there is ours, not the caller's, and goes to the new set. */
@@ -71,7 +72,7 @@ pin_main_thread(Look *l, GError **error)
   }
   QpPinVerdict verdict =
       qp_caller_pins_judge(k->pins, k->qemu_pid, "the emulator thread", -1, had,
-                           l->emulator, l->usable, l->inherited, 2);
+                           l->emulator, l->usable, l->beyond, l->inherited, 2);
   if (verdict == QP_PIN_RESET) {
     if (!qp_set_affinity(k->qemu_pid, l->emulator, error)) {
       g_prefix_error(error, "emulator thread: ");
@@ -111,14 +112,14 @@ pin_vcpus(Look *l, GArray *vcpus, GError **error)
       continue;
     QpPinVerdict verdict = qp_caller_pins_judge(
         k->pins, v->thread_id, what, v->cpu_index, had, want, l->usable,
-        l->inherited, G_N_ELEMENTS(l->inherited));
+        l->beyond, l->inherited, G_N_ELEMENTS(l->inherited));
     if (verdict != QP_PIN_RESET)
       continue;
     hwloc_const_bitmap_t to =
         qp_keeper_reclaim_core(k, (guint)v->cpu_index, want);
     if (to != want)
       qp_caller_pins_judge(k->pins, v->thread_id, what, v->cpu_index, to, to,
-                           l->usable, NULL, 0);
+                           l->usable, l->beyond, NULL, 0);
     if (!pin_and_verify(v->thread_id, to, what, error))
       return FALSE;
     l->changed++;
@@ -148,7 +149,7 @@ pin_iothreads(Look *l, GArray *iothreads, GError **error)
       l->changed++;
     }
     if (qp_caller_pins_judge(k->pins, t->thread_id, what, -1, had, want,
-                             l->usable, l->inherited,
+                             l->usable, l->beyond, l->inherited,
                              G_N_ELEMENTS(l->inherited)) != QP_PIN_RESET)
       continue;
     if (!pin_and_verify(t->thread_id, want, what, error))
@@ -176,8 +177,8 @@ pin_other_threads(Look *l)
     g_auto(hwloc_bitmap_t) had = qp_get_affinity(tid, NULL);
     if (had == NULL ||
         (l->main_caller != NULL && hwloc_bitmap_isequal(had, l->main_caller)) ||
-        (qp_caller_judge(had, l->emulator, l->usable, l->inherited, 2) !=
-             QP_PIN_RESET &&
+        (qp_caller_judge(had, l->emulator, l->usable, l->beyond, l->inherited,
+                         2) != QP_PIN_RESET &&
          (l->emulator_was == NULL ||
           !hwloc_bitmap_isequal(had, l->emulator_was))))
       continue;
@@ -225,7 +226,7 @@ apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
            GError **error)
 {
   const QpPlan *plan = k->plan;
-  Look l = {.k = k, .usable = k->host->usable};
+  Look l = {.k = k, .usable = k->host->usable, .beyond = k->host->beyond};
   g_auto(hwloc_bitmap_t) off = hwloc_bitmap_alloc();
   GHashTableIter it;
   gpointer core;

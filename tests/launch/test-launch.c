@@ -1050,6 +1050,69 @@ test_caller_pin_kept(Fixture *f, gconstpointer data)
   stop_and_check_released(f, pid);
 }
 
+/* The VM started on fewer CPUs than it may use: libvirt starts QEMU on a
+ * domain's <emulatorpin> and then, before its cont, sets each vCPU without
+ * <vcpupin> to every online CPU, beyond what QEMU was started on; and
+ * `virsh vcpupin` may go beyond a <vcpu cpuset>. With QEMU alone the vCPU
+ * floats there; the keeper took it for a reset and put it back on the plan
+ * (every vCPU then on the emulator's CPUs). Now it is the caller's: kept,
+ * and the claim follows. */
+static void
+test_caller_pin_beyond_start(Fixture *f, gconstpointer data)
+{
+  g_autofree char *own =
+      qp_test_task_field(getpid(), getpid(), "Cpus_allowed_list");
+  g_auto(GStrv) parts = g_strsplit_set(own, ",-", 2);
+  if (g_strcmp0(parts[0], own) == 0) {
+    g_test_skip("needs at least 2 CPUs");
+    return;
+  }
+  const char *first = parts[0];
+  g_autofree char *qmparg =
+      g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  const char *opts[] = {"--mode=auto", NULL};
+  const char *extra[] = {"-smp", "1", "-m", "64", "-S", "-qmp", qmparg, NULL};
+  g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
+
+  qp_test_set_affinity(getpid(), first); /* as libvirt's <emulatorpin> */
+  GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
+  qp_test_set_affinity(getpid(), own);
+  const char *planned[] = {first, NULL};
+  g_assert_true(qp_test_wait_vcpu_affinity(pid, planned, 30000));
+  g_assert_true(
+      qp_test_wait_record_string(f->state, "mode", "balanced", 10000));
+  g_autoptr(GArray) tids = qp_test_vcpu_threads(pid);
+  g_assert_cmpuint(tids->len, ==, 1);
+  qp_test_set_affinity(g_array_index(tids, int, 0), own);
+  g_autoptr(JsonNode) r = qp_test_qmp_command(f->qmp, "cont");
+  g_assert_nonnull(r);
+  g_assert_true(qp_test_wait_status(f->qmp, "running", 5000));
+
+  /* The keeper's look on RESUME: the claim follows the caller's CPUs. */
+  gboolean followed = FALSE;
+  for (int i = 0; i < 200 && !followed; i++) {
+    g_autoptr(JsonObject) rec = qp_test_record(f->state);
+    JsonArray *load = rec != NULL && json_object_has_member(rec, "cpu-load")
+                          ? json_object_get_array_member(rec, "cpu-load")
+                          : NULL;
+    followed = load != NULL && json_array_get_length(load) == 1 &&
+               g_strcmp0(json_object_get_string_member(
+                             json_array_get_object_element(load, 0), "cpus"),
+                         own) == 0;
+    if (!followed)
+      g_usleep(25000);
+  }
+  g_assert_true(followed);
+  const char *kept[] = {own, NULL};
+  g_assert_true(qp_test_wait_vcpu_affinity(pid, kept, 1000));
+
+  g_autofree char *err_path = g_build_filename(f->dir, "stderr", NULL);
+  g_autofree char *err = NULL;
+  g_assert_true(g_file_get_contents(err_path, &err, NULL, NULL));
+  g_assert_cmpstr(err, ==, "");
+  stop_and_check_released(f, pid);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1066,6 +1129,8 @@ main(int argc, char **argv)
   ADD("/launch/caller-S/stays-paused-and-replans-on-cont",
       test_caller_S_replan_on_cont, NULL);
   ADD("/launch/caller-pin/kept-and-claim-follows", test_caller_pin_kept, NULL);
+  ADD("/launch/caller-pin/beyond-start-affinity-kept",
+      test_caller_pin_beyond_start, NULL);
   ADD("/launch/preconfig/waits-for-x-exit-preconfig", test_preconfig, NULL);
   ADD("/launch/preconfig/daemonize-stops-at-once", test_preconfig_daemonize,
       NULL);

@@ -32,25 +32,38 @@ typedef struct {
   const char *name;
   const char *have, *want, *usable;
   const char *inherited; /* NULL: none (a thread seen before) */
+  const char *beyond;    /* NULL: none (started on every usable CPU) */
   QpPinVerdict verdict;
 } JudgeCase;
 
 static const JudgeCase judge_cases[] = {
-    {"planned", "0", "0", "0-1", NULL, QP_PIN_PLANNED},
+    {"planned", "0", "0", "0-1", NULL, NULL, QP_PIN_PLANNED},
     /* libvirt without <vcpupin>: every online CPU. */
-    {"reset-to-every-usable-cpu", "0-1", "0", "0-1", NULL, QP_PIN_RESET},
+    {"reset-to-every-usable-cpu", "0-1", "0", "0-1", NULL, NULL, QP_PIN_RESET},
     /* Online CPUs beyond the usable ones (isolated, or outside --affinity)
      * are still a reset. */
-    {"reset-wider-than-usable", "0-7", "2", "2-3", NULL, QP_PIN_RESET},
+    {"reset-wider-than-usable", "0-7", "2", "2-3", NULL, NULL, QP_PIN_RESET},
     /* <vcpupin vcpu='0' cpuset='1'> where the plan says 0: the caller's,
      * though it is another vCPU's planned CPU. */
-    {"caller-narrower", "1", "0", "0-1", NULL, QP_PIN_CALLER},
-    {"caller-partly-outside-usable", "1,4", "0", "0-3", NULL, QP_PIN_CALLER},
+    {"caller-narrower", "1", "0", "0-1", NULL, NULL, QP_PIN_CALLER},
+    {"caller-partly-outside-usable", "1,4", "0", "0-3", NULL, NULL,
+     QP_PIN_CALLER},
     /* A thread seen for the first time with the startup CPUs it inherited
      * from the main thread is not the caller's ... */
-    {"inherited-on-first-sight", "0-3", "0", "0-7", "0-3", QP_PIN_RESET},
+    {"inherited-on-first-sight", "0-3", "0", "0-7", "0-3", NULL, QP_PIN_RESET},
     /* ... but the same set on a thread seen before is. */
-    {"same-set-seen-before", "0-3", "0", "0-7", NULL, QP_PIN_CALLER},
+    {"same-set-seen-before", "0-3", "0", "0-7", NULL, NULL, QP_PIN_CALLER},
+    /* Started on <emulatorpin cpuset='1'> (usable 1), then set by libvirt
+     * to every online CPU: the vCPU floats there, as with QEMU alone. */
+    {"beyond-start-affinity", "0-1", "1", "1", NULL, "0", QP_PIN_CALLER},
+    /* Started on <vcpu cpuset='1'>, reset by libvirt to that cpuset. */
+    {"reset-to-start-affinity", "2-3", "2", "2-3", NULL, "0-1", QP_PIN_RESET},
+    /* `virsh vcpupin` beyond that cpuset: the caller's. */
+    {"pinned-beyond-start-affinity", "0-3", "2", "2-3", NULL, "0-1",
+     QP_PIN_CALLER},
+    /* Wider only where something else keeps the VM out (isolated CPUs,
+     * outside --affinity): still a reset. */
+    {"reset-wider-not-beyond", "2-7", "2", "2-3", NULL, "0-1", QP_PIN_RESET},
 };
 
 static void
@@ -61,10 +74,11 @@ test_judge(gconstpointer data)
   g_auto(hwloc_bitmap_t) want = set_of(c->want);
   g_auto(hwloc_bitmap_t) usable = set_of(c->usable);
   g_auto(hwloc_bitmap_t) inh = c->inherited ? set_of(c->inherited) : NULL;
+  g_auto(hwloc_bitmap_t) beyond = c->beyond ? set_of(c->beyond) : NULL;
   hwloc_const_bitmap_t inherited[] = {inh};
-  g_assert_cmpint(
-      qp_caller_judge(have, want, usable, inherited, inh != NULL ? 1 : 0), ==,
-      c->verdict);
+  g_assert_cmpint(qp_caller_judge(have, want, usable, beyond, inherited,
+                                  inh != NULL ? 1 : 0),
+                  ==, c->verdict);
 }
 
 /* Looks at the threads of a VM with 2 vCPUs planned on CPUs 0 and 1 of a
@@ -82,10 +96,10 @@ test_pins_across_looks(void)
   /* 1. First look: both inherited the startup CPUs: the plan goes on. */
   qp_caller_pins_begin(pins);
   g_assert_cmpint(qp_caller_pins_judge(pins, 101, "vCPU 0", 0, startup, cpu0,
-                                       usable, inherited, 1),
+                                       usable, NULL, inherited, 1),
                   ==, QP_PIN_RESET);
   g_assert_cmpint(qp_caller_pins_judge(pins, 102, "vCPU 1", 1, startup, cpu1,
-                                       usable, inherited, 1),
+                                       usable, NULL, inherited, 1),
                   ==, QP_PIN_RESET);
   g_assert_null(qp_caller_pins_end(pins));
   g_assert_null(qp_caller_pins_vcpu(pins, 0));
@@ -93,10 +107,10 @@ test_pins_across_looks(void)
   /* 2. The caller put vCPU 0 on CPU 1 (<vcpupin>): kept, and said once. */
   qp_caller_pins_begin(pins);
   g_assert_cmpint(qp_caller_pins_judge(pins, 101, "vCPU 0", 0, cpu1, cpu0,
-                                       usable, inherited, 1),
+                                       usable, NULL, inherited, 1),
                   ==, QP_PIN_CALLER);
   g_assert_cmpint(qp_caller_pins_judge(pins, 102, "vCPU 1", 1, cpu1, cpu1,
-                                       usable, inherited, 1),
+                                       usable, NULL, inherited, 1),
                   ==, QP_PIN_PLANNED);
   g_autofree char *said = qp_caller_pins_end(pins);
   g_assert_cmpstr(said, ==, "vCPU 0 on CPUs 1 kept (the caller's)");
@@ -105,7 +119,7 @@ test_pins_across_looks(void)
 
   qp_caller_pins_begin(pins);
   g_assert_cmpint(qp_caller_pins_judge(pins, 101, "vCPU 0", 0, cpu1, cpu0,
-                                       usable, inherited, 1),
+                                       usable, NULL, inherited, 1),
                   ==, QP_PIN_CALLER);
   g_assert_null(qp_caller_pins_end(pins)); /* nothing new */
   assert_set(qp_caller_pins_vcpu(pins, 0), "1");
@@ -113,7 +127,7 @@ test_pins_across_looks(void)
   /* 3. Reset to every usable CPU: the plan is back. */
   qp_caller_pins_begin(pins);
   g_assert_cmpint(qp_caller_pins_judge(pins, 101, "vCPU 0", 0, usable, cpu0,
-                                       usable, inherited, 1),
+                                       usable, NULL, inherited, 1),
                   ==, QP_PIN_RESET);
   g_autofree char *back = qp_caller_pins_end(pins);
   g_assert_cmpstr(back, ==, "vCPU 0 was reset: back on the plan's CPUs 0");
@@ -121,11 +135,13 @@ test_pins_across_looks(void)
 
   /* 4. Pinned again, then its thread is gone (unplugged): forgotten. */
   qp_caller_pins_begin(pins);
-  qp_caller_pins_judge(pins, 101, "vCPU 0", 0, cpu1, cpu0, usable, NULL, 0);
+  qp_caller_pins_judge(pins, 101, "vCPU 0", 0, cpu1, cpu0, usable, NULL, NULL,
+                       0);
   g_free(qp_caller_pins_end(pins));
   assert_set(qp_caller_pins_vcpu(pins, 0), "1");
   qp_caller_pins_begin(pins);
-  qp_caller_pins_judge(pins, 102, "vCPU 1", 1, cpu1, cpu1, usable, NULL, 0);
+  qp_caller_pins_judge(pins, 102, "vCPU 1", 1, cpu1, cpu1, usable, NULL, NULL,
+                       0);
   g_assert_null(qp_caller_pins_end(pins));
   g_assert_null(qp_caller_pins_vcpu(pins, 0));
 
@@ -133,9 +149,10 @@ test_pins_across_looks(void)
    * CPUs: not the caller's. */
   qp_caller_pins_begin(pins);
   g_assert_cmpint(qp_caller_pins_judge(pins, 103, "vCPU 0", 0, startup, cpu0,
-                                       usable, inherited, 1),
+                                       usable, NULL, inherited, 1),
                   ==, QP_PIN_RESET);
-  qp_caller_pins_judge(pins, 102, "vCPU 1", 1, cpu1, cpu1, usable, NULL, 0);
+  qp_caller_pins_judge(pins, 102, "vCPU 1", 1, cpu1, cpu1, usable, NULL, NULL,
+                       0);
   g_assert_null(qp_caller_pins_end(pins));
 }
 
@@ -331,7 +348,8 @@ test_moved_real_thread(void)
   g_assert_true(qp_set_affinity(s.tid, first, NULL));
   g_autoptr(QpCallerPins) pins = qp_caller_pins_new(1);
   qp_caller_pins_begin(pins);
-  qp_caller_pins_judge(pins, s.tid, "vCPU 0", 0, first, first, mine, NULL, 0);
+  qp_caller_pins_judge(pins, s.tid, "vCPU 0", 0, first, first, mine, NULL, NULL,
+                       0);
   g_assert_null(qp_caller_pins_end(pins));
   g_assert_false(qp_caller_pins_moved(pins));
 
@@ -344,7 +362,7 @@ test_moved_real_thread(void)
   /* The look that follows takes it as the caller's: nothing moved since. */
   qp_caller_pins_begin(pins);
   g_assert_cmpint(qp_caller_pins_judge(pins, s.tid, "vCPU 0", 0, last, first,
-                                       mine, NULL, 0),
+                                       mine, NULL, NULL, 0),
                   ==, QP_PIN_CALLER);
   g_free(qp_caller_pins_end(pins));
   g_assert_false(qp_caller_pins_moved(pins));

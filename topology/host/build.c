@@ -355,6 +355,16 @@ qp_host_apply_live(QpHost *host, GError **error)
   hwloc_bitmap_and(host->allowed, host->allowed, affinity);
   if (isolated != NULL)
     hwloc_bitmap_andnot(host->allowed, host->allowed, isolated);
+  /* What only the cgroup and the affinity this process was started with
+   * keep out: an orchestrator may give a thread of QEMU more later. */
+  hwloc_bitmap_free(host->beyond_affinity);
+  host->beyond_affinity = hwloc_bitmap_alloc();
+  for (guint c = 0; c < host->n_cpus; c++)
+    hwloc_bitmap_set(host->beyond_affinity, (unsigned)host->cpus[c].id);
+  hwloc_bitmap_andnot(host->beyond_affinity, host->beyond_affinity,
+                      host->allowed);
+  if (isolated != NULL)
+    hwloc_bitmap_andnot(host->beyond_affinity, host->beyond_affinity, isolated);
   apply_allowed(host);
   return TRUE;
 }

@@ -101,6 +101,9 @@ typedef struct {
                            * "IntelCore"), else "kindN" */
   int *kind_efficiency;   /* n_kinds hwloc efficiencies, -1 if unknown */
   hwloc_bitmap_t allowed_nodes; /* nodes this process may bind memory to */
+  /* CPUs of the host that only this process's cgroup and start affinity
+   * keep out of allowed (not isolated ones): a live host's, else NULL */
+  hwloc_bitmap_t beyond_affinity;
   guint n_domains;
   QpCacheDomain *domains; /* by node id, then level, then first CPU */
   char *inconsistent;     /* how the host's distances contradict its packages

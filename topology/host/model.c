@@ -32,6 +32,7 @@ qp_host_free(QpHost *host)
   g_free(host->distance);
   hwloc_bitmap_free(host->allowed);
   hwloc_bitmap_free(host->allowed_nodes);
+  hwloc_bitmap_free(host->beyond_affinity);
   if (host->pci != NULL) {
     for (guint i = 0; i < host->pci->len; i++)
       g_free(g_array_index(host->pci, QpPciDevice, i).bdf);

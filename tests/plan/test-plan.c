@@ -1040,6 +1040,34 @@ test_recorded_cgroup(void)
   plan_refused(h, NULL, r, o, "(this process may run on CPUs 0-5,16-19)");
 }
 
+/* A host whose CPU nodes have no memory (memoryless-initiators.xml: nodes
+ * 0-3 hold the CPUs, 5-10 the memory). Linux never lists a memoryless node
+ * in a cpuset's mems, so the recorded allowed nodes are 5-10; the CPUs of
+ * nodes 0-3 are still this process's to run on (QEMU alone runs there),
+ * with memory from the nodes that have it (outside check, branch h8: every
+ * VM was refused for "0 usable CPUs"). */
+static void
+test_recorded_memoryless(void)
+{
+  g_autoptr(QpHost) h = recorded("memoryless-initiators.xml");
+  const QpMode modes[] = {QP_MODE_AUTO, QP_MODE_BALANCED, QP_MODE_ONE_TO_ONE};
+  for (gsize m = 0; m < G_N_ELEMENTS(modes); m++) {
+    g_autoptr(QpRequest) r = request(2, 1024);
+    g_autoptr(Opts) o = opts_new(modes[m], NULL);
+    g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+    g_assert_false(p->best_effort);
+    /* node 0 and its nearest memory, node 5 (distance 11) */
+    assert_set(p->process_cpus, "0-1");
+    g_assert_cmpuint(claimed_on(p, 5), ==, 1024);
+    g_assert_cmpuint(claimed_on(p, 0), ==, 0);
+  }
+  /* all 8 CPUs: the four CPU nodes with the memory on one node */
+  g_autoptr(QpRequest) r = request(8, 4096);
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  assert_set(p->process_cpus, "0-7");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1083,5 +1111,7 @@ main(int argc, char **argv)
   g_test_add_func("/plan/recorded/hybrid", test_recorded_hybrid);
   g_test_add_func("/plan/recorded/cpuless", test_recorded_cpuless);
   g_test_add_func("/plan/recorded/cgroup-subset", test_recorded_cgroup);
+  g_test_add_func("/plan/recorded/memoryless-cpu-nodes",
+                  test_recorded_memoryless);
   return g_test_run();
 }

@@ -340,6 +340,16 @@ fill_allowed(QpHost *host, hwloc_topology_t topo, hwloc_const_bitmap_t all)
   hwloc_bitmap_and(host->allowed, host->allowed, all);
   host->allowed_nodes =
       hwloc_bitmap_dup(hwloc_topology_get_allowed_nodeset(topo));
+  /* Linux lists only nodes with memory in a cpuset's mems (N_MEMORY), so a
+   * node of CPUs without memory is never allowed there, whatever the
+   * cgroup; it has nothing to bind, and leaving it out would leave its
+   * CPUs, which the process may use, out of every plan. */
+  for (guint i = 0; i < host->n_nodes; i++) {
+    const QpNode *n = &host->nodes[i];
+    if (n->total_mib == 0 && n->id >= 0 &&
+        hwloc_bitmap_intersects(n->all_cpus, host->allowed))
+      hwloc_bitmap_set(host->allowed_nodes, (unsigned)n->id);
+  }
 }
 
 gboolean

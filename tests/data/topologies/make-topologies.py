@@ -362,6 +362,12 @@ RECORDED = {
     # hwloc's test does (x86+linux/test-topology.sh).
     "lakefield.xml": ("x86+linux/5intel64-hybrid-lakefield.tar.bz2",
                       "sysfs+cpuid", None, None, None),
+    # Exported from the recorded Linux sysfs alone (linux/test-topology.sh),
+    # with the nodes the recorded cpuset.mems leaves out (--disallowed), as
+    # qemu-pin loads a live host.
+    "memoryless-initiators.xml": (
+        "linux/fakememinitiators-1np2c+1npp+gi.tar.bz2", "sysfs", None, None,
+        None),
     # CPUID dumps as hwloc's x86 backend reads them (NUMA nodes from AMD
     # topoext): no memory and no SLIT were recorded, so both are added.
     "epyc-7451-2s.xml": (
@@ -385,18 +391,26 @@ def import_recorded(hwloc_src):
         if how == "copy":
             shutil.copyfile(src, dst)
             print("copied", dst)
-        elif how == "sysfs+cpuid":
+        elif how in ("sysfs+cpuid", "sysfs"):
             with tempfile.TemporaryDirectory() as tmp:
                 with tarfile.open(src) as tar:
                     tar.extractall(tmp)
                 top = os.path.join(tmp, os.listdir(tmp)[0])
-                env = dict(os.environ, HWLOC_COMPONENTS="linux,x86,stop",
-                           HWLOC_FSROOT=os.path.join(top, "fsroot"),
-                           HWLOC_CPUID_PATH=os.path.join(top, "cpuid"),
-                           HWLOC_THISSYSTEM="0",
+                if how == "sysfs":
+                    env = dict(os.environ, HWLOC_COMPONENTS="linux,stop",
+                               HWLOC_FSROOT=top,
+                               HWLOC_DUMPED_HWDATA_DIR="/var/run/hwloc")
+                    extra = ["--disallowed"]
+                else:
+                    env = dict(os.environ, HWLOC_COMPONENTS="linux,x86,stop",
+                               HWLOC_FSROOT=os.path.join(top, "fsroot"),
+                               HWLOC_CPUID_PATH=os.path.join(top, "cpuid"))
+                    extra = []
+                env.update(HWLOC_THISSYSTEM="0",
                            HWLOC_DONT_ADD_VERSION_INFO="1")
                 with open(dst, "w") as f:
-                    subprocess.run(["lstopo-no-graphics", "--of", "xml", "-"],
+                    subprocess.run(["lstopo-no-graphics"] + extra +
+                                   ["--of", "xml", "-"],
                                    check=True, env=env, stdout=f)
             print("exported", dst)
         else:

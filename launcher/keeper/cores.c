@@ -109,6 +109,18 @@ qp_keeper_release_unplugged(Keeper *k, GArray *vcpus)
   return changed;
 }
 
+hwloc_bitmap_t
+qp_keeper_plugged_cores(const Keeper *k)
+{
+  hwloc_bitmap_t all = hwloc_bitmap_alloc();
+  GHashTableIter it;
+  gpointer core;
+  g_hash_table_iter_init(&it, k->plugged);
+  while (g_hash_table_iter_next(&it, NULL, &core))
+    hwloc_bitmap_or(all, all, core);
+  return all;
+}
+
 /* Claim edit: gives back the cores of the plugged vCPUs of keeper DATA,
  * but not the CPUs its plan dedicates. */
 static gboolean
@@ -116,11 +128,8 @@ drop_plugged(QpClaim *claim, const QpClaims *claims, gpointer data,
              GError **error)
 {
   const Keeper *k = data;
-  GHashTableIter it;
-  gpointer core;
-  g_hash_table_iter_init(&it, k->plugged);
-  while (g_hash_table_iter_next(&it, NULL, &core))
-    hwloc_bitmap_andnot(claim->dedicated, claim->dedicated, core);
+  g_auto(hwloc_bitmap_t) plugged = qp_keeper_plugged_cores(k);
+  hwloc_bitmap_andnot(claim->dedicated, claim->dedicated, plugged);
   hwloc_bitmap_or(claim->dedicated, claim->dedicated, k->plan->dedicated);
   return TRUE;
 }

@@ -550,12 +550,7 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
     return NULL;
   }
   qp_mem_watch_rehome(k->mem);
-  g_auto(hwloc_bitmap_t) plugged = hwloc_bitmap_alloc();
-  GHashTableIter it;
-  gpointer core;
-  g_hash_table_iter_init(&it, k->plugged);
-  while (g_hash_table_iter_next(&it, NULL, &core))
-    hwloc_bitmap_or(plugged, plugged, core);
+  g_auto(hwloc_bitmap_t) plugged = qp_keeper_plugged_cores(k);
   Cut cut = {plan, hwloc_bitmap_isequal(m.from, to), plugged};
   if (!qp_held_claim_adjust(k->claim, cut_to_destination, &cut, error))
     return NULL;

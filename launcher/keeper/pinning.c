@@ -227,12 +227,7 @@ apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
 {
   const QpPlan *plan = k->plan;
   Look l = {.k = k, .usable = k->host->usable, .beyond = k->host->beyond};
-  g_auto(hwloc_bitmap_t) off = hwloc_bitmap_alloc();
-  GHashTableIter it;
-  gpointer core;
-  g_hash_table_iter_init(&it, k->plugged);
-  while (g_hash_table_iter_next(&it, NULL, &core))
-    hwloc_bitmap_or(off, off, core);
+  g_auto(hwloc_bitmap_t) off = qp_keeper_plugged_cores(k);
   l.emulator =
       set_now(plan->emulator_cpus, off, k->plugged_off, &l.emulator_was);
   l.iothread =

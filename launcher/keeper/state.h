@@ -102,6 +102,10 @@ gboolean qp_keeper_monitor_peers(Keeper *k, gboolean and_kill);
  * caller changed). */
 gboolean qp_keeper_release_unplugged(Keeper *k, GArray *vcpus);
 
+/* The cores claimed for plugged vCPUs (one-to-one), together (a new
+ * bitmap). */
+hwloc_bitmap_t qp_keeper_plugged_cores(const Keeper *k);
+
 /* The plan changed (a move; k->plan is the new one): the cores claimed for
  * plugged vCPUs leave the claim, but for the plan's own (in memory: the
  * next write carries it), and the vCPUs' fallbacks are forgotten; the next

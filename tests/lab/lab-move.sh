@@ -16,23 +16,7 @@
 # whose growth after the move is claimed on the new node.
 . "$QP_LAB_SRC/lib.sh"
 
-# qmp_cmd COMMAND ARGS_JSON: one command on the VM's QMP socket $qmp; fails
-# when QEMU answers with an error.
-qmp_cmd() {
-  /usr/bin/python3 - "$qmp" "$1" "$2" <<'PY'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
-f.readline()
-def cmd(c, a):
-    f.write(json.dumps({"execute": c, "arguments": a}) + "\n"); f.flush()
-    while True:
-        r = json.loads(f.readline())
-        if "return" in r or "error" in r:
-            return r
-cmd("qmp_capabilities", {})
-sys.exit(0 if "return" in cmd(sys.argv[2], json.loads(sys.argv[3])) else 1)
-PY
-}
+. "$QP_LAB_SRC/../common/qmp-cmd.sh"
 
 expect_nodes 4
 qp_require --mode=balanced
@@ -89,7 +73,7 @@ done
 assert_eq "claim names only node $to" "{\"$to\":160}" "$(claim_of "$pid")"
 
 # A backend added after the move: its pages land on the new node.
-qmp_cmd object-add '{"qom-type": "memory-backend-ram", "id": "extra", "size": 33554432, "prealloc": true}' ||
+qmp_cmd "$qmp" object-add '{"qom-type": "memory-backend-ram", "id": "extra", "size": 33554432, "prealloc": true}' ||
   fail "object-add over QMP failed"
 got=$(on_node "$pid" "$to" 32)
 [ "$got" -ge 950 ] || fail "a backend added after the move has only $got permille on node $to"
@@ -107,7 +91,7 @@ got=$(on_node "$pid" "$from" 32)
 got=$(on_node "$pid" "$from" 160)
 [ "$got" -ge 950 ] || fail "after the move of the VM given memory only $got permille of its RAM is on node $from"
 # Deleted, it is given back from the node it moved to.
-qmp_cmd object-del '{"id": "extra"}' || fail "object-del over QMP failed"
+qmp_cmd "$qmp" object-del '{"id": "extra"}' || fail "object-del over QMP failed"
 given_back() { [ "$(claim_of "$pid")" = "{\"$from\":160}" ]; }
 wait_for 30 given_back || fail "the backend deleted after the move is not given back on node $from: $(claim_of "$pid")"
 # The VM is on node $from now: the steps below start from there.
@@ -202,9 +186,9 @@ grep -q "binding moved too" mx.out || fail "the binding of the VM with maxmem di
 got=$(on_node "$xpid" "$xto" 96)
 [ "$got" -ge 950 ] || fail "after its move only $got permille of the maxmem VM's RAM is on node $xto"
 assert_eq "the VM with maxmem: claim names only node $xto" "{\"$xto\":96}" "$(claim_of "$xpid")"
-qmp_cmd object-add '{"qom-type": "memory-backend-ram", "id": "dimm1", "size": 50331648, "prealloc": true}' ||
+qmp_cmd "$qmp" object-add '{"qom-type": "memory-backend-ram", "id": "dimm1", "size": 50331648, "prealloc": true}' ||
   fail "object-add of the DIMM's backend failed"
-qmp_cmd device_add '{"driver": "pc-dimm", "id": "d1", "memdev": "dimm1"}' ||
+qmp_cmd "$qmp" device_add '{"driver": "pc-dimm", "id": "d1", "memdev": "dimm1"}' ||
   fail "device_add of the DIMM failed"
 got=$(on_node "$xpid" "$xto" 48)
 [ "$got" -ge 950 ] || fail "a DIMM plugged after the move has only $got permille on node $xto"
@@ -235,7 +219,7 @@ vpid=$(qp_launch vmem --mode=balanced -- "$@") || fail "qemu-pin did not launch 
 vfrom=$(claim_of "$vpid" | jq -r 'keys[0]')
 assert_eq "the VM with virtio-mem: RAM, requested-size and the unused backend claimed" "{\"$vfrom\":112}" "$(claim_of "$vpid")"
 resize() {
-  qmp_cmd qom-set "{\"path\": \"/machine/peripheral/vmem0\", \"property\": \"requested-size\", \"value\": $1}" ||
+  qmp_cmd "$qmp" qom-set "{\"path\": \"/machine/peripheral/vmem0\", \"property\": \"requested-size\", \"value\": $1}" ||
     fail "qom-set of requested-size $1 failed"
 }
 resize 50331648
@@ -251,7 +235,7 @@ regrown() { [ "$(claim_of "$vpid")" = "{\"$vto\":144}" ]; }
 wait_for 30 regrown || fail "virtio-mem resized after the move is not claimed on node $vto: $(claim_of "$vpid")"
 got=$(on_node "$vpid" "$vto" 16)
 [ "$got" -ge 950 ] || fail "the unused backend has only $got permille on node $vto after the move"
-qmp_cmd object-del '{"id": "spare"}' || fail "object-del of the unused backend failed"
+qmp_cmd "$qmp" object-del '{"id": "spare"}' || fail "object-del of the unused backend failed"
 spared() { [ "$(claim_of "$vpid")" = "{\"$vto\":128}" ]; }
 wait_for 30 spared || fail "the unused backend deleted after the move is not given back on node $vto: $(claim_of "$vpid")"
 log "ok: the VM with virtio-mem moved to node $vto, and its growth after is claimed there"

@@ -212,7 +212,6 @@ y=$(launch y --mode=balanced -- "$QEMU" $(vm y) -m 64,slots=1,maxmem=512M) || no
 check "rebalance: exit status" 0 $?
 check "rebalance: keeps the VM without a keeper" "$xid: its keeper is not running" \
   "$(jq -r --arg id "$xid" '.kept[] | select(startswith($id))' "$T/rb.json")"
-yid=$(record "$y" | jq -r '.id')
 # refused_saying LABEL NAME PID PATTERN: a move of VM NAME (PID) refused
 # (exit 1), changing nothing, with a line matching PATTERN.
 refused_saying() {
@@ -221,61 +220,39 @@ refused_saying() {
   refused "$1" 1 $? "$3" "$_before"
   grep -q "$4" "$T/move.err" && ok "$1: the refusal says why" || not_ok "$1: $(cat "$T/move.err")"
 }
-# A VM with maxmem moves only where its binding moves with its pages (a
-# cgroup v2 cpuset qemu-pin may make: root, QEMU in the root cgroup), so
-# that DIMMs plugged later land on its new nodes (tests/lab/lab-move.sh
-# moves one); elsewhere it is kept, and a move of it refused saying why.
-if [ "$(id -u)" = 0 ] && grep -qw cpuset /sys/fs/cgroup/cgroup.controllers 2>/dev/null &&
-  grep -qx '0::/' /proc/"$y"/cgroup; then
-  check "rebalance: a VM with maxmem whose binding can move is not kept" "" \
-    "$(jq -r --arg id "$yid" '.kept[] | select(startswith($id))' "$T/rb.json")"
-else
-  check "rebalance: keeps the VM with maxmem whose binding cannot move" \
-    "$yid: its memory can be plugged (-m maxmem) and only its pages could move" \
-    "$(jq -r --arg id "$yid" '.kept[] | select(startswith($id))' "$T/rb.json")"
-  refused_saying "maxmem, binding that cannot move" y "$y" \
-    "move refused: the VM's memory can be plugged (-m maxmem) and only its pages could move (.*): memory plugged later would land on the nodes it leaves"
-fi
-# A virtio-mem device, whose size changes, likewise: it moves only where its
-# binding moves with its pages, so that what it grows by later lands on the
-# new nodes (tests/lab/lab-move.sh moves one).
+# kept_unless_binding_moves WHAT NAME PID KEPT REFUSAL: a VM whose memory
+# can change later (WHAT: "maxmem", "virtio-mem") moves only where its
+# binding moves with its pages (a cgroup v2 cpuset qemu-pin may make: root,
+# QEMU in the root cgroup), so that what it gets later lands on its new
+# nodes (tests/lab/lab-move.sh moves both kinds); elsewhere rebalance keeps
+# it saying KEPT, and a move of it is refused saying REFUSAL (a pattern).
+kept_unless_binding_moves() {
+  "$QP_BINARY" rebalance --dry-run --json --state-dir="$SD" >"$T/rb.json" 2>"$T/rb.err"
+  _id=$(record "$3" | jq -r '.id')
+  _kept=$(jq -r --arg id "$_id" '.kept[] | select(startswith($id))' "$T/rb.json")
+  if [ "$(id -u)" = 0 ] && grep -qw cpuset /sys/fs/cgroup/cgroup.controllers 2>/dev/null &&
+    grep -qx '0::/' /proc/"$3"/cgroup; then
+    check "rebalance: a VM with $1 whose binding can move is not kept" "" "$_kept"
+  else
+    check "rebalance: keeps the VM with $1 whose binding cannot move" "$_id: $4" "$_kept"
+    refused_saying "$1, binding that cannot move" "$2" "$3" "$5"
+  fi
+}
+kept_unless_binding_moves maxmem y "$y" \
+  "its memory can be plugged (-m maxmem) and only its pages could move" \
+  "move refused: the VM's memory can be plugged (-m maxmem) and only its pages could move (.*): memory plugged later would land on the nodes it leaves"
+# A virtio-mem device, whose size changes, likewise.
 # shellcheck disable=SC2046
 v=$(launch v --mode=balanced -- "$QEMU" $(vm v) -m 64,maxmem=1G -object memory-backend-ram,id=vm0,size=128M -device virtio-mem-pci,id=vmem0,memdev=vm0) || not_ok "launch v"
-"$QP_BINARY" rebalance --dry-run --json --state-dir="$SD" >"$T/rb.json" 2>"$T/rb.err"
-vid=$(record "$v" | jq -r '.id')
-if [ "$(id -u)" = 0 ] && grep -qw cpuset /sys/fs/cgroup/cgroup.controllers 2>/dev/null &&
-  grep -qx '0::/' /proc/"$v"/cgroup; then
-  check "rebalance: a VM with virtio-mem whose binding can move is not kept" "" \
-    "$(jq -r --arg id "$vid" '.kept[] | select(startswith($id))' "$T/rb.json")"
-else
-  check "rebalance: keeps the VM with virtio-mem whose binding cannot move" \
-    "$vid: its memory can be resized (virtio-mem) and only its pages could move" \
-    "$(jq -r --arg id "$vid" '.kept[] | select(startswith($id))' "$T/rb.json")"
-  refused_saying "virtio-mem, binding that cannot move" v "$v" \
-    "move refused: the VM's memory can be resized (virtio-mem device vmem0) and only its pages could move (.*): what it grows by later would land on the nodes it leaves"
-fi
+kept_unless_binding_moves virtio-mem v "$v" \
+  "its memory can be resized (virtio-mem) and only its pages could move" \
+  "move refused: the VM's memory can be resized (virtio-mem device vmem0) and only its pages could move (.*): what it grows by later would land on the nodes it leaves"
 # Memory given after the start (object-add on the caller's monitor) moves
 # with the VM: the move plans it with the rest, and the record, cut to the
 # destination, still holds it (here the node the VM is on). A backend the
 # caller bound to host nodes of its own choosing is the caller's placement:
 # never moved.
-# qmp_cmd SOCKET COMMAND ARGS_JSON: one command; fails on QEMU's error.
-qmp_cmd() {
-  python3 - "$@" <<'PY'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
-f.readline()
-def cmd(c, a):
-    f.write(json.dumps({"execute": c, "arguments": a}) + "\n"); f.flush()
-    while True:
-        r = json.loads(f.readline())
-        if "return" in r or "error" in r:
-            return r
-cmd("qmp_capabilities", {})
-r = cmd(sys.argv[2], json.loads(sys.argv[3]))
-sys.exit(0 if "return" in r else print(r, file=sys.stderr) or 1)
-PY
-}
+. "$QP_SOURCE_ROOT/tests/common/qmp-cmd.sh"
 # wait_memory PID WANT: up to 15 s for the record's memory to be WANT (the
 # keeper looks at memory every 10 s).
 wait_memory() {

@@ -225,8 +225,10 @@ resize() {
 resize 50331648
 grown() { [ "$(claim_of "$vpid")" = "{\"$vfrom\":128}" ]; }
 wait_for 30 grown || fail "virtio-mem resized to 48 MiB is not claimed: $(claim_of "$vpid")"
-vto=$(((vfrom + 1) % 4))
-[ "$vto" = "$full" ] && vto=$(((vto + 1) % 4))
+# The destination: the node with the most room to claim but the VM's own
+# (the steps above leave nodes with little).
+sf=$(status_json) || fail "qemu-pin status --json failed"
+vto=$(jq --argjson f "$vfrom" '[.nodes[] | select(.id != $f) | {id, room: (.["memory-mib"] | (.available // .uncommitted))}] | max_by(.room) | .id' "$sf")
 "$QP_BINARY" move vmem --to-nodes="$vto" >vmem.out 2>vmem.err || fail "the move of the VM with virtio-mem failed: $(cat vmem.err)"
 [ -s vmem.err ] && fail "a successful move printed on stderr: $(cat vmem.err)"
 assert_eq "the VM with virtio-mem: claim names only node $vto" "{\"$vto\":128}" "$(claim_of "$vpid")"

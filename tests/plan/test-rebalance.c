@@ -636,6 +636,146 @@ test_consolidate_chain(void)
   g_assert_cmpuint(kept->spanning_after, ==, 1);
 }
 
+/* Pools of 2 MiB pages, TOTAL of them on each node of NODES, FREE free. */
+static void
+pools(QpHost *h, const char *nodes, guint64 total, guint64 free)
+{
+  g_auto(hwloc_bitmap_t) set = list(nodes);
+  for (guint i = 0; i < h->n_nodes; i++)
+    if (hwloc_bitmap_isset(set, (unsigned)h->nodes[i].id)) {
+      g_array_set_size(h->nodes[i].hugepages, 0);
+      g_array_append_val(h->nodes[i].hugepages,
+                         ((QpHugePool){2048, total, free}));
+    }
+}
+
+/* C's 2 MiB pages on NODE. */
+static guint64
+pages_on(const QpClaim *c, int node)
+{
+  guint64 n = 0;
+  for (guint x = 0; x < c->huge->len; x++)
+    if (g_array_index(c->huge, QpHugeClaim, x).node == node)
+      n += g_array_index(c->huge, QpHugeClaim, x).pages;
+  return n;
+}
+
+/* A balanced VM ID of 3 GiB in 2 MiB pages added to CLAIMS, placed inside
+ * host nodes NODES, whose pools hold 1024 pages each: it spans two. */
+static void
+place_huge(const QpHost *h, QpClaims *claims, const char *id, const char *nodes)
+{
+  g_autoptr(QpRequest) r = request(2, 3072);
+  r->page_kib = 2048;
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  o->o.hostnodes = list(nodes);
+  g_autoptr(QpPlan) p = plan_ok(h, claims, r, o);
+  g_ptr_array_add(claims->claims, qp_claim_from_plan(p, id, id));
+}
+
+static QpClaims *
+spanning_huge(const QpHost *h, const char *id)
+{
+  QpClaims *claims = qp_claims_new();
+  place_huge(h, claims, id, "0-1");
+  return claims;
+}
+
+/* Goal (a) for a VM whose memory is in hugepage pools: it comes back to
+ * one node once that node's pool has the pages it lacks (free and claimed
+ * by nobody), its claim then naming that pool alone; it stays spanning
+ * while no pool has them. */
+static void
+test_huge_comes_back(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  pools(h, "0-1", 1024, 1024);
+  g_autoptr(QpClaims) claims = spanning_huge(h, "hp");
+  const QpClaim *c = claim_of(claims, "hp");
+  guint64 on0 = pages_on(c, 0), on1 = pages_on(c, 1);
+  g_assert_cmpuint(on0 + on1, ==, 1536);
+  g_assert_cmpuint(on0, >, 0);
+  g_assert_cmpuint(on1, >, 0);
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+
+  /* No pool has room for all of it: nothing moves, and it is not kept for
+   * its hugepages. */
+  g_autoptr(QpRebalance) none = rebalance(h, claims, vms, NULL, NULL);
+  g_assert_cmpuint(none->spanning_before, ==, 1);
+  g_assert_cmpuint(none->moves->len, ==, 0);
+  g_assert_cmpuint(none->kept->len, ==, 0);
+
+  /* Node 0's pool grows to 2048 pages, room enough by the claims, but all
+   * its free pages save one fewer than would arrive are taken by something
+   * else: nothing moves. */
+  pools(h, "0", 2048, on1 - 1);
+  g_autoptr(QpRebalance) shy = rebalance(h, claims, vms, NULL, NULL);
+  g_assert_cmpuint(shy->moves->len, ==, 0);
+  g_assert_cmpuint(shy->spanning_after, ==, 1);
+
+  /* With the pages free, it moves to node 0: only its pages on node 1
+   * change node, and its claim names node 0's pool alone. */
+  pools(h, "0", 2048, on1);
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, NULL, NULL);
+  g_assert_cmpuint(r->spanning_after, ==, 0);
+  g_assert_cmpuint(r->moves->len, ==, 1);
+  const QpMove *m = r->moves->pdata[0];
+  g_assert_cmpstr(m->vm, ==, "hp");
+  g_assert_true(m->consolidate);
+  assert_set(m->from, "0-1");
+  assert_set(m->to, "0");
+  g_assert_cmpuint(m->mib, ==, on1 * 2);
+  const QpClaim *after = claim_of(r->after, "hp");
+  g_assert_cmpuint(after->huge->len, ==, 1);
+  g_assert_cmpuint(pages_on(after, 0), ==, 1536);
+  QpNodePages np;
+  qp_node_pages(h, r->after, 0, 2048, &np);
+  g_assert_cmpuint(np.claimed, ==, 1536);
+  g_assert_cmpuint(np.claimed, <=, np.total);
+}
+
+/* Two spanning hugepage VMs and one pool with room for one of them: one
+ * moves, the pages it takes are gone for the other. */
+static void
+test_huge_pool_taken_once(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  pools(h, "0-3", 1024, 1024);
+  g_autoptr(QpClaims) claims = spanning_huge(h, "p");
+  place_huge(h, claims, "q", "2-3");
+  /* Node 0's pool: room by the claims for both, but free pages for p's
+   * pages elsewhere and one fewer than q's 1536: once p has taken its
+   * pages, q's are not there. */
+  guint64 p_on0 = pages_on(claim_of(claims, "p"), 0);
+  pools(h, "0", 4096, 1536 - p_on0 + 1536 - 1);
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, NULL, NULL);
+  g_assert_cmpuint(r->spanning_before, ==, 2);
+  g_assert_cmpuint(r->moves->len, ==, 1);
+  g_assert_cmpuint(r->spanning_after, ==, 1);
+  const QpMove *m = r->moves->pdata[0];
+  g_assert_cmpstr(m->vm, ==, "p");
+  assert_set(m->to, "0");
+  g_assert_cmpuint(pages_on(claim_of(r->after, "q"), 0), ==, 0);
+}
+
+/* A numa VM whose guest nodes are in hugepage pools is kept, saying why. */
+static void
+test_huge_numa_kept(void)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  pools(h, "0-1", 1024, 1024);
+  g_autoptr(QpClaims) claims = spanning_huge(h, "n");
+  ((QpClaim *)claims->claims->pdata[0])->mode = QP_MODE_NUMA;
+  pools(h, "0", 2048, 2048);
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, NULL, NULL);
+  g_assert_cmpuint(r->moves->len, ==, 0);
+  g_assert_cmpuint(r->kept->len, ==, 1);
+  g_assert_cmpstr(r->kept->pdata[0], ==,
+                  "n: its guest nodes' memory is in hugepage pools");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -664,5 +804,10 @@ main(int argc, char **argv)
                   test_search_chain);
   g_test_add_func("/rebalance/search/fewest-mib-not-largest-first",
                   test_search_fewest_mib);
+  g_test_add_func("/rebalance/hugepages/spanning-comes-back",
+                  test_huge_comes_back);
+  g_test_add_func("/rebalance/hugepages/pool-taken-once",
+                  test_huge_pool_taken_once);
+  g_test_add_func("/rebalance/hugepages/numa-kept", test_huge_numa_kept);
   return g_test_run();
 }

@@ -73,7 +73,21 @@ load_total(const QpClaim *c)
   return n;
 }
 
-/* Host nodes (ids) where C holds memory, shared vCPUs or dedicated CPUs. */
+/* MiB of C's hugepages, on NODE (-1: everywhere) or, with OFF, elsewhere. */
+static guint64
+huge_mib(const QpClaim *c, int node, gboolean off)
+{
+  guint64 kib = 0;
+  for (guint x = 0; x < c->huge->len; x++) {
+    const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, x);
+    if (node < 0 || (h->node == node) != off)
+      kib += h->pages * h->page_kib;
+  }
+  return kib / 1024;
+}
+
+/* Host nodes (ids) where C holds memory, hugepages, shared vCPUs or
+ * dedicated CPUs. */
 static hwloc_bitmap_t
 nodes_of(const QpHost *host, const QpClaim *c)
 {
@@ -82,6 +96,10 @@ nodes_of(const QpHost *host, const QpClaim *c)
     if (g_array_index(c->mem, QpNodeAmount, x).mib > 0)
       hwloc_bitmap_set(set,
                        (unsigned)g_array_index(c->mem, QpNodeAmount, x).node);
+  for (guint x = 0; x < c->huge->len; x++)
+    if (g_array_index(c->huge, QpHugeClaim, x).pages > 0)
+      hwloc_bitmap_set(set,
+                       (unsigned)g_array_index(c->huge, QpHugeClaim, x).node);
   for (guint x = 0; x < c->load->len; x++)
     if (g_array_index(c->load, QpNodeLoad, x).vcpus > 0)
       hwloc_bitmap_set(set,
@@ -145,6 +163,10 @@ host_own(Work *k, const QpHost *from)
   *h = *from;
   h->nodes = g_new(QpNode, MAX(from->n_nodes, 1));
   memcpy(h->nodes, from->nodes, sizeof(QpNode) * from->n_nodes);
+  /* Pools of its own: a VM's hugepages that move change their free pages. */
+  for (guint i = 0; i < h->n_nodes; i++)
+    if (h->nodes[i].hugepages != NULL)
+      h->nodes[i].hugepages = g_array_copy(h->nodes[i].hugepages);
   k->own_host = h;
   k->host = h;
 }
@@ -154,6 +176,9 @@ host_free(QpHost *h)
 {
   if (h == NULL)
     return;
+  for (guint i = 0; i < h->n_nodes; i++)
+    if (h->nodes[i].hugepages != NULL)
+      g_array_unref(h->nodes[i].hugepages);
   g_free(h->nodes);
   g_free(h);
 }
@@ -288,6 +313,71 @@ free_cores(const Work *k, const Vm *v, guint i)
 
 /* ---- Moving one VM to one node ------------------------------------------- */
 
+/* Node index I's pool of PAGE_KIB pages in K's own host, or NULL. */
+static QpHugePool *
+pool_of(const Work *k, guint i, guint64 page_kib)
+{
+  GArray *pools = k->own_host->nodes[i].hugepages;
+  for (guint x = 0; pools != NULL && x < pools->len; x++)
+    if (g_array_index(pools, QpHugePool, x).page_kib == page_kib)
+      return &g_array_index(pools, QpHugePool, x);
+  return NULL;
+}
+
+/* The pages of C's size PAGE_KIB that are not on node ID. */
+static guint64
+huge_off(const QpClaim *c, guint64 page_kib, int id)
+{
+  guint64 n = 0;
+  for (guint x = 0; x < c->huge->len; x++) {
+    const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, x);
+    if (h->page_kib == page_kib && h->node != id)
+      n += h->pages;
+  }
+  return n;
+}
+
+/* C's hugepages elsewhere fit in node index I's pools: of each size, no
+ * more than the pages there that no claim has and that are free. */
+static gboolean
+huge_fits(const Work *k, const QpClaim *c, guint i)
+{
+  int id = k->host->nodes[i].id;
+  for (guint x = 0; x < c->huge->len; x++) {
+    guint64 kib = g_array_index(c->huge, QpHugeClaim, x).page_kib;
+    guint64 need = huge_off(c, kib, id);
+    if (need > 0 && qp_node_uncommitted(k->host, k->w, k->popts, i, kib) < need)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* C's hugepages go to node index I, one entry per size, its pools giving
+ * the pages that arrive. The pools they leave are not counted richer: a
+ * backend's pages the guest never touched were never taken from them, and
+ * the next look at the host says what the kernel has. */
+static void
+take_huge(Work *k, QpClaim *c, guint i)
+{
+  int id = k->host->nodes[i].id;
+  for (guint x = 0; x < c->huge->len; x++) {
+    QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, x);
+    guint64 arrive = huge_off(c, h->page_kib, id);
+    QpHugePool *to = pool_of(k, i, h->page_kib);
+    if (to != NULL)
+      to->free -= MIN(to->free, arrive);
+    /* The first entry of its size (the later ones go into it). */
+    for (guint y = c->huge->len; y-- > x + 1;) {
+      const QpHugeClaim *o = &g_array_index(c->huge, QpHugeClaim, y);
+      if (o->page_kib == h->page_kib) {
+        h->pages += o->pages;
+        g_array_remove_index(c->huge, y);
+      }
+    }
+    h->node = id;
+  }
+}
+
 /* V (balanced or one-to-one) may run whole on node index I, memory aside:
  * inside where it was started, with its CPUs (free cores for one-to-one,
  * usable CPUs for its vCPUs) beside DED, the CPUs dedicated to the other
@@ -325,9 +415,9 @@ fits_single(const Work *k, const Vm *v, guint i, const guint64 *av,
   const QpClaim *c = claim_of(k, v);
   int id = k->host->nodes[i].id;
   guint64 total = mem_total(c), have = mem_on(c, id);
-  if (av[i] + have < total || !fits_cpus(k, v, i, NULL))
+  if (av[i] + have < total || !huge_fits(k, c, i) || !fits_cpus(k, v, i, NULL))
     return FALSE;
-  *cost = total - have;
+  *cost = total - have + huge_mib(c, id, TRUE);
   return TRUE;
 }
 
@@ -373,6 +463,7 @@ apply_single(Work *k, Vm *v, guint i, guint64 cost, gboolean consolidate)
   release_pages(k, c, id, NULL);
   if (cores_in(k->host, c->dedicated) > 0)
     take_cores(k, v, c, i);
+  take_huge(k, c, i);
   g_auto(hwloc_bitmap_t) cpus = usable_cpus(k, v, i);
   g_array_set_size(c->mem, 0);
   if (total > 0)
@@ -1047,8 +1138,10 @@ search_base_init(SearchBase *b, const Work *k)
   for (guint x = 0; x < nv; x++) {
     const Vm *v = &g_array_index(k->vms, Vm, x);
     const QpClaim *c = claim_of(k, v);
+    /* The search weighs ordinary memory: a VM with hugepages moves by the
+     * greedy's checks alone. */
     b->fixed[x] =
-        !v->movable || v->moved ||
+        !v->movable || v->moved || c->huge->len > 0 ||
         (c->mode != QP_MODE_BALANCED && c->mode != QP_MODE_ONE_TO_ONE);
     if (b->fixed[x])
       continue;
@@ -1342,8 +1435,8 @@ why_kept(const QpClaim *c, const QpRebalanceVm *in, const QpRebalanceOptions *o)
     return in->why;
   if (in->vfio || qp_claim_has_vfio(c))
     return "it has VFIO devices (pinned pages)";
-  if (c->huge->len > 0)
-    return "its memory is in hugepage pools";
+  if (c->huge->len > 0 && c->mode == QP_MODE_NUMA)
+    return "its guest nodes' memory is in hugepage pools";
   if (c->mode != QP_MODE_BALANCED && c->mode != QP_MODE_NUMA &&
       c->mode != QP_MODE_ONE_TO_ONE)
     return "qemu-pin does not place it (mode none)";

@@ -354,6 +354,10 @@ claim_nodes(const QpClaim *c)
   for (guint i = 0; i < c->mem->len; i++)
     hwloc_bitmap_set(nodes,
                      (unsigned)g_array_index(c->mem, QpNodeAmount, i).node);
+  for (guint i = 0; i < c->huge->len; i++)
+    if (g_array_index(c->huge, QpHugeClaim, i).pages > 0)
+      hwloc_bitmap_set(nodes,
+                       (unsigned)g_array_index(c->huge, QpHugeClaim, i).node);
   for (guint i = 0; i < c->load->len; i++)
     hwloc_bitmap_set(nodes,
                      (unsigned)g_array_index(c->load, QpNodeLoad, i).node);

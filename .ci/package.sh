@@ -7,8 +7,9 @@
 # or warning that is not overridden with a reason in debian/), and the
 # package extracted into a scratch root (dpkg -x; never installed on this
 # machine) runs: --version, topology, plan, status, the takeover script's
-# --help, and postrm's removal of the ledger's directory, with a real VM
-# holding a claim and without.
+# --help, postrm's removal of the ledger's directory, with a real VM
+# holding a claim and without, and prerm's undoing of the package's
+# takeovers on a scratch dpkg root.
 #
 # Usage: .ci/package.sh [OUTDIR]   (OUTDIR keeps the .deb; default: removed)
 # Needs dpkg-dev, debhelper, lintian, the build dependencies of
@@ -198,6 +199,42 @@ mkdir "$work/elsewhere" && : >"$work/elsewhere/keep" && ln -s "$work/elsewhere" 
 postrm kept
 [ -f "$work/elsewhere/keep" ] || fail "postrm remove followed the symlink $ledger"
 echo "package: postrm remove: ledger kept for a running VM, removed once it is gone: ok"
+
+# prerm on remove gives back each QEMU binary the package's
+# qemu-pin-takeover took over (else its path would name a qemu-pin that is
+# gone, and every VM started by it fail), the very same file, and leaves a
+# takeover to another qemu-pin alone; on upgrade it changes nothing. On a
+# scratch root with its own dpkg database (dpkg-divert --root, DPKG_ROOT).
+tko=$work/takeover-root
+mkdir -p "$tko/var/lib/dpkg" "$tko/usr/local/bin"
+dpkg -x "$deb" "$tko"
+printf 'the real QEMU\n' >"$tko/usr/bin/qemu-system-x86_64"
+printf 'pve-qemu-kvm\n' >"$tko/usr/bin/kvm"
+cp "$tko/usr/bin/qemu-pin" "$tko/usr/local/bin/qemu-pin"
+ident() { echo "$(stat -c '%i %a' "$tko$1") $(sha256sum <"$tko$1" | cut -d' ' -f1)"; }
+qemu_before=$(ident /usr/bin/qemu-system-x86_64)
+kvm_before=$(ident /usr/bin/kvm)
+sh "$tko/usr/sbin/qemu-pin-takeover" --root "$tko" install /usr/bin/qemu-system-x86_64 >/dev/null
+sh "$tko/usr/sbin/qemu-pin-takeover" --root "$tko" --qemu-pin /usr/local/bin/qemu-pin \
+  install /usr/bin/kvm >/dev/null
+diversions() { dpkg-divert --root "$tko" --list | sort | paste -sd';'; }
+both="local diversion of /usr/bin/kvm to /usr/bin/kvm.distrib;local diversion of /usr/bin/qemu-system-x86_64 to /usr/bin/qemu-system-x86_64.distrib"
+[ "$(diversions)" = "$both" ] || fail "qemu-pin-takeover install on a scratch root: diversions: $(diversions)"
+[ -f "$work/control/prerm" ] ||
+  fail "the package has no prerm: removing it leaves /usr/bin/qemu-system-x86_64 a symlink to the removed qemu-pin"
+said=$(DPKG_ROOT=$tko sh "$work/control/prerm" upgrade "$version" 2>&1) || fail "prerm upgrade: $said"
+[ "$(diversions)" = "$both" ] && [ "$(readlink "$tko/usr/bin/qemu-system-x86_64")" = qemu-pin ] ||
+  fail "prerm upgrade undid a takeover: $(diversions)"
+said=$(DPKG_ROOT=$tko sh "$work/control/prerm" remove 2>&1) || fail "prerm remove: $said"
+[ ! -L "$tko/usr/bin/qemu-system-x86_64" ] && [ "$(ident /usr/bin/qemu-system-x86_64)" = "$qemu_before" ] ||
+  fail "prerm remove did not put the original /usr/bin/qemu-system-x86_64 back (said: $said)"
+[ "$(diversions)" = "local diversion of /usr/bin/kvm to /usr/bin/kvm.distrib" ] ||
+  fail "prerm remove: diversions left: $(diversions) (expected only the takeover to /usr/local/bin/qemu-pin)"
+[ "$(readlink "$tko/usr/bin/kvm")" = /usr/local/bin/qemu-pin ] && [ "$(ident /usr/bin/kvm.distrib)" = "$kvm_before" ] ||
+  fail "prerm remove touched the takeover of /usr/bin/kvm by another qemu-pin"
+echo "$said" | grep -q '/usr/bin/qemu-system-x86_64 is the real QEMU again' ||
+  fail "prerm remove did not say what it gave back: $said"
+echo "package: prerm remove: the package's takeover undone, the original file back, another qemu-pin's kept: ok"
 
 if [ -n "$out" ]; then
   mkdir -p "$out"

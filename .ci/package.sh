@@ -160,6 +160,9 @@ postrm() {
     { [ $# -gt 0 ] && ! echo "$said" | grep -q -- "$*"; }; then
     fail "postrm remove: $ledger $got (expected $want), said: ${said:-nothing}"
   fi
+  # The package's qemu-pin is gone by then: no line may send the reader to it.
+  ! echo "$said" | grep -q 'qemu-pin status' ||
+    fail "postrm remove names 'qemu-pin status', removed with the package: $said"
 }
 record_pid() { sed -n "s/^ *\"$1\" *: *\([0-9]*\).*/\1/p" "$ledger"/*.json; }
 command -v qemu-system-x86_64 >/dev/null || fail "no qemu-system-x86_64 on PATH for the postrm check"

@@ -105,6 +105,18 @@ grep -q 'systemd-tmpfiles .*--create qemu-pin.conf' "$work/control/postinst" ||
   fail "postinst does not run systemd-tmpfiles --create qemu-pin.conf"
 grep -qx /etc/apparmor.d/abstractions/qemu-pin "$work/control/conffiles" ||
   fail "/etc/apparmor.d/abstractions/qemu-pin is not a conffile"
+# The units' debhelper snippets: purge forgets an enabled timer's links
+# (deb-systemd-helper purge), remove reloads systemd, install enables none.
+units="'qemu-pin-metrics.timer' 'qemu-pin-rebalance.timer'"
+grep -q "deb-systemd-helper purge $units" "$work/control/postrm" ||
+  fail "postrm does not purge the timers' state (deb-systemd-helper purge $units): dh_installsystemd saw no unit"
+grep -q 'systemctl --system daemon-reload' "$work/control/postrm" ||
+  fail "postrm does not reload systemd on remove"
+for u in qemu-pin-metrics.timer qemu-pin-rebalance.timer; do
+  grep -q "deb-systemd-helper update-state '$u'" "$work/control/postinst" ||
+    fail "postinst does not record $u's state (deb-systemd-helper update-state)"
+done
+! grep -q 'deb-systemd-invoke start' "$work/control/postinst" || fail "postinst starts a unit"
 dpkg-deb -f "$deb" Depends Recommends | sed 's/^/package: /'
 echo "package: postinst, conffiles: ok"
 

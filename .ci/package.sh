@@ -82,6 +82,17 @@ lrwxrwxrwx /usr/libexec/qemu-pin/qemu-system-x86_64
 -rw-r--r-- /usr/lib/systemd/system/qemu-pin-rebalance.timer
 -rw-r--r-- /etc/apparmor.d/abstractions/qemu-pin
 -rw-r--r-- /usr/share/doc/qemu-pin/examples/qemu-pin.conf
+-rw-r--r-- /usr/share/doc/qemu-pin/README.md
+-rw-r--r-- /usr/share/doc/qemu-pin/docs/benchmarks.md
+-rw-r--r-- /usr/share/doc/qemu-pin/docs/design.md
+-rw-r--r-- /usr/share/doc/qemu-pin/docs/lab.md
+-rw-r--r-- /usr/share/doc/qemu-pin/docs/ledger.md
+-rw-r--r-- /usr/share/doc/qemu-pin/docs/plan-schema.md
+-rw-r--r-- /usr/share/doc/qemu-pin/docs/robustness.md
+-rw-r--r-- /usr/share/doc/qemu-pin/docs/status.png
+-rw-r--r-- /usr/share/doc/qemu-pin/docs/orchestrators/libvirt.md
+-rw-r--r-- /usr/share/doc/qemu-pin/docs/orchestrators/proxmox.md
+-rw-r--r-- /usr/share/doc/qemu-pin/docs/orchestrators/systemd-and-by-hand.md
 -rw-r--r-- /usr/share/doc/qemu-pin/changelog.gz
 -rw-r--r-- /usr/share/doc/qemu-pin/copyright
 -rw-r--r-- /usr/share/man/man1/qemu-pin.1.gz
@@ -95,6 +106,15 @@ if [ "$actual" != "$expected" ]; then
   fail "the package's files differ from the expected list (< expected, > in the package)"
 fi
 echo "package: files: ok ($(echo "$actual" | wc -l) files)"
+# Every guide the man pages and the AppArmor abstraction name is in the
+# package (uncompressed, as named); none is named by its path in the tree.
+man_refs=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - --wildcards './usr/share/man/*.gz' | zcat |
+  cat - <(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./etc/apparmor.d/abstractions/qemu-pin) | sed 's/\\-/-/g')
+for doc in $(echo "$man_refs" | grep -o '/usr/share/doc/qemu-pin/[A-Za-z0-9/._-]*[A-Za-z0-9]' | sort -u); do
+  echo "$actual" | grep -q " $doc\$" || fail "a man page or the AppArmor abstraction names $doc, which the package does not ship"
+done
+! echo "$man_refs" | grep -E '(^|[ (])docs/[a-z]' ||
+  fail "a man page or the AppArmor abstraction names a file by its path in the source tree (above)"
 [ "$(dpkg-deb -c "$deb" | awk '$6 == "./usr/libexec/qemu-pin/qemu-system-x86_64" { print $8 }')" = ../../bin/qemu-pin ] ||
   fail "/usr/libexec/qemu-pin/qemu-system-x86_64 is not a relative symlink to ../../bin/qemu-pin"
 

@@ -41,6 +41,17 @@ lrwxrwxrwx $libexecdir/qemu-pin/qemu-system-x86_64
 -rw-r--r-- $prefix/lib/systemd/system/qemu-pin-rebalance.service
 -rw-r--r-- $prefix/lib/systemd/system/qemu-pin-rebalance.timer
 -rw-r--r-- $datadir/doc/qemu-pin/examples/qemu-pin.conf
+-rw-r--r-- $datadir/doc/qemu-pin/README.md
+-rw-r--r-- $datadir/doc/qemu-pin/docs/benchmarks.md
+-rw-r--r-- $datadir/doc/qemu-pin/docs/design.md
+-rw-r--r-- $datadir/doc/qemu-pin/docs/lab.md
+-rw-r--r-- $datadir/doc/qemu-pin/docs/ledger.md
+-rw-r--r-- $datadir/doc/qemu-pin/docs/plan-schema.md
+-rw-r--r-- $datadir/doc/qemu-pin/docs/robustness.md
+-rw-r--r-- $datadir/doc/qemu-pin/docs/status.png
+-rw-r--r-- $datadir/doc/qemu-pin/docs/orchestrators/libvirt.md
+-rw-r--r-- $datadir/doc/qemu-pin/docs/orchestrators/proxmox.md
+-rw-r--r-- $datadir/doc/qemu-pin/docs/orchestrators/systemd-and-by-hand.md
 -rw-r--r-- $apparmordir/abstractions/qemu-pin"
 actual=$(cd "$dest" && find . ! -type d -printf '%M /%P\n' | sort)
 assert_eq "installed files" "$(echo "$expected" | sort)" "$actual"

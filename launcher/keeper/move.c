@@ -199,7 +199,35 @@ replan_and_widen(QpClaim *claim, const QpClaims *claims, gpointer data,
     if (g_strcmp0(c->id, claim->id) != 0)
       g_ptr_array_add(others.claims, c);
   }
-  r->plan = qp_plan_compute(r->host, &others, r->req, &r->opts, error);
+  /* With its record left out, the VM's own pages would count as memory
+   * used outside any claim: on a node it is on already, what the kernel
+   * can give there would lack them, and a move onto its own node (or a
+   * consolidation that `rebalance` planned, counting them as room for the
+   * VM) be refused for want of memory it holds. They are given back, as
+   * the rebalance planner does (release_pages), on a copy of the host:
+   * what this keeper measured in its QEMU's numa_maps (the record's
+   * "resident-mib"; a reader's trust in it is for other keepers' records). */
+  QpHost own = *r->host;
+  g_autofree QpNode *nodes =
+      g_memdup2(r->host->nodes, sizeof(QpNode) * MAX(r->host->n_nodes, 1));
+  own.nodes = nodes;
+  for (guint i = 0; i < own.n_nodes; i++) {
+    if (!nodes[i].measured)
+      continue;
+    guint64 mine = 0;
+    for (guint j = 0; claim->resident != NULL && j < claim->resident->len; j++)
+      if (g_array_index(claim->resident, QpNodeAmount, j).node == nodes[i].id)
+        mine += g_array_index(claim->resident, QpNodeAmount, j).mib;
+    /* No more than it claims there, as the planner trusts a record. */
+    guint64 claimed = 0;
+    for (guint j = 0; j < claim->mem->len; j++)
+      if (g_array_index(claim->mem, QpNodeAmount, j).node == nodes[i].id)
+        claimed += g_array_index(claim->mem, QpNodeAmount, j).mib;
+    mine = MIN(mine, claimed);
+    nodes[i].can_give_mib += mine;
+    nodes[i].used_mib = nodes[i].used_mib > mine ? nodes[i].used_mib - mine : 0;
+  }
+  r->plan = qp_plan_compute(&own, &others, r->req, &r->opts, error);
   g_ptr_array_unref(others.claims);
   g_ptr_array_unref(others.warnings);
   if (r->plan == NULL) {
@@ -488,6 +516,9 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
   if (!qp_keeper_query_and_apply(k, NULL, error))
     return NULL;
   qp_keeper_look_at_unplugged_memory(k);
+  /* Where its pages are now (the record's figure is up to 10 s old, and
+   * none right after a move): the re-plan counts them as its own. */
+  qp_keeper_measure_resident(k);
   if (!may_move(k, to, error))
     return NULL;
   g_autoptr(QpHost) host = qp_host_load_full(k->cfg->topology, FALSE, error);

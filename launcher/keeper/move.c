@@ -128,6 +128,37 @@ may_move(Keeper *k, hwloc_const_bitmap_t to, GError **error)
   return TRUE;
 }
 
+/* Whether the VM may use a CPU of TO: the CPUs it was started inside (the
+ * affinity and cgroup cpuset qemu-pin was started with, less isolated
+ * CPUs: HOST's allowed, as the keeper inherited them) and --affinity. A
+ * caller that started it under `taskset -c` kept it off the other nodes,
+ * as --hostnodes does: the move is refused, as that one is, before the
+ * planner finds no CPU there (which `rebalance` took for a failure and
+ * stopped at). Memory-only nodes have no CPU to check. */
+static gboolean
+may_use_cpus_of(const QpHost *host, const QpPlacementOptions *p,
+                hwloc_const_bitmap_t to, GError **error)
+{
+  g_auto(hwloc_bitmap_t) there = hwloc_bitmap_alloc();
+  for (guint i = 0; i < host->n_nodes; i++)
+    if (hwloc_bitmap_isset(to, (unsigned)host->nodes[i].id))
+      hwloc_bitmap_or(there, there, host->nodes[i].all_cpus);
+  g_auto(hwloc_bitmap_t) usable = hwloc_bitmap_dup(host->allowed);
+  if (p->affinity != NULL)
+    hwloc_bitmap_and(usable, usable, p->affinity);
+  if (hwloc_bitmap_iszero(there) || hwloc_bitmap_intersects(there, usable))
+    return TRUE;
+  g_autofree char *cpus = qp_list_format(usable);
+  g_autofree char *nodes = qp_list_format(to);
+  g_autofree char *theirs = qp_list_format(there);
+  return refuse(error,
+                "the VM was started inside CPUs %s (the affinity and cpuset "
+                "qemu-pin was started with%s): nodes %s have none of them "
+                "(their CPUs are %s)",
+                cpus, p->affinity != NULL ? ", and --affinity" : "", nodes,
+                theirs);
+}
+
 /* ---- The ledger's two phases -------------------------------------------- */
 
 typedef struct {
@@ -522,7 +553,7 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
   if (!may_move(k, to, error))
     return NULL;
   g_autoptr(QpHost) host = qp_host_load_full(k->cfg->topology, FALSE, error);
-  if (host == NULL)
+  if (host == NULL || !may_use_cpus_of(host, k->cfg->placement, to, error))
     return NULL;
   /* Memory given to the VM after its start moves with it, and a virtio-mem
    * device with what it holds now: the plan claims them on the destination

@@ -2159,6 +2159,39 @@ test_take_vm(void)
   g_assert_cmpuint(claims->claims->len, ==, 0);
 }
 
+/* A -name that two running VMs share (neither told apart by a -uuid)
+ * names neither: `plan` and `rebalance -- ...` then count both, as a
+ * launch does, rather than leave out the first record found (outside
+ * check, h11: `rebalance --dry-run --json -- qemu -name dup` ignored one
+ * of two VMs named dup). Its record id or -uuid still finds each. */
+static void
+test_take_vm_shared_name(void)
+{
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  QpClaim *a = make_claim("rec-a", 100, 5, 0, 1024);
+  a->name = g_strdup("dup");
+  g_ptr_array_add(claims->claims, a);
+  QpClaim *b = make_claim("rec-b", 200, 5, 0, 1024);
+  b->name = g_strdup("dup");
+  b->uuid = g_strdup("6f1c2a4e-3b5d-4e7f-9a1b-2c3d4e5f6a7b");
+  g_ptr_array_add(claims->claims, b);
+  const char *by = NULL;
+
+  g_assert_null(qp_claims_take_vm(claims, NULL, "dup", &by));
+  g_assert_null(by);
+  g_assert_cmpuint(claims->claims->len, ==, 2);
+  /* With a -uuid no record has, b's own -uuid keeps it apart: a alone
+   * has no -uuid and the name is a's. */
+  g_autoptr(QpClaim) t1 = qp_claims_take_vm(
+      claims, "00000000-0000-0000-0000-000000000000", "dup", &by);
+  g_assert_true(t1 == a);
+  g_assert_cmpstr(by, ==, "name");
+  g_ptr_array_add(claims->claims, g_steal_pointer(&t1));
+  g_autoptr(QpClaim) t2 = qp_claims_take_vm(claims, "rec-a", "dup", &by);
+  g_assert_true(t2 == a);
+  g_assert_cmpstr(by, ==, "id");
+}
+
 /* The same views on a host from hwloc's synthetic description
  * (topology/host/build.c). */
 static void
@@ -2262,6 +2295,8 @@ main(int argc, char **argv)
   g_test_add_func("/ledger/status/overcommitted-claims-warned",
                   test_status_overcommitted);
   g_test_add_func("/ledger/claims/take-vm-by-uuid-id-or-name", test_take_vm);
+  g_test_add_func("/ledger/claims/take-vm-shared-name-names-neither",
+                  test_take_vm_shared_name);
   g_test_add_func("/ledger/status/shared-dedicated-cores-count",
                   test_status_shared_dedicated);
   FT("/ledger/status/synthetic-host", test_status_synthetic_host);

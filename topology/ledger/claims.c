@@ -158,15 +158,22 @@ find_vm(const QpClaims *claims, const char *uuid, const char *name,
       return (int)i;
     }
   }
-  /* By name only where no -uuid tells two VMs of one name apart. */
+  /* By name only where no -uuid tells two VMs of one name apart, and only
+   * where one running VM has it: of two, either might be the one the
+   * command line stands for, and leaving out the other would count room
+   * that VM holds. Then neither is left out (`move` refuses such a name). */
+  int found = -1;
   for (guint i = 0; name != NULL && i < claims->claims->len; i++) {
     const QpClaim *c = claims->claims->pdata[i];
     if (g_strcmp0(c->name, name) == 0 && (c->uuid == NULL || uuid == NULL)) {
-      *by = "name";
-      return (int)i;
+      if (found >= 0)
+        return -1;
+      found = (int)i;
     }
   }
-  return -1;
+  if (found >= 0)
+    *by = "name";
+  return found;
 }
 
 QpClaim *

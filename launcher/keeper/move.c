@@ -217,32 +217,39 @@ widen_huge(GArray *huge, const GArray *other)
   }
 }
 
-/* Phase one: the plan on the destination, claimed beside the source. */
-static gboolean
-replan_and_widen(QpClaim *claim, const QpClaims *claims, gpointer data,
-                 GError **error)
+/* HOST as the VM of CLAIM finds it, into OWN (nodes and pools its own
+ * copies: own_host_clear()). With its record left out of the re-plan, the
+ * VM's own pages would count as memory used outside any claim: on a node
+ * it is on already, what the kernel can give there would lack them, and a
+ * move onto its own node (or a consolidation that `rebalance` planned,
+ * counting them as room for the VM) be refused for want of memory it
+ * holds. They are given back, as the rebalance planner does
+ * (release_pages): its ordinary memory as this keeper measured it in its
+ * QEMU's numa_maps (the record's "resident-mib"; a reader's trust in it is
+ * for other keepers' records), at most what it claims there; its
+ * hugepages as it claims them, at most the pages of the pool in use. */
+static void
+own_host_init(QpHost *own, const QpHost *host, const QpClaim *claim)
 {
-  Replan *r = data;
-  QpClaims others = {g_ptr_array_new(), claims->blocked_nodes,
-                     g_ptr_array_new(), 0, 0};
-  for (guint i = 0; i < claims->claims->len; i++) {
-    QpClaim *c = claims->claims->pdata[i];
-    if (g_strcmp0(c->id, claim->id) != 0)
-      g_ptr_array_add(others.claims, c);
-  }
-  /* With its record left out, the VM's own pages would count as memory
-   * used outside any claim: on a node it is on already, what the kernel
-   * can give there would lack them, and a move onto its own node (or a
-   * consolidation that `rebalance` planned, counting them as room for the
-   * VM) be refused for want of memory it holds. They are given back, as
-   * the rebalance planner does (release_pages), on a copy of the host:
-   * what this keeper measured in its QEMU's numa_maps (the record's
-   * "resident-mib"; a reader's trust in it is for other keepers' records). */
-  QpHost own = *r->host;
-  g_autofree QpNode *nodes =
-      g_memdup2(r->host->nodes, sizeof(QpNode) * MAX(r->host->n_nodes, 1));
-  own.nodes = nodes;
-  for (guint i = 0; i < own.n_nodes; i++) {
+  *own = *host;
+  QpNode *nodes =
+      g_memdup2(host->nodes, sizeof(QpNode) * MAX(host->n_nodes, 1));
+  own->nodes = nodes;
+  for (guint i = 0; i < own->n_nodes; i++) {
+    GArray *pools = nodes[i].hugepages;
+    if (pools != NULL)
+      pools = nodes[i].hugepages = g_array_copy(pools);
+    for (guint p = 0; pools != NULL && p < pools->len; p++) {
+      QpHugePool *pool = &g_array_index(pools, QpHugePool, p);
+      guint64 mine = 0;
+      for (guint j = 0; j < claim->huge->len; j++) {
+        const QpHugeClaim *h = &g_array_index(claim->huge, QpHugeClaim, j);
+        if (h->node == nodes[i].id && h->page_kib == pool->page_kib)
+          mine += h->pages;
+      }
+      guint64 used = pool->total > pool->free ? pool->total - pool->free : 0;
+      pool->free += MIN(mine, used);
+    }
     if (!nodes[i].measured)
       continue;
     guint64 mine = 0;
@@ -258,7 +265,34 @@ replan_and_widen(QpClaim *claim, const QpClaims *claims, gpointer data,
     nodes[i].can_give_mib += mine;
     nodes[i].used_mib = nodes[i].used_mib > mine ? nodes[i].used_mib - mine : 0;
   }
+}
+
+static void
+own_host_clear(QpHost *own)
+{
+  for (guint i = 0; i < own->n_nodes; i++)
+    if (own->nodes[i].hugepages != NULL)
+      g_array_unref(own->nodes[i].hugepages);
+  g_clear_pointer(&own->nodes, g_free);
+}
+
+/* Phase one: the plan on the destination, claimed beside the source. */
+static gboolean
+replan_and_widen(QpClaim *claim, const QpClaims *claims, gpointer data,
+                 GError **error)
+{
+  Replan *r = data;
+  QpClaims others = {g_ptr_array_new(), claims->blocked_nodes,
+                     g_ptr_array_new(), 0, 0};
+  for (guint i = 0; i < claims->claims->len; i++) {
+    QpClaim *c = claims->claims->pdata[i];
+    if (g_strcmp0(c->id, claim->id) != 0)
+      g_ptr_array_add(others.claims, c);
+  }
+  QpHost own;
+  own_host_init(&own, r->host, claim);
   r->plan = qp_plan_compute(&own, &others, r->req, &r->opts, error);
+  own_host_clear(&own);
   g_ptr_array_unref(others.claims);
   g_ptr_array_unref(others.warnings);
   if (r->plan == NULL) {

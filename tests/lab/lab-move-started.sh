@@ -22,26 +22,6 @@ expect_nodes 4
 qp_require --mode=balanced
 write_fw_halt fw.bin
 
-on_node() { # PID NODE SIZE_MIB: permille of PID's mappings of SIZE_MIB on NODE
-  awk -v node="N$2=" -v want="$3" '
-    function hex(s,   i, v) {
-      v = 0
-      for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-      return v
-    }
-    FILENAME ~ /\/maps$/ { split($1, r, "-"); size[r[1]] = (hex(r[2]) - hex(r[1])) / 1048576; next }
-    ($1 in size) && size[$1] == want {
-      for (i = 3; i <= NF; i++) if ($i ~ /^N[0-9]+=/) {
-        split($i, kv, "="); all += kv[2]; if (kv[1] "=" == node) on += kv[2]
-      }
-    }
-    END { printf "%d\n", all ? on * 1000 / all : -1 }
-  ' "/proc/$1/maps" "/proc/$1/numa_maps"
-}
-claim_of() {
-  _sf=$(status_json) || fail "qemu-pin status --json failed"
-  jq -c --argjson p "$1" '.vms[] | select(.["qemu-pid"] == $p) | .["memory-mib"]' "$_sf"
-}
 room_of() {
   _sf=$(status_json) || fail "qemu-pin status --json failed"
   jq --argjson n "$1" '.nodes[] | select(.id == $n) | .["memory-mib"] | (.available // .uncommitted)' "$_sf"

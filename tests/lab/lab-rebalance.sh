@@ -30,25 +30,6 @@ half=$((room * 40 / 100))
 third=$((room * 30 / 100))
 log "nodes hold $room MiB to claim: VMs of $half and $third MiB"
 
-# on_node PID NODE SIZE_MIB: permille of the pages of PID's mappings of
-# SIZE_MIB that are on NODE (as lab-move.sh).
-on_node() {
-  awk -v node="N$2=" -v want="$3" '
-    function hex(s,   i, v) {
-      v = 0
-      for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-      return v
-    }
-    FILENAME ~ /\/maps$/ { split($1, r, "-"); size[r[1]] = (hex(r[2]) - hex(r[1])) / 1048576; next }
-    ($1 in size) && size[$1] == want {
-      for (i = 3; i <= NF; i++) if ($i ~ /^N[0-9]+=/) {
-        split($i, kv, "="); all += kv[2]; if (kv[1] "=" == node) on += kv[2]
-      }
-    }
-    END { printf "%d\n", all ? on * 1000 / all : -1 }
-  ' "/proc/$1/maps" "/proc/$1/numa_maps"
-}
-
 # launch NAME MIB: a balanced VM with MIB preallocated; its pid.
 launch() {
   ram="{\"qom-type\":\"memory-backend-ram\",\"id\":\"pc.ram\",\"size\":$(($2 * 1048576)),\"prealloc\":true}"

@@ -666,6 +666,36 @@ test_partly_touched_holds_whole_claim(void)
   qp_placement_options_clear(&opts);
 }
 
+/* A node whose claims have more left to take than the kernel can give
+ * there (memory used since, another VM's pages bound there) says so in
+ * `status`, by how much; a node that can keep them says nothing of it. */
+static void
+test_status_says_short(void)
+{
+  g_autoptr(QpHost) h = qp_test_recorded("intel-2s-smt.xml");
+  const int n0 = h->nodes[0].id;
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  g_ptr_array_add(claims->claims, running(n0, 1024, 256, 300));
+  measure(h, 0, 500, 2600);
+  measure(h, 1, 3000, 600);
+  g_autofree char *text = qp_status_to_text(h, claims, NULL);
+  g_test_message("%s", text);
+  g_autofree char *want = g_strdup_printf("node %d: ", n0);
+  const char *line = strstr(text, want);
+  g_assert_nonnull(line);
+  const char *now = strstr(line, "  now: ");
+  g_assert_nonnull(now);
+  g_autofree char *now_line = g_strndup(now, strcspn(now, "\n"));
+  g_assert_nonnull(strstr(now_line, "768 claimed not yet resident"));
+  g_assert_nonnull(strstr(now_line, "; short by 268 MiB: the claims not yet "
+                                    "resident are more than the kernel can "
+                                    "give"));
+  /* Enough there again: nothing said. */
+  measure(h, 0, 768, 2600);
+  g_autofree char *ok = qp_status_to_text(h, claims, NULL);
+  g_assert_null(strstr(ok, "short by"));
+}
+
 /* A record is trusted only as far as its own VM: what it says is resident
  * counts up to its claim on that node, and in all up to its QEMU's resident
  * set; a record whose QEMU's resident set is not known counts nothing. */
@@ -726,6 +756,8 @@ main(int argc, char **argv)
                   test_prealloc_counted_once);
   g_test_add_func("/plan/memory/room/partly-touched-holds-whole-claim",
                   test_partly_touched_holds_whole_claim);
+  g_test_add_func("/plan/memory/room/status-says-short",
+                  test_status_says_short);
   g_test_add_func("/plan/memory/room/resident-trusted-as-far-as-its-vm",
                   test_resident_trusted_as_far_as_its_vm);
   return g_test_run();

@@ -579,14 +579,27 @@ qp_status_to_text(const QpHost *host, const QpClaims *claims,
         n->id, cap.total_mib, pools, cap.reserve_mib, cap.claimed_mib,
         cap.uncommitted_mib,
         cap.blocked ? " (blocked by an unreadable record)" : "");
-    if (cap.measured)
+    if (cap.measured) {
+      /* Claims the node can no longer keep: what they have yet to take
+       * is more than the kernel can give there (memory used since, or a
+       * VM bound to several nodes whose pages went here: robustness.md,
+       * finding 40). */
+      g_autofree char *short_of =
+          cap.outstanding_mib > cap.can_give_mib
+              ? g_strdup_printf(
+                    "; short by %" G_GUINT64_FORMAT
+                    " MiB: the claims not yet resident are more than the "
+                    "kernel can give",
+                    cap.outstanding_mib - cap.can_give_mib)
+              : g_strdup("");
       g_string_append_printf(
           s,
           "  now: the kernel can give %" G_GUINT64_FORMAT
           " MiB, %" G_GUINT64_FORMAT " used outside claims, %" G_GUINT64_FORMAT
-          " claimed not yet resident, %" G_GUINT64_FORMAT " available\n",
+          " claimed not yet resident, %" G_GUINT64_FORMAT " available%s\n",
           cap.can_give_mib, cap.outside_mib, cap.outstanding_mib,
-          cap.uncommitted_mib);
+          cap.uncommitted_mib, short_of);
+    }
     append_bar(s, &cap);
     g_autoptr(GArray) sizes = qp_node_page_sizes(n, claims);
     for (guint j = 0; j < sizes->len; j++) {

@@ -81,8 +81,9 @@ static void
 report(Keeper *k, const char *line)
 {
   int fd = k->cfg->status_fd;
-  if (fd < 0)
+  if (fd < 0 || k->reported)
     return;
+  k->reported = TRUE;
   (void)!write(fd, line, strlen(line));
   close(fd);
   /* The caller may read our stderr until it closes: let it go now that
@@ -307,6 +308,32 @@ query_cpus_after_preconfig(Keeper *k, GError **error)
   }
 }
 
+/* -daemonize with --preconfig: QEMU's first process returns as soon as
+ * its daemon waits for the caller's x-exit-preconfig, which the caller
+ * sends once qemu-pin has returned, as QEMU alone does. The daemon is
+ * found by its end of the monitor (the processes before it gone), the
+ * record names it and the launcher hears "ok": the plan's CPUs and memory
+ * binding are the process's from its start, and a plan that pauses keeps
+ * the guest paused (-S) until the first look, after x-exit-preconfig, has
+ * pinned. */
+static void
+daemon_in_preconfig(Keeper *k)
+{
+  GError *error = NULL;
+  int pid = qp_keeper_monitor_daemon(k, k->cfg->start_timeout_ms, &error);
+  if (pid <= 0)
+    fail(k, error);
+  if (!qp_keeper_watch_qemu(k, pid)) {
+    g_set_error(&error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_QEMU_EXITED,
+                "QEMU (pid %d) is gone", pid);
+    fail(k, error);
+  }
+  if (!qp_held_claim_set_qemu(k->claim, k->qemu_pid, &error))
+    fail(k, error);
+  qp_keeper_log(k, 1, "QEMU is daemon %d, waiting in --preconfig", pid);
+  report(k, "ok\n");
+}
+
 /* The first look at QEMU's threads: every one goes where the plan says,
  * unless the caller pinned it itself. */
 static void
@@ -314,11 +341,11 @@ first_look(Keeper *k)
 {
   GError *error = NULL;
   g_autoptr(GArray) vcpus = qp_qmp_query_cpus(k->qmp, &error);
-  /* With -daemonize the launcher waits for the first look's report, and
-   * the caller for the launcher before its x-exit-preconfig: that look
-   * cannot wait, and QEMU is stopped with QEMU's reason. */
-  if (vcpus == NULL && !k->cfg->daemonize && before_machine_init(error))
+  if (vcpus == NULL && before_machine_init(error)) {
+    if (k->cfg->daemonize)
+      daemon_in_preconfig(k);
     vcpus = query_cpus_after_preconfig(k, &error);
+  }
   if (vcpus == NULL)
     fail(k, error);
   find_qemu(k, vcpus);

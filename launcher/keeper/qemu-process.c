@@ -107,12 +107,14 @@ qp_keeper_wait_for_greeting(Keeper *k, GError **error)
   }
 }
 
-gboolean
-qp_keeper_monitor_peers(Keeper *k, gboolean and_kill)
+/* PIDs of the processes (this one aside) that hold QEMU's end of the
+ * monitor's socket pair; NULL when its inode is not known. */
+static GArray *
+monitor_holders(const Keeper *k)
 {
   if (k->cfg->qemu_end_ino == 0)
-    return FALSE;
-  gboolean found = FALSE;
+    return NULL;
+  GArray *pids = g_array_new(FALSE, FALSE, sizeof(int));
   g_autofree char *want =
       g_strdup_printf("socket:[%" G_GUINT64_FORMAT "]", k->cfg->qemu_end_ino);
   g_autoptr(GDir) proc = g_dir_open("/proc", 0, NULL);
@@ -130,12 +132,20 @@ qp_keeper_monitor_peers(Keeper *k, gboolean and_kill)
       g_autofree char *target = g_file_read_link(link, NULL);
       holds = target != NULL && strcmp(target, want) == 0;
     }
-    if (!holds)
-      continue;
-    found = TRUE;
-    if (!and_kill)
-      continue;
-    int pfd = pidfd_open(pid, 0);
+    if (holds)
+      g_array_append_val(pids, pid);
+  }
+  return pids;
+}
+
+gboolean
+qp_keeper_monitor_peers(Keeper *k, gboolean and_kill)
+{
+  g_autoptr(GArray) pids = monitor_holders(k);
+  if (pids == NULL)
+    return FALSE;
+  for (guint i = 0; and_kill && i < pids->len; i++) {
+    int pfd = pidfd_open(g_array_index(pids, int, i), 0);
     if (pfd < 0)
       continue;
     pidfd_send_signal(pfd, SIGKILL, NULL, 0);
@@ -143,5 +153,30 @@ qp_keeper_monitor_peers(Keeper *k, gboolean and_kill)
     poll(&p, 1, 5000);
     close(pfd);
   }
-  return found;
+  return pids->len > 0;
+}
+
+int
+qp_keeper_monitor_daemon(Keeper *k, guint timeout_ms, GError **error)
+{
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  for (;;) {
+    g_autoptr(GArray) pids = monitor_holders(k);
+    guint n = pids != NULL ? pids->len : 0;
+    if (n == 1)
+      return g_array_index(pids, int, 0);
+    if (n == 0) {
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_QEMU_EXITED,
+                  "QEMU's daemon is gone: no process holds its monitor");
+      return 0;
+    }
+    if (g_get_monotonic_time() >= deadline) {
+      g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
+                  "QEMU's daemon not told apart within %u ms: %u processes "
+                  "hold its monitor",
+                  timeout_ms, n);
+      return 0;
+    }
+    g_usleep(10000);
+  }
 }

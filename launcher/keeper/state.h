@@ -33,6 +33,7 @@ typedef struct {
   gboolean greeted;   /* the handshake succeeded */
   gint64 greeted_waited_us; /* qp_qmp_waited_us() once greeted */
   gboolean applied;         /* every thread runs where the plan says */
+  gboolean reported;        /* -daemonize: the launcher has our word */
   gint64 t0;
   /* one-to-one hotplug: cpu-index -> the core (PUs) claimed for it */
   GHashTable *plugged;
@@ -94,6 +95,11 @@ gboolean qp_keeper_wait_for_greeting(Keeper *k, GError **error);
 /* -daemonize before the daemon's PID is known: whether a process holds
  * QEMU's end of the monitor's socket pair; with AND_KILL, each is killed. */
 gboolean qp_keeper_monitor_peers(Keeper *k, gboolean and_kill);
+
+/* -daemonize: the daemon's PID, once it alone holds QEMU's end of the
+ * monitor (its first process and the one between them gone), within
+ * TIMEOUT_MS; 0 with ERROR set when none does or two still do then. */
+int qp_keeper_monitor_daemon(Keeper *k, guint timeout_ms, GError **error);
 
 /* ---- Cores claimed while the VM runs (cores.c) -------------------------- */
 

@@ -3,7 +3,9 @@
  * -smp; q35 takes up to 288 vCPUs (1024 from pc-q35-8.0 in later QEMUs),
  * i440fx 255, isapc 1; x86 has dies but no clusters; -numa node,mem=
  * exists only up to the 5.0 machine types; the RAM of pc and q35 is called
- * "pc.ram". */
+ * "pc.ram". Without -smp and -m a machine type has QEMU's default vCPUs and
+ * RAM: 1 and 128 MiB for most, more for boards (sbsa-ref: 4 and 1 GiB), and
+ * some boards take only their own RAM size. */
 #pragma once
 
 #include <glib.h>
@@ -19,7 +21,9 @@ typedef struct {
   gboolean dies_supported;
   gboolean numa_mem_supported;
   guint max_cpus;
-  const char *ram_id; /* QEMU's id of the RAM it makes, NULL if unknown */
+  guint default_cpus;    /* vCPUs without -smp */
+  guint default_ram_mib; /* RAM without -m (or -m 0) */
+  const char *ram_id;    /* QEMU's id of the RAM it makes, NULL if unknown */
 } QpMachine;
 
 /* The machine type TYPE ("pc", "pc-q35-6.2", "microvm", ...). */

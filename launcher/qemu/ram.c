@@ -6,16 +6,15 @@
 #include "launcher/qemu/keyval.h"
 #include "launcher/qemu/numbers.h"
 
-#define DEFAULT_RAM (128 * QP_MiB)
-
-/* size= of KV in *SIZE (DEFAULT_RAM when not given); *CUSTOM says whether
- * one was. Without a suffix the size is in MiB, in bytes if BYTES. */
+/* size= of KV in *SIZE (the machine type's DEFAULT when not given); *CUSTOM
+ * says whether one was. Without a suffix the size is in MiB, in bytes if
+ * BYTES. */
 static gboolean
-ram_size(GArray *kv, gboolean bytes, guint64 *size, gboolean *custom,
-         GError **error)
+ram_size(GArray *kv, gboolean bytes, guint64 default_size, guint64 *size,
+         gboolean *custom, GError **error)
 {
   QpKvPair *p = qp_kv_last(kv, "size");
-  *size = DEFAULT_RAM;
+  *size = default_size;
   *custom = FALSE;
   if (p == NULL)
     return TRUE;
@@ -24,7 +23,7 @@ ram_size(GArray *kv, gboolean bytes, guint64 *size, gboolean *custom,
     return FALSE;
   /* QEMU 7.2 reads a size of 0 as not given: the default. */
   if (*size == 0) {
-    *size = DEFAULT_RAM;
+    *size = default_size;
     return TRUE;
   }
   /* QEMU rounds up to 8 KiB. */
@@ -104,7 +103,8 @@ qp_ram_read(QpQemuArgs *a, GArray *kv, gboolean bytes, GError **error)
   gboolean custom;
 
   if (!qp_kv_check_keys(kv, keys, "-m", "size, slots or maxmem", error) ||
-      !ram_size(kv, bytes, &size, &custom, error) ||
+      !ram_size(kv, bytes, (guint64)a->machine_info.default_ram_mib * QP_MiB,
+                &size, &custom, error) ||
       !ram_max(kv, size, &max, error))
     return FALSE;
   a->ram_bytes = size;

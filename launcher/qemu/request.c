@@ -232,7 +232,6 @@ args_new(guint argc, char **argv)
   a->warnings = g_ptr_array_new_with_free_func(g_free);
   a->notes = g_ptr_array_new_with_free_func(g_free);
   a->mem_path_argi = g_array_new(FALSE, FALSE, sizeof(guint));
-  a->ram_bytes = 128 * QP_MiB;
   g_autoptr(QpVmIds) ids = qp_vm_ids_from_argv(argc, a->argv);
   a->name = g_steal_pointer(&ids->name);
   a->uuid = g_steal_pointer(&ids->uuid);

@@ -146,6 +146,10 @@ qp_smp_read(QpQemuArgs *a, GArray *kv, GError **error)
 
   if (!smp_values(kv, &s, error))
     return FALSE;
+  /* Without -smp QEMU gives the machine type's default vCPUs (4 on
+   * sbsa-ref and raspi3b), not 1. */
+  if (kv->len == 0)
+    s.cpus = m->default_cpus;
   if (!m->dies_supported && s.dies > 1)
     return qp_args_invalid(error,
                            "-smp '%s': dies=%" G_GUINT64_FORMAT " is not "

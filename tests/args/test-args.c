@@ -531,6 +531,33 @@ test_memory(void)
   g_assert_cmpint(e->req->policy, ==, QP_POLICY_PREFERRED);
 }
 
+/* Without -smp and -m a board has QEMU 7.2's own vCPUs and RAM, not 1 and
+ * 128 MiB (outside check, branch h13: sbsa-ref ran with 128 MiB of its
+ * 1 GiB, raspi3b was refused "Invalid RAM size, should be 1 GiB", and
+ * one-to-one stopped it: "QEMU reports vCPU 1 but the plan has 1 vCPUs"). */
+static void
+test_board_defaults(void)
+{
+  g_autoptr(QpQemuArgs) a = parse_line_ok("-machine sbsa-ref");
+  g_assert_cmpuint(a->req->vcpus, ==, 4);
+  g_assert_cmpuint(a->req->maxcpus, ==, 4);
+  g_assert_cmpuint(a->req->mem_mib, ==, 1024);
+  g_assert_cmpuint(a->ram_bytes, ==, 1ull << 30);
+  g_autoptr(QpQemuArgs) b = parse_line_ok("-M raspi3ap -m 0");
+  g_assert_cmpuint(b->req->vcpus, ==, 4);
+  g_assert_cmpuint(b->req->mem_mib, ==, 512);
+  /* What the caller gives is what QEMU takes. */
+  g_autoptr(QpQemuArgs) c = parse_line_ok("-machine sbsa-ref -smp 2 -m 256");
+  g_assert_cmpuint(c->req->vcpus, ==, 2);
+  g_assert_cmpuint(c->req->mem_mib, ==, 256);
+  g_autoptr(QpQemuArgs) d = parse_line_ok("-machine virt");
+  g_assert_cmpuint(d->req->vcpus, ==, 1);
+  g_assert_cmpuint(d->req->mem_mib, ==, 128);
+  g_autoptr(QpQemuArgs) e = parse_line_ok("-machine q35");
+  g_assert_cmpuint(e->req->vcpus, ==, 1);
+  g_assert_cmpuint(e->req->mem_mib, ==, 128);
+}
+
 /* ---- memory backends, both syntaxes
  * ----------------------------------------------- */
 
@@ -1638,6 +1665,7 @@ main(int argc, char **argv)
   g_test_add_func("/args/machine/smp-and-memory-properties",
                   test_machine_smp_memory);
   g_test_add_func("/args/m/size-slots-maxmem-default", test_memory);
+  g_test_add_func("/args/machine/board-defaults", test_board_defaults);
   g_test_add_func("/args/object/memory-backends-both-syntaxes", test_backends);
   g_test_add_func("/args/device/vfio-host-normalised", test_vfio);
   g_test_add_func("/args/numa/nodes-cpus-memdev-dist", test_numa_nodes);

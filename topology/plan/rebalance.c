@@ -245,7 +245,7 @@ dedicated_others(const Work *k, const QpClaim *skip)
   hwloc_bitmap_t d = hwloc_bitmap_alloc();
   for (guint x = 0; x < k->w->claims->len; x++) {
     const QpClaim *c = k->w->claims->pdata[x];
-    if (c != skip)
+    if (c != skip && !hwloc_bitmap_iszero(c->dedicated))
       hwloc_bitmap_or(d, d, c->dedicated);
   }
   return d;

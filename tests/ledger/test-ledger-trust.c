@@ -49,6 +49,15 @@ static const BoundsCase bounds_cases[] = {
     {"qemu-system-x86_64 -object iothread,id=io0 -m 64", 64, 1},
     /* qemu-pin's own command line before it execs QEMU in place. */
     {"qemu-pin --mode=balanced -- qemu-system-x86_64 -m 256 -smp 2", 256, 2},
+    /* Without -m and -smp a board has QEMU's defaults (finding 50), and
+     * the RAM is the size of the backend qemu-pin gives it. */
+    {"qemu-system-aarch64 -M sbsa-ref", 1024, 4},
+    {"qemu-system-aarch64 -M sbsa-ref -object "
+     "memory-backend-ram,id=qemu-pin-ram,size=1073741824,host-nodes=0,"
+     "policy=bind -machine memory-backend=qemu-pin-ram",
+     1024, 4},
+    {"qemu-system-aarch64 -machine raspi3ap,accel=tcg", 512, 4},
+    {"qemu-system-aarch64 -machine virt -smp 2", 128, 2},
     /* What does not parse bounds nothing. */
     {"qemu-system-x86_64 -m lots -smp many", 128, 1},
     /* The last -m missing its value counts for nothing. */

@@ -3,10 +3,10 @@
 
 #include <string.h>
 
+#include "topology/base/boards.h"
 #include "topology/base/jvalue.h"
 
 #define MIB (1024.0 * 1024.0)
-#define DEFAULT_RAM_MIB 128
 
 /* A QEMU size ("256", "1.5G", "512k"): bytes, UNIT bytes per unit when
  * it has no suffix; FALSE when it is none. */
@@ -169,8 +169,9 @@ qp_qemu_cmdline_bounds(const char *args, gsize len, QpQemuBounds *out)
     i += n + 1;
   }
   double ram = 0, backends = 0;
-  gboolean has_m = FALSE;
+  gboolean has_m = FALSE, has_smp = FALSE;
   guint vcpus = 0;
+  g_autofree char *type = NULL, *ram_backend = NULL;
   g_autoptr(GHashTable) used =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_autoptr(GHashTable) sizes =
@@ -185,6 +186,7 @@ qp_qemu_cmdline_bounds(const char *args, gsize len, QpQemuBounds *out)
       has_m = TRUE;
     } else if (strcmp(opt, "-smp") == 0) {
       vcpus = MAX(vcpus, smp_option(v));
+      has_smp = TRUE;
     } else if (strcmp(opt, "-object") == 0) {
       char *id = NULL;
       double size = backend_size(v, &id);
@@ -195,6 +197,19 @@ qp_qemu_cmdline_bounds(const char *args, gsize len, QpQemuBounds *out)
     } else if (strcmp(opt, "-machine") == 0 || strcmp(opt, "-M") == 0 ||
                strcmp(opt, "-numa") == 0 || strcmp(opt, "-device") == 0) {
       backend_used(v, used);
+      /* The machine type and the backend of its RAM, the last given. */
+      if (strcmp(opt, "-M") == 0 || strcmp(opt, "-machine") == 0) {
+        char *t = keyval(v, "type", "type");
+        char *b = keyval(v, "memory-backend", NULL);
+        if (t != NULL) {
+          g_free(type);
+          type = t;
+        }
+        if (b != NULL) {
+          g_free(ram_backend);
+          ram_backend = b;
+        }
+      }
     }
   }
   /* Backends that are guest RAM or memory devices are within -m/maxmem;
@@ -205,8 +220,18 @@ qp_qemu_cmdline_bounds(const char *args, gsize len, QpQemuBounds *out)
   while (g_hash_table_iter_next(&it, &key, &value))
     if (!g_hash_table_contains(used, key))
       backends += *(double *)value;
-  out->memory_mib = (has_m ? to_mib(ram) : DEFAULT_RAM_MIB) + to_mib(backends);
-  out->vcpus = MAX(vcpus, 1);
+  /* Without -m the RAM is the machine type's default (1 GiB on sbsa-ref),
+   * or the size of the backend -machine memory-backend= names (as qemu-pin
+   * gives it). Without -smp the vCPUs are the type's default. */
+  guint default_cpus, default_mib;
+  qp_board_defaults(type, &default_cpus, &default_mib);
+  const double *ram_size =
+      ram_backend != NULL ? g_hash_table_lookup(sizes, ram_backend) : NULL;
+  guint64 ram_mib = has_m                               ? to_mib(ram)
+                    : ram_size != NULL && *ram_size > 0 ? to_mib(*ram_size)
+                                                        : default_mib;
+  out->memory_mib = ram_mib + to_mib(backends);
+  out->vcpus = MAX(has_smp ? vcpus : default_cpus, 1);
 }
 
 QpPluggable

@@ -19,6 +19,17 @@ machine_version(const char *text)
   return (int)(major * 100 + minor);
 }
 
+/* The newest machine types qemu-pin knows: QEMU 10.0's. */
+#define ALIAS_VERSION 1000
+
+/* pc-q35-VERSION's vCPU limit: 288, 1024 from pc-q35-8.1, 4096 from
+ * pc-q35-9.0 (what QEMU 10.0 says of each with -smp 5000). */
+static guint
+q35_max_cpus(int version)
+{
+  return version >= 900 ? 4096 : version >= 801 ? 1024 : 288;
+}
+
 QpMachine
 qp_machine_lookup(const char *type)
 {
@@ -31,13 +42,17 @@ qp_machine_lookup(const char *type)
                  .default_cpus = 1,
                  .default_ram_mib = 128,
                  .ram_id = NULL};
-  int version = 702; /* the aliases pc and q35 are 7.2's */
-  gboolean q35 = FALSE, i440fx = FALSE;
+  /* The aliases pc and q35 name the newest type of the QEMU that runs, 7.2's
+   * or a later one's: what they decide here is the same from 6.2 on, but
+   * their vCPU limit is that of the newest QEMU (ALIAS_VERSION), QEMU
+   * refusing above its own. */
+  int version = 702;
+  gboolean q35 = FALSE, i440fx = FALSE, alias = FALSE;
 
   if (strcmp(type, "q35") == 0) {
-    q35 = TRUE;
+    q35 = alias = TRUE;
   } else if (strcmp(type, "pc") == 0) {
-    i440fx = TRUE;
+    i440fx = alias = TRUE;
   } else if (g_str_has_prefix(type, "pc-q35-")) {
     q35 = TRUE;
     version = machine_version(type + strlen("pc-q35-"));
@@ -71,7 +86,7 @@ qp_machine_lookup(const char *type)
   m.clusters_supported = FALSE;
   m.prefer_sockets = version < 602;
   m.numa_mem_supported = version < 501;
-  m.max_cpus = q35 ? (version >= 800 ? 1024 : 288) : 255;
+  m.max_cpus = q35 ? q35_max_cpus(alias ? ALIAS_VERSION : version) : 255;
   m.ram_id = "pc.ram";
   return m;
 }

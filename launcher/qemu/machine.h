@@ -1,6 +1,7 @@
 /* What -smp, -numa and the RAM's name depend on, per machine type, as QEMU
  * 7.2 has it: pc-*-6.1 and older prefer sockets over cores when filling in
- * -smp; q35 takes up to 288 vCPUs (1024 from pc-q35-8.0 in later QEMUs),
+ * -smp; q35 takes up to 288 vCPUs (1024 from pc-q35-8.1 and 4096 from
+ * pc-q35-9.0 in later QEMUs, and the alias q35 may be either),
  * i440fx 255, isapc 1; x86 has dies but no clusters; -numa node,mem=
  * exists only up to the 5.0 machine types; the RAM of pc and q35 is called
  * "pc.ram". Without -smp and -m a machine type has QEMU's default vCPUs and

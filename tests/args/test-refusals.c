@@ -207,6 +207,64 @@ test_memfd_page_size_not_on_host(void)
   }
 }
 
+/* The vCPU limit of each x86 machine type, as the real QEMU states it
+ * (-smp 99999: "The max CPUs supported by machine 'T' is N"): qemu-pin
+ * takes N vCPUs, and refuses N + 1 where the type names its version. The
+ * aliases q35 and pc name the newest type of whichever QEMU runs (q35 is
+ * 288 vCPUs in 7.2, 4096 in 10.0): qemu-pin, not knowing which, never
+ * refuses what that QEMU takes. Types this QEMU does not have (pc-q35-9.0
+ * in 7.2) are left out: QEMU refuses them as unknown. */
+static void
+test_machine_max_cpus(void)
+{
+  static const char *const types[] = {
+      "q35",        "pc",         "pc-q35-7.2",  "pc-q35-8.0",    "pc-q35-8.1",
+      "pc-q35-8.2", "pc-q35-9.0", "pc-q35-10.0", "pc-i440fx-7.2", "microvm",
+  };
+  guint checked = 0;
+  for (gsize i = 0; i < G_N_ELEMENTS(types); i++) {
+    const char *in[] = {"-machine", types[i], "-smp", "99999", NULL};
+    QpTestQemuView view;
+    qp_test_qemu_view(in, &view);
+    g_assert_false(view.started);
+    const char *says = strstr(view.err, "The max CPUs supported by machine '");
+    if (says == NULL) {
+      g_assert_nonnull(strstr(view.err, "unsupported machine type"));
+      g_assert_cmpstr(types[i], !=, "q35");
+      g_assert_cmpstr(types[i], !=, "pc");
+      qp_test_qemu_view_clear(&view);
+      continue;
+    }
+    const char *is = strstr(says, "' is ");
+    g_assert_nonnull(is);
+    guint64 max = g_ascii_strtoull(is + 5, NULL, 10);
+    g_assert_cmpuint(max, >, 1);
+    g_test_message("QEMU: %s: %" G_GUINT64_FORMAT " vCPUs", types[i], max);
+    qp_test_qemu_view_clear(&view);
+
+    g_autofree char *n = g_strdup_printf("%" G_GUINT64_FORMAT, max);
+    const char *at_max[] = {"-machine", types[i], "-smp", n, NULL};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QpQemuArgs) args = qp_qemu_args_parse(4, (char **)at_max, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(args->req->maxcpus, ==, max);
+
+    if (strcmp(types[i], "q35") == 0 || strcmp(types[i], "pc") == 0)
+      continue;
+    g_autofree char *over = g_strdup_printf("%" G_GUINT64_FORMAT, max + 1);
+    const char *above[] = {"-machine", types[i], "-smp", over, NULL};
+    g_autoptr(GError) refused = NULL;
+    g_autoptr(QpQemuArgs) none =
+        qp_qemu_args_parse(4, (char **)above, &refused);
+    g_assert_null(none);
+    g_autofree char *words =
+        g_strdup_printf("exceed the maximum of %" G_GUINT64_FORMAT, max);
+    g_assert_nonnull(strstr(refused->message, words));
+    checked++;
+  }
+  g_assert_cmpuint(checked, >=, 3);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -222,5 +280,6 @@ main(int argc, char **argv)
   }
   g_test_add_func("/refusals/memfd-page-size-not-on-host",
                   test_memfd_page_size_not_on_host);
+  g_test_add_func("/refusals/machine-max-cpus", test_machine_max_cpus);
   return g_test_run();
 }

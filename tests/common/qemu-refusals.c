@@ -41,11 +41,13 @@ const QpQemuRefusal qp_qemu_refusals[] = {
      "maxcpus must be equal to or greater than smp",
      "must be at least cpus"},
     {"smp/too-many-i440fx",
-     {"-smp", "cpus=99999", NULL},
+     /* The type by its version: the alias pc names 10.0's in 10.0. */
+     {"-machine", "pc-i440fx-7.2", "-smp", "cpus=99999", NULL},
      "The max CPUs supported by machine 'pc-i440fx-7.2' is 255",
      "vCPUs exceed the maximum of"},
     {"smp/too-many-q35",
-     {"-machine", "q35", "-smp", "300", NULL},
+     /* By its version: the alias q35 takes 4096 vCPUs in 10.0. */
+     {"-machine", "pc-q35-7.2", "-smp", "300", NULL},
      "The max CPUs supported by machine 'pc-q35-7.2' is 288",
      "vCPUs exceed the maximum of"},
     {"smp/product-wraps-to-zero",

@@ -214,7 +214,10 @@ qemu_close(Qemu *q)
   g_string_free(q->in, TRUE);
 }
 
-/* Policy (e.g. "bind:0") of the mapping of exactly SIZE bytes, or NULL. */
+/* Policy (e.g. "bind:0") of the mapping of exactly SIZE bytes, or NULL.
+ * QEMU 8.1 and later give policy=preferred as MPOL_PREFERRED_MANY where the
+ * kernel has it, which numa_maps writes "prefer (many):0": the same nodes,
+ * read here as "prefer:0" as 7.2's MPOL_PREFERRED is. */
 static char *
 mapping_policy(GPid pid, guint64 size)
 {
@@ -234,7 +237,10 @@ mapping_policy(GPid pid, guint64 size)
     g_autofree char *start = g_strdup_printf("%" G_GINT64_MODIFIER "x ", lo);
     for (guint j = 0; nl[j]; j++)
       if (g_str_has_prefix(nl[j], start)) {
-        g_auto(GStrv) f = g_strsplit(nl[j], " ", 3);
+        g_auto(GStrv) f = g_strsplit(nl[j], " ", 4);
+        if (g_strcmp0(f[1], "prefer") == 0 && f[2] != NULL &&
+            g_str_has_prefix(f[2], "(many):"))
+          return g_strconcat("prefer", f[2] + strlen("(many)"), NULL);
         return g_strdup(f[1]);
       }
   }

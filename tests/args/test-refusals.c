@@ -35,20 +35,29 @@ test_refused(gconstpointer data)
   g_assert_true(qp_qemu_refusal_find(error->message) != NULL);
 }
 
-/* Lines QEMU 7.2 accepts, some with a warning of its own. */
+/* Lines QEMU 7.2 accepts, some with a warning of its own. LATER_SAYS: the
+ * refusal of a later QEMU that no longer takes the line (9.0 removed -smp's
+ * zeros and -m's hexadecimal); qemu-pin still takes it, and that QEMU's
+ * own message reaches the caller at launch. */
 typedef struct {
   const char *name;
   const char *args[16];
+  const char *later_says;
 } Accepted;
 
+#define SMP_ZERO_REMOVED                                                       \
+  "Invalid CPU topology: CPU topology parameters must be greater than zero"
+
 static const Accepted accepted[] = {
-    {"smp/zero", {"-smp", "0", NULL}},
-    {"smp/zero-cores", {"-smp", "4,sockets=2,cores=0", NULL}},
-    {"smp/machine-zero", {"-machine", "q35,smp.cpus=0", NULL}},
+    {"smp/zero", {"-smp", "0", NULL}, SMP_ZERO_REMOVED},
+    {"smp/zero-cores", {"-smp", "4,sockets=2,cores=0", NULL}, SMP_ZERO_REMOVED},
+    {"smp/machine-zero",
+     {"-machine", "q35,smp.cpus=0", NULL},
+     SMP_ZERO_REMOVED},
     {"smp/dies", {"-smp", "4,dies=2", NULL}},
     {"m/zero", {"-m", "0", NULL}},
     {"m/empty", {"-m", "", NULL}},
-    {"m/hex", {"-m", "0x10", NULL}},
+    {"m/hex", {"-m", "0x10", NULL}, "Parameter 'memory.size' expects size"},
     {"m/fraction", {"-m", "1.5G", NULL}},
     {"m/zero-fraction", {"-m", "1024.0", NULL}},
     {"m/dot-then-suffix", {"-m", "1.G", NULL}},
@@ -72,13 +81,19 @@ test_accepted(gconstpointer data)
   QpTestQemuView view;
   qp_test_qemu_view(row->args, &view);
   g_test_message("QEMU: %s", view.err);
-  g_assert_true(view.started);
 
   g_autoptr(GError) error = NULL;
   guint argc = g_strv_length((char **)row->args);
   g_autoptr(QpQemuArgs) args =
       qp_qemu_args_parse(argc, (char **)row->args, &error);
   g_assert_no_error(error);
+  if (!view.started && row->later_says != NULL) {
+    g_assert_cmpint(view.status, ==, 1);
+    g_assert_nonnull(strstr(view.err, row->later_says));
+    qp_test_qemu_view_clear(&view);
+    return;
+  }
+  g_assert_true(view.started);
   g_assert_cmpuint(args->req->vcpus, ==, view.vcpus);
   g_assert_cmpuint(args->req->maxcpus, ==, view.maxcpus);
   g_assert_cmpuint(args->req->mem_mib, ==, view.ram_mib);

@@ -247,7 +247,7 @@ avail(const Work *k, guint i)
  * a claim's dedicated CPUs or of the claims of a Work bumps the
  * generation: dedicated_others() is asked for each VM and node a
  * rebalance tries, and going over every claim each time made it grow with
- * the square of the records (robustness.md, finding 45). */
+ * the square of the records (robustness.md, finding 46). */
 static struct {
   const QpClaims *w;
   guint64 gen;

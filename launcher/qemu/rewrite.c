@@ -273,6 +273,10 @@ apply_vnuma(Rewrite *rw, const QpPlan *plan)
           "cpus=%u,maxcpus=%u,sockets=%u,dies=%u,cores=%u,threads=%u",
           a->req->vcpus, plan->n_vcpus, plan->vnuma_sockets,
           MAX(plan->vnuma_dies, 1), plan->vnuma_cores, plan->vnuma_threads));
+  /* The caller's modules would stay in the merge: one per die, said only
+   * when the caller said modules (QEMU 7.2 refuses the key). */
+  if (a->req->modules > 1)
+    rewrite_append(rw, "-smp", g_strdup("modules=1"));
   if (plan->n_vnodes == 0 || a->machine_memdev != NULL || a->mem_path != NULL)
     return FALSE;
   for (guint i = 0; i < plan->n_vnodes; i++) {

@@ -7,24 +7,27 @@
 #include "launcher/qemu/numbers.h"
 
 /* -smp's values, 0 where omitted (QEMU 7.2 reads 0 as omitted, with a
- * warning that it is deprecated). */
+ * warning that it is deprecated). modules: x86's level between die and
+ * core in QEMU 9.1 and later (7.2 refuses the key itself); like dies, 1
+ * when omitted, and a factor of every product. */
 typedef struct {
-  guint64 cpus, maxcpus, sockets, dies, clusters, cores, threads;
+  guint64 cpus, maxcpus, sockets, dies, modules, clusters, cores, threads;
 } Smp;
 
-static const char *const smp_keys[] = {"cpus",     "maxcpus", "sockets", "dies",
-                                       "clusters", "cores",   "threads", NULL};
+static const char *const smp_keys[] = {"cpus",  "maxcpus", "sockets",
+                                       "dies",  "modules", "clusters",
+                                       "cores", "threads", NULL};
 
 /* The values of KV in S, each a number as QEMU's visitor reads it. */
 static gboolean
 smp_values(GArray *kv, Smp *s, GError **error)
 {
-  guint64 *val[] = {&s->cpus,     &s->maxcpus, &s->sockets, &s->dies,
-                    &s->clusters, &s->cores,   &s->threads};
+  guint64 *val[] = {&s->cpus,    &s->maxcpus,  &s->sockets, &s->dies,
+                    &s->modules, &s->clusters, &s->cores,   &s->threads};
 
   if (!qp_kv_check_keys(kv, smp_keys, "-smp",
-                        "cpus, maxcpus, sockets, dies, clusters, cores or "
-                        "threads",
+                        "cpus, maxcpus, sockets, dies, modules, clusters, "
+                        "cores or threads",
                         error))
     return FALSE;
   for (guint k = 0; smp_keys[k]; k++) {
@@ -60,7 +63,10 @@ static gboolean
 smp_fill(Smp *s, gboolean prefer_sockets, const char *text, GError **error)
 {
   s->dies = or_one(s->dies);
-  s->clusters = or_one(s->clusters);
+  s->modules = or_one(s->modules);
+  /* Modules and clusters are one factor: x86 has no clusters, the others
+   * no modules. */
+  s->clusters = or_one(s->clusters) * s->modules;
   if (s->cpus == 0 && s->maxcpus == 0) {
     s->sockets = or_one(s->sockets);
     s->cores = or_one(s->cores);
@@ -97,6 +103,7 @@ smp_fill(Smp *s, gboolean prefer_sockets, const char *text, GError **error)
   guint64 product =
       product32(s->sockets * s->dies, s->clusters, s->cores, s->threads);
   s->maxcpus = s->maxcpus ? s->maxcpus : product;
+  s->clusters /= s->modules;
   s->cpus = s->cpus ? s->cpus : s->maxcpus;
   return TRUE;
 }
@@ -107,8 +114,17 @@ static gboolean
 smp_check(const Smp *s, const QpMachine *m, const char *machine,
           const char *text, GError **error)
 {
-  guint64 product =
-      product32(s->sockets * s->dies, s->clusters, s->cores, s->threads);
+  guint64 product = product32(s->sockets * s->dies, s->modules * s->clusters,
+                              s->cores, s->threads);
+  if (product != s->maxcpus && s->modules > 1)
+    return qp_args_invalid(
+        error,
+        "-smp '%s': sockets (%" G_GUINT64_FORMAT ") * dies (%" G_GUINT64_FORMAT
+        ") * modules (%" G_GUINT64_FORMAT ") * cores (%" G_GUINT64_FORMAT
+        ") * threads (%" G_GUINT64_FORMAT ") = %" G_GUINT64_FORMAT
+        " does not equal maxcpus (%" G_GUINT64_FORMAT ")",
+        text, s->sockets, s->dies, s->modules, s->cores, s->threads, product,
+        s->maxcpus);
   if (product != s->maxcpus)
     return qp_args_invalid(
         error,
@@ -171,6 +187,7 @@ qp_smp_read(QpQemuArgs *a, GArray *kv, GError **error)
   r->sockets = (guint)s.sockets;
   r->dies = (guint)s.dies;
   r->clusters = (guint)s.clusters;
+  r->modules = (guint)s.modules;
   r->cores = (guint)s.cores;
   r->threads = (guint)s.threads;
   return TRUE;
@@ -187,6 +204,8 @@ qp_smp_topo_ids(const QpRequest *r, guint index)
   i /= r->cores;
   t.cluster = i % r->clusters;
   i /= r->clusters;
+  t.module = i % r->modules;
+  i /= r->modules;
   t.die = i % r->dies;
   t.socket = i / r->dies;
   return t;

@@ -12,7 +12,7 @@ gboolean qp_smp_read(QpQemuArgs *a, GArray *kv, GError **error);
 
 /* Topology ids of a vCPU: socket-major, then die, cluster, core, thread. */
 typedef struct {
-  guint64 socket, die, cluster, core, thread;
+  guint64 socket, die, module, cluster, core, thread;
 } QpTopoIds;
 
 /* The ids of vCPU INDEX in R's topology (x86_topo_ids_from_idx). */

@@ -35,10 +35,12 @@ test_refused(gconstpointer data)
   g_assert_true(qp_qemu_refusal_find(error->message) != NULL);
 }
 
-/* Lines QEMU 7.2 accepts, some with a warning of its own. LATER_SAYS: the
- * refusal of a later QEMU that no longer takes the line (9.0 removed -smp's
- * zeros and -m's hexadecimal); qemu-pin still takes it, and that QEMU's
- * own message reaches the caller at launch. */
+/* Lines QEMU 7.2 accepts, some with a warning of its own, and lines of
+ * later QEMUs. LATER_SAYS: the refusal of a QEMU that does not take the
+ * line: a later one that no longer does (9.0 removed -smp's zeros and -m's
+ * hexadecimal), or 7.2 for what came after it (modules, 9.1); qemu-pin
+ * takes it either way, and that QEMU's own message reaches the caller at
+ * launch. */
 typedef struct {
   const char *name;
   const char *args[16];
@@ -55,6 +57,18 @@ static const Accepted accepted[] = {
      {"-machine", "q35,smp.cpus=0", NULL},
      SMP_ZERO_REMOVED},
     {"smp/dies", {"-smp", "4,dies=2", NULL}},
+    {"smp/modules",
+     {"-smp", "8,sockets=1,modules=2,cores=4", NULL},
+     "Parameter 'smp.modules' is unexpected"},
+    {"smp/modules-filled",
+     {"-machine", "q35,smp.cpus=8,smp.sockets=2,smp.modules=2", NULL},
+     "Parameter 'smp.modules' is unexpected"},
+    {"smp/modules-numa",
+     {"-smp", "4,modules=2,cores=2", "-m", "128", "-object",
+      "memory-backend-ram,id=m0,size=64M", "-object",
+      "memory-backend-ram,id=m1,size=64M", "-numa", "node,memdev=m0,cpus=0-1",
+      "-numa", "node,memdev=m1,cpus=2-3", NULL},
+     "Parameter 'smp.modules' is unexpected"},
     {"m/zero", {"-m", "0", NULL}},
     {"m/empty", {"-m", "", NULL}},
     {"m/hex", {"-m", "0x10", NULL}, "Parameter 'memory.size' expects size"},

@@ -14,6 +14,7 @@ qp_request_new(void)
   req->vcpus = 1;
   req->maxcpus = 1;
   req->sockets = req->dies = req->clusters = req->cores = req->threads = 1;
+  req->modules = 1;
   req->mem_mib = 128; /* QEMU's default RAM size */
   req->io = g_ptr_array_new_with_free_func(qp_io_device_free);
   return req;

@@ -60,6 +60,7 @@ typedef struct {
   guint vcpus;   /* boot vCPUs */
   guint maxcpus; /* >= vcpus */
   guint sockets, dies, clusters, cores, threads;
+  guint modules;   /* x86's level between die and core, QEMU 9.1 and later */
   guint64 mem_mib; /* initial RAM (-m) */
   guint n_gnodes;  /* 0: no vNUMA */
   QpGuestNode *gnodes;

@@ -60,8 +60,12 @@ kdeb=$(download "$kpkg")
 rm -rf "$lab/kernel" "$lab/root"
 mkdir -p "$lab/kernel"
 dpkg -x "$kdeb" "$lab/kernel"
-kver=$(ls "$lab/kernel/lib/modules" | head -n 1)
-[ -n "$kver" ] || die "$kdeb has no lib/modules/<version>"
+# Debian 12's kernel packages ship their modules in lib/modules, Debian 13's
+# (merged /usr) in usr/lib/modules.
+kmods=$lab/kernel/lib/modules
+[ -d "$kmods" ] || kmods=$lab/kernel/usr/lib/modules
+kver=$(ls "$kmods" 2>/dev/null | head -n 1)
+[ -n "$kver" ] || die "$kdeb has no lib/modules/<version> nor usr/lib/modules/<version>"
 cp "$lab/kernel/boot/vmlinuz-$kver" "$lab/vmlinuz.new"
 
 # The uncompressed ELF kernel boots through PVH (QEMU loads it directly: no
@@ -101,7 +105,7 @@ fi
 # Modules in dependency order. Each is looked up in this kernel's tree; one
 # that is built in (modules.builtin) is skipped; dependencies named in a
 # module's .modinfo are loaded first.
-mods=$lab/kernel/lib/modules/$kver
+mods=$kmods/$kver
 modfile() { find "$mods/kernel" -name "$1.ko" -o -name "$1.ko.xz" -o -name "$1.ko.zst" | head -n 1; }
 builtin() { grep -q "/$1\.ko\$" "$mods/modules.builtin" 2>/dev/null; }
 moddeps() { # FILE: the modules FILE depends on

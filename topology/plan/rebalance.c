@@ -73,14 +73,14 @@ load_total(const QpClaim *c)
   return n;
 }
 
-/* MiB of C's hugepages, on NODE (-1: everywhere) or, with OFF, elsewhere. */
+/* MiB of C's hugepages that are not on node ID. */
 static guint64
-huge_mib(const QpClaim *c, int node, gboolean off)
+huge_mib_off(const QpClaim *c, int id)
 {
   guint64 kib = 0;
   for (guint x = 0; x < c->huge->len; x++) {
     const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, x);
-    if (node < 0 || (h->node == node) != off)
+    if (h->node != id)
       kib += h->pages * h->page_kib;
   }
   return kib / 1024;
@@ -467,7 +467,7 @@ fits_single(const Work *k, const Vm *v, guint i, const guint64 *av,
   guint64 total = mem_total(c), have = mem_on(c, id);
   if (av[i] + have < total || !huge_fits(k, c, i) || !fits_cpus(k, v, i, NULL))
     return FALSE;
-  *cost = total - have + huge_mib(c, id, TRUE);
+  *cost = total - have + huge_mib_off(c, id);
   return TRUE;
 }
 

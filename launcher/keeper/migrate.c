@@ -140,6 +140,12 @@ qp_mem_where_per_node(int pid, hwloc_bitmap_t huge_nodes, GError **error)
 typedef struct {
   int pid;
   int map[QP_LIST_MAX_INDEX + 1]; /* node -> destination, -1: stays */
+  /* Or, evening out (take != NULL): pages to take off each node and room
+   * for pages on each, of the mapping's own nodes (allowed) alone, and
+   * how many pages may still move. */
+  guint64 *take, *give;
+  hwloc_const_bitmap_t allowed;
+  guint64 left;
   guint rate_mib;
   gint64 started_us;
   guint64 moved_kib;
@@ -147,6 +153,30 @@ typedef struct {
   void **pages;
   int *nodes, *status;
 } Mover;
+
+static Mover *
+mover_new(int pid)
+{
+  Mover *m = g_new0(Mover, 1);
+  m->pid = pid;
+  m->started_us = g_get_monotonic_time();
+  m->page_size = (guint64)sysconf(_SC_PAGESIZE);
+  m->pages = g_new(void *, CHUNK_PAGES);
+  m->nodes = g_new(int, CHUNK_PAGES);
+  m->status = g_new(int, CHUNK_PAGES);
+  return m;
+}
+
+static void
+mover_free(Mover *m)
+{
+  g_free(m->pages);
+  g_free(m->nodes);
+  g_free(m->status);
+  g_free(m);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Mover, mover_free)
 
 /* Waits until the pages moved so far are within the rate. */
 static void
@@ -179,8 +209,29 @@ huge_mappings(int pid)
   return huge;
 }
 
+/* Evening out: where a page on node AT goes (a node of the mapping with
+ * room left), or -1 when it stays. */
+static int
+even_dest(Mover *m, int at)
+{
+  if (m->left == 0 || m->take[at] == 0)
+    return -1;
+  int d;
+  hwloc_bitmap_foreach_begin(d, m->allowed)
+  {
+    if (d != at && d <= QP_LIST_MAX_INDEX && m->give[d] > 0) {
+      m->take[at]--;
+      m->give[d]--;
+      m->left--;
+      return d;
+    }
+  }
+  hwloc_bitmap_foreach_end();
+  return -1;
+}
+
 /* One chunk of N pages from ADDR: where each is, then the move of those
- * off the destination. */
+ * off the destination (or, evening out, of those a node has too many). */
 static gboolean
 move_chunk(Mover *m, guintptr addr, guint n, GError **error)
 {
@@ -191,10 +242,13 @@ move_chunk(Mover *m, guintptr addr, guint n, GError **error)
   guint k = 0;
   for (guint i = 0; i < n; i++) {
     int at = m->status[i];
-    if (at < 0 || at > QP_LIST_MAX_INDEX || m->map[at] < 0)
+    if (at < 0 || at > QP_LIST_MAX_INDEX)
+      continue;
+    int to = m->take != NULL ? even_dest(m, at) : m->map[at];
+    if (to < 0)
       continue;
     m->pages[k] = m->pages[i];
-    m->nodes[k] = m->map[at];
+    m->nodes[k] = to;
     k++;
   }
   if (k == 0)
@@ -243,18 +297,9 @@ qp_mem_move_pages(int pid, hwloc_const_bitmap_t host_nodes,
   g_autofree char *text = proc_file(pid, "maps", error);
   if (text == NULL)
     return FALSE;
-  g_autofree Mover *m = g_new0(Mover, 1);
-  m->pid = pid;
+  g_autoptr(Mover) m = mover_new(pid);
   m->rate_mib = rate_mib;
-  m->started_us = g_get_monotonic_time();
-  m->page_size = (guint64)sysconf(_SC_PAGESIZE);
   make_map(m, host_nodes, to);
-  g_autofree void **pages = g_new(void *, CHUNK_PAGES);
-  g_autofree int *nodes = g_new(int, CHUNK_PAGES);
-  g_autofree int *status = g_new(int, CHUNK_PAGES);
-  m->pages = pages;
-  m->nodes = nodes;
-  m->status = status;
   g_autoptr(GHashTable) huge = huge_mappings(pid);
   g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
   guint64 base = m->page_size;
@@ -269,6 +314,122 @@ qp_mem_move_pages(int pid, hwloc_const_bitmap_t host_nodes,
     m->page_size = kib != NULL ? GPOINTER_TO_SIZE(kib) * 1024 : base;
     for (guint64 a = start; a < end; a += CHUNK_PAGES * m->page_size) {
       guint n = (guint)MIN((guint64)CHUNK_PAGES, (end - a) / m->page_size);
+      if (n > 0 && !move_chunk(m, (guintptr)a, n, error))
+        return FALSE;
+    }
+  }
+  *moved_mib = m->moved_kib / 1024;
+  return TRUE;
+}
+
+/* The policy of a numa_maps line (its second word) when it binds to two
+ * nodes or more ("bind:1-2"), as nodes; NULL for any other. */
+static hwloc_bitmap_t
+bound_to_several(const char *policy)
+{
+  hwloc_bitmap_t nodes = NULL;
+  if (!g_str_has_prefix(policy, "bind:") ||
+      !qp_list_parse(policy + 5, "policy", QP_LIST_MAX_INDEX, &nodes, NULL))
+    return NULL;
+  if (hwloc_bitmap_weight(nodes) < 2) {
+    hwloc_bitmap_free(nodes);
+    return NULL;
+  }
+  return nodes;
+}
+
+/* Whether the words of a numa_maps line after its policy (WORDS) say
+ * anonymous memory in pages of PAGE_SIZE, no hugepages. */
+static gboolean
+ordinary_anon(char **words, guint64 page_size)
+{
+  gboolean anon = FALSE, ordinary = FALSE;
+  for (guint i = 0; words[i] != NULL; i++) {
+    if (strcmp(words[i], "huge") == 0)
+      return FALSE;
+    anon |= g_str_has_prefix(words[i], "anon=");
+    if (g_str_has_prefix(words[i], "kernelpagesize_kB="))
+      ordinary = g_ascii_strtoull(words[i] + 18, NULL, 10) * 1024 == page_size;
+  }
+  return anon && ordinary;
+}
+
+/* Start address -> end address of each mapping of PID (/proc/PID/maps). */
+static GHashTable *
+mapping_ends(int pid, GError **error)
+{
+  g_autofree char *text = proc_file(pid, "maps", error);
+  if (text == NULL)
+    return NULL;
+  GHashTable *ends =
+      g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++) {
+    guint64 r[2];
+    if (sscanf(lines[i], "%" G_GINT64_MODIFIER "x-%" G_GINT64_MODIFIER "x",
+               &r[0], &r[1]) != 2)
+      continue;
+    guint64 *kv = g_new(guint64, 2);
+    kv[0] = r[0];
+    kv[1] = r[1];
+    g_hash_table_insert(ends, kv, kv);
+  }
+  return ends;
+}
+
+/* MIB (of QpNodeAmount) in pages of PER_MIB per MiB into PAGES (indexed by
+ * node); returns their sum. */
+static guint64
+pages_per_node(const GArray *mib, guint64 per_mib, guint64 *pages)
+{
+  guint64 sum = 0;
+  for (guint j = 0; j < mib->len; j++) {
+    const QpNodeAmount *a = &g_array_index(mib, QpNodeAmount, j);
+    if (a->node >= 0 && a->node <= QP_LIST_MAX_INDEX) {
+      pages[a->node] += a->mib * per_mib;
+      sum += a->mib * per_mib;
+    }
+  }
+  return sum;
+}
+
+gboolean
+qp_mem_even_out(int pid, const GArray *take_mib, const GArray *give_mib,
+                guint64 max_mib, guint64 *moved_mib, GError **error)
+{
+  *moved_mib = 0;
+  g_autofree char *text = proc_file(pid, "numa_maps", error);
+  if (text == NULL)
+    return FALSE;
+  g_autoptr(GHashTable) ends = mapping_ends(pid, error);
+  if (ends == NULL)
+    return FALSE;
+  g_autoptr(Mover) m = mover_new(pid);
+  guint64 per_mib = ((guint64)1 << 20) / m->page_size;
+  g_autofree guint64 *take = g_new0(guint64, QP_LIST_MAX_INDEX + 1);
+  g_autofree guint64 *give = g_new0(guint64, QP_LIST_MAX_INDEX + 1);
+  guint64 taken = pages_per_node(take_mib, per_mib, take),
+          room = pages_per_node(give_mib, per_mib, give);
+  m->take = take;
+  m->give = give;
+  m->left = MIN(MIN(taken, room), max_mib * per_mib);
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL && m->left > 0; i++) {
+    /* Ordinary anonymous memory bound to several nodes: guest RAM whose
+     * binding lets its pages be on any of them (hugepages, the caller's
+     * one-node bindings and file pages stay). */
+    g_auto(GStrv) t = g_strsplit(lines[i], " ", -1);
+    if (t[0] == NULL || t[1] == NULL || !ordinary_anon(t + 2, m->page_size))
+      continue;
+    g_auto(hwloc_bitmap_t) allowed = bound_to_several(t[1]);
+    guint64 start = g_ascii_strtoull(t[0], NULL, 16);
+    const guint64 *kv = g_hash_table_lookup(ends, &start);
+    if (allowed == NULL || kv == NULL)
+      continue;
+    m->allowed = allowed;
+    for (guint64 a = start; a < kv[1] && m->left > 0;
+         a += CHUNK_PAGES * m->page_size) {
+      guint n = (guint)MIN((guint64)CHUNK_PAGES, (kv[1] - a) / m->page_size);
       if (n > 0 && !move_chunk(m, (guintptr)a, n, error))
         return FALSE;
     }

@@ -40,6 +40,18 @@ gboolean qp_mem_move_pages(int pid, hwloc_const_bitmap_t host_nodes,
                            hwloc_const_bitmap_t to, guint rate_mib,
                            guint64 *moved_mib, GError **error);
 
+/* Evens out guest memory bound to several nodes (robustness finding 40):
+ * the kernel puts a page on whichever node of its binding is nearest the
+ * thread that touches it first, so a VM claimed on two nodes as the
+ * planner split it can hold more than its claim on one of them, in room
+ * other VMs claimed. Moves with move_pages(2), from the anonymous 4 KiB
+ * pages of PID's mappings bound to two nodes or more, up to TAKE_MIB (of
+ * QpNodeAmount) off each node, to nodes of the same mapping's binding with
+ * room in GIVE_MIB, at most MAX_MIB in all. MOVED_MIB: what moved. */
+gboolean qp_mem_even_out(int pid, const GArray *take_mib,
+                         const GArray *give_mib, guint64 max_mib,
+                         guint64 *moved_mib, GError **error);
+
 /* The cgroup of PID qemu-pin may own to rebind its memory: a cgroup v2
  * cpuset it made (/sys/fs/cgroup/qemu-pin/ID), into which a QEMU in the
  * root cgroup (no orchestrator placed it) is moved. NULL with WHY (the

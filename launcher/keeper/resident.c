@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "launcher/keeper/migrate.h"
 #include "launcher/log.h"
 
 /* Adds to PER_NODE_KIB (of QpNodeAmount, in KiB) the pages of one numa_maps
@@ -85,6 +86,59 @@ set_resident(QpClaim *claim, const QpClaims *claims, gpointer data,
   return TRUE;
 }
 
+/* Whether the plan binds ordinary guest memory to several host nodes with
+ * one policy (a balanced VM split over nodes): the kernel chooses among
+ * them page by page, not as the claim splits it. */
+static gboolean
+bound_to_several(const QpPlan *plan)
+{
+  for (guint i = 0; i < plan->n_mem; i++) {
+    const QpPlanMem *m = &plan->mem[i];
+    if (m->page_kib == 0 && !m->caller_set && m->host_nodes != NULL &&
+        hwloc_bitmap_weight(m->host_nodes) >= 2)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* A node holds more of the VM's memory (NOW, MiB per node) than its claim
+ * there by a step, another of its claim less: pages move from the one to
+ * the other (robustness finding 40), at most EVEN_OUT_MAX_MIB each time.
+ * TRUE if some did. */
+static gboolean
+even_out(Keeper *k, const QpClaim *claim, const GArray *now)
+{
+  if (!bound_to_several(k->plan) || claim->mem->len < 2)
+    return FALSE;
+  g_autoptr(GArray) take = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
+  g_autoptr(GArray) give = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
+  guint64 most = 0;
+  for (guint j = 0; j < claim->mem->len; j++) {
+    const QpNodeAmount *c = &g_array_index(claim->mem, QpNodeAmount, j);
+    guint64 has = qp_node_amount_of(now, c->node);
+    if (has > c->mib)
+      qp_node_amount_add(take, c->node, has - c->mib);
+    else if (has < c->mib)
+      qp_node_amount_add(give, c->node, c->mib - has);
+    most = MAX(most, has > c->mib ? has - c->mib : 0);
+  }
+  if (most < RESIDENT_STEP_MIB || give->len == 0)
+    return FALSE;
+  guint64 moved = 0;
+  g_autoptr(GError) error = NULL;
+  if (!qp_mem_even_out(k->qemu_pid, take, give, EVEN_OUT_MAX_MIB, &moved,
+                       &error)) {
+    qp_error("keeper: cannot keep the VM's memory within its claim: %s",
+             error->message);
+    return FALSE;
+  }
+  qp_keeper_log(k, 1,
+                "resident: %" G_GUINT64_FORMAT
+                " MiB moved to the nodes of the claim that held less",
+                moved);
+  return moved > 0;
+}
+
 static void
 measure_later(Keeper *k)
 {
@@ -121,7 +175,15 @@ qp_keeper_measure_resident(Keeper *k)
                "written again");
   g_autoptr(GArray) now = measure(k->qemu_pid);
   const QpClaim *claim = qp_held_claim_get(k->claim);
-  if (now == NULL || claim->mem->len == 0 || !moved(claim->resident, now))
+  if (now == NULL || claim->mem->len == 0)
+    return;
+  if (even_out(k, claim, now)) {
+    g_array_unref(now);
+    now = measure(k->qemu_pid);
+    if (now == NULL)
+      return;
+  }
+  if (!moved(claim->resident, now))
     return;
   g_autoptr(GError) error = NULL;
   if (!qp_held_claim_adjust(k->claim, set_resident, now, &error)) {

@@ -66,6 +66,9 @@ typedef struct {
  * how much on a node it must have moved to be written into the record. */
 #define RESIDENT_EVERY_MS 10000
 #define RESIDENT_STEP_MIB 32
+/* At most this much memory beyond the claim on one node is moved to
+ * another node of the claim at each measure (resident.c). */
+#define EVEN_OUT_MAX_MIB 512
 
 /* ---- The keeper's log (log.c) ------------------------------------------- */
 

@@ -16,6 +16,11 @@
  * naming the live process --pid (default: its parent), for benchmarks of
  * the qemu-pin binary against a full ledger.
  *
+ * With --rebalance N it times qp_rebalance_compute() once (CPU time) for N
+ * live balanced VMs of 20 + 20 MiB, each spanning the two nodes of a 2 x 64
+ * core host, and prints the moves' count, MiB and a checksum of their order
+ * (a change that should plan the same moves must print the same line).
+ *
  * Usage: plan-bench [--markdown] [--quick] [--dir DIR] [--mode MODE]
  * DIR holds the temporary ledgers (default: /dev/shm when it is a tmpfs, as
  * /run is on most hosts, else the temporary directory). */
@@ -33,6 +38,7 @@
 #include "topology/ledger/store.h"
 #include "topology/plan/plan.h"
 #include "topology/plan/claim.h"
+#include "topology/plan/rebalance.h"
 
 #define TMPFS_MAGIC_VALUE 0x01021994
 
@@ -59,6 +65,7 @@ static char *opt_mode = NULL;
 static char *opt_fill;
 static int opt_records;
 static int opt_pid;
+static int opt_rebalance;
 
 static const GOptionEntry entries[] = {
     {"markdown", 0, 0, G_OPTION_ARG_NONE, &opt_markdown,
@@ -75,6 +82,8 @@ static const GOptionEntry entries[] = {
      "N"},
     {"pid", 0, 0, G_OPTION_ARG_INT, &opt_pid,
      "The live process the --fill records name (default: the parent)", "PID"},
+    {"rebalance", 0, 0, G_OPTION_ARG_INT, &opt_rebalance,
+     "Only time one rebalance of N VMs spanning two nodes", "N"},
     {NULL},
 };
 
@@ -362,6 +371,53 @@ fill_only(GError **error)
   return 0;
 }
 
+/* --rebalance N: one qp_rebalance_compute() of N spanning VMs. */
+static int
+rebalance_only(GError **error)
+{
+  g_autoptr(QpHost) host = qp_host_load_synthetic(
+      "pack:2 numa:1(memory=512GiB) core:64 pu:2", error);
+  if (host == NULL) {
+    g_printerr("plan-bench: %s\n", (*error)->message);
+    return 1;
+  }
+  guint n = (guint)MAX(opt_rebalance, 0);
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  g_autofree QpRebalanceVm *vms = g_new0(QpRebalanceVm, MAX(n, 1));
+  for (guint i = 0; i < n; i++) {
+    QpClaim *c = make_claim(host, i, 1, 1);
+    g_array_set_size(c->mem, 0);
+    g_array_set_size(c->resident, 0);
+    for (guint j = 0; j < 2; j++) {
+      QpNodeAmount m = {host->nodes[j].id, 20 + (i % 7)};
+      g_array_append_val(c->mem, m);
+    }
+    g_ptr_array_add(claims->claims, c);
+    vms[i].id = c->id;
+  }
+  QpRebalanceOptions o = {0};
+  double c0 = cpu_ms();
+  g_autoptr(QpRebalance) r =
+      qp_rebalance_compute(host, claims, vms, n, &o, error);
+  double c1 = cpu_ms();
+  if (r == NULL) {
+    g_printerr("plan-bench: --rebalance: %s\n", (*error)->message);
+    return 1;
+  }
+  guint32 sum = 0;
+  for (guint i = 0; i < r->moves->len; i++) {
+    const QpMove *m = r->moves->pdata[i];
+    g_autofree char *to = qp_list_format(m->to);
+    g_autofree char *line =
+        g_strdup_printf("%s>%s:%" G_GUINT64_FORMAT ";", m->vm, to, m->mib);
+    sum = sum * 31 + g_str_hash(line);
+  }
+  printf("%u VMs: %u moves, %" G_GUINT64_FORMAT
+         " MiB, checksum %08x, %.1f ms CPU\n",
+         n, r->moves->len, r->mib, sum, c1 - c0);
+  return 0;
+}
+
 static char *
 default_dir(void)
 {
@@ -406,6 +462,8 @@ main(int argc, char **argv)
   }
   if (opt_fill != NULL)
     return fill_only(&error);
+  if (opt_rebalance > 0)
+    return rebalance_only(&error);
   g_autofree char *dir = opt_dir != NULL ? g_strdup(opt_dir) : default_dir();
   QpPlacementOptions opts;
   qp_placement_options_init(&opts);

@@ -589,31 +589,76 @@ count_spanning(const Work *k)
   return n;
 }
 
+/* A move goal (a) may make: VM X whole onto node index I, COST MiB. */
+typedef struct {
+  guint64 cost;
+  guint x, i;
+} Candidate;
+
+static gint
+candidate_cmp(gconstpointer pa, gconstpointer pb)
+{
+  const Candidate *a = pa, *b = pb;
+  if (a->cost != b->cost)
+    return a->cost < b->cost ? -1 : 1;
+  if (a->x != b->x)
+    return a->x < b->x ? -1 : 1;
+  return a->i < b->i ? -1 : a->i > b->i;
+}
+
 /* Goal (a): the cheapest move of a spanning VM onto one node, again and
- * again, while one fits. */
+ * again, while one fits: the fewest MiB moved, then the first VM, then the
+ * node best_single() would choose for it. A move's cost (what of the VM is
+ * off the node) does not change while the VM stays, so the candidates are
+ * sorted once and each round takes the first that fits: the moves of a
+ * scan of every VM and node each round (finding 46), without its square. */
 static void
 consolidate_greedy(Work *k)
 {
+  g_autoptr(GArray) cands = g_array_new(FALSE, FALSE, sizeof(Candidate));
+  for (guint x = 0; x < k->vms->len; x++) {
+    Vm *v = &g_array_index(k->vms, Vm, x);
+    const QpClaim *c = claim_of(k, v);
+    if (!v->movable || v->moved || !spans(k, c))
+      continue;
+    guint64 total = mem_total(c);
+    for (guint i = 0; i < k->host->n_nodes; i++) {
+      int id = k->host->nodes[i].id;
+      Candidate cd = {total - mem_on(c, id) + huge_mib_off(c, id), x, i};
+      g_array_append_val(cands, cd);
+    }
+  }
+  g_array_sort(cands, candidate_cmp);
+  guint first = 0; /* the candidates before are of VMs moved */
   for (;;) {
     g_autofree guint64 *av = avail_all(k);
-    int best_v = -1, best_i = -1;
-    guint64 best_cost = 0;
-    for (guint x = 0; x < k->vms->len; x++) {
-      Vm *v = &g_array_index(k->vms, Vm, x);
-      if (!v->movable || v->moved || !spans(k, claim_of(k, v)))
+    const Candidate *best = NULL;
+    guint64 best_left = 0;
+    for (guint j = first; j < cands->len; j++) {
+      const Candidate *cd = &g_array_index(cands, Candidate, j);
+      if (best != NULL && (cd->cost != best->cost || cd->x != best->x))
+        break;
+      Vm *v = &g_array_index(k->vms, Vm, cd->x);
+      if (v->moved) {
+        if (j == first)
+          first++;
         continue;
+      }
       guint64 cost;
-      int i = best_single(k, v, NULL, av, &cost);
-      if (i >= 0 && (best_v < 0 || cost < best_cost)) {
-        best_v = (int)x;
-        best_i = i;
-        best_cost = cost;
+      if (!fits_single(k, v, cd->i, av, &cost))
+        continue;
+      const QpClaim *c = claim_of(k, v);
+      guint64 left =
+          av[cd->i] + mem_on(c, k->host->nodes[cd->i].id) - mem_total(c);
+      if (best == NULL || left < best_left) {
+        best = cd;
+        best_left = left;
       }
     }
-    if (best_v < 0)
+    if (best == NULL)
       return;
-    apply_single(k, &g_array_index(k->vms, Vm, best_v), (guint)best_i,
-                 best_cost, TRUE);
+    apply_single(k, &g_array_index(k->vms, Vm, best->x), best->i, best->cost,
+                 TRUE);
   }
 }
 

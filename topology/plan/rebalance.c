@@ -131,6 +131,18 @@ typedef struct {
   gboolean moved;
 } Vm;
 
+/* The union of every claim's dedicated CPUs of a Work's claims, and
+ * whether no CPU is in two of them; VALID until a claim's dedicated CPUs or
+ * the claims change (dedicated_changed()). dedicated_others() is asked for
+ * each VM and node a rebalance tries, and going over every claim each time
+ * made it grow with the square of the records (robustness.md, finding
+ * 46). */
+typedef struct {
+  gboolean valid;
+  gboolean disjoint;
+  hwloc_bitmap_t all;
+} DedCache;
+
 typedef struct {
   const QpHost *host; /* own_host */
   /* The host as the moves so far leave it: a shallow copy whose nodes are
@@ -141,6 +153,7 @@ typedef struct {
   QpClaims *w;
   GArray *vms;      /* of Vm */
   GPtrArray *moves; /* of QpMove* */
+  DedCache *ded;    /* NULL: computed each time */
 } Work;
 
 static void
@@ -206,12 +219,36 @@ release_pages(Work *k, QpClaim *c, int keep, hwloc_const_bitmap_t only)
   }
 }
 
-static void dedicated_changed(void);
+static void
+dedicated_changed(const Work *k)
+{
+  if (k->ded != NULL)
+    k->ded->valid = FALSE;
+}
+
+static DedCache *
+ded_new(void)
+{
+  DedCache *d = g_new0(DedCache, 1);
+  d->all = hwloc_bitmap_alloc();
+  return d;
+}
+
+static void
+ded_free(DedCache *d)
+{
+  if (d == NULL)
+    return;
+  hwloc_bitmap_free(d->all);
+  g_free(d);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DedCache, ded_free)
 
 static void
 work_clear(Work *k)
 {
-  dedicated_changed();
+  g_clear_pointer(&k->ded, ded_free);
   g_clear_pointer(&k->own_host, host_free);
   k->host = NULL;
   g_clear_pointer(&k->w, qp_claims_free);
@@ -225,7 +262,7 @@ work_copy(Work *dst, const Work *src)
   host_own(dst, src->host);
   dst->popts = src->popts;
   dst->w = claims_copy(src->w);
-  dedicated_changed();
+  dst->ded = ded_new();
   dst->vms = g_array_copy(src->vms);
   dst->moves = g_ptr_array_new_with_free_func(move_free);
 }
@@ -242,53 +279,29 @@ avail(const Work *k, guint i)
   return qp_node_uncommitted(k->host, k->w, k->popts, i, 0);
 }
 
-/* The union of every claim's dedicated CPUs of the claims W as they were
- * at generation GEN, and whether no CPU is in two of them. Every change of
- * a claim's dedicated CPUs or of the claims of a Work bumps the
- * generation: dedicated_others() is asked for each VM and node a
- * rebalance tries, and going over every claim each time made it grow with
- * the square of the records (robustness.md, finding 46). */
-static struct {
-  const QpClaims *w;
-  guint64 gen;
-  guint len;
-  gboolean disjoint;
-  hwloc_bitmap_t all;
-} ded_cache;
-static guint64 ded_gen = 1;
-
-static void
-dedicated_changed(void)
-{
-  ded_gen++;
-}
-
 /* Dedicated CPUs of every claim but SKIP's (a new bitmap). */
 static hwloc_bitmap_t
 dedicated_others(const Work *k, const QpClaim *skip)
 {
-  if (ded_cache.w != k->w || ded_cache.gen != ded_gen ||
-      ded_cache.len != k->w->claims->len) {
-    if (ded_cache.all == NULL)
-      ded_cache.all = hwloc_bitmap_alloc();
-    hwloc_bitmap_zero(ded_cache.all);
+  g_autoptr(DedCache) own = NULL;
+  DedCache *cache = k->ded != NULL ? k->ded : (own = ded_new());
+  if (!cache->valid) {
+    hwloc_bitmap_zero(cache->all);
     int weights = 0;
     for (guint x = 0; x < k->w->claims->len; x++) {
       const QpClaim *c = k->w->claims->pdata[x];
       if (hwloc_bitmap_iszero(c->dedicated))
         continue;
-      hwloc_bitmap_or(ded_cache.all, ded_cache.all, c->dedicated);
+      hwloc_bitmap_or(cache->all, cache->all, c->dedicated);
       weights += hwloc_bitmap_weight(c->dedicated);
     }
-    ded_cache.w = k->w;
-    ded_cache.gen = ded_gen;
-    ded_cache.len = k->w->claims->len;
-    ded_cache.disjoint = weights == hwloc_bitmap_weight(ded_cache.all);
+    cache->valid = TRUE;
+    cache->disjoint = weights == hwloc_bitmap_weight(cache->all);
   }
-  hwloc_bitmap_t d = hwloc_bitmap_dup(ded_cache.all);
+  hwloc_bitmap_t d = hwloc_bitmap_dup(cache->all);
   if (skip == NULL || hwloc_bitmap_iszero(skip->dedicated))
     return d;
-  if (ded_cache.disjoint) {
+  if (cache->disjoint) {
     hwloc_bitmap_andnot(d, d, skip->dedicated);
     return d;
   }
@@ -491,7 +504,7 @@ take_cores(const Work *k, const Vm *v, QpClaim *c, guint i)
   guint ncores = cores_in(k->host, c->dedicated);
   guint per = ((guint)hwloc_bitmap_weight(c->dedicated) + ncores - 1) / ncores;
   g_autoptr(GArray) cores = free_cores(k, v, i);
-  dedicated_changed();
+  dedicated_changed(k);
   hwloc_bitmap_zero(c->dedicated);
   for (guint x = 0; x < ncores && x < cores->len; x++) {
     const QpCore *core = &k->host->cores[g_array_index(cores, guint, x)];
@@ -1350,7 +1363,7 @@ work_adopt(Work *k, Work *t)
   qp_claims_free(k->w);
   g_array_unref(k->vms);
   k->w = g_steal_pointer(&t->w);
-  dedicated_changed();
+  dedicated_changed(k);
   k->vms = g_steal_pointer(&t->vms);
   host_free(k->own_host);
   k->own_host = g_steal_pointer(&t->own_host);
@@ -1550,7 +1563,7 @@ work_init(Work *k, const QpHost *host, const QpClaims *claims,
   host_own(k, host);
   k->popts = popts;
   k->w = claims_copy(claims);
-  dedicated_changed();
+  k->ded = ded_new();
   k->vms = g_array_new(FALSE, TRUE, sizeof(Vm));
   k->moves = g_ptr_array_new_with_free_func(move_free);
   for (guint x = 0; x < k->w->claims->len; x++) {
@@ -1589,13 +1602,13 @@ consolidate_beside(Work *k, const QpRebalanceOptions *o,
     return FALSE;
   if (plan != NULL) {
     g_ptr_array_add(k->w->claims, qp_claim_from_plan(plan, REQ_ID, "request"));
-    dedicated_changed();
+    dedicated_changed(k);
     qp_plan_free(plan);
   }
   consolidate(k);
   if (plan != NULL)
     g_ptr_array_remove_index(k->w->claims, k->w->claims->len - 1);
-  dedicated_changed();
+  dedicated_changed(k);
   return TRUE;
 }
 

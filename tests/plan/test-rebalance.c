@@ -759,21 +759,70 @@ test_huge_pool_taken_once(void)
   g_assert_cmpuint(pages_on(claim_of(r->after, "q"), 0), ==, 0);
 }
 
-/* A numa VM whose guest nodes are in hugepage pools is kept, saying why. */
+/* A numa VM whose guest nodes are in hugepage pools: a piece in the way
+ * moves to a node whose pool has its pages, free and claimed by nobody.
+ * Nodes 0 and 1 hold its two guest nodes (1024 pages of 2 MiB each); node
+ * 0's pool has 2048, the others 1024, taken by a VM that stays on node 3
+ * and half by one on node 2. A VM of 4 GiB in 2 MiB pages spans nodes 0
+ * and 2 until the guest node on node 0 moves to node 2, the one pool with
+ * its 1024 pages; the pool it leaves was never touched (all its pages
+ * free), and the VM then fits node 0 alone. */
 static void
-test_huge_numa_kept(void)
+test_huge_numa_moves(void)
 {
   g_autoptr(TestHost) h = epyc(NULL);
-  pools(h, "0-1", 1024, 1024);
-  g_autoptr(QpClaims) claims = spanning_huge(h, "n");
-  ((QpClaim *)claims->claims->pdata[0])->mode = QP_MODE_NUMA;
   pools(h, "0", 2048, 2048);
+  pools(h, "1", 1024, 1024);
+  pools(h, "2", 2048, 2048);
+  pools(h, "3", 1024, 1024);
+  g_autoptr(QpClaims) claims = qp_claims_new();
+  g_autoptr(QpRequest) vn = request(4, 4096);
+  request_vnuma(vn, 2, 2, 2048);
+  vn->page_kib = 2048;
+  for (guint g = 0; g < vn->n_gnodes; g++)
+    vn->gnodes[g].page_kib = 2048;
+  g_autoptr(Opts) no = opts_new(QP_MODE_NUMA, NULL);
+  no->o.hostnodes = list("0-1");
+  g_autoptr(QpPlan) p = plan_ok(h, claims, vn, no);
+  g_ptr_array_add(claims->claims, qp_claim_from_plan(p, "n", "n"));
+  const QpClaim *c = claim_of(claims, "n");
+  g_assert_cmpuint(pages_on(c, 0), ==, 1024);
+  g_assert_cmpuint(pages_on(c, 1), ==, 1024);
+  for (int f = 2; f < 4; f++) {
+    g_autoptr(QpRequest) r = request(2, 2048);
+    r->page_kib = 2048;
+    g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+    g_autofree char *node = g_strdup_printf("%d", f);
+    o->o.hostnodes = list(node);
+    g_autoptr(QpPlan) fp = plan_ok(h, claims, r, o);
+    g_autofree char *id = g_strdup_printf("fill%d", f);
+    g_ptr_array_add(claims->claims, qp_claim_from_plan(fp, id, id));
+  }
   g_autofree QpRebalanceVm *vms = all_movable(claims);
-  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, NULL, NULL);
-  g_assert_cmpuint(r->moves->len, ==, 0);
-  g_assert_cmpuint(r->kept->len, ==, 1);
-  g_assert_cmpstr(r->kept->pdata[0], ==,
-                  "n: its guest nodes' memory is in hugepage pools");
+  guint n = claims->claims->len;
+  vm_of(vms, n, "fill2")->caller_set = TRUE;
+  vm_of(vms, n, "fill3")->caller_set = TRUE;
+  g_autoptr(QpRequest) big = request(2, 4096);
+  big->page_kib = 2048;
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, big, NULL);
+  g_assert_cmpuint(r->kept->len, ==, 2); /* the fillers alone */
+  g_assert_cmpuint(r->req_nodes_before, ==, 2);
+  g_assert_cmpuint(r->moves->len, ==, 1);
+  const QpMove *m = r->moves->pdata[0];
+  g_assert_cmpstr(m->vm, ==, "n");
+  g_assert_cmpuint(m->pairs->len, ==, 1);
+  const QpNodePair *np = &g_array_index(m->pairs, QpNodePair, 0);
+  g_assert_cmpint(np->from, ==, 0);
+  g_assert_cmpint(np->to, ==, 2);
+  g_assert_cmpuint(m->mib, ==, 2048);
+  assert_set(m->from, "0-1");
+  assert_set(m->to, "1-2");
+  const QpClaim *after = claim_of(r->after, "n");
+  g_assert_cmpuint(pages_on(after, 0), ==, 0);
+  g_assert_cmpuint(pages_on(after, 1), ==, 1024);
+  g_assert_cmpuint(pages_on(after, 2), ==, 1024);
+  g_assert_cmpuint(r->req_nodes_after, ==, 1);
+  assert_set(r->plan->host_nodes, "0");
 }
 
 int
@@ -808,6 +857,7 @@ main(int argc, char **argv)
                   test_huge_comes_back);
   g_test_add_func("/rebalance/hugepages/pool-taken-once",
                   test_huge_pool_taken_once);
-  g_test_add_func("/rebalance/hugepages/numa-kept", test_huge_numa_kept);
+  g_test_add_func("/rebalance/hugepages/numa-piece-moves",
+                  test_huge_numa_moves);
   return g_test_run();
 }

@@ -73,17 +73,23 @@ load_total(const QpClaim *c)
   return n;
 }
 
-/* MiB of C's hugepages that are not on node ID. */
+/* MiB of C's hugepages that are not on node ID (ON: that are on it). */
 static guint64
-huge_mib_off(const QpClaim *c, int id)
+huge_mib_where(const QpClaim *c, int id, gboolean on)
 {
   guint64 kib = 0;
   for (guint x = 0; x < c->huge->len; x++) {
     const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, x);
-    if (h->node != id)
+    if ((h->node == id) == on)
       kib += h->pages * h->page_kib;
   }
   return kib / 1024;
+}
+
+static guint64
+huge_mib_off(const QpClaim *c, int id)
+{
+  return huge_mib_where(c, id, FALSE);
 }
 
 /* Host nodes (ids) where C holds memory, hugepages, shared vCPUs or
@@ -400,6 +406,35 @@ huge_off(const QpClaim *c, guint64 page_kib, int id)
   return n;
 }
 
+/* The pages of C's size PAGE_KIB on node ID. */
+static guint64
+huge_on(const QpClaim *c, guint64 page_kib, int id)
+{
+  guint64 n = 0;
+  for (guint x = 0; x < c->huge->len; x++) {
+    const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, x);
+    if (h->page_kib == page_kib && h->node == id)
+      n += h->pages;
+  }
+  return n;
+}
+
+/* C's hugepages on node FROM fit in node index I's pools (a numa VM's
+ * guest node moving there). */
+static gboolean
+huge_fits_from(const Work *k, const QpClaim *c, int from, guint i)
+{
+  for (guint x = 0; x < c->huge->len; x++) {
+    const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, x);
+    if (h->node != from || h->pages == 0)
+      continue;
+    guint64 need = huge_on(c, h->page_kib, from);
+    if (qp_node_uncommitted(k->host, k->w, k->popts, i, h->page_kib) < need)
+      return FALSE;
+  }
+  return TRUE;
+}
+
 /* C's hugepages elsewhere fit in node index I's pools: of each size, no
  * more than the pages there that no claim has and that are free. */
 static gboolean
@@ -699,7 +734,7 @@ numa_targets(const Work *k, const Vm *v, hwloc_const_bitmap_t set,
     for (guint i = 0; i < k->host->n_nodes; i++) {
       int id = k->host->nodes[i].id;
       if (hwloc_bitmap_isset(used, (unsigned)id) || !allowed(k, v, i) ||
-          av[i] < need)
+          av[i] < need || !huge_fits_from(k, c, f, i))
         continue;
       g_auto(hwloc_bitmap_t) cpus = usable_cpus(k, v, i);
       if ((guint)hwloc_bitmap_weight(cpus) < vcpus)
@@ -711,7 +746,7 @@ numa_targets(const Work *k, const Vm *v, hwloc_const_bitmap_t set,
       return FALSE;
     hwloc_bitmap_set(used, (unsigned)k->host->nodes[best].id);
     g_array_append_val(pairs, ((QpNodePair){f, k->host->nodes[best].id}));
-    *cost += need;
+    *cost += need + huge_mib_where(c, f, TRUE);
   }
   hwloc_bitmap_foreach_end();
   return TRUE;
@@ -737,6 +772,18 @@ apply_numa(Work *k, Vm *v, const GArray *pairs, guint64 cost)
     for (guint x = 0; x < c->load->len; x++)
       if (g_array_index(c->load, QpNodeLoad, x).node == np->from)
         g_array_index(c->load, QpNodeLoad, x).node = np->to;
+    /* Its hugepages there go to the destination's pools, which give the
+     * pages that arrive (the pools they leave are not counted richer, as
+     * take_huge() says). */
+    for (guint x = 0; x < c->huge->len; x++) {
+      QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, x);
+      if (h->node != np->from)
+        continue;
+      QpHugePool *pool = pool_of(k, (guint)ti, h->page_kib);
+      if (pool != NULL)
+        pool->free -= MIN(pool->free, h->pages);
+      h->node = np->to;
+    }
     g_auto(hwloc_bitmap_t) cpus = usable_cpus(k, v, (guint)ti);
     for (guint x = 0; x < c->cpu_load->len; x++) {
       QpCpuLoad *l = &g_array_index(c->cpu_load, QpCpuLoad, x);
@@ -1545,8 +1592,6 @@ why_kept(const QpClaim *c, const QpRebalanceVm *in, const QpRebalanceOptions *o)
     return in->why;
   if (in->vfio || qp_claim_has_vfio(c))
     return "it has VFIO devices (pinned pages)";
-  if (c->huge->len > 0 && c->mode == QP_MODE_NUMA)
-    return "its guest nodes' memory is in hugepage pools";
   if (c->mode != QP_MODE_BALANCED && c->mode != QP_MODE_NUMA &&
       c->mode != QP_MODE_ONE_TO_ONE)
     return "qemu-pin does not place it (mode none)";

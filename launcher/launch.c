@@ -449,6 +449,35 @@ spawn_keeper_ahead(Launch *l, GError **error)
   return TRUE;
 }
 
+/* Where the VM is started inside, for its record (a move never leaves it,
+ * and `rebalance` plans none that would): the host nodes of --hostnodes
+ * and of the memory this process may use (its cpuset, an inherited
+ * numactl --membind), and the CPUs it may use with --affinity; each empty
+ * when it is the whole host. */
+static void
+started_inside(const QpHost *host, const QpPlacementOptions *p,
+               hwloc_bitmap_t *nodes, hwloc_bitmap_t *cpus)
+{
+  g_auto(hwloc_bitmap_t) all_nodes = hwloc_bitmap_alloc();
+  for (guint i = 0; i < host->n_nodes; i++)
+    hwloc_bitmap_set(all_nodes, (unsigned)host->nodes[i].id);
+  *nodes = hwloc_bitmap_dup(all_nodes);
+  if (p->hostnodes != NULL)
+    hwloc_bitmap_and(*nodes, *nodes, p->hostnodes);
+  if (host->allowed_nodes != NULL && !hwloc_bitmap_iszero(host->allowed_nodes))
+    hwloc_bitmap_and(*nodes, *nodes, host->allowed_nodes);
+  if (hwloc_bitmap_isequal(*nodes, all_nodes))
+    hwloc_bitmap_zero(*nodes);
+  /* Isolated CPUs are out of allowed on every launch: only a cgroup, a
+   * start affinity or --affinity restrict the VM. */
+  *cpus = hwloc_bitmap_dup(host->allowed);
+  if (p->affinity != NULL)
+    hwloc_bitmap_and(*cpus, *cpus, p->affinity);
+  else if (host->beyond_affinity == NULL ||
+           hwloc_bitmap_iszero(host->beyond_affinity))
+    hwloc_bitmap_zero(*cpus);
+}
+
 /* The claim's critical section (the ledger locked, its live records
  * read): plans, rewrites QEMU's command line, starts the keeper (or
  * configures the one started ahead) and makes the record, which names the
@@ -471,6 +500,8 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
   g_autofree char *crossing = qp_device_buses_warning(args, plan);
   if (crossing != NULL)
     qp_warning("%s", crossing);
+  g_auto(hwloc_bitmap_t) started_nodes = NULL, started_cpus = NULL;
+  started_inside(l->host, &l->opts->placement, &started_nodes, &started_cpus);
   /* The keeper needs little of the host: the rest is freed before it
    * starts. */
   l->caller_host =
@@ -489,6 +520,8 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
 
   g_autofree char *id = qp_ledger_new_id();
   g_autoptr(QpClaim) claim = qp_claim_from_plan(plan, id, args->name);
+  hwloc_bitmap_copy(claim->started_nodes, started_nodes);
+  hwloc_bitmap_copy(claim->started_cpus, started_cpus);
   if (args->uuid != NULL)
     claim->uuid = g_utf8_make_valid(args->uuid, -1);
   if (args->daemonize) {

@@ -150,11 +150,11 @@ why_unmovable(const QpClaim *c)
 /* What each record allows, from what the record says: a VM whose keeper
  * found the caller placed it (its record's "caller-placed") or that
  * REFUSED names (ids, may be NULL: keepers that refused a move of it for
- * that reason) is the caller's, kept where it is as fixed load. The record
- * does not say the --hostnodes and --affinity it was started with: those
- * the VM's keeper checks when it is asked to move, and refuses. A record of
- * mode none, or one that mode auto placed best effort, gets none: never
- * moved. */
+ * that reason) is the caller's, kept where it is as fixed load. A VM moves
+ * only inside the host nodes and CPUs it was started inside (the record's
+ * "started-nodes" and "started-cpus": --hostnodes, --affinity, the
+ * launcher's cpuset), which its keeper checks too. A record of mode none,
+ * or one that mode auto placed best effort, gets none: never moved. */
 static GArray *
 vms_of(const QpClaims *claims, const GPtrArray *refused)
 {
@@ -172,6 +172,10 @@ vms_of(const QpClaims *claims, const GPtrArray *refused)
       v.caller_set |= g_strcmp0(refused->pdata[j], c->id) == 0;
     v.vfio = qp_claim_has_vfio(c);
     v.moved_at = c->moved_at;
+    if (!hwloc_bitmap_iszero(c->started_nodes))
+      v.nodes = c->started_nodes;
+    if (!hwloc_bitmap_iszero(c->started_cpus))
+      v.cpus = c->started_cpus;
     v.why = why_unmovable(c);
     g_array_append_val(vms, v);
   }

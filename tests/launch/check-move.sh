@@ -281,5 +281,16 @@ move g --to-nodes=0
 refused "a backend bound by the caller" 1 $? "$g" "$_before"
 grep -q "move refused: the caller chose the host nodes of memory backend ext1; qemu-pin never moves what the caller placed" "$T/move.err" &&
   ok "a backend bound by the caller: the refusal says why" || not_ok "bound backend: $(cat "$T/move.err")"
+
+# Where a VM was started inside is in its record, for `rebalance` to plan
+# no move out of it (its keeper refuses one): none for a VM started
+# anywhere, the CPUs a caller's taskset left it.
+check "a VM started anywhere: no started-nodes or started-cpus" '[null,null]' \
+  "$(record "$a" | jq -c '[.["started-nodes"], .["started-cpus"]]')"
+h=$(taskset -c 0 "$QP_BINARY" --state-dir="$SD" --mode=balanced -- "$QEMU" -name h,debug-threads=on \
+  -machine q35 -accel tcg -display none -nodefaults -S -smp 1 -m 64 \
+  -daemonize -pidfile "$T/h.pid" >"$T/h.out" 2>&1 && cat "$T/h.pid") || not_ok "launch h under taskset -c 0: $(cat "$T/h.out")"
+check "a VM started under taskset -c 0: its record's started-cpus" '"0"' \
+  "$(record "$h" | jq -c '.["started-cpus"]')"
 echo "1..$n"
 exit $failed

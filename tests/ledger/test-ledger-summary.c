@@ -168,6 +168,8 @@ test_line_round_trip(void)
   hwloc_bitmap_set_range(cl.cpus, 8, 11);
   hwloc_bitmap_set(cl.cpus, 20);
   g_array_append_val(c->cpu_load, cl);
+  hwloc_bitmap_set_range(c->started_nodes, 1, 2);
+  hwloc_bitmap_set_range(c->started_cpus, 8, 15);
 
   g_autofree char *line = qp_claim_to_summary_line(c);
   g_assert_null(strchr(line, '\n'));
@@ -177,6 +179,7 @@ test_line_round_trip(void)
   g_autofree char *want = qp_claim_to_json(c);
   g_autofree char *got = qp_claim_to_json(back);
   g_assert_cmpstr(got, ==, want);
+  g_assert_nonnull(strstr(got, "\"started-nodes\" : \"1-2\""));
 
   g_autoptr(QpClaim) bare = claim_of("vm-2", 1, 2, 0);
   g_array_set_size(bare->mem, 0);

@@ -619,6 +619,8 @@ full_claim(void)
   g_array_append_val(c->cpu_load, cl);
   c->best_effort = TRUE;
   c->time = 1764450000;
+  hwloc_bitmap_set_range(c->started_nodes, 0, 3);
+  hwloc_bitmap_set_range(c->started_cpus, 0, 15);
   return c;
 }
 
@@ -660,6 +662,10 @@ test_record_round_trip(void)
   g_assert_cmpstr(lcpus, ==, "12-13");
   g_assert_cmpuint(g_array_index(back->cpu_load, QpCpuLoad, 0).vcpus, ==, 4);
   g_assert_cmpint(back->time, ==, 1764450000);
+  g_autofree char *sn = qp_list_format(back->started_nodes);
+  g_assert_cmpstr(sn, ==, "0-3");
+  g_autofree char *sc = qp_list_format(back->started_cpus);
+  g_assert_cmpstr(sc, ==, "0-15");
 
   /* The documented field names are on disk. */
   const char *keys[] = {"\"version\" : 1",
@@ -676,7 +682,9 @@ test_record_round_trip(void)
                         "\"best-effort\" : true",
                         "\"cpu-load\"",
                         "\"cpus\" : \"12-13\"",
-                        "\"time\""};
+                        "\"time\"",
+                        "\"started-nodes\" : \"0-3\"",
+                        "\"started-cpus\" : \"0-15\""};
   for (gsize i = 0; i < G_N_ELEMENTS(keys); i++)
     g_assert_nonnull(strstr(text, keys[i]));
 
@@ -684,12 +692,16 @@ test_record_round_trip(void)
   g_autoptr(QpClaim) small = make_claim("x", 1, 2, 0, 1);
   g_autofree char *t2 = qp_claim_to_json(small);
   g_assert_nonnull(strstr(t2, "\"dedicated-cpus\" : \"\""));
+  /* Started anywhere: the fields are left out, and read back empty. */
+  g_assert_null(strstr(t2, "started-"));
   g_autoptr(QpClaim) b2 = qp_claim_from_json(t2, strlen(t2), &error);
   g_assert_no_error(error);
   g_assert_null(b2->name);
   g_assert_true(hwloc_bitmap_iszero(b2->dedicated));
   g_assert_false(b2->best_effort);
   g_assert_cmpuint(b2->cpu_load->len, ==, 0);
+  g_assert_true(hwloc_bitmap_iszero(b2->started_nodes));
+  g_assert_true(hwloc_bitmap_iszero(b2->started_cpus));
 }
 
 /* Records written before best effort existed have neither "best-effort"

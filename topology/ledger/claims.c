@@ -57,6 +57,8 @@ qp_claim_new(void)
   c->load = g_array_new(FALSE, TRUE, sizeof(QpNodeLoad));
   c->cpu_load = qp_cpu_load_array_new();
   c->dedicated = hwloc_bitmap_alloc();
+  c->started_nodes = hwloc_bitmap_alloc();
+  c->started_cpus = hwloc_bitmap_alloc();
   c->devices = g_ptr_array_new_with_free_func(g_free);
   c->resident = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
   return c;
@@ -84,6 +86,8 @@ qp_claim_copy(const QpClaim *c)
   copy->time = c->time;
   copy->moved_at = c->moved_at;
   copy->caller_placed = c->caller_placed;
+  hwloc_bitmap_copy(copy->started_nodes, c->started_nodes);
+  hwloc_bitmap_copy(copy->started_cpus, c->started_cpus);
   for (guint i = 0; i < c->devices->len; i++)
     g_ptr_array_add(copy->devices, g_strdup(c->devices->pdata[i]));
   g_array_append_vals(copy->resident, c->resident->data, c->resident->len);
@@ -104,6 +108,8 @@ qp_claim_free(QpClaim *c)
   g_array_unref(c->load);
   g_array_unref(c->cpu_load);
   hwloc_bitmap_free(c->dedicated);
+  hwloc_bitmap_free(c->started_nodes);
+  hwloc_bitmap_free(c->started_cpus);
   g_ptr_array_unref(c->devices);
   g_array_unref(c->resident);
   g_free(c);

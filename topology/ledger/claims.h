@@ -79,6 +79,10 @@ typedef struct {
                                QEMU has on each node, as its keeper last
                                measured (not a holding: what of the claim is
                                no longer outstanding) */
+  /* Where it was started: the host nodes (--hostnodes) and the CPUs (the
+   * launcher's affinity and cpuset, --affinity) it must stay inside, empty
+   * when it may go anywhere; a move never leaves them (not a holding). */
+  hwloc_bitmap_t started_nodes, started_cpus;
   /* Not in the record: QEMU's resident set (/proc/PID/stat) as the reader
    * found it live, the most its resident can be; 0 when not known. */
   guint64 qemu_rss_mib;

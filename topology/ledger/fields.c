@@ -603,7 +603,10 @@ const QpFieldCodec qp_field_node_map = {node_map_put_json, node_map_get_json,
 static void
 cpus_put_json(QpJv *o, const QpField *f, gconstpointer v)
 {
-  set_list(o, f->key, *(const hwloc_const_bitmap_t *)v);
+  hwloc_const_bitmap_t set = *(const hwloc_const_bitmap_t *)v;
+  if ((f->flags & QP_FIELD_OMIT) && hwloc_bitmap_iszero(set))
+    return;
+  set_list(o, f->key, set);
 }
 
 static gboolean
@@ -619,6 +622,8 @@ cpus_set(const char *text, const QpField *f, gpointer v, GError **error)
 static gboolean
 cpus_get_json(const QpJv *n, const QpField *f, gpointer v, GError **error)
 {
+  if (n == NULL && (f->flags & QP_FIELD_OPTIONAL))
+    return TRUE;
   const char *cpus = get_string(n, f->key, "a CPU list string", error);
   if (cpus == NULL)
     return FALSE;

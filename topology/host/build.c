@@ -8,10 +8,12 @@
 
 #include <errno.h>
 #include <hwloc/plugins.h>
+#include <numaif.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "topology/base/dir-file.h"
@@ -107,6 +109,30 @@ read_affinity(hwloc_bitmap_t out, GError **error)
               "cannot read this process's CPU affinity: more than %d CPUs",
               1 << 20);
   return FALSE;
+}
+
+/* The nodes of the memory policy this process inherited when it is one
+ * that keeps memory there (numactl --membind, --interleave, a caller's
+ * set_mempolicy(MPOL_BIND)); NULL for the default, local or a preferred
+ * node (whose memory may go elsewhere). QEMU alone allocates under that
+ * policy, so it is the caller's choice of nodes as cpuset.mems is. */
+static hwloc_bitmap_t
+read_mempolicy(void)
+{
+  enum { MAX_NODES = 4096 };
+  unsigned long mask[MAX_NODES / (8 * sizeof(unsigned long))] = {0};
+  int mode = MPOL_DEFAULT;
+  if (syscall(SYS_get_mempolicy, &mode, mask, (unsigned long)MAX_NODES, NULL,
+              0UL) < 0 ||
+      /* the mode, without its flags (MPOL_F_STATIC_NODES, ...) */
+      ((mode & 0xff) != MPOL_BIND && (mode & 0xff) != MPOL_INTERLEAVE))
+    return NULL;
+  hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+  for (unsigned n = 0; n < MAX_NODES; n++)
+    if (mask[n / (8 * sizeof(unsigned long))] &
+        (1UL << (n % (8 * sizeof(unsigned long)))))
+      hwloc_bitmap_set(nodes, n);
+  return nodes;
 }
 
 static gboolean
@@ -365,6 +391,17 @@ qp_host_apply_live(QpHost *host, GError **error)
   hwloc_bitmap_and(host->allowed, host->allowed, affinity);
   if (isolated != NULL)
     hwloc_bitmap_andnot(host->allowed, host->allowed, isolated);
+  /* An inherited memory policy keeps memory on its nodes as cpuset.mems
+   * does; nodes without memory (which no policy names) stay allowed as
+   * fill_allowed() lets them. */
+  g_auto(hwloc_bitmap_t) policy = read_mempolicy();
+  if (policy != NULL && host->allowed_nodes != NULL)
+    for (guint i = 0; i < host->n_nodes; i++) {
+      const QpNode *n = &host->nodes[i];
+      if (n->id >= 0 && n->total_mib > 0 &&
+          !hwloc_bitmap_isset(policy, (unsigned)n->id))
+        hwloc_bitmap_clr(host->allowed_nodes, (unsigned)n->id);
+    }
   /* What only the cgroup and the affinity this process was started with
    * keep out: an orchestrator may give a thread of QEMU more later. */
   hwloc_bitmap_free(host->beyond_affinity);

@@ -128,7 +128,8 @@ may_move(Keeper *k, hwloc_const_bitmap_t to, GError **error)
   return TRUE;
 }
 
-/* Whether the VM may use a CPU of TO: the CPUs it was started inside (the
+/* Whether the VM may keep memory on every node of TO, and use a CPU of
+ * TO: the CPUs it was started inside (the
  * affinity and cgroup cpuset qemu-pin was started with, less isolated
  * CPUs: HOST's allowed, as the keeper inherited them) and --affinity. A
  * caller that started it under `taskset -c` kept it off the other nodes,
@@ -143,6 +144,26 @@ may_use_cpus_of(const QpHost *host, const QpPlacementOptions *p,
   for (guint i = 0; i < host->n_nodes; i++)
     if (hwloc_bitmap_isset(to, (unsigned)host->nodes[i].id))
       hwloc_bitmap_or(there, there, host->nodes[i].all_cpus);
+  /* Nodes with memory that QEMU's cgroup (cpuset.mems, as it is now) or
+   * the memory policy qemu-pin was started with (numactl --membind) keep
+   * the VM's memory off: the planner would find no node there. */
+  g_auto(hwloc_bitmap_t) off = hwloc_bitmap_alloc();
+  for (guint i = 0; i < host->n_nodes; i++) {
+    int id = host->nodes[i].id;
+    if (id >= 0 && host->nodes[i].total_mib > 0 &&
+        hwloc_bitmap_isset(to, (unsigned)id) && host->allowed_nodes != NULL &&
+        !hwloc_bitmap_isset(host->allowed_nodes, (unsigned)id))
+      hwloc_bitmap_set(off, (unsigned)id);
+  }
+  if (!hwloc_bitmap_iszero(off)) {
+    g_autofree char *mems = qp_list_format(host->allowed_nodes);
+    g_autofree char *outside = qp_list_format(off);
+    return refuse(error,
+                  "the VM's memory may use host nodes %s only (QEMU's cgroup "
+                  "cpuset.mems and the memory policy qemu-pin was started "
+                  "with): nodes %s are outside them",
+                  mems, outside);
+  }
   g_auto(hwloc_bitmap_t) usable = hwloc_bitmap_dup(host->allowed);
   if (p->affinity != NULL)
     hwloc_bitmap_and(usable, usable, p->affinity);

@@ -9,6 +9,7 @@
 #    one-to-one VM's vCPUs get their own CPUs inside it and its memory is
 #    claimed there. When the cgroup's mems then shrink to node 3, a move back
 #    to node 2 is refused in one line naming the nodes its memory may use.
+# 4. A cgroup whose CPUs are node 1's and whose memory is node 3's.
 . "$QP_LAB_SRC/lib.sh"
 
 expect_nodes 4
@@ -81,6 +82,45 @@ assert_eq "its refusal is one line" 1 "$(wc -l <cg-move.err)"
 grep -q "^qemu-pin: move refused: the VM's memory may use host nodes 3 only .*: nodes 2 are outside them" cg-move.err ||
   fail "the refusal does not name the nodes the memory may use: $(cat cg-move.err)"
 kill -0 "$pid" || fail "the VM is gone after a refused move"
+lab_cleanup
+
+# 4. CPUs of one node, memory of another (libvirt's <vcpu cpuset> with
+#    <numatune mode='restrictive'>, systemd's AllowedCPUs= and
+#    AllowedMemoryNodes=, numactl --physcpubind with --membind): QEMU alone
+#    runs there, and so does a VM of mode auto, its vCPUs on the CPUs it may
+#    use and its memory on the node it may use; numa mode, which keeps a
+#    guest node's memory on its CPUs' node, refuses, saying why.
+echo "$(node_cpus 1)" >"$cg/cpuset.cpus" && echo 3 >"$cg/cpuset.mems" || fail "cannot set $cg's cpuset"
+# shellcheck disable=SC2046
+set -- "$QP_QEMU" $(vm_args split fw.bin) -smp 2 -m 128 -mem-prealloc
+numactl --membind=3 --physcpubind="$(node_cpus 1)" "$QP_BINARY" plan -- "$@" >split-numactl.json 2>split-numactl.err ||
+  fail "qemu-pin plan under numactl --membind=3 --physcpubind=$(node_cpus 1) failed: $(cat split-numactl.err)"
+for m in auto balanced one-to-one; do
+  in_cg "$QP_BINARY" plan --mode=$m -- "$@" >split-$m.json 2>split-$m.err ||
+    fail "qemu-pin plan --mode=$m in cgroup cpuset $(node_cpus 1)/3 failed: $(cat split-$m.err)"
+  assert_eq "plan --mode=$m, CPUs of node 1 and memory of node 3: process CPUs" "$(node_cpus 1)" "$(plan_process_cpus split-$m.json)"
+done
+# numa mode keeps a guest node's memory on its CPUs' node: refused, saying why.
+in_cg "$QP_BINARY" plan --mode=numa -- "$@" >split-numa.json 2>split-numa.err &&
+  fail "plan --mode=numa with CPUs of node 1 and memory of node 3 was not refused"
+assert_eq "its refusal is one line" 1 "$(wc -l <split-numa.err)"
+grep -q "node 1 has only 0 MiB uncommitted (its memory is outside the nodes this process may use" split-numa.err ||
+  fail "the numa refusal does not say why node 1 has no memory: $(cat split-numa.err)"
+pid=$(in_cg "$QP_BINARY" -- "$@" -daemonize -pidfile split.pid 2>split.out && cat split.pid) ||
+  fail "qemu-pin did not launch in cgroup cpuset $(node_cpus 1)/3: $(cat split.out)"
+echo "$pid" >>"$QP_LAB_SCRATCH/launched.pids"
+vcpu_threads "$pid" >split.vcpus
+while read -r _i tid; do
+  c=$(cpus_allowed_of "$tid")
+  [ -z "$(list_outside "$(node_cpus 1)" "$c")" ] || fail "vCPU $_i on CPUs $c, outside the cgroup's CPUs $(node_cpus 1)"
+done <split.vcpus
+log "ok: vCPUs inside the cgroup's CPUs $(node_cpus 1)"
+assert_eq "guest RAM pages on node 3 (permille)" 1000 "$(on_node "$pid" 3 128)"
+assert_eq "claimed with CPUs of node 1 and memory of node 3" '{"3":128}' "$(claim_of "$pid")"
+"$QP_BINARY" move split --to-nodes=1 >split-move.out 2>split-move.err
+assert_eq "move to the node of its CPUs, whose memory it may not use: exit status" 1 $?
+grep -q "^qemu-pin: move refused: the VM's memory may use host nodes 3 only .*: nodes 1 are outside them" split-move.err ||
+  fail "the refusal does not name the nodes the memory may use: $(cat split-move.err)"
 lab_cleanup
 rmdir "$cg" 2>/dev/null
 exit 0

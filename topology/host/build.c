@@ -402,6 +402,21 @@ qp_host_apply_live(QpHost *host, GError **error)
           !hwloc_bitmap_isset(policy, (unsigned)n->id))
         hwloc_bitmap_clr(host->allowed_nodes, (unsigned)n->id);
     }
+  /* A node of usable CPUs whose memory the cgroup or the policy keeps
+   * the process off is planned as a node without memory (fill_allowed()'s
+   * rule): its CPUs run the vCPUs, the memory goes to the nearest nodes it
+   * may use, as QEMU alone under the same confinement runs. */
+  hwloc_bitmap_free(host->mem_denied);
+  host->mem_denied = hwloc_bitmap_alloc();
+  for (guint i = 0; host->allowed_nodes != NULL && i < host->n_nodes; i++) {
+    const QpNode *n = &host->nodes[i];
+    if (n->id >= 0 && n->total_mib > 0 &&
+        !hwloc_bitmap_isset(host->allowed_nodes, (unsigned)n->id) &&
+        hwloc_bitmap_intersects(n->all_cpus, host->allowed)) {
+      hwloc_bitmap_set(host->mem_denied, (unsigned)n->id);
+      hwloc_bitmap_set(host->allowed_nodes, (unsigned)n->id);
+    }
+  }
   /* What only the cgroup and the affinity this process was started with
    * keep out: an orchestrator may give a thread of QEMU more later. */
   hwloc_bitmap_free(host->beyond_affinity);

@@ -104,6 +104,11 @@ typedef struct {
   /* CPUs of the host that only this process's cgroup and start affinity
    * keep out of allowed (not isolated ones): a live host's, else NULL */
   hwloc_bitmap_t beyond_affinity;
+  /* Nodes whose CPUs this process may use but whose memory its cgroup
+   * (cpuset.mems) or inherited memory policy keeps it off: in
+   * allowed_nodes, planned as nodes without memory (their memory and
+   * hugepages count as none). A live host's, else NULL. */
+  hwloc_bitmap_t mem_denied;
   guint n_domains;
   QpCacheDomain *domains; /* by node id, then level, then first CPU */
   char *inconsistent;     /* how the host's distances contradict its packages
@@ -172,6 +177,8 @@ gboolean qp_host_apply_live(QpHost *host, GError **error);
 
 /* Index of node ID in host->nodes, or -1. */
 int qp_host_node_index(const QpHost *host, int id);
+/* Whether node ID has memory this process may not use (mem_denied). */
+gboolean qp_host_node_mem_denied(const QpHost *host, int id);
 
 /* Index of CPU ID in host->cpus, or -1. */
 int qp_host_cpu_index(const QpHost *host, int id);

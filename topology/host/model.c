@@ -33,6 +33,7 @@ qp_host_free(QpHost *host)
   hwloc_bitmap_free(host->allowed);
   hwloc_bitmap_free(host->allowed_nodes);
   hwloc_bitmap_free(host->beyond_affinity);
+  hwloc_bitmap_free(host->mem_denied);
   if (host->pci != NULL) {
     for (guint i = 0; i < host->pci->len; i++)
       g_free(g_array_index(host->pci, QpPciDevice, i).bdf);
@@ -52,6 +53,13 @@ qp_host_node_index(const QpHost *host, int id)
     if (host->nodes[i].id == id)
       return (int)i;
   return -1;
+}
+
+gboolean
+qp_host_node_mem_denied(const QpHost *host, int id)
+{
+  return host->mem_denied != NULL && id >= 0 &&
+         hwloc_bitmap_isset(host->mem_denied, (unsigned)id);
 }
 
 int

@@ -249,6 +249,11 @@ fill_node_memory(const QpHost *host, const QpPlacementOptions *opts,
   out->hugepage_mib = qp_node_hugepage_mib(n);
   out->plain_mib =
       n->total_mib > out->hugepage_mib ? n->total_mib - out->hugepage_mib : 0;
+  if (qp_host_node_mem_denied(host, n->id)) {
+    /* memory this process may not use: none to plan with */
+    out->hugepage_mib = 0;
+    out->plain_mib = 0;
+  }
   out->reserve_mib = qp_node_reserve_mib(opts, n->id);
   out->claimed_mib = claimed;
   guint64 used = out->reserve_mib + out->claimed_mib;
@@ -326,6 +331,8 @@ qp_node_pages(const QpHost *host, const QpClaims *claims, guint index,
       break;
     }
   }
+  if (qp_host_node_mem_denied(host, n->id))
+    out->total = out->free = 0;
   out->claimed = qp_claims_node_huge_pages(claims, n->id, page_kib);
   /* A running VM's pages are claimed and, once QEMU has touched them (every
    * preallocated backend), no longer free: counting them off the free pages

@@ -88,6 +88,13 @@ qp_plan_node_mem_detail(const Ctx *ctx, guint c, guint i)
           ? g_strdup_printf(", %" G_GUINT64_FORMAT " MiB reserved",
                             qp_plan_units_to_mib(ctx, c, ctx->reserve_units[k]))
           : g_strdup("");
+  /* Memory this process may not use (QEMU's cgroup cpuset.mems, an
+   * inherited numactl --membind) counts as none: say why, not what the
+   * kernel could give there. */
+  if (qp_host_node_mem_denied(ctx->host, ctx->host->nodes[i].id))
+    return g_strdup("(its memory is outside the nodes this process may "
+                    "use: QEMU's cgroup cpuset.mems and inherited memory "
+                    "policy)");
   g_autofree char *now = node_now_detail(ctx, c, i);
   g_autofree char *have = NULL;
   if (c == 0) {

@@ -151,12 +151,23 @@ may_use_cpus_of(const QpHost *host, const QpPlacementOptions *p,
   for (guint i = 0; i < host->n_nodes; i++) {
     int id = host->nodes[i].id;
     if (id >= 0 && host->nodes[i].total_mib > 0 &&
-        hwloc_bitmap_isset(to, (unsigned)id) && host->allowed_nodes != NULL &&
-        !hwloc_bitmap_isset(host->allowed_nodes, (unsigned)id))
+        hwloc_bitmap_isset(to, (unsigned)id) &&
+        ((host->allowed_nodes != NULL &&
+          !hwloc_bitmap_isset(host->allowed_nodes, (unsigned)id)) ||
+         qp_host_node_mem_denied(host, id)))
       hwloc_bitmap_set(off, (unsigned)id);
   }
   if (!hwloc_bitmap_iszero(off)) {
-    g_autofree char *mems = qp_list_format(host->allowed_nodes);
+    g_auto(hwloc_bitmap_t) may = hwloc_bitmap_alloc();
+    for (guint i = 0; i < host->n_nodes; i++) {
+      int id = host->nodes[i].id;
+      if (id >= 0 && host->nodes[i].total_mib > 0 &&
+          (host->allowed_nodes == NULL ||
+           hwloc_bitmap_isset(host->allowed_nodes, (unsigned)id)) &&
+          !qp_host_node_mem_denied(host, id))
+        hwloc_bitmap_set(may, (unsigned)id);
+    }
+    g_autofree char *mems = qp_list_format(may);
     g_autofree char *outside = qp_list_format(off);
     return refuse(error,
                   "the VM's memory may use host nodes %s only (QEMU's cgroup "

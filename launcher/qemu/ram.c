@@ -7,10 +7,10 @@
 #include "launcher/qemu/numbers.h"
 
 /* size= of KV in *SIZE (the machine type's DEFAULT when not given); *CUSTOM
- * says whether one was. Without a suffix the size is in MiB, in bytes if
- * BYTES. */
+ * says whether one was. Without a suffix the size is in MiB, in bytes for
+ * the first N_BYTES items of KV (-machine memory.size). */
 static gboolean
-ram_size(GArray *kv, gboolean bytes, guint64 default_size, guint64 *size,
+ram_size(GArray *kv, guint n_bytes, guint64 default_size, guint64 *size,
          gboolean *custom, GError **error)
 {
   QpKvPair *p = qp_kv_last(kv, "size");
@@ -18,6 +18,7 @@ ram_size(GArray *kv, gboolean bytes, guint64 default_size, guint64 *size,
   *custom = FALSE;
   if (p == NULL)
     return TRUE;
+  gboolean bytes = p - &g_array_index(kv, QpKvPair, 0) < (gssize)n_bytes;
   g_autofree char *what = g_strdup_printf("-m '%s': size", p->text);
   if (!qp_parse_size(p->value, what, !bytes, size, error))
     return FALSE;
@@ -96,14 +97,14 @@ ram_backend(QpQemuArgs *a, gboolean custom, GError **error)
 }
 
 gboolean
-qp_ram_read(QpQemuArgs *a, GArray *kv, gboolean bytes, GError **error)
+qp_ram_read(QpQemuArgs *a, GArray *kv, guint n_bytes, GError **error)
 {
   static const char *const keys[] = {"size", "slots", "maxmem", NULL};
   guint64 size, max;
   gboolean custom;
 
   if (!qp_kv_check_keys(kv, keys, "-m", "size, slots or maxmem", error) ||
-      !ram_size(kv, bytes, (guint64)a->machine_info.default_ram_mib * QP_MiB,
+      !ram_size(kv, n_bytes, (guint64)a->machine_info.default_ram_mib * QP_MiB,
                 &size, &custom, error) ||
       !ram_max(kv, size, &max, error))
     return FALSE;

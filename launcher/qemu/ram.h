@@ -8,8 +8,8 @@
 G_BEGIN_DECLS
 
 /* Reads the -m items KV (of QpKvPair) into A, after A->machine_memdev and
- * the backends. From -machine memory.size= (BYTES) a size without a suffix
- * is in bytes, from -m in MiB. */
-gboolean qp_ram_read(QpQemuArgs *a, GArray *kv, gboolean bytes, GError **error);
+ * the backends. The first N_BYTES items are -machine memory.*: their size
+ * without a suffix is in bytes, -m's in MiB. */
+gboolean qp_ram_read(QpQemuArgs *a, GArray *kv, guint n_bytes, GError **error);
 
 G_END_DECLS

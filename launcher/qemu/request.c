@@ -77,38 +77,72 @@ options_kv(GArray *opts, const char *name, const char *alias,
   return kv;
 }
 
-/* -machine smp.cpus=4 and memory.size=1G do what -smp and -m do, unless
- * those are given: then QEMU 7.2 takes them and ignores the others. The
- * items of MACHINE go to SMP and MEM where those are empty; *FROM_SMP and
- * *FROM_MEM say whether they did. */
+/* A copy of P under KEY, for KV. */
 static void
-machine_smp_memory(GArray *machine, GArray *smp, GArray *mem,
-                   gboolean *from_smp, gboolean *from_mem)
+kv_copy_as(GArray *kv, const QpKvPair *p, const char *key)
 {
-  gboolean want_smp = smp->len == 0, want_mem = mem->len == 0;
-  *from_smp = *from_mem = FALSE;
+  QpKvPair copy = {
+      .key = g_strdup(key), .value = g_strdup(p->value), .text = p->text};
+  g_array_append_val(kv, copy);
+}
+
+/* -smp and -machine smp.* fill the same properties of the machine: QEMU
+ * 7.2 merges each option into them as it reads it (keyval_merge()), key by
+ * key, so "-machine smp.cpus=4 -smp sockets=2" has 4 vCPUs and "-smp 2
+ * -machine smp.maxcpus=8" 8 slots. The items of both in command-line
+ * order; *FROM_MACHINE says whether the last came from -machine. */
+static GArray *
+smp_kv(GArray *opts, gboolean *from_machine)
+{
+  GArray *kv = qp_kv_new();
+  *from_machine = FALSE;
+  for (guint i = 0; i < opts->len; i++) {
+    const QpOpt *o = &g_array_index(opts, QpOpt, i);
+    if (qp_opt_is(o, "smp")) {
+      guint before = kv->len;
+      qp_kv_parse_into(kv, o->value, "cpus");
+      if (kv->len > before)
+        *from_machine = FALSE;
+    } else if (qp_opt_is(o, "machine") || qp_opt_is(o, "M")) {
+      g_autoptr(GArray) m = qp_kv_parse(o->value, "type");
+      for (guint j = 0; j < m->len; j++) {
+        const QpKvPair *p = &g_array_index(m, QpKvPair, j);
+        if (g_str_has_prefix(p->key, "smp.")) {
+          kv_copy_as(kv, p, p->key + 4);
+          *from_machine = TRUE;
+        }
+      }
+    }
+  }
+  return kv;
+}
+
+/* -m is merged into the machine's memory.* after every option is read
+ * (parse_memory_options()): a key -m gives wins, the others of -machine
+ * memory.* stay ("-machine memory.size=256M -m slots=1,maxmem=1G" has 256
+ * MiB). MACHINE's memory.* items, then -m's; *N_MACHINE counts the
+ * former (their sizes count bytes, -m's MiB). */
+static GArray *
+memory_kv(GArray *opts, GArray *machine, guint *n_machine)
+{
+  GArray *kv = qp_kv_new();
   for (guint i = 0; i < machine->len; i++) {
     const QpKvPair *p = &g_array_index(machine, QpKvPair, i);
-    const char *key;
-    GArray *to;
-    if (want_smp && g_str_has_prefix(p->key, "smp.")) {
-      key = p->key + 4;
-      to = smp;
-      *from_smp = TRUE;
-    } else if (want_mem && g_str_has_prefix(p->key, "memory.")) {
-      const char *k = p->key + 7;
-      key = strcmp(k, "max-size") == 0 ? "maxmem"
-            : strcmp(k, "maxmem") == 0 ? "memory.maxmem"
-                                       : k;
-      to = mem;
-      *from_mem = TRUE;
-    } else {
+    if (!g_str_has_prefix(p->key, "memory."))
       continue;
-    }
-    QpKvPair copy = {
-        .key = g_strdup(key), .value = g_strdup(p->value), .text = p->text};
-    g_array_append_val(to, copy);
+    const char *k = p->key + 7;
+    kv_copy_as(kv, p,
+               strcmp(k, "max-size") == 0 ? "maxmem"
+               : strcmp(k, "maxmem") == 0 ? "memory.maxmem"
+                                          : k);
   }
+  *n_machine = kv->len;
+  g_autoptr(GArray) m = options_kv(opts, "m", NULL, "size");
+  for (guint i = 0; i < m->len; i++) {
+    const QpKvPair *p = &g_array_index(m, QpKvPair, i);
+    kv_copy_as(kv, p, p->key);
+  }
+  return kv;
 }
 
 /* The options read as they stand: how QEMU runs, -mem-path and
@@ -180,12 +214,12 @@ static gboolean
 read_options(QpQemuArgs *a, GArray *opts, GError **error)
 {
   g_autoptr(GArray) machine = options_kv(opts, "machine", "M", "type");
-  g_autoptr(GArray) smp = options_kv(opts, "smp", NULL, "cpus");
-  g_autoptr(GArray) mem = options_kv(opts, "m", NULL, "size");
+  gboolean smp_from_machine;
+  guint mem_from_machine;
+  g_autoptr(GArray) smp = smp_kv(opts, &smp_from_machine);
+  g_autoptr(GArray) mem = memory_kv(opts, machine, &mem_from_machine);
   g_autoptr(GPtrArray) devices = g_ptr_array_new();
-  gboolean smp_from_machine, mem_from_machine;
 
-  machine_smp_memory(machine, smp, mem, &smp_from_machine, &mem_from_machine);
   const char *type = qp_kv_get(machine, "type");
   a->machine = g_strdup(type ? type : "pc");
   a->machine_info = qp_machine_lookup(a->machine);

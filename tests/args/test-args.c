@@ -396,7 +396,8 @@ test_smp_matches_qemu(void)
 }
 
 /* -machine smp.* and memory.* stand in for -smp and -m when those are
- * absent (QEMU 7.2 ignores them when they are present). */
+ * absent; when present, a key of -smp given later, and any key of -m,
+ * wins (the mixes are rows of test-refusals.c's accepted lines). */
 static void
 test_machine_smp_memory(void)
 {

@@ -69,6 +69,20 @@ static const Accepted accepted[] = {
       "memory-backend-ram,id=m1,size=64M", "-numa", "node,memdev=m0,cpus=0-1",
       "-numa", "node,memdev=m1,cpus=2-3", NULL},
      "Parameter 'smp.modules' is unexpected"},
+    /* -smp and -machine smp.* are one set of items, merged key by key in
+     * command-line order; -m is merged last over -machine memory.*. */
+    {"smp/machine-cpus-then-smp-sockets",
+     {"-machine", "smp.cpus=4", "-smp", "sockets=2", NULL}},
+    {"smp/smp-then-machine-maxcpus",
+     {"-smp", "2", "-machine", "smp.maxcpus=4", NULL}},
+    {"smp/smp-machine-smp",
+     {"-smp", "2", "-machine", "smp.cpus=4", "-smp", "cores=2", NULL}},
+    /* (5.0 and earlier make no guest node for hot-pluggable memory.) */
+    {"m/machine-size-then-m-maxmem",
+     {"-M", "pc-i440fx-5.0", "-machine", "memory.size=256M", "-m", "maxmem=1G",
+      NULL}},
+    {"m/m-size-then-machine-size",
+     {"-m", "512", "-machine", "memory.size=256M", NULL}},
     {"m/zero", {"-m", "0", NULL}},
     {"m/empty", {"-m", "", NULL}},
     {"m/hex", {"-m", "0x10", NULL}, "Parameter 'memory.size' expects size"},

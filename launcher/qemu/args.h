@@ -94,6 +94,7 @@ typedef struct {
   char *mem_path;            /* -mem-path (the last), or NULL */
   GArray *mem_path_argi;     /* of guint: argv index of every -mem-path */
   gboolean mem_prealloc;     /* -mem-prealloc */
+  gboolean mem_lock; /* -overcommit mem-lock=on (the last -overcommit) */
 
   QpRequest *req;        /* what placement needs */
   GArray *io_places;     /* of QpIoPlace, parallel to req->io */

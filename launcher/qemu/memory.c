@@ -235,12 +235,15 @@ qp_memory_model(QpQemuArgs *a, GPtrArray *devices)
   }
 
   /* Backends no one uses: bound with guest node 0's RAM, claimed when
-   * they take memory at start. */
+   * they take memory at start: preallocated, hugepages reserved, or every
+   * page locked in (-overcommit mem-lock=on: QEMU's mlockall() makes each
+   * mapping resident as it is made). */
   for (guint i = 0; i < a->backends->len; i++) {
     QpBackend *b = g_ptr_array_index(a->backends, i);
     if (g_hash_table_contains(used, b->id) || !qp_backend_is_ram(b))
       continue;
-    gboolean taken = b->prealloc || (b->page_kib != 0 && b->reserve);
+    gboolean taken =
+        b->prealloc || a->mem_lock || (b->page_kib != 0 && b->reserve);
     add_devmem(r, QP_MEM_UNUSED, r->n_gnodes == 0 ? -1 : 0, NULL, b,
                taken ? b->size_bytes : 0);
   }

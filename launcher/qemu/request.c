@@ -145,6 +145,18 @@ memory_kv(GArray *opts, GArray *machine, guint *n_machine)
   return kv;
 }
 
+/* -overcommit TEXT: each one sets mem-lock anew (off unless given), as
+ * QEMU 7.2 reads it. A value QEMU refuses leaves it off: QEMU's message
+ * reaches the caller at launch. */
+static void
+read_overcommit(QpQemuArgs *a, const char *text)
+{
+  g_autoptr(GArray) kv = qp_kv_parse(text, NULL);
+  const char *lock = qp_kv_get(kv, "mem-lock");
+  gboolean on = FALSE;
+  a->mem_lock = lock != NULL && qp_parse_bool(lock, &on) && on;
+}
+
 /* The options read as they stand: how QEMU runs, -mem-path and
  * -mem-prealloc, the -object values. */
 static gboolean
@@ -162,6 +174,8 @@ read_plain_options(QpQemuArgs *a, GArray *opts, GError **error)
       a->has_sandbox = TRUE;
     else if (qp_opt_is(o, "mem-prealloc"))
       a->mem_prealloc = TRUE;
+    else if (qp_opt_is(o, "overcommit"))
+      read_overcommit(a, o->value);
     else if (qp_opt_is(o, "mem-path")) {
       g_free(a->mem_path);
       a->mem_path = g_strdup(o->value);

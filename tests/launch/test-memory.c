@@ -389,6 +389,49 @@ test_hugetlb_backend_beside_ram(Fixture *f, gconstpointer data)
   stop(f, pid);
 }
 
+/* -overcommit mem-lock=on: QEMU's mlockall() makes every mapping resident
+ * as it is made, a backend no device uses as well as the RAM. That backend
+ * is claimed like a preallocated one; the last -overcommit says. */
+static void
+test_mem_lock_unused_backend(Fixture *f, gconstpointer data)
+{
+  const char *extra[] = {
+      "-m",          "64",         "-smp",
+      "1",           "-object",    "memory-backend-ram,id=x,size=48M",
+      "-overcommit", "cpu-pm=off", "-overcommit",
+      "mem-lock=on", NULL};
+  g_autoptr(GPtrArray) cmd = command(f, NULL, extra);
+  g_autoptr(JsonObject) plan = qp_test_plan((char **)cmd->pdata + 1);
+  JsonObject *x = plan_entry(plan, "x");
+  g_assert_nonnull(x);
+  g_assert_cmpstr(json_object_get_string_member(x, "kind"), ==, "unused");
+  g_assert_cmpint(json_object_get_int_member(x, "size-mib"), ==, 48);
+  GPid pid = launch(f, cmd);
+  /* QEMU made it resident: all 48 MiB, where the plan binds them. */
+  g_auto(GStrv) lines = qp_test_numa_maps_of_mappings(pid, 48 * 1024);
+  g_assert_cmpuint(g_strv_length(lines), ==, 1);
+  g_test_message("48 MiB mapping: %s", lines[0]);
+  gboolean on_policy = FALSE;
+  g_assert_cmpuint(qp_test_numa_maps_resident_kib(lines[0], &on_policy), ==,
+                   48 * 1024);
+  g_assert_true(on_policy);
+  g_autoptr(JsonObject) rec = record(f);
+  g_assert_cmpint(record_mib(rec, "0"), ==, 64 + 48);
+  stop(f, pid);
+
+  /* mem-lock=on then cpu-pm=off: the last -overcommit has it off, and the
+   * backend takes nothing at start. */
+  const char *off[] = {
+      "-m",          "64",          "-smp",
+      "1",           "-object",     "memory-backend-ram,id=x,size=48M",
+      "-overcommit", "mem-lock=on", "-overcommit",
+      "cpu-pm=off",  NULL};
+  g_autoptr(GPtrArray) cmd_off = command(f, NULL, off);
+  g_autoptr(JsonObject) plan_off = qp_test_plan((char **)cmd_off->pdata + 1);
+  g_assert_cmpint(
+      json_object_get_int_member(plan_entry(plan_off, "x"), "size-mib"), ==, 0);
+}
+
 /* Guest node 0 on ordinary memory, guest node 1 on 2 MiB pages: each
  * claimed in its own kind, and nothing of the other. */
 static void
@@ -497,6 +540,8 @@ main(int argc, char **argv)
       test_hugetlb_backend_beside_ram);
   ADD("/launch/memory/hugetlb-guest-node-beside-ordinary-node",
       test_hugetlb_guest_node);
+  ADD("/launch/memory/mem-lock-unused-backend-claimed",
+      test_mem_lock_unused_backend);
   ADD("/launch/memory/what-qemu-refuses-reaches-qemu",
       test_qemu_refuses_itself);
   return g_test_run();

@@ -68,8 +68,18 @@ sysfsdev_bdf(const char *path)
   return NULL;
 }
 
+/* Whether DRIVER is an x86 vCPU ("qemu64-x86_64-cpu", "max-i386-cpu"). */
 static gboolean
-parse_device(GPtrArray *vfio, const char *text, GError **error)
+is_cpu_driver(const char *driver)
+{
+  return driver != NULL && (g_str_has_suffix(driver, "-x86_64-cpu") ||
+                            g_str_has_suffix(driver, "-i386-cpu"));
+}
+
+/* -device TEXT: a vfio-pci device's host address goes to VFIO; *CPUS
+ * counts the vCPUs plugged at start. */
+static gboolean
+parse_device(GPtrArray *vfio, guint *cpus, const char *text, GError **error)
 {
   g_auto(QpProps) p = {0};
   const char *driver, *host, *sysfsdev;
@@ -79,6 +89,8 @@ parse_device(GPtrArray *vfio, const char *text, GError **error)
       !qp_props_get_string(&p, "host", &host, error) ||
       !qp_props_get_string(&p, "sysfsdev", &sysfsdev, error))
     return FALSE;
+  if (is_cpu_driver(driver))
+    (*cpus)++;
   if (driver == NULL || (strcmp(driver, "vfio-pci") != 0 &&
                          strcmp(driver, "vfio-pci-nohotplug") != 0))
     return TRUE;
@@ -107,14 +119,19 @@ gboolean
 qp_devices_read(QpQemuArgs *a, GArray *opts, GPtrArray *devices, GError **error)
 {
   g_autoptr(GPtrArray) vfio = g_ptr_array_new_with_free_func(g_free);
+  guint cpus = 0;
   for (guint i = 0; i < opts->len; i++) {
     const QpOpt *o = &g_array_index(opts, QpOpt, i);
     if (!qp_opt_is(o, "device"))
       continue;
-    if (!parse_device(vfio, o->value, error))
+    if (!parse_device(vfio, &cpus, o->value, error))
       return FALSE;
     g_ptr_array_add(devices, (gpointer)o->value);
   }
+  /* A vCPU -device fills a free slot of maxcpus at start (libvirt's
+   * hot-pluggable vCPUs enabled at boot): it runs from the start like
+   * the -smp cpus ones. Beyond maxcpus QEMU refuses the line itself. */
+  a->req->vcpus = MIN(a->req->vcpus + cpus, MAX(a->req->maxcpus, 1));
   if (vfio->len > 0) {
     g_ptr_array_add(vfio, NULL);
     a->req->vfio = (char **)g_ptr_array_steal(vfio, NULL);

@@ -83,6 +83,17 @@ static const Accepted accepted[] = {
       NULL}},
     {"m/m-size-then-machine-size",
      {"-m", "512", "-machine", "memory.size=256M", NULL}},
+    /* vCPUs plugged at start with -device (libvirt's hot-pluggable vCPUs
+     * enabled at boot) run from the start, in either syntax. */
+    {"smp/cpu-device-at-start",
+     {"-smp", "1,maxcpus=2", "-device",
+      "qemu64-x86_64-cpu,socket-id=0,core-id=1,thread-id=0", NULL}},
+    {"smp/cpu-devices-at-start-json",
+     {"-smp", "1,maxcpus=4", "-device",
+      "{\"driver\":\"qemu64-x86_64-cpu\",\"socket-id\":0,\"core-id\":3,"
+      "\"thread-id\":0}",
+      "-device", "driver=qemu64-x86_64-cpu,socket-id=0,core-id=1,thread-id=0",
+      NULL}},
     {"m/zero", {"-m", "0", NULL}},
     {"m/empty", {"-m", "", NULL}},
     {"m/hex", {"-m", "0x10", NULL}, "Parameter 'memory.size' expects size"},

@@ -57,11 +57,13 @@ grep -q "^qemu-pin: plan: mode balanced on host node 0 (1 node; " "$T/out" && ok
 
 # Without --dry-run: nothing to move, nothing launched, nothing changed.
 # shellcheck disable=SC2046
-rebalance --mode=balanced -- "$QEMU" $(vm c) -m 128
+# (-pidfile in this run's directory: the machine may run this very test
+# elsewhere, with a VM c of its own.)
+rebalance --mode=balanced -- "$QEMU" $(vm c) -m 128 -pidfile "$T/c.pid"
 check "rebalance: exit status" 0 $?
 check "rebalance: nothing on stderr" "" "$(cat "$T/err")"
 check "rebalance: the records are unchanged, none added" "$before" "$(records)"
-pgrep -f -- "-name c,debug-threads" >/dev/null && not_ok "rebalance launched VM c" || ok "rebalance launched nothing"
+pgrep -f -- "-name c,debug-threads.*$T/c.pid" >/dev/null && not_ok "rebalance launched VM c" || ok "rebalance launched nothing"
 
 # Bad input: one line naming it, usage status, nothing changed.
 bad() { # NAME WANT_RC PATTERN ARGS...
@@ -107,11 +109,11 @@ check "make-room launch: its claim on node 0" '{"0":64}' "$("$QP_BINARY" status 
 check "make-room launch: the others' records unchanged" "$before" "$(records | grep -v '"name":"d"')"
 printf '[defaults]\nmake-room = maybe\n' >"$T/bad.conf"
 # shellcheck disable=SC2046
-"$QP_BINARY" --state-dir="$SD" --config="$T/bad.conf" -- "$QEMU" $(vm e) -m 64 -daemonize >"$T/out" 2>"$T/err"
+"$QP_BINARY" --state-dir="$SD" --config="$T/bad.conf" -- "$QEMU" $(vm e) -m 64 -daemonize -pidfile "$T/e.pid" >"$T/out" 2>"$T/err"
 check "bad make-room in config: exit status" 2 $?
 check "bad make-room in config: one line" 1 "$(wc -l <"$T/err")"
 grep -q "make-room: 'maybe' is not valid: expected 1, 0, yes, no, true, false, on or off" "$T/err" && ok "bad make-room in config: named" || not_ok "bad make-room: '$(cat "$T/err")'"
-pgrep -f -- "-name e,debug-threads" >/dev/null && not_ok "bad make-room: VM e runs" || ok "bad make-room: nothing started"
+pgrep -f -- "-name e,debug-threads.*$T/e.pid" >/dev/null && not_ok "bad make-room: VM e runs" || ok "bad make-room: nothing started"
 check "bad make-room: no claim left" 3 "$(ls "$SD"/*.json | wc -l)"
 
 # A running VM's own command line: its record is left out, and the plan

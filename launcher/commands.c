@@ -171,8 +171,9 @@ cmd_status(QpOptions *opts, GError **error)
     return 0;
   }
   /* What `rebalance` would move now, planned as it plans. */
-  g_autoptr(QpRebalance) r = qp_rebalance_live(
-      opts, host, claims, NULL, QP_REBALANCE_COOLDOWN_S, FALSE, NULL, error);
+  g_autoptr(QpRebalance) r =
+      qp_rebalance_live(opts, host, claims, NULL, QP_REBALANCE_COOLDOWN_S,
+                        FALSE, NULL, NULL, error);
   if (r == NULL)
     return -1;
   if (opts->json) {

@@ -153,10 +153,22 @@ why_unmovable(const QpClaim *c)
  * that reason) is the caller's, kept where it is as fixed load. A VM moves
  * only inside the host nodes and CPUs it was started inside (the record's
  * "started-nodes" and "started-cpus": --hostnodes, --affinity, the
- * launcher's cpuset), which its keeper checks too. A record of mode none,
- * or one that mode auto placed best effort, gets none: never moved. */
+ * launcher's cpuset), which its keeper checks too. The record does not say
+ * the reserve it was started with: the keeper checks it when it is asked
+ * to move, and refuses; one DECLINED names is kept too. A record of mode
+ * none, or one that mode auto placed best effort, gets none: never moved. */
+static gboolean
+names(const GPtrArray *ids, const char *id)
+{
+  for (guint j = 0; ids != NULL && j < ids->len; j++)
+    if (g_strcmp0(ids->pdata[j], id) == 0)
+      return TRUE;
+  return FALSE;
+}
+
 static GArray *
-vms_of(const QpClaims *claims, const GPtrArray *refused)
+vms_of(const QpClaims *claims, const GPtrArray *refused,
+       const GPtrArray *declined)
 {
   GArray *vms = g_array_new(FALSE, TRUE, sizeof(QpRebalanceVm));
   for (guint i = 0; i < claims->claims->len; i++) {
@@ -167,9 +179,7 @@ vms_of(const QpClaims *claims, const GPtrArray *refused)
       continue;
     QpRebalanceVm v = {0};
     v.id = c->id;
-    v.caller_set = c->caller_placed;
-    for (guint j = 0; refused != NULL && j < refused->len; j++)
-      v.caller_set |= g_strcmp0(refused->pdata[j], c->id) == 0;
+    v.caller_set = c->caller_placed || names(refused, c->id);
     v.vfio = qp_claim_has_vfio(c);
     v.moved_at = c->moved_at;
     if (!hwloc_bitmap_iszero(c->started_nodes))
@@ -177,6 +187,9 @@ vms_of(const QpClaims *claims, const GPtrArray *refused)
     if (!hwloc_bitmap_iszero(c->started_cpus))
       v.cpus = c->started_cpus;
     v.why = why_unmovable(c);
+    if (v.why == NULL && names(declined, c->id))
+      v.why = "its keeper refused the move (what its record does not say: "
+              "the settings it was started with)";
     g_array_append_val(vms, v);
   }
   return vms;
@@ -317,10 +330,11 @@ typedef struct {
   gboolean print;     /* each move as `move` prints it, else one line -v */
   const QpHost *host; /* the last plan's: OWN_HOST, or the launch's */
   QpHost *own_host;
-  QpClaims *claims;   /* the ledger as the last plan read it */
-  GPtrArray *plans;   /* of QpRebalance*, the last the one being made */
-  GPtrArray *made;    /* of QpMove* (the plans'), in the order made */
-  GPtrArray *refused; /* of char*: VMs whose keeper refused: the caller's */
+  QpClaims *claims;    /* the ledger as the last plan read it */
+  GPtrArray *plans;    /* of QpRebalance*, the last the one being made */
+  GPtrArray *made;     /* of QpMove* (the plans'), in the order made */
+  GPtrArray *refused;  /* of char*: VMs whose keeper refused: the caller's */
+  GPtrArray *declined; /* of char*: ... for what their records do not say */
 } Making;
 
 static void
@@ -331,6 +345,7 @@ making_clear(Making *b)
   g_clear_pointer(&b->plans, g_ptr_array_unref);
   g_clear_pointer(&b->made, g_ptr_array_unref);
   g_clear_pointer(&b->refused, g_ptr_array_unref);
+  g_clear_pointer(&b->declined, g_ptr_array_unref);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Making, making_clear)
@@ -347,7 +362,7 @@ plan_moves(Making *b, GError **error)
 {
   QpRebalance *r = qp_rebalance_live(
       b->opts, b->host, b->claims, b->args != NULL ? b->args->req : NULL,
-      b->cooldown_s, b->room_only, b->refused, error);
+      b->cooldown_s, b->room_only, b->refused, b->declined, error);
   if (r == NULL)
     return FALSE;
   g_ptr_array_add(b->plans, r);
@@ -365,17 +380,19 @@ making_init(Making *b, const QpHost *host, QpHost *own_host, QpClaims *claims,
   b->plans = g_ptr_array_new_with_free_func((GDestroyNotify)qp_rebalance_free);
   b->made = g_ptr_array_new();
   b->refused = g_ptr_array_new_with_free_func(g_free);
+  b->declined = g_ptr_array_new_with_free_func(g_free);
   return plan_moves(b, error);
 }
 
 /* Makes the last plan's moves in order, each by the VM's keeper; stops at
  * the first that fails, saying which and what was made before it. A
- * keeper that refuses because the caller placed its VM stops it too, with
- * that VM's id in *REFUSED and no ERROR. Each move made is printed
+ * keeper that refuses (the caller placed its VM, or what its record does
+ * not say) stops it too, with that VM's id in *REFUSED, *CALLER set for the
+ * first, and no ERROR. Each move made is printed
  * (B->print: the keeper's answer, as `move` prints it; else one line with
  * -v) and added to B->made. */
 static gboolean
-make_moves(Making *b, char **refused, GError **error)
+make_moves(Making *b, char **refused, gboolean *caller, GError **error)
 {
   const QpRebalance *r = last_plan(b);
   QpOptions quiet = *b->opts;
@@ -394,6 +411,8 @@ make_moves(Making *b, char **refused, GError **error)
       qp_info("rebalance: VM %s (%s) not moved: %s", name_of(b->claims, m->vm),
               m->vm, local->message);
       *refused = g_strdup(m->vm);
+      *caller = g_error_matches(local, QP_LAUNCH_ERROR,
+                                QP_LAUNCH_ERROR_CALLER_PLACED);
       return FALSE;
     }
     if (reply == NULL) {
@@ -427,8 +446,10 @@ room_helps(const QpRebalance *r)
          (r->req_nodes_before == 0 || r->req_nodes_after < r->req_nodes_before);
 }
 
-/* Makes B's moves. A keeper that refuses one because the caller placed its
- * VM (pinned after the ledger was read) does not end the rebalance: it is
+/* Makes B's moves. A keeper that refuses one, because the caller placed its
+ * VM (pinned after the ledger was read) or for what its record does not say
+ * (the VM's own reserve, --hostnodes or --affinity, such as no room on the
+ * destination under them), does not end the rebalance: it is
  * planned again without that VM, from the host and the ledger as they are
  * then (the moves made are in it), at most once per VM the first plan
  * saw; for --make-room only while the moves still help. Any other failure
@@ -439,7 +460,8 @@ make_all(Making *b, GError **error)
   guint most = b->claims->claims->len;
   for (guint replans = 0;; replans++) {
     g_autofree char *vm = NULL;
-    if (make_moves(b, &vm, error))
+    gboolean caller = FALSE;
+    if (make_moves(b, &vm, &caller, error))
       return TRUE;
     if (vm == NULL)
       return FALSE;
@@ -450,7 +472,7 @@ make_all(Making *b, GError **error)
                   replans + 1, b->made->len, b->made->len == 1 ? "" : "s");
       return FALSE;
     }
-    g_ptr_array_add(b->refused, g_steal_pointer(&vm));
+    g_ptr_array_add(caller ? b->refused : b->declined, g_steal_pointer(&vm));
     g_clear_pointer(&b->own_host, qp_host_free);
     g_clear_pointer(&b->claims, qp_claims_free);
     b->claims = read_now(b->opts, b->args, b->running, &b->own_host, error);
@@ -469,9 +491,10 @@ QpRebalance *
 qp_rebalance_live(const QpOptions *opts, const QpHost *host,
                   const QpClaims *claims, const QpRequest *req,
                   gint64 cooldown_s, gboolean room_only,
-                  const GPtrArray *refused, GError **error)
+                  const GPtrArray *refused, const GPtrArray *declined,
+                  GError **error)
 {
-  g_autoptr(GArray) vms = vms_of(claims, refused);
+  g_autoptr(GArray) vms = vms_of(claims, refused, declined);
   QpRebalanceOptions o = {
       .now = g_get_real_time() / G_USEC_PER_SEC,
       .cooldown_s = cooldown_s,

@@ -25,20 +25,23 @@ G_BEGIN_DECLS
  * live records (which VMs may move: what their records say, "caller-placed"
  * never; their keepers refuse the rest), to make room for REQ (NULL: bring
  * spanning VMs back to one node too, unless ROOM_ONLY: what --make-room
- * moves), with OPTS's placement options. REFUSED (of char*, may be NULL):
- * ids of VMs whose keepers refused a move because the caller placed them,
- * kept where they are. `rebalance`, `status` and --make-room plan with
- * it. */
+ * moves), with OPTS's placement options. REFUSED and DECLINED (of char*,
+ * may be NULL): ids of VMs whose keepers refused a move because the caller
+ * placed them, and for what their records do not say (the settings they
+ * were started with, no room there under them), kept where they are.
+ * `rebalance`, `status` and --make-room plan with it. */
 QpRebalance *qp_rebalance_live(const QpOptions *opts, const QpHost *host,
                                const QpClaims *claims, const QpRequest *req,
                                gint64 cooldown_s, gboolean room_only,
-                               const GPtrArray *refused, GError **error);
+                               const GPtrArray *refused,
+                               const GPtrArray *declined, GError **error);
 
 /* --make-room, before a launch takes its claim: when the VM of ARGS would
  * span more nodes than after some moves, or fit only after them, makes
  * those moves by the VMs' keepers (the ledger of STATE_DIR on HOST). Says
- * nothing unless -v; a keeper that refuses because the caller placed its VM
- * makes it plan again without that VM (as `rebalance`); any other move that
+ * nothing unless -v; a keeper that refuses a move (the caller placed its
+ * VM, or what its record does not say) makes it plan again without that VM
+ * (as `rebalance`); any other move that
  * fails is one warning, and the launch goes on with the plan the host
  * allows. TRUE when a move was made (the host's free memory then changed:
  * read it again). */

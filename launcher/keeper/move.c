@@ -328,6 +328,14 @@ replan_and_widen(QpClaim *claim, const QpClaims *claims, gpointer data,
   g_ptr_array_unref(others.claims);
   g_ptr_array_unref(others.warnings);
   if (r->plan == NULL) {
+    /* No room on the destination under the VM's own settings (its reserve,
+     * --hostnodes, --affinity: what its record does not say) is a refusal
+     * that changes nothing: `rebalance` plans again without the VM. */
+    if (error != NULL &&
+        g_error_matches(*error, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_NOFIT)) {
+      g_autoptr(GError) nofit = g_steal_pointer(error);
+      return refuse(error, "%s", nofit->message);
+    }
     g_prefix_error(error, "move refused: ");
     return FALSE;
   }

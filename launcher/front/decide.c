@@ -115,7 +115,8 @@ daemonize_edit(unsigned argc, char **argv)
 }
 
 /* The mode from the config file for the VM of QEMU's ARGV, and in *QEMU
- * (when QEMU is not NULL) its [defaults] qemu key. 0: not read exactly. */
+ * (when QEMU is not NULL) its qemu key (its group's, else [defaults]'s).
+ * 0: not read exactly. */
 static int
 config_mode(const Settings *s, unsigned argc, char **argv, char **mode,
             char **qemu)
@@ -137,8 +138,8 @@ config_mode(const Settings *s, unsigned argc, char **argv, char **mode,
   return 1;
 }
 
-/* The real QEMU of a drop-in (ARGV0): QEMU_PIN_QEMU, the config's
- * [defaults] qemu, or the next one on PATH. */
+/* The real QEMU of a drop-in (ARGV0): QEMU_PIN_QEMU, the config's qemu
+ * (the VM's group's, else [defaults]'s), or the next one on PATH. */
 static int
 drop_in_binary(char **envp, const char *argv0, char *config_qemu,
                QpFrontExec *out)

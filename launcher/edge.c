@@ -67,6 +67,23 @@ qp_edge_settings(QpOptions *opts, int argc, char ***argv, char ***safe,
   return TRUE;
 }
 
+/* A launch runs on this host: a plan of a recorded one (--topology, or
+ * QEMU_PIN_TOPOLOGY, known once the settings are read) pins to CPUs that
+ * may not exist here. (The fault tests launch on one to make the kernel
+ * refuse a pin: they set QEMU_PIN_TEST_LAUNCH_ON_TOPOLOGY.) */
+static gboolean
+check_launch_host(const QpOptions *opts, GError **error)
+{
+  if (opts->topology == NULL ||
+      g_strcmp0(g_getenv("QEMU_PIN_TEST_LAUNCH_ON_TOPOLOGY"), "1") == 0)
+    return TRUE;
+  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+              "option '--topology' (or QEMU_PIN_TOPOLOGY) is for qemu-pin "
+              "plan, topology and status, not for a launch, which runs on "
+              "this host: see qemu-pin --help");
+  return FALSE;
+}
+
 /* Resolves settings, parses the QEMU command and launches or plans. The
  * mode comes first: in mode none QEMU runs as the caller asked, whatever
  * qemu-pin would have made of its command line. */
@@ -99,6 +116,8 @@ run_qemu(const QpEdge *edge, QpOptions *opts, const char *binary,
     return exec_straight(binary, argv0, argc, argv, error);
   if (plan_only || opts->dry_run)
     return edge->plan(opts, args, plan_only, error);
+  if (!check_launch_host(opts, error))
+    return -1;
   if (opts->make_room && edge->make_room == NULL)
     return qp_hand_over(error);
   return qp_launch(opts, binary, argv0, args, edge->make_room, error);
@@ -144,17 +163,6 @@ check_output_options(const QpOptions *opts, int shift, GError **error)
     name = "--prune";
   } else if (opts->picture != NULL) {
     name = "--picture";
-  } else if (opts->topology != NULL && !prints_plan &&
-             g_strcmp0(g_getenv("QEMU_PIN_TEST_LAUNCH_ON_TOPOLOGY"), "1") !=
-                 0) {
-    /* A launch runs on this host: a plan of a recorded one pins to CPUs
-     * that may not exist here. (The fault tests launch on one to make the
-     * kernel refuse a pin: they set the variable above.) */
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
-                "option '--topology' (or QEMU_PIN_TOPOLOGY) is for qemu-pin "
-                "plan, topology and status, not for a launch, which runs on "
-                "this host: see qemu-pin --help");
-    return FALSE;
   }
   if (name == NULL)
     return TRUE;

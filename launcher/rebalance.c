@@ -71,6 +71,20 @@ take_cooldown(int argc, char **argv, char ***out, gint64 *cooldown,
   return n;
 }
 
+/* Moves are real: they are planned on this host, not a recorded one
+ * (--topology, or QEMU_PIN_TOPOLOGY: checked once the settings are read). */
+static gboolean
+check_moves_host(const QpOptions *opts, GError **error)
+{
+  if (opts->topology == NULL || opts->dry_run)
+    return TRUE;
+  g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
+              "option '--topology' (or QEMU_PIN_TOPOLOGY) is for qemu-pin "
+              "rebalance --dry-run only: the moves of a rebalance are made "
+              "on this host");
+  return FALSE;
+}
+
 /* The request for the VM on QEMU's command line ARGV (ARGC words, the
  * binary excluded), read as `plan` reads it: the same settings, the same
  * parser; the host and the ledger it is planned on in HOST_OUT and the
@@ -83,7 +97,8 @@ read_request(QpOptions *opts, int argc, char **argv, QpQemuArgs **args_out,
 {
   g_autofree char *dropped = NULL;
   g_auto(GStrv) safe = NULL;
-  if (!qp_edge_settings(opts, argc, &argv, &safe, &dropped, error))
+  if (!qp_edge_settings(opts, argc, &argv, &safe, &dropped, error) ||
+      !check_moves_host(opts, error))
     return NULL;
   g_autoptr(GError) local = NULL;
   g_autoptr(QpQemuArgs) args = qp_launch_read(opts, (guint)argc, argv, &local);
@@ -558,14 +573,6 @@ qp_cmd_rebalance(QpOptions *opts, int argc, char **argv, GError **error)
                 words[qemu_index]);
     return -1;
   }
-  /* Moves are real: they are planned on this host, not a recorded one. */
-  if (opts->topology != NULL && !opts->dry_run) {
-    g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_USAGE,
-                "option '--topology' (or QEMU_PIN_TOPOLOGY) is for qemu-pin "
-                "rebalance --dry-run only: the moves of a rebalance are made "
-                "on this host");
-    return -1;
-  }
   g_autoptr(QpQemuArgs) args = NULL;
   QpHost *host = NULL;
   QpClaims *claims = NULL;
@@ -575,7 +582,8 @@ qp_cmd_rebalance(QpOptions *opts, int argc, char **argv, GError **error)
     claims = read_request(opts, n - qemu_index - 1, words + qemu_index + 1,
                           &args, &host, &own, &own_by, error);
   else if (qp_options_parse_env(opts, error) &&
-           qp_options_load_config(opts, NULL, error)) {
+           qp_options_load_config(opts, NULL, error) &&
+           check_moves_host(opts, error)) {
     qp_log_init(opts->verbose);
     claims = read_now(opts, NULL, FALSE, &host, error);
   }

@@ -84,6 +84,13 @@ bad "mode none" 2 "mode none: there is no VM to make room for" --mode=none -- "$
 # (outside check, stop 43: both ran).
 bad "a word without --" 2 "unexpected argument 'vm1': a VM to make room for is given after --" --dry-run vm1
 bad "topology without --dry-run" 2 "'--topology' (or QEMU_PIN_TOPOLOGY) is for qemu-pin rebalance --dry-run only" --topology=/nonexistent/host.xml
+# Its environment twin too, with and without a command line (outside check,
+# branch H15: both planned on the recorded host).
+export QEMU_PIN_TOPOLOGY=/nonexistent/host.xml
+bad "QEMU_PIN_TOPOLOGY without --dry-run" 2 "'--topology' (or QEMU_PIN_TOPOLOGY) is for qemu-pin rebalance --dry-run only"
+# shellcheck disable=SC2046
+bad "QEMU_PIN_TOPOLOGY, a command line, no --dry-run" 2 "'--topology' (or QEMU_PIN_TOPOLOGY) is for qemu-pin rebalance --dry-run only" --mode=balanced -- "$QEMU" $(vm c) -m 128
+unset QEMU_PIN_TOPOLOGY
 
 # status: what a rebalance would move now; nothing on one node.
 "$QP_BINARY" status --state-dir="$SD" --json >"$T/status" 2>"$T/err"

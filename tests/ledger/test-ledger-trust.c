@@ -49,7 +49,7 @@ static const BoundsCase bounds_cases[] = {
     {"qemu-system-x86_64 -object iothread,id=io0 -m 64", 64, 1},
     /* qemu-pin's own command line before it execs QEMU in place. */
     {"qemu-pin --mode=balanced -- qemu-system-x86_64 -m 256 -smp 2", 256, 2},
-    /* Without -m and -smp a board has QEMU's defaults (finding 50), and
+    /* Without -m and -smp a board has QEMU's defaults (finding 45), and
      * the RAM is the size of the backend qemu-pin gives it. */
     {"qemu-system-aarch64 -M sbsa-ref", 1024, 4},
     {"qemu-system-aarch64 -M sbsa-ref -object "

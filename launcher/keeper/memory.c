@@ -264,43 +264,52 @@ backend_new(const char *id)
 }
 
 static QpJv *
-qom_get(QpQmp *qmp, const char *id, const char *property)
+qom_get(QpQmp *qmp, const char *id, const char *property, GError **error)
 {
   g_autoptr(QpJv) args = qp_jv_object();
   g_autofree char *path = g_strdup_printf("/objects/%s", id);
   qp_jv_set(args, "path", qp_jv_string(path));
   qp_jv_set(args, "property", qp_jv_string(property));
-  return qp_qmp_execute(qmp, "qom-get", args, NULL);
+  return qp_qmp_execute(qmp, "qom-get", args, error);
 }
 
 /* A backend made after the start: its page size and whether it is RAM of
- * the host, from QOM, as the command line's are read. */
-static void
+ * the host, from QOM, as the command line's are read. FALSE when QOM no
+ * longer has it: the caller deleted it between query-memdev and this
+ * question (an orchestrator's object-del right after DEVICE_DELETED, the
+ * event that brought the look). It is not known then: the next look finds
+ * it gone, or finds a backend made again under its id and asks again. */
+static gboolean
 classify(Backend *b, QpQmp *qmp, const Seen *s)
 {
-  g_autoptr(QpJv) type = qom_get(qmp, b->id, "type");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpJv) type = qom_get(qmp, b->id, "type", &error);
+  if (type == NULL && error != NULL &&
+      strstr(error->message, ": DeviceNotFound: ") != NULL)
+    return FALSE;
   if (!qp_jv_is(type, QP_JV_STRING)) {
     qp_warning("keeper: memory backend %s: its type is unknown: it is not "
                "claimed",
                b->id);
-    return;
+    return TRUE;
   }
   QpBackend qb = {.id = b->id,
                   .qom_type = (char *)qp_jv_get_string(type),
                   .size_bytes = s->size};
   g_autoptr(QpJv) hugetlb = NULL, hugetlbsize = NULL, mem_path = NULL;
   if (strcmp(qb.qom_type, "memory-backend-memfd") == 0) {
-    hugetlb = qom_get(qmp, b->id, "hugetlb");
-    hugetlbsize = qom_get(qmp, b->id, "hugetlbsize");
+    hugetlb = qom_get(qmp, b->id, "hugetlb", NULL);
+    hugetlbsize = qom_get(qmp, b->id, "hugetlbsize", NULL);
     qb.hugetlb = qp_jv_get_bool(hugetlb);
     qb.hugetlbsize_kib = (guint64)qp_jv_get_int(hugetlbsize) / 1024;
   } else if (strcmp(qb.qom_type, "memory-backend-file") == 0) {
-    mem_path = qom_get(qmp, b->id, "mem-path");
+    mem_path = qom_get(qmp, b->id, "mem-path", NULL);
     qb.mem_path = (char *)qp_jv_get_string(mem_path);
   }
   qp_backend_classify(&qb);
   b->tracked = qp_backend_is_ram(&qb);
   b->page_kib = qb.page_kib;
+  return TRUE;
 }
 
 /* Whether backend ID was on QEMU's command line (CFG->start_backends, or
@@ -516,7 +525,10 @@ qp_mem_watch_update(QpMemWatch *w, QpQmp *qmp)
     if (b == NULL) {
       b = backend_new(s->id);
       b->fresh = TRUE;
-      classify(b, qmp, s);
+      if (!classify(b, qmp, s)) {
+        backend_free(b);
+        continue;
+      }
       b->bound =
           qp_jv_len(s->host_nodes) > 0 && g_strcmp0(s->policy, "default") != 0;
       g_hash_table_insert(w->backends, b->id, b);

@@ -22,7 +22,9 @@
  *                       "exit-during-startup" (greeting, then exit 1),
  *                       "exit-before-greeting" (exit 1 at once, a child
  *                       holding the monitor for a second),
- *                       "exit-at:query-memdev" (exit 0 on it, no reply)
+ *                       "exit-at:query-memdev" (exit 0 on it, no reply),
+ *                       "memdev-race" (a DIMM plugged later whose backend
+ *                       QOM has not at the first qom-get, then has)
  *   FAKE_QEMU_VCPUS     number of vCPU threads (default: -smp, else 1);
  *                       their real tids are what query-cpus-fast reports
  *   FAKE_QEMU_VCPU_TID  "N:TID": query-cpus-fast reports thread TID (say, of

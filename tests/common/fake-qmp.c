@@ -36,6 +36,7 @@ struct FakeQmp {
   GArray *iothread_tids;
   gboolean running;
   gboolean ever_ran;
+  guint qom_gets; /* MEMDEV_RACE: qom-get asked so far */
 };
 
 /* ---- worker threads --------------------------------------------------- */
@@ -128,6 +129,7 @@ fake_qmp_behaviour_from_name(const char *name, FakeQmpBehaviour *out)
       {"vanish-threads", FAKE_QMP_VANISH_THREADS},
       {"exit-during-startup", FAKE_QMP_EXIT_DURING_STARTUP},
       {"exit-at", FAKE_QMP_EXIT_AT},
+      {"memdev-race", FAKE_QMP_MEMDEV_RACE},
   };
 
   for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
@@ -471,6 +473,32 @@ handle_line(FakeQmp *fake, const char *line, FakeQmpEnd *end)
       send_event(fake, "STOP", NULL);
     fake->running = FALSE;
     send_return(fake, NULL, id);
+  } else if (s->behaviour == FAKE_QMP_MEMDEV_RACE &&
+             g_str_equal(cmd, "query-memdev")) {
+    send_return(fake,
+                json_from_string("[{\"id\": \"hm1\", \"size\": 134217728, "
+                                 "\"merge\": true, \"dump\": true, "
+                                 "\"prealloc\": false, \"share\": false, "
+                                 "\"reserve\": true, \"host-nodes\": [], "
+                                 "\"policy\": \"default\"}]",
+                                 NULL),
+                id);
+  } else if (s->behaviour == FAKE_QMP_MEMDEV_RACE &&
+             g_str_equal(cmd, "query-memory-devices")) {
+    send_return(fake,
+                json_from_string(
+                    "[{\"type\": \"dimm\", \"data\": {\"id\": \"dimm1\", "
+                    "\"memdev\": \"/objects/hm1\", \"node\": 0, \"slot\": 0, "
+                    "\"addr\": 4294967296, \"size\": 134217728, "
+                    "\"hotplugged\": true, \"hotpluggable\": true}}]",
+                    NULL),
+                id);
+  } else if (s->behaviour == FAKE_QMP_MEMDEV_RACE &&
+             g_str_equal(cmd, "qom-get")) {
+    if (fake->qom_gets++ == 0)
+      send_error(fake, "DeviceNotFound", "Device '/objects/hm1' not found", id);
+    else
+      send_return(fake, json_from_string("\"memory-backend-ram\"", NULL), id);
   } else if (g_str_equal(cmd, "quit")) {
     g_autoptr(JsonObject) data = json_object_new();
 

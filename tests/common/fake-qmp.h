@@ -26,6 +26,12 @@ typedef enum {
   FAKE_QMP_EXIT_DURING_STARTUP,  /* greeting, then ends: fake-qemu exits 1 */
   FAKE_QMP_EXIT_AT,              /* `command` gets no reply: fake-qemu exits
                                     0 on it, a guest that powered off then */
+  FAKE_QMP_MEMDEV_RACE,          /* a 128 MiB DIMM (dimm1 on backend hm1)
+                                    plugged after the start, whose backend
+                                    QOM does not have at the first qom-get
+                                    (deleted right after query-memdev) and
+                                    has from the second on (made again
+                                    under the same id, with its DIMM) */
 } FakeQmpBehaviour;
 
 typedef struct {

@@ -102,6 +102,56 @@ test_exit_during_memory_look(RbFixture *f, gconstpointer data)
   rb_assert_nothing_left(f, 10000);
 }
 
+/* MiB the one record in F's ledger claims, all nodes together (0: none). */
+static guint64
+record_memory_mib(RbFixture *f)
+{
+  if (qp_test_count_records(f->state) != 1)
+    return 0;
+  g_autoptr(JsonObject) rec = qp_test_record(f->state);
+  JsonObject *mem = json_object_get_object_member(rec, "memory-mib");
+  g_autoptr(GList) nodes = json_object_get_members(mem);
+  guint64 mib = 0;
+  for (GList *n = nodes; n != NULL; n = n->next)
+    mib += (guint64)json_object_get_int_member(mem, n->data);
+  return mib;
+}
+
+/* A DIMM unplugged and plugged again under the same backend id, as libvirt
+ * names them (memdimm0): the keeper's look after DEVICE_DELETED listed the
+ * backend (query-memdev) just before the orchestrator's object-del, and
+ * its qom-get of the backend's type then found nothing. The keeper warned
+ * "memory backend hm1: its type is unknown: it is not claimed" on a VM
+ * whose memory was fine, and kept hm1 as a backend of no known type: the
+ * backend made again under that id, and the DIMM plugged on it, were never
+ * claimed, the record 128 MiB short for the VM's life. Seen in a long run
+ * of device_add/device_del/object-del cycles on real QEMU; fake-qemu's
+ * memdev-race makes the interleaving certain. */
+static void
+test_memdev_gone_before_qom_get(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  envp = g_environ_setenv(envp, "FAKE_QEMU_SCRIPT", "memdev-race", TRUE);
+  g_autofree char *fake = rb_fake_qemu();
+  char *argv[] = {
+      (char *)qp_test_binary(), "--",    fake,      "-smp", "1", "-m",
+      "128,slots=2,maxmem=1G",  "-name", f->marker, NULL};
+  GPid pid = qp_test_spawn(argv, envp, f->dir);
+  /* The boot RAM, then the DIMM once the keeper has claimed it. */
+  gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+  while (record_memory_mib(f) != 256 && g_get_monotonic_time() < deadline)
+    g_usleep(50000);
+  guint64 mib = record_memory_mib(f);
+  g_autofree char *err = stderr_of(f);
+  g_test_message("record: %" G_GUINT64_FORMAT " MiB; stderr: %s", mib, err);
+  g_assert_cmpuint(mib, ==, 256);
+  g_assert_null(strstr(err, "type is unknown"));
+  kill(pid, SIGTERM);
+  g_assert_cmpint(qp_test_wait(pid, 20000), >=, 0);
+  rb_assert_nothing_left(f, 10000);
+}
+
 /* Finding 2: QEMU takes any bytes as -name; a record holding a name that is
  * not UTF-8 could not be read back, was moved aside as .corrupt and held its
  * nodes whole until an operator removed it, refusing every later launch. */
@@ -838,6 +888,8 @@ main(int argc, char **argv)
              test_non_utf8_name, rb_teardown);
   g_test_add("/regressions/daemonize/guest-gone-during-memory-look", RbFixture,
              NULL, rb_setup, test_exit_during_memory_look, rb_teardown);
+  g_test_add("/regressions/memory/backend-gone-before-qom-get", RbFixture, NULL,
+             rb_setup, test_memdev_gone_before_qom_get, rb_teardown);
   g_test_add("/regressions/daemonized-record-names-keeper", RbFixture, NULL,
              rb_setup, test_daemonized_record_names_keeper, rb_teardown);
   for (gsize i = 0; i < G_N_ELEMENTS(newline_rows); i++)

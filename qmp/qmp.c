@@ -28,10 +28,11 @@ G_DEFINE_QUARK(qp-qmp-error-quark, qp_qmp_error)
 struct QpQmp {
   int fd;
   guint timeout_ms;
-  GString *in;   /* bytes read and not yet consumed */
-  gsize scanned; /* bytes of IN known to hold no '\n' */
-  gboolean eof;  /* the peer closed its end */
-  GQueue events; /* of QpJv *, each a whole message */
+  GString *in;       /* bytes read and not yet consumed */
+  gsize scanned;     /* bytes of IN known to hold no '\n' */
+  gboolean eof;      /* the peer closed its end */
+  gboolean skipping; /* the rest of a message too long is dropped */
+  GQueue events;     /* of QpJv *, each a whole message */
   gint64 next_id;
   GHashTable *abandoned; /* ids of commands that timed out */
   GQueue ahead;          /* of Ahead *: sent, reply not yet asked for */
@@ -349,6 +350,15 @@ static QpJv *
 read_message(QpQmp *qmp, gint64 deadline, GError **error)
 {
   for (;;) {
+    while (qmp->skipping && qmp->in->len > 0) {
+      char *end = memchr(qmp->in->str, '\n', qmp->in->len);
+      if (end == NULL) {
+        g_string_truncate(qmp->in, 0);
+        break;
+      }
+      g_string_erase(qmp->in, 0, end - qmp->in->str + 1);
+      qmp->skipping = FALSE;
+    }
     char *nl =
         memchr(qmp->in->str + qmp->scanned, '\n', qmp->in->len - qmp->scanned);
 
@@ -378,6 +388,13 @@ read_message(QpQmp *qmp, gint64 deadline, GError **error)
       g_set_error(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL,
                   "expected a message of at most %d bytes, got more: '%s'",
                   QP_QMP_MAX_LINE, ex);
+      /* The rest of that message is dropped as it comes, so that a
+       * reader that goes on gets the messages after it; the buffer that
+       * held it goes too. */
+      g_string_free(qmp->in, TRUE);
+      qmp->in = g_string_sized_new(4096);
+      qmp->scanned = 0;
+      qmp->skipping = TRUE;
       return NULL;
     }
     if (qmp->eof) {

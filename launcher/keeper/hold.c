@@ -171,6 +171,11 @@ qp_keeper_hold(Keeper *k)
       g_autoptr(QpJv) ev = qp_qmp_next_event(k->qmp, 0, &error);
       if (ev != NULL)
         on_event(k, ev);
+      else if (g_error_matches(error, QP_QMP_ERROR, QP_QMP_ERROR_PROTOCOL))
+        /* One message the keeper cannot read (left behind: the next one
+         * is read as ever): QEMU is not leaving, and the keeper goes on
+         * holding the VM, its events, hotplug and moves. */
+        qp_warning("keeper: %s", error->message);
       else if (error != NULL)
         monitor_open = FALSE; /* QEMU is going away: wait for it */
     }

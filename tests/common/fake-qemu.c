@@ -37,6 +37,10 @@
  *                       7.2 does when it hangs in its monitor cleanup; the
  *                       second ends it
  *
+ * FAKE_QEMU_USR2 "malformed" or "huge": SIGUSR2 sends a line that is not
+ * JSON, or an event of 17 MiB (beyond what qemu-pin reads as one message),
+ * then a RESUME event.
+ *
  * SIGUSR1 emits SHUTDOWN (guest-shutdown) and STOP, and it stays: a guest
  * that powered off under -no-shutdown. Events are written from the signal
  * handler: send signals while the monitor is idle.
@@ -48,6 +52,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +61,8 @@
 
 static int monitor_fd = -1;
 static gboolean exit_hang;
+static char *usr2_text; /* FAKE_QEMU_USR2's message, then a RESUME */
+static gsize usr2_len;
 static volatile sig_atomic_t terms;
 
 static void
@@ -71,6 +78,20 @@ on_signal(int sig)
   char msg[80];
   int n;
 
+  if (sig == SIGUSR2 && usr2_text != NULL) {
+    for (gsize off = 0; monitor_fd >= 0 && off < usr2_len;) {
+      ssize_t w = write(monitor_fd, usr2_text + off, usr2_len - off);
+      if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
+        struct pollfd p = {monitor_fd, POLLOUT, 0};
+        (void)poll(&p, 1, 1000);
+        continue;
+      }
+      if (w <= 0)
+        break;
+      off += (gsize)w;
+    }
+    return;
+  }
   if (sig == SIGUSR1) {
     emit("{\"event\": \"SHUTDOWN\", \"data\": {\"guest\": true, "
          "\"reason\": \"guest-shutdown\"}, \"timestamp\": {\"seconds\": 0, "
@@ -284,6 +305,29 @@ main(int argc, char **argv)
   sigaction(SIGHUP, &sa, NULL);
   sigaction(SIGALRM, &sa, NULL);
   sigaction(SIGUSR1, &sa, NULL);
+  {
+    const char *kind = g_getenv("FAKE_QEMU_USR2");
+    static const char resume[] =
+        "{\"event\": \"RESUME\", \"timestamp\": {\"seconds\": 0, "
+        "\"microseconds\": 0}}\r\n";
+    GString *t = NULL;
+    if (g_strcmp0(kind, "malformed") == 0) {
+      t = g_string_new("{\"event\": \"RESUME\", \"timestamp\": {{{\r\n");
+    } else if (g_strcmp0(kind, "huge") == 0) {
+      t = g_string_new("{\"event\": \"X-HUGE\", \"data\": {\"s\": \"");
+      gsize at = t->len;
+      g_string_set_size(t, at + 17 * 1024 * 1024);
+      memset(t->str + at, 'x', 17 * 1024 * 1024);
+      g_string_append(t, "\"}, \"timestamp\": {\"seconds\": 0, "
+                         "\"microseconds\": 0}}\r\n");
+    }
+    if (t != NULL) {
+      g_string_append(t, resume);
+      usr2_len = t->len;
+      usr2_text = g_string_free(t, FALSE);
+      sigaction(SIGUSR2, &sa, NULL);
+    }
+  }
   exit_hang = g_strcmp0(g_getenv("FAKE_QEMU_EXIT_HANG"), "1") == 0;
   monitor_fd = fd;
   signal(SIGPIPE, SIG_IGN);

@@ -429,6 +429,45 @@ test_exit_hang_signalled_again(RbFixture *f, gconstpointer data)
   rb_assert_nothing_left(f, 10000);
 }
 
+/* Lines naming query-cpus-fast in F's fake-qemu log (FAKE_QEMU_LOG). */
+static guint
+looks_at_threads(RbFixture *f)
+{
+  g_autofree char *log = qp_test_file_text(f->dir, "qmp.log");
+  guint n = 0;
+  for (const char *p = log; p != NULL && (p = strstr(p, "query-cpus-fast"));
+       p++)
+    n++;
+  return n;
+}
+
+/* One message from QEMU the keeper cannot read (not JSON, or longer than
+ * the 16 MiB it takes as one message) was taken for QEMU leaving: the
+ * keeper stopped reading its monitor and serving its control socket for
+ * the rest of the VM's life, deaf to RESUME (a caller's reset threads
+ * stayed where they were), to memory and vCPUs plugged later, and to
+ * `qemu-pin move`. The keeper now says what it could not read and goes
+ * on: the RESUME after the bad message brings a look at the threads. */
+static void
+test_unreadable_event(RbFixture *f, gconstpointer data)
+{
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  envp = g_environ_setenv(envp, "FAKE_QEMU_USR2", data, TRUE);
+  GPid pid = start_fake_vm(f, &envp, NULL);
+  guint before = looks_at_threads(f);
+  g_assert_cmpint(kill(pid, SIGUSR2), ==, 0);
+  gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+  while (looks_at_threads(f) == before && g_get_monotonic_time() < deadline)
+    g_usleep(50000);
+  g_autofree char *err = stderr_of(f);
+  g_test_message("stderr: %s", err);
+  g_assert_cmpuint(looks_at_threads(f), >, before);
+  g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
+  g_assert_cmpint(qp_test_wait(pid, 20000), >=, 0);
+  rb_assert_nothing_left(f, 10000);
+}
+
 /* A guest that powers off under -no-shutdown stays, paused, by design:
  * the keeper leaves it alone. */
 static void
@@ -890,6 +929,10 @@ main(int argc, char **argv)
              NULL, rb_setup, test_exit_during_memory_look, rb_teardown);
   g_test_add("/regressions/memory/backend-gone-before-qom-get", RbFixture, NULL,
              rb_setup, test_memdev_gone_before_qom_get, rb_teardown);
+  g_test_add("/regressions/keeper/unreadable-event/malformed", RbFixture,
+             "malformed", rb_setup, test_unreadable_event, rb_teardown);
+  g_test_add("/regressions/keeper/unreadable-event/huge", RbFixture, "huge",
+             rb_setup, test_unreadable_event, rb_teardown);
   g_test_add("/regressions/daemonized-record-names-keeper", RbFixture, NULL,
              rb_setup, test_daemonized_record_names_keeper, rb_teardown);
   for (gsize i = 0; i < G_N_ELEMENTS(newline_rows); i++)

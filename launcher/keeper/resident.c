@@ -128,8 +128,11 @@ even_out(Keeper *k, const QpClaim *claim, const GArray *now)
   g_autoptr(GError) error = NULL;
   if (!qp_mem_even_out(k->qemu_pid, take, give, EVEN_OUT_MAX_MIB, &moved,
                        &error)) {
-    qp_error("keeper: cannot keep the VM's memory within its claim: %s",
-             error->message);
+    static gboolean said; /* once: it is tried again every measure */
+    if (!said)
+      qp_error("keeper: cannot keep the VM's memory within its claim: %s",
+               error->message);
+    said = TRUE;
     return FALSE;
   }
   qp_keeper_log(k, 1,

@@ -8,7 +8,12 @@
 # beyond its claim on one node to the other node of its claim: each node
 # then holds at most its claim there (and a step, 32 MiB, that the keeper
 # leaves). (QEMU's own memory, outside any claim, is not the keeper's to
-# move: `status` may still say a node is short by that much.)
+# move: `status` may still say a node is short by that much.) Then the
+# caller moves QEMU into a cgroup v2 cpuset whose memory is node 2's alone,
+# as an orchestrator may: the kernel moves every page there and rebinds the
+# VM's policy to node 2 alone, and the keeper moves none back onto node 1,
+# which QEMU may no longer use (nor says it cannot, every 10 s: its log,
+# the launch's standard error, has no such line).
 . "$QP_LAB_SRC/lib.sh"
 
 expect_nodes 4
@@ -31,9 +36,16 @@ small=$a1
 [ "$size" -gt $((small + 64)) ] || fail "nodes 1 and 2 have only $a1 and $a2 MiB available"
 log "nodes 1 and 2: $a1 and $a2 MiB available; a $size MiB VM needs both"
 
+# Not daemonized: the keeper's log stays the launch's standard error.
 # shellcheck disable=SC2046
-set -- "$QP_QEMU" $(vm_args big fw.bin) -smp 1 -m "$size" -mem-prealloc
-pid=$(qp_launch big --mode=balanced --hostnodes=1-2 -- "$@") || fail "qemu-pin did not launch the $size MiB VM: $pid"
+set -- "$QP_QEMU" $(vm_args big fw.bin) -smp 1 -m "$size" -mem-prealloc -pidfile "$QP_LAB_SCRATCH/big.pid"
+rm -f big.pid
+"$QP_BINARY" --mode=balanced --hostnodes=1-2 -- "$@" >big.out 2>big.err &
+QP_LAB_PIDS=$!
+wait_for 120 test -s big.pid || fail "the $size MiB VM did not start: $(cat big.err)"
+pid=$(cat big.pid)
+assert_eq "the launch's QEMU is the process qemu-pin became" "$QP_LAB_PIDS" "$pid"
+[ -s big.err ] && fail "a successful launch printed: $(cat big.err)"
 claim=$(claim_of "$pid")
 c1=$(echo "$claim" | jq -r '.["1"] // 0')
 c2=$(echo "$claim" | jq -r '.["2"] // 0')
@@ -48,5 +60,25 @@ wait_for 120 within ||
   fail "guest RAM stays beyond its claim: $(ram_on 1) MiB on node 1 (claim $c1), $(ram_on 2) MiB on node 2 (claim $c2)"
 log "ok: guest RAM within its claim: $(ram_on 1) MiB on node 1 (claim $c1), $(ram_on 2) MiB on node 2 (claim $c2)"
 
+cg=/sys/fs/cgroup/lab-split
+grep -qw cpuset /sys/fs/cgroup/cgroup.controllers || fail "the lab kernel has no cgroup v2 cpuset controller"
+echo +cpuset >/sys/fs/cgroup/cgroup.subtree_control || fail "cannot enable the cpuset controller"
+mkdir -p "$cg" || fail "cannot make cgroup $cg"
+echo "$(node_cpus 1),$(node_cpus 2)" >"$cg/cpuset.cpus" || fail "cannot set the cgroup's CPUs"
+echo 1-2 >"$cg/cpuset.mems" || fail "cannot set the cgroup's mems"
+echo "$pid" >"$cg/cgroup.procs" || fail "cannot move QEMU $pid into $cg"
+echo 2 >"$cg/cpuset.mems" || fail "cannot narrow the cgroup's mems to node 2"
+none_on_1() { [ "$(ram_on 1)" -eq 0 ]; }
+wait_for 60 none_on_1 || fail "the kernel left $(ram_on 1) MiB on node 1 after cpuset.mems became 2"
+log "the caller's cgroup put all of it on node 2: $(ram_on 2) MiB"
+# Two resident measures (every 10 s) later: nothing moved back, nothing said.
+sleep 25
+assert_eq "guest RAM on node 1 after two measures" 0 "$(ram_on 1)"
+if grep -q "cannot keep the VM's memory" big.err; then
+  fail "the keeper tried to move pages onto a node QEMU may not use: $(grep "cannot keep" big.err | head -n 1)"
+fi
+log "ok: the keeper left the caller's placement alone"
+
 lab_cleanup
+rmdir "$cg" 2>/dev/null
 exit 0

@@ -1565,16 +1565,7 @@ test_daemonize_record_names_daemon(Fixture *f, gconstpointer data)
                          "-qmp",       qmparg,     NULL};
   g_autoptr(GPtrArray) cmd =
       command(f, f->state, f->marker, GUEST_MIB, opts, extra);
-  QpTestRun r;
-  qp_test_run((char **)cmd->pdata, NULL, &r);
-  g_assert_cmpstr(r.err, ==, "");
-  g_assert_cmpint(r.status, ==, 0);
-  qp_test_run_clear(&r);
-
-  g_autofree char *text = NULL;
-  g_assert_true(g_file_get_contents(pidfile, &text, NULL, NULL));
-  int pid = atoi(text);
-  g_assert_cmpint(pid, >, 0);
+  int pid = qp_test_launch_daemon((char **)cmd->pdata, pidfile);
   g_autofree char *qs = qp_test_query_status(f->qmp);
   g_assert_cmpstr(qs, ==, "running");
   int keeper = the_keeper(f->marker);

@@ -177,6 +177,27 @@ qp_test_run(char **argv, char **envp, QpTestRun *r)
   r->status = decode_status(wstatus);
 }
 
+int
+qp_test_pidfile(const char *path)
+{
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  int pid = atoi(text);
+  g_assert_cmpint(pid, >, 0);
+  return pid;
+}
+
+int
+qp_test_launch_daemon(char **argv, const char *pidfile)
+{
+  QpTestRun r;
+  qp_test_run(argv, NULL, &r);
+  g_assert_cmpstr(r.err, ==, "");
+  g_assert_cmpint(r.status, ==, 0);
+  qp_test_run_clear(&r);
+  return qp_test_pidfile(pidfile);
+}
+
 GPid
 qp_test_spawn(char **argv, char **envp, const char *dir)
 {

@@ -35,6 +35,14 @@ void qp_test_run_clear(QpTestRun *r);
 /* Runs ARGV (ENVP NULL: inherit) to completion, collecting output. */
 void qp_test_run(char **argv, char **envp, QpTestRun *r);
 
+/* The PID a pidfile (QEMU's -pidfile) names: asserts it is there and
+ * positive. */
+int qp_test_pidfile(const char *path);
+
+/* Runs ARGV, a -daemonize launch writing PIDFILE, which must exit 0 saying
+ * nothing; the daemon's PID. */
+int qp_test_launch_daemon(char **argv, const char *pidfile);
+
 /* Starts ARGV in the background; stdout/stderr go to files in DIR. */
 GPid qp_test_spawn(char **argv, char **envp, const char *dir);
 

@@ -336,23 +336,6 @@ test_preconfig_numa_over_qmp(Fixture *f, gconstpointer data)
   stop_and_check_released(f, pid);
 }
 
-/* Runs CMD, a -daemonize launch writing PIDFILE, which must exit 0 saying
- * nothing; the daemon's PID. */
-static int
-launch_daemon(GPtrArray *cmd, const char *pidfile)
-{
-  QpTestRun r;
-  qp_test_run((char **)cmd->pdata, NULL, &r);
-  g_assert_cmpstr(r.err, ==, "");
-  g_assert_cmpint(r.status, ==, 0);
-  qp_test_run_clear(&r);
-  g_autofree char *text = NULL;
-  g_assert_true(g_file_get_contents(pidfile, &text, NULL, NULL));
-  int pid = atoi(text);
-  g_assert_cmpint(pid, >, 0);
-  return pid;
-}
-
 /* --preconfig with -daemonize: QEMU's first process returns at once, its
  * daemon waiting for the caller's x-exit-preconfig, which the caller sends
  * once the launch returned. qemu-pin returns as QEMU alone does (it used to
@@ -373,7 +356,7 @@ test_preconfig_daemonize(Fixture *f, gconstpointer data)
   g_autoptr(JsonObject) plan = plan_of(cmd);
   g_auto(GStrv) want = qp_test_plan_vcpu_sets(plan);
 
-  int pid = launch_daemon(cmd, pidfile);
+  int pid = qp_test_launch_daemon((char **)cmd->pdata, pidfile);
   g_assert_cmpint(kill(pid, 0), ==, 0);
   g_autofree char *st = qp_test_query_status(f->qmp);
   g_assert_cmpstr(st, ==, "prelaunch");
@@ -409,7 +392,7 @@ test_daemonize(Fixture *f, gconstpointer data)
   g_autoptr(JsonObject) plan = plan_of(cmd);
   g_auto(GStrv) want = qp_test_plan_vcpu_sets(plan);
 
-  int pid = launch_daemon(cmd, pidfile);
+  int pid = qp_test_launch_daemon((char **)cmd->pdata, pidfile);
   /* When the first process has exited, the plan is already in force. */
   g_assert_true(qp_test_wait_vcpu_affinity(pid, (const char *const *)want, 0));
   g_autofree char *cmdline_path = g_strdup_printf("/proc/%d/cmdline", pid);
@@ -528,10 +511,7 @@ test_prealloc(Fixture *f, gconstpointer data)
     int status = qp_test_wait(pid, 60000);
     g_test_message("%s: first process: %d", c->name, status);
     g_assert_cmpint(status, ==, 0);
-    g_autofree char *text = NULL;
-    g_assert_true(g_file_get_contents(pidfile, &text, NULL, NULL));
-    qemu = atoi(text);
-    g_assert_cmpint(qemu, >, 0);
+    qemu = qp_test_pidfile(pidfile);
   }
   g_assert_true(qp_test_wait_status(f->qmp, "running", 60000));
 

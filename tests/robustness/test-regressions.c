@@ -564,10 +564,7 @@ test_daemonize_keeper_killed(RbFixture *f, gconstpointer data)
   const char *extra[] = {"-daemonize", "-pidfile", pidfile, NULL};
   int keeper = 0;
   GPid pid = spawn_waiting_for_cont(f, extra, &keeper);
-  g_autofree char *daemon_text = NULL;
-  g_assert_true(g_file_get_contents(pidfile, &daemon_text, NULL, NULL));
-  int daemon = atoi(daemon_text);
-  g_assert_cmpint(daemon, >, 0);
+  int daemon = qp_test_pidfile(pidfile);
   g_assert_cmpint(kill(keeper, SIGKILL), ==, 0);
   int status = qp_test_wait(pid, 20000);
   g_autofree char *err = stderr_of(f);

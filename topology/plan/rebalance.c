@@ -159,7 +159,7 @@ typedef struct {
   QpClaims *w;
   GArray *vms;      /* of Vm */
   GPtrArray *moves; /* of QpMove* */
-  DedCache *ded;    /* NULL: computed each time */
+  DedCache *ded;    /* made with w (work_init(), work_copy()) */
 } Work;
 
 static void
@@ -228,8 +228,7 @@ release_pages(Work *k, QpClaim *c, int keep, hwloc_const_bitmap_t only)
 static void
 dedicated_changed(const Work *k)
 {
-  if (k->ded != NULL)
-    k->ded->valid = FALSE;
+  k->ded->valid = FALSE;
 }
 
 static DedCache *
@@ -248,8 +247,6 @@ ded_free(DedCache *d)
   hwloc_bitmap_free(d->all);
   g_free(d);
 }
-
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(DedCache, ded_free)
 
 static void
 work_clear(Work *k)
@@ -289,8 +286,7 @@ avail(const Work *k, guint i)
 static hwloc_bitmap_t
 dedicated_others(const Work *k, const QpClaim *skip)
 {
-  g_autoptr(DedCache) own = NULL;
-  DedCache *cache = k->ded != NULL ? k->ded : (own = ded_new());
+  DedCache *cache = k->ded;
   if (!cache->valid) {
     hwloc_bitmap_zero(cache->all);
     int weights = 0;
@@ -393,27 +389,15 @@ pool_of(const Work *k, guint i, guint64 page_kib)
   return NULL;
 }
 
-/* The pages of C's size PAGE_KIB that are not on node ID. */
+/* The pages of C's size PAGE_KIB that are not on node ID (ON: that are on
+ * it). */
 static guint64
-huge_off(const QpClaim *c, guint64 page_kib, int id)
+huge_pages_where(const QpClaim *c, guint64 page_kib, int id, gboolean on)
 {
   guint64 n = 0;
   for (guint x = 0; x < c->huge->len; x++) {
     const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, x);
-    if (h->page_kib == page_kib && h->node != id)
-      n += h->pages;
-  }
-  return n;
-}
-
-/* The pages of C's size PAGE_KIB on node ID. */
-static guint64
-huge_on(const QpClaim *c, guint64 page_kib, int id)
-{
-  guint64 n = 0;
-  for (guint x = 0; x < c->huge->len; x++) {
-    const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, x);
-    if (h->page_kib == page_kib && h->node == id)
+    if (h->page_kib == page_kib && (h->node == id) == on)
       n += h->pages;
   }
   return n;
@@ -428,7 +412,7 @@ huge_fits_from(const Work *k, const QpClaim *c, int from, guint i)
     const QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, x);
     if (h->node != from || h->pages == 0)
       continue;
-    guint64 need = huge_on(c, h->page_kib, from);
+    guint64 need = huge_pages_where(c, h->page_kib, from, TRUE);
     if (qp_node_uncommitted(k->host, k->w, k->popts, i, h->page_kib) < need)
       return FALSE;
   }
@@ -443,7 +427,7 @@ huge_fits(const Work *k, const QpClaim *c, guint i)
   int id = k->host->nodes[i].id;
   for (guint x = 0; x < c->huge->len; x++) {
     guint64 kib = g_array_index(c->huge, QpHugeClaim, x).page_kib;
-    guint64 need = huge_off(c, kib, id);
+    guint64 need = huge_pages_where(c, kib, id, FALSE);
     if (need > 0 && qp_node_uncommitted(k->host, k->w, k->popts, i, kib) < need)
       return FALSE;
   }
@@ -460,7 +444,7 @@ take_huge(Work *k, QpClaim *c, guint i)
   int id = k->host->nodes[i].id;
   for (guint x = 0; x < c->huge->len; x++) {
     QpHugeClaim *h = &g_array_index(c->huge, QpHugeClaim, x);
-    guint64 arrive = huge_off(c, h->page_kib, id);
+    guint64 arrive = huge_pages_where(c, h->page_kib, id, FALSE);
     QpHugePool *to = pool_of(k, i, h->page_kib);
     if (to != NULL)
       to->free -= MIN(to->free, arrive);

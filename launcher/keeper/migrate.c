@@ -354,25 +354,21 @@ ordinary_anon(char **words, guint64 page_size)
   return anon && ordinary;
 }
 
-/* Start address -> end address of each mapping of PID (/proc/PID/maps). */
+/* Start address -> end address of each mapping of PID (/proc/PID/maps),
+ * as huge_mappings() keys its table. */
 static GHashTable *
 mapping_ends(int pid, GError **error)
 {
   g_autofree char *text = proc_file(pid, "maps", error);
   if (text == NULL)
     return NULL;
-  GHashTable *ends =
-      g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+  GHashTable *ends = g_hash_table_new(g_direct_hash, g_direct_equal);
   g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++) {
-    guint64 r[2];
+    guint64 start = 0, end = 0;
     if (sscanf(lines[i], "%" G_GINT64_MODIFIER "x-%" G_GINT64_MODIFIER "x",
-               &r[0], &r[1]) != 2)
-      continue;
-    guint64 *kv = g_new(guint64, 2);
-    kv[0] = r[0];
-    kv[1] = r[1];
-    g_hash_table_insert(ends, kv, kv);
+               &start, &end) == 2)
+      g_hash_table_insert(ends, GSIZE_TO_POINTER(start), GSIZE_TO_POINTER(end));
   }
   return ends;
 }
@@ -423,13 +419,14 @@ qp_mem_even_out(int pid, const GArray *take_mib, const GArray *give_mib,
       continue;
     g_auto(hwloc_bitmap_t) allowed = bound_to_several(t[1]);
     guint64 start = g_ascii_strtoull(t[0], NULL, 16);
-    const guint64 *kv = g_hash_table_lookup(ends, &start);
-    if (allowed == NULL || kv == NULL)
+    guint64 end =
+        GPOINTER_TO_SIZE(g_hash_table_lookup(ends, GSIZE_TO_POINTER(start)));
+    if (allowed == NULL || end <= start)
       continue;
     m->allowed = allowed;
-    for (guint64 a = start; a < kv[1] && m->left > 0;
+    for (guint64 a = start; a < end && m->left > 0;
          a += CHUNK_PAGES * m->page_size) {
-      guint n = (guint)MIN((guint64)CHUNK_PAGES, (kv[1] - a) / m->page_size);
+      guint n = (guint)MIN((guint64)CHUNK_PAGES, (end - a) / m->page_size);
       if (n > 0 && !move_chunk(m, (guintptr)a, n, error))
         return FALSE;
     }

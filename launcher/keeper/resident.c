@@ -90,7 +90,7 @@ set_resident(QpClaim *claim, const QpClaims *claims, gpointer data,
  * one policy (a balanced VM split over nodes): the kernel chooses among
  * them page by page, not as the claim splits it. */
 static gboolean
-bound_to_several(const QpPlan *plan)
+plan_binds_several(const QpPlan *plan)
 {
   for (guint i = 0; i < plan->n_mem; i++) {
     const QpPlanMem *m = &plan->mem[i];
@@ -108,7 +108,7 @@ bound_to_several(const QpPlan *plan)
 static gboolean
 even_out(Keeper *k, const QpClaim *claim, const GArray *now)
 {
-  if (!bound_to_several(k->plan) || claim->mem->len < 2)
+  if (!plan_binds_several(k->plan) || claim->mem->len < 2)
     return FALSE;
   g_autoptr(GArray) take = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
   g_autoptr(GArray) give = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
@@ -116,11 +116,11 @@ even_out(Keeper *k, const QpClaim *claim, const GArray *now)
   for (guint j = 0; j < claim->mem->len; j++) {
     const QpNodeAmount *c = &g_array_index(claim->mem, QpNodeAmount, j);
     guint64 has = qp_node_amount_of(now, c->node);
-    if (has > c->mib)
+    if (has > c->mib) {
       qp_node_amount_add(take, c->node, has - c->mib);
-    else if (has < c->mib)
+      most = MAX(most, has - c->mib);
+    } else if (has < c->mib)
       qp_node_amount_add(give, c->node, c->mib - has);
-    most = MAX(most, has > c->mib ? has - c->mib : 0);
   }
   if (most < RESIDENT_STEP_MIB || give->len == 0)
     return FALSE;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "launcher/affinity.h"
+#include "topology/ledger/claims.h"
 
 QpPinVerdict
 qp_caller_judge(hwloc_const_bitmap_t have, hwloc_const_bitmap_t want,
@@ -373,4 +374,50 @@ qp_caller_pins_moved(const QpCallerPins *pins)
       return TRUE;
   }
   return FALSE;
+}
+
+GArray *
+qp_caller_mems_claim(const GArray *mem, hwloc_const_bitmap_t allowed,
+                     const GArray *resident)
+{
+  if (hwloc_bitmap_iszero(allowed))
+    return NULL;
+  gboolean left = FALSE;
+  guint64 out = 0;
+  GArray *now = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
+  for (guint i = 0; i < mem->len; i++) {
+    const QpNodeAmount *a = &g_array_index(mem, QpNodeAmount, i);
+    if (hwloc_bitmap_isset(allowed, (unsigned)a->node)) {
+      g_array_append_val(now, *a);
+    } else {
+      left = TRUE;
+      out += a->mib;
+    }
+  }
+  if (!left) {
+    g_array_unref(now);
+    return NULL;
+  }
+  /* Where the pages went: beyond the claim on an allowed node; the rest
+   * where most of them are. */
+  int most = hwloc_bitmap_first(allowed);
+  guint64 most_mib = 0;
+  for (guint i = 0; i < resident->len; i++) {
+    const QpNodeAmount *r = &g_array_index(resident, QpNodeAmount, i);
+    if (!hwloc_bitmap_isset(allowed, (unsigned)r->node))
+      continue;
+    guint64 has = qp_node_amount_of(now, r->node);
+    if (r->mib > has && out > 0) {
+      guint64 take = MIN(r->mib - has, out);
+      qp_node_amount_add(now, r->node, take);
+      out -= take;
+    }
+    if (r->mib > most_mib || (r->mib == most_mib && r->node < most)) {
+      most = r->node;
+      most_mib = r->mib;
+    }
+  }
+  if (out > 0)
+    qp_node_amount_add(now, most, out);
+  return now;
 }

@@ -137,4 +137,17 @@ const char *qp_caller_pins_other(const QpCallerPins *pins);
  * is gone does not count. */
 gboolean qp_caller_pins_moved(const QpCallerPins *pins);
 
+/* The caller narrowed the nodes QEMU may take memory from to ALLOWED (its
+ * cgroup's cpuset.mems: `virsh numatune --live`, an orchestrator's own
+ * cgroup), and the kernel moved its pages there and rebound its policies
+ * (robustness finding 51). The claim's memory (MEM, of QpNodeAmount)
+ * follows: a new array, or NULL when every node of MEM is still allowed.
+ * A node still allowed keeps its claim; what was claimed on the others
+ * goes first to the allowed nodes where the VM holds more (RESIDENT, MiB
+ * per node) than it claims there, then to the allowed node that holds the
+ * most of it (the lowest allowed node when none holds any). The total
+ * stays as it was. */
+GArray *qp_caller_mems_claim(const GArray *mem, hwloc_const_bitmap_t allowed,
+                             const GArray *resident);
+
 G_END_DECLS

@@ -83,6 +83,23 @@ proc_file(int pid, const char *name, GError **error)
   return text;
 }
 
+hwloc_bitmap_t
+qp_mem_allowed_nodes(int pid)
+{
+  g_autofree char *text = proc_file(pid, "status", NULL);
+  const char *field =
+      text != NULL ? strstr(text, "\nMems_allowed_list:") : NULL;
+  if (field == NULL)
+    return NULL;
+  field += strlen("\nMems_allowed_list:");
+  g_autofree char *list = g_strndup(field, strcspn(field, "\n"));
+  hwloc_bitmap_t nodes = NULL;
+  if (!qp_list_parse(g_strstrip(list), "Mems_allowed_list", QP_LIST_MAX_INDEX,
+                     &nodes, NULL))
+    return NULL;
+  return nodes;
+}
+
 /* numa_maps read as qp_mem_where() says; PER_NODE (may be NULL): the
  * memory counted there per node, in KiB. */
 static gboolean

@@ -31,6 +31,11 @@ gboolean qp_mem_where(int pid, hwloc_const_bitmap_t nodes, QpMemWhere *out,
 GArray *qp_mem_where_per_node(int pid, hwloc_bitmap_t huge_nodes,
                               GError **error);
 
+/* The nodes PID may take memory from now (Mems_allowed_list in
+ * /proc/PID/status: its cgroup's cpuset.mems), or NULL when it cannot be
+ * read (PID gone). */
+hwloc_bitmap_t qp_mem_allowed_nodes(int pid);
+
 /* Moves every page of PID that is off TO (a page on node N goes to TO's
  * node at N's position among the host's nodes HOST_NODES, modulo TO's
  * weight: what the kernel's cpuset rebinding does too) with move_pages(2),

@@ -624,10 +624,12 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
   /* Where its pages are now (the record's figure is up to 10 s old, and
    * none right after a move): the re-plan counts them as its own. */
   qp_keeper_measure_resident(k);
-  if (!may_move(k, to, error))
-    return NULL;
+  /* Nodes the VM may not use are named first: they say more of this
+   * destination than that the VM is the caller's (whose cpuset.mems may be
+   * what left them out). */
   g_autoptr(QpHost) host = qp_host_load_full(k->cfg->topology, FALSE, error);
-  if (host == NULL || !may_use_cpus_of(host, k->cfg->placement, to, error))
+  if (host == NULL || !may_use_cpus_of(host, k->cfg->placement, to, error) ||
+      !may_move(k, to, error))
     return NULL;
   /* Memory given to the VM after its start moves with it, and a virtio-mem
    * device with what it holds now: the plan claims them on the destination

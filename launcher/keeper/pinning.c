@@ -278,6 +278,8 @@ qp_keeper_caller_placed(const Keeper *k)
   if (bound != NULL)
     return g_strdup_printf(
         "the caller chose the host nodes of memory backend %s", bound);
+  if (k->mems_narrowed != NULL)
+    return g_strdup(k->mems_narrowed);
   return NULL;
 }
 

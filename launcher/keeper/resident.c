@@ -142,6 +142,74 @@ even_out(Keeper *k, const QpClaim *claim, const GArray *now)
   return moved > 0;
 }
 
+static gboolean
+set_mem(QpClaim *claim, const QpClaims *claims, gpointer data, GError **error)
+{
+  const GArray *mem = data;
+  g_array_set_size(claim->mem, 0);
+  g_array_append_vals(claim->mem, mem->data, mem->len);
+  claim->caller_placed = TRUE;
+  return TRUE;
+}
+
+/* "2: 128 MiB, 3: 40 MiB" of AMOUNTS (of QpNodeAmount). */
+static char *
+amounts_text(const GArray *amounts)
+{
+  GString *s = g_string_new(NULL);
+  for (guint j = 0; j < amounts->len; j++) {
+    const QpNodeAmount *a = &g_array_index(amounts, QpNodeAmount, j);
+    g_string_append_printf(s, "%s%" G_GUINT64_FORMAT " MiB on node %d",
+                           j ? ", " : "", a->mib, a->node);
+  }
+  return g_string_free(s, s->len == 0);
+}
+
+/* The caller narrowed the nodes QEMU may take memory from (its cgroup's
+ * cpuset.mems) off nodes of the claim: the kernel moved the pages and
+ * rebound the policies, and the claim follows them (NOW: MiB per node),
+ * the VM's placement the caller's from then on (robustness finding 51).
+ * TRUE if the claim changed. */
+static gboolean
+follow_allowed_mems(Keeper *k, const GArray *now)
+{
+  if (k->mems_at_start == NULL)
+    return FALSE;
+  g_auto(hwloc_bitmap_t) allowed = qp_mem_allowed_nodes(k->qemu_pid);
+  if (allowed == NULL)
+    return FALSE;
+  /* Only nodes QEMU could use at the start can have been taken away: a
+   * model's nodes the kernel never had (QEMU_PIN_TOPOLOGY) are no change. */
+  const QpClaim *claim = qp_held_claim_get(k->claim);
+  g_auto(hwloc_bitmap_t) judged = hwloc_bitmap_dup(allowed);
+  for (guint j = 0; j < claim->mem->len; j++) {
+    int node = g_array_index(claim->mem, QpNodeAmount, j).node;
+    if (!hwloc_bitmap_isset(k->mems_at_start, (unsigned)node))
+      hwloc_bitmap_set(judged, (unsigned)node);
+  }
+  g_autoptr(GArray) mem = qp_caller_mems_claim(claim->mem, judged, now);
+  if (mem == NULL)
+    return FALSE;
+  g_autofree char *was = amounts_text(claim->mem);
+  g_autoptr(GError) error = NULL;
+  if (!qp_held_claim_adjust(k->claim, set_mem, mem, &error)) {
+    qp_error("keeper: cannot claim the VM's memory where its caller allowed "
+             "it: %s",
+             error->message);
+    return FALSE;
+  }
+  g_autofree char *list = qp_list_format(allowed);
+  g_free(k->mems_narrowed);
+  k->mems_narrowed = g_strdup_printf(
+      "the caller allowed its memory only on nodes %s (cpuset.mems)", list);
+  g_autofree char *is = amounts_text(mem);
+  qp_keeper_log(k, 1,
+                "memory: the caller allowed QEMU's memory only on nodes %s: "
+                "claimed %s (was %s)",
+                list, is ? is : "none", was ? was : "none");
+  return TRUE;
+}
+
 static void
 measure_later(Keeper *k)
 {
@@ -152,6 +220,7 @@ measure_later(Keeper *k)
 void
 qp_keeper_resident_start(Keeper *k)
 {
+  k->mems_at_start = qp_mem_allowed_nodes(k->qemu_pid);
   if (k->cfg->req != NULL && k->cfg->req->prealloc)
     qp_keeper_measure_resident(k);
   else
@@ -180,6 +249,8 @@ qp_keeper_measure_resident(Keeper *k)
   const QpClaim *claim = qp_held_claim_get(k->claim);
   if (now == NULL || claim->mem->len == 0)
     return;
+  if (follow_allowed_mems(k, now))
+    claim = qp_held_claim_get(k->claim);
   if (even_out(k, claim, now)) {
     g_array_unref(now);
     now = measure(k->qemu_pid);
@@ -194,12 +265,6 @@ qp_keeper_measure_resident(Keeper *k)
              error->message);
     return;
   }
-  GString *s = g_string_new(NULL);
-  for (guint j = 0; j < claim->resident->len; j++) {
-    const QpNodeAmount *a = &g_array_index(claim->resident, QpNodeAmount, j);
-    g_string_append_printf(s, "%s%" G_GUINT64_FORMAT " MiB on node %d",
-                           j ? ", " : "", a->mib, a->node);
-  }
-  qp_keeper_log(k, 1, "resident: %s", s->len ? s->str : "none");
-  g_string_free(s, TRUE);
+  g_autofree char *text = amounts_text(claim->resident);
+  qp_keeper_log(k, 1, "resident: %s", text ? text : "none");
 }

@@ -51,6 +51,11 @@ typedef struct {
   gboolean unwritten;      /* the claim changed since the record was written */
   gint64 next_look_at;     /* when to look for threads moved by the caller */
   gint64 next_resident_at; /* when to measure QEMU's resident memory */
+  /* The nodes QEMU could take memory from as the keeper began to hold it
+   * (NULL: unknown), and, once the caller narrowed them (its cpuset.mems)
+   * off the claim's, what it allowed, in words (resident.c). */
+  hwloc_bitmap_t mems_at_start;
+  char *mems_narrowed;
   /* QEMU said it is exiting (SHUTDOWN on a host signal or quit): when it
    * is still there a while later, the signal is sent again. */
   gint64 exiting_since;

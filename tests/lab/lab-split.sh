@@ -13,7 +13,11 @@
 # as an orchestrator may: the kernel moves every page there and rebinds the
 # VM's policy to node 2 alone, and the keeper moves none back onto node 1,
 # which QEMU may no longer use (nor says it cannot, every 10 s: its log,
-# the launch's standard error, has no such line).
+# the launch's standard error, has no such line). The claim follows the
+# pages: all of it on node 2, the VM marked as placed by its caller, so a
+# move is refused (robustness finding 51). The caller then moves it on to
+# node 3, a node outside its claim, as `virsh numatune --live` would: the
+# claim follows again.
 . "$QP_LAB_SRC/lib.sh"
 
 expect_nodes 4
@@ -64,7 +68,10 @@ cg=/sys/fs/cgroup/lab-split
 grep -qw cpuset /sys/fs/cgroup/cgroup.controllers || fail "the lab kernel has no cgroup v2 cpuset controller"
 echo +cpuset >/sys/fs/cgroup/cgroup.subtree_control || fail "cannot enable the cpuset controller"
 mkdir -p "$cg" || fail "cannot make cgroup $cg"
-echo "$(node_cpus 1),$(node_cpus 2)" >"$cg/cpuset.cpus" || fail "cannot set the cgroup's CPUs"
+# Every CPU: joining the cgroup resets each thread to all of them, which the
+# keeper takes for a reset (the plan goes back), not for the caller's
+# pinning; only the memory is the caller's.
+cat /sys/devices/system/cpu/online >"$cg/cpuset.cpus" || fail "cannot set the cgroup's CPUs"
 echo 1-2 >"$cg/cpuset.mems" || fail "cannot set the cgroup's mems"
 echo "$pid" >"$cg/cgroup.procs" || fail "cannot move QEMU $pid into $cg"
 echo 2 >"$cg/cpuset.mems" || fail "cannot narrow the cgroup's mems to node 2"
@@ -78,6 +85,28 @@ if grep -q "cannot keep the VM's memory" big.err; then
   fail "the keeper tried to move pages onto a node QEMU may not use: $(grep "cannot keep" big.err | head -n 1)"
 fi
 log "ok: the keeper left the caller's placement alone"
+
+total=$((c1 + c2))
+claim_only() { [ "$(claim_of "$pid")" = "{\"$1\":$total}" ]; }
+wait_for 30 claim_only 2 ||
+  fail "the claim did not follow the caller's cpuset.mems to node 2: $(claim_of "$pid") (was $claim)"
+log "ok: the claim followed the pages to node 2: $(claim_of "$pid")"
+st=$(status_json) || fail "qemu-pin status failed"
+assert_eq "caller-placed of the VM" true \
+  "$(jq -r --argjson p "$pid" '.vms[] | select(.["qemu-pid"] == $p) | .["caller-placed"]' "$st")"
+if "$QP_BINARY" move "$pid" --to-nodes=1 >move.out 2>&1; then
+  fail "a move of the VM whose memory the caller confined to node 2 succeeded: $(cat move.out)"
+fi
+grep -q "cpuset.mems" move.out || fail "the refused move does not say why: $(cat move.out)"
+log "ok: move refused: $(head -n 1 move.out)"
+
+echo 2-3 >"$cg/cpuset.mems" || fail "cannot widen the cgroup's mems to 2-3"
+echo 3 >"$cg/cpuset.mems" || fail "cannot narrow the cgroup's mems to node 3"
+all_on_3() { [ "$(on_node "$pid" 3 "$size")" -eq 1000 ]; }
+wait_for 60 all_on_3 || fail "the kernel left guest RAM off node 3: $(on_node "$pid" 3 "$size") permille on it"
+wait_for 30 claim_only 3 ||
+  fail "the claim did not follow the caller's cpuset.mems to node 3: $(claim_of "$pid")"
+log "ok: the claim followed the pages to node 3: $(claim_of "$pid")"
 
 lab_cleanup
 rmdir "$cg" 2>/dev/null

@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -378,6 +379,78 @@ test_moved_real_thread(void)
   g_cond_clear(&s.cond);
 }
 
+/* ---- The claim follows a caller's cpuset.mems (finding 51) ------------ */
+
+/* "2:128,3:40" as QpNodeAmount entries, in that order. */
+static GArray *
+amounts_of(const char *text)
+{
+  GArray *a = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  for (guint i = 0; parts[i] != NULL; i++) {
+    if (*parts[i] == '\0')
+      continue;
+    QpNodeAmount n = {0, 0};
+    g_assert_cmpint(sscanf(parts[i], "%d:%" G_GUINT64_FORMAT, &n.node, &n.mib),
+                    ==, 2);
+    g_array_append_val(a, n);
+  }
+  return a;
+}
+
+static char *
+amounts_text(const GArray *a)
+{
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < a->len; i++) {
+    const QpNodeAmount *n = &g_array_index(a, QpNodeAmount, i);
+    g_string_append_printf(s, "%s%d:%" G_GUINT64_FORMAT, i ? "," : "", n->node,
+                           n->mib);
+  }
+  return g_string_free(s, FALSE);
+}
+
+typedef struct {
+  const char *name;
+  const char *claim;    /* the claim's memory, node:MiB */
+  const char *allowed;  /* Mems_allowed_list */
+  const char *resident; /* the VM's pages now, node:MiB */
+  const char *want;     /* the claim after, or NULL: unchanged */
+} MemsCase;
+
+static const MemsCase mems_cases[] = {
+    /* The lab's case: bound and claimed on node 2, cpuset.mems 2-3 then 3. */
+    {"moved-to-another-node", "2:128", "3", "3:130", "3:128"},
+    /* A balanced VM split over nodes 1-2, narrowed to node 2: all there. */
+    {"split-narrowed-to-one", "1:170,2:224", "2", "2:392", "2:394"},
+    /* Node 0 left, nodes 1-2 allowed: node 1 keeps its claim, node 2 gets
+     * the pages it holds, the rest goes where most of them are. */
+    {"pages-beyond-then-most", "0:100,1:100", "1-2", "1:60,2:80",
+     "1:100,2:100"},
+    /* Untouched memory: nothing resident, the lowest allowed node. */
+    {"nothing-resident", "0:64", "2-3", "", "2:64"},
+    /* Widened, or left as it was: the claim stays. */
+    {"still-allowed", "1:170,2:224", "0-3", "1:150,2:240", NULL},
+    {"same-nodes", "2:128", "2", "2:20", NULL},
+};
+
+static void
+test_mems(gconstpointer data)
+{
+  const MemsCase *c = data;
+  g_autoptr(GArray) claim = amounts_of(c->claim);
+  g_autoptr(GArray) resident = amounts_of(c->resident);
+  g_auto(hwloc_bitmap_t) allowed = set_of(c->allowed);
+  g_autoptr(GArray) now = qp_caller_mems_claim(claim, allowed, resident);
+  if (c->want == NULL) {
+    g_assert_null(now);
+    return;
+  }
+  g_assert_nonnull(now);
+  g_autofree char *have = amounts_text(now);
+  g_assert_cmpstr(have, ==, c->want);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -395,5 +468,10 @@ main(int argc, char **argv)
   }
   g_test_add_func("/caller-pinning/claim/look-text", test_look_text);
   g_test_add_func("/caller-pinning/moved/real-thread", test_moved_real_thread);
+  for (gsize i = 0; i < G_N_ELEMENTS(mems_cases); i++) {
+    g_autofree char *path =
+        g_strdup_printf("/caller-pinning/mems/%s", mems_cases[i].name);
+    g_test_add_data_func(path, &mems_cases[i], test_mems);
+  }
   return g_test_run();
 }

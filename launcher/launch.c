@@ -15,6 +15,7 @@
 #include "launcher/qemu/rewrite.h"
 #include "topology/base/proc.h"
 #include "topology/host/snapshot.h"
+#include "topology/plan/capacity.h"
 #include "topology/plan/claim.h"
 
 #include <errno.h>
@@ -478,6 +479,22 @@ started_inside(const QpHost *host, const QpPlacementOptions *p,
     hwloc_bitmap_zero(*cpus);
 }
 
+/* The host reserve the VM is started with on each node of HOST (its
+ * reserve-mib and node-reserve-mib, from wherever the settings came), into
+ * RESERVE (of QpNodeAmount), the nodes where it is not 0: for its record,
+ * as its keeper plans a move with it and `rebalance` checks each move
+ * against it. */
+static void
+started_reserve(const QpHost *host, const QpPlacementOptions *p,
+                GArray *reserve)
+{
+  for (guint i = 0; i < host->n_nodes; i++) {
+    guint64 mib = qp_node_reserve_mib(p, host->nodes[i].id);
+    if (mib > 0)
+      g_array_append_val(reserve, ((QpNodeAmount){host->nodes[i].id, mib}));
+  }
+}
+
 /* The claim's critical section (the ledger locked, its live records
  * read): plans, rewrites QEMU's command line, starts the keeper (or
  * configures the one started ahead) and makes the record, which names the
@@ -502,6 +519,8 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
     qp_warning("%s", crossing);
   g_auto(hwloc_bitmap_t) started_nodes = NULL, started_cpus = NULL;
   started_inside(l->host, &l->opts->placement, &started_nodes, &started_cpus);
+  g_autoptr(GArray) reserve = g_array_new(FALSE, FALSE, sizeof(QpNodeAmount));
+  started_reserve(l->host, &l->opts->placement, reserve);
   /* The keeper needs little of the host: the rest is freed before it
    * starts. */
   l->caller_host =
@@ -522,6 +541,7 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
   g_autoptr(QpClaim) claim = qp_claim_from_plan(plan, id, args->name);
   hwloc_bitmap_copy(claim->started_nodes, started_nodes);
   hwloc_bitmap_copy(claim->started_cpus, started_cpus);
+  g_array_append_vals(claim->started_reserve, reserve->data, reserve->len);
   if (args->uuid != NULL)
     claim->uuid = g_utf8_make_valid(args->uuid, -1);
   if (args->daemonize) {

@@ -143,6 +143,10 @@ move b --to-nodes=0
 refused "no room" 1 $? "$b" "$before"
 grep -q "move refused" "$T/move.err" && ok "no room: named" || not_ok "no room: $(cat "$T/move.err")"
 check "no room: c's claim is unchanged" '{"0":1536}' "$(record "$c" | jq -c '.["memory-mib"]')"
+# The reserve b was started with is in its record, for `rebalance` to plan
+# no move that its keeper refuses for want of room under it.
+check "a VM started with --reserve-mib: its record's started-reserve-mib" "{\"0\":$reserve}" \
+  "$(record "$b" | jq -c '.["started-reserve-mib"]')"
 
 # The caller pins a vCPU while the pages move (a copy at --rate takes its
 # time; here the keeper waits 3 s at that point): the move stops, the
@@ -285,8 +289,8 @@ grep -q "move refused: the caller chose the host nodes of memory backend ext1; q
 # Where a VM was started inside is in its record, for `rebalance` to plan
 # no move out of it (its keeper refuses one): none for a VM started
 # anywhere, the CPUs a caller's taskset left it.
-check "a VM started anywhere: no started-nodes or started-cpus" '[null,null]' \
-  "$(record "$a" | jq -c '[.["started-nodes"], .["started-cpus"]]')"
+check "a VM started anywhere, without a reserve: no started-nodes, started-cpus or started-reserve-mib" '[null,null,null]' \
+  "$(record "$a" | jq -c '[.["started-nodes"], .["started-cpus"], .["started-reserve-mib"]]')"
 h=$(taskset -c 0 "$QP_BINARY" --state-dir="$SD" --mode=balanced -- "$QEMU" -name h,debug-threads=on \
   -machine q35 -accel tcg -display none -nodefaults -S -smp 1 -m 64 \
   -daemonize -pidfile "$T/h.pid" >"$T/h.out" 2>&1 && cat "$T/h.pid") || not_ok "launch h under taskset -c 0: $(cat "$T/h.out")"

@@ -170,6 +170,8 @@ test_line_round_trip(void)
   g_array_append_val(c->cpu_load, cl);
   hwloc_bitmap_set_range(c->started_nodes, 1, 2);
   hwloc_bitmap_set_range(c->started_cpus, 8, 15);
+  QpNodeAmount r = {2, 391};
+  g_array_append_val(c->started_reserve, r);
 
   g_autofree char *line = qp_claim_to_summary_line(c);
   g_assert_null(strchr(line, '\n'));
@@ -180,6 +182,7 @@ test_line_round_trip(void)
   g_autofree char *got = qp_claim_to_json(back);
   g_assert_cmpstr(got, ==, want);
   g_assert_nonnull(strstr(got, "\"started-nodes\" : \"1-2\""));
+  g_assert_cmpuint(qp_node_amount_of(back->started_reserve, 2), ==, 391);
 
   g_autoptr(QpClaim) bare = claim_of("vm-2", 1, 2, 0);
   g_array_set_size(bare->mem, 0);

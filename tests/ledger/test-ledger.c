@@ -621,6 +621,9 @@ full_claim(void)
   c->time = 1764450000;
   hwloc_bitmap_set_range(c->started_nodes, 0, 3);
   hwloc_bitmap_set_range(c->started_cpus, 0, 15);
+  QpNodeAmount r0 = {0, 346}, r3 = {3, 1024};
+  g_array_append_val(c->started_reserve, r0);
+  g_array_append_val(c->started_reserve, r3);
   return c;
 }
 
@@ -666,6 +669,9 @@ test_record_round_trip(void)
   g_assert_cmpstr(sn, ==, "0-3");
   g_autofree char *sc = qp_list_format(back->started_cpus);
   g_assert_cmpstr(sc, ==, "0-15");
+  g_assert_cmpuint(back->started_reserve->len, ==, 2);
+  g_assert_cmpuint(qp_node_amount_of(back->started_reserve, 0), ==, 346);
+  g_assert_cmpuint(qp_node_amount_of(back->started_reserve, 3), ==, 1024);
 
   /* The documented field names are on disk. */
   const char *keys[] = {"\"version\" : 1",
@@ -684,7 +690,8 @@ test_record_round_trip(void)
                         "\"cpus\" : \"12-13\"",
                         "\"time\"",
                         "\"started-nodes\" : \"0-3\"",
-                        "\"started-cpus\" : \"0-15\""};
+                        "\"started-cpus\" : \"0-15\"",
+                        "\"started-reserve-mib\" : {"};
   for (gsize i = 0; i < G_N_ELEMENTS(keys); i++)
     g_assert_nonnull(strstr(text, keys[i]));
 
@@ -702,6 +709,7 @@ test_record_round_trip(void)
   g_assert_cmpuint(b2->cpu_load->len, ==, 0);
   g_assert_true(hwloc_bitmap_iszero(b2->started_nodes));
   g_assert_true(hwloc_bitmap_iszero(b2->started_cpus));
+  g_assert_cmpuint(b2->started_reserve->len, ==, 0);
 }
 
 /* Records written before best effort existed have neither "best-effort"

@@ -59,6 +59,7 @@ qp_claim_new(void)
   c->dedicated = hwloc_bitmap_alloc();
   c->started_nodes = hwloc_bitmap_alloc();
   c->started_cpus = hwloc_bitmap_alloc();
+  c->started_reserve = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
   c->devices = g_ptr_array_new_with_free_func(g_free);
   c->resident = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
   return c;
@@ -88,6 +89,8 @@ qp_claim_copy(const QpClaim *c)
   copy->caller_placed = c->caller_placed;
   hwloc_bitmap_copy(copy->started_nodes, c->started_nodes);
   hwloc_bitmap_copy(copy->started_cpus, c->started_cpus);
+  g_array_append_vals(copy->started_reserve, c->started_reserve->data,
+                      c->started_reserve->len);
   for (guint i = 0; i < c->devices->len; i++)
     g_ptr_array_add(copy->devices, g_strdup(c->devices->pdata[i]));
   g_array_append_vals(copy->resident, c->resident->data, c->resident->len);
@@ -110,6 +113,7 @@ qp_claim_free(QpClaim *c)
   hwloc_bitmap_free(c->dedicated);
   hwloc_bitmap_free(c->started_nodes);
   hwloc_bitmap_free(c->started_cpus);
+  g_array_unref(c->started_reserve);
   g_ptr_array_unref(c->devices);
   g_array_unref(c->resident);
   g_free(c);

@@ -83,6 +83,12 @@ typedef struct {
    * launcher's affinity and cpuset, --affinity) it must stay inside, empty
    * when it may go anywhere; a move never leaves them (not a holding). */
   hwloc_bitmap_t started_nodes, started_cpus;
+  /* The host reserve it was started with (reserve-mib, node-reserve-mib:
+   * its config group's, QEMU_PIN_*'s or the command line's), of
+   * QpNodeAmount: the nodes where it is not 0; empty when it is 0 on every
+   * node, or not known (an older record). Its keeper plans a move with it
+   * (not a holding). */
+  GArray *started_reserve;
   /* Not in the record: QEMU's resident set (/proc/PID/stat) as the reader
    * found it live, the most its resident can be; 0 when not known. */
   guint64 qemu_rss_mib;

@@ -527,6 +527,8 @@ static void
 node_map_put_json(QpJv *o, const QpField *f, gconstpointer v)
 {
   const GArray *a = *(GArray *const *)v;
+  if ((f->flags & QP_FIELD_OMIT) && (a == NULL || a->len == 0))
+    return;
   QpJv *m = qp_jv_object();
   for (guint i = 0; a != NULL && i < a->len; i++) {
     int node;

@@ -48,6 +48,8 @@ static const QpField fields[] = {
           QP_FIELD_OMIT | QP_FIELD_OPTIONAL),
     FIELD("started-cpus", qp_field_cpus, started_cpus, 0,
           QP_FIELD_OMIT | QP_FIELD_OPTIONAL),
+    FIELD("started-reserve-mib", qp_field_node_map, started_reserve, G_MAXINT64,
+          QP_FIELD_OMIT | QP_FIELD_OPTIONAL),
     FIELD("devices", qp_field_strings, devices, 0, QP_FIELD_OMIT),
     FIELD("resident-mib", qp_field_node_map, resident, G_MAXINT64,
           QP_FIELD_OPTIONAL),

@@ -168,10 +168,13 @@ why_unmovable(const QpClaim *c)
  * that reason) is the caller's, kept where it is as fixed load. A VM moves
  * only inside the host nodes and CPUs it was started inside (the record's
  * "started-nodes" and "started-cpus": --hostnodes, --affinity, the
- * launcher's cpuset), which its keeper checks too. The record does not say
- * the reserve it was started with: the keeper checks it when it is asked
- * to move, and refuses; one DECLINED names is kept too. A record of mode
- * none, or one that mode auto placed best effort, gets none: never moved. */
+ * launcher's cpuset), which its keeper checks too, and only where its
+ * memory fits under the host reserve it was started with ("started-reserve-
+ * mib") as well as under the rebalance's own, as its keeper re-plans the
+ * move with that reserve. A record of an older qemu-pin does not say the
+ * reserve: its keeper refuses a move without room under it, and one
+ * DECLINED names is kept. A record of mode none, or one that mode auto
+ * placed best effort, gets none: never moved. */
 static gboolean
 names(const GPtrArray *ids, const char *id)
 {
@@ -197,6 +200,8 @@ vms_of(const QpClaims *claims, const GPtrArray *refused,
     v.caller_set = c->caller_placed || names(refused, c->id);
     v.vfio = qp_claim_has_vfio(c);
     v.moved_at = c->moved_at;
+    if (c->started_reserve->len > 0)
+      v.reserve = c->started_reserve;
     if (!hwloc_bitmap_iszero(c->started_nodes))
       v.nodes = c->started_nodes;
     if (!hwloc_bitmap_iszero(c->started_cpus))

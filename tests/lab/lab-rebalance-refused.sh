@@ -1,13 +1,17 @@
-# In-lab test (shape 4n): a keeper that refuses a rebalance's move because
-# its VM does not fit on the destination under the settings the VM was
-# started with (its own host reserve, which its record does not say) does
-# not end the rebalance (qemu-pin(1), rebalance: "A keeper that refuses a
-# move all the same ... does not end the rebalance"). A balanced VM is
-# launched with a per-node reserve that leaves each node about 70% of it,
-# so it spans two nodes; without that reserve one node holds it, so a
-# rebalance plans its move. `qemu-pin rebalance` then exits 0 with nothing
-# on stderr, the VM's claim stays where it was, and `rebalance --json`
-# lists it in `kept` as refused by its keeper.
+# In-lab test (shape 4n): a VM started with its own host reserve, which
+# leaves it no room on one node, is not listed by `rebalance --dry-run` or
+# `status` as moving onto one (robustness.md, finding 55), and a keeper
+# that refuses a move all the same (a record of an older qemu-pin, which
+# does not say the reserve) does not end the rebalance (qemu-pin(1),
+# rebalance: "A keeper that refuses a move all the same ... does not end
+# the rebalance"). A balanced VM is launched with a per-node reserve that
+# leaves each node about 70% of it, so it spans two nodes; without that
+# reserve one node holds it. Its record says that reserve
+# ("started-reserve-mib"), so the dry run, `status` and `rebalance` plan
+# no move of it. With the field taken out of its record, the dry run lists
+# the move; `qemu-pin rebalance` then exits 0 with nothing on stderr, the
+# VM's claim stays where it was, and `rebalance --json` lists it in `kept`
+# as refused by its keeper.
 . "$QP_LAB_SRC/lib.sh"
 
 expect_nodes 4
@@ -32,8 +36,31 @@ before=$(claim_of "$pid")
 sf=$(status_json) || fail "qemu-pin status --json failed"
 id=$(jq -r --argjson p "$pid" '.vms[] | select(.["qemu-pid"] == $p) | .id' "$sf")
 
+# What the dry run and status list: no move of the VM (its keeper would
+# refuse it).
 "$QP_BINARY" rebalance --dry-run --json >dry.json 2>dry.err || fail "rebalance --dry-run failed: $(cat dry.err)"
-assert_eq "premise: the dry run moves the spanning VM" "$id" "$(jq -r '.moves[0].vm' dry.json)"
+[ -s dry.err ] && fail "rebalance --dry-run printed on stderr: $(cat dry.err)"
+assert_eq "moves of the VM that rebalance --dry-run --json lists" '[]' \
+  "$(jq -c --arg id "$id" '[.moves[] | select(.vm == $id) | {from, to}]' dry.json)"
+assert_eq "moves of the VM that status --json lists" '[]' \
+  "$(jq -c --arg id "$id" '[.rebalance.moves[] | select(.vm == $id) | {from, to}]' "$sf")"
+"$QP_BINARY" status >status.txt 2>status.err || fail "qemu-pin status failed: $(cat status.err)"
+grep -q "would move" status.txt && fail "status lists a move: $(grep -A3 'would move' status.txt)"
+# The reserve it was started with, node by node, is in its record.
+record=/run/qemu-pin/$id.json
+want=$(printf '%s' "$reserve" | jq -Rc 'split(",") | map(split(":") | {(.[0]): (.[1] | tonumber)}) | add')
+assert_eq "its record's started-reserve-mib" "$want" "$(jq -c '.["started-reserve-mib"]' "$record")"
+"$QP_BINARY" rebalance >reb.out 2>reb.err || fail "rebalance failed: $(cat reb.err)"
+[ -s reb.err ] && fail "rebalance printed on stderr: $(cat reb.err)"
+assert_eq "rebalance" "qemu-pin: rebalance: no VM to move" "$(cat reb.out)"
+assert_eq "the VM's claim after rebalance" "$before" "$(claim_of "$pid")"
+
+# A record of an older qemu-pin does not say the reserve: written anew
+# without it (a new file, which the ledger's summary does not hold).
+jq 'del(.["started-reserve-mib"])' "$record" >"/run/qemu-pin/.$id.json.tmp-$$"
+mv "/run/qemu-pin/.$id.json.tmp-$$" "$record"
+"$QP_BINARY" rebalance --dry-run --json >dry.json 2>dry.err || fail "rebalance --dry-run failed: $(cat dry.err)"
+assert_eq "premise: without the field, the dry run moves the spanning VM" "$id" "$(jq -r '.moves[0].vm' dry.json)"
 
 "$QP_BINARY" rebalance >reb.out 2>reb.err ||
   fail "rebalance exited non-zero after the VM's keeper refused the move: $(cat reb.err)"

@@ -4,6 +4,7 @@
  * holds afterwards. */
 #include "tests/plan/plan-hosts.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "topology/plan/rebalance-gate.h"
@@ -341,6 +342,91 @@ test_spanning_comes_back(void)
   g_autofree QpRebalanceVm *vms2 = all_movable(r->after);
   g_autoptr(QpRebalance) again = rebalance(h, r->after, vms2, NULL, NULL);
   g_assert_cmpuint(again->moves->len, ==, 0);
+}
+
+/* c of spanning_c() (8 GiB, 4 GiB on each of nodes 0 and 1; node 0 has
+ * 12 GiB to claim, nodes 2 and 3 all 16) was started with its own host
+ * reserve OWN ("node:MiB,...", the record's "started-reserve-mib"); the
+ * rebalance plans with OURS on every node. Returns the node c is moved to
+ * ("" for no move), after checking it against c's keeper: the keeper
+ * re-plans c with its own reserve on each destination (as
+ * launcher/keeper/move.c does: the other claims, hostnodes the
+ * destination), and the rebalance moves c only where the keeper accepts,
+ * and somewhere whenever the keeper would accept a node and OURS is 0. */
+static char *
+move_of_c(const char *own, guint64 ours)
+{
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) claims = spanning_c(h, 12288);
+  guint n = claims->claims->len;
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  g_autoptr(GArray) reserve = g_array_new(FALSE, FALSE, sizeof(QpNodeAmount));
+  g_auto(GStrv) items = g_strsplit(own, ",", -1);
+  for (guint x = 0; items[x] != NULL; x++) {
+    QpNodeAmount a = {0, 0};
+    g_assert_cmpint(sscanf(items[x], "%d:%" G_GUINT64_FORMAT, &a.node, &a.mib),
+                    ==, 2);
+    g_array_append_val(reserve, a);
+  }
+  vm_of(vms, n, "c")->reserve = reserve;
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  o->o.reserve_mib = ours;
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, NULL, o);
+
+  /* Where c's keeper accepts a move. */
+  g_autoptr(QpClaims) others = qp_claims_new();
+  for (guint x = 0; x < n; x++)
+    if (claims->claims->pdata[x] != claim_of(claims, "c"))
+      g_ptr_array_add(others->claims, qp_claim_copy(claims->claims->pdata[x]));
+  g_autoptr(QpRequest) req = request(2, 8192);
+  g_auto(hwloc_bitmap_t) accepts = hwloc_bitmap_alloc();
+  for (guint i = 0; i < h->n_nodes; i++) {
+    g_autoptr(Opts) k = opts_new(QP_MODE_BALANCED, NULL);
+    k->o.node_reserve = g_array_copy(reserve);
+    k->o.hostnodes = hwloc_bitmap_alloc();
+    hwloc_bitmap_set(k->o.hostnodes, (unsigned)h->nodes[i].id);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QpPlan) p = qp_plan_compute(h, others, req, &k->o, &error);
+    if (p != NULL)
+      hwloc_bitmap_set(accepts, (unsigned)h->nodes[i].id);
+  }
+  g_assert_cmpuint(r->moves->len, <=, 1);
+  if (r->moves->len == 0) {
+    g_assert_true(ours > 0 || hwloc_bitmap_iszero(accepts));
+    return g_strdup("");
+  }
+  const QpMove *m = r->moves->pdata[0];
+  g_assert_cmpstr(m->vm, ==, "c");
+  g_assert_true(hwloc_bitmap_isincluded(m->to, accepts));
+  return qp_list_format(m->to);
+}
+
+/* A VM started with a host reserve of its own is moved only where it fits
+ * under that reserve too, as its keeper checks the move (robustness.md,
+ * finding 55): under the rebalance's reserve alone c would go to node 0,
+ * where half of it is. */
+static void
+test_own_reserve(void)
+{
+  g_autofree char *none = move_of_c("", 0);
+  g_assert_cmpstr(none, ==, "0");
+  /* Node 0 keeps 8192 for the host: exactly room for c's other half. */
+  g_autofree char *exact = move_of_c("0:8192", 0);
+  g_assert_cmpstr(exact, ==, "0");
+  /* One MiB more: not there, but whole to node 2, which has room. */
+  g_autofree char *more = move_of_c("0:8193", 0);
+  g_assert_cmpstr(more, ==, "2");
+  /* Room on no node under its reserve: no move (its keeper would refuse
+   * each). */
+  g_autofree char *nowhere = move_of_c("0:10000,1:10000,2:10000,3:10000", 0);
+  g_assert_cmpstr(nowhere, ==, "");
+  /* The larger of the two reserves counts on each node: the rebalance's
+   * 4000 on node 0 with the VM's 3000 leaves room there; the VM's 9000
+   * with the rebalance's 4000 does not. */
+  g_autofree char *ours = move_of_c("0:3000", 4000);
+  g_assert_cmpstr(ours, ==, "0");
+  g_autofree char *its = move_of_c("0:9000", 4000);
+  g_assert_cmpstr(its, ==, "2");
 }
 
 /* One-to-one keeps its mode: the move takes free cores at the destination,
@@ -838,6 +924,7 @@ main(int argc, char **argv)
                   test_never_moved);
   g_test_add_func("/rebalance/keeps/started-host-nodes",
                   test_stays_inside_nodes);
+  g_test_add_func("/rebalance/keeps/own-reserve", test_own_reserve);
   g_test_add_func("/rebalance/consolidate/spanning-comes-back",
                   test_spanning_comes_back);
   g_test_add_func("/rebalance/consolidate/chain-makes-room",

@@ -330,6 +330,37 @@ allowed(const Work *k, const Vm *v, guint i)
   return v->in->cpus == NULL || hwloc_bitmap_intersects(v->in->cpus, n->cpus);
 }
 
+/* The reserve V was started with on node index I beyond the rebalance's
+ * own: 0 when it is no larger. */
+static guint64
+reserve_beyond(const Work *k, const Vm *v, guint i)
+{
+  if (v->in->reserve == NULL || v->in->reserve->len == 0)
+    return 0;
+  int id = k->host->nodes[i].id;
+  guint64 own = qp_node_amount_of(v->in->reserve, id);
+  guint64 ours = qp_node_reserve_mib(k->popts, id);
+  return own > ours ? own - ours : 0;
+}
+
+/* NEED MiB more of V fit on node index I under the reserve V was started
+ * with, where it is larger than the rebalance's (AV, what the rebalance's
+ * reserve leaves, says the rest): its keeper re-plans the move with its
+ * own reserve, and would refuse it (robustness.md, finding 55). The
+ * node's memory less that reserve and every claim (V's there among them,
+ * so NEED is what arrives). */
+static gboolean
+own_reserve_fits(const Work *k, const Vm *v, guint i, guint64 need)
+{
+  guint64 beyond = reserve_beyond(k, v, i);
+  if (beyond == 0 || need == 0)
+    return TRUE;
+  QpNodeMemory m;
+  qp_node_memory(k->host, k->w, k->popts, i, &m);
+  guint64 used = m.reserve_mib + beyond + m.claimed_mib;
+  return m.plain_mib >= used && m.plain_mib - used >= need;
+}
+
 /* CPUs of node index I that V's vCPUs may float on (a new bitmap), DED
  * the CPUs dedicated to the other VMs. */
 static hwloc_bitmap_t
@@ -497,7 +528,8 @@ fits_single(const Work *k, const Vm *v, guint i, const guint64 *av,
   const QpClaim *c = claim_of(k, v);
   int id = k->host->nodes[i].id;
   guint64 total = mem_total(c), have = mem_on(c, id);
-  if (av[i] + have < total || !huge_fits(k, c, i) || !fits_cpus(k, v, i, NULL))
+  if (av[i] + have < total || !own_reserve_fits(k, v, i, total - have) ||
+      !huge_fits(k, c, i) || !fits_cpus(k, v, i, NULL))
     return FALSE;
   *cost = total - have + huge_mib_off(c, id);
   return TRUE;
@@ -718,7 +750,8 @@ numa_targets(const Work *k, const Vm *v, hwloc_const_bitmap_t set,
     for (guint i = 0; i < k->host->n_nodes; i++) {
       int id = k->host->nodes[i].id;
       if (hwloc_bitmap_isset(used, (unsigned)id) || !allowed(k, v, i) ||
-          av[i] < need || !huge_fits_from(k, c, f, i))
+          av[i] < need || !own_reserve_fits(k, v, i, need) ||
+          !huge_fits_from(k, c, f, i))
         continue;
       g_auto(hwloc_bitmap_t) cpus = usable_cpus(k, v, i);
       if ((guint)hwloc_bitmap_weight(cpus) < vcpus)
@@ -1278,10 +1311,14 @@ search_base_init(SearchBase *b, const Work *k)
   for (guint x = 0; x < nv; x++) {
     const Vm *v = &g_array_index(k->vms, Vm, x);
     const QpClaim *c = claim_of(k, v);
-    /* The search weighs ordinary memory: a VM with hugepages moves by the
-     * greedy's checks alone. */
+    /* The search weighs ordinary memory under the rebalance's reserve: a
+     * VM with hugepages, or started with a larger reserve on some node,
+     * moves by the greedy's checks alone. */
+    gboolean beyond = FALSE;
+    for (guint i = 0; i < nn && !beyond; i++)
+      beyond = reserve_beyond(k, v, i) > 0;
     b->fixed[x] =
-        !v->movable || v->moved || c->huge->len > 0 ||
+        !v->movable || v->moved || c->huge->len > 0 || beyond ||
         (c->mode != QP_MODE_BALANCED && c->mode != QP_MODE_ONE_TO_ONE);
     if (b->fixed[x])
       continue;

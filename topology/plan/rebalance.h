@@ -11,9 +11,10 @@
  * pages), a VM moved less than the cooldown ago, a VM holding hugepages
  * (pool pages are not migrated), a VM in mode none, and any claim the
  * caller gave no QpRebalanceVm for. A moved VM stays inside the host nodes
- * and CPUs it was started with, keeps its mode (balanced: one node's
- * CPUs; one-to-one: free cores at the destination; numa: each guest node
- * to its own host node, in guest node order) and moves at most once per
+ * and CPUs it was started with, goes only where its memory fits under its
+ * own reserve too (as its keeper checks the move), keeps its mode (balanced:
+ * one node's CPUs; one-to-one: free cores at the destination; numa: each guest
+ * node to its own host node, in guest node order) and moves at most once per
  * rebalance.
  *
  * What it guarantees (a greedy and a bounded search, not an exhaustive
@@ -86,6 +87,11 @@ typedef struct {
   hwloc_bitmap_t cpus;  /* CPUs it was started inside (--affinity); NULL */
   gint64 moved_at;      /* unix time of its last move; 0: never moved */
   const char *why;      /* why it cannot move at all (its keeper), or NULL */
+  /* The host reserve it was started with (of QpNodeAmount: MiB per node,
+   * a node without an entry 0), which its keeper plans a move with; NULL:
+   * none. A move fits under the larger of it and the rebalance's own
+   * (QpRebalanceOptions.opts) on each node. */
+  const GArray *reserve;
 } QpRebalanceVm;
 
 typedef struct {

@@ -582,6 +582,7 @@ make_claim(const QpClaims *claims, gpointer data, GError **error)
       .verbose = l->opts->verbose,
       .mem_hotplug = memory_may_change(args->req),
       .start_backends = (const char *const *)l->start_backends,
+      .mem_lock = args->mem_lock,
       .topology = l->opts->topology,
       .placement = &l->opts->placement,
   };

@@ -97,7 +97,8 @@ tick(Keeper *k, gboolean polling, gboolean look_due)
 
 /* A VM without maxmem or virtio-mem can still be given memory: a backend
  * object-add'ed on the caller's monitor that no device uses holds its
- * size from the start when it preallocates. No event tells, and such a VM
+ * size from the start when it preallocates or QEMU locks its memory in
+ * (-overcommit mem-lock=on). No event tells, and such a VM
  * is not polled every tick: looked at with each resident measure, the
  * watch made at the first (so that a launch does not pay for it). */
 void

@@ -47,6 +47,9 @@ typedef struct {
    * finds, at its first look too, was plugged: a QEMU that was not paused
    * may have been given one before the keeper looked. */
   const char *const *start_backends;
+  /* -overcommit mem-lock=on: QEMU's mlockall(MCL_FUTURE) makes a backend
+   * added later resident as it is made, as if it preallocated. */
+  gboolean mem_lock;
   const char *topology;
   const QpPlacementOptions *placement;
 } QpKeeperConfig;

@@ -10,8 +10,9 @@
  *   - used by pc-dimm, nvdimm or virtio-pmem: its size;
  *   - used by virtio-mem: its requested-size (at most its size);
  *   - used by no device: what it holds already, or for a new backend what
- *     it takes at start (its size when it preallocates or reserves
- *     hugetlb pages, else nothing);
+ *     it takes at start (its size when it preallocates, reserves
+ *     hugetlb pages or QEMU locks its memory, -overcommit mem-lock=on,
+ *     else nothing);
  *   - gone (object-del): nothing.
  * More is claimed where the backend is bound (its host-nodes), else where
  * the RAM of its device's guest node is; less is given back from the
@@ -479,14 +480,14 @@ shrink(QpMemWatch *w, Backend *b, const Seen *s, guint64 want)
 
 /* What backend B should hold now. */
 static guint64
-wanted(const Backend *b, const Seen *s)
+wanted(const QpMemWatch *w, const Backend *b, const Seen *s)
 {
   if (s == NULL)
     return 0; /* object-del */
   if (s->device == NULL) {
     if (!b->fresh)
       return units_held(b);
-    return s->prealloc || (b->page_kib != 0 && s->reserve)
+    return s->prealloc || w->cfg->mem_lock || (b->page_kib != 0 && s->reserve)
                ? units_of(s->size, b->page_kib)
                : 0;
   }
@@ -538,7 +539,7 @@ qp_mem_watch_update(QpMemWatch *w, QpQmp *qmp)
     b->device = s->device != NULL;
     b->gnode = (int)qp_jv_get_int_or(s->device, "node", 0);
     if (b->tracked) {
-      guint64 want = wanted(b, s), held = units_held(b);
+      guint64 want = wanted(w, b, s), held = units_held(b);
       if (want > held)
         grow(w, b, s, want);
       else if (want < held)

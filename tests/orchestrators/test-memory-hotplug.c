@@ -5,6 +5,9 @@
  *    its backend is bound, else where the guest's RAM is;
  *  - virtio-mem's requested-size raised and lowered moves the claim;
  *  - a preallocating backend added and deleted is claimed and given back;
+ *  - under -overcommit mem-lock=on, any backend added is (it is resident
+ *    at once), with or without maxmem, and one that does not fit is said
+ *    in the log;
  *  - memory that does not fit is said in the keeper's log, the VM runs on,
  *    and it is claimed once another VM's leaving makes room;
  *  - a backend of hugepages is claimed in hugepages;
@@ -254,6 +257,64 @@ test_unplugged_without_maxmem(Fixture *f, gconstpointer data)
   g_assert_cmpstr(err, ==, "");
 }
 
+/* KiB QEMU (F's pid: qemu-pin execs it) has locked in memory. */
+static gint64
+locked_kib(Fixture *f)
+{
+  g_autofree char *v = qp_test_task_field(f->pid, f->pid, "VmLck");
+  g_assert_nonnull(v);
+  return g_ascii_strtoll(v, NULL, 10);
+}
+
+/* -overcommit mem-lock=on: QEMU's mlockall(MCL_FUTURE) makes a backend
+ * object-add'ed later resident as it is made, though it does not
+ * preallocate and no device uses it: it is claimed as a preallocating one
+ * (outside check, finding 53: 48 MiB more locked in, the record stayed at
+ * the RAM's 64). A pc-dimm plugged on it claims nothing more; deleted, it
+ * is given back. */
+static void
+test_mem_lock_backend(Fixture *f, gconstpointer data)
+{
+  const char *extra[] = {"-overcommit", "mem-lock=on", NULL};
+  launch(f, NULL, "64,slots=2,maxmem=1G", extra);
+  g_assert_true(wait_claimed(f, 0, 64, 5000));
+  gint64 before = locked_kib(f);
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"m1\",\"size\":50331648}}");
+  g_assert_cmpint(locked_kib(f) - before, >=, 48 * 1024);
+  g_assert_true(wait_claimed(f, 0, 64 + 48, 5000));
+  /* A dimm on it: its memory was claimed already. Another backend after
+   * it is claimed alone (the dimm's 48 MiB again would make 176). */
+  qmp(f, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"pc-dimm\","
+         "\"id\":\"dimm1\",\"memdev\":\"m1\"}}");
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"m2\",\"size\":16777216}}");
+  g_assert_true(wait_claimed(f, 0, 64 + 48 + 16, 5000));
+  qmp(f, "{\"execute\":\"object-del\",\"arguments\":{\"id\":\"m2\"}}");
+  g_assert_true(wait_claimed(f, 0, 64 + 48, 5000));
+  g_autofree char *status = orch_status(f->qmp);
+  g_assert_cmpstr(status, ==, "running");
+  g_autofree char *err = stderr_text(f);
+  g_assert_cmpstr(err, ==, "");
+}
+
+/* The same without maxmem (nothing can be plugged into the guest, the
+ * keeper looks with each resident measure, every 10 s). */
+static void
+test_mem_lock_backend_without_maxmem(Fixture *f, gconstpointer data)
+{
+  const char *extra[] = {"-overcommit", "mem-lock=on", NULL};
+  launch(f, NULL, "64", extra);
+  g_assert_true(wait_claimed(f, 0, 64, 5000));
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"m1\",\"size\":16777216}}");
+  g_assert_true(wait_claimed(f, 0, 80, 25000));
+  qmp(f, "{\"execute\":\"object-del\",\"arguments\":{\"id\":\"m1\"}}");
+  g_assert_true(wait_claimed(f, 0, 64, 25000));
+  g_autofree char *err = stderr_text(f);
+  g_assert_cmpstr(err, ==, "");
+}
+
 /* The first node with at least 400 MiB uncommitted (a fresh ledger), and
  * that amount; -1 when none. */
 static int
@@ -333,6 +394,44 @@ test_no_room_said_in_log(Fixture *f, gconstpointer data)
   g_free(err);
   err = stderr_text(f);
   g_assert_null(strstr(strstr(err, "bigdimm") + 1, "bigdimm"));
+  g_assert_cmpint(claimed(f, 0), ==, 64);
+  g_autofree char *status = orch_status(f->qmp);
+  g_assert_cmpstr(status, ==, "running");
+}
+
+/* A backend locked in by mem-lock that does not fit is said in the log as
+ * a preallocating one is, once, and the VM runs on. */
+static void
+test_mem_lock_no_room(Fixture *f, gconstpointer data)
+{
+  gint64 uncommitted = 0;
+  int node = roomy_node(f, &uncommitted);
+  if (node < 0) {
+    g_test_skip("no host node has 400 MiB uncommitted");
+    return;
+  }
+  g_autofree char *hostnodes = g_strdup_printf("--hostnodes=%d", node);
+  g_autofree char *reserve = g_strdup_printf(
+      "--node-reserve-mib=%d:%" G_GINT64_FORMAT, node, uncommitted - 64 - 32);
+  const char *opts[] = {hostnodes, reserve, NULL};
+  const char *extra[] = {"-overcommit", "mem-lock=on", NULL};
+  launch(f, opts, "64,slots=2,maxmem=1G", extra);
+  g_assert_true(wait_claimed(f, 0, 64, 5000));
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"big\",\"size\":134217728}}");
+  gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+  g_autofree char *err = NULL;
+  do {
+    g_free(err);
+    err = stderr_text(f);
+    if (strstr(err, "backend big") != NULL)
+      break;
+    g_usleep(20000);
+  } while (g_get_monotonic_time() < deadline);
+  g_test_message("qemu-pin's stderr:\n%s", err);
+  g_assert_nonnull(strstr(err, "warning: memory backend big was plugged but "
+                               "its 128 MiB could not be claimed"));
+  g_assert_nonnull(strstr(err, "only 32 MiB uncommitted"));
   g_assert_cmpint(claimed(f, 0), ==, 64);
   g_autofree char *status = orch_status(f->qmp);
   g_assert_cmpstr(status, ==, "running");
@@ -524,8 +623,14 @@ main(int argc, char **argv)
       test_backend_deleted);
   ADD("/orchestrators/hotplug/memory/unplugged-backend-without-maxmem",
       test_unplugged_without_maxmem);
+  ADD("/orchestrators/hotplug/memory/mem-lock-backend-is-claimed",
+      test_mem_lock_backend);
+  ADD("/orchestrators/hotplug/memory/mem-lock-backend-without-maxmem",
+      test_mem_lock_backend_without_maxmem);
   ADD("/orchestrators/hotplug/memory/no-room-said-in-the-log",
       test_no_room_said_in_log);
+  ADD("/orchestrators/hotplug/memory/mem-lock-no-room-said-in-the-log",
+      test_mem_lock_no_room);
   ADD("/orchestrators/hotplug/memory/claimed-when-room-frees",
       test_claimed_when_room_frees);
   ADD("/orchestrators/hotplug/memory/hugetlb-dimm-claimed-in-pages",

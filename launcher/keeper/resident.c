@@ -221,7 +221,7 @@ void
 qp_keeper_resident_start(Keeper *k)
 {
   k->mems_at_start = qp_mem_allowed_nodes(k->qemu_pid);
-  if (k->cfg->req != NULL && k->cfg->req->prealloc)
+  if ((k->cfg->req != NULL && k->cfg->req->prealloc) || k->cfg->mem_lock)
     qp_keeper_measure_resident(k);
   else
     measure_later(k);

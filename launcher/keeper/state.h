@@ -184,10 +184,10 @@ void qp_keeper_measure_resident(Keeper *k);
 void qp_keeper_look_at_unplugged_memory(Keeper *k);
 
 /* As the keeper starts holding the VM: measures at once a VM that
- * preallocates (those pages are resident by now, and their claim no longer
- * outstanding); any other has little resident yet, and its first measure
- * is due RESIDENT_EVERY_MS on, so that no walk of QEMU's page tables (under
- * its mmap lock) runs beside QEMU's start. */
+ * preallocates or runs under -overcommit mem-lock=on (those pages are
+ * resident by now, and their claim no longer outstanding); any other has little
+ * resident yet, and its first measure is due RESIDENT_EVERY_MS on, so that no
+ * walk of QEMU's page tables (under its mmap lock) runs beside QEMU's start. */
 void qp_keeper_resident_start(Keeper *k);
 
 /* ---- While the VM runs (hold.c) ----------------------------------------- */

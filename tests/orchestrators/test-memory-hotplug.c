@@ -298,6 +298,29 @@ test_mem_lock_backend(Fixture *f, gconstpointer data)
   g_assert_cmpstr(err, ==, "");
 }
 
+/* Under mem-lock the guest's RAM is resident as QEMU starts, as a
+ * preallocated one is: the keeper measures it as it starts holding the VM,
+ * before anything it claims later (it waited 10 s, the RAM counted both as
+ * used by the kernel and as outstanding for that long). */
+static void
+test_mem_lock_resident_at_once(Fixture *f, gconstpointer data)
+{
+  const char *extra[] = {"-overcommit", "mem-lock=on", NULL};
+  launch(f, NULL, "64,slots=2,maxmem=1G", extra);
+  qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+         "\"memory-backend-ram\",\"id\":\"m1\",\"size\":16777216}}");
+  g_assert_true(wait_claimed(f, 0, 64 + 16, 5000));
+  g_autoptr(JsonObject) rec = orch_record(f->state);
+  g_assert_nonnull(rec);
+  g_assert_true(json_object_has_member(rec, "resident-mib"));
+  JsonObject *m = json_object_get_object_member(rec, "resident-mib");
+  g_autoptr(GList) keys = json_object_get_members(m);
+  gint64 sum = 0;
+  for (GList *l = keys; l != NULL; l = l->next)
+    sum += json_object_get_int_member(m, l->data);
+  g_assert_cmpint(sum, >=, 64);
+}
+
 /* The same without maxmem (nothing can be plugged into the guest, the
  * keeper looks with each resident measure, every 10 s). */
 static void
@@ -625,6 +648,8 @@ main(int argc, char **argv)
       test_unplugged_without_maxmem);
   ADD("/orchestrators/hotplug/memory/mem-lock-backend-is-claimed",
       test_mem_lock_backend);
+  ADD("/orchestrators/hotplug/memory/mem-lock-ram-measured-at-once",
+      test_mem_lock_resident_at_once);
   ADD("/orchestrators/hotplug/memory/mem-lock-backend-without-maxmem",
       test_mem_lock_backend_without_maxmem);
   ADD("/orchestrators/hotplug/memory/no-room-said-in-the-log",

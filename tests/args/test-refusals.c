@@ -94,6 +94,21 @@ static const Accepted accepted[] = {
       "\"thread-id\":0}",
       "-device", "driver=qemu64-x86_64-cpu,socket-id=0,core-id=1,thread-id=0",
       NULL}},
+    /* ... in the slot their ids name, above a hole (cpu-indexes 0 and 3),
+     * by apic-id where the topology's counts are no powers of 2 (apic-id 5
+     * is socket 1, core 1: cpu-index 4), with dies, and a thread. */
+    {"smp/cpu-device-after-hole",
+     {"-smp", "1,maxcpus=4", "-device",
+      "qemu64-x86_64-cpu,socket-id=0,core-id=3,thread-id=0", NULL}},
+    {"smp/cpu-device-apic-id",
+     {"-smp", "1,maxcpus=6,sockets=2,cores=3", "-device",
+      "qemu64-x86_64-cpu,apic-id=5", NULL}},
+    {"smp/cpu-device-die",
+     {"-smp", "1,maxcpus=8,sockets=2,dies=2,cores=2", "-device",
+      "qemu64-x86_64-cpu,socket-id=1,die-id=0,core-id=1,thread-id=0", NULL}},
+    {"smp/cpu-device-thread",
+     {"-smp", "2,maxcpus=6,threads=2", "-device",
+      "qemu64-x86_64-cpu,socket-id=0,core-id=2,thread-id=1", NULL}},
     {"m/zero", {"-m", "0", NULL}},
     {"m/empty", {"-m", "", NULL}},
     {"m/hex", {"-m", "0x10", NULL}, "Parameter 'memory.size' expects size"},
@@ -134,6 +149,9 @@ test_accepted(gconstpointer data)
   }
   g_assert_true(view.started);
   g_assert_cmpuint(args->req->vcpus, ==, view.vcpus);
+  g_auto(hwloc_bitmap_t) boot = qp_request_boot_set(args->req);
+  g_autofree char *boot_list = qp_list_format(boot);
+  g_assert_cmpstr(boot_list, ==, view.boot);
   g_assert_cmpuint(args->req->maxcpus, ==, view.maxcpus);
   g_assert_cmpuint(args->req->mem_mib, ==, view.ram_mib);
   g_assert_cmpuint(args->req->n_gnodes, ==, view.n_nodes);

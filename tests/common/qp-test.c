@@ -293,6 +293,10 @@ qp_test_wait_vcpu_affinity(int pid, const char *const *want, guint timeout_ms)
     gboolean ok = tids->len == n;
     for (guint i = 0; ok && i < n; i++) {
       int tid = g_array_index(tids, int, i);
+      if (*want[i] == '\0') {
+        ok = tid == 0;
+        continue;
+      }
       g_autofree char *have =
           tid ? qp_test_task_field(pid, tid, "Cpus_allowed_list") : NULL;
       ok = have != NULL && strcmp(have, want[i]) == 0;
@@ -857,7 +861,20 @@ qp_test_qemu_view(const char *const *args, QpTestQemuView *v)
   v->ram_mib = (guint64)json_object_get_int_member(
                    json_node_get_object(returns->pdata[1]), "base-memory") >>
                20;
-  v->vcpus = json_array_get_length(json_node_get_array(returns->pdata[2]));
+  JsonArray *running = json_node_get_array(returns->pdata[2]);
+  v->vcpus = json_array_get_length(running);
+  hwloc_bitmap_t boot = hwloc_bitmap_alloc();
+  for (guint i = 0; i < v->vcpus; i++) {
+    gint64 index =
+        member_int(json_array_get_object_element(running, i), "cpu-index");
+    if (index >= 0)
+      hwloc_bitmap_set(boot, (unsigned)index);
+  }
+  char *list = NULL;
+  g_assert_cmpint(hwloc_bitmap_list_asprintf(&list, boot), >=, 0);
+  v->boot = g_strdup(list);
+  free(list);
+  hwloc_bitmap_free(boot);
   view_cpus(v, json_node_get_array(returns->pdata[3]));
   g_autofree char *numa = g_strdup(json_node_get_string(returns->pdata[4]));
   view_numa(v, numa);
@@ -867,6 +884,7 @@ void
 qp_test_qemu_view_clear(QpTestQemuView *v)
 {
   g_clear_pointer(&v->err, g_free);
+  g_clear_pointer(&v->boot, g_free);
   g_clear_pointer(&v->cpu_node, g_free);
   g_clear_pointer(&v->cpu_die, g_free);
   g_clear_pointer(&v->node_mib, g_free);

@@ -62,7 +62,8 @@ char *qp_test_task_field(int pid, int tid, const char *field);
 GArray *qp_test_vcpu_threads(int pid);
 
 /* Waits until PID has N vCPU threads and each one's Cpus_allowed_list is
- * WANT[i] (NULL-terminated); TRUE if so within TIMEOUT_MS. */
+ * WANT[i] (NULL-terminated; "": no vCPU of index i runs); TRUE if so
+ * within TIMEOUT_MS. */
 gboolean qp_test_wait_vcpu_affinity(int pid, const char *const *want,
                                     guint timeout_ms);
 
@@ -165,6 +166,7 @@ typedef struct {
   char *err;         /* its stderr */
   guint64 ram_mib;   /* query-memory-size-summary: base-memory */
   guint vcpus;       /* query-cpus-fast: vCPUs at boot */
+  char *boot;        /* query-cpus-fast: their cpu-indexes ("0-1,3") */
   guint maxcpus;     /* query-hotpluggable-cpus: possible vCPUs */
   int *cpu_node;     /* per possible vCPU index: its guest node, -1 none */
   int *cpu_die;      /* per possible vCPU index: socket-id * dies + die-id */

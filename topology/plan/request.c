@@ -39,11 +39,22 @@ qp_request_virtio_mem(const QpRequest *req)
   return NULL;
 }
 
+hwloc_bitmap_t
+qp_request_boot_set(const QpRequest *req)
+{
+  if (req->boot != NULL)
+    return hwloc_bitmap_dup(req->boot);
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  hwloc_bitmap_set_range(set, 0, (int)MAX(req->vcpus, 1) - 1);
+  return set;
+}
+
 void
 qp_request_free(QpRequest *req)
 {
   if (req == NULL)
     return;
+  hwloc_bitmap_free(req->boot);
   for (guint i = 0; i < req->n_gnodes; i++) {
     hwloc_bitmap_free(req->gnodes[i].vcpus);
     hwloc_bitmap_free(req->gnodes[i].host_nodes);

@@ -59,6 +59,11 @@ typedef struct {
 typedef struct {
   guint vcpus;   /* boot vCPUs */
   guint maxcpus; /* >= vcpus */
+  /* With vCPUs plugged by -device at start (libvirt's hot-pluggable vCPUs
+   * enabled at boot), the cpu-indexes of every boot vCPU: such a vCPU
+   * fills the slot its ids name, which may leave a hole below it. NULL
+   * without them: the boot vCPUs are 0 to vcpus - 1. */
+  hwloc_bitmap_t boot;
   guint sockets, dies, clusters, cores, threads;
   guint modules;   /* x86's level between die and core, QEMU 9.1 and later */
   guint64 mem_mib; /* initial RAM (-m) */
@@ -87,6 +92,10 @@ void qp_request_free(QpRequest *req);
 /* The first virtio-mem device of REQ (its memory is resized while the VM
  * runs), or NULL. */
 const QpMemDevice *qp_request_virtio_mem(const QpRequest *req);
+
+/* The cpu-indexes of REQ's boot vCPUs (REQ->boot, else 0 to vcpus - 1), a
+ * new bitmap. */
+hwloc_bitmap_t qp_request_boot_set(const QpRequest *req);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpRequest, qp_request_free)
 
 G_END_DECLS

@@ -44,8 +44,8 @@ qp_caller_host_new(const QpHost *host, const QpPlan *plan,
   h->vcpu_core = g_new0(hwloc_bitmap_t, MAX(plan->n_vcpus, 1));
   gboolean dedicated =
       plan->dedicated != NULL && !hwloc_bitmap_iszero(plan->dedicated);
-  for (guint v = 0; dedicated && v < plan->n_boot_vcpus; v++) {
-    if (plan->vcpu_cpus[v] == NULL ||
+  for (guint v = 0; dedicated && v < plan->n_vcpus; v++) {
+    if (!qp_plan_vcpu_boots(plan, v) || plan->vcpu_cpus[v] == NULL ||
         !hwloc_bitmap_isincluded(plan->vcpu_cpus[v], plan->dedicated))
       continue;
     int ci = qp_host_cpu_index(host, hwloc_bitmap_first(plan->vcpu_cpus[v]));

@@ -152,7 +152,7 @@ qp_keeper_vcpu_target(Keeper *k, int index)
       g_hash_table_lookup(k->fallback, GINT_TO_POINTER(index));
   if (fallback != NULL)
     return fallback;
-  if (plan->hotplug_cores == NULL || (guint)index < plan->n_boot_vcpus)
+  if (plan->hotplug_cores == NULL || qp_plan_vcpu_boots(plan, (guint)index))
     return plan->vcpu_cpus[index];
   hwloc_bitmap_t core = g_hash_table_lookup(k->plugged, GINT_TO_POINTER(index));
   if (core == NULL &&

@@ -334,9 +334,8 @@ follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
   guint planned = 0;
   for (guint i = 0; plan->load != NULL && i < plan->load->len; i++)
     planned += g_array_index(plan->load, QpNodeLoad, i).vcpus;
-  guint room = plan->mode != QP_MODE_ONE_TO_ONE && planned >= plan->n_vcpus
-                   ? plan->n_vcpus
-                   : plan->n_boot_vcpus;
+  gboolean room_all =
+      plan->mode != QP_MODE_ONE_TO_ONE && planned >= plan->n_vcpus;
   gboolean beyond = FALSE;
   gboolean any_caller = FALSE;
   for (guint v = 0; v < n; v++) {
@@ -353,9 +352,10 @@ follow_caller(Keeper *k, GArray *vcpus, hwloc_const_bitmap_t held_before,
     /* A vCPU slot beyond the room made for it, not plugged, runs nowhere
      * yet (for one-to-one its planned set, the VM's cores, would keep
      * every core in use). */
-    if (v >= room && !present[v])
+    gboolean outside = !room_all && !qp_plan_vcpu_boots(plan, v);
+    if (outside && !present[v])
       effective[v] = NULL;
-    beyond |= v >= room && present[v];
+    beyond |= outside && present[v];
     cores[v] = qp_keeper_vcpu_core(k, v);
   }
   g_autofree char *placed = qp_keeper_caller_placed(k);

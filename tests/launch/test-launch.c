@@ -126,6 +126,49 @@ test_one_to_one_pins(Fixture *f, gconstpointer data)
   stop_and_check_released(f, pid);
 }
 
+/* A vCPU plugged with -device at start in a later slot (cpu-index 2 of
+ * -smp 1,maxcpus=3; libvirt's hot-pluggable vCPUs enabled at boot) is a
+ * boot vCPU: one-to-one gives it a core of its own, as vCPU 0, and none to
+ * the empty slot 1. It shared the VM's cores, with a warning, while the
+ * core planned for vCPU 1 stayed idle. */
+static void
+test_one_to_one_boot_after_hole(Fixture *f, gconstpointer data)
+{
+  g_autofree char *qmparg =
+      g_strdup_printf("unix:%s,server=on,wait=off", f->qmp);
+  const char *opts[] = {"--mode=one-to-one", NULL};
+  const char *extra[] = {
+      "-smp",    "1,maxcpus=3",
+      "-device", "qemu64-x86_64-cpu,socket-id=0,core-id=2,thread-id=0",
+      "-m",      "64",
+      "-qmp",    qmparg,
+      NULL};
+  g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
+
+  g_autoptr(JsonObject) plan = plan_of(cmd);
+  g_auto(GStrv) sets = qp_test_plan_vcpu_sets(plan);
+  g_assert_cmpuint(g_strv_length(sets), ==, 3);
+  g_assert_cmpint(json_object_get_int_member(plan, "boot-vcpus"), ==, 2);
+  /* One CPU each for vCPUs 0 and 2, not the same one. */
+  g_assert_null(strpbrk(sets[0], ",-"));
+  g_assert_null(strpbrk(sets[2], ",-"));
+  g_assert_cmpstr(sets[0], !=, sets[2]);
+  const char *all = json_object_get_string_member(
+      json_object_get_object_member(plan, "claims"), "dedicated-cpus");
+
+  GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
+  const char *want[] = {sets[0], "", sets[2], NULL};
+  g_assert_true(qp_test_wait_vcpu_affinity(pid, want, 30000));
+  g_assert_true(qp_test_wait_status(f->qmp, "running", 10000));
+  g_assert_true(
+      qp_test_wait_record_string(f->state, "dedicated-cpus", all, 10000));
+  g_autofree char *err_path = g_build_filename(f->dir, "stderr", NULL);
+  g_autofree char *err = NULL;
+  g_assert_true(g_file_get_contents(err_path, &err, NULL, NULL));
+  g_assert_cmpstr(err, ==, "");
+  stop_and_check_released(f, pid);
+}
+
 static void
 test_guest_exit_status(Fixture *f, gconstpointer data)
 {
@@ -1126,6 +1169,8 @@ main(int argc, char **argv)
 #define ADD(path, fn, data) g_test_add(path, Fixture, data, setup, fn, teardown)
   ADD("/launch/one-to-one/pins-each-vcpu-to-its-planned-cpu",
       test_one_to_one_pins, NULL);
+  ADD("/launch/one-to-one/boot-vcpu-after-hole-has-its-core",
+      test_one_to_one_boot_after_hole, NULL);
   ADD("/launch/exit-status/is-the-guest-s", test_guest_exit_status, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(mem_cases); i++) {
     g_autofree char *p =

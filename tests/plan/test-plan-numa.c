@@ -186,6 +186,31 @@ test_recorded_seed(void)
   check_recorded_seed(check_numa);
 }
 
+/* A vCPU plugged with -device at start in a later slot runs on its guest
+ * node's host node: guest node 1 (vCPUs 2-3) boots with vCPU 3 alone, and
+ * with room for the boot vCPUs only (affinity: one CPU on host node 1)
+ * vCPU 3 takes that CPU, next to guest node 1's memory, and vCPU 2 shares
+ * it when plugged. */
+static void
+test_numa_boot_after_hole(void)
+{
+  g_autoptr(TestHost) h = intel_2s();
+  g_autoptr(QpRequest) r = request(2, 256);
+  r->maxcpus = 4;
+  r->boot = list("0,3");
+  request_vnuma(r, 2, 2, 128);
+  g_autoptr(Opts) o = opts_new(QP_MODE_NUMA, "0-1,8");
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  g_assert_cmpuint(p->n_boot_vcpus, ==, 2);
+  assert_vcpu(p, 0, "0-1");
+  assert_vcpu(p, 1, "0-1");
+  assert_vcpu(p, 2, "8");
+  assert_vcpu(p, 3, "8");
+  assert_set(p->mem[1].host_nodes, "1");
+  g_assert_true(has_text(p->warnings, "room for the 2 boot vCPUs only"));
+  g_assert_true(has_text(p->warnings, "vCPUs 1-2, if plugged, share"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -198,6 +223,7 @@ main(int argc, char **argv)
                   test_numa_sharing_warned_only_for_room);
   g_test_add_func("/plan/numa/distinct-nodes-before-sharing",
                   test_numa_distinct_before_sharing);
+  g_test_add_func("/plan/numa/boot-vcpu-after-hole", test_numa_boot_after_hole);
   g_test_add_func("/plan/recorded/epyc-7351p-seed/numa", test_recorded_seed);
   return g_test_run();
 }

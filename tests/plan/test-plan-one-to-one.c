@@ -196,6 +196,34 @@ test_maxcpus(void)
   assert_set(g_ptr_array_index(p->hotplug_cores, 6), "8,24");
 }
 
+/* A vCPU plugged with -device at start in a later slot (-smp 1,maxcpus=4
+ * and one in the slot of vCPU 3: cpu-indexes 0 and 3 run from the start)
+ * gets a core of its own as vCPU 0 does; the hole (1-2) is what may be
+ * plugged later, and shares the VM's cores until then. */
+static void
+test_boot_after_hole(void)
+{
+  g_autoptr(TestHost) h = intel_2s();
+  g_autoptr(QpRequest) r = request(2, 1024);
+  r->maxcpus = 4;
+  r->boot = list("0,3");
+  g_autoptr(Opts) o = opts_new(QP_MODE_ONE_TO_ONE, NULL);
+  g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+  g_assert_cmpuint(p->n_vcpus, ==, 4);
+  g_assert_cmpuint(p->n_boot_vcpus, ==, 2);
+  assert_vcpu(p, 0, "0");
+  assert_vcpu(p, 3, "1");
+  assert_vcpu(p, 1, "0-1");
+  assert_vcpu(p, 2, "0-1");
+  assert_set(p->boot_vcpus, "0,3");
+  g_assert_true(qp_plan_vcpu_boots(p, 3));
+  g_assert_false(qp_plan_vcpu_boots(p, 1));
+  assert_set(p->dedicated, "0-1,16-17");
+  g_assert_true(p->pause);
+  g_assert_true(has_text(p->reasons, "vCPUs 0,3 -> CPUs 0-1 on host node 0"));
+  g_assert_true(has_text(p->reasons, "vCPUs 1-2 are hot-pluggable"));
+}
+
 static void
 test_recorded_seed(void)
 {
@@ -220,6 +248,8 @@ main(int argc, char **argv)
                   test_o2o_prefer_siblings_last);
   g_test_add_func("/plan/one-to-one/follows-vnuma", test_o2o_vnuma);
   g_test_add_func("/plan/one-to-one/covers-maxcpus", test_maxcpus);
+  g_test_add_func("/plan/one-to-one/boot-vcpu-after-hole",
+                  test_boot_after_hole);
   g_test_add_func("/plan/recorded/epyc-7351p-seed/one-to-one",
                   test_recorded_seed);
   return g_test_run();

@@ -375,7 +375,7 @@ float_vcpus(Widen *w, const char *who, hwloc_const_bitmap_t vcpus, guint nv,
 
   g_auto(hwloc_bitmap_t) sids =
       qp_plan_ids_of(ctx, (const guint *)(void *)span->data, span->len);
-  g_autofree char *vl = qp_list_format(vcpus);
+  g_autofree char *vl = qp_plan_vcpu_list(ctx, vcpus);
   g_autofree char *cl = qp_list_format(cpus);
   g_autofree char *sl = qp_list_format(sids);
   g_autofree char *hl = qp_list_format(hids);

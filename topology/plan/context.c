@@ -499,3 +499,19 @@ qp_plan_attempt_init(Attempt *a, const Ctx *ctx, hwloc_const_bitmap_t usable)
       a->n_groups[i]++;
   }
 }
+
+char *
+qp_plan_vcpu_list(const Ctx *ctx, hwloc_const_bitmap_t vcpus)
+{
+  if (ctx->req->slot_of == NULL)
+    return qp_list_format(vcpus);
+  g_auto(hwloc_bitmap_t) slots = hwloc_bitmap_alloc();
+  int v;
+  hwloc_bitmap_foreach_begin(v, vcpus)
+  {
+    if ((guint)v < ctx->n)
+      hwloc_bitmap_set(slots, ctx->req->slot_of[v]);
+  }
+  hwloc_bitmap_foreach_end();
+  return qp_list_format(slots);
+}

@@ -121,7 +121,7 @@ qp_plan_reason_cores(QpPlan *plan, const Ctx *ctx, guint i,
       hwloc_bitmap_or(cpus, cpus, plan->vcpu_cpus[v]);
   }
   hwloc_bitmap_foreach_end();
-  g_autofree char *vl = qp_list_format(vcpus);
+  g_autofree char *vl = qp_plan_vcpu_list(ctx, vcpus);
   g_autofree char *cl = qp_list_format(cpus);
   qp_plan_add_reason(plan, "%s%svCPUs %s -> CPUs %s on host node %d, %s", who,
                      *who ? " " : "", vl, cl, ctx->host->nodes[i].id,

@@ -108,6 +108,11 @@ void qp_plan_ctx_clear(Ctx *ctx);
  * in --affinity, on usable nodes. ctx->usable is this less those cores. */
 hwloc_bitmap_t qp_plan_cpus_with_dedicated(const Ctx *ctx);
 
+/* VCPUS, vCPU indexes of the request planned, as the caller's vCPU
+ * indexes ("0-1,3"): a request of the boot vCPUs alone numbers them from
+ * 0 (QpRequest's slot_of). */
+char *qp_plan_vcpu_list(const Ctx *ctx, hwloc_const_bitmap_t vcpus);
+
 const Piece *qp_plan_piece_at(const Ctx *ctx, guint x);
 
 /* Candidate nodes for node sets (--device-locality=required keeps only the

@@ -77,7 +77,7 @@ plan_on(const Ctx *ctx, QpMode mode, hwloc_const_bitmap_t usable,
       qp_plan_add_warning(plan,
                           "vCPU %u got no CPU of its own: it floats on the "
                           "process CPUs",
-                          v);
+                          ctx->req->slot_of ? ctx->req->slot_of[v] : v);
     }
   return plan;
 }
@@ -231,21 +231,41 @@ plan_compute(const QpHost *host, const QpClaims *claims, const QpRequest *req,
   return plan;
 }
 
-/* REQ with only its boot vCPUs (maxcpus = vcpus, guest nodes trimmed). */
+/* REQ with only its boot vCPUs (maxcpus = vcpus, guest nodes trimmed),
+ * numbered from 0 in index order: a vCPU -device at start may fill a
+ * slot above a hole (REQ's boot), and the plan for BOOT_REQ gives the
+ * K-th boot vCPU's place at its index K. */
 static void
 boot_request(const QpRequest *req, QpRequest *boot_req)
 {
-  guint boot = MAX(req->vcpus, 1);
+  g_auto(hwloc_bitmap_t) boot_set = qp_request_boot_set(req);
+  guint boot = (guint)hwloc_bitmap_weight(boot_set);
   *boot_req = *req;
+  boot_req->vcpus = boot;
   boot_req->maxcpus = boot;
+  boot_req->boot = NULL;
+  guint *slot_of = g_new0(guint, MAX(boot, 1));
+  guint s = 0;
+  int b;
+  hwloc_bitmap_foreach_begin(b, boot_set)
+  {
+    slot_of[s++] = (guint)b;
+  }
+  hwloc_bitmap_foreach_end();
+  boot_req->slot_of = slot_of;
   boot_req->gnodes = g_new0(QpGuestNode, MAX(req->n_gnodes, 1));
-  g_auto(hwloc_bitmap_t) boot_set = hwloc_bitmap_alloc();
-  hwloc_bitmap_set_range(boot_set, 0, (int)boot - 1);
   for (guint g = 0; g < req->n_gnodes; g++) {
     boot_req->gnodes[g] = req->gnodes[g];
-    boot_req->gnodes[g].vcpus = hwloc_bitmap_dup(req->gnodes[g].vcpus);
-    hwloc_bitmap_and(boot_req->gnodes[g].vcpus, boot_req->gnodes[g].vcpus,
-                     boot_set);
+    boot_req->gnodes[g].vcpus = hwloc_bitmap_alloc();
+    guint k = 0;
+    int v;
+    hwloc_bitmap_foreach_begin(v, boot_set)
+    {
+      if (hwloc_bitmap_isset(req->gnodes[g].vcpus, (unsigned)v))
+        hwloc_bitmap_set(boot_req->gnodes[g].vcpus, k);
+      k++;
+    }
+    hwloc_bitmap_foreach_end();
   }
 }
 
@@ -255,27 +275,48 @@ boot_request_clear(QpRequest *boot_req)
   for (guint g = 0; g < boot_req->n_gnodes; g++)
     hwloc_bitmap_free(boot_req->gnodes[g].vcpus);
   g_free(boot_req->gnodes);
+  g_free((guint *)boot_req->slot_of);
 }
 
-/* Extends a plan made for the boot vCPUs to every possible vCPU: a vCPU
- * plugged later runs where the boot vCPUs of its guest node run (all of
- * the VM's CPUs when there is none, or when SHARE_OWN). */
+/* Extends a plan made for the boot vCPUs (boot_request()) to every
+ * possible vCPU: each boot vCPU takes its place at its own index, and a
+ * vCPU plugged later runs where the boot vCPUs of its guest node run (all
+ * of the VM's CPUs when there is none, or when SHARE_OWN). */
 static void
 extend_to_maxcpus(QpPlan *plan, const QpRequest *req, guint max,
                   gboolean share_own)
 {
+  g_auto(hwloc_bitmap_t) boot_set = qp_request_boot_set(req);
   guint had = plan->n_vcpus;
+  g_autofree hwloc_bitmap_t *placed = plan->vcpu_cpus;
+  plan->vcpu_cpus = g_new0(hwloc_bitmap_t, max);
   g_auto(hwloc_bitmap_t) own = hwloc_bitmap_alloc();
-  for (guint v = 0; v < had; v++)
-    hwloc_bitmap_or(own, own, plan->vcpu_cpus[v]);
-  plan->vcpu_cpus = g_renew(hwloc_bitmap_t, plan->vcpu_cpus, max);
-  for (guint v = had; v < max; v++) {
+  guint k = 0;
+  int b;
+  hwloc_bitmap_foreach_begin(b, boot_set)
+  {
+    if (k < had && (guint)b < max)
+      plan->vcpu_cpus[b] = placed[k];
+    else if (k < had)
+      hwloc_bitmap_free(placed[k]);
+    if (k < had)
+      hwloc_bitmap_or(own, own, placed[k]);
+    k++;
+  }
+  hwloc_bitmap_foreach_end();
+  for (; k < had; k++)
+    hwloc_bitmap_free(placed[k]);
+  for (guint v = 0; v < max; v++) {
+    if (plan->vcpu_cpus[v] != NULL)
+      continue;
     hwloc_const_bitmap_t like = own;
     for (guint g = 0; !share_own && g < req->n_gnodes; g++) {
       if (!hwloc_bitmap_isset(req->gnodes[g].vcpus, v))
         continue;
-      int first = hwloc_bitmap_first(req->gnodes[g].vcpus);
-      if (first >= 0 && (guint)first < had)
+      g_auto(hwloc_bitmap_t) boots = hwloc_bitmap_dup(req->gnodes[g].vcpus);
+      hwloc_bitmap_and(boots, boots, boot_set);
+      int first = hwloc_bitmap_first(boots);
+      if (first >= 0 && (guint)first < max && plan->vcpu_cpus[first] != NULL)
         like = plan->vcpu_cpus[first];
     }
     plan->vcpu_cpus[v] = hwloc_bitmap_dup(like);
@@ -284,8 +325,67 @@ extend_to_maxcpus(QpPlan *plan, const QpRequest *req, guint max,
   plan->n_boot_vcpus = had;
 }
 
-/* A plan for every possible vCPU. *PLACED is how many vCPUs, from index
- * 0, have a place of their own; those above share their CPUs. */
+/* The vCPUs of REQ (up to MAX) plugged later, not at the start. */
+static hwloc_bitmap_t
+later_vcpus(const QpRequest *req, guint max)
+{
+  g_auto(hwloc_bitmap_t) boot_set = qp_request_boot_set(req);
+  hwloc_bitmap_t later = hwloc_bitmap_alloc();
+  hwloc_bitmap_set_range(later, 0, (int)max - 1);
+  hwloc_bitmap_andnot(later, later, boot_set);
+  return later;
+}
+
+/* Balanced or numa with hot-pluggable vCPUs: room for every possible
+ * vCPU if the host has it; else for the boot vCPUs, those plugged later
+ * sharing their CPUs (Proxmox and libvirt give every VM a maxcpus above
+ * what it boots with). */
+static QpPlan *
+plan_shared_later(const QpHost *host, const QpClaims *claims,
+                  const QpRequest *req, const QpPlacementOptions *opts,
+                  guint max, guint *placed, GError **error)
+{
+  g_autoptr(GError) full_error = NULL;
+  QpPlan *plan = plan_compute(host, claims, req, opts, FALSE, &full_error);
+  if (plan != NULL) {
+    plan->n_boot_vcpus = MAX(req->vcpus, 1);
+    return plan;
+  }
+  if (!g_error_matches(full_error, QP_TOPOLOGY_ERROR,
+                       QP_TOPOLOGY_ERROR_NOFIT)) {
+    g_propagate_error(error, g_steal_pointer(&full_error));
+    return NULL;
+  }
+  QpRequest boot_req;
+  boot_request(req, &boot_req);
+  plan = plan_compute(host, claims, &boot_req, opts, FALSE, NULL);
+  boot_request_clear(&boot_req);
+  if (plan == NULL) {
+    g_propagate_error(error, g_steal_pointer(&full_error));
+    return NULL;
+  }
+  guint boot = plan->n_vcpus;
+  extend_to_maxcpus(plan, req, max, FALSE);
+  *placed = boot;
+  /* "vCPU 1, if plugged, shares" or "vCPUs 1-3, if plugged, share" */
+  g_auto(hwloc_bitmap_t) later = later_vcpus(req, max);
+  g_autofree char *later_list = qp_list_format(later);
+  g_autofree char *later_words =
+      hwloc_bitmap_weight(later) == 1
+          ? g_strdup_printf("vCPU %s, if plugged, shares the CPUs of its",
+                            later_list)
+          : g_strdup_printf("vCPUs %s, if plugged, share the CPUs of their",
+                            later_list);
+  qp_plan_add_warning(plan,
+                      "room for the %u boot vCPU%s only (%s): %s guest "
+                      "node's boot vCPUs",
+                      boot, boot == 1 ? "" : "s", full_error->message,
+                      later_words);
+  return plan;
+}
+
+/* A plan for every possible vCPU. *PLACED is how many vCPUs have a place
+ * of their own: every one, or the boot vCPUs (the others share). */
 static QpPlan *
 plan_with_hotplug(const QpHost *host, const QpClaims *claims,
                   const QpRequest *req, const QpPlacementOptions *opts,
@@ -302,74 +402,44 @@ plan_with_hotplug(const QpHost *host, const QpClaims *claims,
   }
 
   QpRequest boot_req;
+  QpPlan *plan = NULL;
   if (best_effort) {
     /* The boot vCPUs share what there is; those plugged later share the
      * CPUs of their guest node's boot vCPUs. */
     boot_request(req, &boot_req);
-    QpPlan *plan = plan_compute(host, claims, &boot_req, opts, TRUE, error);
+    plan = plan_compute(host, claims, &boot_req, opts, TRUE, error);
     boot_request_clear(&boot_req);
     if (plan != NULL)
       extend_to_maxcpus(plan, req, max, FALSE);
     *placed = boot;
-    return plan;
-  }
-  if (opts->mode != QP_MODE_ONE_TO_ONE) {
-    /* Room for every possible vCPU if the host has it; else for the boot
-     * vCPUs, those plugged later sharing their CPUs (Proxmox and libvirt
-     * give every VM a maxcpus above what it boots with). */
-    g_autoptr(GError) full_error = NULL;
-    QpPlan *plan = plan_compute(host, claims, req, opts, FALSE, &full_error);
-    if (plan != NULL) {
-      plan->n_boot_vcpus = boot;
-      return plan;
-    }
-    if (!g_error_matches(full_error, QP_TOPOLOGY_ERROR,
-                         QP_TOPOLOGY_ERROR_NOFIT)) {
-      g_propagate_error(error, g_steal_pointer(&full_error));
-      return NULL;
-    }
+  } else if (opts->mode != QP_MODE_ONE_TO_ONE) {
+    plan = plan_shared_later(host, claims, req, opts, max, placed, error);
+  } else {
+    /* One-to-one with hot-pluggable vCPUs: a core is dedicated to each
+     * boot vCPU; one plugged later takes a free core when it comes (the
+     * keeper claims it), so that a VM does not hold cores it may never
+     * use. */
     boot_request(req, &boot_req);
-    plan = plan_compute(host, claims, &boot_req, opts, FALSE, NULL);
+    plan = plan_compute(host, claims, &boot_req, opts, FALSE, error);
     boot_request_clear(&boot_req);
-    if (plan == NULL) {
-      g_propagate_error(error, g_steal_pointer(&full_error));
+    if (plan == NULL)
       return NULL;
-    }
-    extend_to_maxcpus(plan, req, max, FALSE);
-    *placed = boot;
-    /* "vCPU 1, if plugged, shares" or "vCPUs 1-3, if plugged, share" */
-    g_autofree char *later =
-        max - boot == 1
-            ? g_strdup_printf("vCPU %u, if plugged, shares the CPUs of its",
-                              boot)
-            : g_strdup_printf(
-                  "vCPUs %u-%u, if plugged, share the CPUs of their", boot,
-                  max - 1);
-    qp_plan_add_warning(plan,
-                        "room for the %u boot vCPU%s only (%s): %s guest "
-                        "node's boot vCPUs",
-                        boot, boot == 1 ? "" : "s", full_error->message, later);
-    return plan;
+    guint had = plan->n_vcpus;
+    extend_to_maxcpus(plan, req, max, TRUE);
+    *placed = had;
+    plan->hotplug_cores = qp_plan_spare_cores(host, claims, opts, plan);
+    g_auto(hwloc_bitmap_t) later = later_vcpus(req, max);
+    g_autofree char *later_list = qp_list_format(later);
+    g_autofree char *own_list =
+        qp_list_format(plan->vcpu_cpus[hwloc_bitmap_first(later)]);
+    qp_plan_add_reason(
+        plan,
+        "vCPUs %s are hot-pluggable: each takes a free core when "
+        "plugged (%u free now), else shares the VM's CPUs %s",
+        later_list, plan->hotplug_cores->len, own_list);
   }
-
-  /* One-to-one with hot-pluggable vCPUs: a core is dedicated to each boot
-   * vCPU; one plugged later takes a free core when it comes (the keeper
-   * claims it), so that a VM does not hold cores it may never use. */
-  boot_request(req, &boot_req);
-  QpPlan *plan = plan_compute(host, claims, &boot_req, opts, FALSE, error);
-  boot_request_clear(&boot_req);
-  if (plan == NULL)
-    return NULL;
-  guint had = plan->n_vcpus;
-  extend_to_maxcpus(plan, req, max, TRUE);
-  *placed = had;
-  plan->hotplug_cores = qp_plan_spare_cores(host, claims, opts, plan);
-  g_autofree char *own_list = qp_list_format(plan->vcpu_cpus[max - 1]);
-  qp_plan_add_reason(
-      plan,
-      "vCPUs %u-%u are hot-pluggable: each takes a free core when "
-      "plugged (%u free now), else shares the VM's CPUs %s",
-      had, max - 1, plan->hotplug_cores->len, own_list);
+  if (plan != NULL)
+    plan->boot_vcpus = qp_request_boot_set(req);
   return plan;
 }
 
@@ -392,8 +462,8 @@ static gboolean
 plan_needs_pause(const QpPlan *plan, const QpRequest *req)
 {
   hwloc_const_bitmap_t start = plan->startup_cpus;
-  for (guint v = 0; v < plan->n_boot_vcpus && v < plan->n_vcpus; v++)
-    if (apart(plan->vcpu_cpus[v], start))
+  for (guint v = 0; v < plan->n_vcpus; v++)
+    if (qp_plan_vcpu_boots(plan, v) && apart(plan->vcpu_cpus[v], start))
       return TRUE;
   if (apart(plan->emulator_cpus, start))
     return TRUE;

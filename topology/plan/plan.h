@@ -107,6 +107,10 @@ typedef struct {
    * holds then, claimed by the keeper; without one it shares the VM's own
    * cores (vcpu_cpus of a hot-pluggable vCPU). */
   guint n_boot_vcpus;
+  /* Their indexes (cpu-index): 0 to n_boot_vcpus - 1 unless vCPUs plugged
+   * with -device at start fill later slots (QpRequest's boot). NULL: 0 to
+   * n_boot_vcpus - 1. */
+  hwloc_bitmap_t boot_vcpus;
   GPtrArray *hotplug_cores; /* of hwloc_bitmap_t, or NULL */
   GPtrArray *devices;       /* of QpPlanDevice*, or NULL */
   GPtrArray *iothreads;     /* of QpPlanIothread*, or NULL */
@@ -132,6 +136,10 @@ char *qp_plan_device_words(const QpPlan *plan, guint i);
 
 /* The iothread ID's entry of PLAN, or NULL. */
 const QpPlanIothread *qp_plan_iothread(const QpPlan *plan, const char *id);
+
+/* Whether vCPU INDEX of PLAN runs from the start (a boot vCPU), rather
+ * than being plugged later. */
+gboolean qp_plan_vcpu_boots(const QpPlan *plan, guint index);
 
 /* Computes a plan. On a request that does not fit, fails with
  * QP_TOPOLOGY_ERROR_NOFIT and a message naming the node and the shortfall. */

@@ -64,6 +64,10 @@ typedef struct {
    * fills the slot its ids name, which may leave a hole below it. NULL
    * without them: the boot vCPUs are 0 to vcpus - 1. */
   hwloc_bitmap_t boot;
+  /* The planner's own, for a request of the boot vCPUs alone renumbered
+   * from 0: its vCPU K is the caller's vCPU slot_of[K] (what the plan's
+   * words name). NULL: K itself. */
+  const guint *slot_of;
   guint sockets, dies, clusters, cores, threads;
   guint modules;   /* x86's level between die and core, QEMU 9.1 and later */
   guint64 mem_mib; /* initial RAM (-m) */

@@ -107,7 +107,16 @@ qp_plan_free(QpPlan *plan)
   g_free(plan->vnode_distance);
   if (plan->hotplug_cores != NULL)
     g_ptr_array_unref(plan->hotplug_cores);
+  hwloc_bitmap_free(plan->boot_vcpus);
   g_free(plan);
+}
+
+gboolean
+qp_plan_vcpu_boots(const QpPlan *plan, guint index)
+{
+  if (plan->boot_vcpus != NULL)
+    return hwloc_bitmap_isset(plan->boot_vcpus, index);
+  return index < plan->n_boot_vcpus;
 }
 
 static QpPolicy

@@ -94,6 +94,56 @@ test_recorded_host(gconstpointer data)
   qp_test_qemu_view_clear(&view);
 }
 
+/* --vnuma=auto with a vCPU plugged by -device at start (libvirt's
+ * hot-pluggable vCPUs enabled at boot): the device names its slot in the
+ * caller's -smp topology, which a suggested one would renumber, and the
+ * rewritten -smp cpus= counted it, so QEMU found its slot taken ("CPU[1]
+ * with APIC ID 1 exists") and refused a line it takes without qemu-pin.
+ * No guest topology is suggested; QEMU runs the line, vCPUs 0 and 3. */
+static void
+test_cpu_device_at_start(void)
+{
+  g_autofree char *xml =
+      g_build_filename(g_getenv("QP_TOPOLOGIES"), "2s-8node.xml", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) host = qp_host_load(xml, &error);
+  g_assert_no_error(error);
+  const char *argv[] = {
+      "-smp",    "1,maxcpus=4",
+      "-device", "qemu64-x86_64-cpu,socket-id=0,core-id=3,thread-id=0",
+      "-m",      "512",
+      NULL};
+  g_autoptr(QpQemuArgs) args = qp_test_parse_ok(argv);
+  QpPlacementOptions opts;
+  qp_placement_options_init(&opts);
+  opts.mode = QP_MODE_ONE_TO_ONE;
+  opts.vnuma = TRUE;
+  g_autoptr(QpPlan) plan =
+      qp_plan_compute(host, NULL, args->req, &opts, &error);
+  qp_placement_options_clear(&opts);
+  g_assert_no_error(error);
+
+  g_auto(GStrv) out =
+      qp_qemu_args_rewrite(args, "qemu-system-x86_64", plan, -1, &error);
+  g_assert_no_error(error);
+  g_autofree char *line = g_strjoinv(" ", out + 1);
+  g_test_message("QEMU args: %s", line);
+  QpTestQemuView view;
+  qp_test_qemu_view((const char *const *)out + 1, &view);
+  g_test_message("QEMU: %s", view.err);
+  g_assert_true(view.started);
+  g_assert_cmpstr(view.boot, ==, "0,3");
+  g_assert_cmpuint(view.maxcpus, ==, 4);
+  qp_test_qemu_view_clear(&view);
+  g_assert_false(plan->vnuma);
+  g_assert_cmpuint(plan->n_vnodes, ==, 0);
+  gboolean said = FALSE;
+  for (guint i = 0; i < plan->reasons->len; i++)
+    said |= strstr(plan->reasons->pdata[i], "--vnuma: no guest topology "
+                                            "suggested: vCPUs plugged") != NULL;
+  g_assert_true(said);
+}
+
 /* The L3 domain of the CPUs of vCPU V, -1 if none. */
 static int
 plan_l3_of(const QpHost *host, const QpPlan *plan, guint v)
@@ -242,5 +292,6 @@ main(int argc, char **argv)
     g_test_add_data_func(path, &die_cases[i], test_dies);
   }
   g_test_add_func("/vnuma/maxcpus/launch", test_launch);
+  g_test_add_func("/vnuma/cpu-device-at-start", test_cpu_device_at_start);
   return g_test_run();
 }

@@ -493,7 +493,15 @@ qp_plan_compute(const QpHost *host, const QpClaims *claims,
     g_clear_error(&local);
     plan = plan_with_hotplug(host, claims, req, opts, TRUE, &placed, &local);
   }
-  if (plan != NULL && opts->vnuma && req->n_gnodes == 0)
+  /* The guest topology it suggests would renumber the slots that the
+   * vCPUs plugged at start name by their ids (and its -smp cpus= would
+   * fill theirs). */
+  if (plan != NULL && opts->vnuma && req->n_gnodes == 0 && req->boot != NULL)
+    qp_plan_add_reason(plan,
+                       "--vnuma: no guest topology suggested: vCPUs plugged "
+                       "with -device at start name their slots in the "
+                       "caller's -smp topology");
+  else if (plan != NULL && opts->vnuma && req->n_gnodes == 0)
     qp_plan_suggest_vnuma(plan, host, req, placed);
   if (plan != NULL)
     plan->pause = plan_needs_pause(plan, req);

@@ -148,6 +148,32 @@ cpu_device_slot(const QpRequest *r, const QpProps *p)
   return -1;
 }
 
+/* Whether DRIVER is a ppc64 pseries vCPU core ("power9_v2.0-spapr-cpu-core",
+ * "host-spapr-cpu-core"): threads vCPUs in one device. */
+static gboolean
+is_spapr_core_driver(const char *driver)
+{
+  return driver != NULL && g_str_has_suffix(driver, "-spapr-cpu-core");
+}
+
+/* The vCPUs of a spapr core -device P plugged at start, added to
+ * CPU_SLOTS: QEMU 7.2 gives its threads the cpu-indexes core-id to
+ * core-id + threads - 1 (spapr_create_vcpu()); core-id is a multiple of
+ * threads below maxcpus, else QEMU refuses the device (the slots are then
+ * not known, -1). */
+static void
+add_spapr_core(const QpRequest *r, const QpProps *p, GArray *cpu_slots)
+{
+  guint threads = MAX(r->threads, 1);
+  guint64 core = 0;
+  gboolean known = cpu_id(p, "core-id", &core) == 1 && core % threads == 0 &&
+                   core + threads <= r->maxcpus;
+  for (guint t = 0; t < threads; t++) {
+    int slot = known ? (int)(core + t) : -1;
+    g_array_append_val(cpu_slots, slot);
+  }
+}
+
 /* -device TEXT: a vfio-pci device's host address goes to VFIO; a vCPU
  * plugged at start adds its slot to CPU_SLOTS (of int, -1: not known). */
 static gboolean
@@ -165,6 +191,8 @@ parse_device(const QpRequest *r, GPtrArray *vfio, GArray *cpu_slots,
   if (is_cpu_driver(driver)) {
     int slot = cpu_device_slot(r, &p);
     g_array_append_val(cpu_slots, slot);
+  } else if (is_spapr_core_driver(driver)) {
+    add_spapr_core(r, &p, cpu_slots);
   }
   if (driver == NULL || (strcmp(driver, "vfio-pci") != 0 &&
                          strcmp(driver, "vfio-pci-nohotplug") != 0))

@@ -342,6 +342,38 @@ test_smp(gconstpointer data)
   g_assert_cmpuint(r->threads, ==, c->threads);
 }
 
+/* ppc64 pseries: a vCPU core plugged with -device at start runs from the
+ * start, its threads at cpu-indexes core-id up (QEMU 7.2's
+ * qemu-system-ppc64 -machine pseries -smp 1,maxcpus=4 -device
+ * power9_v2.0-spapr-cpu-core,core-id=3: query-cpus-fast gives cpu-indexes
+ * 0 and 3). With threads=2 (KVM only: TCG takes 1 thread per core) a core
+ * is two vCPUs. (A core-id beyond maxcpus QEMU refuses: "core id 5 out of
+ * range".) */
+static void
+test_spapr_cpu_core_at_start(void)
+{
+  static const struct {
+    const char *line;
+    guint vcpus;
+    const char *boot;
+  } cases[] = {
+      {"-machine pseries -smp 1,maxcpus=4 -device "
+       "power9_v2.0-spapr-cpu-core,core-id=3",
+       2, "0,3"},
+      {"-machine pseries -smp 2,maxcpus=8,threads=2 -device "
+       "host-spapr-cpu-core,core-id=6",
+       4, "0-1,6-7"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(QpQemuArgs) a = parse_line_ok(cases[i].line);
+    g_auto(hwloc_bitmap_t) boot = qp_request_boot_set(a->req);
+    g_autofree char *list = qp_list_format(boot);
+    g_test_message("%s: %s", cases[i].line, list);
+    g_assert_cmpuint(a->req->vcpus, ==, cases[i].vcpus);
+    g_assert_cmpstr(list, ==, cases[i].boot);
+  }
+}
+
 /* The same table, asked of QEMU 7.2 itself: the hotpluggable CPU slots and
  * their socket/die/core/thread ids, and the number of running vCPUs. */
 static void
@@ -1669,6 +1701,8 @@ main(int argc, char **argv)
     g_test_add_data_func(path, &smp_cases[i], test_smp);
   }
   g_test_add_func("/args/smp/topology-equals-qemu", test_smp_matches_qemu);
+  g_test_add_func("/args/smp/spapr-cpu-core-at-start",
+                  test_spapr_cpu_core_at_start);
   g_test_add_func("/args/m/sizes-as-qemu-strtosz", test_sizes);
   g_test_add_func("/args/machine/smp-and-memory-properties",
                   test_machine_smp_memory);

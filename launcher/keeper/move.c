@@ -497,6 +497,20 @@ claim_nodes(const QpClaim *c)
   return nodes;
 }
 
+/* Rebinds QEMU's memory to NODES through its own cgroup CGROUP: these are
+ * then the nodes it could use as qemu-pin left them, which no caller
+ * narrowed (resident.c follows only a caller's cpuset.mems). */
+static gboolean
+rebind(Keeper *k, const char *cgroup, hwloc_const_bitmap_t nodes,
+       GError **error)
+{
+  if (!qp_mem_rebind(cgroup, nodes, error))
+    return FALSE;
+  if (k->mems_at_start != NULL)
+    hwloc_bitmap_copy(k->mems_at_start, nodes);
+  return TRUE;
+}
+
 /* After phase one: pages, binding, the check (the threads follow). */
 static gboolean
 move_memory(Keeper *k, const QpHost *host, hwloc_const_bitmap_t to,
@@ -510,7 +524,7 @@ move_memory(Keeper *k, const QpHost *host, hwloc_const_bitmap_t to,
   if (m->cgroup != NULL) {
     g_auto(hwloc_bitmap_t) both = hwloc_bitmap_alloc();
     hwloc_bitmap_or(both, m->from, to);
-    if (!qp_mem_rebind(m->cgroup, both, error))
+    if (!rebind(k, m->cgroup, both, error))
       return FALSE;
   }
   g_auto(hwloc_bitmap_t) host_nodes = hwloc_bitmap_alloc();
@@ -520,7 +534,7 @@ move_memory(Keeper *k, const QpHost *host, hwloc_const_bitmap_t to,
   if (!qp_mem_move_pages(k->qemu_pid, host_nodes, to, rate_mib, &m->moved_mib,
                          error))
     return FALSE;
-  if (m->cgroup != NULL && !qp_mem_rebind(m->cgroup, to, error))
+  if (m->cgroup != NULL && !rebind(k, m->cgroup, to, error))
     return FALSE;
   if (!qp_mem_where(k->qemu_pid, to, &m->where, error))
     return FALSE;

@@ -267,6 +267,30 @@ qp_move_print_answer(const QpOptions *opts, const QpJv *o)
             binding);
 }
 
+/* The error code of the keeper's refusal or failure ERR (its answer
+ * REPLY's "error"): its "code" says which refusal. A keeper of a qemu-pin
+ * before 19b0f58, still running after an upgrade, answers a destination
+ * the VM does not fit under its own settings (its reserve, --hostnodes)
+ * with no code: "move refused: " and the planner's words, said in the
+ * move's first step, before anything changed. That is a refusal, as the
+ * keepers since answer it, so that `rebalance` plans again without that VM
+ * rather than stop at it on every run until the VM restarts. Its other
+ * uncoded "move refused: " answer is the one of a client that may not ask
+ * (root or the VM's own user only), a failure for every keeper. */
+static int
+answer_error_code(const QpJv *reply, const char *err)
+{
+  const char *code = qp_jv_get_string_or(reply, "code", NULL);
+  if (g_strcmp0(code, QP_MOVE_REFUSED_CALLER_PLACED) == 0)
+    return QP_LAUNCH_ERROR_CALLER_PLACED;
+  if (g_strcmp0(code, QP_MOVE_REFUSED) == 0)
+    return QP_LAUNCH_ERROR_MOVE_REFUSED;
+  if (code == NULL && g_str_has_prefix(err, "move refused: ") &&
+      strstr(err, "only root or the VM's own user may move it") == NULL)
+    return QP_LAUNCH_ERROR_MOVE_REFUSED;
+  return QP_LAUNCH_ERROR_FAILED;
+}
+
 QpJv *
 qp_move_ask(const QpClaim *vm, const char *to_nodes, guint rate_mib,
             GError **error)
@@ -285,14 +309,7 @@ qp_move_ask(const QpClaim *vm, const char *to_nodes, guint rate_mib,
     return NULL;
   const char *err = qp_jv_get_string_or(reply, "error", NULL);
   if (err != NULL) {
-    const char *code = qp_jv_get_string_or(reply, "code", "");
-    g_set_error(error, QP_LAUNCH_ERROR,
-                strcmp(code, QP_MOVE_REFUSED_CALLER_PLACED) == 0
-                    ? QP_LAUNCH_ERROR_CALLER_PLACED
-                : strcmp(code, QP_MOVE_REFUSED) == 0
-                    ? QP_LAUNCH_ERROR_MOVE_REFUSED
-                    : QP_LAUNCH_ERROR_FAILED,
-                "%s%s",
+    g_set_error(error, QP_LAUNCH_ERROR, answer_error_code(reply, err), "%s%s",
                 g_str_has_prefix(err, "move ") || g_str_has_prefix(err, "move:")
                     ? ""
                     : "move: ",

@@ -23,6 +23,51 @@ qp_caller_judge(hwloc_const_bitmap_t have, hwloc_const_bitmap_t want,
   return QP_PIN_CALLER;
 }
 
+/* SET less the CPUs offline, into OUT (which is returned); SET itself when
+ * ONLINE is NULL or SET is. */
+static hwloc_const_bitmap_t
+on_line(hwloc_const_bitmap_t set, hwloc_const_bitmap_t online,
+        hwloc_bitmap_t out)
+{
+  if (set == NULL || online == NULL)
+    return set;
+  hwloc_bitmap_and(out, set, online);
+  return out;
+}
+
+QpPinVerdict
+qp_caller_judge_online(hwloc_const_bitmap_t have, hwloc_const_bitmap_t want,
+                       hwloc_const_bitmap_t usable, hwloc_const_bitmap_t beyond,
+                       const hwloc_const_bitmap_t *inherited, guint n_inherited,
+                       hwloc_const_bitmap_t online)
+{
+  /* No CPU at all: the kernel shows a thread whose CPUs all went offline
+   * so until it runs again. No caller can set that. */
+  if (hwloc_bitmap_iszero(have))
+    return QP_PIN_PLANNED;
+  g_auto(hwloc_bitmap_t) want_buf = hwloc_bitmap_alloc();
+  g_auto(hwloc_bitmap_t) usable_buf = hwloc_bitmap_alloc();
+  hwloc_const_bitmap_t want_on = on_line(want, online, want_buf);
+  hwloc_const_bitmap_t usable_on = on_line(usable, online, usable_buf);
+  hwloc_bitmap_t *inherited_buf = g_new0(hwloc_bitmap_t, MAX(n_inherited, 1));
+  g_autofree hwloc_const_bitmap_t *inherited_on =
+      g_new0(hwloc_const_bitmap_t, MAX(n_inherited, 1));
+  for (guint i = 0; i < n_inherited; i++) {
+    inherited_buf[i] = hwloc_bitmap_alloc();
+    inherited_on[i] = on_line(inherited[i], online, inherited_buf[i]);
+  }
+  QpPinVerdict verdict = qp_caller_judge(have, want_on, usable_on, beyond,
+                                         inherited_on, n_inherited);
+  for (guint i = 0; i < n_inherited; i++)
+    hwloc_bitmap_free(inherited_buf[i]);
+  g_free(inherited_buf);
+  /* The kernel ran a thread whose CPUs are all offline on every CPU of its
+   * cgroup: with the plan's CPUs all offline, nowhere to put it back. */
+  if (verdict == QP_PIN_RESET && hwloc_bitmap_iszero(want_on))
+    return QP_PIN_PLANNED;
+  return verdict;
+}
+
 /* ---- The host as the keeper needs it ------------------------------------ */
 
 QpCallerHost *
@@ -123,7 +168,9 @@ qp_caller_claim(const QpCallerHost *host, const hwloc_const_bitmap_t *effective,
   g_autofree guint *loads = g_new0(guint, MAX(host->n_nodes, 1));
   g_autofree gboolean *done = g_new0(gboolean, MAX(n, 1));
   for (guint v = 0; v < n; v++) {
-    if (done[v] || effective[v] == NULL ||
+    /* A set with no CPU is no load anywhere, and no list a record can
+     * hold ("cpus": "" is refused). */
+    if (done[v] || effective[v] == NULL || hwloc_bitmap_iszero(effective[v]) ||
         (!hwloc_bitmap_iszero(dedicated) &&
          hwloc_bitmap_isincluded(effective[v], dedicated)))
       continue;
@@ -213,6 +260,7 @@ struct QpCallerPins {
   guint n_vcpus;
   hwloc_bitmap_t *vcpu_caller; /* by vCPU index: the caller's CPUs or NULL */
   GString *changes;            /* of the current look */
+  hwloc_bitmap_t online;       /* the CPUs online, NULL: every CPU */
 };
 
 static void
@@ -246,6 +294,7 @@ qp_caller_pins_free(QpCallerPins *pins)
     hwloc_bitmap_free(pins->vcpu_caller[v]);
   g_free(pins->vcpu_caller);
   g_string_free(pins->changes, TRUE);
+  hwloc_bitmap_free(pins->online);
   g_free(pins);
 }
 
@@ -258,6 +307,14 @@ qp_caller_pins_begin(QpCallerPins *pins)
   while (g_hash_table_iter_next(&it, NULL, &value))
     ((Watched *)value)->judged = FALSE;
   g_string_truncate(pins->changes, 0);
+}
+
+void
+qp_caller_pins_set_online(QpCallerPins *pins, hwloc_const_bitmap_t online)
+{
+  g_clear_pointer(&pins->online, hwloc_bitmap_free);
+  if (online != NULL)
+    pins->online = hwloc_bitmap_dup(online);
 }
 
 static void say(QpCallerPins *pins, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
@@ -292,10 +349,22 @@ qp_caller_pins_judge(QpCallerPins *pins, int tid, const char *what, int vcpu,
     g_hash_table_insert(pins->threads, GINT_TO_POINTER(tid), w);
   }
   w->judged = TRUE;
-  QpPinVerdict verdict =
-      qp_caller_judge(have, want, usable, beyond, fresh ? inherited : NULL,
-                      fresh ? n_inherited : 0);
-  hwloc_bitmap_copy(w->seen, verdict == QP_PIN_RESET ? want : have);
+  /* Its CPUs all went offline: as it was (the caller's stay the caller's,
+   * and their load is counted where the caller put it). */
+  if (!fresh && hwloc_bitmap_iszero(have)) {
+    hwloc_bitmap_copy(w->seen, have);
+    return w->caller != NULL ? QP_PIN_CALLER : QP_PIN_PLANNED;
+  }
+  QpPinVerdict verdict = qp_caller_judge_online(
+      have, want, usable, beyond, fresh ? inherited : NULL,
+      fresh ? n_inherited : 0, pins->online);
+  if (verdict == QP_PIN_RESET) {
+    hwloc_bitmap_copy(w->seen, want);
+    if (pins->online != NULL)
+      hwloc_bitmap_and(w->seen, w->seen, pins->online);
+  } else {
+    hwloc_bitmap_copy(w->seen, have);
+  }
   if (verdict == QP_PIN_CALLER) {
     if (w->caller == NULL || !hwloc_bitmap_isequal(w->caller, have)) {
       g_autofree char *l = qp_list_format(have);

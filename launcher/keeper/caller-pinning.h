@@ -19,7 +19,16 @@
  *   seen for the first time, a set it inherited from a thread qemu-pin
  *   pinned (the startup CPUs, the emulator's set): the plan is put back;
  * - the caller's: anything else, that is not the plan. It is kept as it
- *   is. */
+ *   is.
+ *
+ * A host CPU taken offline is out of every thread's affinity as the kernel
+ * shows it (sched_getaffinity() gives the set less the CPUs offline, and
+ * nothing when all of them are), though the thread keeps it and runs there
+ * again once it is back: each set is judged on the CPUs online now. A
+ * thread whose CPUs are all offline is not the caller's: the kernel shows
+ * no CPU for it until it runs, then runs it on every CPU of its cgroup;
+ * where the plan's CPUs are all offline it is left there, and put back once
+ * they are online. */
 #pragma once
 
 #include <glib.h>
@@ -46,6 +55,18 @@ QpPinVerdict qp_caller_judge(hwloc_const_bitmap_t have,
                              hwloc_const_bitmap_t beyond,
                              const hwloc_const_bitmap_t *inherited,
                              guint n_inherited);
+
+/* qp_caller_judge() on the CPUs ONLINE now (NULL: every CPU is): WANT,
+ * USABLE and INHERITED less the CPUs offline, as HAVE is. HAVE with no CPU
+ * (they all went offline) is planned, and so is a reset while WANT's CPUs
+ * are all offline: there is nowhere to put the plan back yet. */
+QpPinVerdict qp_caller_judge_online(hwloc_const_bitmap_t have,
+                                    hwloc_const_bitmap_t want,
+                                    hwloc_const_bitmap_t usable,
+                                    hwloc_const_bitmap_t beyond,
+                                    const hwloc_const_bitmap_t *inherited,
+                                    guint n_inherited,
+                                    hwloc_const_bitmap_t online);
 
 /* What the keeper needs of the host model, taken by the launcher before the
  * fork (the keeper does not load the host). */
@@ -107,10 +128,17 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpCallerPins, qp_caller_pins_free)
 /* A look at every thread: begin, one judge per thread, end. */
 void qp_caller_pins_begin(QpCallerPins *pins);
 
+/* The CPUs online for the judges of this look on (NULL, the default:
+ * every CPU), as qp_caller_judge_online() takes them. */
+void qp_caller_pins_set_online(QpCallerPins *pins, hwloc_const_bitmap_t online);
+
 /* The verdict on thread TID (WHAT names it: "vCPU 0", "the emulator thread",
  * "iothread io0"; VCPU is its vCPU index or -1), as qp_caller_judge(); the
- * inherited sets count only when TID was not seen before. Remembers HAVE,
- * or WANT on a reset (the keeper pins it there). */
+ * inherited sets count only when TID was not seen before, and the CPUs
+ * online are the last qp_caller_pins_set_online()'s. Remembers HAVE, or
+ * WANT's online CPUs on a reset (the keeper pins it there). A thread seen
+ * before that now shows no CPU (its CPUs all went offline) keeps its last
+ * verdict: the caller's CPUs stay the caller's. */
 QpPinVerdict qp_caller_pins_judge(QpCallerPins *pins, int tid, const char *what,
                                   int vcpu, hwloc_const_bitmap_t have,
                                   hwloc_const_bitmap_t want,

@@ -8,9 +8,41 @@
 #include "launcher/affinity.h"
 #include "launcher/log.h"
 
+/* A list file of sysfs, or NULL. */
+static hwloc_bitmap_t
+sys_cpus(const char *path)
+{
+  g_autofree char *text = NULL;
+  hwloc_bitmap_t set = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL) ||
+      !qp_list_parse(g_strstrip(text), path, QP_LIST_MAX_INDEX, &set, NULL))
+    return NULL;
+  return set;
+}
+
+/* Every CPU but those offline now: the host's CPUs that are not online. A
+ * CPU the host does not have (a plan made on another host) is not offline:
+ * pinning to it fails, as it should. NULL when sysfs does not say (then no
+ * CPU is taken for offline). */
+static hwloc_bitmap_t
+online_cpus(void)
+{
+  g_auto(hwloc_bitmap_t) online = sys_cpus("/sys/devices/system/cpu/online");
+  g_auto(hwloc_bitmap_t) possible =
+      sys_cpus("/sys/devices/system/cpu/possible");
+  if (online == NULL || possible == NULL)
+    return NULL;
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  hwloc_bitmap_not(set, possible);
+  hwloc_bitmap_or(set, set, online);
+  return set;
+}
+
+/* Pins TID to SET and reads it back: the kernel shows SET less the CPUs
+ * offline (ONLINE, NULL: none is). */
 static gboolean
 pin_and_verify(int tid, hwloc_const_bitmap_t set, const char *what,
-               GError **error)
+               hwloc_const_bitmap_t online, GError **error)
 {
   if (set == NULL || hwloc_bitmap_iszero(set))
     return TRUE;
@@ -21,7 +53,10 @@ pin_and_verify(int tid, hwloc_const_bitmap_t set, const char *what,
   g_auto(hwloc_bitmap_t) got = qp_get_affinity(tid, error);
   if (got == NULL)
     return FALSE;
-  if (!hwloc_bitmap_isequal(got, set)) {
+  g_auto(hwloc_bitmap_t) shown = hwloc_bitmap_dup(set);
+  if (online != NULL)
+    hwloc_bitmap_and(shown, shown, online);
+  if (!hwloc_bitmap_isequal(got, shown)) {
     g_autofree char *want = qp_list_format(set);
     g_autofree char *have = qp_list_format(got);
     g_set_error(error, QP_LAUNCH_ERROR, QP_LAUNCH_ERROR_FAILED,
@@ -50,6 +85,7 @@ typedef struct {
   hwloc_const_bitmap_t inherited[4];
   hwloc_bitmap_t main_had;    /* the main thread's affinity, or NULL */
   hwloc_bitmap_t main_caller; /* the caller's CPUs for it, or NULL */
+  hwloc_bitmap_t online;      /* every CPU but those offline, or NULL */
   GHashTable *done;           /* the tids looked at */
   guint changed;              /* threads whose affinity had to change */
 } Look;
@@ -120,7 +156,7 @@ pin_vcpus(Look *l, GArray *vcpus, GError **error)
     if (to != want)
       qp_caller_pins_judge(k->pins, v->thread_id, what, v->cpu_index, to, to,
                            l->usable, l->beyond, NULL, 0);
-    if (!pin_and_verify(v->thread_id, to, what, error))
+    if (!pin_and_verify(v->thread_id, to, what, l->online, error))
       return FALSE;
     l->changed++;
   }
@@ -143,7 +179,7 @@ pin_iothreads(Look *l, GArray *iothreads, GError **error)
       continue;
     if (near == NULL && l->iothread_was != NULL &&
         hwloc_bitmap_isequal(had, l->iothread_was)) {
-      if (!pin_and_verify(t->thread_id, want, what, error))
+      if (!pin_and_verify(t->thread_id, want, what, l->online, error))
         return FALSE;
       hwloc_bitmap_copy(had, want);
       l->changed++;
@@ -152,7 +188,7 @@ pin_iothreads(Look *l, GArray *iothreads, GError **error)
                              l->usable, l->beyond, l->inherited,
                              G_N_ELEMENTS(l->inherited)) != QP_PIN_RESET)
       continue;
-    if (!pin_and_verify(t->thread_id, want, what, error))
+    if (!pin_and_verify(t->thread_id, want, what, l->online, error))
       return FALSE;
     l->changed++;
   }
@@ -177,8 +213,8 @@ pin_other_threads(Look *l)
     g_auto(hwloc_bitmap_t) had = qp_get_affinity(tid, NULL);
     if (had == NULL ||
         (l->main_caller != NULL && hwloc_bitmap_isequal(had, l->main_caller)) ||
-        (qp_caller_judge(had, l->emulator, l->usable, l->beyond, l->inherited,
-                         2) != QP_PIN_RESET &&
+        (qp_caller_judge_online(had, l->emulator, l->usable, l->beyond,
+                                l->inherited, 2, l->online) != QP_PIN_RESET &&
          (l->emulator_was == NULL ||
           !hwloc_bitmap_isequal(had, l->emulator_was))))
       continue;
@@ -233,6 +269,8 @@ apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
   l.iothread =
       set_now(plan->iothread_cpus, off, k->plugged_off, &l.iothread_was);
   qp_caller_pins_begin(k->pins);
+  l.online = online_cpus();
+  qp_caller_pins_set_online(k->pins, l.online);
   l.main_had = qp_get_affinity(k->qemu_pid, NULL);
   l.inherited[0] = plan->startup_cpus;
   l.inherited[1] = l.emulator;
@@ -250,6 +288,7 @@ apply_plan(Keeper *k, GArray *vcpus, GArray *iothreads, guint *changed,
     k->plugged_off = g_steal_pointer(&off);
   }
   g_hash_table_unref(l.done);
+  g_clear_pointer(&l.online, hwloc_bitmap_free);
   g_clear_pointer(&l.main_had, hwloc_bitmap_free);
   g_clear_pointer(&l.main_caller, hwloc_bitmap_free);
   g_clear_pointer(&l.emulator, hwloc_bitmap_free);

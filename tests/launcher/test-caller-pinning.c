@@ -157,6 +157,78 @@ test_pins_across_looks(void)
   g_assert_null(qp_caller_pins_end(pins));
 }
 
+/* Host CPUs taken offline under a VM with 2 vCPUs planned on CPUs 2-3 of
+ * an 8-CPU host, vCPU 1 pinned on CPU 6 by the caller. The kernel shows a
+ * thread's affinity less the CPUs offline, nothing when they all are; once
+ * the thread runs, it runs on every CPU of its cgroup. */
+static void
+test_pins_cpus_offline(void)
+{
+  g_auto(hwloc_bitmap_t) usable = set_of("0-7");
+  g_auto(hwloc_bitmap_t) plan = set_of("2-3");
+  g_auto(hwloc_bitmap_t) none = hwloc_bitmap_alloc();
+  g_auto(hwloc_bitmap_t) cpu2 = set_of("2");
+  g_auto(hwloc_bitmap_t) cpu6 = set_of("6");
+  g_autoptr(QpCallerPins) pins = qp_caller_pins_new(2);
+
+  qp_caller_pins_begin(pins);
+  g_assert_cmpint(qp_caller_pins_judge(pins, 101, "vCPU 0", 0, plan, plan,
+                                       usable, NULL, NULL, 0),
+                  ==, QP_PIN_PLANNED);
+  g_assert_cmpint(qp_caller_pins_judge(pins, 102, "vCPU 1", 1, cpu6, plan,
+                                       usable, NULL, NULL, 0),
+                  ==, QP_PIN_CALLER);
+  g_free(qp_caller_pins_end(pins));
+
+  /* 1. CPUs 2, 3 and 6 offline, neither thread has run since: both show
+   * no CPU. vCPU 0 is no caller's (the record once claimed it on no CPU,
+   * "cpus": "", which the ledger refuses to read), vCPU 1 stays the
+   * caller's on CPU 6. */
+  qp_caller_pins_begin(pins);
+  g_assert_cmpint(qp_caller_pins_judge(pins, 101, "vCPU 0", 0, none, plan,
+                                       usable, NULL, NULL, 0),
+                  ==, QP_PIN_PLANNED);
+  g_assert_cmpint(qp_caller_pins_judge(pins, 102, "vCPU 1", 1, none, plan,
+                                       usable, NULL, NULL, 0),
+                  ==, QP_PIN_CALLER);
+  g_assert_null(qp_caller_pins_end(pins));
+  g_assert_null(qp_caller_pins_vcpu(pins, 0));
+  assert_set(qp_caller_pins_vcpu(pins, 1), "6");
+
+  /* 2. The same, the keeper told which CPUs are online: vCPU 0 ran, and
+   * the kernel put it on every CPU online. Nowhere to put the plan back:
+   * left there, not the caller's. */
+  g_auto(hwloc_bitmap_t) online = set_of("0-1,4-5,7");
+  g_auto(hwloc_bitmap_t) fallback = set_of("0-1,4-5,7");
+  qp_caller_pins_set_online(pins, online);
+  qp_caller_pins_begin(pins);
+  g_assert_cmpint(qp_caller_pins_judge(pins, 101, "vCPU 0", 0, fallback, plan,
+                                       usable, NULL, NULL, 0),
+                  ==, QP_PIN_PLANNED);
+  g_assert_null(qp_caller_pins_end(pins));
+  g_assert_null(qp_caller_pins_vcpu(pins, 0));
+
+  /* 3. CPU 2 back, vCPU 0 runs on every CPU online: a reset, the plan goes
+   * back on (its CPU 3 still offline). A thread on the plan less CPU 3 is
+   * the plan's. */
+  g_auto(hwloc_bitmap_t) online2 = set_of("0-2,4-5,7");
+  g_auto(hwloc_bitmap_t) every = set_of("0-2,4-5,7");
+  qp_caller_pins_set_online(pins, online2);
+  qp_caller_pins_begin(pins);
+  g_assert_cmpint(qp_caller_pins_judge(pins, 101, "vCPU 0", 0, every, plan,
+                                       usable, NULL, NULL, 0),
+                  ==, QP_PIN_RESET);
+  g_assert_cmpint(qp_caller_pins_judge(pins, 103, "vCPU 0", 0, cpu2, plan,
+                                       usable, NULL, NULL, 0),
+                  ==, QP_PIN_PLANNED);
+  g_assert_null(qp_caller_pins_end(pins));
+  g_assert_cmpint(
+      qp_caller_judge_online(cpu2, plan, usable, NULL, NULL, 0, online2), ==,
+      QP_PIN_PLANNED);
+  g_assert_cmpint(qp_caller_judge(cpu2, plan, usable, NULL, NULL, 0), ==,
+                  QP_PIN_CALLER);
+}
+
 /* 2 nodes: CPUs 0-1 on node 0, 2-3 on node 1, one core per CPU. */
 static QpCallerHost *
 host_2x2(guint n_vcpus, const char *const *cores)
@@ -180,7 +252,8 @@ host_2x2(guint n_vcpus, const char *const *cores)
 typedef struct {
   const char *name;
   guint n;
-  const char *effective[4]; /* "" for a vCPU that runs nowhere */
+  const char *effective[4]; /* "" for a vCPU that runs nowhere, "-" for
+                               an empty set (its CPUs all offline) */
   const char *cores[4];     /* NULL: none */
   const char *held;
   const char *dedicated; /* expected */
@@ -232,6 +305,9 @@ static const ClaimCase claim_cases[] = {
      "",
      {2, 2},
      "1-2:3 3:1"},
+    /* vCPU 0 on no CPU (its CPUs all went offline): no load anywhere, and
+     * no CPU set of no CPU, which the ledger could not read back. */
+    {"balanced-no-cpu", 2, {"-", "3"}, {NULL, NULL}, "", "", {0, 1}, "3:1"},
 };
 
 static void
@@ -241,7 +317,9 @@ test_claim(gconstpointer data)
   g_autoptr(QpCallerHost) h = host_2x2(c->n, c->cores);
   g_autofree hwloc_bitmap_t *eff = g_new0(hwloc_bitmap_t, c->n);
   for (guint v = 0; v < c->n; v++)
-    eff[v] = *c->effective[v] ? set_of(c->effective[v]) : NULL;
+    eff[v] = strcmp(c->effective[v], "-") == 0 ? hwloc_bitmap_alloc()
+             : *c->effective[v]                ? set_of(c->effective[v])
+                                               : NULL;
   g_auto(hwloc_bitmap_t) held = set_of(c->held);
   g_auto(hwloc_bitmap_t) dedicated = hwloc_bitmap_alloc();
   g_autoptr(GArray) load = g_array_new(FALSE, FALSE, sizeof(QpNodeLoad));
@@ -461,6 +539,7 @@ main(int argc, char **argv)
     g_test_add_data_func(path, &judge_cases[i], test_judge);
   }
   g_test_add_func("/caller-pinning/pins/across-looks", test_pins_across_looks);
+  g_test_add_func("/caller-pinning/pins/cpus-offline", test_pins_cpus_offline);
   for (gsize i = 0; i < G_N_ELEMENTS(claim_cases); i++) {
     g_autofree char *path =
         g_strdup_printf("/caller-pinning/claim/%s", claim_cases[i].name);

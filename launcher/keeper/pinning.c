@@ -122,6 +122,20 @@ pin_main_thread(Look *l, GError **error)
   return TRUE;
 }
 
+/* A vCPU on its plan's CPUs whose core the claim gave back: the caller had
+ * it elsewhere, and put it back on the plan by hand (`taskset`, `virsh
+ * vcpupin`) rather than by a reset. Its core is claimed again, as on a
+ * reset; not while it shares the VM's cores for want of its own. */
+static gboolean
+core_given_back(Keeper *k, int index)
+{
+  if (g_hash_table_contains(k->fallback, GINT_TO_POINTER(index)))
+    return FALSE;
+  hwloc_const_bitmap_t core = qp_keeper_vcpu_core(k, (guint)index);
+  return core != NULL &&
+         !hwloc_bitmap_isincluded(core, qp_held_claim_get(k->claim)->dedicated);
+}
+
 static gboolean
 pin_vcpus(Look *l, GArray *vcpus, GError **error)
 {
@@ -149,10 +163,13 @@ pin_vcpus(Look *l, GArray *vcpus, GError **error)
     QpPinVerdict verdict = qp_caller_pins_judge(
         k->pins, v->thread_id, what, v->cpu_index, had, want, l->usable,
         l->beyond, l->inherited, G_N_ELEMENTS(l->inherited));
-    if (verdict != QP_PIN_RESET)
+    if (verdict == QP_PIN_CALLER ||
+        (verdict == QP_PIN_PLANNED && !core_given_back(k, v->cpu_index)))
       continue;
     hwloc_const_bitmap_t to =
         qp_keeper_reclaim_core(k, (guint)v->cpu_index, want);
+    if (verdict == QP_PIN_PLANNED && to == want)
+      continue; /* its core claimed again, and it is there already */
     if (to != want)
       qp_caller_pins_judge(k->pins, v->thread_id, what, v->cpu_index, to, to,
                            l->usable, l->beyond, NULL, 0);

@@ -8,7 +8,8 @@
 # 2. A one-to-one guest of 2 vCPUs: the caller moves vCPU 0 to a CPU of
 #    another node (taskset -p, as virsh vcpupin does). The keeper keeps it
 #    there, gives back vCPU 0's core and counts it as a shared vCPU on that
-#    node; a reset to every CPU brings the plan and the core back.
+#    node; a reset to every CPU brings the plan and the core back, and so
+#    does the caller putting it back on its own CPU by hand.
 . "$QP_LAB_SRC/lib.sh"
 
 expect_nodes 4
@@ -80,5 +81,19 @@ wait_for 60 vcpu0_on "$cpu0" ||
 want="[\"$all\",{}]"
 wait_for 60 claim_is "$want" || fail "claim after the reset: expected $want, got $(o2o_claim)"
 log "ok: the plan and its core are back: $(o2o_claim)"
+
+# Moved away once more, then put back on its own CPU by hand (taskset -p,
+# virsh vcpupin with the plan's CPU), not reset: it runs on its core, which
+# is claimed again (it was left given back, free for another VM's plan).
+taskset -pc "$other" "$tid0" >/dev/null || fail "taskset -p -c $other $tid0 failed"
+want="[\"$left\",{\"$othernode\":1}]"
+wait_for 60 claim_is "$want" ||
+  fail "claim after the caller moved vCPU 0 to CPU $other again: expected $want, got $(o2o_claim)"
+taskset -pc "$cpu0" "$tid0" >/dev/null || fail "taskset -p -c $cpu0 $tid0 failed"
+want="[\"$all\",{}]"
+wait_for 60 claim_is "$want" ||
+  fail "claim after the caller put vCPU 0 back on its CPU $cpu0: expected $want, got $(o2o_claim)"
+log "ok: put back on its CPU by hand, its core is claimed again: $(o2o_claim)"
+assert_eq "vCPU 0 on its CPU" "$cpu0" "$(cpus_allowed_of "$tid0")"
 lab_cleanup
 exit 0

@@ -369,6 +369,23 @@ roomy_node(Fixture *f, gint64 *uncommitted)
   return -1;
 }
 
+/* qemu-pin's stderr once it names WORD, or after 5 s. */
+static char *
+stderr_naming(Fixture *f, const char *word)
+{
+  gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+  char *err = NULL;
+  do {
+    g_free(err);
+    err = stderr_text(f);
+    if (strstr(err, word) != NULL)
+      break;
+    g_usleep(20000);
+  } while (g_get_monotonic_time() < deadline);
+  g_test_message("qemu-pin's stderr:\n%s", err);
+  return err;
+}
+
 /* Plugs a 128 MiB pc-dimm "bigdimm" (memory backend "big") on F's
  * monitor; returns qemu-pin's stderr once it names the dimm, or after 5 s. */
 static char *
@@ -378,35 +395,35 @@ plug_big_dimm(Fixture *f)
          "\"memory-backend-ram\",\"id\":\"big\",\"size\":134217728}}");
   qmp(f, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"pc-dimm\","
          "\"id\":\"bigdimm\",\"memdev\":\"big\"}}");
-  gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
-  char *err = NULL;
-  do {
-    g_free(err);
-    err = stderr_text(f);
-    if (strstr(err, "bigdimm") != NULL)
-      break;
-    g_usleep(20000);
-  } while (g_get_monotonic_time() < deadline);
-  g_test_message("qemu-pin's stderr:\n%s", err);
-  return err;
+  return stderr_naming(f, "bigdimm");
 }
 
-static void
-test_no_room_said_in_log(Fixture *f, gconstpointer data)
+/* Launches a 64 MiB VM (maxmem 1G) with EXTRA on a node whose host reserve
+ * leaves it the RAM and 32 MiB more, claimed once it runs; FALSE (the test
+ * skipped) when no node has 400 MiB uncommitted. */
+static gboolean
+launch_with_32_mib_left(Fixture *f, const char *const *extra)
 {
   gint64 uncommitted = 0;
   int node = roomy_node(f, &uncommitted);
   if (node < 0) {
     g_test_skip("no host node has 400 MiB uncommitted");
-    return;
+    return FALSE;
   }
-  /* The host reserve leaves the RAM and 32 MiB on that node. */
   g_autofree char *hostnodes = g_strdup_printf("--hostnodes=%d", node);
   g_autofree char *reserve = g_strdup_printf(
       "--node-reserve-mib=%d:%" G_GINT64_FORMAT, node, uncommitted - 64 - 32);
   const char *opts[] = {hostnodes, reserve, NULL};
-  launch(f, opts, "64,slots=2,maxmem=1G", NULL);
+  launch(f, opts, "64,slots=2,maxmem=1G", extra);
   g_assert_true(wait_claimed(f, 0, 64, 5000));
+  return TRUE;
+}
+
+static void
+test_no_room_said_in_log(Fixture *f, gconstpointer data)
+{
+  if (!launch_with_32_mib_left(f, NULL))
+    return;
   g_autofree char *err = plug_big_dimm(f);
   g_assert_nonnull(strstr(err, "warning: dimm bigdimm (memory backend big) "
                                "was plugged but its 128 MiB could not be "
@@ -427,31 +444,12 @@ test_no_room_said_in_log(Fixture *f, gconstpointer data)
 static void
 test_mem_lock_no_room(Fixture *f, gconstpointer data)
 {
-  gint64 uncommitted = 0;
-  int node = roomy_node(f, &uncommitted);
-  if (node < 0) {
-    g_test_skip("no host node has 400 MiB uncommitted");
-    return;
-  }
-  g_autofree char *hostnodes = g_strdup_printf("--hostnodes=%d", node);
-  g_autofree char *reserve = g_strdup_printf(
-      "--node-reserve-mib=%d:%" G_GINT64_FORMAT, node, uncommitted - 64 - 32);
-  const char *opts[] = {hostnodes, reserve, NULL};
   const char *extra[] = {"-overcommit", "mem-lock=on", NULL};
-  launch(f, opts, "64,slots=2,maxmem=1G", extra);
-  g_assert_true(wait_claimed(f, 0, 64, 5000));
+  if (!launch_with_32_mib_left(f, extra))
+    return;
   qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
          "\"memory-backend-ram\",\"id\":\"big\",\"size\":134217728}}");
-  gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
-  g_autofree char *err = NULL;
-  do {
-    g_free(err);
-    err = stderr_text(f);
-    if (strstr(err, "backend big") != NULL)
-      break;
-    g_usleep(20000);
-  } while (g_get_monotonic_time() < deadline);
-  g_test_message("qemu-pin's stderr:\n%s", err);
+  g_autofree char *err = stderr_naming(f, "backend big");
   g_assert_nonnull(strstr(err, "warning: memory backend big was plugged but "
                                "its 128 MiB could not be claimed"));
   g_assert_nonnull(strstr(err, "only 32 MiB uncommitted"));

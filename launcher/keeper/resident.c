@@ -152,7 +152,8 @@ set_mem(QpClaim *claim, const QpClaims *claims, gpointer data, GError **error)
   return TRUE;
 }
 
-/* "2: 128 MiB, 3: 40 MiB" of AMOUNTS (of QpNodeAmount). */
+/* "128 MiB on node 2, 40 MiB on node 3" of AMOUNTS (of QpNodeAmount), or
+ * NULL when it is empty. */
 static char *
 amounts_text(const GArray *amounts)
 {

@@ -14,6 +14,7 @@
 #include "launcher/launch.h"
 #include "qp-error.h"
 #include "topology/base/cpulist.h"
+#include "topology/base/proc.h"
 #include "topology/ledger/claims.h"
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
@@ -87,15 +88,11 @@ hwloc_bitmap_t
 qp_mem_allowed_nodes(int pid)
 {
   g_autofree char *text = proc_file(pid, "status", NULL);
-  const char *field =
-      text != NULL ? strstr(text, "\nMems_allowed_list:") : NULL;
-  if (field == NULL)
-    return NULL;
-  field += strlen("\nMems_allowed_list:");
-  g_autofree char *list = g_strndup(field, strcspn(field, "\n"));
+  g_autofree char *list =
+      text != NULL ? qp_proc_status_field(text, "Mems_allowed_list") : NULL;
   hwloc_bitmap_t nodes = NULL;
-  if (!qp_list_parse(g_strstrip(list), "Mems_allowed_list", QP_LIST_MAX_INDEX,
-                     &nodes, NULL))
+  if (list == NULL || !qp_list_parse(list, "Mems_allowed_list",
+                                     QP_LIST_MAX_INDEX, &nodes, NULL))
     return NULL;
   return nodes;
 }

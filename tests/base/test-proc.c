@@ -78,6 +78,26 @@ test_no_process(void)
   g_assert_cmpuint(qp_proc_start_time(0), ==, 0);
 }
 
+/* A field of /proc/PID/status: its value, from the start of a line only. */
+static void
+test_status_field(void)
+{
+  const char *status = "Name:\tqemu\nX_Mems_allowed_list:\t9\n"
+                       "Cpus_allowed_list:\t0-1\nMems_allowed_list:\t0,2-3\n";
+  g_autofree char *mems = qp_proc_status_field(status, "Mems_allowed_list");
+  g_assert_cmpstr(mems, ==, "0,2-3");
+  g_autofree char *name = qp_proc_status_field(status, "Name");
+  g_assert_cmpstr(name, ==, "qemu");
+  g_assert_null(qp_proc_status_field(status, "Mems_allowed"));
+  g_assert_null(qp_proc_status_field("", "Name"));
+  /* This process's own, as the kernel writes it. */
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents("/proc/self/status", &text, NULL, NULL));
+  g_autofree char *cpus = qp_proc_status_field(text, "Cpus_allowed_list");
+  g_assert_nonnull(cpus);
+  g_assert_true(g_ascii_isdigit(cpus[0]));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -85,5 +105,6 @@ main(int argc, char **argv)
   g_test_add_func("/proc/self", test_self);
   g_test_add_func("/proc/odd-name", test_odd_name);
   g_test_add_func("/proc/no-process", test_no_process);
+  g_test_add_func("/proc/status-field", test_status_field);
   return g_test_run();
 }

@@ -103,3 +103,22 @@ qp_proc_exists(int pid)
 {
   return kill(pid, 0) == 0 || errno == EPERM;
 }
+
+char *
+qp_proc_status_field(const char *status, const char *field)
+{
+  const char *p = status;
+  gsize fl = strlen(field);
+  while (p != NULL && *p != '\0') {
+    if (strncmp(p, field, fl) == 0 && p[fl] == ':') {
+      p += fl + 1;
+      while (*p == '\t' || *p == ' ')
+        p++;
+      return g_strndup(p, strcspn(p, "\n"));
+    }
+    p = strchr(p, '\n');
+    if (p != NULL)
+      p++;
+  }
+  return NULL;
+}

@@ -17,6 +17,10 @@ guint64 qp_proc_start_and_rss(int pid, guint64 *rss_kib);
 /* The parent of PID (field 4 of /proc/PID/stat), or -1 when PID is gone. */
 int qp_proc_parent(int pid);
 
+/* The value of FIELD ("Mems_allowed_list") in STATUS, the text of a
+ * /proc/PID/status, its leading blanks skipped; NULL when it has none. */
+char *qp_proc_status_field(const char *status, const char *field);
+
 /* Whether a process PID exists (EPERM counts: it is another user's). */
 gboolean qp_proc_exists(int pid);
 

@@ -3,6 +3,7 @@
 #include "topology/host/snapshot.h"
 
 #include "topology/base/dir-file.h"
+#include "topology/base/proc.h"
 #include "topology/base/state-dir.h"
 #include "topology/host/snapshot-text.h"
 
@@ -31,24 +32,12 @@ first_line(const char *path)
   return g_strdup(buf);
 }
 
-/* The value of FIELD in /proc/self/status. */
+/* The value of FIELD in /proc/self/status (STATUS), "-" when it has none. */
 static char *
-status_field(const char *text, const char *field)
+status_field(const char *status, const char *field)
 {
-  const char *p = text;
-  gsize fl = strlen(field);
-  while (p != NULL && *p != '\0') {
-    if (strncmp(p, field, fl) == 0 && p[fl] == ':') {
-      p += fl + 1;
-      while (*p == '\t' || *p == ' ')
-        p++;
-      return g_strndup(p, strcspn(p, "\n"));
-    }
-    p = strchr(p, '\n');
-    if (p != NULL)
-      p++;
-  }
-  return g_strdup("-");
+  char *value = qp_proc_status_field(status, field);
+  return value != NULL ? value : g_strdup("-");
 }
 
 char *

@@ -35,6 +35,27 @@ static const Case cases[] = {
     {"all-boot", "8", 2},
 };
 
+/* The one-to-one plan with --vnuma=auto of ARGV (parsed into *ARGS) on the
+ * recorded 2s-8node host (4 cores per node). */
+static QpPlan *
+vnuma_plan(const char *const *argv, QpQemuArgs **args)
+{
+  g_autofree char *xml =
+      g_build_filename(g_getenv("QP_TOPOLOGIES"), "2s-8node.xml", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) host = qp_host_load(xml, &error);
+  g_assert_no_error(error);
+  *args = qp_test_parse_ok(argv);
+  QpPlacementOptions opts;
+  qp_placement_options_init(&opts);
+  opts.mode = QP_MODE_ONE_TO_ONE;
+  opts.vnuma = TRUE;
+  QpPlan *plan = qp_plan_compute(host, NULL, (*args)->req, &opts, &error);
+  qp_placement_options_clear(&opts);
+  g_assert_no_error(error);
+  return plan;
+}
+
 /* A one-to-one plan on the recorded 2s-8node host (4 cores per node), its
  * argv rewritten and run by the real QEMU. This host has one node: the
  * rewritten backends are bound to node 0 here, which changes nothing QEMU
@@ -43,21 +64,10 @@ static void
 test_recorded_host(gconstpointer data)
 {
   const Case *c = data;
-  g_autofree char *xml =
-      g_build_filename(g_getenv("QP_TOPOLOGIES"), "2s-8node.xml", NULL);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(QpHost) host = qp_host_load(xml, &error);
-  g_assert_no_error(error);
   const char *argv[] = {"-smp", c->smp, "-m", "512", NULL};
-  g_autoptr(QpQemuArgs) args = qp_test_parse_ok(argv);
-  QpPlacementOptions opts;
-  qp_placement_options_init(&opts);
-  opts.mode = QP_MODE_ONE_TO_ONE;
-  opts.vnuma = TRUE;
-  g_autoptr(QpPlan) plan =
-      qp_plan_compute(host, NULL, args->req, &opts, &error);
-  qp_placement_options_clear(&opts);
-  g_assert_no_error(error);
+  g_autoptr(QpQemuArgs) args = NULL;
+  g_autoptr(QpPlan) plan = vnuma_plan(argv, &args);
+  g_autoptr(GError) error = NULL;
   g_assert_true(plan->vnuma);
   g_assert_cmpuint(plan->n_vnodes, ==, c->vnodes);
   g_assert_cmpuint(plan->vnuma_sockets * plan->vnuma_cores *
@@ -103,25 +113,14 @@ test_recorded_host(gconstpointer data)
 static void
 test_cpu_device_at_start(void)
 {
-  g_autofree char *xml =
-      g_build_filename(g_getenv("QP_TOPOLOGIES"), "2s-8node.xml", NULL);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(QpHost) host = qp_host_load(xml, &error);
-  g_assert_no_error(error);
   const char *argv[] = {
       "-smp",    "1,maxcpus=4",
       "-device", "qemu64-x86_64-cpu,socket-id=0,core-id=3,thread-id=0",
       "-m",      "512",
       NULL};
-  g_autoptr(QpQemuArgs) args = qp_test_parse_ok(argv);
-  QpPlacementOptions opts;
-  qp_placement_options_init(&opts);
-  opts.mode = QP_MODE_ONE_TO_ONE;
-  opts.vnuma = TRUE;
-  g_autoptr(QpPlan) plan =
-      qp_plan_compute(host, NULL, args->req, &opts, &error);
-  qp_placement_options_clear(&opts);
-  g_assert_no_error(error);
+  g_autoptr(QpQemuArgs) args = NULL;
+  g_autoptr(QpPlan) plan = vnuma_plan(argv, &args);
+  g_autoptr(GError) error = NULL;
 
   g_auto(GStrv) out =
       qp_qemu_args_rewrite(args, "qemu-system-x86_64", plan, -1, &error);

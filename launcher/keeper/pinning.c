@@ -8,16 +8,12 @@
 #include "launcher/affinity.h"
 #include "launcher/log.h"
 
-/* A list file of sysfs, or NULL. */
+/* The list in a sysfs file, or NULL. */
 static hwloc_bitmap_t
 sys_cpus(const char *path)
 {
-  g_autofree char *text = NULL;
   hwloc_bitmap_t set = NULL;
-  if (!g_file_get_contents(path, &text, NULL, NULL) ||
-      !qp_list_parse(g_strstrip(text), path, QP_LIST_MAX_INDEX, &set, NULL))
-    return NULL;
-  return set;
+  return qp_list_read_file(path, &set, NULL) ? set : NULL;
 }
 
 /* Every CPU but those offline now: the host's CPUs that are not online. A

@@ -1,4 +1,5 @@
 #include "topology/base/cpulist.h"
+#include <glib/gstdio.h>
 #include <string.h>
 
 static void
@@ -55,6 +56,35 @@ test_max(void)
   g_assert_nonnull(strstr(error->message, "0-3"));
 }
 
+/* A kernel's list file: missing or empty is no list, a bad one names the
+ * file. */
+static void
+test_read_file(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("qp-cpulist-XXXXXX", NULL);
+  g_assert_nonnull(dir);
+  g_autofree char *path = g_build_filename(dir, "online", NULL);
+  hwloc_bitmap_t set = NULL;
+  g_autoptr(GError) error = NULL;
+  g_assert_true(qp_list_read_file(path, &set, &error));
+  g_assert_null(set);
+  g_assert_true(g_file_set_contents(path, "\n", -1, NULL));
+  g_assert_true(qp_list_read_file(path, &set, &error));
+  g_assert_null(set);
+  g_assert_true(g_file_set_contents(path, "0-3,8\n", -1, NULL));
+  g_assert_true(qp_list_read_file(path, &set, &error));
+  g_autofree char *text = qp_list_format(set);
+  g_assert_cmpstr(text, ==, "0-3,8");
+  hwloc_bitmap_free(set);
+  set = NULL;
+  g_assert_true(g_file_set_contents(path, "0-x\n", -1, NULL));
+  g_assert_false(qp_list_read_file(path, &set, &error));
+  g_assert_null(set);
+  g_assert_nonnull(strstr(error->message, path));
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -62,5 +92,6 @@ main(int argc, char **argv)
   g_test_add_func("/cpulist/accepts-lists-and-ranges", test_valid);
   g_test_add_func("/cpulist/rejects-malformed-with-one-line", test_invalid);
   g_test_add_func("/cpulist/rejects-above-maximum", test_max);
+  g_test_add_func("/cpulist/read-file", test_read_file);
   return g_test_run();
 }

@@ -1,5 +1,7 @@
 #include "topology/base/cpulist.h"
 
+#include "topology/base/dir-file.h"
+
 #include <errno.h>
 #include <stdlib.h>
 
@@ -77,4 +79,17 @@ qp_list_format(hwloc_const_bitmap_t set)
   char *r = g_strdup(s);
   free(s);
   return r;
+}
+
+gboolean
+qp_list_read_file(const char *path, hwloc_bitmap_t *out, GError **error)
+{
+  g_autofree char *text = qp_file_read_text(path, G_MAXINT);
+  *out = NULL;
+  if (text == NULL)
+    return TRUE;
+  g_strstrip(text);
+  if (*text == '\0')
+    return TRUE;
+  return qp_list_parse(text, path, QP_LIST_MAX_INDEX, out, error);
 }

@@ -23,6 +23,12 @@ G_DEFINE_AUTO_CLEANUP_FREE_FUNC(hwloc_bitmap_t, hwloc_bitmap_free, NULL)
 gboolean qp_list_parse(const char *text, const char *what, guint max,
                        hwloc_bitmap_t *out, GError **error);
 
+/* Reads the list in the file PATH (a kernel's: /sys/devices/system/cpu/
+ * online, isolated) into *OUT; *OUT NULL when the file is missing or
+ * empty. FALSE, ERROR naming PATH, when it holds no list. */
+gboolean qp_list_read_file(const char *path, hwloc_bitmap_t *out,
+                           GError **error);
+
 /* Canonical "0-3,8" form; "" for an empty set. Free with g_free(). */
 char *qp_list_format(hwloc_const_bitmap_t set);
 

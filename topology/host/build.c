@@ -72,14 +72,8 @@ package_of(hwloc_topology_t topo, hwloc_obj_t obj)
 static gboolean
 read_isolated(hwloc_bitmap_t *out, GError **error)
 {
-  g_autofree char *text = qp_file_read_text(QP_ISOLATED_PATH, G_MAXINT);
-  *out = NULL;
-  if (text == NULL)
-    return TRUE; /* no such file: nothing is isolated */
-  g_strstrip(text);
-  if (*text == '\0')
-    return TRUE;
-  return qp_list_parse(text, QP_ISOLATED_PATH, QP_LIST_MAX_INDEX, out, error);
+  /* No such file, or an empty one: nothing is isolated. */
+  return qp_list_read_file(QP_ISOLATED_PATH, out, error);
 }
 
 static gboolean

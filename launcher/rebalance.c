@@ -299,9 +299,16 @@ print_human(const QpRebalance *r, const GPtrArray *moves,
       const QpMove *m = moves->pdata[i];
       g_autofree char *from = qp_list_format(m->from);
       g_autofree char *to = qp_list_format(m->to);
+      g_autofree char *why =
+          m->relieves >= 0
+              ? g_strdup_printf(" (off node %d, whose claims exceed its "
+                                "memory)",
+                                m->relieves)
+              : NULL;
       g_print("qemu-pin: rebalance would move VM %s (%s) from nodes %s to "
-              "%s: %" G_GUINT64_FORMAT " MiB\n",
-              name_of(claims, m->vm), m->vm, from, to, m->mib);
+              "%s: %" G_GUINT64_FORMAT " MiB%s\n",
+              name_of(claims, m->vm), m->vm, from, to, m->mib,
+              why != NULL ? why : "");
     }
   if (held_below > 0)
     g_print("qemu-pin: rebalance: no VM to move: the moves would bring "

@@ -596,6 +596,80 @@ assert_move(const QpRebalance *r, guint x, const char *id, const char *from,
   g_assert_false(m->consolidate);
 }
 
+/* Claims on node index I beyond its plain memory less the reserve. */
+static guint64
+excess_on(const QpHost *h, const QpClaims *claims, const Opts *o, guint i)
+{
+  QpNodeMemory m;
+  qp_node_memory(h, claims, &o->o, i, &m);
+  guint64 room = m.plain_mib - MIN(m.reserve_mib, m.plain_mib);
+  return m.claimed_mib > room ? m.claimed_mib - room : 0;
+}
+
+/* Goal (c) (robustness.md, finding 71): node 3 shrinks under its claims
+ * (memory taken offline). VMs a (8 GiB), b (5 GiB) and c (2 GiB) on it;
+ * nodes 0 and 1 have 4 GiB of room, node 2 is empty. */
+static QpClaims *
+shrunk_host_claims(QpHost *h, guint64 node3_mib)
+{
+  QpClaims *claims = qp_claims_new();
+  place(h, claims, "a", QP_MODE_BALANCED, 2, 8192, "3");
+  place(h, claims, "b", QP_MODE_BALANCED, 2, 5120, "3");
+  place(h, claims, "c", QP_MODE_BALANCED, 2, 2048, "3");
+  place(h, claims, "d", QP_MODE_BALANCED, 2, 12288, "0");
+  place(h, claims, "e", QP_MODE_BALANCED, 2, 12288, "1");
+  h->nodes[3].total_mib = h->nodes[3].free_mib = node3_mib;
+  return claims;
+}
+
+static void
+test_relieve_overcommitted(void)
+{
+  g_autoptr(Opts) o = opts_new(QP_MODE_BALANCED, NULL);
+  o->o.reserve_mib = 0;
+
+  /* 5 GiB too many: b alone is enough and moves the fewest MiB (a would
+   * do too); it goes to node 2, the one node with room for it. */
+  g_autoptr(TestHost) h = epyc(NULL);
+  g_autoptr(QpClaims) claims = shrunk_host_claims(h, 10240);
+  g_assert_cmpuint(excess_on(h, claims, o, 3), ==, 5120);
+  g_autofree QpRebalanceVm *vms = all_movable(claims);
+  g_autoptr(QpRebalance) r = rebalance(h, claims, vms, NULL, o);
+  assert_move(r, 0, "b", "3", "2", 5120);
+  g_assert_cmpuint(r->moves->len, ==, 1);
+  g_assert_cmpint(((const QpMove *)r->moves->pdata[0])->relieves, ==, 3);
+  g_assert_cmpuint(excess_on(h, r->after, o, 3), ==, 0);
+  /* Always worth making, whatever the hysteresis. */
+  g_assert_true(qp_rebalance_worth(r, G_MAXUINT64));
+
+  /* b placed by its caller: a goes instead (the one other VM enough). */
+  vm_of(vms, claims->claims->len, "b")->caller_set = TRUE;
+  g_autoptr(QpRebalance) kept = rebalance(h, claims, vms, NULL, o);
+  assert_move(kept, 0, "a", "3", "2", 8192);
+  g_assert_cmpuint(kept->moves->len, ==, 1);
+  g_assert_cmpuint(excess_on(h, kept->after, o, 3), ==, 0);
+
+  /* 11 GiB too many: no VM is enough alone; a takes the most off, then b
+   * is enough; both to node 2, c stays. */
+  g_autoptr(TestHost) h2 = epyc(NULL);
+  g_autoptr(QpClaims) claims2 = shrunk_host_claims(h2, 4096);
+  g_assert_cmpuint(excess_on(h2, claims2, o, 3), ==, 11264);
+  g_autofree QpRebalanceVm *vms2 = all_movable(claims2);
+  g_autoptr(QpRebalance) r2 = rebalance(h2, claims2, vms2, NULL, o);
+  g_assert_cmpuint(r2->moves->len, ==, 2);
+  assert_move(r2, 0, "a", "3", "2", 8192);
+  assert_move(r2, 1, "b", "3", "2", 5120);
+  g_assert_cmpuint(excess_on(h2, r2->after, o, 3), ==, 0);
+  g_assert_cmpuint(mib_on(claim_of(r2->after, "c"), 3), ==, 2048);
+
+  /* The same host with node 3 whole: nothing to relieve, nothing spans. */
+  g_autoptr(TestHost) h3 = epyc(NULL);
+  g_autoptr(QpClaims) claims3 = shrunk_host_claims(h3, 16384);
+  g_autofree QpRebalanceVm *vms3 = all_movable(claims3);
+  g_autoptr(QpRebalance) r3 = rebalance(h3, claims3, vms3, NULL, o);
+  g_assert_cmpuint(r3->moves->len, ==, 0);
+}
+
 /* Room on no node for 8 GiB (4 + 2 + 2 + 2 GiB free), and no VM that
  * leaves a node fits straight on another: the greedy, which moves VMs only
  * to room that is there, could only bring the request from three nodes to
@@ -934,6 +1008,8 @@ main(int argc, char **argv)
   g_test_add_func("/rebalance/numa/one-node-per-guest-node", test_numa_pieces);
   g_test_add_func("/rebalance/recorded/2s-8node/one-node-after-moves",
                   test_recorded_2s_8node);
+  g_test_add_func("/rebalance/relieve/overcommitted-node",
+                  test_relieve_overcommitted);
   g_test_add_func("/rebalance/min-mib/gain-of-consolidating-moves",
                   test_min_mib);
   g_test_add_func("/rebalance/search/room-made-at-the-destination",

@@ -544,6 +544,7 @@ move_new(const Work *k, const QpClaim *c, gboolean consolidate)
   m->from = nodes_of(k->host, c);
   m->pairs = g_array_new(FALSE, FALSE, sizeof(QpNodePair));
   m->consolidate = consolidate;
+  m->relieves = -1;
   return m;
 }
 
@@ -723,6 +724,66 @@ consolidate_greedy(Work *k)
       return;
     apply_single(k, &g_array_index(k->vms, Vm, best->x), best->i, best->cost,
                  TRUE);
+  }
+}
+
+/* ---- Goal (c): nodes whose claims exceed their memory -------------------- */
+
+/* MiB by which the claims on node index I exceed its plain memory less the
+ * reserve (status's "overcommitted"): 0 when they fit or it is blocked. */
+static guint64
+excess(const Work *k, guint i)
+{
+  if (qp_claims_node_blocked(k->w, k->host->nodes[i].id))
+    return 0;
+  QpNodeMemory m;
+  qp_node_memory(k->host, k->w, k->popts, i, &m);
+  guint64 room = m.plain_mib - MIN(m.reserve_mib, m.plain_mib);
+  return m.claimed_mib > room ? m.claimed_mib - room : 0;
+}
+
+/* Goal (c): VMs off each node whose claims exceed its memory (it shrank
+ * under them), each whole to another node with room, until the node's
+ * claims fit it or no VM can leave: of the VMs whose move alone is enough,
+ * the cheapest; else the one that takes the most off it. */
+static void
+relieve(Work *k)
+{
+  for (guint i = 0; i < k->host->n_nodes; i++) {
+    int id = k->host->nodes[i].id;
+    g_auto(hwloc_bitmap_t) avoid = hwloc_bitmap_alloc();
+    hwloc_bitmap_set(avoid, (unsigned)id);
+    guint64 over;
+    while ((over = excess(k, i)) > 0) {
+      g_autofree guint64 *av = avail_all(k);
+      Vm *best = NULL;
+      int best_to = -1;
+      guint64 best_cost = 0, best_off = 0;
+      for (guint x = 0; x < k->vms->len; x++) {
+        Vm *v = &g_array_index(k->vms, Vm, x);
+        const QpClaim *c = claim_of(k, v);
+        guint64 off = mem_on(c, id), cost;
+        if (!v->movable || v->moved || off == 0 ||
+            (c->mode != QP_MODE_BALANCED && c->mode != QP_MODE_ONE_TO_ONE))
+          continue;
+        int to = best_single(k, v, avoid, av, &cost);
+        if (to < 0)
+          continue;
+        gboolean enough = off >= over, best_enough = best_off >= over;
+        if (best == NULL || (enough && !best_enough) ||
+            (enough && best_enough && cost < best_cost) ||
+            (!enough && !best_enough && off > best_off)) {
+          best = v;
+          best_to = to;
+          best_cost = cost;
+          best_off = off;
+        }
+      }
+      if (best == NULL)
+        break;
+      apply_single(k, best, (guint)best_to, best_cost, FALSE);
+      ((QpMove *)k->moves->pdata[k->moves->len - 1])->relieves = id;
+    }
   }
 }
 
@@ -1691,6 +1752,8 @@ qp_rebalance_compute(const QpHost *host, const QpClaims *claims,
   Work k = {0};
   work_init(&k, host, claims, vms, n_vms, o, popts, r->kept);
   r->spanning_before = count_spanning(&k);
+  if (!o->no_consolidate)
+    relieve(&k);
   gboolean ok = TRUE;
   if (o->req != NULL) {
     ok = req_nodes(&k, o->req, popts, &r->req_nodes_before, NULL, error) &&

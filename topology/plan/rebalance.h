@@ -1,10 +1,11 @@
 /* The rebalance planner: which running VMs to move between host nodes, and
- * where, so that (a) VMs that span nodes come back to one node where room
- * allows and (b) with a request, that VM fits on the fewest nodes its mode
- * allows. A pure function of (host, live claims, what each VM allows,
- * request, options), like qp_plan_compute(): no I/O, no clock (the time is
- * an input), so `qemu-pin rebalance`, `--make-room`, `status` and the
- * simulator all plan the same moves.
+ * where, so that (c) no node's claims exceed its memory (it shrank under
+ * them: memory taken offline), (a) VMs that span nodes come back to one
+ * node where room allows and (b) with a request, that VM fits on the
+ * fewest nodes its mode allows. A pure function of (host, live claims, what
+ * each VM allows, request, options), like qp_plan_compute(): no I/O, no clock
+ * (the time is an input), so `qemu-pin rebalance`, `--make-room`, `status` and
+ * the simulator all plan the same moves.
  *
  * What it never moves: a VM whose placement the caller chose (its own
  * pinning, host-nodes of its backends), a VM with VFIO devices (pinned
@@ -19,6 +20,13 @@
  *
  * What it guarantees (a greedy and a bounded search, not an exhaustive
  * search):
+ * - (c), first: while a node's claims exceed its plain memory less the
+ *   reserve (what `status` calls overcommitted), a balanced or one-to-one
+ *   VM with memory there goes whole to another node with room for it: of
+ *   the VMs whose move alone brings the node within its memory, the one
+ *   that moves the fewest MiB; when none does, the one that takes the
+ *   most off it. A numa VM is not moved for it; a node no VM can leave
+ *   stays overcommitted (robustness.md, finding 71).
  * - (a) every move brings one spanning VM onto one node, the VM and node
  *   whose move costs the fewest MiB first; no move makes any VM span.
  *   When no node has room for any spanning VM as things stand, a chain:
@@ -118,6 +126,8 @@ typedef struct {
                            the record's node order; empty otherwise */
   guint64 mib;          /* memory that changes node */
   gboolean consolidate; /* goal (a) (TRUE) or room for the request */
+  int relieves;         /* goal (c): the overcommitted node it leaves, or
+                           -1 */
 } QpMove;
 
 typedef struct {

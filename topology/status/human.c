@@ -668,8 +668,11 @@ qp_status_moves_to_text(const GPtrArray *moves, const QpClaims *claims)
     g_autofree char *from = qp_list_format(m->from);
     g_autofree char *to = qp_list_format(m->to);
     g_string_append_printf(
-        s, "  VM %s (%s) from nodes %s to %s, %" G_GUINT64_FORMAT " MiB\n",
+        s, "  VM %s (%s) from nodes %s to %s, %" G_GUINT64_FORMAT " MiB",
         name != NULL ? name : "-", m->vm, from, to, m->mib);
+    if (m->relieves >= 0)
+      g_string_append_printf(s, " (off node %d, overcommitted)", m->relieves);
+    g_string_append_c(s, '\n');
   }
   return g_string_free(s, FALSE);
 }

@@ -525,6 +525,8 @@ qp_moves_to_json(const GPtrArray *moves)
     qp_json_add_list(b, "from", m->from);
     qp_json_add_list(b, "to", m->to);
     qp_json_add_int(b, "mib", (gint64)m->mib);
+    if (m->relieves >= 0)
+      qp_json_add_int(b, "relieves", m->relieves);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);

@@ -1,0 +1,62 @@
+# In-lab test (shape 4n, 512 MiB per node): memory of a node taken offline
+# under a VM claimed there (robustness.md, finding 71). A balanced VM with
+# 300 MiB preallocated is moved onto node 3; then node 3's memory blocks
+# go offline, as many as the kernel lets go, until the node holds less
+# than the claim (the kernel moves the VM's pages off it, its binding
+# notwithstanding). `status` warns that node 3 is overcommitted;
+# `rebalance --dry-run --json` lists a move of the VM off node 3
+# ("relieves": 3), `rebalance` makes it, and afterwards the VM's claim
+# names one other node, at least 95% of its RAM is there, every thread of
+# QEMU runs on that node's CPUs, and status no longer warns.
+. "$QP_LAB_SRC/lib.sh"
+
+expect_nodes 4
+qp_require --mode=balanced
+write_fw_halt fw.bin
+ram='{"qom-type":"memory-backend-ram","id":"pc.ram","size":314572800,"prealloc":true}'
+# shellcheck disable=SC2046
+set -- "$QP_QEMU" $(vm_args off fw.bin) -smp 1 -object "$ram" -machine memory-backend=pc.ram
+pid=$(qp_launch off --mode=balanced -- "$@") || fail "qemu-pin did not launch the VM: $pid"
+if [ "$(claim_of "$pid")" != '{"3":300}' ]; then
+  "$QP_BINARY" move off --to-nodes=3 >move.out 2>move.err || fail "the move onto node 3 failed: $(cat move.err)"
+fi
+assert_eq "the VM is claimed on node 3" '{"3":300}' "$(claim_of "$pid")"
+got=$(on_node "$pid" 3 300)
+[ "$got" -ge 950 ] || fail "only $got permille of the VM's RAM is on node 3"
+
+node_total() { awk '/MemTotal/ { print int($4 / 1024) }' "/sys/devices/system/node/node$1/meminfo"; }
+was=$(node_total 3)
+for m in /sys/devices/system/node/node3/memory[0-9]*; do
+  echo 0 >"$m/online" 2>/dev/null || true
+done
+now=$(node_total 3)
+log "node 3: $was MiB, $now MiB with its memory blocks offline"
+[ "$now" -lt 300 ] || fail "the kernel took only $((was - now)) MiB of node 3 offline: it still holds the 300 MiB claim"
+log "the VM's RAM on node 3 now: $(on_node "$pid" 3 300) permille"
+
+sf=$(status_json) || fail "qemu-pin status --json failed"
+over=$(jq -r '.warnings[] | select(startswith("node 3 is overcommitted"))' "$sf")
+[ -n "$over" ] || fail "status does not warn that node 3 is overcommitted: $(jq -c '.warnings' "$sf")"
+log "status: $over"
+
+"$QP_BINARY" rebalance --dry-run --json --cooldown=0 >dry.json 2>dry.err || fail "rebalance --dry-run failed: $(cat dry.err)"
+[ -s dry.err ] && fail "rebalance --dry-run printed on stderr: $(cat dry.err)"
+log "dry run: $(jq -c '.moves' dry.json)"
+id=$(cat /run/qemu-pin/*.json | jq -r --argjson p "$pid" 'select(.["qemu-pid"] == $p) | .id')
+assert_eq "the dry run moves the VM off node 3" "$id 3 3" "$(jq -r '[.moves[] | "\(.vm) \(.from) \(.relieves)"] | join(";")' dry.json)"
+to=$(jq -r '.moves[0].to' dry.json)
+
+"$QP_BINARY" rebalance --cooldown=0 >made.out 2>made.err || fail "rebalance failed: $(cat made.err)"
+[ -s made.err ] && fail "rebalance printed on stderr: $(cat made.err)"
+log "$(cat made.out)"
+assert_eq "the claim names only node $to" "{\"$to\":300}" "$(claim_of "$pid")"
+got=$(on_node "$pid" "$to" 300)
+[ "$got" -ge 950 ] || fail "after the rebalance only $got permille of the VM's RAM is on node $to"
+want=$(node_cpus "$to")
+for t in /proc/"$pid"/task/*; do
+  assert_eq "thread ${t##*/} on node $to's CPUs" "$want" "$(cpus_allowed_of "${t##*/}")"
+done
+sf=$(status_json) || fail "qemu-pin status --json failed"
+assert_eq "status no longer warns of node 3" "" "$(jq -r '.warnings[] | select(startswith("node 3 is overcommitted"))' "$sf")"
+lab_cleanup
+exit 0

@@ -608,7 +608,8 @@ excess_on(const QpHost *h, const QpClaims *claims, const Opts *o, guint i)
 
 /* Goal (c) (robustness.md, finding 71): node 3 shrinks under its claims
  * (memory taken offline). VMs a (8 GiB), b (5 GiB) and c (2 GiB) on it;
- * nodes 0 and 1 have 4 GiB of room, node 2 is empty. */
+ * nodes 0 and 1 have 4 GiB of room, node 2 is empty. A numa VM's piece
+ * moves alone. */
 static QpClaims *
 shrunk_host_claims(QpHost *h, guint64 node3_mib)
 {
@@ -661,6 +662,36 @@ test_relieve_overcommitted(void)
   assert_move(r2, 1, "b", "3", "2", 5120);
   g_assert_cmpuint(excess_on(h2, r2->after, o, 3), ==, 0);
   g_assert_cmpuint(mib_on(claim_of(r2->after, "c"), 3), ==, 2048);
+
+  /* A numa VM with guest nodes on host nodes 2 and 3: its piece on node 3
+   * goes to a node of its own with room (0 and 1 have 4 GiB each, node 2
+   * is its other piece's), the other stays. */
+  g_autoptr(TestHost) h4 = epyc(NULL);
+  g_autoptr(QpClaims) claims4 = qp_claims_new();
+  g_autoptr(QpRequest) vn = request(4, 8192);
+  request_vnuma(vn, 2, 2, 4096);
+  g_autoptr(Opts) no = opts_new(QP_MODE_NUMA, NULL);
+  no->o.hostnodes = list("2-3");
+  g_autoptr(QpPlan) p = plan_ok(h4, claims4, vn, no);
+  g_ptr_array_add(claims4->claims, qp_claim_from_plan(p, "vnuma", "vnuma"));
+  place(h4, claims4, "f3", QP_MODE_BALANCED, 2, 8192, "3");
+  place(h4, claims4, "d", QP_MODE_BALANCED, 2, 12288, "0");
+  place(h4, claims4, "e", QP_MODE_BALANCED, 2, 14336, "1");
+  h4->nodes[3].total_mib = h4->nodes[3].free_mib = 10240;
+  g_assert_cmpuint(excess_on(h4, claims4, o, 3), ==, 2048);
+  g_autofree QpRebalanceVm *vms4 = all_movable(claims4);
+  vm_of(vms4, claims4->claims->len, "f3")->caller_set = TRUE;
+  g_autoptr(QpRebalance) r4 = rebalance(h4, claims4, vms4, NULL, o);
+  g_assert_cmpuint(r4->moves->len, ==, 1);
+  const QpMove *m4 = r4->moves->pdata[0];
+  g_assert_cmpstr(m4->vm, ==, "vnuma");
+  g_assert_cmpint(m4->relieves, ==, 3);
+  g_assert_cmpuint(m4->mib, ==, 4096);
+  g_assert_cmpuint(m4->pairs->len, ==, 1);
+  g_assert_cmpint(g_array_index(m4->pairs, QpNodePair, 0).from, ==, 3);
+  g_assert_cmpint(g_array_index(m4->pairs, QpNodePair, 0).to, ==, 0);
+  assert_set(m4->to, "0,2");
+  g_assert_cmpuint(excess_on(h4, r4->after, o, 3), ==, 0);
 
   /* The same host with node 3 whole: nothing to relieve, nothing spans. */
   g_autoptr(TestHost) h3 = epyc(NULL);

@@ -727,66 +727,6 @@ consolidate_greedy(Work *k)
   }
 }
 
-/* ---- Goal (c): nodes whose claims exceed their memory -------------------- */
-
-/* MiB by which the claims on node index I exceed its plain memory less the
- * reserve (status's "overcommitted"): 0 when they fit or it is blocked. */
-static guint64
-excess(const Work *k, guint i)
-{
-  if (qp_claims_node_blocked(k->w, k->host->nodes[i].id))
-    return 0;
-  QpNodeMemory m;
-  qp_node_memory(k->host, k->w, k->popts, i, &m);
-  guint64 room = m.plain_mib - MIN(m.reserve_mib, m.plain_mib);
-  return m.claimed_mib > room ? m.claimed_mib - room : 0;
-}
-
-/* Goal (c): VMs off each node whose claims exceed its memory (it shrank
- * under them), each whole to another node with room, until the node's
- * claims fit it or no VM can leave: of the VMs whose move alone is enough,
- * the cheapest; else the one that takes the most off it. */
-static void
-relieve(Work *k)
-{
-  for (guint i = 0; i < k->host->n_nodes; i++) {
-    int id = k->host->nodes[i].id;
-    g_auto(hwloc_bitmap_t) avoid = hwloc_bitmap_alloc();
-    hwloc_bitmap_set(avoid, (unsigned)id);
-    guint64 over;
-    while ((over = excess(k, i)) > 0) {
-      g_autofree guint64 *av = avail_all(k);
-      Vm *best = NULL;
-      int best_to = -1;
-      guint64 best_cost = 0, best_off = 0;
-      for (guint x = 0; x < k->vms->len; x++) {
-        Vm *v = &g_array_index(k->vms, Vm, x);
-        const QpClaim *c = claim_of(k, v);
-        guint64 off = mem_on(c, id), cost;
-        if (!v->movable || v->moved || off == 0 ||
-            (c->mode != QP_MODE_BALANCED && c->mode != QP_MODE_ONE_TO_ONE))
-          continue;
-        int to = best_single(k, v, avoid, av, &cost);
-        if (to < 0)
-          continue;
-        gboolean enough = off >= over, best_enough = best_off >= over;
-        if (best == NULL || (enough && !best_enough) ||
-            (enough && best_enough && cost < best_cost) ||
-            (!enough && !best_enough && off > best_off)) {
-          best = v;
-          best_to = to;
-          best_cost = cost;
-          best_off = off;
-        }
-      }
-      if (best == NULL)
-        break;
-      apply_single(k, best, (guint)best_to, best_cost, FALSE);
-      ((QpMove *)k->moves->pdata[k->moves->len - 1])->relieves = id;
-    }
-  }
-}
-
 /* ---- Mode numa: the pieces on a set, each to a node of its own ----------- */
 
 /* Plans where each piece of numa VM V on SET goes: a node outside SET and
@@ -874,6 +814,86 @@ apply_numa(Work *k, Vm *v, const GArray *pairs, guint64 cost)
   m->mib = cost;
   v->moved = TRUE;
   g_ptr_array_add(k->moves, m);
+}
+
+/* ---- Goal (c): nodes whose claims exceed their memory -------------------- */
+
+/* MiB by which the claims on node index I exceed its plain memory less the
+ * reserve (status's "overcommitted"): 0 when they fit or it is blocked. */
+static guint64
+excess(const Work *k, guint i)
+{
+  if (qp_claims_node_blocked(k->w, k->host->nodes[i].id))
+    return 0;
+  QpNodeMemory m;
+  qp_node_memory(k->host, k->w, k->popts, i, &m);
+  guint64 room = m.plain_mib - MIN(m.reserve_mib, m.plain_mib);
+  return m.claimed_mib > room ? m.claimed_mib - room : 0;
+}
+
+/* Where V's memory on node id AVOID can go: balanced and one-to-one whole
+ * to one other node (*TO, node index), numa its piece there to a node of
+ * its own (PAIRS); *COST the MiB moved. FALSE when nowhere. */
+static gboolean
+relief_for(const Work *k, const Vm *v, hwloc_const_bitmap_t avoid,
+           const guint64 *av, int *to, GArray *pairs, guint64 *cost)
+{
+  const QpClaim *c = claim_of(k, v);
+  if (c->mode == QP_MODE_NUMA)
+    return numa_targets(k, v, avoid, av, pairs, cost);
+  if (c->mode != QP_MODE_BALANCED && c->mode != QP_MODE_ONE_TO_ONE)
+    return FALSE;
+  *to = best_single(k, v, avoid, av, cost);
+  return *to >= 0;
+}
+
+/* Goal (c): VMs off each node whose claims exceed its memory (it shrank
+ * under them), each to other nodes with room, until the node's claims fit
+ * it or no VM can leave: of the VMs whose move alone is enough, the
+ * cheapest; else the one that takes the most off it. */
+static void
+relieve(Work *k)
+{
+  g_autoptr(GArray) pairs = g_array_new(FALSE, FALSE, sizeof(QpNodePair));
+  g_autoptr(GArray) best_pairs = g_array_new(FALSE, FALSE, sizeof(QpNodePair));
+  for (guint i = 0; i < k->host->n_nodes; i++) {
+    int id = k->host->nodes[i].id;
+    g_auto(hwloc_bitmap_t) avoid = hwloc_bitmap_alloc();
+    hwloc_bitmap_set(avoid, (unsigned)id);
+    guint64 over;
+    while ((over = excess(k, i)) > 0) {
+      g_autofree guint64 *av = avail_all(k);
+      Vm *best = NULL;
+      int best_to = -1;
+      guint64 best_cost = 0, best_off = 0;
+      for (guint x = 0; x < k->vms->len; x++) {
+        Vm *v = &g_array_index(k->vms, Vm, x);
+        guint64 off = mem_on(claim_of(k, v), id), cost = 0;
+        int to = -1;
+        if (!v->movable || v->moved || off == 0 ||
+            !relief_for(k, v, avoid, av, &to, pairs, &cost))
+          continue;
+        gboolean enough = off >= over, best_enough = best_off >= over;
+        if (best == NULL || (enough && !best_enough) ||
+            (enough && best_enough && cost < best_cost) ||
+            (!enough && !best_enough && off > best_off)) {
+          best = v;
+          best_to = to;
+          best_cost = cost;
+          best_off = off;
+          g_array_set_size(best_pairs, 0);
+          g_array_append_vals(best_pairs, pairs->data, pairs->len);
+        }
+      }
+      if (best == NULL)
+        break;
+      if (claim_of(k, best)->mode == QP_MODE_NUMA)
+        apply_numa(k, best, best_pairs, best_cost);
+      else
+        apply_single(k, best, (guint)best_to, best_cost, FALSE);
+      ((QpMove *)k->moves->pdata[k->moves->len - 1])->relieves = id;
+    }
+  }
 }
 
 /* ---- Goal (b): room for the request -------------------------------------- */

@@ -22,11 +22,11 @@
  * search):
  * - (c), first: while a node's claims exceed its plain memory less the
  *   reserve (what `status` calls overcommitted), a balanced or one-to-one
- *   VM with memory there goes whole to another node with room for it: of
- *   the VMs whose move alone brings the node within its memory, the one
- *   that moves the fewest MiB; when none does, the one that takes the
- *   most off it. A numa VM is not moved for it; a node no VM can leave
- *   stays overcommitted (robustness.md, finding 71).
+ *   VM with memory there goes whole to another node with room for it, a
+ *   numa VM's piece there to a node of its own: of the VMs whose move
+ *   alone brings the node within its memory, the one that moves the
+ *   fewest MiB; when none does, the one that takes the most off it. A
+ *   node no VM can leave stays overcommitted (robustness.md, finding 71).
  * - (a) every move brings one spanning VM onto one node, the VM and node
  *   whose move costs the fewest MiB first; no move makes any VM span.
  *   When no node has room for any spanning VM as things stand, a chain:

@@ -50,12 +50,7 @@ to=$(jq -r '.moves[0].to' dry.json)
 [ -s made.err ] && fail "rebalance printed on stderr: $(cat made.err)"
 log "$(cat made.out)"
 assert_eq "the claim names only node $to" "{\"$to\":300}" "$(claim_of "$pid")"
-got=$(on_node "$pid" "$to" 300)
-[ "$got" -ge 950 ] || fail "after the rebalance only $got permille of the VM's RAM is on node $to"
-want=$(node_cpus "$to")
-for t in /proc/"$pid"/task/*; do
-  assert_eq "thread ${t##*/} on node $to's CPUs" "$want" "$(cpus_allowed_of "${t##*/}")"
-done
+assert_on_node "after the rebalance" "$pid" "$to" 300
 sf=$(status_json) || fail "qemu-pin status --json failed"
 assert_eq "status no longer warns of node 3" "" "$(jq -r '.warnings[] | select(startswith("node 3 is overcommitted"))' "$sf")"
 lab_cleanup

@@ -408,6 +408,18 @@ on_node() {
   ' "/proc/$1/maps" "/proc/$1/numa_maps"
 }
 
+# assert_on_node WHAT PID NODE SIZE_MIB: at least 95% of PID's mapping of
+# SIZE_MIB (its guest RAM) is on NODE, and every thread of PID runs on
+# NODE's CPUs; WHAT names the moment in the failure.
+assert_on_node() {
+  _got=$(on_node "$2" "$3" "$4")
+  [ "$_got" -ge 950 ] || fail "$1: only $_got permille of the VM's RAM is on node $3"
+  _want=$(node_cpus "$3")
+  for _t in /proc/"$2"/task/*; do
+    assert_eq "$1: thread ${_t##*/} on node $3's CPUs" "$_want" "$(cpus_allowed_of "${_t##*/}")"
+  done
+}
+
 # claim_of PID: the memory-mib of the record of QEMU PID, from status --json.
 claim_of() {
   _sf=$(status_json) || fail "qemu-pin status --json failed"

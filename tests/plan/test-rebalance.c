@@ -24,6 +24,19 @@ place(const QpHost *h, QpClaims *claims, const char *id, QpMode mode,
   g_ptr_array_add(claims->claims, qp_claim_from_plan(p, id, id));
 }
 
+/* Places "vnuma", mode numa: two guest nodes of 2 vCPUs and 4 GiB each,
+ * inside host nodes NODES. */
+static void
+place_vnuma(const QpHost *h, QpClaims *claims, const char *nodes)
+{
+  g_autoptr(QpRequest) vn = request(4, 8192);
+  request_vnuma(vn, 2, 2, 4096);
+  g_autoptr(Opts) no = opts_new(QP_MODE_NUMA, NULL);
+  no->o.hostnodes = list(nodes);
+  g_autoptr(QpPlan) p = plan_ok(h, claims, vn, no);
+  g_ptr_array_add(claims->claims, qp_claim_from_plan(p, "vnuma", "vnuma"));
+}
+
 /* Every claim of CLAIMS is movable, never moved before. */
 static QpRebalanceVm *
 all_movable(const QpClaims *claims)
@@ -475,12 +488,7 @@ test_numa_pieces(void)
 {
   g_autoptr(TestHost) h = epyc(NULL);
   g_autoptr(QpClaims) claims = qp_claims_new();
-  g_autoptr(QpRequest) vn = request(4, 8192);
-  request_vnuma(vn, 2, 2, 4096);
-  g_autoptr(Opts) no = opts_new(QP_MODE_NUMA, NULL);
-  no->o.hostnodes = list("0-1");
-  g_autoptr(QpPlan) p = plan_ok(h, claims, vn, no);
-  g_ptr_array_add(claims->claims, qp_claim_from_plan(p, "vnuma", "vnuma"));
+  place_vnuma(h, claims, "0-1");
   for (int n = 1; n < 4; n++) {
     g_autofree char *id = g_strdup_printf("fill%d", n);
     g_autofree char *node = g_strdup_printf("%d", n);
@@ -668,12 +676,7 @@ test_relieve_overcommitted(void)
    * is its other piece's), the other stays. */
   g_autoptr(TestHost) h4 = epyc(NULL);
   g_autoptr(QpClaims) claims4 = qp_claims_new();
-  g_autoptr(QpRequest) vn = request(4, 8192);
-  request_vnuma(vn, 2, 2, 4096);
-  g_autoptr(Opts) no = opts_new(QP_MODE_NUMA, NULL);
-  no->o.hostnodes = list("2-3");
-  g_autoptr(QpPlan) p = plan_ok(h4, claims4, vn, no);
-  g_ptr_array_add(claims4->claims, qp_claim_from_plan(p, "vnuma", "vnuma"));
+  place_vnuma(h4, claims4, "2-3");
   place(h4, claims4, "f3", QP_MODE_BALANCED, 2, 8192, "3");
   place(h4, claims4, "d", QP_MODE_BALANCED, 2, 12288, "0");
   place(h4, claims4, "e", QP_MODE_BALANCED, 2, 14336, "1");

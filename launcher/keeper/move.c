@@ -710,6 +710,12 @@ move_vm(Keeper *k, hwloc_const_bitmap_t to, guint rate_mib, GError **error)
   Cut cut = {plan, hwloc_bitmap_isequal(m.from, to), plugged};
   if (!qp_held_claim_adjust(k->claim, cut_to_destination, &cut, error))
     return NULL;
+  /* Where the pages are now, in the record before the answer: until then
+   * it said the source, and the destination counted them twice, as memory
+   * used outside any claim and as its claim not yet resident (the next
+   * move of a rebalance, or a launch, in the next 10 s saw too little
+   * room there). */
+  qp_keeper_measure_resident(k);
   qp_keeper_log(k, 1, "move: %" G_GUINT64_FORMAT " MiB of pages moved",
                 m.moved_mib);
   return answer(qp_held_claim_get(k->claim), to, &m);

@@ -6,7 +6,7 @@
 #                             [--boot-timeout S] [--builddir DIR] [--log FILE]
 # The build directory defaults to $QP_BUILD_ROOT, else ./build of the source
 # tree; the lab image is cached in BUILDDIR/lab/.
-# Shapes: 4n, 2s2n, smt, cpuless, ccx, 4n-disk (see docs/lab.md).
+# Shapes: 4n, 2s2n, smt, cpuless, ccx, 4n-disk, 4n-movable (see docs/lab.md).
 # --timeout (default 600): the longest a boot and its script may take.
 # --boot-timeout (default 90): a boot whose script has not started by then
 # made no progress: it is stopped and booted once more.
@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument '$1' (expected --shape, --script, --timeout, --boot-timeout, --builddir, --log)" ;;
   esac
 done
-[ -n "$shape" ] || die "--shape is required (4n, 2s2n, smt, cpuless, ccx or 4n-disk)"
+[ -n "$shape" ] || die "--shape is required (4n, 2s2n, smt, cpuless, ccx, 4n-disk or 4n-movable)"
 [ -n "$script" ] || die "--script is required"
 [ -f "$script" ] || die "script '$script' does not exist"
 case $timeout in ''|*[!0-9]*) die "--timeout '$timeout' is not a number of seconds" ;; esac
@@ -80,7 +80,7 @@ dists() { # N FUNC: -numa dist for each pair i<j, value from FUNC i j
 uniform() { echo 20; }
 socketed() { if [ $(($1 / 2)) -eq $(($2 / 2)) ]; then echo 12; else echo 32; fi; }
 
-cpu=max devices=
+cpu=max devices= ram=2048 kargs=
 case $shape in
   4n) # 4 nodes x 2 CPUs, 512 MiB each, distances 10/20
     smp="8,sockets=4,cores=2,threads=1"
@@ -117,6 +117,15 @@ case $shape in
       -device pcie-root-port,id=qp-rp2,bus=qp-pxb2,chassis=2
       -drive file=@RUN@/disk.img,if=none,id=qp-disk,format=raw
       -device virtio-blk-pci,drive=qp-disk,bus=qp-rp2,serial=qp-lab-disk" ;;
+  4n-movable) # 4n, but node 3's 512 MiB is a DIMM present at boot that the
+    # kernel onlines into ZONE_MOVABLE (memhp_default_state=online_movable):
+    # it holds no kernel allocation, so all of it can go offline, and node 3
+    # then leaves every cpuset's effective mems (robustness finding 73).
+    smp="8,sockets=4,cores=2,threads=1" ram=1536,slots=1,maxmem=2048M
+    kargs=memhp_default_state=online_movable
+    machine="$(mem 0 512) $(mem 1 512) $(mem 2 512) $(mem 3 512)
+      $(node 0 0-1) $(node 1 2-3) $(node 2 4-5) -numa node,nodeid=3,cpus=6-7
+      -device pc-dimm,id=qp-dimm3,memdev=m3,node=3 $(dists 4 uniform)" ;;
   *) die "unknown shape '$shape' (expected 4n, 2s2n, smt, cpuless, ccx or 4n-disk)" ;;
 esac
 cpu=${QP_LAB_CPU:-$cpu} # to try another CPU model by hand
@@ -164,7 +173,7 @@ kernel=$lab/vmlinux   # PVH boot (build-image.sh), else the bzImage
 [ -s "$kernel" ] || kernel=$lab/vmlinuz
 
 # The lab kernel's command line (tests/lab/kernel-cmdline), then ours.
-append="$(sed '/^#/d' "$here/kernel-cmdline" | tr '\n' ' ')qp_script=$run/run.sh$extra_append"
+append="$(sed '/^#/d' "$here/kernel-cmdline" | tr '\n' ' ')${kargs:+$kargs }qp_script=$run/run.sh$extra_append"
 
 # The emulated host itself can fail to boot, which says nothing of qemu-pin,
 # and such a boot is tried once more (the second attempt's verdict stands):
@@ -180,7 +189,7 @@ append="$(sed '/^#/d' "$here/kernel-cmdline" | tr '\n' ' ')qp_script=$run/run.sh
 for attempt in 1 2; do
   start=$(date +%s)
   # shellcheck disable=SC2086
-  qemu-system-x86_64 -machine q35 -accel "${QP_LAB_ACCEL:-tcg}" -cpu "$cpu" -m 2048 -smp "$smp" $machine \
+  qemu-system-x86_64 -machine q35 -accel "${QP_LAB_ACCEL:-tcg}" -cpu "$cpu" -m "$ram" -smp "$smp" $machine \
     -kernel "$kernel" -initrd "$lab/initramfs.gz" -append "$append" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
     $extra_shares $devices \

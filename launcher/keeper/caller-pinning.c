@@ -490,3 +490,19 @@ qp_caller_mems_claim(const GArray *mem, hwloc_const_bitmap_t allowed,
     qp_node_amount_add(now, most, out);
   return now;
 }
+
+gboolean
+qp_caller_mems_narrowed(hwloc_const_bitmap_t had, hwloc_const_bitmap_t allowed,
+                        hwloc_const_bitmap_t with_memory, hwloc_bitmap_t gone)
+{
+  g_auto(hwloc_bitmap_t) left = hwloc_bitmap_dup(had);
+  hwloc_bitmap_andnot(left, left, allowed);
+  if (with_memory == NULL)
+    return !hwloc_bitmap_iszero(left);
+  if (gone != NULL) {
+    g_auto(hwloc_bitmap_t) empty = hwloc_bitmap_dup(left);
+    hwloc_bitmap_andnot(empty, empty, with_memory);
+    hwloc_bitmap_or(gone, gone, empty);
+  }
+  return hwloc_bitmap_intersects(left, with_memory);
+}

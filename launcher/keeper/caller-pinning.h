@@ -178,4 +178,16 @@ gboolean qp_caller_pins_moved(const QpCallerPins *pins);
 GArray *qp_caller_mems_claim(const GArray *mem, hwloc_const_bitmap_t allowed,
                              const GArray *resident);
 
+/* Whether a caller narrowed QEMU's memory nodes: some node of HAD (the
+ * nodes QEMU could take memory from) is not in ALLOWED (its
+ * Mems_allowed_list now) and still has memory (in WITH_MEMORY, the host's
+ * nodes with memory online; NULL when unknown: every node has). A node
+ * whose memory went offline entirely leaves every cpuset's effective mems
+ * by the kernel's hand, and no caller chose that (robustness finding 73):
+ * such nodes of HAD are added to GONE (may be NULL). */
+gboolean qp_caller_mems_narrowed(hwloc_const_bitmap_t had,
+                                 hwloc_const_bitmap_t allowed,
+                                 hwloc_const_bitmap_t with_memory,
+                                 hwloc_bitmap_t gone);
+
 G_END_DECLS

@@ -142,14 +142,35 @@ even_out(Keeper *k, const QpClaim *claim, const GArray *now)
   return moved > 0;
 }
 
+typedef struct {
+  const GArray *mem; /* of QpNodeAmount */
+  gboolean caller;   /* a caller narrowed the nodes: the VM is its */
+} FollowedMem;
+
 static gboolean
 set_mem(QpClaim *claim, const QpClaims *claims, gpointer data, GError **error)
 {
-  const GArray *mem = data;
+  const FollowedMem *f = data;
   g_array_set_size(claim->mem, 0);
-  g_array_append_vals(claim->mem, mem->data, mem->len);
-  claim->caller_placed = TRUE;
+  g_array_append_vals(claim->mem, f->mem->data, f->mem->len);
+  claim->caller_placed |= f->caller;
   return TRUE;
+}
+
+/* The host's nodes with memory online now, or NULL when the kernel does
+ * not say. */
+static hwloc_bitmap_t
+nodes_with_memory(void)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents("/sys/devices/system/node/has_memory", &text, NULL,
+                           NULL))
+    return NULL;
+  hwloc_bitmap_t nodes = NULL;
+  if (!qp_list_parse(g_strstrip(text), "has_memory", QP_LIST_MAX_INDEX, &nodes,
+                     NULL))
+    return NULL;
+  return nodes;
 }
 
 /* "128 MiB on node 2, 40 MiB on node 3" of AMOUNTS (of QpNodeAmount), or
@@ -166,11 +187,14 @@ amounts_text(const GArray *amounts)
   return g_string_free(s, s->len == 0);
 }
 
-/* The caller narrowed the nodes QEMU may take memory from (its cgroup's
- * cpuset.mems) off nodes of the claim: the kernel moved the pages and
- * rebound the policies, and the claim follows them (NOW: MiB per node),
- * the VM's placement the caller's from then on (robustness finding 51).
- * TRUE if the claim changed. */
+/* The nodes QEMU may take memory from (its cgroup's cpuset.mems) no longer
+ * hold nodes of the claim: the kernel moved the pages and rebound the
+ * policies, and the claim follows them (NOW: MiB per node). When a caller
+ * narrowed them (`virsh numatune --live`, an orchestrator's cgroup), the
+ * VM's placement is the caller's from then on (robustness finding 51); a
+ * node whose memory went offline entirely left them by the kernel's hand,
+ * and that alone is no caller's choice (finding 73). TRUE if the claim
+ * changed. */
 static gboolean
 follow_allowed_mems(Keeper *k, const GArray *now)
 {
@@ -191,23 +215,35 @@ follow_allowed_mems(Keeper *k, const GArray *now)
   g_autoptr(GArray) mem = qp_caller_mems_claim(claim->mem, judged, now);
   if (mem == NULL)
     return FALSE;
+  g_auto(hwloc_bitmap_t) with_memory = nodes_with_memory();
+  g_auto(hwloc_bitmap_t) gone = hwloc_bitmap_alloc();
+  FollowedMem f = {mem, qp_caller_mems_narrowed(k->mems_at_start, allowed,
+                                                with_memory, gone)};
   g_autofree char *was = amounts_text(claim->mem);
   g_autoptr(GError) error = NULL;
-  if (!qp_held_claim_adjust(k->claim, set_mem, mem, &error)) {
-    qp_error("keeper: cannot claim the VM's memory where its caller allowed "
-             "it: %s",
+  if (!qp_held_claim_adjust(k->claim, set_mem, &f, &error)) {
+    qp_error("keeper: cannot claim the VM's memory where its pages are: %s",
              error->message);
     return FALSE;
   }
   g_autofree char *list = qp_list_format(allowed);
-  g_free(k->mems_narrowed);
-  k->mems_narrowed = g_strdup_printf(
-      "the caller allowed its memory only on nodes %s (cpuset.mems)", list);
   g_autofree char *is = amounts_text(mem);
-  qp_keeper_log(k, 1,
-                "memory: the caller allowed QEMU's memory only on nodes %s: "
-                "claimed %s (was %s)",
-                list, is ? is : "none", was ? was : "none");
+  if (f.caller) {
+    g_free(k->mems_narrowed);
+    k->mems_narrowed = g_strdup_printf(
+        "the caller allowed its memory only on nodes %s (cpuset.mems)", list);
+    qp_keeper_log(k, 1,
+                  "memory: the caller allowed QEMU's memory only on nodes %s: "
+                  "claimed %s (was %s)",
+                  list, is ? is : "none", was ? was : "none");
+  } else {
+    g_autofree char *off = qp_list_format(gone);
+    qp_keeper_log(k, 1,
+                  "memory: node %s has no memory online any more (not the "
+                  "caller's choice): claimed %s, where its pages went (was "
+                  "%s)",
+                  off, is ? is : "none", was ? was : "none");
+  }
   return TRUE;
 }
 

@@ -529,6 +529,52 @@ test_mems(gconstpointer data)
   g_assert_cmpstr(have, ==, c->want);
 }
 
+/* ---- Who took the nodes away: a caller, or memory gone offline ------- */
+
+typedef struct {
+  const char *name;
+  const char *had;         /* the nodes QEMU could use */
+  const char *allowed;     /* Mems_allowed_list now */
+  const char *with_memory; /* has_memory, or NULL: unknown */
+  gboolean caller;         /* a caller narrowed them */
+  const char *gone;        /* nodes that left with no memory */
+} NarrowedCase;
+
+static const NarrowedCase narrowed_cases[] = {
+    /* Node 3's memory all offline (the lab's 4n-movable): no caller. */
+    {"node-offline", "0-3", "0-2", "0-2", FALSE, "3"},
+    /* A caller's cpuset.mems 2 with every node's memory online. */
+    {"caller-narrowed", "0-3", "2", "0-3", TRUE, ""},
+    /* Both: node 3 offline, and the caller took 0-1 off nodes with memory. */
+    {"offline-and-narrowed", "0-3", "2", "0-2", TRUE, "3"},
+    /* Two nodes offline, nothing else left. */
+    {"two-offline", "0-3", "0,2", "0,2", FALSE, "1,3"},
+    /* has_memory unreadable: every node that left was the caller's. */
+    {"memory-unknown", "0-3", "0-2", NULL, TRUE, ""},
+    /* Nothing left. */
+    {"none-left", "0-3", "0-3", "0-3", FALSE, ""},
+    /* Node 0 was never QEMU's (not in its mems at the start): no news. */
+    {"not-had", "1-3", "1-2", "0-2", FALSE, "3"},
+};
+
+static void
+test_narrowed(gconstpointer data)
+{
+  const NarrowedCase *c = data;
+  g_auto(hwloc_bitmap_t) had = set_of(c->had);
+  g_auto(hwloc_bitmap_t) allowed = set_of(c->allowed);
+  g_auto(hwloc_bitmap_t) with_memory =
+      c->with_memory != NULL ? set_of(c->with_memory) : NULL;
+  g_auto(hwloc_bitmap_t) gone = hwloc_bitmap_alloc();
+  g_assert_cmpint(qp_caller_mems_narrowed(had, allowed, with_memory, gone), ==,
+                  c->caller);
+  g_autofree char *text = qp_list_format(gone);
+  g_assert_cmpstr(text, ==, c->gone);
+  /* GONE may be NULL: the same answer. */
+  g_assert_cmpint(qp_caller_mems_narrowed(had, allowed, with_memory, NULL), ==,
+                  c->caller);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -551,6 +597,11 @@ main(int argc, char **argv)
     g_autofree char *path =
         g_strdup_printf("/caller-pinning/mems/%s", mems_cases[i].name);
     g_test_add_data_func(path, &mems_cases[i], test_mems);
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS(narrowed_cases); i++) {
+    g_autofree char *path = g_strdup_printf("/caller-pinning/mems/narrowed/%s",
+                                            narrowed_cases[i].name);
+    g_test_add_data_func(path, &narrowed_cases[i], test_narrowed);
   }
   return g_test_run();
 }

@@ -54,7 +54,7 @@ assert_eq "node 3's MemTotal with its memory offline" 0 \
   "$(awk '/MemTotal/ { print $4 }' /sys/devices/system/node/node3/meminfo)"
 assert_eq "the nodes with memory" 0-2 "$(cat /sys/devices/system/node/has_memory)"
 assert_eq "QEMU's Mems_allowed_list" 0-2 "$(awk '/^Mems_allowed_list/ { print $2 }' "/proc/$pid/status")"
-log "the VM's RAM on node 3 now: $(on_node "$pid" 3 200) permille"
+log "the VM's RAM on node 3 now: $(on_node "$pid" 3 200) permille; its policies: $(numa_maps_bind_nodes "$pid" | tr '\n' ';')"
 
 off_3() { case $(claim_of "$pid") in *'"3"'*) return 1 ;; *) return 0 ;; esac; }
 wait_for 60 off_3 || fail "the claim stayed on node 3: $(claim_of "$pid")"

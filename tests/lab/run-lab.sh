@@ -80,7 +80,8 @@ dists() { # N FUNC: -numa dist for each pair i<j, value from FUNC i j
 uniform() { echo 20; }
 socketed() { if [ $(($1 / 2)) -eq $(($2 / 2)) ]; then echo 12; else echo 32; fi; }
 
-cpu=max devices= ram=2048 kargs=
+cpu=max ram=2048 devices=
+kargs=
 case $shape in
   4n) # 4 nodes x 2 CPUs, 512 MiB each, distances 10/20
     smp="8,sockets=4,cores=2,threads=1"

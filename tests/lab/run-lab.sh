@@ -127,7 +127,7 @@ case $shape in
     machine="$(mem 0 512) $(mem 1 512) $(mem 2 512) $(mem 3 512)
       $(node 0 0-1) $(node 1 2-3) $(node 2 4-5) -numa node,nodeid=3,cpus=6-7
       -device pc-dimm,id=qp-dimm3,memdev=m3,node=3 $(dists 4 uniform)" ;;
-  *) die "unknown shape '$shape' (expected 4n, 2s2n, smt, cpuless, ccx or 4n-disk)" ;;
+  *) die "unknown shape '$shape' (expected 4n, 2s2n, smt, cpuless, ccx, 4n-disk or 4n-movable)" ;;
 esac
 cpu=${QP_LAB_CPU:-$cpu} # to try another CPU model by hand
 

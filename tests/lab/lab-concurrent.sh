@@ -60,15 +60,26 @@ stop_all() { # WHAT: kill the VMs, wait until the keepers removed every record
   assert_eq "$1: VMs in qemu-pin status after exit" 0 "$(jq '.vms | length' "$(status_json)")"
 }
 
-# Sizes from what a claim may take on each node now (a lab node holds the
-# lab's own memory as well as the VMs'): the least and the most over the
-# nodes. Half the least, less a margin: two fit on any node, three on none.
+# Sizes from what a claim may take on each node (a lab node holds the lab's
+# own memory as well as the VMs'), read again before each step: the steps
+# before leave page cache behind, and while the VMs of a step start, their
+# QEMU and keeper processes (22 to 42 MiB each on CI runs) and the
+# launching qemu-pins take memory outside any claim, often on a node
+# another VM of the step claims on. So each size keeps 40 MiB per VM
+# sharing a node under what that node has: half the least less 40 (two fit
+# on any node beside one QEMU, three on none), and the least less 40 (one
+# on every node, two on none).
 room_of() { jq '[.nodes[] | .["memory-mib"] | (.available // .uncommitted)] | '"$1" "$(status_json)"; }
-min_room=$(room_of min)
-max_room=$(room_of max)
-log "a claim may take $min_room to $max_room MiB on a node"
-small=$((min_room / 2 - 16))
-[ "$((3 * small))" -gt "$max_room" ] || fail "lab nodes too uneven for the test: $min_room to $max_room MiB"
+# rooms WHAT: min_room and max_room now, logged.
+rooms() {
+  min_room=$(room_of min)
+  max_room=$(room_of max)
+  log "$1: a claim may take $min_room to $max_room MiB on a node"
+}
+rooms "before the spread"
+small=$((min_room / 2 - 40))
+[ "$((3 * small))" -gt "$max_room" ] ||
+  fail "lab nodes too uneven for the test: $min_room to $max_room MiB; three VMs of $small MiB fit on one"
 
 # verify_placement MIB COUNT: each of the COUNT running VMs (of MIB MiB) is
 # where its claim says: its memory bound to the nodes it claims, its vCPU on
@@ -127,19 +138,28 @@ assert_eq "spread: VMs per node" "0 1,1 1,2 1,3 1" "$(paste -sd, spread.nodes)"
 stop_all spread
 
 # 2. pack
+rooms "before the pack"
+small=$((min_room / 2 - 40))
+[ "$((3 * small))" -gt "$max_room" ] ||
+  fail "lab nodes too uneven for the test: $min_room to $max_room MiB; three VMs of $small MiB fit on one"
+log "pack: 4 VMs of $small MiB"
 launch_many pack 4 "$small" --strategy=pack
 assert_eq "pack: VMs started" 4 "$(wc -l <pack.ok)"
 claims_per_node >pack.nodes
 assert_eq "pack: nodes used" 2 "$(wc -l <pack.nodes)"
 assert_eq "pack: VMs on each used node" "2 2" "$(awk '{ print $2 }' pack.nodes | paste -sd' ')"
+log "pack: nodes now: $(jq -c '[.nodes[]["memory-mib"] | {c: .claimed, o: .["outside-claims"], a: .available}]' "$(status_json)")"
 stop_all pack
 
 # 3. 8 launches of a size that fits once on every node and never twice:
 # each node holds one whole; balanced may then spread a VM over several
 # nodes' remainders, so at least 4 start and at most what the nodes' room
 # adds up to.
-big=$((min_room - 16))
-[ "$((2 * big))" -gt "$max_room" ] || fail "lab nodes too uneven for the test: $min_room to $max_room MiB"
+rooms "before the 8 launches"
+big=$((min_room - 40))
+[ "$((2 * big))" -gt "$max_room" ] ||
+  fail "lab nodes too uneven for the test: $min_room to $max_room MiB; two VMs of $big MiB fit on one"
+log "8 launches of $big MiB"
 room=$(room_of add)
 jq -r '.nodes[] | "lab: node \(.id): \(.["memory-mib"])"' "$(status_json)"
 rm -f stop-sampling
@@ -177,7 +197,9 @@ stop_all "8 launches"
 # 4. One VM bigger than any node's room: balanced spans two nodes, and its
 # vCPU floats over the one of them where most of its memory is (its claim's
 # load names one node), while its memory is bound to both.
+rooms "before the span"
 span=$((max_room + min_room / 4))
+log "span: one VM of $span MiB"
 launch_many span 1 "$span" --strategy=spread
 assert_eq "span: VMs started" 1 "$(wc -l <span.ok)"
 sf=$(status_json) || fail "qemu-pin status --json failed"

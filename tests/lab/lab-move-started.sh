@@ -49,6 +49,7 @@ prealloc() {
 filler() {
   _r=$(room_of "$1")
   [ "${_r:-0}" -gt $(($2 + 100)) ] || fail "node $1 has only ${_r:-?} MiB to claim"
+  log "node $1: $_r MiB to claim, a filler of $((_r - $2)) MiB" >&2
   prealloc "f$1" $((_r - $2)) --hostnodes="$1"
 }
 
@@ -84,6 +85,11 @@ assert_eq "placed again: the claim stays" "{\"$a\":300}" "$(claim_of "$sp")"
 kill "$sp"
 for n in 0 1 2 3; do eval "kill \$f$n" 2>/dev/null; done
 wait_for 30 gone "$sp" || fail "the 300 MiB VM is still claimed after it exited"
+# The fillers' keepers give their claims back a moment after their QEMUs
+# exit: node 2's room is read for the next filler only once they have.
+log "the 300 MiB VM's claim is gone; VMs still claimed then: $(jq -c '[.vms[] | .name]' "$(status_json)")"
+no_vms() { [ "$(jq '.vms | length' "$(status_json)")" = 0 ]; }
+wait_for 30 no_vms || fail "VMs still claimed 30 s after they were killed: $(jq -c '[.vms[] | .name]' "$(status_json)")"
 
 # ---- 2. A VM started under taskset -c ----------------------------------------
 cpus=$(node_cpus 2)

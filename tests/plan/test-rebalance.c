@@ -610,8 +610,7 @@ excess_on(const QpHost *h, const QpClaims *claims, const Opts *o, guint i)
 {
   QpNodeMemory m;
   qp_node_memory(h, claims, &o->o, i, &m);
-  guint64 room = m.plain_mib - MIN(m.reserve_mib, m.plain_mib);
-  return m.claimed_mib > room ? m.claimed_mib - room : 0;
+  return qp_node_memory_excess(&m);
 }
 
 /* Goal (c) (robustness.md, finding 71): node 3 shrinks under its claims

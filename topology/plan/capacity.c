@@ -288,6 +288,13 @@ qp_node_memory(const QpHost *host, const QpClaims *claims,
                    resident, out);
 }
 
+guint64
+qp_node_memory_excess(const QpNodeMemory *m)
+{
+  guint64 room = m->plain_mib - MIN(m->reserve_mib, m->plain_mib);
+  return m->claimed_mib > room ? m->claimed_mib - room : 0;
+}
+
 void
 qp_nodes_memory(const QpHost *host, const QpClaims *claims,
                 const QpPlacementOptions *opts, QpNodeMemory *out)

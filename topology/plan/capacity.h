@@ -71,6 +71,11 @@ void qp_node_memory(const QpHost *host, const QpClaims *claims,
                     const QpPlacementOptions *opts, guint index,
                     QpNodeMemory *out);
 
+/* MiB by which M's claims exceed its plain memory less the reserve (the
+ * node is overcommitted: it shrank under them, or the reserve grew), 0
+ * when they fit. `status` warns of it; a rebalance moves VMs off it. */
+guint64 qp_node_memory_excess(const QpNodeMemory *m);
+
 /* The same for every node, OUT[i] for host->nodes[i], in one pass over the
  * claims (the planner's start). */
 void qp_nodes_memory(const QpHost *host, const QpClaims *claims,

@@ -827,8 +827,7 @@ excess(const Work *k, guint i)
     return 0;
   QpNodeMemory m;
   qp_node_memory(k->host, k->w, k->popts, i, &m);
-  guint64 room = m.plain_mib - MIN(m.reserve_mib, m.plain_mib);
-  return m.claimed_mib > room ? m.claimed_mib - room : 0;
+  return qp_node_memory_excess(&m);
 }
 
 /* Where V's memory on node id AVOID can go: balanced and one-to-one whole

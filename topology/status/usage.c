@@ -243,8 +243,8 @@ memory_overcommitted(const QpHost *host, const QpClaims *claims,
     QpNodeMemory mem;
     qp_node_memory(host, claims, opts, i, &mem);
     gboolean blocked = qp_claims_node_blocked(claims, n->id);
-    guint64 room = mem.plain_mib - MIN(mem.reserve_mib, mem.plain_mib);
-    if (!blocked && mem.claimed_mib > room) {
+    guint64 excess = qp_node_memory_excess(&mem);
+    if (!blocked && excess > 0) {
       g_autofree char *vms =
           vm_names(claims, has_mem_on, GINT_TO_POINTER(n->id));
       g_ptr_array_add(
@@ -254,8 +254,8 @@ memory_overcommitted(const QpHost *host, const QpClaims *claims,
                    " MiB claimed of %" G_GUINT64_FORMAT
                    " MiB of plain memory, %" G_GUINT64_FORMAT
                    " MiB of it reserved), by VMs %s",
-                   n->id, mem.claimed_mib - room, mem.claimed_mib,
-                   mem.plain_mib, mem.reserve_mib, vms));
+                   n->id, excess, mem.claimed_mib, mem.plain_mib,
+                   mem.reserve_mib, vms));
     }
     g_autoptr(GArray) sizes = qp_node_page_sizes(n, claims);
     for (guint j = 0; !blocked && j < sizes->len; j++) {

@@ -162,15 +162,10 @@ set_mem(QpClaim *claim, const QpClaims *claims, gpointer data, GError **error)
 static hwloc_bitmap_t
 nodes_with_memory(void)
 {
-  g_autofree char *text = NULL;
-  if (!g_file_get_contents("/sys/devices/system/node/has_memory", &text, NULL,
-                           NULL))
-    return NULL;
   hwloc_bitmap_t nodes = NULL;
-  if (!qp_list_parse(g_strstrip(text), "has_memory", QP_LIST_MAX_INDEX, &nodes,
-                     NULL))
-    return NULL;
-  return nodes;
+  return qp_list_read_file("/sys/devices/system/node/has_memory", &nodes, NULL)
+             ? nodes
+             : NULL;
 }
 
 /* "128 MiB on node 2, 40 MiB on node 3" of AMOUNTS (of QpNodeAmount), or

@@ -282,6 +282,82 @@ test_line_rejects(void)
   g_assert_null(qp_claim_from_summary_line("", NULL));
 }
 
+/* The line's own reader of numbers and node maps takes exactly what
+ * g_ascii_string_to_unsigned() and g_strsplit() took before it: decimal
+ * digits (leading zeros too), nothing else, nothing beyond the field's
+ * largest value; a map's items "node:value" joined by commas, none for "-"
+ * or an empty token, an empty item refused. */
+static void
+test_line_numbers(void)
+{
+  g_autoptr(QpClaim) c = claim_of("vm-1", 1, 2, 512);
+  g_autofree char *line = qp_claim_to_summary_line(c);
+  static const char *numbers[] = {"0",
+                                  "007",
+                                  "9223372036854775807",
+                                  "9223372036854775808",
+                                  "18446744073709551615",
+                                  "18446744073709551616",
+                                  "+5",
+                                  "-5",
+                                  "0x10",
+                                  "1e3",
+                                  "5a",
+                                  "",
+                                  "99999999999999999999999"};
+  for (guint i = 0; i < G_N_ELEMENTS(numbers); i++) {
+    guint64 v = 0;
+    gboolean was =
+        g_ascii_string_to_unsigned(numbers[i], 10, 0, G_MAXUINT64, &v, NULL) &&
+        v <= G_MAXINT64;
+    g_autofree char *l = line_with(line, "qemu-start", numbers[i]);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QpClaim) back = qp_claim_from_summary_line(l, &error);
+    g_test_message("qemu-start \"%s\": %s", numbers[i],
+                   error ? error->message : "taken");
+    g_assert_cmpint(back != NULL, ==, was);
+    if (back != NULL)
+      g_assert_cmpuint((guint64)back->qemu_start, ==, v);
+  }
+  static const struct {
+    const char *token;
+    guint n; /* items read; G_MAXUINT: refused */
+    guint64 last;
+  } maps[] = {
+      {"-", 0, 0},
+      {"", 0, 0},
+      {"0:1", 1, 1},
+      {"0:1,3:2048", 2, 2048},
+      {"0:1,", G_MAXUINT, 0},
+      {",0:1", G_MAXUINT, 0},
+      {"0:1,,1:1", G_MAXUINT, 0},
+      {"0:+1", G_MAXUINT, 0},
+      {"0", G_MAXUINT, 0},
+      {"1:00000000000000000000000000000000000000000000000000000000000000000007",
+       1, 7},
+      {"1:00000000000000000000000000000000000000000000000000000000000000000x07",
+       G_MAXUINT, 0},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(maps); i++) {
+    g_autofree char *l = line_with(line, "memory-mib", maps[i].token);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QpClaim) back = qp_claim_from_summary_line(l, &error);
+    g_test_message("memory-mib \"%s\": %s", maps[i].token,
+                   error ? error->message : "taken");
+    if (maps[i].n == G_MAXUINT) {
+      g_assert_null(back);
+      g_assert_nonnull(strstr(error->message, "memory-mib"));
+      continue;
+    }
+    g_assert_no_error(error);
+    g_assert_cmpuint(back->mem->len, ==, maps[i].n);
+    if (maps[i].n > 0)
+      g_assert_cmpuint(
+          g_array_index(back->mem, QpNodeAmount, back->mem->len - 1).mib, ==,
+          maps[i].last);
+  }
+}
+
 /* ---- The read uses it ------------------------------------------------------
  */
 
@@ -438,6 +514,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/ledger-summary/line/round-trip", test_line_round_trip);
   g_test_add_func("/ledger-summary/line/rejects", test_line_rejects);
+  g_test_add_func("/ledger-summary/line/numbers", test_line_numbers);
 #define FT(path, fn)                                                           \
   g_test_add(path, Fixture, NULL, fixture_setup, fn, fixture_teardown)
   FT("/ledger-summary/read/uses-summary", test_read_uses_summary);

@@ -207,13 +207,34 @@ get_element(const QpJv *a, guint i, const char *field, char **name,
 /* ---- Line tokens ----------------------------------------------------------
  */
 
+/* TOKEN as a decimal number: digits only (leading zeros allowed), at
+ * least one, at most G_MAXUINT64; what g_ascii_string_to_unsigned() takes in
+ * base 10, without its locale-free strtoull's cost (records are read by the
+ * thousand). */
+static gboolean
+parse_decimal(const char *token, guint64 *out)
+{
+  guint64 v = 0;
+  const char *p = token;
+  for (; g_ascii_isdigit(*p); p++) {
+    guint d = (guint)(*p - '0');
+    if (v > (G_MAXUINT64 - d) / 10)
+      return FALSE;
+    v = v * 10 + d;
+  }
+  if (p == token || *p != '\0')
+    return FALSE;
+  *out = v;
+  return TRUE;
+}
+
 /* A number of FIELD at most MAX, in decimal. */
 static gboolean
 get_number(const char *token, const char *field, guint64 max, guint64 *out,
            GError **error)
 {
   guint64 v;
-  if (!g_ascii_string_to_unsigned(token, 10, 0, G_MAXUINT64, &v, NULL))
+  if (!parse_decimal(token, &v))
     return bad_field(error, field, "is \"%s\"; expected a non-negative integer",
                      token);
   if (!check_max(field, v, max, error))
@@ -576,26 +597,48 @@ node_map_put_line(GString *s, const QpField *f, gconstpointer v)
   }
 }
 
+/* One "node:value" ITEM of node map F (written in: it is a copy). */
+static gboolean
+node_map_item(char *item, const QpField *f, GArray *a, GError **error)
+{
+  char *colon = strchr(item, ':');
+  int node = 0;
+  guint64 x = 0;
+  if (colon == NULL)
+    return bad_field(error, f->key, "has \"%s\"; expected node:value", item);
+  *colon = '\0';
+  if (!check_node_key(item, f->key, &node, error))
+    return FALSE;
+  if (!get_number(colon + 1, f->key, f->max, &x, NULL)) {
+    /* The name is made for an error only. */
+    char sub[128];
+    g_snprintf(sub, sizeof sub, "%s\" node \"%s", f->key, item);
+    return get_number(colon + 1, sub, f->max, &x, error);
+  }
+  node_value_add(f, a, node, x);
+  return TRUE;
+}
+
 static gboolean
 node_map_get_line(const char *t, const QpField *f, gpointer v, GError **error)
 {
-  g_auto(GStrv) items = items_of(t, ",");
-  for (guint i = 0; items[i] != NULL; i++) {
-    char *colon = strchr(items[i], ':');
-    int node = 0;
-    guint64 x = 0;
-    if (colon == NULL)
-      return bad_field(error, f->key, "has \"%s\"; expected node:value",
-                       items[i]);
-    *colon = '\0';
-    char sub[128];
-    g_snprintf(sub, sizeof sub, "%s\" node \"%s", f->key, items[i]);
-    if (!check_node_key(items[i], f->key, &node, error) ||
-        !get_number(colon + 1, sub, f->max, &x, error))
+  /* "-" and "" (as g_strsplit() made it) hold no item. */
+  if (*t == '\0' || strcmp(t, "-") == 0)
+    return TRUE;
+  for (const char *at = t;;) {
+    const char *end = strchrnul(at, ',');
+    gsize len = (gsize)(end - at);
+    char small[64];
+    g_autofree char *large = len < sizeof small ? NULL : g_malloc(len + 1);
+    char *item = large != NULL ? large : small;
+    memcpy(item, at, len);
+    item[len] = '\0';
+    if (!node_map_item(item, f, *(GArray **)v, error))
       return FALSE;
-    node_value_add(f, *(GArray **)v, node, x);
+    if (*end == '\0')
+      return TRUE;
+    at = end + 1;
   }
-  return TRUE;
 }
 
 const QpFieldCodec qp_field_node_map = {node_map_put_json, node_map_get_json,

@@ -358,6 +358,40 @@ test_line_numbers(void)
   }
 }
 
+/* A line's text is UTF-8, as a record file's JSON must be: a name that
+ * unescapes to other bytes is refused, not handed on to a record that no
+ * reader could take back. */
+static void
+test_line_text_utf8(void)
+{
+  g_autoptr(QpClaim) c = claim_of("vm-1", 1, 2, 512);
+  g_autofree char *line = qp_claim_to_summary_line(c);
+  static const struct {
+    const char *field, *token;
+    gboolean taken;
+  } texts[] = {
+      {"name", "=vm%C3%A9", TRUE},     {"name", "=vm%ED%A0", FALSE},
+      {"uuid", "=%FF", FALSE},         {"devices", "=disk,%C3%A9", TRUE},
+      {"devices", "=disk,%C3", FALSE},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(texts); i++) {
+    g_autofree char *l = line_with(line, texts[i].field, texts[i].token);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QpClaim) back = qp_claim_from_summary_line(l, &error);
+    g_test_message("%s \"%s\": %s", texts[i].field, texts[i].token,
+                   error ? error->message : "taken");
+    g_assert_cmpint(back != NULL, ==, texts[i].taken);
+    if (back == NULL) {
+      g_assert_nonnull(strstr(error->message, texts[i].field));
+      g_assert_nonnull(strstr(error->message, "expected escaped UTF-8 text"));
+      continue;
+    }
+    g_autofree char *json = qp_claim_to_json(back);
+    g_autoptr(QpClaim) again = qp_claim_from_json(json, strlen(json), NULL);
+    g_assert_nonnull(again);
+  }
+}
+
 /* ---- The read uses it ------------------------------------------------------
  */
 
@@ -515,6 +549,7 @@ main(int argc, char **argv)
   g_test_add_func("/ledger-summary/line/round-trip", test_line_round_trip);
   g_test_add_func("/ledger-summary/line/rejects", test_line_rejects);
   g_test_add_func("/ledger-summary/line/numbers", test_line_numbers);
+  g_test_add_func("/ledger-summary/line/text-utf8", test_line_text_utf8);
 #define FT(path, fn)                                                           \
   g_test_add(path, Fixture, NULL, fixture_setup, fn, fixture_teardown)
   FT("/ledger-summary/read/uses-summary", test_read_uses_summary);

@@ -251,12 +251,18 @@ put_escaped(GString *s, const char *text)
   g_string_append(s, e);
 }
 
+/* The text of TOKEN, which must be UTF-8 as the record file's JSON is:
+ * a line gives back only what a record can hold. */
 static char *
 get_escaped(const char *token, const char *field, GError **error)
 {
   char *text = g_uri_unescape_string(token, NULL);
   if (text == NULL)
     bad_field(error, field, "is \"%s\"; expected an escaped string", token);
+  else if (!g_utf8_validate(text, -1, NULL)) {
+    bad_field(error, field, "is \"%s\"; expected escaped UTF-8 text", token);
+    g_clear_pointer(&text, g_free);
+  }
   return text;
 }
 

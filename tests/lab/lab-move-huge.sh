@@ -48,10 +48,7 @@ assert_eq "after the move: none left on node $from" 0 "$(huge_on "$pid" "$from")
 assert_eq "node $to's pool gave 32 pages" $((free_to - 32)) "$(cat "$(pool "$to" free_hugepages)")"
 assert_eq "node $from's pool has its 32 pages back" $((free_from + 32)) "$(cat "$(pool "$from" free_hugepages)")"
 assert_eq "after the move: the claim names node $to's pool only" "[{\"node\":$to,\"page-kib\":2048,\"pages\":32}]" "$(huge_of "$pid")"
-want=$(node_cpus "$to")
-for t in /proc/"$pid"/task/*; do
-  assert_eq "thread ${t##*/} on node $to's CPUs" "$want" "$(cpus_allowed_of "${t##*/}")"
-done
+assert_threads_on_node "after the move" "$pid" "$to"
 
 # Node 3 has no pool: refused in one line, nothing changed.
 if "$QP_BINARY" move hg --to-nodes=3 >nofit.out 2>nofit.err; then
@@ -94,9 +91,6 @@ grep -q "from nodes 0-1 to 1:" reb.out || fail "the rebalance's line does not sa
 assert_eq "after the rebalance: the guest's 32 hugepages on node 1" 32 "$(huge_on "$pid" 1)"
 assert_eq "after the rebalance: none left on node 0" 0 "$(huge_on "$pid" 0)"
 assert_eq "after the rebalance: the claim names node 1's pool only" '[{"node":1,"page-kib":2048,"pages":32}]' "$(huge_of "$pid")"
-want=$(node_cpus 1)
-for t in /proc/"$pid"/task/*; do
-  assert_eq "thread ${t##*/} on node 1's CPUs" "$want" "$(cpus_allowed_of "${t##*/}")"
-done
+assert_threads_on_node "after the rebalance" "$pid" 1
 lab_cleanup
 exit 0

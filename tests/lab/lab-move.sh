@@ -41,12 +41,7 @@ assert_eq "before: guest RAM on node $from (permille)" 1000 "$(on_node "$pid" "$
 log "$(cat move.out)"
 grep -q "binding moved too" move.out || fail "the binding did not move: $(cat move.out)"
 
-got=$(on_node "$pid" "$to" 160)
-[ "$got" -ge 950 ] || fail "after the move only $got permille of guest RAM is on node $to"
-want=$(node_cpus "$to")
-for t in /proc/"$pid"/task/*; do
-  assert_eq "thread ${t##*/} on node $to's CPUs" "$want" "$(cpus_allowed_of "${t##*/}")"
-done
+assert_on_node "after the move" "$pid" "$to" 160
 assert_eq "claim names only node $to" "{\"$to\":160}" "$(claim_of "$pid")"
 
 # A backend added after the move: its pages land on the new node.
@@ -73,7 +68,6 @@ given_back() { [ "$(claim_of "$pid")" = "{\"$from\":160}" ]; }
 wait_for 30 given_back || fail "the backend deleted after the move is not given back on node $from: $(claim_of "$pid")"
 # The VM is on node $from now: the steps below start from there.
 to=$from from=$(((from + 2) % 4))
-want=$(node_cpus "$to")
 
 # A move onto a node without room: refused in one line, nothing changed.
 full=$(((to + 1) % 4))
@@ -91,22 +85,13 @@ fi
 assert_eq "the refusal is one line" 1 "$(wc -l <nofit.err)"
 log "refused: $(cat nofit.err)"
 assert_eq "after the refusal: the claim stays on node $to" "{\"$to\":160}" "$(claim_of "$pid")"
-got=$(on_node "$pid" "$to" 160)
-[ "$got" -ge 950 ] || fail "after the refusal only $got permille of guest RAM is on node $to"
-for t in /proc/"$pid"/task/*; do
-  assert_eq "after the refusal: thread ${t##*/} on node $to's CPUs" "$want" "$(cpus_allowed_of "${t##*/}")"
-done
+assert_on_node "after the refusal" "$pid" "$to" 160
 
 # A second move (the VM is in its cgroup now, its memory allowed only on
 # node $to): back to node $from, pages and threads with it.
 "$QP_BINARY" move mv --to-nodes="$from" >back.out 2>back.err || fail "the move back to node $from failed: $(cat back.err)"
-got=$(on_node "$pid" "$from" 160)
-[ "$got" -ge 950 ] || fail "after the move back only $got permille of guest RAM is on node $from"
+assert_on_node "after the move back" "$pid" "$from" 160
 assert_eq "after the move back: claim names only node $from" "{\"$from\":160}" "$(claim_of "$pid")"
-back=$(node_cpus "$from")
-for t in /proc/"$pid"/task/*; do
-  assert_eq "after the move back: thread ${t##*/} on node $from's CPUs" "$back" "$(cpus_allowed_of "${t##*/}")"
-done
 
 # `qemu-pin move` killed mid-way (SIGKILL while pages move at 16 MiB/s,
 # 10 s for 160 MiB): the keeper, which does the work, finishes or gives it

@@ -414,6 +414,12 @@ on_node() {
 assert_on_node() {
   _got=$(on_node "$2" "$3" "$4")
   [ "$_got" -ge 950 ] || fail "$1: only $_got permille of the VM's RAM is on node $3"
+  assert_threads_on_node "$1" "$2" "$3"
+}
+
+# assert_threads_on_node WHAT PID NODE: every thread of PID may run on
+# exactly NODE's CPUs.
+assert_threads_on_node() {
   _want=$(node_cpus "$3")
   for _t in /proc/"$2"/task/*; do
     assert_eq "$1: thread ${_t##*/} on node $3's CPUs" "$_want" "$(cpus_allowed_of "${_t##*/}")"

@@ -41,6 +41,26 @@ test_meminfo_and_watermarks(void)
   g_assert_cmpuint(m[1].unaccounted_kib, ==, 1163264);
 }
 
+/* A zone's printed min, low and high include its watermark_boost (kept
+ * for a while after a fragmenting allocation); the kernel's reserve
+ * (totalreserve_pages) is set without it, and so are the figures. */
+static void
+test_boost_left_out(void)
+{
+  static const char zones[] = "Node 0, zone   Normal\n"
+                              "  pages free     100000\n"
+                              "        boost    3000\n"
+                              "        min      7000\n"
+                              "        low      8000\n"
+                              "        high     9000\n"
+                              "        managed  1500000\n"
+                              "        protection: (0, 0, 0, 0, 0)\n";
+  QpNodeKernelMemory m = {.node = 0};
+  qp_zoneinfo_parse(zones, 4, &m, 1);
+  g_assert_cmpuint(m.low_kib, ==, 5000 * 4);
+  g_assert_cmpuint(m.reserve_kib, ==, 6000 * 4);
+}
+
 static void
 test_arc_counts_as_reclaimable(void)
 {
@@ -145,6 +165,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/host/node-memory/meminfo-and-watermarks",
                   test_meminfo_and_watermarks);
+  g_test_add_func("/host/node-memory/boost-left-out", test_boost_left_out);
   g_test_add_func("/host/node-memory/arc-counts-as-reclaimable",
                   test_arc_counts_as_reclaimable);
   g_test_add_func("/host/node-memory/without-zfs", test_without_zfs);

@@ -146,7 +146,7 @@ max_protection(const char *rest)
 }
 
 typedef struct {
-  guint64 low, high, managed, protection;
+  guint64 boost, low, high, managed, protection;
   gboolean any;
 } Zone;
 
@@ -154,10 +154,17 @@ static void
 zone_done(Zone *z, QpNodeKernelMemory *m, guint64 page_kib)
 {
   if (m != NULL && z->any) {
-    m->low_kib += z->low * page_kib;
+    /* The printed watermarks include the zone's watermark_boost, which the
+     * kernel adds for a while after a fragmenting allocation and kswapd
+     * takes back; totalreserve_pages is computed when the watermarks are
+     * set, with no boost. Without it, the figures change only when the
+     * kernel computes its watermarks anew. */
+    guint64 low = z->low - MIN(z->boost, z->low);
+    guint64 high = z->high - MIN(z->boost, z->high);
+    m->low_kib += low * page_kib;
     /* calculate_totalreserve_pages(): high watermark plus the largest
      * lowmem reserve, at most the zone's managed pages. */
-    m->reserve_kib += MIN(z->high + z->protection, z->managed) * page_kib;
+    m->reserve_kib += MIN(high + z->protection, z->managed) * page_kib;
   }
   memset(z, 0, sizeof(*z));
 }
@@ -184,9 +191,9 @@ qp_zoneinfo_parse(const char *text, guint64 page_kib, QpNodeKernelMemory *out,
     const char *p = skip_blanks(at, end);
     const char *start = at;
     at = *end == '\n' ? end + 1 : end;
-    /* "min 51", "low 63", "high 75", "managed 3840", "protection: (...)",
-     * "Node 0, zone Normal"; the pagesets' "high:" has a colon and is no
-     * watermark. */
+    /* "boost 0", "min 51", "low 63", "high 75", "managed 3840",
+     * "protection: (...)", "Node 0, zone Normal"; the pagesets' "high:" has
+     * a colon and is no watermark. */
     char word[32];
     gsize len = (gsize)(word_end(p, end) - p);
     if (len == 0 || len >= sizeof word)
@@ -207,7 +214,8 @@ qp_zoneinfo_parse(const char *text, guint64 page_kib, QpNodeKernelMemory *out,
       continue;
     }
     const char *rest = p + len;
-    guint64 *to = strcmp(word, "low") == 0       ? &z.low
+    guint64 *to = strcmp(word, "boost") == 0     ? &z.boost
+                  : strcmp(word, "low") == 0     ? &z.low
                   : strcmp(word, "high") == 0    ? &z.high
                   : strcmp(word, "managed") == 0 ? &z.managed
                                                  : NULL;

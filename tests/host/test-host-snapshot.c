@@ -12,6 +12,7 @@
 #include <numa.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "host-equal.h"
@@ -35,7 +36,12 @@ setup(Fixture *f, gconstpointer data)
 static void
 teardown(Fixture *f, gconstpointer data)
 {
-  unlink(f->path);
+  /* The snapshot, the kept watermark figures, each user's. */
+  g_autoptr(GDir) d = g_dir_open(f->dir, 0, NULL);
+  for (const char *name; d != NULL && (name = g_dir_read_name(d)) != NULL;) {
+    g_autofree char *p = g_build_filename(f->dir, name, NULL);
+    unlink(p);
+  }
   rmdir(f->dir);
   g_free(f->dir);
   g_free(f->path);
@@ -46,6 +52,12 @@ write_file(Fixture *f, const char *text, gsize len)
 {
   g_assert_true(g_file_set_contents(f->path, text, (gssize)len, NULL));
   chmod(f->path, 0600);
+}
+
+static char *
+watermarks_path(Fixture *f)
+{
+  return g_strconcat(f->path, ".watermarks", NULL);
 }
 
 /* TEXT with its end line made anew: the hash of what it now holds. */
@@ -342,8 +354,9 @@ test_corrupt_ignored(Fixture *f, gconstpointer data)
 }
 
 /* In a shared ledger (group-writable, sticky) each user keeps its own
- * snapshot, named with its uid; a group-writable directory without the
- * sticky bit, where others could replace it, gets none. */
+ * snapshot and watermark figures, named with its uid; a group-writable
+ * directory without the sticky bit, where others could replace it, gets none.
+ */
 static void
 test_shared_dir_per_user(Fixture *f, gconstpointer data)
 {
@@ -353,13 +366,187 @@ test_shared_dir_per_user(Fixture *f, gconstpointer data)
   g_assert_true(g_file_test(own, G_FILE_TEST_IS_REGULAR));
   g_assert_false(g_file_test(f->path, G_FILE_TEST_EXISTS));
   g_assert_cmpint(unlink(own), ==, 0);
+  /* The kept watermark figures too. */
+  g_autofree char *own_kept = g_strconcat(own, ".watermarks", NULL);
+  g_autofree char *kept = watermarks_path(f);
+  g_assert_true(g_file_test(own_kept, G_FILE_TEST_IS_REGULAR));
+  g_assert_false(g_file_test(kept, G_FILE_TEST_EXISTS));
+  g_assert_cmpint(unlink(own_kept), ==, 0);
 
   g_assert_cmpint(chmod(f->dir, 02770), ==, 0);
   g_autoptr(QpHost) b = load(f);
   g_assert_cmpuint(b->n_nodes, ==, a->n_nodes);
   g_assert_false(g_file_test(own, G_FILE_TEST_EXISTS));
   g_assert_false(g_file_test(f->path, G_FILE_TEST_EXISTS));
+  g_assert_false(g_file_test(own_kept, G_FILE_TEST_EXISTS));
+  g_assert_false(g_file_test(kept, G_FILE_TEST_EXISTS));
   chmod(f->dir, 0700);
+}
+
+/* ---- The kept watermark figures ------------------------------------------ */
+
+/* The first line of PATH, its ends' blanks dropped. */
+static char *
+file_line(const char *path)
+{
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  text[strcspn(text, "\n")] = '\0';
+  return g_strdup(g_strstrip(text));
+}
+
+/* Node ID's MemTotal in KiB, from its meminfo. */
+static guint64
+mem_total_kib(int id)
+{
+  g_autofree char *path =
+      g_strdup_printf("/sys/devices/system/node/node%d/meminfo", id);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  const char *at = strstr(text, "MemTotal:");
+  g_assert_nonnull(at);
+  return g_ascii_strtoull(at + strlen("MemTotal:"), NULL, 10);
+}
+
+/* The key the watermark figures of HOST are kept under (the kernel, the
+ * three sysctl files, every node's MemTotal), made here from the files. */
+static char *
+watermark_key(const QpHost *host)
+{
+  struct utsname u;
+  g_assert_cmpint(uname(&u), ==, 0);
+  GString *key = g_string_new(NULL);
+  g_string_append_printf(key, "kernel %s %s\n", u.release, u.version);
+  const char *sysctls[] = {"min_free_kbytes", "watermark_scale_factor",
+                           "lowmem_reserve_ratio"};
+  for (guint i = 0; i < G_N_ELEMENTS(sysctls); i++) {
+    g_autofree char *path = g_strconcat("/proc/sys/vm/", sysctls[i], NULL);
+    g_autofree char *line = file_line(path);
+    g_string_append_printf(key, "%s %s\n", sysctls[i], line);
+  }
+  for (guint i = 0; i < host->n_nodes; i++)
+    g_string_append_printf(key, "total %d %" G_GUINT64_FORMAT "\n",
+                           host->nodes[i].id, mem_total_kib(host->nodes[i].id));
+  return g_string_free(key, FALSE);
+}
+
+/* Kept figures under KEY that reserve every node's whole memory: used, the
+ * kernel can give nothing on any node. */
+static char *
+kept_reserving_all(const QpHost *host, const char *key)
+{
+  GString *text = g_string_new("qemu-pin-watermarks 1\n");
+  g_string_append(text, key);
+  for (guint i = 0; i < host->n_nodes; i++)
+    g_string_append_printf(text, "node %d 0 %" G_GUINT64_FORMAT "\n",
+                           host->nodes[i].id, mem_total_kib(host->nodes[i].id));
+  g_string_append_printf(text, "end %016" G_GINT64_MODIFIER "x\n",
+                         qp_dir_file_hash(text->str, text->len));
+  return g_string_free(text, FALSE);
+}
+
+static void
+write_watermarks(Fixture *f, const char *text)
+{
+  g_autofree char *path = watermarks_path(f);
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  g_assert_cmpint(chmod(path, 0600), ==, 0);
+}
+
+/* The kept figures next to the snapshot are this user's, 0600, and kept
+ * under this host's key now. */
+static void
+assert_watermarks_live(Fixture *f, const QpHost *host)
+{
+  g_autofree char *path = watermarks_path(f);
+  struct stat st;
+  g_assert_cmpint(stat(path, &st), ==, 0);
+  g_assert_cmpuint(st.st_uid, ==, geteuid());
+  g_assert_cmpuint(st.st_mode & 07777, ==, 0600);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  g_autofree char *key = watermark_key(host);
+  g_autofree char *head = g_strconcat("qemu-pin-watermarks 1\n", key, NULL);
+  g_assert_true(g_str_has_prefix(text, head));
+}
+
+/* Whether the kernel can give something on some node of HOST. */
+static gboolean
+gives_something(const QpHost *host)
+{
+  for (guint i = 0; i < host->n_nodes; i++)
+    if (host->nodes[i].measured && host->nodes[i].can_give_mib > 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* A launch keeps the zones' watermark figures next to the snapshot, under
+ * the key of what the kernel computes them from. */
+static void
+test_watermarks_kept(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpHost) host = load(f);
+  g_assert_true(gives_something(host));
+  assert_watermarks_live(f, host);
+}
+
+/* Kept figures under this host's key are used (zoneinfo, which gives
+ * other figures, is not read): figures that reserve every node's memory
+ * leave the kernel nothing to give; the kept file stays as it is. */
+static void
+test_watermarks_used(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpHost) first = load(f);
+  g_autofree char *key = watermark_key(first);
+  g_autofree char *kept = kept_reserving_all(first, key);
+  write_watermarks(f, kept);
+  g_autoptr(QpHost) host = load(f);
+  for (guint i = 0; i < host->n_nodes; i++)
+    g_assert_cmpuint(host->nodes[i].can_give_mib, ==, 0);
+  g_autofree char *path = watermarks_path(f);
+  g_autofree char *after = NULL;
+  g_assert_true(g_file_get_contents(path, &after, NULL, NULL));
+  g_assert_cmpstr(after, ==, kept);
+}
+
+/* Kept figures under another key (a sysctl, a node's MemTotal, the kernel
+ * changed), damaged, or another user's are not used: zoneinfo is read, and
+ * the figures kept anew. */
+static void
+test_watermarks_stale_or_corrupt(Fixture *f, gconstpointer data)
+{
+  g_autoptr(QpHost) first = load(f);
+  g_autofree char *key = watermark_key(first);
+  const char *lines[] = {"kernel ", "min_free_kbytes ",
+                         "watermark_scale_factor ", "lowmem_reserve_ratio ",
+                         "total "};
+  g_autoptr(GPtrArray) cases = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < G_N_ELEMENTS(lines); i++) {
+    const char *at = strstr(key, lines[i]);
+    g_assert_nonnull(at);
+    g_autofree char *stale = g_strdup_printf("%.*s%s9%s", (int)(at - key), key,
+                                             lines[i], at + strlen(lines[i]));
+    g_ptr_array_add(cases, kept_reserving_all(first, stale));
+  }
+  g_autofree char *whole = kept_reserving_all(first, key);
+  g_ptr_array_add(cases, g_strndup(whole, strlen(whole) - 2));
+  g_autofree char *changed = g_strdup(whole);
+  changed[strlen(changed) - 3] ^= 1; /* a digit of the hash */
+  g_ptr_array_add(cases, g_steal_pointer(&changed));
+  for (guint i = 0; i <= cases->len; i++) {
+    g_autofree char *path = watermarks_path(f);
+    if (i < cases->len) {
+      g_test_message("kept: case %u", i);
+      write_watermarks(f, cases->pdata[i]);
+    } else {
+      g_test_message("kept: another user's");
+      write_watermarks(f, whole);
+      g_assert_cmpint(chown(path, 1, 1), ==, 0);
+    }
+    g_autoptr(QpHost) host = load(f);
+    g_assert_true(gives_something(host));
+    assert_watermarks_live(f, host);
+  }
 }
 
 int
@@ -379,5 +566,9 @@ main(int argc, char **argv)
   FT("/host-snapshot/foreign-format-ignored", test_foreign_format_ignored);
   FT("/host-snapshot/corrupt-ignored", test_corrupt_ignored);
   FT("/host-snapshot/shared-dir-per-user", test_shared_dir_per_user);
+  FT("/host-snapshot/watermarks-kept", test_watermarks_kept);
+  FT("/host-snapshot/watermarks-used", test_watermarks_used);
+  FT("/host-snapshot/watermarks-stale-or-corrupt",
+     test_watermarks_stale_or_corrupt);
   return g_test_run();
 }

@@ -373,11 +373,12 @@ fill_allowed(QpHost *host, hwloc_topology_t topo, hwloc_const_bitmap_t all)
 }
 
 gboolean
-qp_host_apply_live(QpHost *host, GError **error)
+qp_host_apply_live(QpHost *host, struct QpWatermarkCache *watermarks,
+                   GError **error)
 {
   for (guint i = 0; i < host->n_nodes; i++)
     read_live_pools(&host->nodes[i]);
-  qp_host_read_node_memory(host);
+  qp_host_read_node_memory(host, watermarks);
   g_auto(hwloc_bitmap_t) affinity = hwloc_bitmap_alloc();
   g_auto(hwloc_bitmap_t) isolated = NULL;
   if (!read_affinity(affinity, error) || !read_isolated(&isolated, error))
@@ -635,7 +636,7 @@ build_host(hwloc_topology_t topo, Source source, const char *name,
   g_autoptr(QpHost) host = build_static(topo, name, error);
   if (host == NULL ||
       (source == SOURCE_XML && !check_recorded(host, name, error)) ||
-      (source == SOURCE_LIVE && !qp_host_apply_live(host, error)))
+      (source == SOURCE_LIVE && !qp_host_apply_live(host, NULL, error)))
     return NULL;
   return g_steal_pointer(&host);
 }

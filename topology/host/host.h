@@ -169,11 +169,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QpHost, qp_host_free)
  * snapshot keeps. */
 QpHost *qp_host_load_live_static(GError **error);
 /* Then the live step, on a host from the first or from a snapshot: the
- * hugepage pools from sysfs, node memory (qp_host_read_node_memory()),
+ * hugepage pools from sysfs, node memory (qp_host_read_node_memory(), with
+ * the zones' watermark figures of WATERMARKS, which may be NULL),
  * this process's affinity and the isolated CPUs taken out of allowed, and
  * cpus[].allowed and nodes[].cpus made anew. qp_host_load_full()'s live
  * load is the two steps. */
-gboolean qp_host_apply_live(QpHost *host, GError **error);
+struct QpWatermarkCache; /* topology/host/node-memory.h */
+gboolean qp_host_apply_live(QpHost *host, struct QpWatermarkCache *watermarks,
+                            GError **error);
 
 /* Index of node ID in host->nodes, or -1. */
 int qp_host_node_index(const QpHost *host, int id);

@@ -2,6 +2,7 @@
 #include "topology/host/node-memory.h"
 
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "topology/base/dir-file.h"
@@ -9,6 +10,17 @@
 #define QP_NODE_DIR "/sys/devices/system/node"
 #define QP_ZONEINFO "/proc/zoneinfo"
 #define QP_ARCSTATS "/proc/spl/kstat/zfs/arcstats"
+#define QP_VM_SYSCTL "/proc/sys/vm/"
+#define QP_WATERMARKS_HEADER "qemu-pin-watermarks 1\n"
+/* A sysctl's text: far more than any has. */
+#define QP_SYSCTL_MAX 4096
+
+/* The files whose writes make the kernel compute its watermarks anew. */
+static const char *const watermark_sysctls[] = {
+    "min_free_kbytes",
+    "watermark_scale_factor",
+    "lowmem_reserve_ratio",
+};
 
 /* ---- Parsing ------------------------------------------------------------ */
 
@@ -294,6 +306,113 @@ qp_node_kernel_can_give_kib(const QpNodeKernelMemory *m)
   return MIN((guint64)avail, m->total_kib);
 }
 
+/* ---- Kept watermark figures -------------------------------------------- */
+
+/* TEXT as one line of a kept text: its ends' blanks dropped, and any
+ * control character but a tab a space. */
+static void
+one_line(GString *to, const char *text)
+{
+  const char *end = text + strlen(text);
+  while (end > text && g_ascii_isspace(end[-1]))
+    end--;
+  for (const char *p = text; p < end; p++)
+    g_string_append_c(to, (g_ascii_iscntrl(*p) && *p != '\t') ? ' ' : *p);
+  g_string_append_c(to, '\n');
+}
+
+char *
+qp_watermarks_key(const char *root, const QpNodeKernelMemory *out, guint n)
+{
+  struct utsname u;
+  if (uname(&u) != 0)
+    return NULL;
+  g_autoptr(GString) key = g_string_new("kernel ");
+  g_autofree char *kernel = g_strconcat(u.release, " ", u.version, NULL);
+  one_line(key, kernel);
+  for (guint i = 0; i < G_N_ELEMENTS(watermark_sysctls); i++) {
+    g_autofree char *path =
+        g_strconcat(root, QP_VM_SYSCTL, watermark_sysctls[i], NULL);
+    g_autofree char *text = qp_file_read_text(path, QP_SYSCTL_MAX);
+    if (text == NULL || strlen(text) >= QP_SYSCTL_MAX)
+      return NULL;
+    g_string_append_printf(key, "%s ", watermark_sysctls[i]);
+    one_line(key, text);
+  }
+  for (guint i = 0; i < n; i++) {
+    if (!out[i].read)
+      return NULL;
+    g_string_append_printf(key, "total %d %" G_GUINT64_FORMAT "\n", out[i].node,
+                           out[i].total_kib);
+  }
+  return g_string_free(g_steal_pointer(&key), FALSE);
+}
+
+char *
+qp_watermarks_format(const char *key, const QpNodeKernelMemory *m, guint n)
+{
+  GString *text = g_string_new(QP_WATERMARKS_HEADER);
+  g_string_append(text, key);
+  for (guint i = 0; i < n; i++)
+    g_string_append_printf(
+        text, "node %d %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT "\n",
+        m[i].node, m[i].low_kib, m[i].reserve_kib);
+  g_string_append_printf(text, "end %016" G_GINT64_MODIFIER "x\n",
+                         qp_dir_file_hash(text->str, text->len));
+  return g_string_free(text, FALSE);
+}
+
+/* The decimal number at *P up to the character STOP, *P moved past STOP. */
+static gboolean
+kept_number(const char **p, char stop, guint64 *v)
+{
+  const char *d = *p;
+  guint64 x = 0;
+  for (; g_ascii_isdigit(*d); d++) {
+    if (x > (G_MAXUINT64 - 9) / 10)
+      return FALSE;
+    x = x * 10 + (guint64)(*d - '0');
+  }
+  if (d == *p || *d != stop || (d - *p > 1 && **p == '0'))
+    return FALSE;
+  *v = x;
+  *p = d + 1;
+  return TRUE;
+}
+
+gboolean
+qp_watermarks_parse(const char *text, const char *key, QpNodeKernelMemory *out,
+                    guint n)
+{
+  const gsize head = strlen(QP_WATERMARKS_HEADER), key_len = strlen(key);
+  if (strncmp(text, QP_WATERMARKS_HEADER, head) != 0 ||
+      strncmp(text + head, key, key_len) != 0)
+    return FALSE;
+  const char *p = text + head + key_len;
+  g_autofree guint64 *figures = g_new(guint64, 2 * (gsize)MAX(n, 1));
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *start = g_strdup_printf("node %d ", out[i].node);
+    if (!g_str_has_prefix(p, start))
+      return FALSE;
+    p += strlen(start);
+    if (!kept_number(&p, ' ', &figures[2 * i]) ||
+        !kept_number(&p, '\n', &figures[2 * i + 1]))
+      return FALSE;
+  }
+  /* "end " and 16 hex digits of the hash of all before it, and nothing
+   * after. */
+  gsize body = (gsize)(p - text);
+  g_autofree char *end = g_strdup_printf("end %016" G_GINT64_MODIFIER "x\n",
+                                         qp_dir_file_hash(text, body));
+  if (strcmp(p, end) != 0)
+    return FALSE;
+  for (guint i = 0; i < n; i++) {
+    out[i].low_kib = figures[2 * i];
+    out[i].reserve_kib = figures[2 * i + 1];
+  }
+  return TRUE;
+}
+
 /* ---- Reading ------------------------------------------------------------ */
 
 static char *
@@ -304,7 +423,8 @@ read_text(const char *root, const char *path)
 }
 
 void
-qp_node_kernel_memory_read(const char *root, QpNodeKernelMemory *out, guint n)
+qp_node_kernel_memory_read(const char *root, QpNodeKernelMemory *out, guint n,
+                           QpWatermarkCache *cache)
 {
   for (guint i = 0; i < n; i++) {
     g_autofree char *path =
@@ -313,21 +433,32 @@ qp_node_kernel_memory_read(const char *root, QpNodeKernelMemory *out, guint n)
     if (text == NULL || !qp_node_meminfo_parse(text, &out[i]))
       out[i].read = FALSE;
   }
-  long page = sysconf(_SC_PAGESIZE);
-  g_autofree char *zones = read_text(root, QP_ZONEINFO);
-  if (zones != NULL)
-    qp_zoneinfo_parse(zones, page > 0 ? (guint64)page / 1024 : 4, out, n);
+  g_autofree char *key = cache != NULL ? qp_watermarks_key(root, out, n) : NULL;
+  if (key != NULL && cache->kept != NULL &&
+      qp_watermarks_parse(cache->kept, key, out, n)) {
+    cache->used = TRUE;
+  } else {
+    long page = sysconf(_SC_PAGESIZE);
+    g_autofree char *zones = read_text(root, QP_ZONEINFO);
+    if (zones != NULL) {
+      qp_zoneinfo_parse(zones, page > 0 ? (guint64)page / 1024 : 4, out, n);
+      if (key != NULL)
+        cache->fresh = qp_watermarks_format(key, out, n);
+    }
+  }
   g_autofree char *arc = read_text(root, QP_ARCSTATS);
   if (arc != NULL)
     qp_arc_share(qp_arcstats_reclaimable_kib(arc), out, n);
 }
 
 void
-qp_host_read_node_memory(QpHost *host)
+qp_host_read_node_memory(QpHost *host, QpWatermarkCache *cache)
 {
   const char *root = g_getenv("HWLOC_FSROOT");
   if (root == NULL || strcmp(root, "/") == 0)
     root = "";
+  else
+    cache = NULL; /* a recorded host's files: read, and nothing kept */
   g_autofree QpNodeKernelMemory *m =
       g_new0(QpNodeKernelMemory, MAX(host->n_nodes, 1));
   for (guint i = 0; i < host->n_nodes; i++) {
@@ -338,7 +469,7 @@ qp_host_read_node_memory(QpHost *host)
       m[i].pools_kib += p->total * p->page_kib;
     }
   }
-  qp_node_kernel_memory_read(root, m, host->n_nodes);
+  qp_node_kernel_memory_read(root, m, host->n_nodes, cache);
   for (guint i = 0; i < host->n_nodes; i++) {
     QpNode *n = &host->nodes[i];
     if (!m[i].read)

@@ -5,6 +5,7 @@
 #include "topology/base/dir-file.h"
 #include "topology/base/proc.h"
 #include "topology/base/state-dir.h"
+#include "topology/host/node-memory.h"
 #include "topology/host/snapshot-text.h"
 
 #include <errno.h>
@@ -103,6 +104,31 @@ write_snapshot(int dirfd, const char *name, const char *key, const QpHost *host)
                                 NULL, &errsv, NULL, NULL);
 }
 
+/* The name of the kept watermark figures next to the snapshot NAME:
+ * "NAME.watermarks", this user's own as the snapshot is. */
+static char *
+watermarks_name(const char *name)
+{
+  return g_strconcat(name, ".watermarks", NULL);
+}
+
+/* The kept watermark figures NAME in DIRFD if this user's; else NULL (their
+ * key and their whole are qp_watermarks_parse()'s to check). */
+static char *
+read_watermarks(int dirfd, const char *name)
+{
+  g_autofree char *text = NULL;
+  gsize got = 0;
+  struct stat st;
+  int errsv = 0;
+  if (!qp_dir_file_read(dirfd, name, QP_WATERMARKS_MAX_BYTES, &text, &got, &st,
+                        &errsv) ||
+      st.st_uid != geteuid() || got > QP_WATERMARKS_MAX_BYTES ||
+      strlen(text) != got)
+    return NULL;
+  return g_steal_pointer(&text);
+}
+
 QpHost *
 qp_host_load_snapshot(const char *dir, gboolean with_io, GError **error)
 {
@@ -123,8 +149,22 @@ qp_host_load_snapshot(const char *dir, gboolean with_io, GError **error)
     if (host != NULL)
       write_snapshot(dirfd, name, key, host);
   }
+  if (host == NULL) {
+    close(dirfd);
+    return NULL;
+  }
+  g_autofree char *wm_name = watermarks_name(name);
+  g_autofree char *kept = read_watermarks(dirfd, wm_name);
+  QpWatermarkCache watermarks = {.kept = kept};
+  gboolean ok = qp_host_apply_live(host, &watermarks, error);
+  g_autofree char *fresh = watermarks.fresh;
+  int errsv = 0;
+  /* Figures that cannot be kept cost the next start a read of zoneinfo. */
+  if (ok && fresh != NULL)
+    (void)qp_state_file_replace(dirfd, wm_name, fresh, strlen(fresh), 0600,
+                                FALSE, NULL, &errsv, NULL, NULL);
   close(dirfd);
-  if (host == NULL || !qp_host_apply_live(host, error))
+  if (!ok)
     return NULL;
   return g_steal_pointer(&host);
 }

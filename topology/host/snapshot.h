@@ -11,7 +11,10 @@
  * hwloc. A snapshot with another key or format, cut short or damaged is
  * ignored and written anew. What changes while the host runs is read live on
  * every load from a snapshot, as a live load reads it: free memory, hugepage
- * pools, this process's CPUs and the isolated CPUs (qp_host_apply_live()). */
+ * pools, this process's CPUs and the isolated CPUs (qp_host_apply_live()),
+ * but for the zones' watermark figures, kept beside the snapshot
+ * (NAME.watermarks, this user's own as the snapshot is) under a key of their
+ * own (topology/host/node-memory.h). */
 #pragma once
 
 #include <glib.h>

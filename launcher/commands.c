@@ -19,6 +19,7 @@
 #include "launcher/qemu/args.h"
 #include "launcher/qemu/daemonize.h"
 #include "launcher/qemu/vm-ids.h"
+#include "topology/base/json.h"
 #include "topology/host/host.h"
 #include "topology/ledger/ledger.h"
 #include "topology/status/status.h"
@@ -29,7 +30,7 @@ static void
 print_json(JsonNode *node)
 {
   g_autofree char *text = json_to_string(node, TRUE);
-  g_print("%s\n", text);
+  qp_print("%s\n", text);
 }
 
 /* `plan` in mode none, where QEMU's command line is not read: only the
@@ -40,16 +41,16 @@ print_plan_none(const QpOptions *opts)
   const char *reason = "mode none: QEMU runs as it would without qemu-pin; "
                        "its command line is not read";
   if (opts->human) {
-    g_print("mode            none\n\nreasons:\n  - %s\n", reason);
+    qp_print("mode            none\n\nreasons:\n  - %s\n", reason);
     return;
   }
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
   json_builder_set_member_name(b, "mode");
-  json_builder_add_string_value(b, "none");
+  qp_json_add_string_value(b, "none");
   json_builder_set_member_name(b, "reasons");
   json_builder_begin_array(b);
-  json_builder_add_string_value(b, reason);
+  qp_json_add_string_value(b, reason);
   json_builder_end_array(b);
   json_builder_set_member_name(b, "warnings");
   json_builder_begin_array(b);
@@ -83,7 +84,7 @@ cmd_plan(const QpOptions *opts, const QpQemuArgs *args, gboolean plan_only,
     qp_warning("%s", (const char *)plan->warnings->pdata[i]);
   if (opts->human) {
     g_autofree char *text = qp_plan_to_human(plan, host);
-    g_print("%s", text);
+    qp_print("%s", text);
   } else {
     g_autoptr(JsonNode) node = qp_plan_to_json(plan);
     print_json(node);
@@ -105,7 +106,7 @@ cmd_topology(QpOptions *opts, GError **error)
     print_json(node);
   } else {
     g_autofree char *text = qp_host_to_text(host);
-    g_print("%s", text);
+    qp_print("%s", text);
   }
   return 0;
 }
@@ -160,14 +161,14 @@ cmd_status(QpOptions *opts, GError **error)
     if (!qp_status_picture(opts->topology, claims, opts->picture, error))
       return -1;
     guint n = claims->claims->len;
-    g_print("qemu-pin: drew %u VM%s on the host in %s\n", n, n == 1 ? "" : "s",
-            opts->picture);
+    qp_print("qemu-pin: drew %u VM%s on the host in %s\n", n, n == 1 ? "" : "s",
+             opts->picture);
     return 0;
   }
   if (opts->metrics) {
     g_autofree char *text =
         qp_status_to_metrics(host, claims, &opts->placement);
-    g_print("%s", text);
+    qp_print("%s", text);
     return 0;
   }
   /* What `rebalance` would move now, planned as it plans. */
@@ -184,7 +185,7 @@ cmd_status(QpOptions *opts, GError **error)
   } else {
     g_autofree char *text = qp_status_to_text(host, claims, &opts->placement);
     g_autofree char *moves = qp_status_moves_to_text(r->moves, claims);
-    g_print("%s%s", text, moves);
+    qp_print("%s%s", text, moves);
   }
   return 0;
 }
@@ -280,7 +281,7 @@ run_command(QpOptions *opts, int argc, char **argv, GError **error)
     return qp_edge_qemu_command(&full_edge, opts, argc, argv, 0, error);
   if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
       command_wants_help(cmd, argc, argv)) {
-    g_print("%s", qp_options_help());
+    qp_print("%s", qp_options_help());
     return 0;
   }
   if (strcmp(cmd, "plan") == 0)
@@ -290,7 +291,7 @@ run_command(QpOptions *opts, int argc, char **argv, GError **error)
   if (strcmp(cmd, "rebalance") == 0)
     return qp_cmd_rebalance(opts, argc - 1, argv + 1, error);
   if (strcmp(cmd, "--version") == 0) {
-    g_print("qemu-pin %s\n", QP_VERSION);
+    qp_print("qemu-pin %s\n", QP_VERSION);
     return 0;
   }
   /* topology, status */

@@ -90,3 +90,12 @@ qp_log(GLogLevelFlags level, const char *fmt, ...)
           level == G_LOG_LEVEL_WARNING ? "warning: " : "", msg);
   fflush(stderr);
 }
+
+void
+qp_print(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stdout, fmt, ap);
+  va_end(ap);
+}

@@ -22,6 +22,11 @@ void qp_log(GLogLevelFlags level, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 void qp_timing_start(const struct timespec *t0);
 void qp_timing(const char *step);
 
+/* A command's answer on stdout, as its bytes: JSON and text are UTF-8,
+ * which g_print() would convert to the charset of a locale qemu-pin never
+ * sets (ASCII: "vm\u00e9" printed as "vm?"). */
+void qp_print(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+
 #define qp_error(...) qp_log(G_LOG_LEVEL_CRITICAL, __VA_ARGS__)
 #define qp_warning(...) qp_log(G_LOG_LEVEL_WARNING, __VA_ARGS__)
 #define qp_info(...) qp_log(G_LOG_LEVEL_INFO, __VA_ARGS__)

@@ -11,6 +11,7 @@
 
 #include "launcher/front/front.h"
 #include "launcher/keeper/keeper.h"
+#include "launcher/log.h"
 #include "launcher/launch.h"
 #include "topology/host/host.h"
 #include "topology/ledger/ledger.h"
@@ -243,28 +244,28 @@ qp_move_print_answer(const QpOptions *opts, const QpJv *o)
 {
   if (opts->json) {
     g_autofree char *text = qp_jv_write(o, TRUE);
-    g_print("%s\n", text);
+    qp_print("%s\n", text);
     return;
   }
   const char *name = qp_jv_get_string_or(o, "name", NULL);
-  g_print("qemu-pin: moved VM %s (%s) from nodes %s to %s: %" G_GINT64_FORMAT
-          " MiB of pages moved, %.1f%% of its guest memory there; ",
-          name ? name : "-", qp_jv_get_string_or(o, "vm", "?"),
-          qp_jv_get_string_or(o, "from", "?"),
-          qp_jv_get_string_or(o, "to", "?"),
-          qp_jv_get_int_or(o, "moved-mib", 0),
-          (double)qp_jv_get_int_or(o, "on-destination-permille", 0) / 10.0);
+  qp_print("qemu-pin: moved VM %s (%s) from nodes %s to %s: %" G_GINT64_FORMAT
+           " MiB of pages moved, %.1f%% of its guest memory there; ",
+           name ? name : "-", qp_jv_get_string_or(o, "vm", "?"),
+           qp_jv_get_string_or(o, "from", "?"),
+           qp_jv_get_string_or(o, "to", "?"),
+           qp_jv_get_int_or(o, "moved-mib", 0),
+           (double)qp_jv_get_int_or(o, "on-destination-permille", 0) / 10.0);
   const char *binding = qp_jv_get_string_or(o, "binding", "");
   if (qp_jv_get_bool_or(o, "binding-moved", FALSE))
-    g_print("its binding moved too (cgroup %s)\n", binding);
+    qp_print("its binding moved too (cgroup %s)\n", binding);
   else if (g_strcmp0(qp_jv_get_string_or(o, "from", NULL),
                      qp_jv_get_string_or(o, "to", NULL)) == 0)
     /* Placed again on the same nodes: the binding is already theirs. */
-    g_print("the binding stays, on the same nodes\n");
+    qp_print("the binding stays, on the same nodes\n");
   else
-    g_print("only the pages moved, not the binding (memory QEMU allocates "
-            "from now on may land on the old nodes): %s\n",
-            binding);
+    qp_print("only the pages moved, not the binding (memory QEMU allocates "
+             "from now on may land on the old nodes): %s\n",
+             binding);
 }
 
 /* The error code of the keeper's refusal or failure ERR (its answer

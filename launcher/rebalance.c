@@ -17,6 +17,7 @@
 #include "launcher/move.h"
 #include "launcher/qemu/args.h"
 #include "launcher/qemu/memory.h"
+#include "topology/base/json.h"
 #include "topology/host/host.h"
 #include "topology/ledger/ledger.h"
 #include "topology/ledger/qemu-cmdline.h"
@@ -246,7 +247,7 @@ to_json(const QpRebalance *r, const GPtrArray *moves, gboolean with_request,
   json_builder_set_member_name(b, "kept");
   json_builder_begin_array(b);
   for (guint i = 0; i < r->kept->len; i++)
-    json_builder_add_string_value(b, r->kept->pdata[i]);
+    qp_json_add_string_value(b, r->kept->pdata[i]);
   json_builder_end_array(b);
   json_builder_end_object(b);
   return json_builder_get_root(b);
@@ -269,22 +270,22 @@ print_plan_line(const QpRebalance *r)
                             r->req_nodes_before == 1 ? "" : "s")
           : g_strdup("does not fit");
   if (r->plan == NULL) {
-    g_print("qemu-pin: plan: the VM does not fit even after the moves "
-            "(without them: %s)\n",
-            before);
+    qp_print("qemu-pin: plan: the VM does not fit even after the moves "
+             "(without them: %s)\n",
+             before);
     return;
   }
   g_autofree char *nodes = qp_list_format(r->plan->host_nodes);
-  g_print("qemu-pin: plan: mode %s on host node%s %s (%u node%s; without "
-          "the moves: %s)\n",
-          qp_mode_name(r->plan->mode), r->req_nodes_after == 1 ? "" : "s",
-          nodes, r->req_nodes_after, r->req_nodes_after == 1 ? "" : "s",
-          before);
+  qp_print("qemu-pin: plan: mode %s on host node%s %s (%u node%s; without "
+           "the moves: %s)\n",
+           qp_mode_name(r->plan->mode), r->req_nodes_after == 1 ? "" : "s",
+           nodes, r->req_nodes_after, r->req_nodes_after == 1 ? "" : "s",
+           before);
   /* As plan --human says it: the VM of this command line runs, and its
    * own record was left out. */
   g_autofree char *ignored = qp_status_ignored_words(r->plan);
   if (ignored != NULL)
-    g_print("qemu-pin: plan: ignored record %s\n", ignored);
+    qp_print("qemu-pin: plan: ignored record %s\n", ignored);
 }
 
 /* MOVES (of QpMove*): listed with DRY_RUN, else the moves made; R the last
@@ -305,19 +306,19 @@ print_human(const QpRebalance *r, const GPtrArray *moves,
                                 "memory)",
                                 m->relieves)
               : NULL;
-      g_print("qemu-pin: rebalance would move VM %s (%s) from nodes %s to "
-              "%s: %" G_GUINT64_FORMAT " MiB%s\n",
-              name_of(claims, m->vm), m->vm, from, to, m->mib,
-              why != NULL ? why : "");
+      qp_print("qemu-pin: rebalance would move VM %s (%s) from nodes %s to "
+               "%s: %" G_GUINT64_FORMAT " MiB%s\n",
+               name_of(claims, m->vm), m->vm, from, to, m->mib,
+               why != NULL ? why : "");
     }
   if (held_below > 0)
-    g_print("qemu-pin: rebalance: no VM to move: the moves would bring "
-            "%" G_GUINT64_FORMAT
-            " MiB of spanning VMs onto one node, less than "
-            "rebalance-min-mib %" G_GUINT64_FORMAT "\n",
-            qp_rebalance_gain(r), held_below);
+    qp_print("qemu-pin: rebalance: no VM to move: the moves would bring "
+             "%" G_GUINT64_FORMAT
+             " MiB of spanning VMs onto one node, less than "
+             "rebalance-min-mib %" G_GUINT64_FORMAT "\n",
+             qp_rebalance_gain(r), held_below);
   else if (moves->len == 0)
-    g_print("qemu-pin: rebalance: no VM to move\n");
+    qp_print("qemu-pin: rebalance: no VM to move\n");
   if (with_request)
     print_plan_line(r);
 }
@@ -638,7 +639,7 @@ qp_cmd_rebalance(QpOptions *opts, int argc, char **argv, GError **error)
   if (opts->json) {
     g_autoptr(JsonNode) node = to_json(r, moves, args != NULL, held_below > 0);
     g_autofree char *text = json_to_string(node, TRUE);
-    g_print("%s\n", text);
+    qp_print("%s\n", text);
   } else
     print_human(r, moves, b.claims, opts->dry_run, args != NULL, held_below);
   return 0;

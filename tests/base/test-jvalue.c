@@ -240,6 +240,16 @@ test_write(void)
                   "\\u0001\xc3\xa9/\",\n  \"none\" : null,\n  \"list\" : [\n"
                   "    true,\n    0.25,\n    2.0\n  ],\n  \"empty\" : {},\n"
                   "  \"nothing\" : []\n}");
+  /* A text that is not UTF-8 (a file name's bytes) is written with U+FFFD
+   * for each bad byte: what is written is JSON the reader takes. */
+  g_autoptr(QpJv) bytes = qp_jv_object();
+  qp_jv_set(bytes, "path", qp_jv_string("/tmp/d\xff\xc3.img \xc3\xa9"));
+  g_autofree char *bytes_text = qp_jv_write(bytes, FALSE);
+  g_assert_cmpstr(bytes_text, ==,
+                  "{\"path\":\"/tmp/d\xef\xbf\xbd\xef\xbf\xbd.img \xc3\xa9\"}");
+  g_autoptr(QpJv) bytes_back = parse_ok(bytes_text);
+  g_assert_cmpstr(qp_jv_get_string(qp_jv_get(bytes_back, "path")), ==,
+                  "/tmp/d\xef\xbf\xbd\xef\xbf\xbd.img \xc3\xa9");
   /* What is written reads back the same. */
   g_autoptr(QpJv) back = parse_ok(pretty);
   g_autofree char *again = qp_jv_write(back, FALSE);

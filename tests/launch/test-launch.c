@@ -780,6 +780,58 @@ test_failing_launch(Fixture *f, gconstpointer data)
   qp_test_run_clear(&r);
 }
 
+/* ---- Text that is not ASCII ---------------------------------------------- */
+
+static JsonObject *status_of(Fixture *f);
+
+/* A VM named in UTF-8 beyond ASCII, with a disk whose file name is not
+ * UTF-8 (a Latin-1 name, which Linux takes): status --json gives the name
+ * as it is, and the device's words with U+FFFD for the bad byte; the
+ * record stays readable. Before, the JSON answers said "?" for the "é"
+ * (g_print() converted to the charset of a locale qemu-pin never sets),
+ * plan --json began with "[Invalid UTF-8]", and the record held the raw
+ * byte: every reader refused it as JSON, moved it aside as corrupt and held
+ * its node whole until an operator removed it, so no later VM fitted. */
+static void
+test_text_beyond_ascii(Fixture *f, gconstpointer data)
+{
+  g_autofree char *disk = g_build_filename(f->dir, "d\xff.img", NULL);
+  g_assert_true(g_file_set_contents(disk, "", 0, NULL));
+  g_assert_cmpint(truncate(disk, 1 << 20), ==, 0);
+  g_autofree char *drive =
+      g_strdup_printf("file=%s,if=virtio,format=raw", disk);
+  g_autofree char *name = g_strdup_printf("%s\xc3\xa9", f->marker);
+  const char *opts[] = {"--mode=balanced", NULL};
+  const char *extra[] = {"-m", "64", "-name", name, "-drive", drive, NULL};
+  g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
+
+  /* The plan is JSON, whether or not the disk's PCI device is found. */
+  g_autoptr(JsonObject) plan = plan_of(cmd);
+  JsonArray *devices = json_object_get_array_member(plan, "devices");
+  for (guint i = 0; i < json_array_get_length(devices); i++) {
+    const char *what = json_object_get_string_member(
+        json_array_get_object_element(devices, i), "device");
+    g_test_message("plan: device %s", what);
+    g_assert_true(g_utf8_validate(what, -1, NULL));
+    g_assert_nonnull(strstr(what, "d\xef\xbf\xbd.img"));
+  }
+
+  GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
+  g_assert_true(
+      qp_test_wait_record_string(f->state, "mode", "balanced", 20000));
+  g_autoptr(JsonObject) st = status_of(f);
+  JsonArray *vms = json_object_get_array_member(st, "vms");
+  g_assert_cmpuint(json_array_get_length(vms), ==, 1);
+  JsonObject *vm = json_array_get_object_element(vms, 0);
+  g_assert_cmpstr(json_object_get_string_member(vm, "name"), ==, name);
+  g_assert_cmpint(json_object_get_int_member(vm, "qemu-pid"), ==, pid);
+  /* Nothing was moved aside: the record reads. */
+  g_autoptr(GDir) d = g_dir_open(f->state, 0, NULL);
+  for (const char *e; (e = g_dir_read_name(d)) != NULL;)
+    g_assert_false(g_str_has_suffix(e, ".corrupt"));
+  stop_and_check_released(f, pid);
+}
+
 /* ---- Mode auto places best-effort what does not fit the CPUs ------------ */
 
 /* CPUs this process may use (as qemu-pin sees them: same cgroup). */
@@ -1172,6 +1224,7 @@ main(int argc, char **argv)
   ADD("/launch/one-to-one/boot-vcpu-after-hole-has-its-core",
       test_one_to_one_boot_after_hole, NULL);
   ADD("/launch/exit-status/is-the-guest-s", test_guest_exit_status, NULL);
+  ADD("/launch/text/beyond-ascii", test_text_beyond_ascii, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(mem_cases); i++) {
     g_autofree char *p =
         g_strdup_printf("/launch/memory/%s", mem_cases[i].name);

@@ -11,11 +11,25 @@ qp_json_add_int(JsonBuilder *b, const char *key, gint64 v)
 }
 
 void
+qp_json_add_string_value(JsonBuilder *b, const char *v)
+{
+  /* JSON is UTF-8: a text that is not (a file name of the caller's in a
+   * device's words or a warning) gets U+FFFD for each bad byte, as a
+   * record's text does (jvalue.c), so that the document stays JSON. */
+  if (g_utf8_validate(v, -1, NULL)) {
+    json_builder_add_string_value(b, v);
+    return;
+  }
+  g_autofree char *valid = g_utf8_make_valid(v, -1);
+  json_builder_add_string_value(b, valid);
+}
+
+void
 qp_json_add_string(JsonBuilder *b, const char *key, const char *v)
 {
   json_builder_set_member_name(b, key);
   if (v != NULL)
-    json_builder_add_string_value(b, v);
+    qp_json_add_string_value(b, v);
   else
     json_builder_add_null_value(b);
 }
@@ -43,7 +57,7 @@ qp_json_add_strings(JsonBuilder *b, const char *key, const GPtrArray *lines)
   json_builder_set_member_name(b, key);
   json_builder_begin_array(b);
   for (guint i = 0; lines != NULL && i < lines->len; i++)
-    json_builder_add_string_value(b, g_ptr_array_index(lines, i));
+    qp_json_add_string_value(b, g_ptr_array_index(lines, i));
   json_builder_end_array(b);
 }
 
@@ -72,7 +86,7 @@ qp_json_add_jv(JsonBuilder *b, const QpJv *v)
     json_builder_add_double_value(b, qp_jv_get_double(v));
     return;
   case QP_JV_STRING:
-    json_builder_add_string_value(b, qp_jv_get_string(v));
+    qp_json_add_string_value(b, qp_jv_get_string(v));
     return;
   case QP_JV_ARRAY:
     json_builder_begin_array(b);

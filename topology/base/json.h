@@ -13,6 +13,9 @@ G_BEGIN_DECLS
 /* "KEY": V */
 void qp_json_add_int(JsonBuilder *b, const char *key, gint64 v);
 /* "KEY": "V", or null when V is NULL */
+/* A string value V (not NULL), made UTF-8 as JSON must be: U+FFFD for each
+ * byte that is not. */
+void qp_json_add_string_value(JsonBuilder *b, const char *v);
 void qp_json_add_string(JsonBuilder *b, const char *key, const char *v);
 /* "KEY": "0-3,8" (qp_list_format(): "" for an empty or NULL set) */
 void qp_json_add_list(JsonBuilder *b, const char *key,

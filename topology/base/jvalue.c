@@ -670,6 +670,15 @@ qp_jv_parse(const char *text, gssize len, GError **error)
 static void
 write_string(GString *s, const char *text)
 {
+  /* JSON is UTF-8, and the reader refuses anything else: a text that is
+   * not (a file name of the caller's, a device's words made of it) is
+   * written with U+FFFD for each bad byte, as a -name is, so that nothing
+   * qemu-pin writes (a record, plan --json, status --json) is refused by a
+   * reader, its own included. */
+  g_autofree char *valid =
+      g_utf8_validate(text, -1, NULL) ? NULL : g_utf8_make_valid(text, -1);
+  if (valid != NULL)
+    text = valid;
   g_string_append_c(s, '"');
   for (const char *p = text; *p; p++) {
     guchar c = (guchar)*p;

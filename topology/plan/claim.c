@@ -153,7 +153,10 @@ qp_claim_from_plan(const QpPlan *plan, const char *id, const char *name)
   if (plan->dedicated)
     hwloc_bitmap_copy(c->dedicated, plan->dedicated);
   c->time = g_get_real_time() / G_USEC_PER_SEC;
-  for (guint i = 0; plan->devices != NULL && i < plan->devices->len; i++)
-    g_ptr_array_add(c->devices, qp_plan_device_words(plan, i));
+  /* The words name the caller's files, which need not be UTF-8 either. */
+  for (guint i = 0; plan->devices != NULL && i < plan->devices->len; i++) {
+    g_autofree char *words = qp_plan_device_words(plan, i);
+    g_ptr_array_add(c->devices, g_utf8_make_valid(words, -1));
+  }
   return c;
 }

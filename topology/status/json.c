@@ -36,7 +36,7 @@ qp_host_to_json(const QpHost *host)
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
   json_builder_set_member_name(b, "source");
-  json_builder_add_string_value(b, host->source);
+  qp_json_add_string_value(b, host->source);
 
   json_builder_set_member_name(b, "nodes");
   json_builder_begin_array(b);
@@ -90,7 +90,7 @@ qp_host_to_json(const QpHost *host)
     json_builder_begin_object(b);
     qp_json_add_int(b, "index", k);
     json_builder_set_member_name(b, "name");
-    json_builder_add_string_value(b, host->kind_names[k]);
+    qp_json_add_string_value(b, host->kind_names[k]);
     qp_json_add_int(b, "efficiency", host->kind_efficiency[k]);
     qp_json_add_list(b, "cpus", set);
     json_builder_end_object(b);
@@ -103,7 +103,7 @@ qp_host_to_json(const QpHost *host)
     const QpPciDevice *d = &g_array_index(host->pci, QpPciDevice, i);
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "bdf");
-    json_builder_add_string_value(b, d->bdf);
+    qp_json_add_string_value(b, d->bdf);
     qp_json_add_int(b, "node", d->node);
     json_builder_end_object(b);
   }
@@ -257,7 +257,7 @@ add_hotplug_json(JsonBuilder *b, const QpPlan *plan)
   for (guint c = 0; c < plan->hotplug_cores->len; c++) {
     g_autofree char *l =
         qp_list_format(g_ptr_array_index(plan->hotplug_cores, c));
-    json_builder_add_string_value(b, l);
+    qp_json_add_string_value(b, l);
   }
   json_builder_end_array(b);
 }
@@ -504,10 +504,10 @@ qp_status_to_json(const QpHost *host, const QpClaims *claims,
   json_builder_set_member_name(b, "warnings");
   json_builder_begin_array(b);
   for (guint i = 0; claims && i < claims->warnings->len; i++)
-    json_builder_add_string_value(b, claims->warnings->pdata[i]);
+    qp_json_add_string_value(b, claims->warnings->pdata[i]);
   g_autoptr(GPtrArray) over = qp_status_overcommitted(host, claims, opts);
   for (guint i = 0; i < over->len; i++)
-    json_builder_add_string_value(b, over->pdata[i]);
+    qp_json_add_string_value(b, over->pdata[i]);
   json_builder_end_array(b);
   json_builder_end_object(b);
   return json_builder_get_root(b);

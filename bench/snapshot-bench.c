@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench-time.h"
 #include "topology/host/host.h"
 #include "topology/host/snapshot-text.h"
 
@@ -38,28 +39,6 @@ static const char *default_hosts[] = {
     "epyc-7763-2s.xml", "spr-snc4.xml",   "2s-8node.xml",
     "epyc-7451-2s.xml", "x3950m2-io.xml", "opteron-6272-4s.xml",
 };
-
-static double
-now_us(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int
-compare_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double
-median(double *v, int n)
-{
-  qsort(v, (size_t)n, sizeof *v, compare_double);
-  return v[n / 2];
-}
 
 /* A topology with the filters of a launch's live load (build.c's
  * new_topology() without devices). */
@@ -113,17 +92,17 @@ bench_host(const char *path)
   double *t[3] = {g_new(double, opt_runs), g_new(double, opt_runs),
                   g_new(double, opt_runs)};
   for (int r = 0; r < opt_runs; r++) {
-    double a = now_us();
+    double a = qp_bench_now_us();
     hwloc_topology_t topo = topology();
     if (hwloc_topology_set_xmlbuffer(topo, xml, len) < 0 ||
         hwloc_topology_load(topo) < 0)
       g_error("import failed");
     hwloc_topology_destroy(topo);
-    double b = now_us();
+    double b = qp_bench_now_us();
     qp_host_free(qp_host_load_full(tmp, FALSE, NULL));
-    double c = now_us();
+    double c = qp_bench_now_us();
     QpHost *read = qp_host_snapshot_parse(text, text_len, KEY);
-    double d = now_us();
+    double d = qp_bench_now_us();
     if (read == NULL)
       g_error("%s: snapshot not read back", path);
     qp_host_free(read);
@@ -133,8 +112,8 @@ bench_host(const char *path)
   }
   g_autofree char *name = g_path_get_basename(path);
   printf("| %s | %u | %d | %zu | %.0f | %.0f | %.1f |\n", name, host->n_cpus,
-         len, text_len, median(t[0], opt_runs), median(t[1], opt_runs),
-         median(t[2], opt_runs));
+         len, text_len, qp_bench_median(t[0], opt_runs),
+         qp_bench_median(t[1], opt_runs), qp_bench_median(t[2], opt_runs));
   g_unlink(tmp);
   for (int i = 0; i < 3; i++)
     g_free(t[i]);

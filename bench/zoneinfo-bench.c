@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench-time.h"
 #include "topology/host/node-memory.h"
 
 static int opt_runs = 201;
@@ -42,28 +43,6 @@ static const GOptionEntry entries[] = {
      "Nodes of each made host (2,8; \"\" for none)", "N,..."},
     {NULL},
 };
-
-static double
-now_us(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int
-compare_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double
-median(double *v, int n)
-{
-  qsort(v, (size_t)n, sizeof *v, compare_double);
-  return v[n / 2];
-}
 
 /* Node 0's zones of MODEL for a host of NODES nodes and CPUS CPUs. */
 static char *
@@ -125,16 +104,16 @@ read_us(const char *path)
   char buf[4096];
   double *t = g_new(double, opt_runs);
   for (int r = 0; r < opt_runs; r++) {
-    double a = now_us();
+    double a = qp_bench_now_us();
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
       g_error("cannot open %s", path);
     while (read(fd, buf, sizeof buf) > 0)
       ;
     close(fd);
-    t[r] = now_us() - a;
+    t[r] = qp_bench_now_us() - a;
   }
-  double m = median(t, opt_runs);
+  double m = qp_bench_median(t, opt_runs);
   g_free(t);
   return m;
 }
@@ -147,14 +126,14 @@ bench(const char *name, const char *text, int nodes, double read)
   for (int r = 0; r < opt_runs; r++) {
     for (int i = 0; i < nodes; i++)
       m[i] = (QpNodeKernelMemory){.node = i};
-    double a = now_us();
+    double a = qp_bench_now_us();
     qp_zoneinfo_parse(text, 4, m, (guint)nodes);
-    t[r] = now_us() - a;
+    t[r] = qp_bench_now_us() - a;
   }
   g_autofree char *read_text =
       read > 0 ? g_strdup_printf("%.1f", read) : g_strdup("-");
   printf("| %s | %zu | %u | %s | %.1f |\n", name, strlen(text),
-         count_lines(text), read_text, median(t, opt_runs));
+         count_lines(text), read_text, qp_bench_median(t, opt_runs));
   g_free(t);
 }
 

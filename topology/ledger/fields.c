@@ -631,19 +631,17 @@ node_map_get_line(const char *t, const QpField *f, gpointer v, GError **error)
   /* "-" and "" (as g_strsplit() made it) hold no item. */
   if (*t == '\0' || strcmp(t, "-") == 0)
     return TRUE;
-  for (const char *at = t;;) {
-    const char *end = strchrnul(at, ',');
-    gsize len = (gsize)(end - at);
-    char small[64];
-    g_autofree char *large = len < sizeof small ? NULL : g_malloc(len + 1);
-    char *item = large != NULL ? large : small;
-    memcpy(item, at, len);
-    item[len] = '\0';
+  /* One copy, its items cut in place. */
+  g_autofree char *copy = g_strdup(t);
+  for (char *item = copy;;) {
+    char *end = strchrnul(item, ',');
+    gboolean last = *end == '\0';
+    *end = '\0';
     if (!node_map_item(item, f, *(GArray **)v, error))
       return FALSE;
-    if (*end == '\0')
+    if (last)
       return TRUE;
-    at = end + 1;
+    item = end + 1;
   }
 }
 

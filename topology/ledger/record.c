@@ -137,16 +137,12 @@ qp_claim_to_summary_line(const QpClaim *c)
 QpClaim *
 qp_claim_from_summary_line(const char *line, GError **error)
 {
-  /* Split at the spaces in a copy, as g_strsplit() would, but with no
+  /* Split at the spaces in one copy, as g_strsplit() would, but with no
    * allocation per token: records are read by the thousand. */
-  gsize len = strlen(line);
-  char small[1024];
-  g_autofree char *large = len < sizeof small ? NULL : g_malloc(len + 1);
-  char *copy = large != NULL ? large : small;
-  memcpy(copy, line, len + 1);
+  g_autofree char *copy = g_strdup(line);
   char *t[G_N_ELEMENTS(fields)];
   guint n = 0;
-  for (char *p = copy; len > 0;) {
+  for (char *p = copy; *copy != '\0';) {
     char *space = strchr(p, ' ');
     if (n < G_N_ELEMENTS(fields))
       t[n] = p;

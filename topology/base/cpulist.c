@@ -10,20 +10,34 @@
 G_DEFINE_QUARK(qp-topology-error-quark, qp_topology_error)
 /* clang-format on */
 
+gboolean
+qp_decimal_read(const char **p, const char *end, guint64 max,
+                gboolean canonical, guint64 *out)
+{
+  const char *s = *p;
+  if ((end != NULL && s == end) || !g_ascii_isdigit(*s))
+    return FALSE;
+  if (canonical && *s == '0' && (end == NULL || s + 1 < end) &&
+      g_ascii_isdigit(s[1]))
+    return FALSE;
+  guint64 v = 0;
+  for (; (end == NULL || s < end) && g_ascii_isdigit(*s); s++) {
+    guint64 d = (guint64)(*s - '0');
+    if (d > max || v > (max - d) / 10)
+      return FALSE;
+    v = v * 10 + d;
+  }
+  *p = s;
+  *out = v;
+  return TRUE;
+}
+
 static gboolean
 parse_index(const char **p, guint max, guint *out)
 {
-  const char *s = *p;
-  if (!g_ascii_isdigit(*s))
-    return FALSE;
   guint64 v = 0;
-  while (g_ascii_isdigit(*s)) {
-    v = v * 10 + (guint64)(*s - '0');
-    if (v > max)
-      return FALSE;
-    s++;
-  }
-  *p = s;
+  if (!qp_decimal_read(p, NULL, max, FALSE, &v))
+    return FALSE;
   *out = (guint)v;
   return TRUE;
 }

@@ -17,6 +17,14 @@ G_DEFINE_AUTO_CLEANUP_FREE_FUNC(hwloc_bitmap_t, hwloc_bitmap_free, NULL)
 /* Highest index accepted in a list: Linux's NR_CPUS tops out at 8192. */
 #define QP_LIST_MAX_INDEX 8191
 
+/* The decimal number at *P, up to END (NULL: the text's end) or the first
+ * character that is no digit, into *OUT: at least one digit, at most MAX
+ * (exactly), and with CANONICAL no leading zero (as qemu-pin's own files
+ * write numbers). *P is moved past the digits; FALSE (*P unmoved) when
+ * there is no such number. The caller says what may follow it. */
+gboolean qp_decimal_read(const char **p, const char *end, guint64 max,
+                         gboolean canonical, guint64 *out);
+
 /* Parses TEXT as a list of non-negative integers and ranges ("0-3,8").
  * WHAT names the value in the error ("--affinity", "host-nodes of ram0").
  * Every index must be <= MAX. An empty list is an error. */

@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "topology/base/cpulist.h"
 #include "topology/base/dir-file.h"
 
 #define QP_NODE_DIR "/sys/devices/system/node"
@@ -362,20 +363,14 @@ qp_watermarks_format(const char *key, const QpNodeKernelMemory *m, guint n)
   return g_string_free(text, FALSE);
 }
 
-/* The decimal number at *P up to the character STOP, *P moved past STOP. */
+/* The decimal number at *P, as the writer writes it, up to the character
+ * STOP; *P moved past STOP. */
 static gboolean
 kept_number(const char **p, char stop, guint64 *v)
 {
   const char *d = *p;
-  guint64 x = 0;
-  for (; g_ascii_isdigit(*d); d++) {
-    if (x > (G_MAXUINT64 - 9) / 10)
-      return FALSE;
-    x = x * 10 + (guint64)(*d - '0');
-  }
-  if (d == *p || *d != stop || (d - *p > 1 && **p == '0'))
+  if (!qp_decimal_read(&d, NULL, G_MAXUINT64, TRUE, v) || *d != stop)
     return FALSE;
-  *v = x;
   *p = d + 1;
   return TRUE;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "topology/base/cpulist.h"
 #include "topology/base/dir-file.h"
 
 /* Bounds of what is read: Linux's CPUs (cpulist.h), and nodes enough for
@@ -175,20 +176,7 @@ token(Reader *r, gboolean last, const char **start, gsize *len)
 static gboolean
 digits(const char **p, const char *end, guint64 max, guint64 *out)
 {
-  const char *s = *p;
-  guint64 v = 0;
-  if (s == end || !g_ascii_isdigit(*s) ||
-      (*s == '0' && s + 1 < end && g_ascii_isdigit(s[1])))
-    return FALSE;
-  for (; s < end && g_ascii_isdigit(*s); s++) {
-    guint64 d = (guint64)(*s - '0');
-    if (d > max || v > (max - d) / 10)
-      return FALSE;
-    v = v * 10 + (guint64)(*s - '0');
-  }
-  *p = s;
-  *out = v;
-  return TRUE;
+  return qp_decimal_read(p, end, max, TRUE, out);
 }
 
 static gboolean

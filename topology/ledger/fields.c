@@ -207,34 +207,17 @@ get_element(const QpJv *a, guint i, const char *field, char **name,
 /* ---- Line tokens ----------------------------------------------------------
  */
 
-/* TOKEN as a decimal number: digits only (leading zeros allowed), at
- * least one, at most G_MAXUINT64; what g_ascii_string_to_unsigned() takes in
- * base 10, without its locale-free strtoull's cost (records are read by the
- * thousand). */
-static gboolean
-parse_decimal(const char *token, guint64 *out)
-{
-  guint64 v = 0;
-  const char *p = token;
-  for (; g_ascii_isdigit(*p); p++) {
-    guint d = (guint)(*p - '0');
-    if (v > (G_MAXUINT64 - d) / 10)
-      return FALSE;
-    v = v * 10 + d;
-  }
-  if (p == token || *p != '\0')
-    return FALSE;
-  *out = v;
-  return TRUE;
-}
-
 /* A number of FIELD at most MAX, in decimal. */
 static gboolean
 get_number(const char *token, const char *field, guint64 max, guint64 *out,
            GError **error)
 {
+  /* Digits only, leading zeros allowed: what g_ascii_string_to_unsigned()
+   * takes in base 10, without its strtoull's cost (records are read by the
+   * thousand). */
   guint64 v;
-  if (!parse_decimal(token, &v))
+  const char *end = token;
+  if (!qp_decimal_read(&end, NULL, G_MAXUINT64, FALSE, &v) || *end != '\0')
     return bad_field(error, field, "is \"%s\"; expected a non-negative integer",
                      token);
   if (!check_max(field, v, max, error))

@@ -24,6 +24,11 @@
 # orchestrator's (a listening socket, as libvirt and Proxmox always give
 # it), alone and launched by qemu-pin in mode balanced. A second table
 # gives the paired ratio of each to its own floor.
+# Two more run QEMU with what a balanced launch adds and nothing of
+# qemu-pin (bench/qemu-args-only.c): all of it (the memory backend bound to
+# the node, the process's MPOL_BIND, the private monitor), QEMU's share of
+# a launch; and the bound backend alone, whose mbind(2) QEMU makes with
+# MPOL_MF_MOVE (set against the exec floor in the second table).
 # A variant qemu-pin refuses on this host (more vCPUs than usable CPUs) is
 # reported as refused with qemu-pin's reason.
 # The last column is the 95% confidence interval of the paired ratio to QEMU
@@ -76,9 +81,9 @@ unset QEMU_PIN_MODE QEMU_PIN_VERBOSE QEMU_PIN_CONFIG
 export QEMU_PIN_CONFIG=$BENCH_TMP/none.conf   # no host config: defaults only
 : > "$QEMU_PIN_CONFIG"
 
-variants="direct exec qmp args none balanced auto numa one-to-one plan mon mon-balanced"
+variants="direct exec qmp args bind none balanced auto numa one-to-one plan mon mon-balanced"
 args_only=$(dirname "$qp")/bench/qemu-args-only
-[ -x "$args_only" ] || variants=${variants/ args/}
+[ -x "$args_only" ] || variants=${variants/ args bind/}
 exec_only=$(dirname "$qp")/bench/exec-only
 [ -x "$exec_only" ] || variants=${variants/ exec/}
 qemu_path=$(command -v "$QEMU")
@@ -93,6 +98,7 @@ cmd() {
     mon) echo "$guest $mon" ;;
     mon-balanced) echo "$qp --mode=balanced -- $guest $mon" ;;
     args) echo "$args_only 64 $qemu_path ${guest#"$QEMU" }" ;;
+    bind) echo "$args_only --parts=backend 64 $qemu_path ${guest#"$QEMU" }" ;;
     plan) echo "$qp plan --mode=balanced -- $guest" ;;
     *) echo "$qp --mode=$1 -- $guest" ;;
   esac
@@ -113,7 +119,7 @@ run() {
 # pause VARIANT SMP: "yes" or "no" as qemu-pin's plan says, "-" otherwise.
 pause() {
   case $1 in
-    direct|exec|qmp|args|plan|mon) echo "-"; return ;;
+    direct|exec|qmp|args|bind|plan|mon) echo "-"; return ;;
     mon-balanced) set -- balanced "$2" ;;
     none) echo "no"; return ;;
   esac
@@ -187,6 +193,7 @@ for smp in $smps; do
     case $v in
       direct) name="QEMU alone" ;;
       args) name="QEMU with a balanced launch's arguments, memory policy and monitor, no qemu-pin (QEMU's share)" ;;
+      bind) name="QEMU with only the memory backend bound to the node (host-nodes), no qemu-pin" ;;
       qmp) name="QEMU -S, then cont over QMP (no qemu-pin)" ;;
       exec) name="QEMU exec'd by a program that does nothing else (the exec floor)" ;;
       mon) name="QEMU with an orchestrator's QMP monitor (no qemu-pin)" ;;
@@ -216,6 +223,7 @@ for smp in $smps; do
       printf "| %s | %s | %.1f | %.3f | %+.1f | %+.1f | %.3f | %s | %d | %s | %s |\n", s, n, m / 1000, m / b, (m - b) / 1000, d / 1000, q, f, r, p, i }'
   done
   floor_row "$smp" none exec "qemu-pin in mode none, against the exec floor"
+  floor_row "$smp" bind exec "QEMU with only the memory backend bound to the node (host-nodes), against the exec floor"
   floor_row "$smp" mon-balanced mon "qemu-pin in mode balanced, against QEMU alone, both with an orchestrator's QMP monitor"
   unset ok why
 done

@@ -2,7 +2,7 @@
  * adds to its command line and process, and nothing of qemu-pin itself:
  * QEMU's own share of a launch's cost (bench/launch-bench.sh).
  *
- *   qemu-args-only MIB QEMU ARGS...
+ *   qemu-args-only [--parts=LIST] MIB QEMU ARGS...
  *
  * adds "-object memory-backend-ram,id=pc.ram,size=MIB MiB,host-nodes=0,
  * policy=bind -machine memory-backend=pc.ram" and the private monitor on a
@@ -11,9 +11,9 @@
  * read), binds the process's memory to node 0 (MPOL_BIND), and execs QEMU.
  * A copy of qemu-pin's rewrite for this one case, for measuring only.
  *
- * QP_ARGS_ONLY_PARTS (a comma-separated subset of "backend", "monitor",
- * "mpol"; default all three) adds only those parts, to tell which of them
- * costs QEMU what. */
+ * --parts=LIST (a comma-separated subset of "backend", "monitor", "mpol";
+ * default all three; QP_ARGS_ONLY_PARTS when not given) adds only those
+ * parts, to tell which of them costs QEMU what. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +26,15 @@
 int
 main(int argc, char **argv)
 {
+  const char *parts = getenv("QP_ARGS_ONLY_PARTS");
+  if (argc > 1 && strncmp(argv[1], "--parts=", 8) == 0) {
+    parts = argv[1] + 8;
+    argv++;
+    argc--;
+  }
   if (argc < 3) {
-    fprintf(stderr, "usage: qemu-args-only MIB QEMU [ARGS...]\n");
+    fprintf(stderr,
+            "usage: qemu-args-only [--parts=LIST] MIB QEMU [ARGS...]\n");
     return 2;
   }
   char *end = NULL;
@@ -41,7 +48,6 @@ main(int argc, char **argv)
     perror("qemu-args-only: socketpair");
     return 1;
   }
-  const char *parts = getenv("QP_ARGS_ONLY_PARTS");
   int want_backend = parts == NULL || strstr(parts, "backend") != NULL;
   int want_monitor = parts == NULL || strstr(parts, "monitor") != NULL;
   int want_mpol = parts == NULL || strstr(parts, "mpol") != NULL;

@@ -211,6 +211,8 @@ share1=$(row_of 1 "QEMU's share" 8)
 share2=$(row_of 2 "QEMU's share" 8)
 mon1=$(row_of 1 "orchestrator's QMP monitor (no qemu-pin)" 8)
 mon2=$(row_of 2 "orchestrator's QMP monitor (no qemu-pin)" 8)
+bind1=$(floor_of 1 "memory backend bound to the node (host-nodes), against the exec floor")
+bind2=$(floor_of 2 "memory backend bound to the node (host-nodes), against the exec floor")
 monbal1=$(floor_of 1 "mode balanced, against QEMU alone, both")
 monbal2=$(floor_of 2 "mode balanced, against QEMU alone, both")
 target_lines=$(targets)
@@ -309,7 +311,18 @@ exec* below):
   orchestrator's listening monitor alone costs x$mon1 of QEMU alone at
   -smp 1, x$mon2 at -smp 2 (paired). Under libvirt or Proxmox, whose QEMU
   always has one, that thread is there anyway: there a balanced launch
-  costs x$monbal1 and x$monbal2 of QEMU with the same monitor.
+  costs x$monbal1 and x$monbal2 of QEMU with the same monitor. Of the share,
+  the memory backend bound to the node alone (\`host-nodes\`; no monitor,
+  no \`MPOL_BIND\`): x$bind1 of the exec floor at -smp 1, x$bind2 at -smp 2
+  (paired). QEMU binds a backend with \`mbind(2)\` and \`MPOL_MF_MOVE\`
+  (\`backends/hostmem.c\`), and for \`MPOL_MF_MOVE\` the kernel first
+  empties every online CPU's LRU caches (\`lru_cache_disable()\`: an
+  expedited RCU grace period and a drain on each CPU) and waits for them,
+  whatever the range holds: during QEMU's start the other CPUs are busy
+  with QEMU's own threads. Every binding on QEMU's command line pays it
+  (libvirt's \`<numatune>\` too), and it grows with the host's CPUs;
+  docs/design.md ("Where a balanced start's time goes") says why qemu-pin
+  binds there all the same.
 
 ## Earlier targets (issue 15)
 

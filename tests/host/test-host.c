@@ -4,11 +4,14 @@
 #include "topology/status/status.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 /* The path of the recorded host NAME of tests/data/topologies. */
 static char *
@@ -505,6 +508,77 @@ test_live_hugepages(void)
   g_test_message("%u hugepage pools checked", sizes);
 }
 
+/* A number in a sysfs file, or -1. */
+static gint64
+sys_number(const char *path)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return -1;
+  return g_ascii_strtoll(text, NULL, 10);
+}
+
+/* Writes TEXT to the sysfs file PATH: FALSE when the kernel refused it. */
+static gboolean
+sys_write(const char *path, const char *text)
+{
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return FALSE;
+  gboolean ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+  close(fd);
+  return ok;
+}
+
+/* A host with no hugepage of a size reads that size's pools empty without
+ * asking each node; one page more on the first node is read there at
+ * once. Root only: the test reserves the page (under the lock the launch
+ * tests take for hugepages) and gives it back. */
+static void
+test_live_hugepages_grown(void)
+{
+  if (geteuid() != 0) {
+    g_test_skip("reserving a hugepage needs root");
+    return;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(QpHost) h = qp_host_load(NULL, &error);
+  g_assert_no_error(error);
+  const QpNode *first = &h->nodes[0];
+  g_autofree char *nr = g_strdup_printf(
+      "/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/"
+      "nr_hugepages",
+      first->id);
+  int lock = open("/tmp/qp-hugepages.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  g_assert_cmpint(lock, >=, 0);
+  g_assert_cmpint(flock(lock, LOCK_EX), ==, 0);
+  gint64 before = sys_number(nr);
+  if (before < 0 || pool(first, 2048) == NULL) {
+    close(lock);
+    g_test_skip("this host has no 2 MiB hugepages");
+    return;
+  }
+  g_autofree char *more = g_strdup_printf("%" G_GINT64_FORMAT, before + 1);
+  g_autofree char *back = g_strdup_printf("%" G_GINT64_FORMAT, before);
+  gboolean grown = sys_write(nr, more) && sys_number(nr) == before + 1;
+  QpHost *after = grown ? qp_host_load(NULL, &error) : NULL;
+  g_assert_true(sys_write(nr, back));
+  close(lock);
+  if (!grown) {
+    g_test_skip("the kernel did not give the test a 2 MiB hugepage");
+    return;
+  }
+  g_assert_no_error(error);
+  g_assert_cmpuint(pool(&after->nodes[0], 2048)->total, ==,
+                   (guint64)before + 1);
+  g_assert_cmpuint(pool(&after->nodes[0], 2048)->free, <=, (guint64)before + 1);
+  qp_host_free(after);
+  /* Given back: the pool reads as it was. */
+  g_autoptr(QpHost) again = qp_host_load(NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(pool(&again->nodes[0], 2048)->total, ==, (guint64)before);
+}
+
 static void
 test_live_follows_affinity(void)
 {
@@ -827,6 +901,8 @@ main(int argc, char **argv)
                   test_live_follows_affinity);
   g_test_add_func("/host/live/hugepage-pools-of-every-size-per-node",
                   test_live_hugepages);
+  g_test_add_func("/host/live/hugepage-pool-grown-is-read-at-once",
+                  test_live_hugepages_grown);
   g_test_add_func("/host/live/pci-devices-match-sysfs", test_live_pci);
   g_test_add_func("/host/errors/missing-file-named", test_missing_file);
   g_test_add_func("/host/errors/malformed-xml-named", test_malformed_file);

@@ -24,6 +24,7 @@ G_DEFINE_AUTO_CLEANUP_FREE_FUNC(hwloc_topology_t, hwloc_topology_destroy, NULL)
 
 #define QP_ISOLATED_PATH "/sys/devices/system/cpu/isolated"
 #define QP_SYS_NODE "/sys/devices/system/node"
+#define QP_SYS_HUGEPAGES "/sys/kernel/mm/hugepages"
 
 typedef enum {
   SOURCE_LIVE,
@@ -201,13 +202,43 @@ fill_node(QpNode *n, hwloc_obj_t obj)
   g_array_sort(n->hugepages, compare_pool);
 }
 
+/* The host's pools of one page size, read once for all nodes. */
+typedef struct {
+  guint64 page_kib;
+  gboolean empty; /* no page of this size on any node */
+} HostPool;
+
+/* Whether the host has no hugepage of PAGE_KIB at all: the host-wide
+ * nr_hugepages, which counts every node's pages (surplus ones too), reads
+ * 0. Looked up in POOLS, and read once where it is not there yet. */
+static gboolean
+host_pool_empty(GArray *pools, guint64 page_kib)
+{
+  for (guint i = 0; i < pools->len; i++)
+    if (g_array_index(pools, HostPool, i).page_kib == page_kib)
+      return g_array_index(pools, HostPool, i).empty;
+  g_autofree char *path = g_strdup_printf(
+      QP_SYS_HUGEPAGES "/hugepages-%" G_GUINT64_FORMAT "kB/nr_hugepages",
+      page_kib);
+  guint64 total = 1;
+  HostPool pool = {page_kib, read_sys_u64(path, &total) && total == 0};
+  g_array_append_val(pools, pool);
+  return pool.empty;
+}
+
 /* The pools of node N as they are now: their sizes from sysfs, where hwloc
- * read them as the topology was made. */
+ * read them as the topology was made. A page size of which the host has no
+ * page at all is empty on every node: its two files per node are not read
+ * (POOLS: what the host has, host_pool_empty()). */
 static void
-read_live_pools(QpNode *n)
+read_live_pools(QpNode *n, GArray *pools)
 {
   for (guint i = 0; i < n->hugepages->len; i++) {
     QpHugePool *pool = &g_array_index(n->hugepages, QpHugePool, i);
+    if (host_pool_empty(pools, pool->page_kib)) {
+      pool->total = pool->free = 0;
+      continue;
+    }
     g_autofree char *dir = g_strdup_printf(
         QP_SYS_NODE "/node%d/hugepages/hugepages-%" G_GUINT64_FORMAT "kB",
         n->id, pool->page_kib);
@@ -376,8 +407,9 @@ gboolean
 qp_host_apply_live(QpHost *host, struct QpWatermarkCache *watermarks,
                    GError **error)
 {
+  g_autoptr(GArray) pools = g_array_new(FALSE, FALSE, sizeof(HostPool));
   for (guint i = 0; i < host->n_nodes; i++)
-    read_live_pools(&host->nodes[i]);
+    read_live_pools(&host->nodes[i], pools);
   qp_host_read_node_memory(host, watermarks);
   g_auto(hwloc_bitmap_t) affinity = hwloc_bitmap_alloc();
   g_auto(hwloc_bitmap_t) isolated = NULL;

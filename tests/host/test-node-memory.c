@@ -412,6 +412,34 @@ test_recorded_root_keeps_nothing(void)
   remove_tree(root);
 }
 
+/* A meminfo line's number is its fourth word, digits only, up to the
+ * largest 64-bit value: a line with any other is skipped, as a line of
+ * unknown words is. */
+static void
+test_meminfo_numbers(void)
+{
+  QpNodeKernelMemory m = {0};
+  g_assert_true(
+      qp_node_meminfo_parse("Node 0 MemTotal:       18446744073709551615 kB\n"
+                            "Node 0 MemFree:        1000 kB\n"
+                            "Node 0 Active(file):   18446744073709551616 kB\n"
+                            "Node 0 Inactive(file): 12x kB\n"
+                            "Node 0 KReclaimable:   -3 kB\n"
+                            "Node 0 SReclaimable:   +4 kB\n"
+                            "Node 0 FilePages:      077 kB\n",
+                            &m));
+  g_assert_cmpuint(m.total_kib, ==, G_MAXUINT64);
+  g_assert_cmpuint(m.free_kib, ==, 1000);
+  g_assert_cmpuint(m.file_kib, ==, 0);
+  g_assert_cmpuint(m.reclaimable_kib, ==, 0);
+  /* A total that is no number: no MemTotal, nothing read. */
+  QpNodeKernelMemory bad = {0};
+  g_assert_false(qp_node_meminfo_parse("Node 0 MemTotal: 1e9 kB\n"
+                                       "Node 0 MemFree: 10 kB\n",
+                                       &bad));
+  g_assert_false(bad.read);
+}
+
 static void
 test_no_such_node(void)
 {
@@ -434,6 +462,7 @@ main(int argc, char **argv)
   g_test_add_func("/host/node-memory/host-from-recorded-root",
                   test_host_from_recorded_root);
   g_test_add_func("/host/node-memory/no-such-node", test_no_such_node);
+  g_test_add_func("/host/node-memory/meminfo-numbers", test_meminfo_numbers);
   g_test_add_func("/host/node-memory/kept-used", test_kept_used);
   g_test_add_func("/host/node-memory/recorded-root-keeps-nothing",
                   test_recorded_root_keeps_nothing);

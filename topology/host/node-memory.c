@@ -66,14 +66,9 @@ meminfo_line(const char *line, const char *end, char *key, gsize key_size,
     return FALSE;
   memcpy(key, w[2][0], len - 1);
   key[len - 1] = '\0';
-  guint64 v = 0;
-  for (const char *d = w[3][0]; d < w[3][1]; d++) {
-    if (!g_ascii_isdigit(*d) || v > (G_MAXUINT64 - 9) / 10)
-      return FALSE;
-    v = v * 10 + (guint64)(*d - '0');
-  }
-  *value = v;
-  return TRUE;
+  const char *d = w[3][0];
+  return qp_decimal_read(&d, w[3][1], G_MAXUINT64, FALSE, value) &&
+         d == w[3][1];
 }
 
 gboolean

@@ -899,6 +899,29 @@ qp_test_file_text(const char *dir, const char *name)
   return text ? text : g_strdup("");
 }
 
+gint64
+qp_test_read_number(const char *path)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return -1;
+  return g_ascii_strtoll(text, NULL, 10);
+}
+
+gboolean
+qp_test_write_number(const char *path, gint64 n)
+{
+  g_autofree char *text = g_strdup_printf("%" G_GINT64_FORMAT "\n", n);
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  gboolean ok =
+      fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+  if (!ok)
+    g_test_message("writing %s: %s", path, g_strerror(errno));
+  if (fd >= 0)
+    close(fd);
+  return ok;
+}
+
 void
 qp_test_stop_released(GPid pid, const char *marker, const char *state)
 {

@@ -145,6 +145,15 @@ JsonNode *qp_test_qmp_execute(const char *path, const char *command,
 /* The text of file NAME in DIR ("" when it cannot be read). */
 char *qp_test_file_text(const char *dir, const char *name);
 
+/* The number in the file PATH (sysfs, procfs), or -1 when it cannot be
+ * read. */
+gint64 qp_test_read_number(const char *path);
+
+/* Writes N to the file PATH in place (in sysfs, g_file_set_contents()
+ * would rename a new file over it): FALSE, with a test message, when it
+ * cannot. */
+gboolean qp_test_write_number(const char *path, gint64 n);
+
 /* SIGTERM to a VM's QEMU (PID): it exits, nothing of MARKER is left, and
  * the ledger STATE holds no record. */
 void qp_test_stop_released(GPid pid, const char *marker, const char *state);

@@ -2,6 +2,7 @@
  * synthetic hosts and this machine. */
 #include "topology/host/host.h"
 #include "topology/status/status.h"
+#include "tests/common/qp-test.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -508,28 +509,6 @@ test_live_hugepages(void)
   g_test_message("%u hugepage pools checked", sizes);
 }
 
-/* A number in a sysfs file, or -1. */
-static gint64
-sys_number(const char *path)
-{
-  g_autofree char *text = NULL;
-  if (!g_file_get_contents(path, &text, NULL, NULL))
-    return -1;
-  return g_ascii_strtoll(text, NULL, 10);
-}
-
-/* Writes TEXT to the sysfs file PATH: FALSE when the kernel refused it. */
-static gboolean
-sys_write(const char *path, const char *text)
-{
-  int fd = open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0)
-    return FALSE;
-  gboolean ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
-  close(fd);
-  return ok;
-}
-
 /* A host with no hugepage of a size reads that size's pools empty without
  * asking each node; one page more on the first node is read there at
  * once. Root only: the test reserves the page (under the lock the launch
@@ -552,17 +531,16 @@ test_live_hugepages_grown(void)
   int lock = open("/tmp/qp-hugepages.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
   g_assert_cmpint(lock, >=, 0);
   g_assert_cmpint(flock(lock, LOCK_EX), ==, 0);
-  gint64 before = sys_number(nr);
+  gint64 before = qp_test_read_number(nr);
   if (before < 0 || pool(first, 2048) == NULL) {
     close(lock);
     g_test_skip("this host has no 2 MiB hugepages");
     return;
   }
-  g_autofree char *more = g_strdup_printf("%" G_GINT64_FORMAT, before + 1);
-  g_autofree char *back = g_strdup_printf("%" G_GINT64_FORMAT, before);
-  gboolean grown = sys_write(nr, more) && sys_number(nr) == before + 1;
+  gboolean grown = qp_test_write_number(nr, before + 1) &&
+                   qp_test_read_number(nr) == before + 1;
   QpHost *after = grown ? qp_host_load(NULL, &error) : NULL;
-  g_assert_true(sys_write(nr, back));
+  g_assert_true(qp_test_write_number(nr, before));
   close(lock);
   if (!grown) {
     g_test_skip("the kernel did not give the test a 2 MiB hugepage");

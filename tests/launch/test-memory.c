@@ -36,29 +36,6 @@ setup(Fixture *f, gconstpointer data)
   f->lock_fd = -1;
 }
 
-/* A sysfs file is written in place (g_file_set_contents() would rename a
- * new file over it). */
-static void
-write_number(const char *path, gint64 n)
-{
-  g_autofree char *text = g_strdup_printf("%" G_GINT64_FORMAT "\n", n);
-  int fd = open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0)
-    return;
-  if (write(fd, text, strlen(text)) < 0)
-    g_test_message("writing %s: %s", path, g_strerror(errno));
-  close(fd);
-}
-
-static gint64
-read_number(const char *path)
-{
-  g_autofree char *text = NULL;
-  if (!g_file_get_contents(path, &text, NULL, NULL))
-    return -1;
-  return g_ascii_strtoll(text, NULL, 10);
-}
-
 /* A failed assertion aborts without teardown: the hugepages reserved for
  * the test are given back from the signal handler then. */
 static char restore_text[32];
@@ -81,7 +58,7 @@ teardown(Fixture *f, gconstpointer data)
     kill(g_array_index(left, int, i), SIGKILL);
   qp_test_wait_no_process(f->marker, 10000);
   if (f->nr_before >= 0)
-    write_number(f->nr_path, f->nr_before);
+    qp_test_write_number(f->nr_path, f->nr_before);
   if (restore_fd >= 0)
     close(restore_fd);
   restore_fd = -1;
@@ -320,7 +297,7 @@ reserve_hugepages(Fixture *f, gint64 count)
       open("/tmp/qp-hugepages.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
   g_assert_cmpint(f->lock_fd, >=, 0);
   g_assert_cmpint(flock(f->lock_fd, LOCK_EX), ==, 0);
-  gint64 before = read_number(f->nr_path);
+  gint64 before = qp_test_read_number(f->nr_path);
   if (before < 0) {
     g_test_skip("this host has no 2 MiB hugepages on node 0");
     return FALSE;
@@ -331,11 +308,11 @@ reserve_hugepages(Fixture *f, gint64 count)
   restore_fd = open(f->nr_path, O_WRONLY | O_CLOEXEC);
   signal(SIGABRT, restore_on_abort);
   signal(SIGTERM, restore_on_abort);
-  write_number(f->nr_path, before + count);
+  qp_test_write_number(f->nr_path, before + count);
   g_autofree char *free_path =
       g_strdup("/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
                "free_hugepages");
-  if (read_number(free_path) < count) {
+  if (qp_test_read_number(free_path) < count) {
     g_test_skip("the kernel did not give the test 2 MiB hugepages");
     return FALSE;
   }
@@ -360,7 +337,7 @@ test_hugetlb_backend_beside_ram(Fixture *f, gconstpointer data)
    * QEMU starts, for lack of room. */
   const char *nr0 = "/sys/devices/system/node/node0/hugepages/"
                     "hugepages-2048kB/free_hugepages";
-  if (read_number(nr0) == 0) {
+  if (qp_test_read_number(nr0) == 0) {
     QpTestRun r;
     qp_test_run((char **)cmd->pdata, NULL, &r);
     g_test_message("without hugepages: %s", r.err);

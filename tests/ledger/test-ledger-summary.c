@@ -277,6 +277,17 @@ test_line_rejects(void)
   /* A line of another length is no line: a field more, a field less. */
   g_autofree char *longer = g_strconcat(line, " extra", NULL);
   g_assert_null(qp_claim_from_summary_line(longer, NULL));
+  /* A leading space is an empty first field, as g_strsplit() counts it:
+   * one field more. */
+  g_autofree char *spaced = g_strconcat(" ", line, NULL);
+  g_autoptr(GError) se = NULL;
+  g_assert_null(qp_claim_from_summary_line(spaced, &se));
+  guint fields = 1;
+  for (const char *q = spaced; *q != '\0'; q++)
+    fields += *q == ' ';
+  g_autofree char *want = g_strdup_printf(": %u fields;", fields);
+  g_assert_error(se, QP_TOPOLOGY_ERROR, QP_TOPOLOGY_ERROR_INVALID);
+  g_assert_nonnull(strstr(se->message, want));
   *strrchr(line, ' ') = '\0';
   g_assert_null(qp_claim_from_summary_line(line, NULL));
   g_assert_null(qp_claim_from_summary_line("", NULL));

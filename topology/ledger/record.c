@@ -142,7 +142,7 @@ qp_claim_from_summary_line(const char *line, GError **error)
   g_autofree char *copy = g_strdup(line);
   char *t[G_N_ELEMENTS(fields)];
   guint n = 0;
-  for (char *p = copy; *copy != '\0';) {
+  for (char *p = copy; *line != '\0';) {
     char *space = strchr(p, ' ');
     if (n < G_N_ELEMENTS(fields))
       t[n] = p;

@@ -181,6 +181,8 @@ fail(Keeper *k, GError *error)
   g_clear_error(&error);
   report_failure(k, line);
   g_free(line);
+  g_clear_pointer(&k->first_vcpus, g_array_unref);
+  g_clear_pointer(&k->first_iothreads, g_array_unref);
   _exit(1);
 }
 
@@ -213,6 +215,19 @@ detach(Keeper *k)
   }
 }
 
+/* Whether the first look asks QEMU for its iothreads: when the command
+ * line has some. QEMU reads a monitor's input one byte per pass of its
+ * loop, each pass a few microseconds, so every byte sent before cont
+ * holds up a paused guest's start (docs/design.md, "Where a paused
+ * start's time goes"). An iothread a caller adds over its own monitor
+ * before the first look is found, as one added at any later time, by the
+ * look every LOOK_EVERY_MS; until then it runs where the process may. */
+static gboolean
+first_look_iothreads(const Keeper *k)
+{
+  return k->cfg->req == NULL || k->cfg->req->n_iothreads > 0;
+}
+
 /* Waits for QEMU's greeting and negotiates capabilities. */
 static void
 greet(Keeper *k)
@@ -237,8 +252,9 @@ greet(Keeper *k)
       qp_keeper_qemu_gone(k, FIRST_LOOK_AFTER_MS))
     qemu_left(k);
   /* The first look's queries go with qmp_capabilities: one round trip. */
-  static const char *const first_look_queries[] = {"query-cpus-fast",
-                                                   "query-iothreads", NULL};
+  const char *first_look_queries[] = {"query-cpus-fast", NULL, NULL};
+  if (first_look_iothreads(k))
+    first_look_queries[1] = "query-iothreads";
   if (!qp_qmp_handshake_ahead(k->qmp, first_look_queries, &error))
     fail(k, error);
   k->greeted = TRUE;
@@ -335,7 +351,8 @@ daemon_in_preconfig(Keeper *k)
 }
 
 /* The first look at QEMU's threads: every one goes where the plan says,
- * unless the caller pinned it itself. */
+ * unless the caller pinned it itself. A paused start keeps the threads it
+ * found (k->first_vcpus, k->first_iothreads) for resume(). */
 static void
 first_look(Keeper *k)
 {
@@ -349,7 +366,9 @@ first_look(Keeper *k)
   if (vcpus == NULL)
     fail(k, error);
   find_qemu(k, vcpus);
-  g_autoptr(GArray) iothreads = qp_qmp_query_iothreads(k->qmp, &error);
+  g_autoptr(GArray) iothreads =
+      first_look_iothreads(k) ? qp_qmp_query_iothreads(k->qmp, &error)
+                              : g_array_new(FALSE, TRUE, sizeof(QpIothread));
   if (iothreads == NULL)
     fail(k, error);
   qp_keeper_say_caller_memory(k);
@@ -366,6 +385,10 @@ first_look(Keeper *k)
         "waited %.3f ms for QEMU's replies between the greeting and the "
         "first look",
         (double)(qp_qmp_waited_us(k->qmp) - k->greeted_waited_us) / 1000.0);
+  if (k->cfg->paused) {
+    k->first_vcpus = g_steal_pointer(&vcpus);
+    k->first_iothreads = g_steal_pointer(&iothreads);
+  }
 }
 
 /* Resumes the guest qemu-pin started paused. */
@@ -382,19 +405,33 @@ resume(Keeper *k)
       (double)(qp_qmp_waited_us(k->qmp) - k->greeted_waited_us) / 1000.0);
   /* Events queued meanwhile: the RESUME of our own cont, and maybe one of
    * the caller's after it moved threads. One more look covers both; a
-   * guest that stopped at once may already be gone, which is no news. */
-  gboolean resumed = FALSE;
+   * guest that stopped at once may already be gone, which is no news.
+   * When our RESUME is all there is, the threads are those of the first
+   * look, and the look reads their CPUs without asking QEMU: a query now
+   * would run beside the guest's first steps (greet()). A caller's pins
+   * are found all the same; a vCPU plugged meanwhile, by the look every
+   * LOOK_EVERY_MS, as one plugged later. */
+  guint resumes = 0, others = 0;
   while (qp_qmp_has_event(k->qmp)) {
     g_autoptr(QpJv) ev = qp_qmp_next_event(k->qmp, 0, NULL);
     if (ev == NULL)
       break;
-    resumed |= strcmp(qp_jv_get_string_or(ev, "event", ""), "RESUME") == 0;
+    if (strcmp(qp_jv_get_string_or(ev, "event", ""), "RESUME") == 0)
+      resumes++;
+    else
+      others++;
   }
-  if (resumed) {
-    g_autoptr(GError) again = NULL;
-    if (!qp_keeper_query_and_apply(k, NULL, &again))
-      qp_keeper_log(k, 1, "after cont: %s", again->message);
-  }
+  g_autoptr(GArray) vcpus = g_steal_pointer(&k->first_vcpus);
+  g_autoptr(GArray) iothreads = g_steal_pointer(&k->first_iothreads);
+  if (resumes == 0)
+    return;
+  g_autoptr(GError) again = NULL;
+  gboolean ok =
+      resumes == 1 && others == 0
+          ? qp_keeper_look_and_apply(k, vcpus, iothreads, NULL, &again)
+          : qp_keeper_query_and_apply(k, NULL, &again);
+  if (!ok)
+    qp_keeper_log(k, 1, "after cont: %s", again->message);
 }
 
 void

@@ -33,7 +33,11 @@ typedef struct {
   gboolean greeted;   /* the handshake succeeded */
   gint64 greeted_waited_us; /* qp_qmp_waited_us() once greeted */
   gboolean applied;         /* every thread runs where the plan says */
-  gboolean reported;        /* -daemonize: the launcher has our word */
+  /* The threads the first look found (of QpVcpu, of QpIothread), until
+   * the guest a paused start holds runs (keeper.c, resume()); else NULL. */
+  GArray *first_vcpus;
+  GArray *first_iothreads;
+  gboolean reported; /* -daemonize: the launcher has our word */
   gint64 t0;
   /* one-to-one hotplug: cpu-index -> the core (PUs) claimed for it */
   GHashTable *plugged;

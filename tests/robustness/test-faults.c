@@ -84,11 +84,13 @@ static const Row rows[] = {
      NO_SPECIAL,
      137,
      {"query-cpus-fast", "GenericError", "injected failure"}},
+    /* The first look asks for iothreads only when the command line has
+     * one (launcher/keeper/keeper.c, first_look_iothreads()). */
     {"fake/error-query-iothreads",
      FAKE,
      "command-error:query-iothreads",
      {NULL},
-     {"-smp", "2"},
+     {"-smp", "2", "-object", "iothread,id=io0"},
      NO_SPECIAL,
      137,
      {"query-iothreads", "injected failure"}},

@@ -508,6 +508,61 @@ spawn_halted_vm(RbFixture *f, char **envp, const char *const *extra)
   return qp_test_spawn((char **)argv->pdata, envp, f->dir);
 }
 
+/* What a paused start asks QEMU before the guest runs: QEMU reads a
+ * monitor one byte per pass of its main loop, so each command sent before
+ * cont holds the guest up (docs/design.md, "Where a paused start's time
+ * goes"). Up to the keeper's release of its guard, once the guest runs:
+ * qmp_capabilities, query-cpus-fast, query-iothreads only when the command
+ * line has an iothread (DATA non-NULL: -object iothread,id=DATA), and
+ * cont; our own RESUME alone brings no query after it. */
+static void
+test_paused_start_commands(RbFixture *f, gconstpointer data)
+{
+  const char *iothread = data;
+  g_auto(GStrv) envp = g_get_environ();
+  clean_env(&envp, f);
+  g_autofree char *log = g_build_filename(f->dir, "qmp.log", NULL);
+  envp = g_environ_setenv(envp, "FAKE_QEMU_LOG", log, TRUE);
+  g_autofree char *fake = rb_fake_qemu();
+  g_autofree char *object =
+      iothread != NULL ? g_strdup_printf("iothread,id=%s", iothread) : NULL;
+  char *argv[] = {(char *)qp_test_binary(),
+                  "--mode=one-to-one",
+                  "--",
+                  fake,
+                  "-smp",
+                  "1",
+                  "-name",
+                  f->marker,
+                  iothread != NULL ? "-object" : NULL,
+                  object,
+                  NULL};
+  GPid pid = qp_test_spawn(argv, envp, f->dir);
+  /* The guard is there from before the exec, so before cont; it leaves
+   * once the keeper is done with the guest's start. */
+  gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+  g_autofree char *sent = NULL;
+  for (;;) {
+    g_clear_pointer(&sent, g_free);
+    if (g_file_get_contents(log, &sent, NULL, NULL) &&
+        strstr(sent, "cont\n") != NULL) {
+      g_autoptr(GArray) guards = rb_pids_named("qemu-pin-guard", f->marker);
+      if (guards->len == 0)
+        break;
+    }
+    g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+    g_usleep(10000);
+  }
+  g_assert_cmpstr(sent, ==,
+                  iothread != NULL
+                      ? "qmp_capabilities\nquery-cpus-fast\nquery-iothreads\n"
+                        "cont\n"
+                      : "qmp_capabilities\nquery-cpus-fast\ncont\n");
+  g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
+  g_assert_cmpint(qp_test_wait(pid, 20000), >=, 0);
+  rb_assert_nothing_left(f, 10000);
+}
+
 /* Spawns qemu-pin --mode=one-to-one on the fake QEMU, which never answers
  * cont, with -name MARKER and EXTRA (NULL-terminated, may be NULL), and
  * waits until the keeper sent cont: QEMU then waits paused for it. Returns
@@ -945,6 +1000,10 @@ main(int argc, char **argv)
              NULL, rb_setup, test_guest_shutdown_left_alone, rb_teardown);
   g_test_add("/regressions/daemonize/keeper-killed-before-ready", RbFixture,
              NULL, rb_setup, test_daemonize_keeper_killed, rb_teardown);
+  g_test_add("/regressions/keeper/paused-start-commands/plain", RbFixture, NULL,
+             rb_setup, test_paused_start_commands, rb_teardown);
+  g_test_add("/regressions/keeper/paused-start-commands/iothread", RbFixture,
+             "io0", rb_setup, test_paused_start_commands, rb_teardown);
   g_test_add("/regressions/keeper-killed-while-qemu-paused", RbFixture, NULL,
              rb_setup, test_keeper_killed_while_paused, rb_teardown);
   g_test_add("/regressions/keeper-killed-before-exec", RbFixture,

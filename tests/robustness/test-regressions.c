@@ -376,6 +376,16 @@ test_sigterm_busy_monitor(RbFixture *f, gconstpointer data)
   }
 }
 
+/* Has fake-qemu log each command it receives to F's qmp.log (in *ENVP):
+ * the log's path. */
+static char *
+log_commands(RbFixture *f, char ***envp)
+{
+  char *log = g_build_filename(f->dir, "qmp.log", NULL);
+  *envp = g_environ_setenv(*envp, "FAKE_QEMU_LOG", log, TRUE);
+  return log;
+}
+
 /* The keeper's part of finding 10, made deterministic with fake-qemu:
  * SHUTDOWN (host-signal) and then still there. Returns the fake's PID once
  * the keeper has looked at its threads (-v: "pinned N threads"; the plan
@@ -385,8 +395,7 @@ static GPid
 start_fake_vm(RbFixture *f, char ***envp, const char *extra_env)
 {
   g_autofree char *fake = rb_fake_qemu();
-  g_autofree char *log = g_build_filename(f->dir, "qmp.log", NULL);
-  *envp = g_environ_setenv(*envp, "FAKE_QEMU_LOG", log, TRUE);
+  g_free(log_commands(f, envp));
   if (extra_env != NULL)
     *envp = g_environ_setenv(*envp, extra_env, "1", TRUE);
   char *argv[] = {(char *)qp_test_binary(),
@@ -521,8 +530,7 @@ test_paused_start_commands(RbFixture *f, gconstpointer data)
   const char *iothread = data;
   g_auto(GStrv) envp = g_get_environ();
   clean_env(&envp, f);
-  g_autofree char *log = g_build_filename(f->dir, "qmp.log", NULL);
-  envp = g_environ_setenv(envp, "FAKE_QEMU_LOG", log, TRUE);
+  g_autofree char *log = log_commands(f, &envp);
   g_autofree char *fake = rb_fake_qemu();
   g_autofree char *object =
       iothread != NULL ? g_strdup_printf("iothread,id=%s", iothread) : NULL;
@@ -572,8 +580,7 @@ spawn_waiting_for_cont(RbFixture *f, const char *const *extra, int *keeper)
 {
   g_auto(GStrv) envp = g_get_environ();
   clean_env(&envp, f);
-  g_autofree char *log = g_build_filename(f->dir, "qmp.log", NULL);
-  envp = g_environ_setenv(envp, "FAKE_QEMU_LOG", log, TRUE);
+  g_autofree char *log = log_commands(f, &envp);
   envp = g_environ_setenv(envp, "FAKE_QEMU_SCRIPT", "never-reply:cont", TRUE);
   g_autofree char *fake = rb_fake_qemu();
   g_autoptr(GPtrArray) argv = g_ptr_array_new();

@@ -73,7 +73,18 @@ said "boot made no progress in 5 s, on the second attempt too (boot failure)" ||
 echo "ok: stuck twice, exit 2 after two boots"
 
 echo "# a script that runs past the boot bound, then fails: not stopped, not retried"
-lab "$work/slow-fail.sh" 0 30 1 1
+# A real boot seen stuck before the script started (as in the first case)
+# is rightly booted again, and the script's FAIL then comes from the
+# second attempt: only that is tried once more, and said.
+if (lab "$work/slow-fail.sh" 0 30 1 1) >"$work/case3" 2>&1; then
+  cat "$work/case3"
+else
+  cat "$work/case3"
+  said "^run-lab: cpuless: boot made no progress in 30 s (no QP-LAB-SCRIPT line on the console; stuck in the kernel, before /init), retrying once" &&
+    said "^run-lab: cpuless: FAIL in .*: failing on purpose after 35 s (boot .* s, attempt 2;" || exit 1
+  echo "# the real first boot was stuck before the script: this case once more"
+  lab "$work/slow-fail.sh" 0 30 1 1
+fi
 said "^run-lab: cpuless: FAIL in .*: failing on purpose after 35 s (boot .* s, attempt 1;" ||
   fail "not the first attempt's FAIL"
 ! said "retrying" || fail "a started script was retried"

@@ -1,6 +1,8 @@
-/* The corpus: QEMU command lines libvirt generates (tests/data/libvirt,
- * about 700, x86), each planned through the library as a launch would, in
- * every mode, on this host and on the recorded multi-node hosts. Each
+/* The corpus: QEMU command lines orchestrators generate, each planned
+ * through the library as a launch would, in every mode, on this host and on
+ * the recorded multi-node hosts: libvirt's (tests/data/libvirt, about 700,
+ * x86) and Proxmox VE's (tests/data/proxmox/cfg2cmd, about 90: vNUMA,
+ * hugepages, memory hotplug with pc-dimms, its own -id option). Each
  * result must be one of:
  *   - a plan whose vCPUs (boot and max), guest nodes and memory (per page
  *     size and per guest node) are what the line asks (read from it here,
@@ -359,10 +361,31 @@ read_ask(char **argv)
   return a;
 }
 
-/* A .args file: "VAR=value \" lines, the binary, then one argument per line
- * with shell quoting. */
+/* A -readconfig file the line names that this host does not have (Proxmox
+ * VE's /usr/share/qemu-server/pve-q35-4.0.cfg) is read from the copy of it
+ * in DIR, so that what it holds is planned too. */
+static void
+resolve_readconfig(char **argv, const char *dir)
+{
+  for (guint i = 0; argv[i] != NULL && argv[i + 1] != NULL; i++) {
+    if (strcmp(argv[i], "-readconfig") != 0 ||
+        g_file_test(argv[i + 1], G_FILE_TEST_EXISTS))
+      continue;
+    g_autofree char *base = g_path_get_basename(argv[i + 1]);
+    char *copy = g_build_filename(dir, base, NULL);
+    if (!g_file_test(copy, G_FILE_TEST_IS_REGULAR))
+      g_error("-readconfig %s: no copy of it in %s", argv[i + 1], dir);
+    g_free(argv[i + 1]);
+    argv[i + 1] = copy;
+  }
+}
+
+/* A command line as libvirt's tests keep it (.args: "VAR=value \" lines,
+ * the binary, then one argument per line with shell quoting) or Proxmox
+ * VE's (.cmd: the binary, then arguments with shell quoting on lines joined
+ * by "\"); -readconfig files from CONFIG_DIR when this host lacks them. */
 static gboolean
-read_line(const char *path, Line *l)
+read_line(const char *path, const char *config_dir, Line *l)
 {
   g_autofree char *text = NULL;
   if (!g_file_get_contents(path, &text, NULL, NULL))
@@ -379,6 +402,7 @@ read_line(const char *path, Line *l)
     return FALSE;
   l->name = g_path_get_basename(path);
   l->argv = g_strdupv(words + first + 1);
+  resolve_readconfig(l->argv, config_dir);
   l->argc = g_strv_length(l->argv);
   l->ask = read_ask(l->argv);
   return TRUE;
@@ -634,12 +658,27 @@ typedef struct {
   QpHost *host;
 } Host;
 
-static GArray *lines; /* of Line */
+/* The command lines of one orchestrator. */
+typedef struct {
+  const char *name;       /* the test's: /corpus/NAME */
+  const char *dir;        /* its files, under tests/ */
+  const char *suffix;     /* of a file that holds a line */
+  const char *config_dir; /* -readconfig files this host lacks, under tests/ */
+  guint at_least;         /* lines it holds: a folder read wrong fails */
+  GArray *lines;          /* of Line */
+} Corpus;
+
+static Corpus corpora[] = {
+    {"libvirt", "data/libvirt", ".args", "data/libvirt", 700, NULL},
+    {"proxmox", "data/proxmox/cfg2cmd", ".cmd", "data/proxmox", 90, NULL},
+};
 
 static void
-test_corpus(void)
+test_corpus(gconstpointer data)
 {
-  g_assert_cmpuint(lines->len, >=, 700);
+  const Corpus *corpus = data;
+  const GArray *lines = corpus->lines;
+  g_assert_cmpuint(lines->len, >=, corpus->at_least);
   g_autoptr(GPtrArray) hosts = g_ptr_array_new();
   g_autoptr(GError) error = NULL;
   Host live = {g_strdup("this-host"), qp_host_load(NULL, &error)};
@@ -721,36 +760,51 @@ test_corpus(void)
   }
 }
 
-int
-main(int argc, char **argv)
+/* The lines of CORPUS, in the order of their files' names. */
+static GArray *
+read_corpus(const Corpus *corpus)
 {
-  g_test_init(&argc, &argv, NULL);
-  lines = g_array_new(FALSE, TRUE, sizeof(Line));
-  g_autofree char *dir =
-      g_build_filename(g_getenv("G_TEST_SRCDIR"), "data", "libvirt", NULL);
+  GArray *lines = g_array_new(FALSE, TRUE, sizeof(Line));
+  const char *src = g_getenv("G_TEST_SRCDIR");
+  g_autofree char *dir = g_build_filename(src, corpus->dir, NULL);
+  g_autofree char *config_dir = g_build_filename(src, corpus->config_dir, NULL);
   g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
   g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
   const char *name;
   while (d != NULL && (name = g_dir_read_name(d)) != NULL)
-    if (g_str_has_suffix(name, ".args"))
+    if (g_str_has_suffix(name, corpus->suffix))
       g_ptr_array_add(names, g_strdup(name));
   g_ptr_array_sort(names, compare_names);
   for (guint i = 0; i < names->len; i++) {
     g_autofree char *path = g_build_filename(dir, names->pdata[i], NULL);
     Line l = {0};
-    if (read_line(path, &l))
+    if (read_line(path, config_dir, &l))
       g_array_append_val(lines, l);
     else
       g_error("%s: not a command line", path);
   }
-  g_test_add_func("/corpus/libvirt", test_corpus);
-  int rc = g_test_run();
-  for (guint i = 0; i < lines->len; i++) {
-    Line *l = &g_array_index(lines, Line, i);
-    g_free(l->name);
-    g_strfreev(l->argv);
-    g_array_unref(l->ask.pieces);
+  return lines;
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  for (guint c = 0; c < G_N_ELEMENTS(corpora); c++) {
+    corpora[c].lines = read_corpus(&corpora[c]);
+    g_autofree char *path = g_strdup_printf("/corpus/%s", corpora[c].name);
+    g_test_add_data_func(path, &corpora[c], test_corpus);
   }
-  g_array_unref(lines);
+  int rc = g_test_run();
+  for (guint c = 0; c < G_N_ELEMENTS(corpora); c++) {
+    GArray *lines = corpora[c].lines;
+    for (guint i = 0; i < lines->len; i++) {
+      Line *l = &g_array_index(lines, Line, i);
+      g_free(l->name);
+      g_strfreev(l->argv);
+      g_array_unref(l->ask.pieces);
+    }
+    g_array_unref(lines);
+  }
   return rc;
 }

@@ -1,8 +1,9 @@
 /* The corpus: QEMU command lines orchestrators generate, each planned
  * through the library as a launch would, in every mode, on this host and on
- * the recorded multi-node hosts: libvirt's (tests/data/libvirt, about 700,
- * x86) and Proxmox VE's (tests/data/proxmox/cfg2cmd, about 90: vNUMA,
- * hugepages, memory hotplug with pc-dimms, its own -id option). Each
+ * the recorded multi-node hosts: libvirt 9.0's (tests/data/libvirt, about
+ * 700, x86) and 11.3's (tests/data/libvirt-11.3, about 800), and Proxmox
+ * VE's (tests/data/proxmox/cfg2cmd, about 90: vNUMA, hugepages, memory
+ * hotplug with pc-dimms, its own -id option). Each
  * result must be one of:
  *   - a plan whose vCPUs (boot and max), guest nodes and memory (per page
  *     size and per guest node) are what the line asks (read from it here,
@@ -671,6 +672,8 @@ typedef struct {
 static Corpus corpora[] = {
     {"libvirt", "data/libvirt", ".args", "data/libvirt", 700, NULL},
     {"proxmox", "data/proxmox/cfg2cmd", ".cmd", "data/proxmox", 90, NULL},
+    {"libvirt-11.3", "data/libvirt-11.3", ".args", "data/libvirt-11.3", 800,
+     NULL},
 };
 
 static void

@@ -57,6 +57,113 @@ measure(int pid)
   return a;
 }
 
+/* Adds to PER_NODE (of QpHugeClaim) the pages of one numa_maps LINE of a
+ * hugetlb mapping ("huge") on each node; other lines add nothing. */
+static void
+add_huge_line(const char *line, GArray *per_node)
+{
+  g_auto(GStrv) t = g_strsplit(line, " ", -1);
+  gboolean huge = FALSE;
+  guint64 page_kib = 0;
+  for (guint i = 0; t[i] != NULL; i++) {
+    huge |= strcmp(t[i], "huge") == 0;
+    if (g_str_has_prefix(t[i], "kernelpagesize_kB="))
+      page_kib = g_ascii_strtoull(t[i] + 18, NULL, 10);
+  }
+  if (!huge || page_kib == 0)
+    return;
+  for (guint i = 0; t[i] != NULL; i++) {
+    char *end = NULL;
+    if (t[i][0] != 'N' || !g_ascii_isdigit(t[i][1]))
+      continue;
+    guint64 node = g_ascii_strtoull(t[i] + 1, &end, 10);
+    if (*end != '=' || node > G_MAXINT)
+      continue;
+    guint64 pages = g_ascii_strtoull(end + 1, NULL, 10);
+    guint j;
+    for (j = 0; j < per_node->len; j++) {
+      QpHugeClaim *h = &g_array_index(per_node, QpHugeClaim, j);
+      if (h->node == (int)node && h->page_kib == page_kib) {
+        h->pages += pages;
+        break;
+      }
+    }
+    if (j == per_node->len) {
+      QpHugeClaim h = {(int)node, page_kib, pages};
+      g_array_append_val(per_node, h);
+    }
+  }
+}
+
+/* QEMU's hugepages per node and page size now (of QpHugeClaim), or NULL
+ * when numa_maps cannot be read. */
+static GArray *
+measure_huge(int pid)
+{
+  g_autofree char *path = g_strdup_printf("/proc/%d/numa_maps", pid);
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return NULL;
+  GArray *a = g_array_new(FALSE, TRUE, sizeof(QpHugeClaim));
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    add_huge_line(lines[i], a);
+  return a;
+}
+
+/* The pages of HUGE (of QpHugeClaim) of PAGE_KIB as amounts per node (of
+ * QpNodeAmount, the pages in its mib), for qp_caller_mems_claim(), which
+ * moves amounts whatever their unit. */
+static GArray *
+huge_amounts(const GArray *huge, guint64 page_kib)
+{
+  GArray *a = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
+  for (guint j = 0; j < huge->len; j++) {
+    const QpHugeClaim *h = &g_array_index(huge, QpHugeClaim, j);
+    if (h->page_kib == page_kib)
+      qp_node_amount_add(a, h->node, h->pages);
+  }
+  return a;
+}
+
+/* The hugepage claim (HUGE, of QpHugeClaim) as it follows the pages off
+ * nodes no longer ALLOWED, page size by page size, as the ordinary memory
+ * does (qp_caller_mems_claim()): the kernel migrates hugetlb pages too when
+ * the cpuset's mems change, taking them from the new node's pool. NULL when
+ * it holds no node that left, or numa_maps cannot be read. */
+static GArray *
+follow_huge(const GArray *huge, hwloc_const_bitmap_t allowed, int pid)
+{
+  gboolean left = FALSE;
+  for (guint j = 0; j < huge->len; j++)
+    left |= !hwloc_bitmap_isset(
+        allowed, (unsigned)g_array_index(huge, QpHugeClaim, j).node);
+  if (!left)
+    return NULL;
+  g_autoptr(GArray) now = measure_huge(pid);
+  if (now == NULL)
+    return NULL;
+  GArray *out = g_array_new(FALSE, TRUE, sizeof(QpHugeClaim));
+  for (guint j = 0; j < huge->len; j++) {
+    guint64 page_kib = g_array_index(huge, QpHugeClaim, j).page_kib;
+    gboolean done = FALSE;
+    for (guint o = 0; o < out->len && !done; o++)
+      done = g_array_index(out, QpHugeClaim, o).page_kib == page_kib;
+    if (done)
+      continue;
+    g_autoptr(GArray) was = huge_amounts(huge, page_kib);
+    g_autoptr(GArray) has = huge_amounts(now, page_kib);
+    g_autoptr(GArray) moved = qp_caller_mems_claim(was, allowed, has);
+    const GArray *is = moved != NULL ? moved : was;
+    for (guint i = 0; i < is->len; i++) {
+      const QpNodeAmount *a = &g_array_index(is, QpNodeAmount, i);
+      QpHugeClaim h = {a->node, page_kib, a->mib};
+      g_array_append_val(out, h);
+    }
+  }
+  return out;
+}
+
 /* Whether NOW differs from what the record says (WAS) by a step on a node. */
 static gboolean
 moved(const GArray *was, const GArray *now)
@@ -143,16 +250,23 @@ even_out(Keeper *k, const QpClaim *claim, const GArray *now)
 }
 
 typedef struct {
-  const GArray *mem; /* of QpNodeAmount */
-  gboolean caller;   /* a caller narrowed the nodes: the VM is its */
+  const GArray *mem;  /* of QpNodeAmount, or NULL: unchanged */
+  const GArray *huge; /* of QpHugeClaim, or NULL: unchanged */
+  gboolean caller;    /* a caller narrowed the nodes: the VM is its */
 } FollowedMem;
 
 static gboolean
 set_mem(QpClaim *claim, const QpClaims *claims, gpointer data, GError **error)
 {
   const FollowedMem *f = data;
-  g_array_set_size(claim->mem, 0);
-  g_array_append_vals(claim->mem, f->mem->data, f->mem->len);
+  if (f->mem != NULL) {
+    g_array_set_size(claim->mem, 0);
+    g_array_append_vals(claim->mem, f->mem->data, f->mem->len);
+  }
+  if (f->huge != NULL) {
+    g_array_set_size(claim->huge, 0);
+    g_array_append_vals(claim->huge, f->huge->data, f->huge->len);
+  }
   claim->caller_placed |= f->caller;
   return TRUE;
 }
@@ -182,9 +296,29 @@ amounts_text(const GArray *amounts)
   return g_string_free(s, s->len == 0);
 }
 
+/* AMOUNTS (of QpNodeAmount) and HUGE (of QpHugeClaim) in words: "128 MiB
+ * on node 2, 32 pages of 2048 KiB on node 3", or "none". */
+static char *
+claim_text(const GArray *amounts, const GArray *huge)
+{
+  g_autofree char *mem = amounts_text(amounts);
+  GString *s = g_string_new(mem);
+  for (guint j = 0; j < huge->len; j++) {
+    const QpHugeClaim *h = &g_array_index(huge, QpHugeClaim, j);
+    g_string_append_printf(s,
+                           "%s%" G_GUINT64_FORMAT " pages of %" G_GUINT64_FORMAT
+                           " KiB on node %d",
+                           s->len ? ", " : "", h->pages, h->page_kib, h->node);
+  }
+  if (s->len == 0)
+    g_string_append(s, "none");
+  return g_string_free(s, FALSE);
+}
+
 /* The nodes QEMU may take memory from (its cgroup's cpuset.mems) no longer
  * hold nodes of the claim: the kernel moved the pages and rebound the
- * policies, and the claim follows them (NOW: MiB per node). When a caller
+ * policies, and the claim follows them (NOW: ordinary MiB per node), its
+ * hugepages too (follow_huge()). When a caller
  * narrowed them (`virsh numatune --live`, an orchestrator's cgroup), the
  * VM's placement is the caller's from then on (robustness finding 51); a
  * node whose memory went offline entirely left them by the kernel's hand,
@@ -202,19 +336,26 @@ follow_allowed_mems(Keeper *k, const GArray *now)
    * model's nodes the kernel never had (QEMU_PIN_TOPOLOGY) are no change. */
   const QpClaim *claim = qp_held_claim_get(k->claim);
   g_auto(hwloc_bitmap_t) judged = hwloc_bitmap_dup(allowed);
-  for (guint j = 0; j < claim->mem->len; j++) {
-    int node = g_array_index(claim->mem, QpNodeAmount, j).node;
+  for (guint j = 0; j < claim->mem->len + claim->huge->len; j++) {
+    int node =
+        j < claim->mem->len
+            ? g_array_index(claim->mem, QpNodeAmount, j).node
+            : g_array_index(claim->huge, QpHugeClaim, j - claim->mem->len).node;
     if (!hwloc_bitmap_isset(k->mems_at_start, (unsigned)node))
       hwloc_bitmap_set(judged, (unsigned)node);
   }
-  g_autoptr(GArray) mem = qp_caller_mems_claim(claim->mem, judged, now);
-  if (mem == NULL)
+  g_autoptr(GArray) mem = claim->mem->len > 0
+                              ? qp_caller_mems_claim(claim->mem, judged, now)
+                              : NULL;
+  g_autoptr(GArray) huge = follow_huge(claim->huge, judged, k->qemu_pid);
+  if (mem == NULL && huge == NULL)
     return FALSE;
   g_auto(hwloc_bitmap_t) with_memory = nodes_with_memory();
   g_auto(hwloc_bitmap_t) gone = hwloc_bitmap_alloc();
-  FollowedMem f = {mem, qp_caller_mems_narrowed(k->mems_at_start, allowed,
-                                                with_memory, gone)};
-  g_autofree char *was = amounts_text(claim->mem);
+  FollowedMem f = {
+      mem, huge,
+      qp_caller_mems_narrowed(k->mems_at_start, allowed, with_memory, gone)};
+  g_autofree char *was = claim_text(claim->mem, claim->huge);
   g_autoptr(GError) error = NULL;
   if (!qp_held_claim_adjust(k->claim, set_mem, &f, &error)) {
     qp_error("keeper: cannot claim the VM's memory where its pages are: %s",
@@ -222,7 +363,8 @@ follow_allowed_mems(Keeper *k, const GArray *now)
     return FALSE;
   }
   g_autofree char *list = qp_list_format(allowed);
-  g_autofree char *is = amounts_text(mem);
+  claim = qp_held_claim_get(k->claim);
+  g_autofree char *is = claim_text(claim->mem, claim->huge);
   if (f.caller) {
     g_free(k->mems_narrowed);
     k->mems_narrowed = g_strdup_printf(
@@ -230,14 +372,14 @@ follow_allowed_mems(Keeper *k, const GArray *now)
     qp_keeper_log(k, 1,
                   "memory: the caller allowed QEMU's memory only on nodes %s: "
                   "claimed %s (was %s)",
-                  list, is ? is : "none", was ? was : "none");
+                  list, is, was);
   } else {
     g_autofree char *off = qp_list_format(gone);
     qp_keeper_log(k, 1,
                   "memory: node %s has no memory online any more (not the "
                   "caller's choice): claimed %s, where its pages went (was "
                   "%s)",
-                  off, is ? is : "none", was ? was : "none");
+                  off, is, was);
   }
   return TRUE;
 }
@@ -279,10 +421,12 @@ qp_keeper_measure_resident(Keeper *k)
                "written again");
   g_autoptr(GArray) now = measure(k->qemu_pid);
   const QpClaim *claim = qp_held_claim_get(k->claim);
-  if (now == NULL || claim->mem->len == 0)
+  if (now == NULL || claim->mem->len + claim->huge->len == 0)
     return;
   if (follow_allowed_mems(k, now))
     claim = qp_held_claim_get(k->claim);
+  if (claim->mem->len == 0)
+    return;
   if (even_out(k, claim, now)) {
     g_array_unref(now);
     now = measure(k->qemu_pid);

@@ -13,6 +13,33 @@
 #include "launcher/keeper/migrate.h"
 #include "launcher/log.h"
 
+/* A numa_maps token "N<node>=<pages>": TRUE with NODE and PAGES set. */
+static gboolean
+node_pages(const char *token, int *node, guint64 *pages)
+{
+  char *end = NULL;
+  if (token[0] != 'N' || !g_ascii_isdigit(token[1]))
+    return FALSE;
+  guint64 n = g_ascii_strtoull(token + 1, &end, 10);
+  if (*end != '=' || n > G_MAXINT)
+    return FALSE;
+  *node = (int)n;
+  *pages = g_ascii_strtoull(end + 1, NULL, 10);
+  return TRUE;
+}
+
+/* The lines of /proc/PID/numa_maps, or NULL when it cannot be read (QEMU
+ * gone, no NUMA in the kernel). */
+static char **
+numa_maps_lines(int pid)
+{
+  g_autofree char *path = g_strdup_printf("/proc/%d/numa_maps", pid);
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return NULL;
+  return g_strsplit(text, "\n", -1);
+}
+
 /* Adds to PER_NODE_KIB (of QpNodeAmount, in KiB) the pages of one numa_maps
  * LINE that are in memory on each node; hugetlb mappings ("huge") are the
  * pools' and count nowhere here. */
@@ -27,16 +54,11 @@ add_line(const char *line, GArray *per_node_kib)
     if (g_str_has_prefix(t[i], "kernelpagesize_kB="))
       page_kib = g_ascii_strtoull(t[i] + 18, NULL, 10);
   }
-  for (guint i = 0; t[i] != NULL; i++) {
-    char *end = NULL;
-    if (t[i][0] != 'N' || !g_ascii_isdigit(t[i][1]))
-      continue;
-    guint64 node = g_ascii_strtoull(t[i] + 1, &end, 10);
-    if (*end != '=' || node > G_MAXINT)
-      continue;
-    guint64 pages = g_ascii_strtoull(end + 1, NULL, 10);
-    qp_node_amount_add(per_node_kib, (int)node, pages * page_kib);
-  }
+  int node;
+  guint64 pages;
+  for (guint i = 0; t[i] != NULL; i++)
+    if (node_pages(t[i], &node, &pages))
+      qp_node_amount_add(per_node_kib, node, pages * page_kib);
 }
 
 /* QEMU's ordinary memory per node now (of QpNodeAmount, in MiB), or NULL
@@ -44,12 +66,10 @@ add_line(const char *line, GArray *per_node_kib)
 static GArray *
 measure(int pid)
 {
-  g_autofree char *path = g_strdup_printf("/proc/%d/numa_maps", pid);
-  g_autofree char *text = NULL;
-  if (!g_file_get_contents(path, &text, NULL, NULL))
+  g_auto(GStrv) lines = numa_maps_lines(pid);
+  if (lines == NULL)
     return NULL;
   GArray *a = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
-  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
     add_line(lines[i], a);
   for (guint j = 0; j < a->len; j++)
@@ -72,26 +92,21 @@ add_huge_line(const char *line, GArray *per_node)
   }
   if (!huge || page_kib == 0)
     return;
+  int node;
+  guint64 pages;
   for (guint i = 0; t[i] != NULL; i++) {
-    char *end = NULL;
-    if (t[i][0] != 'N' || !g_ascii_isdigit(t[i][1]))
+    if (!node_pages(t[i], &node, &pages))
       continue;
-    guint64 node = g_ascii_strtoull(t[i] + 1, &end, 10);
-    if (*end != '=' || node > G_MAXINT)
-      continue;
-    guint64 pages = g_ascii_strtoull(end + 1, NULL, 10);
-    guint j;
-    for (j = 0; j < per_node->len; j++) {
-      QpHugeClaim *h = &g_array_index(per_node, QpHugeClaim, j);
-      if (h->node == (int)node && h->page_kib == page_kib) {
-        h->pages += pages;
-        break;
-      }
-    }
+    guint j = 0;
+    while (j < per_node->len &&
+           (g_array_index(per_node, QpHugeClaim, j).node != node ||
+            g_array_index(per_node, QpHugeClaim, j).page_kib != page_kib))
+      j++;
     if (j == per_node->len) {
-      QpHugeClaim h = {(int)node, page_kib, pages};
+      QpHugeClaim h = {node, page_kib, 0};
       g_array_append_val(per_node, h);
     }
+    g_array_index(per_node, QpHugeClaim, j).pages += pages;
   }
 }
 
@@ -100,12 +115,10 @@ add_huge_line(const char *line, GArray *per_node)
 static GArray *
 measure_huge(int pid)
 {
-  g_autofree char *path = g_strdup_printf("/proc/%d/numa_maps", pid);
-  g_autofree char *text = NULL;
-  if (!g_file_get_contents(path, &text, NULL, NULL))
+  g_auto(GStrv) lines = numa_maps_lines(pid);
+  if (lines == NULL)
     return NULL;
   GArray *a = g_array_new(FALSE, TRUE, sizeof(QpHugeClaim));
-  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
     add_huge_line(lines[i], a);
   return a;

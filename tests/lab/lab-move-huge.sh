@@ -11,7 +11,7 @@
 
 expect_nodes 4
 qp_require --mode=balanced
-pool() { echo "/sys/devices/system/node/node$1/hugepages/hugepages-2048kB/$2"; }
+pool() { hugepage_pool "$@"; }
 [ -e "$(pool 0 nr_hugepages)" ] || fail "the lab kernel has no 2 MiB hugepage pools per node"
 for n in 0 1 2; do echo 40 >"$(pool "$n" nr_hugepages)"; done
 echo 0 >"$(pool 3 nr_hugepages)"
@@ -25,15 +25,6 @@ ram='{"qom-type":"memory-backend-memfd","id":"pc.ram","size":67108864,"hugetlb":
 set -- "$QP_QEMU" $(vm_args hg fw.bin) -smp 1 -m 64 -object "$ram" -machine memory-backend=pc.ram
 pid=$(qp_launch hg --mode=balanced -- "$@") || fail "qemu-pin did not launch the hugepage VM: $pid"
 
-huge_of() {
-  _sf=$(status_json) || fail "qemu-pin status --json failed"
-  jq -c --argjson p "$1" '.vms[] | select(.["qemu-pid"] == $p) | .hugepages' "$_sf"
-}
-# huge_on PID NODE: the 2 MiB pages of PID's hugetlb mappings on NODE.
-huge_on() {
-  awk -v node="N$2=" '/ huge / { for (i = 3; i <= NF; i++) if (index($i, node) == 1) { split($i, kv, "="); n += kv[2] } }
-    END { print n + 0 }' "/proc/$1/numa_maps"
-}
 from=$(huge_of "$pid" | jq -r '.[0].node')
 assert_eq "the claim: 32 hugepages on one node" "[{\"node\":$from,\"page-kib\":2048,\"pages\":32}]" "$(huge_of "$pid")"
 assert_eq "before: the guest's hugepages on node $from" 32 "$(huge_on "$pid" "$from")"

@@ -9,13 +9,12 @@
 
 expect_nodes 4
 qp_require --mode=balanced
-pool() { echo "/sys/devices/system/node/node$1/hugepages/hugepages-2048kB/$2"; }
+pool() { hugepage_pool "$@"; }
 [ -e "$(pool 0 nr_hugepages)" ] || fail "the lab kernel has no 2 MiB hugepage pools per node"
 for n in 1 2; do
   echo 40 >"$(pool "$n" nr_hugepages)"
   assert_eq "node $n's pool" 40 "$(cat "$(pool "$n" nr_hugepages)")"
 done
-grep -qw cpuset /sys/fs/cgroup/cgroup.controllers || fail "the lab kernel has no cgroup v2 cpuset controller"
 
 write_fw_halt fw.bin
 ram='{"qom-type":"memory-backend-memfd","id":"pc.ram","size":67108864,"hugetlb":true,"hugetlbsize":2097152,"prealloc":true}'
@@ -23,15 +22,6 @@ ram='{"qom-type":"memory-backend-memfd","id":"pc.ram","size":67108864,"hugetlb":
 set -- "$QP_QEMU" $(vm_args hg fw.bin) -smp 1 -m 64 -object "$ram" -machine memory-backend=pc.ram
 pid=$(qp_launch hg --mode=balanced --hostnodes=1 -- "$@") || fail "qemu-pin did not launch the hugepage VM: $pid"
 
-huge_of() {
-  _sf=$(status_json) || fail "qemu-pin status --json failed"
-  jq -c --argjson p "$1" '.vms[] | select(.["qemu-pid"] == $p) | .hugepages' "$_sf"
-}
-# huge_on PID NODE: the 2 MiB pages of PID's hugetlb mappings on NODE.
-huge_on() {
-  awk -v node="N$2=" '/ huge / { for (i = 3; i <= NF; i++) if (index($i, node) == 1) { split($i, kv, "="); n += kv[2] } }
-    END { print n + 0 }' "/proc/$1/numa_maps"
-}
 # uncommitted NODE: the 2 MiB pages of NODE's pool that status offers.
 uncommitted() {
   jq -r --argjson n "$1" '.nodes[] | select(.id == $n) | .hugepages[] | select(.["page-kib"] == 2048) | .uncommitted' "$(status_json)"
@@ -39,12 +29,7 @@ uncommitted() {
 assert_eq "the claim: 32 hugepages on node 1" '[{"node":1,"page-kib":2048,"pages":32}]' "$(huge_of "$pid")"
 assert_eq "before: the guest's hugepages on node 1" 32 "$(huge_on "$pid" 1)"
 
-cg=/sys/fs/cgroup/lab-split-huge
-echo +cpuset >/sys/fs/cgroup/cgroup.subtree_control || fail "cannot enable the cpuset controller"
-mkdir -p "$cg" || fail "cannot make cgroup $cg"
-cat /sys/devices/system/cpu/online >"$cg/cpuset.cpus" || fail "cannot set the cgroup's CPUs"
-echo 1-2 >"$cg/cpuset.mems" || fail "cannot set the cgroup's mems"
-echo "$pid" >"$cg/cgroup.procs" || fail "cannot move QEMU $pid into $cg"
+caller_cgroup lab-split-huge "$pid" 1-2
 echo 2 >"$cg/cpuset.mems" || fail "cannot narrow the cgroup's mems to node 2"
 all_on_2() { [ "$(huge_on "$pid" 2)" -eq 32 ]; }
 wait_for 60 all_on_2 || fail "the kernel left the guest's hugepages off node 2: $(huge_on "$pid" 2) of 32 there"

@@ -64,16 +64,7 @@ wait_for 120 within ||
   fail "guest RAM stays beyond its claim: $(ram_on 1) MiB on node 1 (claim $c1), $(ram_on 2) MiB on node 2 (claim $c2)"
 log "ok: guest RAM within its claim: $(ram_on 1) MiB on node 1 (claim $c1), $(ram_on 2) MiB on node 2 (claim $c2)"
 
-cg=/sys/fs/cgroup/lab-split
-grep -qw cpuset /sys/fs/cgroup/cgroup.controllers || fail "the lab kernel has no cgroup v2 cpuset controller"
-echo +cpuset >/sys/fs/cgroup/cgroup.subtree_control || fail "cannot enable the cpuset controller"
-mkdir -p "$cg" || fail "cannot make cgroup $cg"
-# Every CPU: joining the cgroup resets each thread to all of them, which the
-# keeper takes for a reset (the plan goes back), not for the caller's
-# pinning; only the memory is the caller's.
-cat /sys/devices/system/cpu/online >"$cg/cpuset.cpus" || fail "cannot set the cgroup's CPUs"
-echo 1-2 >"$cg/cpuset.mems" || fail "cannot set the cgroup's mems"
-echo "$pid" >"$cg/cgroup.procs" || fail "cannot move QEMU $pid into $cg"
+caller_cgroup lab-split "$pid" 1-2
 echo 2 >"$cg/cpuset.mems" || fail "cannot narrow the cgroup's mems to node 2"
 none_on_1() { [ "$(ram_on 1)" -eq 0 ]; }
 wait_for 60 none_on_1 || fail "the kernel left $(ram_on 1) MiB on node 1 after cpuset.mems became 2"

@@ -437,3 +437,36 @@ status_json() {
   "$QP_BINARY" status --json >"$_sf" 2>"$_sf.err" || return 1
   echo "$_sf"
 }
+
+# hugepage_pool NODE FILE: the file of NODE's 2 MiB hugepage pool
+# (nr_hugepages, free_hugepages).
+hugepage_pool() { echo "/sys/devices/system/node/node$1/hugepages/hugepages-2048kB/$2"; }
+
+# huge_of PID: the hugepages the ledger claims for the VM of QEMU PID, as
+# status --json gives them ([{"node":N,"page-kib":K,"pages":P}, ...]).
+huge_of() {
+  _sf=$(status_json) || fail "qemu-pin status --json failed"
+  jq -c --argjson p "$1" '.vms[] | select(.["qemu-pid"] == $p) | .hugepages' "$_sf"
+}
+
+# huge_on PID NODE: the 2 MiB pages of PID's hugetlb mappings on NODE.
+huge_on() {
+  awk -v node="N$2=" '/ huge / { for (i = 3; i <= NF; i++) if (index($i, node) == 1) { split($i, kv, "="); n += kv[2] } }
+    END { print n + 0 }' "/proc/$1/numa_maps"
+}
+
+# caller_cgroup NAME PID MEMS: moves PID into a new cgroup v2 cpuset NAME
+# with every CPU and the memory nodes MEMS, as an orchestrator confines a
+# VM (libvirt's numatune); sets cg to the cgroup's path. Every CPU: joining
+# the cgroup resets each thread to all of them, which the keeper takes for
+# a reset (the plan goes back), not for the caller's pinning; only the
+# memory is the caller's.
+caller_cgroup() {
+  cg=/sys/fs/cgroup/$1
+  grep -qw cpuset /sys/fs/cgroup/cgroup.controllers || fail "the lab kernel has no cgroup v2 cpuset controller"
+  echo +cpuset >/sys/fs/cgroup/cgroup.subtree_control || fail "cannot enable the cpuset controller"
+  mkdir -p "$cg" || fail "cannot make cgroup $cg"
+  cat /sys/devices/system/cpu/online >"$cg/cpuset.cpus" || fail "cannot set the cgroup's CPUs"
+  echo "$3" >"$cg/cpuset.mems" || fail "cannot set the cgroup's mems to $3"
+  echo "$2" >"$cg/cgroup.procs" || fail "cannot move QEMU $2 into $cg"
+}

@@ -40,6 +40,22 @@ numa_maps_lines(int pid)
   return g_strsplit(text, "\n", -1);
 }
 
+/* The page size, in KiB, that the tokens T of one numa_maps line give
+ * (kernelpagesize_kB=), or 0 when they give none; HUGE: whether the line is
+ * a hugetlb mapping's ("huge"). */
+static guint64
+line_page_kib(char *const *t, gboolean *huge)
+{
+  guint64 page_kib = 0;
+  *huge = FALSE;
+  for (guint i = 0; t[i] != NULL; i++) {
+    *huge |= strcmp(t[i], "huge") == 0;
+    if (g_str_has_prefix(t[i], "kernelpagesize_kB="))
+      page_kib = g_ascii_strtoull(t[i] + 18, NULL, 10);
+  }
+  return page_kib;
+}
+
 /* Adds to PER_NODE_KIB (of QpNodeAmount, in KiB) the pages of one numa_maps
  * LINE that are in memory on each node; hugetlb mappings ("huge") are the
  * pools' and count nowhere here. */
@@ -47,13 +63,12 @@ static void
 add_line(const char *line, GArray *per_node_kib)
 {
   g_auto(GStrv) t = g_strsplit(line, " ", -1);
-  guint64 page_kib = 4;
-  for (guint i = 0; t[i] != NULL; i++) {
-    if (strcmp(t[i], "huge") == 0)
-      return;
-    if (g_str_has_prefix(t[i], "kernelpagesize_kB="))
-      page_kib = g_ascii_strtoull(t[i] + 18, NULL, 10);
-  }
+  gboolean huge;
+  guint64 page_kib = line_page_kib(t, &huge);
+  if (huge)
+    return;
+  if (page_kib == 0)
+    page_kib = 4;
   int node;
   guint64 pages;
   for (guint i = 0; t[i] != NULL; i++)
@@ -83,13 +98,8 @@ static void
 add_huge_line(const char *line, GArray *per_node)
 {
   g_auto(GStrv) t = g_strsplit(line, " ", -1);
-  gboolean huge = FALSE;
-  guint64 page_kib = 0;
-  for (guint i = 0; t[i] != NULL; i++) {
-    huge |= strcmp(t[i], "huge") == 0;
-    if (g_str_has_prefix(t[i], "kernelpagesize_kB="))
-      page_kib = g_ascii_strtoull(t[i] + 18, NULL, 10);
-  }
+  gboolean huge;
+  guint64 page_kib = line_page_kib(t, &huge);
   if (!huge || page_kib == 0)
     return;
   int node;
@@ -349,11 +359,13 @@ follow_allowed_mems(Keeper *k, const GArray *now)
    * model's nodes the kernel never had (QEMU_PIN_TOPOLOGY) are no change. */
   const QpClaim *claim = qp_held_claim_get(k->claim);
   g_auto(hwloc_bitmap_t) judged = hwloc_bitmap_dup(allowed);
-  for (guint j = 0; j < claim->mem->len + claim->huge->len; j++) {
-    int node =
-        j < claim->mem->len
-            ? g_array_index(claim->mem, QpNodeAmount, j).node
-            : g_array_index(claim->huge, QpHugeClaim, j - claim->mem->len).node;
+  for (guint j = 0; j < claim->mem->len; j++) {
+    int node = g_array_index(claim->mem, QpNodeAmount, j).node;
+    if (!hwloc_bitmap_isset(k->mems_at_start, (unsigned)node))
+      hwloc_bitmap_set(judged, (unsigned)node);
+  }
+  for (guint j = 0; j < claim->huge->len; j++) {
+    int node = g_array_index(claim->huge, QpHugeClaim, j).node;
     if (!hwloc_bitmap_isset(k->mems_at_start, (unsigned)node))
       hwloc_bitmap_set(judged, (unsigned)node);
   }

@@ -1068,6 +1068,35 @@ test_recorded_memoryless(void)
   assert_set(p->process_cpus, "0-7");
 }
 
+/* A host recorded in a cgroup whose CPUs are of one node and whose memory
+ * nodes are others (cgroup-mems-apart.xml: cpuset.cpus 0-3, node 0's;
+ * cpuset.mems 2-3). QEMU alone runs there; a live launch plans node 0 as a
+ * node without memory (finding 50), and so must a plan on the recording:
+ * every VM was refused in every mode, auto too, for "no CPU may run the
+ * guest's 2 vCPUs on host nodes 2-3" (outside check, stop 55: hwloc's
+ * recorded hosts). */
+static void
+test_recorded_mems_apart(void)
+{
+  g_autoptr(QpHost) h = recorded("cgroup-mems-apart.xml");
+  g_assert_true(qp_host_node_mem_denied(h, 0));
+  g_assert_false(qp_host_node_mem_denied(h, 2));
+  const QpMode modes[] = {QP_MODE_AUTO, QP_MODE_BALANCED, QP_MODE_ONE_TO_ONE};
+  for (gsize m = 0; m < G_N_ELEMENTS(modes); m++) {
+    g_autoptr(QpRequest) r = request(2, 1024);
+    g_autoptr(Opts) o = opts_new(modes[m], NULL);
+    g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
+    g_assert_false(p->best_effort);
+    g_assert_true(hwloc_bitmap_isincluded(p->process_cpus, h->allowed));
+    g_assert_cmpuint(claimed_on(p, 0), ==, 0);
+    g_assert_cmpuint(claimed_on(p, 2) + claimed_on(p, 3), ==, 1024);
+  }
+  /* numa binds each guest node on its host node: none has both */
+  g_autoptr(QpRequest) r = request(2, 1024);
+  g_autoptr(Opts) o = opts_new(QP_MODE_NUMA, NULL);
+  plan_refused(h, NULL, r, o, "outside the nodes this process may use");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1113,5 +1142,7 @@ main(int argc, char **argv)
   g_test_add_func("/plan/recorded/cgroup-subset", test_recorded_cgroup);
   g_test_add_func("/plan/recorded/memoryless-cpu-nodes",
                   test_recorded_memoryless);
+  g_test_add_func("/plan/recorded/cpus-and-memory-apart",
+                  test_recorded_mems_apart);
   return g_test_run();
 }

@@ -403,6 +403,28 @@ fill_allowed(QpHost *host, hwloc_topology_t topo, hwloc_const_bitmap_t all)
   }
 }
 
+/* A node of usable CPUs whose memory the cgroup (or, live, the policy)
+ * keeps the process off is planned as a node without memory
+ * (fill_allowed()'s rule): its CPUs run the vCPUs, the memory goes to the
+ * nearest nodes it may use, as QEMU alone under the same confinement runs.
+ * HOST's allowed nodes are those the confinement gives, the denied ones
+ * not yet among them. */
+static void
+deny_memory(QpHost *host)
+{
+  hwloc_bitmap_free(host->mem_denied);
+  host->mem_denied = hwloc_bitmap_alloc();
+  for (guint i = 0; host->allowed_nodes != NULL && i < host->n_nodes; i++) {
+    const QpNode *n = &host->nodes[i];
+    if (n->id >= 0 && n->total_mib > 0 &&
+        !hwloc_bitmap_isset(host->allowed_nodes, (unsigned)n->id) &&
+        hwloc_bitmap_intersects(n->all_cpus, host->allowed)) {
+      hwloc_bitmap_set(host->mem_denied, (unsigned)n->id);
+      hwloc_bitmap_set(host->allowed_nodes, (unsigned)n->id);
+    }
+  }
+}
+
 gboolean
 qp_host_apply_live(QpHost *host, struct QpWatermarkCache *watermarks,
                    GError **error)
@@ -429,21 +451,7 @@ qp_host_apply_live(QpHost *host, struct QpWatermarkCache *watermarks,
           !hwloc_bitmap_isset(policy, (unsigned)n->id))
         hwloc_bitmap_clr(host->allowed_nodes, (unsigned)n->id);
     }
-  /* A node of usable CPUs whose memory the cgroup or the policy keeps
-   * the process off is planned as a node without memory (fill_allowed()'s
-   * rule): its CPUs run the vCPUs, the memory goes to the nearest nodes it
-   * may use, as QEMU alone under the same confinement runs. */
-  hwloc_bitmap_free(host->mem_denied);
-  host->mem_denied = hwloc_bitmap_alloc();
-  for (guint i = 0; host->allowed_nodes != NULL && i < host->n_nodes; i++) {
-    const QpNode *n = &host->nodes[i];
-    if (n->id >= 0 && n->total_mib > 0 &&
-        !hwloc_bitmap_isset(host->allowed_nodes, (unsigned)n->id) &&
-        hwloc_bitmap_intersects(n->all_cpus, host->allowed)) {
-      hwloc_bitmap_set(host->mem_denied, (unsigned)n->id);
-      hwloc_bitmap_set(host->allowed_nodes, (unsigned)n->id);
-    }
-  }
+  deny_memory(host);
   /* What only the cgroup and the affinity this process was started with
    * keep out: an orchestrator may give a thread of QEMU more later. */
   hwloc_bitmap_free(host->beyond_affinity);
@@ -670,6 +678,10 @@ build_host(hwloc_topology_t topo, Source source, const char *name,
       (source == SOURCE_XML && !check_recorded(host, name, error)) ||
       (source == SOURCE_LIVE && !qp_host_apply_live(host, NULL, error)))
     return NULL;
+  /* A recorded host is planned in the confinement it was recorded in, as
+   * a live one is in this process's (qp_host_apply_live()). */
+  if (source == SOURCE_XML)
+    deny_memory(host);
   return g_steal_pointer(&host);
 }
 

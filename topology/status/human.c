@@ -111,6 +111,14 @@ qp_host_to_text(const QpHost *host)
   g_autofree char *allowed_nodes = qp_list_format(host->allowed_nodes);
   g_string_append_printf(s, "allowed cpus: %s\nallowed nodes: %s\n", allowed,
                          allowed_nodes);
+  if (host->mem_denied != NULL && !hwloc_bitmap_iszero(host->mem_denied)) {
+    g_autofree char *denied = qp_list_format(host->mem_denied);
+    g_string_append_printf(s,
+                           "memory denied: nodes %s (their CPUs only: the "
+                           "cgroup's cpuset.mems or the memory policy keeps "
+                           "memory off them)\n",
+                           denied);
+  }
   g_string_append_printf(s, "pci devices: %u\n", host->pci->len);
   for (guint i = 0; i < host->pci->len; i++) {
     const QpPciDevice *d = &g_array_index(host->pci, QpPciDevice, i);

@@ -82,6 +82,11 @@ qp_host_to_json(const QpHost *host)
 
   qp_json_add_list(b, "allowed", host->allowed);
   qp_json_add_list(b, "allowed_nodes", host->allowed_nodes);
+  /* Of the allowed nodes, those whose CPUs only this process may use. */
+  g_auto(hwloc_bitmap_t) denied = host->mem_denied != NULL
+                                      ? hwloc_bitmap_dup(host->mem_denied)
+                                      : hwloc_bitmap_alloc();
+  qp_json_add_list(b, "memory_denied_nodes", denied);
 
   json_builder_set_member_name(b, "kinds");
   json_builder_begin_array(b);

@@ -368,6 +368,9 @@ RECORDED = {
     "memoryless-initiators.xml": (
         "linux/fakememinitiators-1np2c+1npp+gi.tar.bz2", "sysfs", None, None,
         None),
+    "cgroup-mems-apart.xml": (
+        "linux/16amd64-4n4c-cgroup-distance-merge.tar.bz2", "sysfs", None,
+        None, None),
     # CPUID dumps as hwloc's x86 backend reads them (NUMA nodes from AMD
     # topoext): no memory and no SLIT were recorded, so both are added.
     "epyc-7451-2s.xml": (

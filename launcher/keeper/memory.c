@@ -298,6 +298,7 @@ classify(Backend *b, QpQmp *qmp, const Seen *s)
                   .qom_type = (char *)qp_jv_get_string(type),
                   .size_bytes = s->size};
   g_autoptr(QpJv) hugetlb = NULL, hugetlbsize = NULL, mem_path = NULL;
+  g_autoptr(QpJv) readonly = NULL;
   if (strcmp(qb.qom_type, "memory-backend-memfd") == 0) {
     hugetlb = qom_get(qmp, b->id, "hugetlb", NULL);
     hugetlbsize = qom_get(qmp, b->id, "hugetlbsize", NULL);
@@ -306,6 +307,8 @@ classify(Backend *b, QpQmp *qmp, const Seen *s)
   } else if (strcmp(qb.qom_type, "memory-backend-file") == 0) {
     mem_path = qom_get(qmp, b->id, "mem-path", NULL);
     qb.mem_path = (char *)qp_jv_get_string(mem_path);
+    readonly = qom_get(qmp, b->id, "readonly", NULL);
+    qb.readonly = qp_jv_get_bool(readonly);
   }
   qp_backend_classify(&qb);
   b->tracked = qp_backend_is_ram(&qb);

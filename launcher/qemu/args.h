@@ -36,6 +36,7 @@ typedef struct {
    * QP_MFD_HUGE_SHIFT, 0 there without it, ...); 0 otherwise. */
   guint memfd_flags;
   char *mem_path;            /* memory-backend-file */
+  gboolean readonly;         /* memory-backend-file readonly=on */
   hwloc_bitmap_t host_nodes; /* NULL if unset */
   QpPolicy policy;           /* DEFAULT if unset */
   /* What the host makes of it (qp_backend_classify). */

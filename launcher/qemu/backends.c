@@ -40,7 +40,8 @@ static const QpPropSchema backend_schema[] = {
     {"size", QP_PROP_SIZE},     {"hugetlbsize", QP_PROP_SIZE},
     {"align", QP_PROP_SIZE},    {"mem-path", QP_PROP_STRING},
     {"policy", QP_PROP_STRING}, {"prealloc-context", QP_PROP_STRING},
-    {"seal", QP_PROP_BOOL},     {NULL, QP_PROP_BOOL},
+    {"seal", QP_PROP_BOOL},     {"readonly", QP_PROP_BOOL},
+    {NULL, QP_PROP_BOOL},
 };
 
 /* memfd_create()'s flags (linux/memfd.h), as QEMU 7.2's qemu_memfd_create()
@@ -100,6 +101,7 @@ backend_read(QpBackend *b, const QpProps *p, gboolean *has_size, GError **error)
       !qp_props_size(p, "size", &b->size_bytes, has_size, error) ||
       !qp_props_bool(p, "prealloc", &b->prealloc, error) ||
       !qp_props_bool(p, "hugetlb", &b->hugetlb, error) ||
+      !qp_props_bool(p, "readonly", &b->readonly, error) ||
       !qp_props_size(p, "hugetlbsize", &huge_bytes, &has_huge, error))
     return FALSE;
   if (strcmp(b->qom_type, "memory-backend-memfd") == 0) {

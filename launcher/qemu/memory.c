@@ -15,7 +15,12 @@
  *   reserves hugetlb pages at mmap.
  * - A backend on device DAX or on a DAX filesystem is not host RAM, and
  *   memory-backend-epc (SGX) is no RAM of the node either: neither is
- *   bound nor claimed.
+ *   bound nor claimed. Nor is a file backend with readonly=on outside
+ *   hugetlbfs (Kata Containers' guest image on an nvdimm): QEMU maps the
+ *   file read-only, so its pages are the file's own clean page cache,
+ *   one copy for every VM that maps it, which the kernel drops under
+ *   pressure and no guest can dirty; claiming it would count that one
+ *   image again for each VM.
  * - A backend used by another device (ivshmem-plain, memory shared with
  *   other VMs or processes) is that device's: neither bound nor claimed.
  * - A backend used twice, or a device naming no backend: QEMU refuses the
@@ -59,7 +64,8 @@ qp_backend_classify(QpBackend *b)
 gboolean
 qp_backend_is_ram(const QpBackend *b)
 {
-  return !b->dax && strcmp(b->qom_type, "memory-backend-epc") != 0;
+  return !b->dax && !(b->readonly && !b->hugetlb) &&
+         strcmp(b->qom_type, "memory-backend-epc") != 0;
 }
 
 /* Whether a node of HOST has hugepages of PAGE_KIB; *ANY says whether it

@@ -192,6 +192,23 @@ test_unused_backends(void)
                  "-device ivshmem-plain,memdev=hostmem");
   g_assert_cmpuint(shared->req->n_devmem, ==, 0);
 
+  /* A file mapped read-only (readonly=on, either syntax) is the file's own
+   * page cache, shared and never dirtied: no RAM of the guest's, on a
+   * memory device or unused; writable, the same file is. */
+  g_autoptr(QpQemuArgs) ro = parse_line(
+      "-m 1024,slots=4,maxmem=4G -machine nvdimm=on "
+      "-object memory-backend-file,id=img,size=16M,mem-path=/tmp/qp-ro.img,"
+      "readonly=on -device nvdimm,id=nv0,memdev=img,unarmed=on "
+      "-object {\"qom-type\":\"memory-backend-file\",\"id\":\"img2\","
+      "\"size\":16777216,\"mem-path\":\"/tmp/qp-ro2.img\","
+      "\"readonly\":true,\"prealloc\":true} "
+      "-object memory-backend-file,id=rw,size=16M,mem-path=/tmp/qp-rw.img,"
+      "readonly=off -device nvdimm,id=nv1,memdev=rw");
+  g_assert_null(devmem(ro, "img"));
+  g_assert_null(devmem(ro, "img2"));
+  g_assert_cmpuint(devmem(ro, "rw")->mib, ==, 16);
+  g_assert_cmpuint(ro->req->n_devmem, ==, 1);
+
   /* -mem-prealloc makes every backend preallocate. */
   g_autoptr(QpQemuArgs) b = parse_line(
       "-m 1024 -mem-prealloc -object memory-backend-ram,id=plain,size=64M");

@@ -196,6 +196,9 @@ read_backend(const char *text)
     struct stat st;
     if (stat(path, &st) == 0 && S_ISCHR(st.st_mode))
       b->ram = FALSE;
+    /* a file mapped read-only: its page cache, shared, never dirtied */
+    if (is_on(t, "readonly") && b->page_kib == 0)
+      b->ram = FALSE;
     if (b->bytes == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode))
       b->bytes = (guint64)st.st_size;
   }

@@ -506,6 +506,53 @@ test_qemu_refuses_itself(Fixture *f, gconstpointer data)
   stop(f, pid);
 }
 
+/* A file backend with readonly=on (Kata Containers' guest image on an
+ * nvdimm): the file's own page cache, one copy for every VM that maps it,
+ * which no guest can dirty. The VM runs with the nvdimm; only its RAM is
+ * claimed, and the image's backend reaches QEMU as the caller wrote it
+ * (outside check, stop 55: each VM claimed the image's 256 MiB again and
+ * had it bound). */
+static void
+test_readonly_file_backend(Fixture *f, gconstpointer data)
+{
+  g_autofree char *image = g_build_filename(f->dir, "image.img", NULL);
+  g_autofree char *zeros = g_malloc0(16 << 20);
+  g_assert_true(g_file_set_contents(image, zeros, 16 << 20, NULL));
+  g_autofree char *backend = g_strdup_printf(
+      "memory-backend-file,id=img,mem-path=%s,size=16M,readonly=on", image);
+  const char *extra[] = {"-smp",     "1",
+                         "-machine", "nvdimm=on",
+                         "-m",       "64,slots=2,maxmem=1G",
+                         "-object",  backend,
+                         "-device",  "nvdimm,id=nv0,memdev=img,unarmed=on",
+                         NULL};
+  const char *opts[] = {"--mode=balanced", NULL};
+  g_autoptr(GPtrArray) cmd = command(f, opts, extra);
+  g_autoptr(JsonObject) plan = qp_test_plan((char **)cmd->pdata + 1);
+  g_assert_null(plan_entry(plan, "img"));
+
+  GPid pid = launch(f, cmd);
+  g_autoptr(JsonObject) rec = record(f);
+  g_assert_cmpint(record_mib(rec, "0"), ==, 64);
+  g_autofree char *path = g_strdup_printf("/proc/%d/cmdline", pid);
+  g_autofree char *argv = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(path, &argv, &len, NULL));
+  gboolean seen = FALSE;
+  for (const char *a = argv; a < argv + len; a += strlen(a) + 1)
+    seen = seen || strcmp(a, backend) == 0;
+  g_assert_true(seen);
+  g_autoptr(JsonNode) devs =
+      qp_test_qmp_command(f->qmp, "query-memory-devices");
+  g_assert_nonnull(devs);
+  JsonArray *a = json_node_get_array(devs);
+  g_assert_cmpuint(json_array_get_length(a), ==, 1);
+  g_assert_cmpstr(json_object_get_string_member(
+                      json_array_get_object_element(a, 0), "type"),
+                  ==, "nvdimm");
+  stop(f, pid);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -519,6 +566,8 @@ main(int argc, char **argv)
       test_hugetlb_guest_node);
   ADD("/launch/memory/mem-lock-unused-backend-claimed",
       test_mem_lock_unused_backend);
+  ADD("/launch/memory/readonly-file-backend-not-claimed",
+      test_readonly_file_backend);
   ADD("/launch/memory/what-qemu-refuses-reaches-qemu",
       test_qemu_refuses_itself);
   return g_test_run();

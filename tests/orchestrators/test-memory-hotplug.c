@@ -186,6 +186,26 @@ test_dimm_plugged(Fixture *f, gconstpointer data)
   g_assert_cmpstr(status, ==, "running");
 }
 
+/* Plugs a pc-dimm DEVICE on a file backend ID of 16 MiB at PATH, mapped
+ * read-only or shared. */
+static void
+plug_file_dimm(Fixture *f, const char *id, const char *path, gboolean readonly)
+{
+  g_autofree char *zeros = g_malloc0(16 << 20);
+  g_assert_true(g_file_set_contents(path, zeros, 16 << 20, NULL));
+  g_autofree char *add =
+      g_strdup_printf("{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
+                      "\"memory-backend-file\",\"id\":\"%s\",\"size\":16777216,"
+                      "\"mem-path\":\"%s\",\"%s\":true}}",
+                      id, path, readonly ? "readonly" : "share");
+  qmp(f, add);
+  g_autofree char *dev = g_strdup_printf(
+      "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"pc-dimm\","
+      "\"id\":\"d-%s\",\"memdev\":\"%s\"}}",
+      id, id);
+  qmp(f, dev);
+}
+
 /* A dimm on a file mapped read-only (readonly=on) plugged later is not
  * claimed: its pages are the file's own page cache, shared and never
  * dirtied (docs/design.md). The dimms around it are: the claim goes
@@ -195,28 +215,11 @@ test_readonly_dimm_plugged(Fixture *f, gconstpointer data)
 {
   g_autofree char *rw = g_build_filename(f->dir, "rw.img", NULL);
   g_autofree char *ro = g_build_filename(f->dir, "ro.img", NULL);
-  g_autofree char *zeros = g_malloc0(16 << 20);
-  g_assert_true(g_file_set_contents(rw, zeros, 16 << 20, NULL));
-  g_assert_true(g_file_set_contents(ro, zeros, 16 << 20, NULL));
   launch(f, NULL, "64,slots=4,maxmem=1G", NULL);
   g_assert_true(wait_claimed(f, 0, 64, 5000));
-  g_autofree char *add_rw =
-      g_strdup_printf("{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
-                      "\"memory-backend-file\",\"id\":\"rw\",\"size\":16777216,"
-                      "\"mem-path\":\"%s\",\"share\":true}}",
-                      rw);
-  qmp(f, add_rw);
-  qmp(f, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"pc-dimm\","
-         "\"id\":\"d-rw\",\"memdev\":\"rw\"}}");
+  plug_file_dimm(f, "rw", rw, FALSE);
   g_assert_true(wait_claimed(f, 0, 80, 5000));
-  g_autofree char *add_ro =
-      g_strdup_printf("{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
-                      "\"memory-backend-file\",\"id\":\"ro\",\"size\":16777216,"
-                      "\"mem-path\":\"%s\",\"readonly\":true}}",
-                      ro);
-  qmp(f, add_ro);
-  qmp(f, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"pc-dimm\","
-         "\"id\":\"d-ro\",\"memdev\":\"ro\"}}");
+  plug_file_dimm(f, "ro", ro, TRUE);
   qmp(f, "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":"
          "\"memory-backend-ram\",\"id\":\"m8\",\"size\":8388608}}");
   qmp(f, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"pc-dimm\","

@@ -1040,6 +1040,18 @@ test_recorded_cgroup(void)
   plan_refused(h, NULL, r, o, "(this process may run on CPUs 0-5,16-19)");
 }
 
+/* The plan of a VM of 2 vCPUs and 1 GiB on H in MODE, which must place it
+ * with the guarantee of its mode (not best effort). */
+static QpPlan *
+plan_small(const QpHost *h, QpMode mode)
+{
+  g_autoptr(QpRequest) r = request(2, 1024);
+  g_autoptr(Opts) o = opts_new(mode, NULL);
+  QpPlan *p = plan_ok(h, NULL, r, o);
+  g_assert_false(p->best_effort);
+  return p;
+}
+
 /* A host whose CPU nodes have no memory (memoryless-initiators.xml: nodes
  * 0-3 hold the CPUs, 5-10 the memory). Linux never lists a memoryless node
  * in a cpuset's mems, so the recorded allowed nodes are 5-10; the CPUs of
@@ -1052,10 +1064,7 @@ test_recorded_memoryless(void)
   g_autoptr(QpHost) h = recorded("memoryless-initiators.xml");
   const QpMode modes[] = {QP_MODE_AUTO, QP_MODE_BALANCED, QP_MODE_ONE_TO_ONE};
   for (gsize m = 0; m < G_N_ELEMENTS(modes); m++) {
-    g_autoptr(QpRequest) r = request(2, 1024);
-    g_autoptr(Opts) o = opts_new(modes[m], NULL);
-    g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
-    g_assert_false(p->best_effort);
+    g_autoptr(QpPlan) p = plan_small(h, modes[m]);
     /* node 0 and its nearest memory, node 5 (distance 11) */
     assert_set(p->process_cpus, "0-1");
     g_assert_cmpuint(claimed_on(p, 5), ==, 1024);
@@ -1083,10 +1092,7 @@ test_recorded_mems_apart(void)
   g_assert_false(qp_host_node_mem_denied(h, 2));
   const QpMode modes[] = {QP_MODE_AUTO, QP_MODE_BALANCED, QP_MODE_ONE_TO_ONE};
   for (gsize m = 0; m < G_N_ELEMENTS(modes); m++) {
-    g_autoptr(QpRequest) r = request(2, 1024);
-    g_autoptr(Opts) o = opts_new(modes[m], NULL);
-    g_autoptr(QpPlan) p = plan_ok(h, NULL, r, o);
-    g_assert_false(p->best_effort);
+    g_autoptr(QpPlan) p = plan_small(h, modes[m]);
     g_assert_true(hwloc_bitmap_isincluded(p->process_cpus, h->allowed));
     g_assert_cmpuint(claimed_on(p, 0), ==, 0);
     g_assert_cmpuint(claimed_on(p, 2) + claimed_on(p, 3), ==, 1024);

@@ -204,17 +204,25 @@ claim_of(int pid, QpMode mode, guint64 mib, const char *dedicated)
   return c;
 }
 
-/* A shell under a QEMU name whose command line asks -m 256 -smp 2. */
-static GPid
-fake_qemu(char **dir)
+/* A copy of the shell under a QEMU name, in a new directory *DIR. */
+static char *
+shell_as_qemu(char **dir)
 {
   *dir = g_dir_make_tmp("qp-trust-XXXXXX", NULL);
-  g_autofree char *exe = g_build_filename(*dir, "qemu-system-x86_64", NULL);
+  char *exe = g_build_filename(*dir, "qemu-system-x86_64", NULL);
   g_autofree char *sh = NULL;
   gsize len = 0;
   g_assert_true(g_file_get_contents("/bin/sh", &sh, &len, NULL));
   g_assert_true(g_file_set_contents(exe, sh, (gssize)len, NULL));
   g_assert_cmpint(chmod(exe, 0755), ==, 0);
+  return exe;
+}
+
+/* A shell under a QEMU name whose command line asks -m 256 -smp 2. */
+static GPid
+fake_qemu(char **dir)
+{
+  g_autofree char *exe = shell_as_qemu(dir);
   char *argv[] = {exe, "-c", "sleep 600; :", "sh", "-m", "256", "-smp",
                   "2", NULL};
   return spawn(argv);
@@ -296,6 +304,85 @@ test_verdicts(void)
   cleanup_dir(dir);
 }
 
+/* A shell running ARGV0 (a path) that renames itself NAME, as QEMU's
+ * -name X,process=NAME does, with -m 256 on its command line; returns once
+ * the name shows. */
+static GPid
+renamed(const char *argv0, const char *name)
+{
+  g_autofree char *script =
+      g_strdup_printf("echo %s > /proc/self/comm; sleep 600; :", name);
+  char *argv[] = {(char *)argv0, "-c", script, "sh", "-m", "256", NULL};
+  GPid pid = spawn(argv);
+  g_autofree char *path = g_strdup_printf("/proc/%d/comm", pid);
+  for (int i = 0; i < 500; i++) {
+    g_autofree char *comm = NULL;
+    if (g_file_get_contents(path, &comm, NULL, NULL) &&
+        strcmp(g_strchomp(comm), name) == 0)
+      break;
+    g_usleep(2000);
+  }
+  return pid;
+}
+
+/* The verdict on a record of root's for PID, judged by a process of uid
+ * 65534, which may not follow root's /proc/PID/exe: "counted" or why not. */
+static char *
+verdict_of_another_uid(GPid pid)
+{
+  int fds[2];
+  g_assert_cmpint(pipe(fds), ==, 0);
+  pid_t child = fork();
+  g_assert_cmpint(child, >=, 0);
+  if (child == 0) {
+    close(fds[0]);
+    if (setresgid(65534, 65534, 65534) != 0 ||
+        setresuid(65534, 65534, 65534) != 0)
+      _exit(2);
+    g_autoptr(QpClaim) c = claim_of(pid, QP_MODE_BALANCED, 256, NULL);
+    g_autofree char *why = qp_record_distrust(c, 0, NULL);
+    const char *text = why != NULL ? why : "counted";
+    _exit(write(fds[1], text, strlen(text)) == (ssize_t)strlen(text) ? 0 : 3);
+  }
+  close(fds[1]);
+  char buf[512];
+  ssize_t n = read(fds[0], buf, sizeof buf - 1);
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  g_assert_cmpint(n, >, 0);
+  return g_strndup(buf, (gsize)n);
+}
+
+/* A QEMU renamed by -name X,process=NAME, judged by a reader that may not
+ * follow its /proc/PID/exe (a member of a shared ledger reading another
+ * member's record): its argv[0] still names QEMU, and it counts (outside
+ * check, stop 55: "is not QEMU (it runs NAME)", so every other member
+ * planned as if its claim were not there). A renamed process whose argv[0]
+ * names no QEMU still does not count. */
+static void
+test_renamed_qemu(void)
+{
+  if (geteuid() != 0) {
+    g_test_skip("needs root to judge as another uid");
+    return;
+  }
+  char *dir = NULL;
+  g_autofree char *exe = shell_as_qemu(&dir);
+  GPid qemu = renamed(exe, "vm-of-a-member");
+  g_autofree char *why = verdict_of_another_uid(qemu);
+  g_test_message("renamed QEMU: %s", why);
+  g_assert_cmpstr(why, ==, "counted");
+  stop(qemu);
+  GPid shell = renamed("/bin/sh", "vm-of-a-member");
+  g_autofree char *not = verdict_of_another_uid(shell);
+  g_test_message("renamed shell: %s", not );
+  g_assert_nonnull(strstr(not, "is not QEMU (it runs vm-of-a-member)"));
+  stop(shell);
+  cleanup_dir(dir);
+}
+
 /* RssAnon + RssShmem of PID in MiB, 0 when unread. */
 static guint64
 held_mib(GPid pid)
@@ -322,13 +409,8 @@ static void
 test_held_beyond_command_line(void)
 {
   guint me = (guint)geteuid();
-  g_autofree char *dir = g_dir_make_tmp("qp-trust-XXXXXX", NULL);
-  g_autofree char *exe = g_build_filename(dir, "qemu-system-x86_64", NULL);
-  g_autofree char *sh = NULL;
-  gsize len = 0;
-  g_assert_true(g_file_get_contents("/bin/sh", &sh, &len, NULL));
-  g_assert_true(g_file_set_contents(exe, sh, (gssize)len, NULL));
-  g_assert_cmpint(chmod(exe, 0755), ==, 0);
+  char *dir = NULL;
+  g_autofree char *exe = shell_as_qemu(&dir);
   char *argv[] = {
       exe,  "-c", "x=$(head -c 209715200 /dev/zero | tr '\\0' a); sleep 600; :",
       "sh", "-m", "64",
@@ -353,8 +435,7 @@ test_held_beyond_command_line(void)
                                  "it claims 4096 MiB, its QEMU's command "
                                  "line asks at most 64 MiB and it holds "));
   stop(q);
-  unlink(exe);
-  rmdir(dir);
+  cleanup_dir(dir);
 }
 
 int
@@ -365,6 +446,8 @@ main(int argc, char **argv)
   g_test_add_func("/ledger/trust/qemu-names", test_names);
   g_test_add_func("/ledger/trust/memory-pluggable", test_pluggable);
   g_test_add_func("/ledger/trust/verdicts", test_verdicts);
+  g_test_add_func("/ledger/trust/renamed-qemu-judged-by-another-uid",
+                  test_renamed_qemu);
   g_test_add_func("/ledger/trust/held-beyond-command-line",
                   test_held_beyond_command_line);
   return g_test_run();

@@ -74,7 +74,9 @@ proc_held_mib(int pid)
 
 /* The name of PID's executable: the basename of /proc/PID/exe, or, when
  * this reader may not follow that link (another user's process), its
- * command name. */
+ * command name, and when that names no QEMU, the basename of its argv[0]:
+ * QEMU's -name NAME,process=PROC renames the process, not its argv (both
+ * are the process's own words, which only the link is not). */
 static char *
 proc_exe_name(int pid)
 {
@@ -88,7 +90,15 @@ proc_exe_name(int pid)
   g_autofree char *comm = NULL;
   if (proc_read(pid, "comm", 64, &comm) <= 0)
     return NULL;
-  return g_strdup(g_strchomp(comm));
+  g_strchomp(comm);
+  g_autofree char *argv = NULL;
+  if (!qp_qemu_is_qemu_name(comm) &&
+      proc_read(pid, "cmdline", 4096, &argv) > 0) {
+    g_autofree char *arg0 = g_path_get_basename(argv);
+    if (qp_qemu_is_qemu_name(arg0))
+      return g_steal_pointer(&arg0);
+  }
+  return g_steal_pointer(&comm);
 }
 
 /* Why PID, which keeps a record of uid OWNER alive, is no QEMU of that

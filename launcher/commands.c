@@ -33,13 +33,19 @@ print_json(JsonNode *node)
   qp_print("%s\n", text);
 }
 
-/* `plan` in mode none, where QEMU's command line is not read: only the
- * mode and why (see docs/plan-schema.md). */
+/* `plan` where nothing is planned, in mode none (QEMU's command line is
+ * not read) or for a line a launch passes to QEMU as it is (PASSTHROUGH:
+ * help, a version or a probe, -machine none): only the mode and why (see
+ * docs/plan-schema.md). */
 static void
-print_plan_none(const QpOptions *opts)
+print_plan_none(const QpOptions *opts, gboolean passthrough)
 {
-  const char *reason = "mode none: QEMU runs as it would without qemu-pin; "
-                       "its command line is not read";
+  const char *reason =
+      passthrough ? "not a VM (help, a version or -machine none, as "
+                    "orchestrators probe QEMU): QEMU runs as it is, nothing "
+                    "is planned or claimed"
+                  : "mode none: QEMU runs as it would without qemu-pin; "
+                    "its command line is not read";
   if (opts->human) {
     qp_print("mode            none\n\nreasons:\n  - %s\n", reason);
     return;
@@ -71,8 +77,8 @@ static int
 cmd_plan(const QpOptions *opts, const QpQemuArgs *args, gboolean plan_only,
          GError **error)
 {
-  if (args == NULL) {
-    print_plan_none(opts);
+  if (args == NULL || args->passthrough) {
+    print_plan_none(opts, args != NULL);
     return 0;
   }
   g_autoptr(QpHost) host = NULL;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/common/qp-test.h"
@@ -83,6 +84,28 @@ static JsonObject *
 plan_of(GPtrArray *cmd)
 {
   return qp_test_plan((char **)cmd->pdata + 1);
+}
+
+/* Waits up to TIMEOUT_MS for the caller's monitor to say WANT; else says
+ * what the monitor says, whether qemu-pin (PID) still runs and what it
+ * wrote, and fails. */
+static void
+assert_status(Fixture *f, GPid pid, const char *want, guint timeout_ms)
+{
+  if (qp_test_wait_status(f->qmp, want, timeout_ms))
+    return;
+  g_autofree char *now = qp_test_query_status(f->qmp);
+  g_autofree char *err = qp_test_file_text(f->dir, "stderr");
+  int status = 0;
+  g_autofree char *state =
+      waitpid(pid, &status, WNOHANG) == pid
+          ? g_strdup_printf("ended (wait status %d)", status)
+          : g_strdup("runs");
+  g_test_message("no status '%s' within %u ms: the monitor says %s; "
+                 "qemu-pin %s; its stderr: %s",
+                 want, timeout_ms, now != NULL ? now : "nothing", state,
+                 err != NULL ? err : "");
+  g_assert_not_reached();
 }
 
 static void
@@ -326,7 +349,7 @@ test_preconfig(Fixture *f, gconstpointer data)
   g_auto(GStrv) want = qp_test_plan_vcpu_sets(plan);
 
   GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
-  g_assert_true(qp_test_wait_status(f->qmp, "prelaunch", 10000));
+  assert_status(f, pid, "prelaunch", 30000);
   /* The caller takes its time: QEMU still waits for it. */
   g_usleep(500000);
   g_autofree char *st = qp_test_query_status(f->qmp);
@@ -360,7 +383,7 @@ test_preconfig_numa_over_qmp(Fixture *f, gconstpointer data)
                          qmparg,        NULL};
   g_autoptr(GPtrArray) cmd = command(f, opts, f->halt_fw, extra);
   GPid pid = qp_test_spawn((char **)cmd->pdata, NULL, f->dir);
-  g_assert_true(qp_test_wait_status(f->qmp, "prelaunch", 10000));
+  assert_status(f, pid, "prelaunch", 30000);
   const char *const steps[] = {
       "{\"type\":\"node\",\"nodeid\":0,\"memdev\":\"ram\"}",
       "{\"type\":\"node\",\"nodeid\":1}",

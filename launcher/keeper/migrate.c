@@ -32,6 +32,43 @@ typedef struct {
   hwloc_bitmap_t huge_nodes; /* nodes that hold hugepages of it */
 } Sum;
 
+gboolean
+qp_numa_maps_node_pages(const char *token, int *node, guint64 *pages)
+{
+  char *end = NULL;
+  if (token[0] != 'N' || !g_ascii_isdigit(token[1]))
+    return FALSE;
+  guint64 n = g_ascii_strtoull(token + 1, &end, 10);
+  if (*end != '=' || n > G_MAXINT)
+    return FALSE;
+  *node = (int)n;
+  *pages = g_ascii_strtoull(end + 1, NULL, 10);
+  return TRUE;
+}
+
+guint64
+qp_numa_maps_page_kib(char *const *t, gboolean *huge)
+{
+  guint64 page_kib = 0;
+  *huge = FALSE;
+  for (guint i = 0; t[i] != NULL; i++) {
+    *huge |= strcmp(t[i], "huge") == 0;
+    if (g_str_has_prefix(t[i], "kernelpagesize_kB="))
+      page_kib = g_ascii_strtoull(t[i] + 18, NULL, 10);
+  }
+  return page_kib;
+}
+
+/* Whether the tokens T of a numa_maps line name anonymous pages. */
+static gboolean
+has_anon(char *const *t)
+{
+  for (guint i = 0; t[i] != NULL; i++)
+    if (g_str_has_prefix(t[i], "anon="))
+      return TRUE;
+  return FALSE;
+}
+
 /* One line of numa_maps: its policy, page size and pages per node. */
 static void
 add_line(const char *line, hwloc_const_bitmap_t nodes, Sum *bound, Sum *anon)
@@ -40,22 +77,17 @@ add_line(const char *line, hwloc_const_bitmap_t nodes, Sum *bound, Sum *anon)
   if (t[0] == NULL || t[1] == NULL)
     return;
   gboolean has_policy = strcmp(t[1], "default") != 0;
-  gboolean is_anon = FALSE;
-  guint64 page_kib = BASE_PAGE_KIB;
+  gboolean is_anon = has_anon(t + 2);
+  gboolean huge; /* a hugetlb line is told by its page size below */
+  guint64 page_kib = qp_numa_maps_page_kib(t + 2, &huge);
+  if (page_kib == 0)
+    page_kib = BASE_PAGE_KIB;
+  int node;
+  guint64 pages;
   for (guint i = 2; t[i] != NULL; i++) {
-    if (g_str_has_prefix(t[i], "kernelpagesize_kB="))
-      page_kib = g_ascii_strtoull(t[i] + 18, NULL, 10);
-    if (g_str_has_prefix(t[i], "anon="))
-      is_anon = TRUE;
-  }
-  for (guint i = 2; t[i] != NULL; i++) {
-    if (t[i][0] != 'N' || !g_ascii_isdigit(t[i][1]))
+    if (!qp_numa_maps_node_pages(t[i], &node, &pages))
       continue;
-    char *eq = strchr(t[i], '=');
-    if (eq == NULL)
-      continue;
-    int node = atoi(t[i] + 1);
-    guint64 kib = g_ascii_strtoull(eq + 1, NULL, 10) * page_kib;
+    guint64 kib = pages * page_kib;
     Sum *s = has_policy ? bound : is_anon ? anon : NULL;
     if (s == NULL)
       continue;
@@ -213,9 +245,10 @@ huge_mappings(int pid)
   g_autofree char *text = proc_file(pid, "numa_maps", NULL);
   g_auto(GStrv) lines = g_strsplit(text != NULL ? text : "", "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++) {
-    const char *k = strstr(lines[i], " kernelpagesize_kB=");
-    guint64 kib = k != NULL ? g_ascii_strtoull(k + 19, NULL, 10) : 0;
-    if (strstr(lines[i], " huge") == NULL || kib <= BASE_PAGE_KIB)
+    g_auto(GStrv) t = g_strsplit(lines[i], " ", -1);
+    gboolean is_huge;
+    guint64 kib = qp_numa_maps_page_kib(t, &is_huge);
+    if (!is_huge || kib <= BASE_PAGE_KIB)
       continue;
     guint64 start = g_ascii_strtoull(lines[i], NULL, 16);
     g_hash_table_insert(huge, GSIZE_TO_POINTER(start), GSIZE_TO_POINTER(kib));
@@ -357,15 +390,9 @@ bound_to_several(const char *policy)
 static gboolean
 ordinary_anon(char **words, guint64 page_size)
 {
-  gboolean anon = FALSE, ordinary = FALSE;
-  for (guint i = 0; words[i] != NULL; i++) {
-    if (strcmp(words[i], "huge") == 0)
-      return FALSE;
-    anon |= g_str_has_prefix(words[i], "anon=");
-    if (g_str_has_prefix(words[i], "kernelpagesize_kB="))
-      ordinary = g_ascii_strtoull(words[i] + 18, NULL, 10) * 1024 == page_size;
-  }
-  return anon && ordinary;
+  gboolean huge;
+  guint64 page_kib = qp_numa_maps_page_kib(words, &huge);
+  return !huge && has_anon(words) && page_kib * 1024 == page_size;
 }
 
 /* Start address -> end address of each mapping of PID (/proc/PID/maps),

@@ -31,6 +31,14 @@ gboolean qp_mem_where(int pid, hwloc_const_bitmap_t nodes, QpMemWhere *out,
 GArray *qp_mem_where_per_node(int pid, hwloc_bitmap_t huge_nodes,
                               GError **error);
 
+/* One numa_maps token "N<node>=<pages>": TRUE with NODE and PAGES set. */
+gboolean qp_numa_maps_node_pages(const char *token, int *node, guint64 *pages);
+
+/* The page size, in KiB, that the tokens T of one numa_maps line give
+ * (kernelpagesize_kB=), or 0 when they give none; HUGE: whether the line is
+ * a hugetlb mapping's ("huge"). */
+guint64 qp_numa_maps_page_kib(char *const *t, gboolean *huge);
+
 /* The nodes PID may take memory from now (Mems_allowed_list in
  * /proc/PID/status: its cgroup's cpuset.mems), or NULL when it cannot be
  * read (PID gone). */

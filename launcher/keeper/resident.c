@@ -13,21 +13,6 @@
 #include "launcher/keeper/migrate.h"
 #include "launcher/log.h"
 
-/* A numa_maps token "N<node>=<pages>": TRUE with NODE and PAGES set. */
-static gboolean
-node_pages(const char *token, int *node, guint64 *pages)
-{
-  char *end = NULL;
-  if (token[0] != 'N' || !g_ascii_isdigit(token[1]))
-    return FALSE;
-  guint64 n = g_ascii_strtoull(token + 1, &end, 10);
-  if (*end != '=' || n > G_MAXINT)
-    return FALSE;
-  *node = (int)n;
-  *pages = g_ascii_strtoull(end + 1, NULL, 10);
-  return TRUE;
-}
-
 /* The lines of /proc/PID/numa_maps, or NULL when it cannot be read (QEMU
  * gone, no NUMA in the kernel). */
 static char **
@@ -40,97 +25,61 @@ numa_maps_lines(int pid)
   return g_strsplit(text, "\n", -1);
 }
 
-/* The page size, in KiB, that the tokens T of one numa_maps line give
- * (kernelpagesize_kB=), or 0 when they give none; HUGE: whether the line is
- * a hugetlb mapping's ("huge"). */
-static guint64
-line_page_kib(char *const *t, gboolean *huge)
-{
-  guint64 page_kib = 0;
-  *huge = FALSE;
-  for (guint i = 0; t[i] != NULL; i++) {
-    *huge |= strcmp(t[i], "huge") == 0;
-    if (g_str_has_prefix(t[i], "kernelpagesize_kB="))
-      page_kib = g_ascii_strtoull(t[i] + 18, NULL, 10);
-  }
-  return page_kib;
-}
-
-/* Adds to PER_NODE_KIB (of QpNodeAmount, in KiB) the pages of one numa_maps
- * LINE that are in memory on each node; hugetlb mappings ("huge") are the
- * pools' and count nowhere here. */
+/* Adds the pages of one numa_maps LINE on each node: an ordinary
+ * mapping's to PER_NODE_KIB (of QpNodeAmount, in KiB); a hugetlb mapping's
+ * ("huge"), which are the pools' and count nowhere there, to HUGE (of
+ * QpHugeClaim, pages per node and page size) when it is not NULL. */
 static void
-add_line(const char *line, GArray *per_node_kib)
+add_line(const char *line, GArray *per_node_kib, GArray *huge)
 {
   g_auto(GStrv) t = g_strsplit(line, " ", -1);
-  gboolean huge;
-  guint64 page_kib = line_page_kib(t, &huge);
-  if (huge)
+  gboolean is_huge;
+  guint64 page_kib = qp_numa_maps_page_kib(t, &is_huge);
+  if (is_huge && (huge == NULL || page_kib == 0))
     return;
   if (page_kib == 0)
     page_kib = 4;
   int node;
   guint64 pages;
-  for (guint i = 0; t[i] != NULL; i++)
-    if (node_pages(t[i], &node, &pages))
+  for (guint i = 0; t[i] != NULL; i++) {
+    if (!qp_numa_maps_node_pages(t[i], &node, &pages))
+      continue;
+    if (!is_huge) {
       qp_node_amount_add(per_node_kib, node, pages * page_kib);
+      continue;
+    }
+    guint j = 0;
+    while (j < huge->len &&
+           (g_array_index(huge, QpHugeClaim, j).node != node ||
+            g_array_index(huge, QpHugeClaim, j).page_kib != page_kib))
+      j++;
+    if (j == huge->len) {
+      QpHugeClaim h = {node, page_kib, 0};
+      g_array_append_val(huge, h);
+    }
+    g_array_index(huge, QpHugeClaim, j).pages += pages;
+  }
 }
 
-/* QEMU's ordinary memory per node now (of QpNodeAmount, in MiB), or NULL
- * when numa_maps cannot be read (QEMU gone, no NUMA in the kernel). */
+/* QEMU's ordinary memory per node now (of QpNodeAmount, in MiB), and, when
+ * HUGE is not NULL, its hugepages per node and page size (*HUGE, of
+ * QpHugeClaim) from the same read; NULL (*HUGE untouched) when numa_maps
+ * cannot be read (QEMU gone, no NUMA in the kernel). */
 static GArray *
-measure(int pid)
+measure(int pid, GArray **huge)
 {
   g_auto(GStrv) lines = numa_maps_lines(pid);
   if (lines == NULL)
     return NULL;
   GArray *a = g_array_new(FALSE, TRUE, sizeof(QpNodeAmount));
+  GArray *h =
+      huge != NULL ? g_array_new(FALSE, TRUE, sizeof(QpHugeClaim)) : NULL;
   for (guint i = 0; lines[i] != NULL; i++)
-    add_line(lines[i], a);
+    add_line(lines[i], a, h);
   for (guint j = 0; j < a->len; j++)
     g_array_index(a, QpNodeAmount, j).mib /= 1024;
-  return a;
-}
-
-/* Adds to PER_NODE (of QpHugeClaim) the pages of one numa_maps LINE of a
- * hugetlb mapping ("huge") on each node; other lines add nothing. */
-static void
-add_huge_line(const char *line, GArray *per_node)
-{
-  g_auto(GStrv) t = g_strsplit(line, " ", -1);
-  gboolean huge;
-  guint64 page_kib = line_page_kib(t, &huge);
-  if (!huge || page_kib == 0)
-    return;
-  int node;
-  guint64 pages;
-  for (guint i = 0; t[i] != NULL; i++) {
-    if (!node_pages(t[i], &node, &pages))
-      continue;
-    guint j = 0;
-    while (j < per_node->len &&
-           (g_array_index(per_node, QpHugeClaim, j).node != node ||
-            g_array_index(per_node, QpHugeClaim, j).page_kib != page_kib))
-      j++;
-    if (j == per_node->len) {
-      QpHugeClaim h = {node, page_kib, 0};
-      g_array_append_val(per_node, h);
-    }
-    g_array_index(per_node, QpHugeClaim, j).pages += pages;
-  }
-}
-
-/* QEMU's hugepages per node and page size now (of QpHugeClaim), or NULL
- * when numa_maps cannot be read. */
-static GArray *
-measure_huge(int pid)
-{
-  g_auto(GStrv) lines = numa_maps_lines(pid);
-  if (lines == NULL)
-    return NULL;
-  GArray *a = g_array_new(FALSE, TRUE, sizeof(QpHugeClaim));
-  for (guint i = 0; lines[i] != NULL; i++)
-    add_huge_line(lines[i], a);
+  if (huge != NULL)
+    *huge = h;
   return a;
 }
 
@@ -149,22 +98,19 @@ huge_amounts(const GArray *huge, guint64 page_kib)
   return a;
 }
 
-/* The hugepage claim (HUGE, of QpHugeClaim) as it follows the pages off
- * nodes no longer ALLOWED, page size by page size, as the ordinary memory
- * does (qp_caller_mems_claim()): the kernel migrates hugetlb pages too when
- * the cpuset's mems change, taking them from the new node's pool. NULL when
- * it holds no node that left, or numa_maps cannot be read. */
+/* The hugepage claim (HUGE, of QpHugeClaim) as it follows the pages (NOW,
+ * of QpHugeClaim) off nodes no longer ALLOWED, page size by page size, as
+ * the ordinary memory does (qp_caller_mems_claim()): the kernel migrates
+ * hugetlb pages too when the cpuset's mems change, taking them from the new
+ * node's pool. NULL when it holds no node that left. */
 static GArray *
-follow_huge(const GArray *huge, hwloc_const_bitmap_t allowed, int pid)
+follow_huge(const GArray *huge, hwloc_const_bitmap_t allowed, const GArray *now)
 {
   gboolean left = FALSE;
   for (guint j = 0; j < huge->len; j++)
     left |= !hwloc_bitmap_isset(
         allowed, (unsigned)g_array_index(huge, QpHugeClaim, j).node);
   if (!left)
-    return NULL;
-  g_autoptr(GArray) now = measure_huge(pid);
-  if (now == NULL)
     return NULL;
   GArray *out = g_array_new(FALSE, TRUE, sizeof(QpHugeClaim));
   for (guint j = 0; j < huge->len; j++) {
@@ -341,14 +287,14 @@ claim_text(const GArray *amounts, const GArray *huge)
 /* The nodes QEMU may take memory from (its cgroup's cpuset.mems) no longer
  * hold nodes of the claim: the kernel moved the pages and rebound the
  * policies, and the claim follows them (NOW: ordinary MiB per node), its
- * hugepages too (follow_huge()). When a caller
+ * hugepages too (NOW_HUGE: pages, follow_huge()). When a caller
  * narrowed them (`virsh numatune --live`, an orchestrator's cgroup), the
  * VM's placement is the caller's from then on (robustness finding 51); a
  * node whose memory went offline entirely left them by the kernel's hand,
  * and that alone is no caller's choice (finding 73). TRUE if the claim
  * changed. */
 static gboolean
-follow_allowed_mems(Keeper *k, const GArray *now)
+follow_allowed_mems(Keeper *k, const GArray *now, const GArray *now_huge)
 {
   if (k->mems_at_start == NULL)
     return FALSE;
@@ -372,7 +318,7 @@ follow_allowed_mems(Keeper *k, const GArray *now)
   g_autoptr(GArray) mem = claim->mem->len > 0
                               ? qp_caller_mems_claim(claim->mem, judged, now)
                               : NULL;
-  g_autoptr(GArray) huge = follow_huge(claim->huge, judged, k->qemu_pid);
+  g_autoptr(GArray) huge = follow_huge(claim->huge, judged, now_huge);
   if (mem == NULL && huge == NULL)
     return FALSE;
   g_auto(hwloc_bitmap_t) with_memory = nodes_with_memory();
@@ -444,17 +390,18 @@ qp_keeper_measure_resident(Keeper *k)
   if (restored)
     qp_warning("keeper: the VM's ledger record was gone (removed by hand?): "
                "written again");
-  g_autoptr(GArray) now = measure(k->qemu_pid);
+  g_autoptr(GArray) now_huge = NULL;
+  g_autoptr(GArray) now = measure(k->qemu_pid, &now_huge);
   const QpClaim *claim = qp_held_claim_get(k->claim);
   if (now == NULL || claim->mem->len + claim->huge->len == 0)
     return;
-  if (follow_allowed_mems(k, now))
+  if (follow_allowed_mems(k, now, now_huge))
     claim = qp_held_claim_get(k->claim);
   if (claim->mem->len == 0)
     return;
   if (even_out(k, claim, now)) {
     g_array_unref(now);
-    now = measure(k->qemu_pid);
+    now = measure(k->qemu_pid, NULL);
     if (now == NULL)
       return;
   }

@@ -64,22 +64,35 @@ assert_eq "the VM's claim after rebalance" "$before" "$(claim_of "$pid")"
 # which would put the field back: the edit waits until that has passed.
 wait=$((launched + 15 - $(date +%s)))
 [ "$wait" -gt 0 ] && sleep "$wait"
-jq 'del(.["started-reserve-mib"])' "$record" >"/run/qemu-pin/.$id.json.tmp-$$"
-mv "/run/qemu-pin/.$id.json.tmp-$$" "$record"
-"$QP_BINARY" rebalance --dry-run --json >dry.json 2>dry.err || fail "rebalance --dry-run failed: $(cat dry.err)"
-assert_eq "premise: without the field, the dry run moves the spanning VM" "$id" "$(jq -r '.moves[0].vm' dry.json)"
+# The keeper may still write its record again between the edit and the
+# rebalance (a resident measure that moved by a step, as in one CI run),
+# which puts the field back and leaves the rebalance nothing to be refused:
+# then the field is back in the record, and the edit is made again, at most
+# three times. Any other outcome is judged.
+attempt=1
+while :; do
+  jq 'del(.["started-reserve-mib"])' "$record" >"/run/qemu-pin/.$id.json.tmp-$$"
+  mv "/run/qemu-pin/.$id.json.tmp-$$" "$record"
+  "$QP_BINARY" rebalance --dry-run --json >dry.json 2>dry.err || fail "rebalance --dry-run failed: $(cat dry.err)"
+  assert_eq "premise: without the field, the dry run moves the spanning VM" "$id" "$(jq -r '.moves[0].vm' dry.json)"
 
-"$QP_BINARY" rebalance >reb.out 2>reb.err ||
-  fail "rebalance exited non-zero after the VM's keeper refused the move: $(cat reb.err)"
-[ -s reb.err ] && fail "rebalance printed on stderr: $(cat reb.err)"
-log "rebalance: $(cat reb.out)"
-assert_eq "the refused VM's claim" "$before" "$(claim_of "$pid")"
+  "$QP_BINARY" rebalance >reb.out 2>reb.err ||
+    fail "rebalance exited non-zero after the VM's keeper refused the move: $(cat reb.err)"
+  [ -s reb.err ] && fail "rebalance printed on stderr: $(cat reb.err)"
+  log "rebalance: $(cat reb.out)"
+  assert_eq "the refused VM's claim" "$before" "$(claim_of "$pid")"
 
-"$QP_BINARY" rebalance --json >reb.json 2>reb.err || fail "rebalance --json failed: $(cat reb.err)"
-assert_eq "moves made" "0" "$(jq '.moves | length' reb.json)"
-kept=$(jq -r --arg id "$id" '.kept[] | select(startswith($id + ":"))' reb.json)
-case $kept in
-  *"keeper refused"*) log "ok: kept: $kept" ;;
-  *) fail "rebalance --json does not keep the VM its keeper refused: kept $(jq -c .kept reb.json)" ;;
-esac
+  "$QP_BINARY" rebalance --json >reb.json 2>reb.err || fail "rebalance --json failed: $(cat reb.err)"
+  assert_eq "moves made" "0" "$(jq '.moves | length' reb.json)"
+  kept=$(jq -r --arg id "$id" '.kept[] | select(startswith($id + ":"))' reb.json)
+  case $kept in
+    *"keeper refused"*) log "ok: kept: $kept"; break ;;
+  esac
+  if [ "$attempt" -lt 3 ] && jq -e 'has("started-reserve-mib")' "$record" >/dev/null; then
+    log "the keeper wrote its record again (started-reserve-mib is back): edit it again"
+    attempt=$((attempt + 1))
+    continue
+  fi
+  fail "rebalance --json does not keep the VM its keeper refused: kept $(jq -c .kept reb.json)"
+done
 lab_cleanup
